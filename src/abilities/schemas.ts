@@ -1,0 +1,57 @@
+// Parameter and result schemas shared by several abilities. Declared once, reused everywhere.
+import { z } from 'zod';
+
+export const SiteRef = z.union([z.number().int(), z.string()])
+  .describe('Site ID (number or digits) or domain / URL, e.g. 12 or "example.com".');
+export const SiteRefs = z.array(SiteRef).describe('Site IDs or domains.');
+export const TagId = z.number().int().min(1).describe('Tag ID.');
+export const TagIds = z.array(z.number().int().min(1));
+export const TagName = z.string().min(1).max(100).describe('Tag name (unique, case-insensitive).');
+export const HexColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/).describe('Colour as #RRGGBB.');
+export const Confirm = z.boolean().default(false).describe('Must be true to really delete (not needed with dry_run).');
+export const DryRun = z.boolean().default(false).describe('Preview what would be deleted; changes nothing.');
+export const SiteStatusFilter = z.enum(['any', 'connected', 'disconnected', 'suspended', 'available_update']);
+export const SiteStatus = z.enum(['connected', 'disconnected', 'suspended']);
+
+export const BasicSite = z.object({ id: z.number().int(), url: z.string(), name: z.string() });
+export const ListedSite = BasicSite.extend({ status: SiteStatus, client_id: z.number().int().nullable() });
+export const SiteStats = z.object({
+  plugin_updates: z.number().int(),
+  theme_updates: z.number().int(),
+  wp_update_available: z.boolean(),
+  health_score: z.number().int().nullable(),
+});
+export const FullSite = ListedSite.extend({
+  admin_username: z.string(),
+  wp_version: z.string(),
+  php_version: z.string(),
+  child_version: z.string(),
+  last_sync: z.string().nullable(),
+  notes: z.string(),
+  tags: z.array(z.object({ id: z.number().int(), name: z.string() })),
+  stats: SiteStats.optional(),
+});
+
+export const Tag = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  color: z.string().nullable(),
+  sites_count: z.number().int(),
+  sites_ids: z.array(z.number().int()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const ItemError = z.object({
+  identifier: z.union([z.number(), z.string()]),
+  code: z.string(),
+  message: z.string(),
+  status: z.number().int().optional(),
+});
+
+export const paged = <T extends z.ZodType>(item: T) => z.object({
+  items: z.array(item),
+  page: z.number().int(),
+  per_page: z.number().int(),
+  total: z.number().int(),
+});

@@ -1,0 +1,263 @@
+// Site registry abilities: list, read, count, edit, delete, suspend. (Child traffic lives in child-sites.ts.)
+import { z } from 'zod';
+import { defineAbility } from '../core/ability.js';
+import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { ServiceError } from '../core/errors.js';
+import { Page, paginate, perPage } from '../core/paging.js';
+import {
+  BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
+} from './schemas.js';
+import { fullSite, listedSite } from './views.js';
+import type { AbilityContext } from '../core/ability.js';
+import type { SiteRecord } from '../store/records.js';
+
+const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
+const write = { readonly: false, destructive: false, idempotent: true, openWorld: false };
+
+export const listSites = defineAbility({
+  name: 'list-sites-v1',
+  label: 'List sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'List managed child sites, paged and filtered by status, search text (id, name or URL), client or tag. '
+    + 'Returns items (id, url, name, status, client_id), page, per_page and total (the filtered count).',
+  input: z.object({
+    page: Page,
+    per_page: perPage(20),
+    status: SiteStatusFilter.default('any'),
+    search: z.string().default(''),
+    client_id: z.number().int().min(1).optional(),
+    tag_id: z.number().int().min(1).optional(),
+    include: z.array(z.number().int()).optional().describe('Only these site IDs.'),
+    exclude: z.array(z.number().int()).optional().describe('Leave out these site IDs.'),
+  }).strict(),
+  output: paged(ListedSite),
+  annotations: ro,
+  execute: ({ page, per_page, status, search, client_id, tag_id, include, exclude }, { sites, tags }) => {
+    const all = sites.filter({ status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined }, (ids) => tags.sitesInTags(ids));
+    return { items: paginate(all, page, per_page).map(listedSite), page, per_page, total: all.length };
+  },
+});
+
+export const getSite = defineAbility({
+  name: 'get-site-v1',
+  label: 'Get site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Full details of one site by ID or domain: versions, last sync, notes, tags; with include_stats also '
+    + 'pending update counts and health score. Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef, include_stats: z.boolean().default(false) }).strict(),
+  output: FullSite,
+  annotations: ro,
+  acceptsPost: true,
+  execute: ({ site_id_or_domain, include_stats }, ctx) => fullSite(ctx, ctx.sites.resolve(site_id_or_domain), include_stats),
+});
+
+export const countSites = defineAbility({
+  name: 'count-sites-v1',
+  label: 'Count sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Count sites, optionally only those with a status, of a client or carrying any of some tags. Returns total.',
+  input: z.object({
+    status: SiteStatusFilter.default('any'),
+    client_id: z.number().int().min(1).optional(),
+    tag_ids: TagIds.optional(),
+    include: z.array(z.number().int()).optional().describe('Only these site IDs.'),
+    exclude: z.array(z.number().int()).optional().describe('Leave out these site IDs.'),
+  }),
+  output: z.object({ total: z.number().int() }),
+  annotations: ro,
+  execute: (f, { sites, tags }) => ({
+    total: f.status === 'any' && f.client_id === undefined && !f.tag_ids?.length && !f.include?.length && !f.exclude?.length
+      ? sites.count()
+      : sites.filter(f, (ids) => tags.sitesInTags(ids)).length,
+  }),
+});
+
+export const getSitesBasic = defineAbility({
+  name: 'get-sites-basic-v1',
+  label: 'List sites (basic)',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Lightweight site list: id, url and name only, sorted by URL. Paged (default 20 per page, max 100); '
+    + 'sites and items hold the same page, total counts every matching site.',
+  input: z.object({
+    page: Page,
+    per_page: perPage(20),
+    status: SiteStatusFilter.default('any'),
+    client_id: z.number().int().min(1).optional(),
+    tag_ids: TagIds.optional(),
+  }),
+  output: z.object({ sites: z.array(BasicSite), items: z.array(BasicSite), page: z.number().int(), per_page: z.number().int(), total: z.number().int() }),
+  annotations: ro,
+  execute: ({ page, per_page, status, client_id, tag_ids }, { sites, tags }) => {
+    const all = sites.filter({ status, client_id, tag_ids }, (ids) => tags.sitesInTags(ids));
+    const list = paginate(all, page, per_page).map((s) => ({ id: s.id, url: s.url, name: s.name }));
+    return { sites: list, items: list, page, per_page, total: all.length };
+  },
+});
+
+export const updateSite = defineAbility({
+  name: 'update-site-v1',
+  label: 'Update site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Change a site\'s name, notes, client (null unassigns) or tags (the list replaces the current tags). '
+    + 'Only the fields given change. Returns the updated site. Errors: svc_site_not_found, svc_client_not_found, svc_tag_not_found (404).',
+  input: z.object({
+    site_id_or_domain: SiteRef,
+    name: z.string().min(1).max(200).optional(),
+    notes: z.string().max(10_000).optional(),
+    client_id: z.number().int().min(1).nullable().optional(),
+    tags: TagIds.optional().describe('Tag IDs; replaces the site\'s tags ([] clears them).'),
+    tag_ids: TagIds.optional().describe('Alias of tags.'),
+  }).strict(),
+  output: FullSite,
+  annotations: write,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const tags = i.tags ?? i.tag_ids;
+    const updated = await ctx.store.write((tx) => {
+      if (i.client_id) ctx.clients.resolve(i.client_id);
+      if (tags) ctx.tags.setSiteTags(tx, site.id, tags);
+      const changes: Partial<SiteRecord> = {};
+      if (i.name !== undefined) changes.name = i.name.replace(/https?:\/\//g, '');
+      if (i.notes !== undefined) changes.notes = i.notes;
+      if (i.client_id !== undefined) changes.client_id = i.client_id;
+      return ctx.sites.patch(tx, site.id, changes);
+    });
+    return fullSite(ctx, updated);
+  },
+});
+
+const DELETE_WARNINGS = [
+  'This action is irreversible. The site record will be permanently deleted from the dashboard.',
+  'All sync data, site options, and historical information stored in the dashboard will be removed.',
+  'Tag associations for this site will be deleted.',
+  'The child plugin on the remote site will NOT be removed - only the dashboard connection will be deleted.',
+];
+
+export const deleteSite = defineAbility({
+  name: 'delete-site-v1',
+  label: 'Delete site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Remove a site from the dashboard (the child plugin stays on the site). Call first with dry_run=true '
+    + 'to preview, then with confirm=true. Errors: svc_confirmation_required (400), svc_invalid_input (both flags), svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef, confirm: Confirm, dry_run: DryRun }),
+  output: z.object({
+    dry_run: z.boolean(),
+    deleted: z.boolean(),
+    site_id: z.number().int(),
+    site_url: z.string(),
+    site: BasicSite,
+    would_affect: z.union([BasicSite, z.array(BasicSite)]),
+    warnings: z.array(z.string()),
+  }),
+  annotations: { readonly: false, destructive: true, idempotent: false, openWorld: false },
+  execute: async (i, ctx) => {
+    refuseBothFlags(i);
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const basic = { id: site.id, url: site.url, name: site.name };
+    const base = { site_id: site.id, site_url: site.url, site: basic };
+    if (i.dry_run) return { dry_run: true, deleted: false, ...base, would_affect: basic, warnings: DELETE_WARNINGS };
+    requireConfirm(i);
+    await removeSite(ctx, site.id);
+    return { dry_run: false, deleted: true, ...base, would_affect: [], warnings: [] };
+  },
+});
+
+/** Removes a site and every reference to it. */
+export async function removeSite(ctx: AbilityContext, id: number): Promise<void> {
+  await ctx.store.write((tx) => {
+    ctx.tags.forgetSite(tx, id);
+    ctx.sites.remove(tx, id);
+  });
+}
+
+/** The spec's reply to a state change of one site, plus the full site (upstream's shape). */
+export const siteStateFields = { site_id: z.number().int(), site_url: z.string(), status: SiteStatus, site: FullSite };
+
+export function siteState(ctx: AbilityContext, s: SiteRecord) {
+  const site = fullSite(ctx, s);
+  return { site_id: s.id, site_url: s.url, status: site.status, site };
+}
+
+export const suspendSite = defineAbility({
+  name: 'suspend-site-v1',
+  label: 'Suspend site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Suspend a site: it stays in the registry but is left out of syncs and updates. Idempotent. '
+    + 'Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef }),
+  output: z.object({ suspended: z.literal(true), ...siteStateFields }),
+  annotations: write,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const s = await ctx.store.write((tx) => ctx.sites.patch(tx, site.id, { suspended: true }));
+    return { suspended: true as const, ...siteState(ctx, s) };
+  },
+});
+
+export const unsuspendSite = defineAbility({
+  name: 'unsuspend-site-v1',
+  label: 'Unsuspend site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Lift a suspension: the site becomes connected again (or disconnected if its last sync failed). '
+    + 'Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef }),
+  output: z.object({ unsuspended: z.literal(true), ...siteStateFields }),
+  annotations: write,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    // The spec's state table: unsuspend → connected. A failed sync afterwards will say otherwise.
+    const s = await ctx.store.write((tx) => ctx.sites.patch(tx, site.id, { suspended: false, sync_error: '' }));
+    return { unsuspended: true as const, ...siteState(ctx, s) };
+  },
+});
+
+/** Resolves every identifier; unknown ones become per-item errors with the raw identifier. */
+export function resolveMany(ctx: AbilityContext, refs: Array<number | string>): { found: SiteRecord[]; errors: z.infer<typeof ItemError>[] } {
+  const found: SiteRecord[] = [];
+  const seen = new Set<number>();
+  const errors: z.infer<typeof ItemError>[] = [];
+  for (const ref of refs) {
+    try {
+      const s = ctx.sites.resolve(ref);
+      if (!seen.has(s.id)) { seen.add(s.id); found.push(s); }
+    } catch (e) {
+      const err = e as ServiceError;
+      errors.push({ identifier: ref, code: err.code, message: err.message, status: err.status });
+    }
+  }
+  return { found, errors };
+}
+
+export const suspendSites = defineAbility({
+  name: 'suspend-sites-v1',
+  label: 'Suspend sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Suspend several sites at once. Unknown identifiers are reported in errors[] and do not stop the others. '
+    + 'Errors: svc_site_not_found (404) when no identifier names a site.',
+  input: z.object({ site_ids_or_domains: SiteRefs }).strict(),
+  output: z.object({
+    suspended: z.array(BasicSite.extend({ suspended: z.literal(1) })),
+    errors: z.array(ItemError),
+    total_suspended: z.number().int(),
+    total_errors: z.number().int(),
+  }),
+  annotations: write,
+  execute: async ({ site_ids_or_domains }, ctx) => {
+    const { found, errors } = resolveMany(ctx, site_ids_or_domains);
+    if (!found.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    await ctx.store.write((tx) => { for (const s of found) ctx.sites.patch(tx, s.id, { suspended: true }); });
+    const suspended = found.map((s) => ({ id: s.id, url: s.url, name: s.name, suspended: 1 as const }));
+    return { suspended, errors, total_suspended: suspended.length, total_errors: errors.length };
+  },
+});
+
+export const siteAbilities = [listSites, getSite, countSites, getSitesBasic, updateSite, deleteSite, suspendSite, unsuspendSite, suspendSites];

@@ -1,0 +1,32 @@
+// Records as callers see them: the spec's site and tag views (abilities reference §2.3, §4).
+import type { z } from 'zod';
+import type { Services } from '../services/index.js';
+import { siteStatus } from '../services/sites.js';
+import type { SiteRecord, TagRecord } from '../store/records.js';
+import type { FullSite, ListedSite, Tag } from './schemas.js';
+
+type S = Pick<Services, 'sites' | 'tags'>;
+
+export function listedSite(s: SiteRecord): z.infer<typeof ListedSite> {
+  return { id: s.id, url: s.url, name: s.name, status: siteStatus(s), client_id: s.client_id };
+}
+
+export function fullSite(svc: S, s: SiteRecord, withStats = false): z.infer<typeof FullSite> {
+  const v: z.infer<typeof FullSite> = {
+    ...listedSite(s),
+    admin_username: s.admin_username,
+    wp_version: s.wp_version,
+    php_version: s.php_version,
+    child_version: s.child_version,
+    last_sync: s.last_sync,
+    notes: s.notes,
+    tags: svc.tags.tagsOfSite(s.id).map((id) => ({ id, name: svc.tags.get(id)!.name })),
+  };
+  if (withStats) v.stats = { ...s.stats };
+  return v;
+}
+
+export function tagView(svc: S, t: TagRecord): z.infer<typeof Tag> {
+  const sites_ids = t.site_ids.filter((id) => svc.sites.get(id));
+  return { id: t.id, name: t.name, color: t.color, sites_count: sites_ids.length, sites_ids, created_at: t.created_at, updated_at: t.updated_at };
+}

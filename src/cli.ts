@@ -1,0 +1,236 @@
+#!/usr/bin/env node
+// sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { buildRegistry } from './abilities/index.js';
+import { loadConfig, type Config } from './config.js';
+import type { KeyPermission, UserRole } from './core/principal.js';
+import { listen } from './http/app.js';
+import { buildMcpServer } from './mcp/server.js';
+import { closeServices, openServices, type Services } from './services/index.js';
+import { MODULES } from './services/settings.js';
+import { StoreCorruptError } from './store/durable-file.js';
+import { log } from './log.js';
+import type { ModuleName, Toolset } from './core/ability.js';
+
+const DATA_DIR = { 'data-dir': { type: 'string' } } as const;
+const SERVE_OPTIONS = {
+  host: { type: 'string' }, port: { type: 'string' }, ...DATA_DIR,
+  'rest-prefix': { type: 'string' }, 'abilities-prefix': { type: 'string' },
+  'child-concurrency': { type: 'string' }, 'allow-private-sites': { type: 'boolean' },
+  'allowed-hosts': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const;
+
+const HELP: Record<string, string> = {
+  main: `sitefleet — manage a fleet of WordPress child sites.
+
+Usage: sitefleet <command> [options]
+
+Commands:
+  serve      REST v2, abilities v1 and MCP over HTTP on one port
+  mcp        MCP over stdio (for assistants on this machine)
+  keys       create | list | revoke API keys (Bearer tokens)
+  users      create | list | delete users (HTTP Basic with an application password)
+  modules    list | enable | disable optional modules (logs, cost-tracker)
+
+Run "sitefleet <command> --help" for the options of a command.`,
+  serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
+                       [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
+                       [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
+
+Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR (flags win).
+On an empty data dir it creates an administrator user and an API key and prints them once.`,
+  mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only]
+
+Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir.`,
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR]
+       sitefleet keys list [--data-dir DIR]
+       sitefleet keys revoke ID [--data-dir DIR]
+
+"create" prints the new bearer token alone on the last line of stdout (shown once, stored hashed).`,
+  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR]
+       sitefleet users list [--data-dir DIR]
+       sitefleet users delete NAME [--data-dir DIR]
+
+"create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
+  modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
+
+Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
+};
+
+class UsageError extends Error {}
+
+function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+async function withServices<R>(dataDir: string | undefined, fn: (s: Services) => Promise<R>): Promise<R> {
+  const services = await openServices(loadConfig({ dataDir }));
+  try {
+    return await fn(services);
+  } finally {
+    await closeServices(services);
+  }
+}
+
+async function bootstrap(s: Services, url: string, cfg: Config): Promise<void> {
+  if (!s.auth.isEmpty()) return;
+  const { password } = await s.auth.createUser('admin', 'administrator');
+  const { token } = await s.auth.createKey('default', 'read_write');
+  const out = [
+    '',
+    'First start: created an administrator and an API key. They are shown only now; store them safely.',
+    `  user:     admin`,
+    `  password: ${password}`,
+    `  API key:  ${token}`,
+    '',
+    'Try:',
+    `  curl -H "Authorization: Bearer ${token}" ${url}${cfg.restPrefix}/sites`,
+    `  curl -u "admin:${password}" ${url}${cfg.abilitiesPrefix}/abilities/svc/list-sites-v1/run`,
+    `  MCP over HTTP: ${url}/mcp with header "Authorization: Bearer ${token}"`,
+    '',
+  ];
+  process.stdout.write(out.join('\n') + '\n');
+}
+
+async function serve(args: string[]): Promise<void> {
+  const { values } = parse(args, SERVE_OPTIONS);
+  if (values.help) return void console.log(HELP.serve);
+  const cfg = loadConfig({
+    host: values.host, port: values.port, dataDir: values['data-dir'], restPrefix: values['rest-prefix'],
+    abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
+  });
+  const services = await openServices(cfg);
+  const registry = buildRegistry(services);
+  const http = await listen(services, registry, cfg.host, cfg.port, {
+    allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean),
+  });
+  await bootstrap(services, http.url, cfg);
+  process.stdout.write(`sitefleet listening on ${http.url} (data: ${cfg.dataDir})\n`);
+  log('info', 'listening', { url: http.url, dataDir: cfg.dataDir });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log('info', 'stopping', { signal });
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    await http.close();
+    await closeServices(services);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'];
+
+async function mcp(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  if (values.help) return void console.log(HELP.mcp);
+  const toolsets = values.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
+  const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
+  if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
+  const services = await openServices(loadConfig({ dataDir: values['data-dir'] }));
+  const registry = buildRegistry(services);
+  const readOnly = values['read-only'] === true;
+  const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly });
+  const transport = new StdioServerTransport();
+  transport.onclose = () => { void closeServices(services).then(() => process.exit(0)); };
+  await server.connect(transport);
+  log('info', 'mcp stdio ready', { dataDir: services.config.dataDir });
+}
+
+async function keys(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATA_DIR, name: { type: 'string' }, permissions: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  const [sub, arg] = positionals;
+  if (values.help || !sub) return void console.log(HELP.keys);
+  await withServices(values['data-dir'], async (s) => {
+    if (sub === 'create') {
+      if (!values.name) throw new UsageError('keys create needs --name NAME.');
+      const perm = (values.permissions ?? 'read_write') as KeyPermission;
+      if (!['read', 'write', 'read_write', 'delete'].includes(perm)) throw new UsageError('--permissions is read, write, read_write or delete.');
+      const { key, token } = await s.auth.createKey(values.name, perm);
+      process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
+    } else if (sub === 'list') {
+      for (const k of s.auth.listKeys()) {
+        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
+      }
+    } else if (sub === 'revoke') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
+      const k = await s.auth.revokeKey(id);
+      process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
+    } else {
+      throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
+    }
+  });
+}
+
+async function users(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATA_DIR, name: { type: 'string' }, role: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  const [sub, arg] = positionals;
+  if (values.help || !sub) return void console.log(HELP.users);
+  await withServices(values['data-dir'], async (s) => {
+    if (sub === 'create') {
+      if (!values.name) throw new UsageError('users create needs --name NAME.');
+      const role = (values.role ?? 'administrator') as UserRole;
+      if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
+      const { user, password } = await s.auth.createUser(values.name, role);
+      process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
+    } else if (sub === 'list') {
+      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
+    } else if (sub === 'delete') {
+      if (!arg) throw new UsageError('users delete needs a user name.');
+      const u = await s.auth.deleteUser(arg);
+      process.stdout.write(`Deleted user "${u.name}".\n`);
+    } else {
+      throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
+    }
+  });
+}
+
+async function modules(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
+  const [sub, name] = positionals;
+  if (values.help || !sub) return void console.log(HELP.modules);
+  await withServices(values['data-dir'], async (s) => {
+    if (sub === 'list') {
+      for (const m of Object.keys(MODULES) as ModuleName[]) process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
+      return;
+    }
+    if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
+    if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
+    await s.settings.setModule(name as ModuleName, sub === 'enable');
+    process.stdout.write(`Module ${name} ${sub}d.\n`);
+  });
+}
+
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, mcp, keys, users, modules };
+
+async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') return void console.log(HELP.main);
+  if (cmd === '--version') return void console.log((await import('./version.js')).VERSION);
+  const run = COMMANDS[cmd];
+  if (!run) throw new UsageError(`Unknown command "${cmd}".\n\n${HELP.main}`);
+  await run(rest);
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  if (e instanceof UsageError) {
+    process.stderr.write(`${e.message}\n`);
+    process.exit(2);
+  }
+  if (e instanceof StoreCorruptError) {
+    process.stderr.write(`sitefleet: ${e.message}\n`);
+    process.exit(1);
+  }
+  const err = e as { message?: string; code?: string };
+  process.stderr.write(`sitefleet: ${err.message ?? String(e)}\n`);
+  process.exit(1);
+});

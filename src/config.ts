@@ -1,0 +1,43 @@
+// Configuration: command-line flags over SITEFLEET_* environment variables over these defaults.
+import { resolve } from 'node:path';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  restPrefix: string;
+  abilitiesPrefix: string;
+  /** Calls to child sites in flight at once, over all sites. */
+  childConcurrency: number;
+  /** Let add-site reach loopback and private addresses (tests, the demo, a lab). */
+  allowPrivateSites: boolean;
+  /** Batches over this many sites become background jobs. */
+  queueThreshold: number;
+}
+
+export function loadConfig(flags: Partial<Record<keyof Config, string | boolean | undefined>> = {}, env = process.env): Config {
+  const pick = (flag: keyof Config, envName: string, def: string): string => {
+    const v = flags[flag];
+    if (typeof v === 'string') return v;
+    return env[envName] ?? def;
+  };
+  const int = (name: string, v: string, min: number, max: number): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max} (got "${v}").`);
+    return n;
+  };
+  const prefix = (name: string, v: string): string => {
+    if (!/^\/[\w./-]*[\w-]$/.test(v)) throw new Error(`${name} must start with / and not end with / (got "${v}").`);
+    return v;
+  };
+  return {
+    host: pick('host', 'SITEFLEET_HOST', '127.0.0.1'),
+    port: int('--port', pick('port', 'SITEFLEET_PORT', '8787'), 0, 65535),
+    dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
+    restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
+    abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
+    childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
+    allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
+    queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
+  };
+}

@@ -1,0 +1,61 @@
+// The ability: the unit every door serves. One definition gives the MCP tool, the abilities-door entry,
+// the JSON Schemas in schemas/ and (through the route table) the REST v2 routes.
+import type { z } from 'zod';
+import type { Principal } from './principal.js';
+import type { Services } from '../services/index.js';
+
+export interface Annotations {
+  readonly: boolean;
+  destructive: boolean;
+  idempotent: boolean;
+  /** MCP openWorldHint: the ability talks to child sites outside this process. */
+  openWorld: boolean;
+}
+
+export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts';
+export type Toolset = 'sites' | 'plugins' | 'tags' | 'users' | 'posts' | 'costs' | 'clients' | 'jobs';
+export type ModuleName = 'logs' | 'cost-tracker';
+
+export interface ProgressReport { done: number; total: number; message?: string }
+
+export interface AbilityContext extends Services {
+  principal: Principal;
+  /** Aborted when the caller goes away or cancels (MCP notifications/cancelled). */
+  signal?: AbortSignal;
+  progress?: (p: ProgressReport) => void;
+}
+
+export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {
+  name: string;
+  label: string;
+  description: string;
+  category: Category;
+  toolset: Toolset;
+  input: I;
+  output: O;
+  annotations: Annotations;
+  /**
+   * The spec lists some read-only abilities (get-site, get-tag, ...) and delete-tag as POST while the
+   * WordPress method rule (annotations) says GET / DELETE: those accept POST too.
+   */
+  acceptsPost?: boolean;
+  /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
+  module?: ModuleName;
+  execute(input: z.output<I>, ctx: AbilityContext): Promise<z.input<O>> | z.input<O>;
+}
+
+export function defineAbility<I extends z.ZodObject, O extends z.ZodType>(a: Ability<I, O>): Ability<I, O> {
+  return a;
+}
+
+/** The HTTP method WordPress derives from the annotations (abilities reference §1.3). */
+export function annotationMethod(a: Annotations): 'GET' | 'POST' | 'DELETE' {
+  if (a.readonly) return 'GET';
+  if (a.destructive && a.idempotent) return 'DELETE';
+  return 'POST';
+}
+
+export function allowedMethods(a: Ability): string[] {
+  const m = annotationMethod(a.annotations);
+  return a.acceptsPost && m !== 'POST' ? [m, 'POST'] : [m];
+}

@@ -1,0 +1,42 @@
+// Who is calling: a user (application password), an API key, or the local stdio process.
+import { ServiceError } from './errors.js';
+
+export type KeyPermission = 'read' | 'write' | 'read_write' | 'delete';
+export type UserRole = 'administrator' | 'viewer';
+
+export type Principal =
+  | { kind: 'user'; id: number; name: string; role: UserRole }
+  | { kind: 'key'; id: number; name: string; permissions: KeyPermission }
+  | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean };
+
+/** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
+export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
+  switch (method) {
+    case 'GET': case 'HEAD': return p === 'read' || p === 'read_write';
+    case 'POST': case 'PUT': case 'PATCH': return p === 'write' || p === 'read_write';
+    case 'DELETE': return p === 'write' || p === 'read_write' || p === 'delete';
+    case 'OPTIONS': return true;
+    default: return false;
+  }
+}
+
+const METHOD_WORD: Record<string, string> = { GET: 'read', HEAD: 'read', POST: 'write', PUT: 'write', PATCH: 'write', DELETE: 'delete' };
+
+export function keyMethodError(method: string): ServiceError {
+  return new ServiceError('svc_permission_denied', `The API key provided does not have ${METHOD_WORD[method] ?? method} permissions.`, 403);
+}
+
+/**
+ * May this principal run an ability? Users by role (viewers: read-only abilities), keys by the HTTP method
+ * the call stands for (the request's on REST, the ability's own on the abilities and MCP doors).
+ * Throws 403 svc_permission_denied.
+ */
+export function assertMayRun(p: Principal, ability: { readonly: boolean }, method: string): void {
+  if (p.kind === 'user' && p.role !== 'administrator' && !ability.readonly) {
+    throw new ServiceError('svc_permission_denied', 'You do not have permission to perform this action.', 403);
+  }
+  if (p.kind === 'key' && !keyAllowsMethod(p.permissions, method)) throw keyMethodError(method);
+  if (p.kind === 'local' && p.readOnly && !ability.readonly) {
+    throw new ServiceError('svc_permission_denied', 'This server runs in read-only mode.', 403);
+  }
+}

@@ -1,0 +1,77 @@
+// The ability registry: the one place a call is validated, permitted and executed, whatever door it came
+// through. JSON Schemas are generated once per ability and cached (never per request).
+import { z } from 'zod';
+import { annotationMethod, type Ability, type AbilityContext, type ProgressReport } from './ability.js';
+import { ServiceError } from './errors.js';
+import { validateInput, type JsonSchema } from './input.js';
+import { assertMayRun, type Principal } from './principal.js';
+import type { Services } from '../services/index.js';
+import { log } from '../log.js';
+
+export interface RunOptions {
+  principal: Principal;
+  /** WordPress-style string coercion (abilities and REST doors). */
+  coerce: boolean;
+  /** The HTTP method a key's permission is checked against; defaults to the ability's own (§1.3 rule). */
+  method?: string;
+  signal?: AbortSignal;
+  progress?: (p: ProgressReport) => void;
+}
+
+/** zod writes the safe-integer range into every integer; those bounds say nothing and read as noise. */
+function dropSafeIntBounds(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(dropSafeIntBounds);
+  if (!node || typeof node !== 'object') return;
+  const o = node as Record<string, unknown>;
+  if (o.minimum === Number.MIN_SAFE_INTEGER) delete o.minimum;
+  if (o.maximum === Number.MAX_SAFE_INTEGER) delete o.maximum;
+  Object.values(o).forEach(dropSafeIntBounds);
+}
+
+export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const s = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
+  delete s.$schema;
+  dropSafeIntBounds(s);
+  return s;
+}
+
+export class Registry {
+  private readonly byName = new Map<string, Ability>();
+  private readonly schemaCache = new Map<string, { input: JsonSchema; output: JsonSchema }>();
+
+  constructor(readonly abilities: readonly Ability[], private readonly services: Services) {
+    for (const a of abilities) {
+      if (this.byName.has(a.name)) throw new Error(`Ability ${a.name} is defined twice.`);
+      this.byName.set(a.name, a);
+    }
+  }
+
+  get(name: string): Ability | undefined {
+    return this.byName.get(name);
+  }
+
+  schemas(a: Ability): { input: JsonSchema; output: JsonSchema } {
+    let s = this.schemaCache.get(a.name);
+    if (!s) {
+      s = { input: jsonSchemaOf(a.input, 'input'), output: jsonSchemaOf(a.output, 'output') };
+      this.schemaCache.set(a.name, s);
+    }
+    return s;
+  }
+
+  /** Validate, check permission and module, execute. Throws ServiceError. */
+  async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
+    const input = validateInput(a.name, a.input, this.schemas(a).input, rawInput, { coerce: opts.coerce });
+    assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
+    this.services.store.refreshIfStale();
+    if (a.module) this.services.settings.assertModule(a.module);
+    const ctx: AbilityContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
+    try {
+      return await a.execute(input, ctx);
+    } catch (e) {
+      if (e instanceof ServiceError) throw e;
+      log('error', 'ability failed', { ability: a.name, err: (e as Error).stack ?? String(e) });
+      throw new ServiceError('svc_internal_error', 'Internal error. See the server log.', 500);
+    }
+  }
+}

@@ -1,0 +1,176 @@
+// Abilities interface v1 (WordPress Abilities API semantics): discovery, categories, and run.
+// Check order of a run (abilities reference §1.2): credentials 401 → JSON body 400 → unknown ability 404
+// → method 405 → input 400 → permission 403 → execute.
+import express, { type Request, type Response } from 'express';
+import { CATEGORIES } from '../abilities/index.js';
+import { allowedMethods, annotationMethod, type Ability } from '../core/ability.js';
+import { ServiceError } from '../core/errors.js';
+import type { Registry } from '../core/registry.js';
+import type { Services } from '../services/index.js';
+import { requireAuth } from './auth.js';
+import { bodyErrors, jsonBody, sendError } from './respond.js';
+
+const METHOD_MESSAGE = {
+  GET: 'Read-only abilities require GET method.',
+  DELETE: 'Abilities that perform destructive actions require DELETE method.',
+  POST: 'Abilities that perform updates require POST method.',
+} as const;
+
+const NAME = /^[a-z0-9-]+$/;
+
+function listParams(req: Request): { page: number; per_page: number } {
+  const bad: Record<string, string> = {};
+  const int = (name: string, def: number, min: number, max?: number): number => {
+    const raw = req.query[name];
+    if (raw === undefined) return def;
+    const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isInteger(n)) bad[name] = `${name} is not of type integer.`;
+    else if (n < min || (max !== undefined && n > max)) {
+      bad[name] = max === undefined ? `${name} must be greater than or equal to ${min}` : `${name} must be between ${min} (inclusive) and ${max} (inclusive)`;
+    }
+    return n;
+  };
+  const page = int('page', 1, 1);
+  const per_page = int('per_page', 50, 1, 100);
+  const names = Object.keys(bad);
+  if (names.length) {
+    throw new ServiceError('rest_invalid_param', `Invalid parameter(s): ${names.join(', ')}`, 400, {
+      params: bad,
+      details: Object.fromEntries(names.map((n) => [n, { code: 'rest_out_of_bounds', message: bad[n], data: null }])),
+    });
+  }
+  return { page, per_page };
+}
+
+/** Answer a paged discovery list the WordPress way: a bare array plus X-WP-Total, X-WP-TotalPages and Link. */
+function sendPaged<T>(req: Request, res: Response, all: T[], page: number, per_page: number): void {
+  const total = all.length;
+  const pages = Math.ceil(total / per_page);
+  res.setHeader('X-WP-Total', String(total));
+  res.setHeader('X-WP-TotalPages', String(pages));
+  const url = new URL(req.originalUrl, `${req.protocol}://${req.get('host')}`);
+  const link = (p: number) => { url.searchParams.set('page', String(p)); return url.toString(); };
+  const links: string[] = [];
+  if (page > 1) links.push(`<${link(page - 1)}>; rel="prev"`);
+  if (page < pages) links.push(`<${link(page + 1)}>; rel="next"`);
+  if (links.length) res.setHeader('Link', links.join(', '));
+  res.json(all.slice((page - 1) * per_page, page * per_page));
+}
+
+export function abilitiesRouter(services: Services, registry: Registry): express.Router {
+  const r = express.Router();
+  const prefix = services.config.abilitiesPrefix;
+  const docCache = new Map<string, unknown>();
+
+  r.use(requireAuth(services, ['basic', 'bearer'],
+    () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401)));
+  r.use(jsonBody('1mb'));
+  r.use(bodyErrors);
+
+  const describe = (req: Request, a: Ability) => {
+    const base = `${req.protocol}://${req.get('host')}${prefix}`;
+    const key = `${base}|${a.name}`;
+    let doc = docCache.get(key);
+    if (!doc) {
+      const { input, output } = registry.schemas(a);
+      const self = `${base}/abilities/svc/${a.name}`;
+      doc = {
+        name: `svc/${a.name}`,
+        label: a.label,
+        description: a.description,
+        category: a.category,
+        input_schema: input,
+        output_schema: output,
+        meta: {
+          annotations: { readonly: a.annotations.readonly, destructive: a.annotations.destructive, idempotent: a.annotations.idempotent },
+          show_in_rest: true,
+        },
+        _links: {
+          self: [{ href: self, targetHints: { allow: ['GET'] } }],
+          collection: [{ href: `${base}/abilities` }],
+          'wp:action-run': [{ href: `${self}/run` }],
+        },
+      };
+      docCache.set(key, doc);
+    }
+    return doc;
+  };
+
+  const find = (ns: string, name: string): Ability => {
+    const a = ns === 'svc' && NAME.test(name) ? registry.get(name) : undefined;
+    if (!a) throw new ServiceError('rest_ability_not_found', 'Ability not found.', 404);
+    return a;
+  };
+
+  r.get('/abilities', (req, res) => {
+    try {
+      const { page, per_page } = listParams(req);
+      const category = typeof req.query.category === 'string' ? req.query.category : undefined;
+      const list = registry.abilities.filter((a) => !category || a.category === category).map((a) => describe(req, a));
+      sendPaged(req, res, list, page, per_page);
+    } catch (e) { sendError(res, e); }
+  });
+
+  r.get('/abilities/:ns/:name', (req, res) => {
+    try { res.json(describe(req, find(req.params.ns, req.params.name))); } catch (e) { sendError(res, e); }
+  });
+
+  r.get('/categories', (req, res) => {
+    try {
+      const { page, per_page } = listParams(req);
+      const base = `${req.protocol}://${req.get('host')}${prefix}`;
+      const list = CATEGORIES.map((c) => ({
+        ...c,
+        meta: [],
+        _links: {
+          self: [{ href: `${base}/categories/${c.slug}`, targetHints: { allow: ['GET'] } }],
+          collection: [{ href: `${base}/categories` }],
+          abilities: [{ href: `${base}/abilities?category=${c.slug}` }],
+        },
+      }));
+      sendPaged(req, res, list, page, per_page);
+    } catch (e) { sendError(res, e); }
+  });
+
+  r.get('/categories/:slug', (req, res) => {
+    const c = CATEGORIES.find((x) => x.slug === req.params.slug);
+    if (!c) return sendError(res, new ServiceError('rest_ability_category_not_found', 'Ability category not found.', 404));
+    res.json({ ...c, meta: [] });
+  });
+
+  r.all('/abilities/:ns/:name/run', async (req, res) => {
+    try {
+      const a = find(req.params.ns, req.params.name);
+      const methods = allowedMethods(a);
+      if (!methods.includes(req.method)) {
+        throw new ServiceError('rest_ability_invalid_method', METHOD_MESSAGE[annotationMethod(a.annotations)], 405);
+      }
+      const result = await registry.run(a, readInput(req), { principal: req.principal!, coerce: true });
+      res.setHeader('Allow', 'GET, POST, PUT, PATCH, DELETE');
+      res.json(result);
+    } catch (e) {
+      sendError(res, e);
+    }
+  });
+
+  return r;
+}
+
+/**
+ * GET and DELETE carry input in the query string (input[key]=v, or input=<json text>); POST in the
+ * JSON body's `input` key. Absent input is null.
+ */
+function readInput(req: Request): unknown {
+  if (req.method === 'GET' || req.method === 'DELETE') {
+    const q = req.query.input;
+    if (typeof q === 'string' && /^\s*[{[]/.test(q)) {
+      try { return JSON.parse(q); } catch {
+        throw new ServiceError('rest_invalid_json', 'Invalid JSON in the input query parameter.', 400);
+      }
+    }
+    return q ?? null;
+  }
+  const body: unknown = req.body;
+  if (body && typeof body === 'object' && !Array.isArray(body) && 'input' in body) return (body as { input: unknown }).input;
+  return null;
+}

@@ -1,0 +1,71 @@
+// The HTTP server: REST v2, abilities v1 and MCP on one port. Every path needs credentials.
+import { createServer, type Server as HttpServer } from 'node:http';
+import express from 'express';
+import type { Registry } from '../core/registry.js';
+import { log } from '../log.js';
+import type { Services } from '../services/index.js';
+import { abilitiesRouter } from './abilities-door.js';
+import { mcpHttp } from './mcp-http.js';
+import { requireAuth } from './auth.js';
+import { restRouter, noRoute } from './rest-door.js';
+import { restRoutes } from './rest-routes.js';
+import { sendError } from './respond.js';
+import { ServiceError } from '../core/errors.js';
+
+export interface RunningHttp { server: HttpServer; url: string; close(): Promise<void> }
+
+export function createHttpApp(services: Services, registry: Registry, opts: { allowedHosts?: string[] } = {}) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'extended');
+  app.set('trust proxy', false);
+
+  app.use((req, res, next) => {
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      log('info', 'request', {
+        method: req.method, path: req.path, status: res.statusCode,
+        ms: Number(process.hrtime.bigint() - start) / 1e6, who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
+      });
+    });
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
+
+  const mcp = mcpHttp(services, registry, opts.allowedHosts ?? []);
+  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry));
+  app.use(services.config.restPrefix, restRouter(services, registry, restRoutes));
+  app.use('/mcp', mcp.router);
+  // Anything else: credentials first (no path answers without them), then 404.
+  app.use(requireAuth(services, ['bearer', 'basic'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401)));
+  app.use((_req, res) => sendError(res, noRoute()));
+  app.use(((err, _req, res, _next) => {
+    log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
+    sendError(res, err);
+  }) as express.ErrorRequestHandler);
+  return { app, mcp };
+}
+
+export async function listen(services: Services, registry: Registry, host: string, port: number, opts: { allowedHosts?: string[] } = {}): Promise<RunningHttp> {
+  const { app, mcp } = createHttpApp(services, registry, opts);
+  const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 5 * 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address();
+  const p = typeof addr === 'object' && addr ? addr.port : port;
+  const h = host.includes(':') ? `[${host}]` : host;
+  return {
+    server,
+    url: `http://${h}:${p}`,
+    close: async () => {
+      await mcp.close();
+      await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
+    },
+  };
+}

@@ -1,0 +1,135 @@
+// REST interface v2 mechanics: turns the route table (rest-routes.ts) into an express router. A row names
+// its ability; the door authenticates, builds the input, runs the ability and shapes the answer. Errors
+// keep the {code, message, data:{status}} envelope with REST's own codes for unknown path ids.
+import express, { type Request, type Response } from 'express';
+import type { z } from 'zod';
+import type { Ability } from '../core/ability.js';
+import { ServiceError, asServiceError } from '../core/errors.js';
+import { keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
+import type { Registry } from '../core/registry.js';
+import type { Services } from '../services/index.js';
+import { requireAuth } from './auth.js';
+import { bodyErrors, jsonBody, sendError } from './respond.js';
+
+/** What a row sees of a request: path params, and query and body arguments merged (body wins). */
+export interface RestArgs {
+  params: Record<string, string>;
+  args: Record<string, unknown>;
+  principal: Principal;
+  method: string;
+}
+
+export interface RestContext { services: Services; args: RestArgs }
+
+export interface RestRoute {
+  methods: readonly string[];
+  path: string;
+  ability?: Ability;
+  input?: (a: RestArgs) => unknown;
+  output?: (result: never, ctx: RestContext) => unknown;
+  /** A route that is not one ability call (batches); it runs rows itself. */
+  handler?: (a: RestArgs, run: RowRunner) => Promise<unknown>;
+}
+
+export type RowRunner = (route: RestRoute, a: RestArgs) => Promise<unknown>;
+
+export function route<A extends Ability>(
+  methods: readonly string[],
+  path: string,
+  ability: A,
+  io: { input?: (a: RestArgs) => unknown; output?: (result: z.output<A['output']>, ctx: RestContext) => unknown } = {},
+): RestRoute {
+  return { methods, path, ability, input: io.input, output: io.output as RestRoute['output'] };
+}
+
+export const READ = ['GET'] as const;
+export const CREATE = ['POST'] as const;
+export const EDIT = ['POST', 'PUT', 'PATCH'] as const;
+export const REMOVE = ['DELETE'] as const;
+
+const PARAM_PATTERNS: Record<string, RegExp> = {
+  id_or_domain: /^[A-Za-z0-9._-]+$/,
+  id: /^\d+$/,
+  job_id: /^[a-z]+_[0-9a-f-]{36}$/,
+  user_id: /^\d+$/,
+  post_id: /^\d+$/,
+};
+
+export const noRoute = () => new ServiceError('rest_no_route', 'No route was found matching the URL and request method.', 404);
+
+/** REST's own codes where the thing named in the path does not exist (REST v2 reference §0.3). */
+function translate(e: unknown, a: RestArgs): ServiceError {
+  const err = asServiceError(e);
+  const ref = a.params.id_or_domain;
+  if (err.code === 'svc_site_not_found' && ref !== undefined && err.message.includes(ref)) {
+    return /^\d+$/.test(ref)
+      ? new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404)
+      : new ServiceError('svc_rest_invalid_site_data', 'Invalid or not found domain.', 404);
+  }
+  if (err.code === 'svc_tag_not_found' && a.params.id !== undefined) {
+    return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
+  }
+  if (err.code === 'ability_invalid_input') {
+    const params = (err.data.params ?? {}) as Record<string, string>;
+    const names = Object.keys(params);
+    const clean = Object.fromEntries(names.map((n) => [n, params[n]!.replace(/^input\[([^\]]+)\]/, '$1')]));
+    const reason = err.message.replace(/^.*Reason: /, '').replace(/input\[([^\]]+)\]/g, '$1');
+    return new ServiceError('rest_invalid_param', names.length ? `Invalid parameter(s): ${names.join(', ')}` : `Invalid parameter(s): ${reason}`, 400,
+      { params: names.length ? clean : {}, reason });
+  }
+  return err;
+}
+
+export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[]): express.Router {
+  const r = express.Router();
+  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401)));
+  r.use((req, res, next) => {
+    const p = req.principal!;
+    if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
+    next();
+  });
+  r.use(jsonBody('1mb'));
+  r.use(bodyErrors);
+
+  const runRow: RowRunner = async (row, a) => {
+    if (row.handler) return row.handler(a, runRow);
+    const ability = row.ability!;
+    try {
+      const result = await registry.run(ability, row.input ? row.input(a) : {}, {
+        principal: a.principal, coerce: true, method: a.method,
+      });
+      return row.output ? row.output(result as never, { services, args: a }) : { success: 1, data: result };
+    } catch (e) {
+      throw translate(e, a);
+    }
+  };
+
+  const byPath = new Map<string, RestRoute[]>();
+  for (const row of routes) byPath.set(row.path, [...(byPath.get(row.path) ?? []), row]);
+
+  for (const [path, rows] of byPath) {
+    const allow = [...new Set(rows.flatMap((x) => x.methods))];
+    r.all(path, async (req: Request, res: Response) => {
+      const params = req.params as Record<string, string>;
+      for (const [name, value] of Object.entries(params)) {
+        if (PARAM_PATTERNS[name] && !PARAM_PATTERNS[name].test(value)) return sendError(res, noRoute());
+      }
+      const method = req.method === 'HEAD' ? 'GET' : req.method;
+      const row = rows.find((x) => x.methods.includes(method));
+      res.setHeader('Allow', allow.join(', '));
+      if (!row) {
+        return sendError(res, new ServiceError('rest_no_route_method', `Method ${req.method} is not allowed here. Allowed: ${allow.join(', ')}.`, 405));
+      }
+      const body = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body as Record<string, unknown> : {};
+      const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
+      const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
+      try {
+        res.json(await runRow(row, args));
+      } catch (e) {
+        sendError(res, e);
+      }
+    });
+  }
+  r.use((_req, res) => sendError(res, noRoute()));
+  return r;
+}

@@ -1,0 +1,151 @@
+// The site registry: lookup by id or domain, status, filtered and paged lists, edits.
+import { ServiceError } from '../core/errors.js';
+import { asSiteId, siteKey } from '../core/site-lookup.js';
+import type { Store, Tx } from '../store/store.js';
+import type { SiteRecord, SiteSecret } from '../store/records.js';
+
+export type SiteStatus = 'connected' | 'disconnected' | 'suspended';
+export type StatusFilter = SiteStatus | 'any' | 'available_update';
+
+export interface SiteFilter {
+  status?: StatusFilter;
+  search?: string;
+  client_id?: number;
+  tag_ids?: number[];
+  include?: number[];
+  exclude?: number[];
+}
+
+export function siteStatus(s: SiteRecord): SiteStatus {
+  if (s.suspended) return 'suspended';
+  return s.sync_error ? 'disconnected' : 'connected';
+}
+
+export function hasUpdates(s: SiteRecord): boolean {
+  return s.stats.plugin_updates > 0 || s.stats.theme_updates > 0 || s.stats.wp_update_available;
+}
+
+const now = () => new Date().toISOString();
+
+export function newSiteRecord(fields: Partial<SiteRecord> & Pick<SiteRecord, 'url'>): Omit<SiteRecord, 'id'> {
+  const t = now();
+  return {
+    name: fields.url.replace(/^https?:\/\//, '').replace(/\/$/, ''),
+    admin_username: '',
+    client_id: null,
+    notes: '',
+    suspended: false,
+    sync_error: '',
+    wp_version: '',
+    php_version: '',
+    child_version: '',
+    last_sync: null,
+    stats: { plugin_updates: 0, theme_updates: 0, wp_update_available: false, health_score: null },
+    ssl_verify: true,
+    http_user: null,
+    sign_algo: 7,
+    last_check: null,
+    created_at: t,
+    updated_at: t,
+    ...fields,
+  };
+}
+
+export class SiteService {
+  private cacheVersion = -1;
+  private sorted: SiteRecord[] = [];
+  private byKey = new Map<string, number>();
+
+  constructor(private readonly store: Store) {}
+
+  /** Sites sorted by URL (scheme and www. ignored) and the domain index; rebuilt only when sites change. */
+  private indexes(): { sorted: SiteRecord[]; byKey: Map<string, number> } {
+    const v = this.store.version('sites');
+    if (v !== this.cacheVersion) {
+      const all = [...this.store.all<SiteRecord>('sites')];
+      const keyed = all.map((s) => [siteKey(s.url), s] as const);
+      keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id));
+      this.sorted = keyed.map(([, s]) => s);
+      this.byKey = new Map();
+      for (const s of all.sort((a, b) => a.id - b.id)) {
+        const k = siteKey(s.url);
+        if (!this.byKey.has(k)) this.byKey.set(k, s.id);
+      }
+      this.cacheVersion = v;
+    }
+    return { sorted: this.sorted, byKey: this.byKey };
+  }
+
+  get(id: number): SiteRecord | undefined {
+    return this.store.get<SiteRecord>('sites', id);
+  }
+
+  /** Resolve a site id or domain; a lookup, never a scan. Throws 404 svc_site_not_found. */
+  resolve(ref: number | string): SiteRecord {
+    const site = this.find(ref);
+    if (!site) {
+      const id = asSiteId(ref);
+      throw new ServiceError('svc_site_not_found',
+        id !== null ? `No site found with ID ${id}.` : `No site found matching "${String(ref)}".`, 404);
+    }
+    return site;
+  }
+
+  find(ref: number | string): SiteRecord | undefined {
+    const id = asSiteId(ref);
+    if (id !== null) return id > 0 ? this.get(id) : undefined;
+    const key = siteKey(String(ref));
+    if (!key) return undefined;
+    const found = this.indexes().byKey.get(key);
+    return found === undefined ? undefined : this.get(found);
+  }
+
+  findByUrl(url: string): SiteRecord | undefined {
+    const found = this.indexes().byKey.get(siteKey(url));
+    return found === undefined ? undefined : this.get(found);
+  }
+
+  filter(f: SiteFilter, tagSites: (tagIds: number[]) => Set<number>): SiteRecord[] {
+    const { sorted } = this.indexes();
+    const search = f.search?.trim().toLowerCase();
+    const include = f.include?.length ? new Set(f.include) : null;
+    const exclude = f.exclude?.length ? new Set(f.exclude) : null;
+    const inTags = f.tag_ids?.length ? tagSites(f.tag_ids) : null;
+    const status = f.status && f.status !== 'any' ? f.status : null;
+    if (!search && !include && !exclude && !inTags && !status && f.client_id === undefined) return sorted;
+    return sorted.filter((s) =>
+      (!status || (status === 'available_update' ? hasUpdates(s) : siteStatus(s) === status)) &&
+      (!include || include.has(s.id)) &&
+      (!exclude || !exclude.has(s.id)) &&
+      (!inTags || inTags.has(s.id)) &&
+      (f.client_id === undefined || s.client_id === f.client_id) &&
+      (!search || String(s.id).includes(search) || s.name.toLowerCase().includes(search) || s.url.toLowerCase().includes(search)));
+  }
+
+  count(): number {
+    return this.store.count('sites');
+  }
+
+  /** Adds a site record (the registration handshake lives in the child-sites service). */
+  insert(tx: Tx, fields: Partial<SiteRecord> & Pick<SiteRecord, 'url'>, secret?: SiteSecret): SiteRecord {
+    const rec = tx.insert<SiteRecord>('sites', newSiteRecord(fields));
+    if (secret) tx.putBlob('secrets', rec.id, secret);
+    return rec;
+  }
+
+  patch(tx: Tx, id: number, changes: Partial<Omit<SiteRecord, 'id'>>): SiteRecord {
+    const cur = tx.get<SiteRecord>('sites', id);
+    if (!cur) throw new ServiceError('svc_site_not_found', `No site found with ID ${id}.`, 404);
+    return tx.put<SiteRecord>('sites', { ...cur, ...changes, updated_at: now() });
+  }
+
+  remove(tx: Tx, id: number): void {
+    tx.delete('sites', id);
+    tx.putBlob('site-data', id, null);
+    tx.putBlob('secrets', id, null);
+  }
+
+  secret(id: number): SiteSecret | null {
+    return this.store.getBlob<SiteSecret>('secrets', id);
+  }
+}

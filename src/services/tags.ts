@@ -1,0 +1,129 @@
+// Tags (site groups): names unique regardless of case, #RRGGBB colours, membership kept on the tag.
+import { ServiceError } from '../core/errors.js';
+import type { Store, Tx } from '../store/store.js';
+import type { TagRecord } from '../store/records.js';
+
+export interface TagFilter { search?: string; include?: number[]; exclude?: number[] }
+
+const now = () => new Date().toISOString();
+
+/** Tag names are plain text: markup is dropped and white space trimmed. */
+export function cleanTagName(name: string): string {
+  return name.replace(/<[^>]*>/g, '').trim();
+}
+
+export class TagService {
+  private cacheVersion = -1;
+  private sorted: TagRecord[] = [];
+  private bySite = new Map<number, number[]>();
+
+  constructor(private readonly store: Store) {}
+
+  private indexes(): { sorted: TagRecord[]; bySite: Map<number, number[]> } {
+    const v = this.store.version('tags');
+    if (v !== this.cacheVersion) {
+      this.sorted = [...this.store.all<TagRecord>('tags')].sort((a, b) =>
+        a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
+      this.bySite = new Map();
+      for (const t of this.sorted) {
+        for (const s of t.site_ids) {
+          const list = this.bySite.get(s);
+          if (list) list.push(t.id); else this.bySite.set(s, [t.id]);
+        }
+      }
+      this.cacheVersion = v;
+    }
+    return { sorted: this.sorted, bySite: this.bySite };
+  }
+
+  get(id: number): TagRecord | undefined {
+    return this.store.get<TagRecord>('tags', id);
+  }
+
+  resolve(id: number): TagRecord {
+    const t = this.get(id);
+    if (!t) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    return t;
+  }
+
+  findByName(name: string): TagRecord | undefined {
+    const n = cleanTagName(name).toLowerCase();
+    return this.indexes().sorted.find((t) => t.name.toLowerCase() === n);
+  }
+
+  list(f: TagFilter): TagRecord[] {
+    const search = f.search?.trim().toLowerCase();
+    const include = f.include?.length ? new Set(f.include) : null;
+    const exclude = f.exclude?.length ? new Set(f.exclude) : null;
+    return this.indexes().sorted.filter((t) =>
+      (!search || t.name.toLowerCase().includes(search) || String(t.id).includes(search)) &&
+      (!include || include.has(t.id)) &&
+      (!exclude || !exclude.has(t.id)));
+  }
+
+  /** Tag ids of a site, by tag name order. */
+  tagsOfSite(siteId: number): number[] {
+    return this.indexes().bySite.get(siteId) ?? [];
+  }
+
+  /** Sites carrying any of these tags. */
+  sitesInTags(tagIds: number[]): Set<number> {
+    const out = new Set<number>();
+    for (const id of tagIds) for (const s of this.get(id)?.site_ids ?? []) out.add(s);
+    return out;
+  }
+
+  private assertNameFree(tx: Tx, name: string, selfId?: number): void {
+    const n = name.toLowerCase();
+    for (const t of tx.all<TagRecord>('tags')) {
+      if (t.id !== selfId && t.name.toLowerCase() === n) {
+        throw new ServiceError('svc_tag_exists', `A tag with name "${name}" already exists.`, 409);
+      }
+    }
+  }
+
+  create(tx: Tx, input: { name: string; color?: string | null }): TagRecord {
+    const name = cleanTagName(input.name);
+    if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
+    this.assertNameFree(tx, name);
+    const t = now();
+    return tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
+  }
+
+  update(tx: Tx, id: number, input: { name?: string; color?: string | null }): TagRecord {
+    const cur = tx.get<TagRecord>('tags', id);
+    if (!cur) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    const name = input.name === undefined ? cur.name : cleanTagName(input.name);
+    if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
+    if (name !== cur.name) this.assertNameFree(tx, name, id);
+    return tx.put<TagRecord>('tags', { ...cur, name, color: input.color === undefined ? cur.color : input.color, updated_at: now() });
+  }
+
+  delete(tx: Tx, id: number): TagRecord {
+    const cur = tx.get<TagRecord>('tags', id);
+    if (!cur) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    tx.delete('tags', id);
+    return cur;
+  }
+
+  /** Make `tagIds` exactly the tags of a site. Unknown tag ids → 404 before anything changes. */
+  setSiteTags(tx: Tx, siteId: number, tagIds: number[]): void {
+    const want = new Set(tagIds);
+    for (const id of want) {
+      if (!tx.get('tags', id)) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    }
+    for (const t of [...tx.all<TagRecord>('tags')]) {
+      const has = t.site_ids.includes(siteId);
+      if (has === want.has(t.id)) continue;
+      const site_ids = has ? t.site_ids.filter((s) => s !== siteId) : [...t.site_ids, siteId].sort((a, b) => a - b);
+      tx.put<TagRecord>('tags', { ...t, site_ids, updated_at: now() });
+    }
+  }
+
+  /** Drop a deleted site from every tag. */
+  forgetSite(tx: Tx, siteId: number): void {
+    for (const t of [...tx.all<TagRecord>('tags')]) {
+      if (t.site_ids.includes(siteId)) tx.put<TagRecord>('tags', { ...t, site_ids: t.site_ids.filter((s) => s !== siteId) });
+    }
+  }
+}

@@ -1,0 +1,355 @@
+// The store: lowdb JSON files under the data dir, held in memory, written by group commit.
+//
+// Layout: meta.json (format version, generation, id counters, which generation last wrote each file),
+// one file per collection shard (sites.0.json holds site ids 0..249, ...), site-data/<id>.json for the
+// heavy per-site data a sync brings (plugin and theme lists, findings, change log) and secrets/<id>.json
+// (mode 0600) for child private keys. A tag edit therefore rewrites tags.json and meta.json only.
+//
+// Writes: callers pass a synchronous function that mutates through a Tx. Functions queued while a
+// commit is on disk run together in the next commit (grouping); each runs under an undo log, so one that
+// throws leaves no trace. A commit holds a lock file shared with other sitefleet processes on the same
+// data dir (`serve` and `mcp` side by side), reloads what they changed first, and resolves its callers
+// only after every file is fsynced and renamed into place.
+import { mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Low } from 'lowdb';
+import lockfile from 'proper-lockfile';
+import { DurableJSONFile, StoreCorruptError, parseJson, syncDir, writeDurably } from './durable-file.js';
+import { CURRENT_FORMAT, migrate } from './migrations.js';
+import { log } from '../log.js';
+
+export const COLLECTIONS = {
+  sites: 250,
+  tags: 0,
+  clients: 0,
+  costs: 0,
+  users: 0,
+  keys: 0,
+  jobs: 0,
+  settings: 0,
+} as const;
+export type CollectionName = keyof typeof COLLECTIONS;
+
+export interface Meta {
+  format: number;
+  generation: number;
+  counters: Partial<Record<CollectionName, number>>;
+  files: Record<string, number>;
+}
+
+interface ShardFile<T> { collection: string; records: T[] }
+type Rec = { id: number };
+
+type Blob = 'site-data' | 'secrets';
+
+export interface Tx {
+  get<T extends Rec>(col: CollectionName, id: number): T | undefined;
+  all<T extends Rec>(col: CollectionName): Iterable<T>;
+  /** Inserts with the next id of the collection; returns the stored record. */
+  insert<T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T;
+  put<T extends Rec>(col: CollectionName, rec: T): T;
+  delete(col: CollectionName, id: number): boolean;
+  putBlob(kind: Blob, id: number, value: unknown | null): void;
+}
+
+interface Pending { fn: (tx: Tx) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
+
+const fileOf = (col: CollectionName, id: number): string =>
+  COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
+
+export class Store {
+  private data = new Map<CollectionName, Map<number, Rec>>();
+  private versions = new Map<CollectionName, number>();
+  private meta!: Meta;
+  private metaStat = '';
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+  private blobCache = new Map<string, unknown>();
+  private closed = false;
+
+  private constructor(readonly dir: string) {}
+
+  static async open(dir: string): Promise<Store> {
+    const s = new Store(dir);
+    await s.init();
+    return s;
+  }
+
+  private async init(): Promise<void> {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    for (const sub of ['site-data', 'secrets']) mkdirSync(join(this.dir, sub), { recursive: true, mode: 0o700 });
+    try { chmodSync(this.dir, 0o700); chmodSync(join(this.dir, 'secrets'), 0o700); } catch { /* not ours to fix */ }
+    const metaFile = join(this.dir, 'meta.json');
+    const release = await this.lock();
+    try {
+      if (!existsSync(metaFile)) {
+        const strays = readdirSync(this.dir).filter((f) => f.endsWith('.json'));
+        if (strays.length) throw new StoreCorruptError(metaFile, `missing while ${strays[0]} exists`);
+        await new Low<Meta>(new DurableJSONFile(metaFile), this.emptyMeta()).write();
+        await syncDir(this.dir);
+      }
+      const meta = this.readMeta();
+      if (meta.format > CURRENT_FORMAT) {
+        throw new StoreCorruptError(metaFile, `format ${meta.format} was written by a newer sitefleet (this one reads ${CURRENT_FORMAT})`);
+      }
+      if (meta.format < CURRENT_FORMAT) {
+        await migrate(this.dir, meta.format);
+        await writeDurably(metaFile, JSON.stringify({ ...this.readMeta(), format: CURRENT_FORMAT }));
+        await syncDir(this.dir);
+      }
+    } finally {
+      await release();
+    }
+    this.loadAll();
+  }
+
+  private emptyMeta(): Meta {
+    return { format: CURRENT_FORMAT, generation: 0, counters: {}, files: {} };
+  }
+
+  private readMeta(): Meta {
+    const file = join(this.dir, 'meta.json');
+    const m = parseJson<Meta>(file, readFileSync(file, 'utf8'));
+    if (!m || typeof m !== 'object' || typeof m.format !== 'number' || typeof m.generation !== 'number' || typeof m.files !== 'object') {
+      throw new StoreCorruptError(file, 'not a sitefleet meta file');
+    }
+    m.counters ??= {};
+    return m;
+  }
+
+  private statKey(): string {
+    const st = statSync(join(this.dir, 'meta.json'), { bigint: true });
+    return `${st.ino}:${st.mtimeNs}:${st.size}`;
+  }
+
+  private readShard(name: string): Rec[] {
+    const file = join(this.dir, name);
+    if (!existsSync(file)) return [];
+    const body = parseJson<ShardFile<Rec>>(file, readFileSync(file, 'utf8'));
+    if (!body || !Array.isArray(body.records) || body.records.some((r) => !r || typeof r.id !== 'number')) {
+      throw new StoreCorruptError(file, 'not a sitefleet collection file');
+    }
+    return body.records;
+  }
+
+  private loadAll(): void {
+    this.meta = this.readMeta();
+    this.metaStat = this.statKey();
+    const names = readdirSync(this.dir).filter((f) => f.endsWith('.json') && f !== 'meta.json');
+    for (const col of Object.keys(COLLECTIONS) as CollectionName[]) {
+      const map = new Map<number, Rec>();
+      for (const f of names.filter((n) => n === `${col}.json` || (n.startsWith(`${col}.`) && /^\w+\.\d+\.json$/.test(n)))) {
+        for (const r of this.readShard(f)) map.set(r.id, r);
+      }
+      this.data.set(col, map);
+      this.bump(col);
+      // A commit that died between its data files and meta.json must not make us reuse an id.
+      let max = this.meta.counters[col] ?? 0;
+      for (const id of map.keys()) if (id > max) max = id;
+      this.meta.counters[col] = max;
+    }
+  }
+
+  /** Reload what another process committed since we last looked. Cheap when nothing changed (one stat). */
+  refreshIfStale(): void {
+    if (this.flushing || this.closed) return;
+    let key: string;
+    try { key = this.statKey(); } catch { return; }
+    if (key !== this.metaStat) this.reloadChanged();
+  }
+
+  private reloadChanged(): void {
+    const meta = this.readMeta();
+    this.metaStat = this.statKey();
+    if (meta.generation === this.meta.generation) return;
+    for (const [file, gen] of Object.entries(meta.files)) {
+      if (this.meta.files[file] === gen) continue;
+      const col = file.split('.')[0] as CollectionName;
+      if (!(col in COLLECTIONS)) continue;
+      const map = this.data.get(col)!;
+      const shard = COLLECTIONS[col];
+      const lo = shard ? Number(file.split('.')[1]) * shard : -Infinity;
+      const hi = shard ? lo + shard : Infinity;
+      for (const id of [...map.keys()]) if (id >= lo && id < hi) map.delete(id);
+      for (const r of this.readShard(file)) map.set(r.id, r);
+      this.bump(col);
+    }
+    this.blobCache.clear();
+    for (const col of Object.keys(COLLECTIONS) as CollectionName[]) {
+      this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, meta.counters[col] ?? 0);
+    }
+    this.meta = { ...meta, counters: { ...this.meta.counters } };
+  }
+
+  private bump(col: CollectionName): void {
+    this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
+  }
+
+  /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
+  version(col: CollectionName): number {
+    return this.versions.get(col) ?? 0;
+  }
+
+  get<T extends Rec>(col: CollectionName, id: number): T | undefined {
+    return this.data.get(col)!.get(id) as T | undefined;
+  }
+
+  all<T extends Rec>(col: CollectionName): IterableIterator<T> {
+    return this.data.get(col)!.values() as IterableIterator<T>;
+  }
+
+  count(col: CollectionName): number {
+    return this.data.get(col)!.size;
+  }
+
+  /** Heavy per-site data or a site's secrets; read lazily, cached. */
+  getBlob<T>(kind: Blob, id: number): T | null {
+    const key = `${kind}/${id}`;
+    if (this.blobCache.has(key)) return this.blobCache.get(key) as T | null;
+    const file = join(this.dir, kind, `${id}.json`);
+    let value: T | null = null;
+    if (existsSync(file)) value = parseJson<T>(file, readFileSync(file, 'utf8'));
+    if (this.blobCache.size > 2000) this.blobCache.clear();
+    this.blobCache.set(key, value);
+    return value;
+  }
+
+  write<R>(fn: (tx: Tx) => R): Promise<R> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.flushing) this.flushing = this.flushLoop().finally(() => { this.flushing = null; });
+    });
+  }
+
+  private async lock(): Promise<() => Promise<void>> {
+    return lockfile.lock(this.dir, {
+      lockfilePath: join(this.dir, '.lock'),
+      realpath: false,
+      stale: 10_000,
+      update: 2_000,
+      retries: { retries: 2_000, factor: 1, minTimeout: 1, maxTimeout: 5 },
+      onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
+    });
+  }
+
+  private async flushLoop(): Promise<void> {
+    await Promise.resolve(); // let writes issued in the same tick join this commit
+    while (this.queue.length) {
+      const batch = this.queue.splice(0);
+      let release: (() => Promise<void>) | undefined;
+      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+      try {
+        release = await this.lock();
+        const key = this.statKey();
+        if (key !== this.metaStat) this.reloadChanged();
+        const dirty = new Set<string>();
+        const blobs = new Map<string, unknown>();
+        for (const p of batch) {
+          const undo: Array<() => void> = [];
+          try {
+            outcomes.push({ ok: true, value: p.fn(this.tx(undo, dirty, blobs)) });
+          } catch (error) {
+            for (const u of undo.reverse()) u();
+            outcomes.push({ ok: false, error });
+          }
+        }
+        if (dirty.size || blobs.size) await this.persist(dirty, blobs);
+      } catch (error) {
+        // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
+        for (let i = 0; i < batch.length; i++) outcomes[i] = { ok: false, error };
+        try { this.loadAll(); this.blobCache.clear(); } catch { /* keep serving what we have */ }
+      } finally {
+        if (release) await release().catch(() => {});
+      }
+      batch.forEach((p, i) => {
+        const o = outcomes[i]!;
+        if (o.ok) p.resolve(o.value); else p.reject(o.error);
+      });
+    }
+  }
+
+  private tx(undo: Array<() => void>, dirty: Set<string>, blobs: Map<string, unknown>): Tx {
+    const set = (col: CollectionName, rec: Rec) => {
+      const map = this.data.get(col)!;
+      const prev = map.get(rec.id);
+      map.set(rec.id, rec);
+      undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); this.bump(col); });
+      dirty.add(fileOf(col, rec.id));
+      this.bump(col);
+    };
+    return {
+      get: (col, id) => this.get(col, id),
+      all: (col) => this.all(col),
+      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
+        const id = (this.meta.counters[col] ?? 0) + 1;
+        const prevCounter = this.meta.counters[col];
+        this.meta.counters[col] = id;
+        undo.push(() => { this.meta.counters[col] = prevCounter; });
+        const full = { id, ...rec } as unknown as T;
+        set(col, full);
+        return full;
+      },
+      put: (col, rec) => { set(col, rec); return rec; },
+      delete: (col, id) => {
+        const map = this.data.get(col)!;
+        const prev = map.get(id);
+        if (!prev) return false;
+        map.delete(id);
+        undo.push(() => { map.set(id, prev); this.bump(col); });
+        dirty.add(fileOf(col, id));
+        this.bump(col);
+        return true;
+      },
+      putBlob: (kind, id, value) => {
+        const key = `${kind}/${id}`;
+        const had = this.blobCache.has(key);
+        const prev = this.blobCache.get(key);
+        this.blobCache.set(key, value);
+        blobs.set(key, value);
+        undo.push(() => { if (had) this.blobCache.set(key, prev); else this.blobCache.delete(key); blobs.delete(key); });
+      },
+    };
+  }
+
+  private async persist(dirty: Set<string>, blobs: Map<string, unknown>): Promise<void> {
+    const generation = this.meta.generation + 1;
+    const writes: Promise<void>[] = [];
+    for (const file of dirty) {
+      const col = file.split('.')[0] as CollectionName;
+      const shard = COLLECTIONS[col];
+      const lo = shard ? Number(file.split('.')[1]) * shard : -Infinity;
+      const hi = shard ? lo + shard : Infinity;
+      const records: Rec[] = [];
+      for (const r of this.data.get(col)!.values()) if (r.id >= lo && r.id < hi) records.push(r);
+      const body: ShardFile<Rec> = { collection: col, records };
+      writes.push(writeDurably(join(this.dir, file), JSON.stringify(body)));
+    }
+    for (const [key, value] of blobs) {
+      const file = join(this.dir, `${key}.json`);
+      writes.push(value === null
+        ? unlink(file).catch(() => {})
+        : writeDurably(file, JSON.stringify(value)));
+    }
+    await Promise.all(writes);
+    if (blobs.size) {
+      await Promise.all([...new Set([...blobs.keys()].map((k) => k.split('/')[0]!))].map((d) => syncDir(join(this.dir, d))));
+    }
+    const files = { ...this.meta.files };
+    for (const f of dirty) files[f] = generation;
+    const meta: Meta = { ...this.meta, generation, files };
+    await writeDurably(join(this.dir, 'meta.json'), JSON.stringify(meta));
+    await syncDir(this.dir);
+    this.meta = meta;
+    this.metaStat = this.statKey();
+  }
+
+  /** Waits for queued writes, then refuses new ones. */
+  async close(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    this.closed = true;
+  }
+}
+
+export { StoreCorruptError };

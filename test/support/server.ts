@@ -1,0 +1,115 @@
+// Test support: a real sitefleet HTTP server on an ephemeral loopback port over a temp data dir,
+// with credentials of every kind, and small clients for the three HTTP doors.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildRegistry } from '../../src/abilities/index.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { Registry } from '../../src/core/registry.js';
+import { listen, type RunningHttp } from '../../src/http/app.js';
+import { closeServices, openServices, type Services } from '../../src/services/index.js';
+import type { SiteRecord } from '../../src/store/records.js';
+
+export function tempDir(prefix = 'sitefleet-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface Creds {
+  /** Bearer tokens by key permission. */
+  key: { read_write: string; read: string; write: string; delete: string };
+  /** HTTP Basic headers. */
+  admin: string;
+  viewer: string;
+}
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  services: Services;
+  registry: Registry;
+  creds: Creds;
+  restBase: string;
+  abilitiesBase: string;
+  /** fetch against the REST door with a Bearer token (default: the read_write key). */
+  rest(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Run an ability over the abilities door. GET/DELETE put input in the bracketed query string. */
+  ability(name: string, input?: unknown, opts?: { method?: string; auth?: string | null; query?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+
+/** PHP-style bracket query: {a:1, b:[1,2], c:{d:'x'}} → input[a]=1&input[b][]=1&input[b][]=2&input[c][d]=x */
+export function bracketQuery(input: unknown, prefix = 'input'): string {
+  if (input === undefined || input === null) return '';
+  if (Array.isArray(input)) return input.map((v) => bracketQuery(v, `${prefix}[]`)).filter(Boolean).join('&');
+  if (typeof input === 'object') {
+    return Object.entries(input as Record<string, unknown>).map(([k, v]) => bracketQuery(v, `${prefix}[${k}]`)).filter(Boolean).join('&');
+  }
+  return `${prefix}=${encodeURIComponent(String(input))}`;
+}
+
+async function readJson(res: Response): Promise<any> {
+  const text = await res.text();
+  try { return text ? JSON.parse(text) : null; } catch { return text; }
+}
+
+export async function startServer(opts: { dataDir?: string; config?: Partial<Record<keyof Config, string | boolean>> } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, allowPrivateSites: true, ...opts.config }, {});
+  const services = await openServices(config);
+  const registry = buildRegistry(services);
+  const http: RunningHttp = await listen(services, registry, '127.0.0.1', 0);
+  const auth = services.auth;
+  const creds: Creds = {
+    key: {
+      read_write: (await auth.createKey('rw', 'read_write')).token,
+      read: (await auth.createKey('ro', 'read')).token,
+      write: (await auth.createKey('wo', 'write')).token,
+      delete: (await auth.createKey('del', 'delete')).token,
+    },
+    admin: basic('admin', (await auth.createUser('admin', 'administrator')).password),
+    viewer: basic('viewer', (await auth.createUser('viewer', 'viewer')).password),
+  };
+  const restBase = `${http.url}${config.restPrefix}`;
+  const abilitiesBase = `${http.url}${config.abilitiesPrefix}`;
+  return {
+    url: http.url, dataDir, services, registry, creds, restBase, abilitiesBase,
+    async rest(path, init = {}) {
+      const headers = new Headers(init.headers);
+      const token = init.token === undefined ? creds.key.read_write : init.token;
+      if (token) headers.set('authorization', `Bearer ${token}`);
+      let body = init.body;
+      if (init.json !== undefined) { headers.set('content-type', 'application/json'); body = JSON.stringify(init.json); }
+      const res = await fetch(`${restBase}${path}`, { ...init, headers, body });
+      return { status: res.status, body: await readJson(res), headers: res.headers };
+    },
+    async ability(name, input, o = {}) {
+      const method = o.method ?? 'POST';
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      const auth = o.auth === undefined ? creds.admin : o.auth;
+      if (auth) headers.authorization = auth;
+      let url = `${abilitiesBase}/abilities/svc/${name}/run`;
+      let body: string | undefined;
+      if (method === 'GET' || method === 'DELETE') {
+        const q = o.query ?? bracketQuery(input);
+        if (q) url += `?${q}`;
+      } else {
+        body = JSON.stringify({ input: input ?? {} });
+      }
+      const res = await fetch(url, { method, headers, body });
+      return { status: res.status, body: await readJson(res), headers: res.headers };
+    },
+    async close() {
+      await http.close();
+      await closeServices(services);
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Adds sites through the store's own API (no child traffic): for tests of the registry alone. */
+export async function seedSites(services: Services, n: number, make: (i: number) => Partial<SiteRecord> = () => ({})): Promise<SiteRecord[]> {
+  return services.store.write((tx) => Array.from({ length: n }, (_, i) =>
+    services.sites.insert(tx, { url: `https://site${i + 1}.example.com/`, name: `Site ${i + 1}`, admin_username: 'admin', wp_version: '6.8', php_version: '8.2', child_version: '6.1', ...make(i) })));
+}
