@@ -109,6 +109,7 @@ async function serve(args: string[]): Promise<void> {
   const http = await listen(services, registry, cfg.host, cfg.port, {
     allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean),
   });
+  services.jobs.start();
   await bootstrap(services, http.url, cfg);
   process.stdout.write(`sitefleet listening on ${http.url} (data: ${cfg.dataDir})\n`);
   log('info', 'listening', { url: http.url, dataDir: cfg.dataDir });
@@ -139,6 +140,7 @@ async function mcp(args: string[]): Promise<void> {
   const registry = buildRegistry(services);
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly });
+  services.jobs.start();
   const transport = new StdioServerTransport();
   transport.onclose = () => { void closeServices(services).then(() => process.exit(0)); };
   await server.connect(transport);

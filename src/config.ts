@@ -13,10 +13,14 @@ export interface Config {
   allowPrivateSites: boolean;
   /** Batches over this many sites become background jobs. */
   queueThreshold: number;
+  /** Where callers reach this server (for status_url); set by `serve` once it listens. */
+  publicUrl: string;
 }
 
-export function loadConfig(flags: Partial<Record<keyof Config, string | boolean | undefined>> = {}, env = process.env): Config {
-  const pick = (flag: keyof Config, envName: string, def: string): string => {
+export type ConfigFlags = Partial<Record<Exclude<keyof Config, 'publicUrl'>, string | boolean | undefined>>;
+
+export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
+  const pick = (flag: keyof ConfigFlags, envName: string, def: string): string => {
     const v = flags[flag];
     if (typeof v === 'string') return v;
     return env[envName] ?? def;
@@ -30,14 +34,17 @@ export function loadConfig(flags: Partial<Record<keyof Config, string | boolean 
     if (!/^\/[\w./-]*[\w-]$/.test(v)) throw new Error(`${name} must start with / and not end with / (got "${v}").`);
     return v;
   };
+  const host = pick('host', 'SITEFLEET_HOST', '127.0.0.1');
+  const port = int('--port', pick('port', 'SITEFLEET_PORT', '8787'), 0, 65535);
   return {
-    host: pick('host', 'SITEFLEET_HOST', '127.0.0.1'),
-    port: int('--port', pick('port', 'SITEFLEET_PORT', '8787'), 0, 65535),
+    host,
+    port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
+    publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
   };
 }

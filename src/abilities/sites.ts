@@ -241,22 +241,28 @@ export const suspendSites = defineAbility({
   label: 'Suspend sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Suspend several sites at once. Unknown identifiers are reported in errors[] and do not stop the others. '
-    + 'Errors: svc_site_not_found (404) when no identifier names a site.',
+  description: 'Suspend several sites at once. Unknown identifiers are reported in errors[] and do not stop the others; '
+    + 'over 200 sites it becomes a background job. Errors: svc_site_not_found (404) when no identifier names a site.',
   input: z.object({ site_ids_or_domains: SiteRefs }).strict(),
   output: z.object({
-    suspended: z.array(BasicSite.extend({ suspended: z.literal(1) })),
+    queued: z.boolean(),
+    job_id: z.string().optional(),
+    status_url: z.string().optional(),
+    total: z.number().int().optional(),
+    suspended: z.array(BasicSite.extend({ suspended: z.literal(1) })).optional(),
     errors: z.array(ItemError),
-    total_suspended: z.number().int(),
-    total_errors: z.number().int(),
+    total_suspended: z.number().int().optional(),
+    total_errors: z.number().int().optional(),
   }),
   annotations: write,
   execute: async ({ site_ids_or_domains }, ctx) => {
     const { found, errors } = resolveMany(ctx, site_ids_or_domains);
     if (!found.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    const queued = await ctx.jobs.queueIfOver('suspend', found);
+    if (queued) return { ...queued, total: found.length, errors };
     await ctx.store.write((tx) => { for (const s of found) ctx.sites.patch(tx, s.id, { suspended: true }); });
     const suspended = found.map((s) => ({ id: s.id, url: s.url, name: s.name, suspended: 1 as const }));
-    return { suspended, errors, total_suspended: suspended.length, total_errors: errors.length };
+    return { queued: false, suspended, errors, total_suspended: suspended.length, total_errors: errors.length };
   },
 });
 

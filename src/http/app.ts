@@ -60,6 +60,7 @@ export async function listen(services: Services, registry: Registry, host: strin
   const addr = server.address();
   const p = typeof addr === 'object' && addr ? addr.port : port;
   const h = host.includes(':') ? `[${host}]` : host;
+  if (!process.env.SITEFLEET_PUBLIC_URL) services.config.publicUrl = `http://${h}:${p}`;
   return {
     server,
     url: `http://${h}:${p}`,

@@ -3,6 +3,9 @@
 import { getSite, listSites, countSites, updateSite, deleteSite, suspendSite, unsuspendSite } from '../abilities/sites.js';
 import { addTag, deleteTag, getTag, getTagClients, getTagSites, listTags, updateTag } from '../abilities/tags.js';
 import { fullSite } from '../abilities/views.js';
+import {
+  addSite, checkSite, checkSites, disconnectSite, disconnectSites, getBatchJobStatus, reconnectSite, reconnectSites, syncSites,
+} from '../abilities/child-sites.js';
 import { ServiceError, asServiceError } from '../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from './rest-door.js';
 
@@ -115,7 +118,80 @@ const siteRemove = route(REMOVE, '/sites/:id_or_domain/remove', deleteSite, {
   output: (r) => ({ success: 1, message: 'The site has been removed.', data: { id: r.site.id, name: r.site.name, url: r.site.url } }),
 });
 
-const sitesBatch: RestRoute = { methods: EDIT, path: '/sites/batch', handler: batch({ update: siteEdit, delete: siteRemove }, 'id_or_domain') };
+const siteAdd = route(CREATE, '/sites/add', addSite, {
+  input: (a) => {
+    const i: Record<string, unknown> = pick(a, 'url', 'name', 'admin', 'admin_username', 'admin_password', 'client_id', 'http_user', 'http_pass');
+    if (a.args.adminpassword !== undefined) i.admin_password = a.args.adminpassword;
+    if (a.args.ssl_verify !== undefined) i.ssl_verify = a.args.ssl_verify;
+    const groups = a.args.groupids ?? a.args.tags;
+    if (groups !== undefined && groups !== '') i.tags = Array.isArray(groups) ? groups : String(groups);
+    return i;
+  },
+  output: (r) => ({ success: 1, message: 'Site successfully added.', data: r }),
+});
+
+/** A per-site error of a batch ability, answered as the single route's own error. */
+function firstError(r: { errors?: Array<{ code: string; message: string; status?: number }> }): void {
+  const e = r.errors?.[0];
+  if (e) throw new ServiceError(e.code, e.message, e.status ?? 502);
+}
+
+const siteSync = route(EDIT, '/sites/:id_or_domain/sync', syncSites, {
+  input: (a) => ({ site_ids_or_domains: [site(a)] }),
+  output: (r, { services }) => {
+    firstError(r);
+    return { success: 1, message: 'Site synced.', data: fullSite(services, services.sites.get(r.synced![0]!.id)!, true) };
+  },
+});
+
+/** include / exclude of the "all matched sites" routes. */
+const allMatched = (a: RestArgs) => {
+  const list = (v: unknown) => (v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(','));
+  const include = list(a.args.include);
+  return { ...(include ? { site_ids_or_domains: include } : {}), ...(list(a.args.exclude) ? { exclude_ids: list(a.args.exclude) } : {}) };
+};
+const queuedReply = (r: { job_id?: string; status_url?: string; total?: number; sites_queued?: number }, what: string) =>
+  ({ success: 1, message: `${what} queued for background processing.`, job_id: r.job_id, status_url: r.status_url, total: r.sites_queued ?? r.total });
+
+const sitesSync = route(EDIT, '/sites/sync', syncSites, {
+  input: allMatched,
+  output: (r) => (r.queued ? queuedReply(r, 'Sync')
+    : { success: 1, total: (r.total_synced ?? 0) + (r.total_errors ?? 0), total_synced: r.total_synced, total_errors: r.total_errors, data: r.synced, errors: r.errors }),
+});
+
+const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r) => ({ success: 1, data: { ...r.site, reachable: r.reachable, http_status: r.http_status, response_time_ms: r.response_time_ms } }),
+});
+const sitesCheck = route(EDIT, '/sites/check', checkSites, {
+  input: allMatched,
+  output: (r) => (r.queued ? queuedReply(r, 'Check') : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
+});
+
+const siteReconnect = route(EDIT, '/sites/:id_or_domain/reconnect', reconnectSite, {
+  input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'admin_password') }),
+  output: (r) => ({ success: 1, message: 'Site reconnected.', reconnected: true, data: simple(r.site) }),
+});
+const sitesReconnect = route(EDIT, '/sites/reconnect', reconnectSites, {
+  input: allMatched,
+  output: (r) => (r.queued ? queuedReply(r, 'Reconnect') : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
+});
+
+const siteDisconnect = route(EDIT, '/sites/:id_or_domain/disconnect', disconnectSite, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r) => ({ success: 1, message: r.child_notified ? 'Site disconnected.' : `Site disconnected here; the child was not told: ${r.child_error ?? 'it was already disconnected'}.`, child_notified: r.child_notified, data: simple(r.site) }),
+});
+const sitesDisconnect = route(EDIT, '/sites/disconnect', disconnectSites, {
+  input: (a) => { const m = allMatched(a); return m.site_ids_or_domains ? m : { ...m, all: true }; },
+  output: (r) => (r.queued ? queuedReply(r, 'Disconnect') : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
+});
+
+const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
+  input: (a) => ({ job_id: a.params.job_id }),
+  output: (r) => ({ success: 1, data: r }),
+});
+
+const sitesBatch: RestRoute = { methods: EDIT, path: '/sites/batch', handler: batch({ create: siteAdd, update: siteEdit, delete: siteRemove }, 'id_or_domain') };
 
 // Tags ----------------------------------------------------------------------------------------------
 
@@ -151,7 +227,8 @@ const tagsBatch: RestRoute = { methods: EDIT, path: '/tags/batch', handler: batc
 
 /** Static paths come before parameterised ones so that /sites/count is never read as a domain. */
 export const restRoutes: readonly RestRoute[] = [
-  sitesList, sitesBasic, sitesCount, sitesBatch,
-  siteGet, siteEdit, siteSuspend, siteUnsuspend, siteRemove,
+  sitesList, sitesBasic, sitesCount, sitesBatch, siteAdd, sitesSync, sitesCheck, sitesReconnect, sitesDisconnect,
+  siteGet, siteEdit, siteSuspend, siteUnsuspend, siteRemove, siteSync, siteCheck, siteReconnect, siteDisconnect,
+  jobGet,
   tagsList, tagAdd, tagsBatch, tagGet, tagEdit, tagRemove, tagSites, tagClients,
 ];

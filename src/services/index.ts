@@ -6,6 +6,8 @@ import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
 import { TagService } from './tags.js';
 import { ClientService } from './clients.js';
+import { ChildSiteService } from './child-sites.js';
+import { JobService } from './jobs.js';
 
 export interface Services {
   config: Config;
@@ -15,21 +17,29 @@ export interface Services {
   clients: ClientService;
   auth: AuthService;
   settings: SettingsService;
+  children: ChildSiteService;
+  jobs: JobService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
   const store = await Store.open(config.dataDir);
-  return {
-    config,
-    store,
-    sites: new SiteService(store),
-    tags: new TagService(store),
-    clients: new ClientService(store),
-    auth: new AuthService(store),
-    settings: new SettingsService(store),
-  };
+  const sites = new SiteService(store);
+  const tags = new TagService(store);
+  const clients = new ClientService(store);
+  const settings = new SettingsService(store);
+  const children = new ChildSiteService(store, config, sites, tags, clients, settings);
+  const jobs = new JobService(store, sites, config);
+  jobs.define('sync', (s) => children.fetchSync(s));
+  jobs.define('check', (s) => children.fetchCheck(s));
+  jobs.define('reconnect', (s) => children.fetchReconnect(s));
+  jobs.define('disconnect', (s) => children.fetchDisconnect(s));
+  jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
+  return { config, store, sites, tags, clients, auth: new AuthService(store), settings, children, jobs };
 }
 
+/** Stop job runners (jobs stay resumable), close child connections, flush writes. */
 export async function closeServices(s: Services): Promise<void> {
+  await s.jobs.stop();
+  await s.children.close();
   await s.store.close();
 }

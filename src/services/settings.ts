@@ -1,5 +1,6 @@
 // Service settings kept in the store: which optional modules are on. Read live, so a running server
 // follows `sitefleet modules enable|disable` from another process.
+import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../core/errors.js';
 import type { ModuleName } from '../core/ability.js';
 import type { SettingsRecord } from '../store/records.js';
@@ -23,6 +24,19 @@ export class SettingsService {
     if (!this.moduleOn(m)) {
       throw new ServiceError('svc_module_not_available', `${MODULES[m]} module is not active.`, 501, { module: m });
     }
+  }
+
+  /** This installation's name towards children, made once and kept. */
+  async installationUrl(): Promise<string> {
+    const cur = this.get().installation_url;
+    if (cur) return cur;
+    return this.store.write((tx) => {
+      const now = tx.get<SettingsRecord>('settings', 1) ?? DEFAULTS;
+      if (now.installation_url) return now.installation_url;
+      const url = `https://sitefleet.invalid/${randomUUID()}/`;
+      tx.put<SettingsRecord>('settings', { ...now, installation_url: url });
+      return url;
+    });
   }
 
   async setModule(m: ModuleName, on: boolean): Promise<SettingsRecord> {

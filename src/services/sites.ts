@@ -18,7 +18,7 @@ export interface SiteFilter {
 
 export function siteStatus(s: SiteRecord): SiteStatus {
   if (s.suspended) return 'suspended';
-  return s.sync_error ? 'disconnected' : 'connected';
+  return s.disconnected || s.sync_error ? 'disconnected' : 'connected';
 }
 
 export function hasUpdates(s: SiteRecord): boolean {
@@ -35,6 +35,7 @@ export function newSiteRecord(fields: Partial<SiteRecord> & Pick<SiteRecord, 'ur
     client_id: null,
     notes: '',
     suspended: false,
+    disconnected: false,
     sync_error: '',
     wp_version: '',
     php_version: '',

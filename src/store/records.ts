@@ -1,5 +1,6 @@
 // Shapes of what the store keeps. These are storage records, not API views: the abilities' zod
 // schemas describe what callers see, and services map one onto the other.
+import type { ChildUser, SecurityFinding, SiteChange, SitePlugin, SiteTheme } from '../child/snapshot.js';
 
 export interface SiteStats {
   plugin_updates: number;
@@ -23,7 +24,9 @@ export interface SiteRecord {
   client_id: number | null;
   notes: string;
   suspended: boolean;
-  /** Non-empty when the last sync failed or the site was disconnected: the site then shows as disconnected. */
+  /** Disconnected on purpose (disconnect-site): no child traffic until a reconnect. */
+  disconnected: boolean;
+  /** Non-empty when the last contact failed: the site then shows as disconnected until a sync succeeds. */
   sync_error: string;
   wp_version: string;
   php_version: string;
@@ -79,10 +82,47 @@ export interface KeyRecord {
 export interface SettingsRecord {
   id: 1;
   modules: { logs: boolean; 'cost-tracker': boolean };
+  /** Sent to children as `server`: they recognise this installation by it on reconnect. */
+  installation_url?: string;
 }
 
 /** Private half of a site's connection, in secrets/<id>.json (mode 0600). Never leaves the server. */
 export interface SiteSecret {
   private_key_pem: string;
   http_pass: string | null;
+  /** The child's register-verify key: lets a reconnect renew keys without the admin password. */
+  regverify: string | null;
+}
+
+/** What the last sync brought from the child, in site-data/<id>.json. */
+export interface SiteData {
+  plugins: SitePlugin[];
+  themes: SiteTheme[];
+  security: SecurityFinding[];
+  changes: SiteChange[];
+  users: ChildUser[];
+  synced_at: string;
+}
+
+export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend';
+export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
+
+export interface JobRecord {
+  id: number;
+  job_id: string;
+  type: JobType;
+  status: JobStatus;
+  sites: number[];
+  /** Site ids already processed, in order: a resumed job skips them. */
+  done: number[];
+  succeeded: number;
+  errors: Array<{ site_id: number; code: string; message: string }>;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+  /** The process working on it and until when its claim holds; a dead owner's job is taken over. */
+  owner: string | null;
+  lease_until: number;
+  attempts: number;
+  failure: string | null;
 }

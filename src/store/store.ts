@@ -219,8 +219,14 @@ export class Store {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.flushing) this.flushing = this.flushLoop().finally(() => { this.flushing = null; });
+      this.kick();
     });
+  }
+
+  private kick(): void {
+    if (this.flushing || !this.queue.length) return;
+    // Callers resolved by the last commit may queue more before this loop has ended: look again after it.
+    this.flushing = this.flushLoop().finally(() => { this.flushing = null; this.kick(); });
   }
 
   private async lock(): Promise<() => Promise<void>> {

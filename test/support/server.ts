@@ -60,6 +60,7 @@ export async function startServer(opts: { dataDir?: string; config?: Partial<Rec
   const services = await openServices(config);
   const registry = buildRegistry(services);
   const http: RunningHttp = await listen(services, registry, '127.0.0.1', 0);
+  services.jobs.start(100);
   const auth = services.auth;
   const creds: Creds = {
     key: {

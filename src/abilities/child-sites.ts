@@ -1,0 +1,298 @@
+// Abilities that talk to child sites: add (registration), sync, check, reconnect, disconnect, and the
+// status of background jobs. Batches over the queue threshold become jobs (services/jobs.ts).
+import { z } from 'zod';
+import { defineAbility, type AbilityContext } from '../core/ability.js';
+import { ServiceError } from '../core/errors.js';
+import { runBatch, jobView, type BatchItem } from '../services/jobs.js';
+import { siteStatus } from '../services/sites.js';
+import type { JobType, SiteRecord } from '../store/records.js';
+import { BasicSite, FullSite, ItemError, SiteRef, SiteRefs, TagIds } from './schemas.js';
+import { resolveMany, siteState, siteStateFields } from './sites.js';
+import { fullSite } from './views.js';
+
+const remote = { readonly: false, destructive: false, idempotent: true, openWorld: true };
+type ItemErr = z.infer<typeof ItemError>;
+
+const basic = (s: SiteRecord) => ({ id: s.id, url: s.url, name: s.name });
+const itemError = (identifier: number | string, e: ServiceError): ItemErr => ({ identifier, code: e.code, message: e.message, status: e.status });
+
+const Queued = {
+  queued: z.boolean(),
+  job_id: z.string().optional(),
+  status_url: z.string().optional(),
+  /** Sites not processed because the caller cancelled (MCP notifications/cancelled). */
+  not_processed: z.array(z.number().int()).optional(),
+};
+
+/** Which sites a batch covers: the named ones, or (empty list) the default set, minus exclude_ids. */
+function selection(ctx: AbilityContext, refs: Array<number | string>, exclude: number[] | undefined, byDefault: (s: SiteRecord) => boolean) {
+  const out = refs.length ? resolveMany(ctx, refs) : { found: [...ctx.sites.filter({}, () => new Set())].filter(byDefault), errors: [] as ItemErr[] };
+  const ex = new Set(exclude ?? []);
+  return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
+}
+
+function batchOpts(ctx: AbilityContext, label: string) {
+  return { concurrency: ctx.config.childConcurrency, signal: ctx.signal, progress: ctx.progress, label };
+}
+
+const notProcessed = (notDone: SiteRecord[]) => (notDone.length ? { not_processed: notDone.map((s) => s.id) } : {});
+
+export const addSite = defineAbility({
+  name: 'add-site-v1',
+  label: 'Add site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Connect a WordPress site that runs the child plugin: registers this dashboard with it (a fresh RSA key pair), '
+    + 'then syncs it. Needs the URL and the child\'s administrator user name (admin); admin_password when the child asks for it. '
+    + 'Returns the site. Errors: svc_site_already_exists (409), svc_invalid_url (400), svc_child_refused (400, with the child\'s reason), '
+    + 'svc_connection_failed (502/504, naming the URL).',
+  input: z.object({
+    url: z.string().min(1).max(2000),
+    admin: z.string().min(1).max(200).optional().describe('Administrator user name on the child site.'),
+    admin_username: z.string().min(1).max(200).optional().describe('Alias of admin.'),
+    admin_password: z.string().max(500).optional().describe('The administrator\'s password, when the child requires it to register.'),
+    name: z.string().max(200).optional(),
+    client_id: z.number().int().min(1).nullable().optional(),
+    tags: TagIds.optional(),
+    tag_ids: TagIds.optional().describe('Alias of tags.'),
+    http_user: z.string().max(200).optional(),
+    http_pass: z.string().max(500).optional(),
+    ssl_verify: z.boolean().default(true),
+  }).strict(),
+  output: FullSite,
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  execute: async (i, ctx) => {
+    const admin = i.admin ?? i.admin_username;
+    if (!admin) throw new ServiceError('ability_invalid_input', 'Ability "svc/add-site-v1" has invalid input. Reason: admin is a required property of input.', 400, { params: { admin: 'admin is a required property of input.' } });
+    const site = await ctx.children.add({
+      url: i.url, admin, admin_password: i.admin_password, name: i.name, client_id: i.client_id,
+      tags: i.tags ?? i.tag_ids, http_user: i.http_user, http_pass: i.http_pass, ssl_verify: i.ssl_verify,
+    });
+    return fullSite(ctx, site, true);
+  },
+});
+
+export const syncSites = defineAbility({
+  name: 'sync-sites-v1',
+  label: 'Sync sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Fetch fresh data (versions, plugins, themes, users, security, changes) from child sites. An empty list means every '
+    + 'site that is neither suspended nor disconnected. Up to 200 sites run now: synced[] and errors[]; more become a background job: '
+    + 'queued=true with job_id and status_url (follow with get-batch-job-status-v1). A site that fails never fails the batch.',
+  input: z.object({
+    site_ids_or_domains: SiteRefs.default([]),
+    exclude_ids: z.array(z.number().int()).optional().describe('Leave these site IDs out.'),
+  }).strict(),
+  output: z.object({
+    ...Queued,
+    synced: z.array(BasicSite).optional(),
+    errors: z.array(ItemError).optional(),
+    total_synced: z.number().int().optional(),
+    total_errors: z.number().int().optional(),
+    sites_queued: z.number().int().optional(),
+  }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
+    const queued = await ctx.jobs.queueIfOver('sync', found);
+    if (queued) return { ...queued, sites_queued: found.length, errors };
+    const { items, notDone } = await runBatch(ctx.store, found, (s) => ctx.children.fetchSync(s), batchOpts(ctx, 'sync'));
+    const synced = items.filter((x) => x.ok).map((x) => basic(x.site));
+    const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.id, x.error!))];
+    return { queued: false, synced, errors: all, total_synced: synced.length, total_errors: all.length, ...notProcessed(notDone) };
+  },
+});
+
+const CheckFields = { site_id: z.number().int(), site_url: z.string(), reachable: z.boolean(), response_time_ms: z.number().int(), http_status: z.number().int() };
+
+export const checkSite = defineAbility({
+  name: 'check-site-v1',
+  label: 'Check site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Is the site up? An HTTP POST to the site root, timed (no child plugin involved). Returns reachable, response_time_ms and '
+    + 'http_status (0 when nothing answered). Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef }),
+  output: z.object({
+    ...CheckFields,
+    checked: z.boolean(),
+    response_time: z.number(),
+    status: z.object({ online: z.boolean(), http_code: z.number().int(), response_time: z.number() }),
+    site: BasicSite,
+  }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const r = await ctx.children.apply(await ctx.children.fetchCheck(site));
+    const seconds = Math.round(r.response_time_ms / 10) / 100;
+    return {
+      site_id: site.id, site_url: site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status,
+      checked: true, response_time: seconds, status: { online: r.reachable, http_code: r.http_status, response_time: seconds }, site: basic(site),
+    };
+  },
+});
+
+export const checkSites = defineAbility({
+  name: 'check-sites-v1',
+  label: 'Check sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Reachability check of many sites (empty list = all). Returns results[] (site_id, site_url, reachable, response_time_ms, '
+    + 'http_status) and a summary; over 200 sites it becomes a background job.',
+  input: z.object({ site_ids_or_domains: SiteRefs.default([]), exclude_ids: z.array(z.number().int()).optional() }).strict(),
+  output: z.object({
+    ...Queued,
+    results: z.array(z.object(CheckFields)).optional(),
+    summary: z.object({ total_checked: z.number().int(), reachable: z.number().int(), unreachable: z.number().int() }).optional(),
+    errors: z.array(ItemError),
+    total: z.number().int().optional(),
+  }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, () => true);
+    if (!found.length && i.site_ids_or_domains.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    const queued = await ctx.jobs.queueIfOver('check', found);
+    if (queued) return { ...queued, total: found.length, errors };
+    const { items, notDone } = await runBatch(ctx.store, found, (s) => ctx.children.fetchCheck(s), batchOpts(ctx, 'check'));
+    const results = items.filter((x) => x.ok).map((x) => {
+      const r = x.value!;
+      return { site_id: x.site.id, site_url: x.site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status };
+    });
+    const up = results.filter((r) => r.reachable).length;
+    return {
+      queued: false, results, summary: { total_checked: results.length, reachable: up, unreachable: results.length - up },
+      errors: [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error!))], ...notProcessed(notDone),
+    };
+  },
+});
+
+export const reconnectSite = defineAbility({
+  name: 'reconnect-site-v1',
+  label: 'Reconnect site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Renew the connection keys with a site\'s child plugin (for a disconnected site, or one whose key stopped working). '
+    + 'Success makes it connected: reconnected=true, site_id, site_url, status. admin_password is needed only if the child asks for it. '
+    + 'Errors: svc_site_not_found (404), svc_reconnect_failed (502/504).',
+  input: z.object({ site_id_or_domain: SiteRef, admin_password: z.string().max(500).optional() }),
+  output: z.object({ reconnected: z.literal(true), ...siteStateFields }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const s = await ctx.children.apply(await ctx.children.fetchReconnect(site, i.admin_password));
+    return { reconnected: true as const, ...siteState(ctx, s) };
+  },
+});
+
+export const disconnectSite = defineAbility({
+  name: 'disconnect-site-v1',
+  label: 'Disconnect site',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Tell the child plugin to forget this dashboard, then mark the site disconnected (also when the child cannot be reached: '
+    + 'child_notified=false). The site stays in the registry; reconnect-site-v1 brings it back. Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef }),
+  output: z.object({ disconnected: z.literal(true), child_notified: z.boolean(), child_error: z.string().nullable(), ...siteStateFields }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const r = await ctx.children.apply(await ctx.children.fetchDisconnect(site));
+    return { disconnected: true as const, child_notified: r.child_notified, child_error: r.child_error, ...siteState(ctx, r.site) };
+  },
+});
+
+function manyResult<K extends string>(verb: K) {
+  return z.object({
+    ...Queued,
+    [verb]: z.array(BasicSite).optional(),
+    errors: z.array(ItemError),
+    [`total_${verb}`]: z.number().int().optional(),
+    total_errors: z.number().int().optional(),
+    total: z.number().int().optional(),
+  } as Record<string, z.ZodType>);
+}
+
+async function many(
+  ctx: AbilityContext, type: JobType, verb: string, found: SiteRecord[], errors: ItemErr[],
+  step: (s: SiteRecord) => ReturnType<typeof ctx.children.fetchSync>,
+) {
+  const queued = await ctx.jobs.queueIfOver(type, found);
+  if (queued) return { ...queued, total: found.length, errors };
+  const { items, notDone } = await runBatch(ctx.store, found, step, batchOpts(ctx, type));
+  const ok = items.filter((x) => x.ok).map((x: BatchItem) => basic(x.site));
+  const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error!))];
+  return { queued: false, [verb]: ok, errors: all, [`total_${verb}`]: ok.length, total_errors: all.length, ...notProcessed(notDone) };
+}
+
+export const reconnectSites = defineAbility({
+  name: 'reconnect-sites-v1',
+  label: 'Reconnect sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Reconnect several sites (empty list = every disconnected site that is not suspended). Returns reconnected[], errors[] and totals; '
+    + 'over 200 sites it becomes a background job.',
+  input: z.object({ site_ids_or_domains: SiteRefs.default([]), exclude_ids: z.array(z.number().int()).optional() }).strict(),
+  output: manyResult('reconnected'),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && siteStatus(s) === 'disconnected');
+    if (!found.length && i.site_ids_or_domains.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    return many(ctx, 'reconnect', 'reconnected', found, errors, (s) => ctx.children.fetchReconnect(s));
+  },
+});
+
+export const disconnectSites = defineAbility({
+  name: 'disconnect-sites-v1',
+  label: 'Disconnect sites',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Disconnect several sites (each child is told; each site is marked disconnected even if its child cannot be reached). '
+    + 'Name the sites, or pass all=true for every site. Returns disconnected[], errors[], totals; over 200 sites it becomes a background job. '
+    + 'Errors: svc_site_not_found (404) when no identifier names a site.',
+  input: z.object({
+    site_ids_or_domains: SiteRefs.optional(),
+    all: z.boolean().optional().describe('Disconnect every site (instead of naming them).'),
+    exclude_ids: z.array(z.number().int()).optional(),
+  }).strict(),
+  output: manyResult('disconnected'),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    if (!i.site_ids_or_domains && !i.all) {
+      throw new ServiceError('ability_invalid_input', 'Ability "svc/disconnect-sites-v1" has invalid input. Reason: site_ids_or_domains is a required property of input.', 400,
+        { params: { site_ids_or_domains: 'site_ids_or_domains is a required property of input.' } });
+    }
+    const refs = i.all ? [] : i.site_ids_or_domains!;
+    const { found, errors } = i.all || refs.length
+      ? selection(ctx, refs, i.exclude_ids, () => true)
+      : { found: [], errors: [] };
+    if (!found.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    return many(ctx, 'disconnect', 'disconnected', found, errors, async (s) => {
+      const o = await ctx.children.fetchDisconnect(s);
+      return o.ok ? { ok: true, commit: (tx) => o.commit(tx).site } : o;
+    });
+  },
+});
+
+export const getBatchJobStatus = defineAbility({
+  name: 'get-batch-job-status-v1',
+  label: 'Batch job status',
+  category: 'svc-batch',
+  toolset: 'jobs',
+  description: 'Progress of a background job started by a batch over more than 200 sites (sync, check, reconnect, disconnect, suspend): '
+    + 'status queued/processing/completed/failed, progress 0-100, processed/total, succeeded/failed counts and per-site errors. '
+    + 'Errors: svc_job_not_found (404; finished jobs are kept 24 hours).',
+  input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend)_/) }).strict(),
+  output: z.object({
+    job_id: z.string(), type: z.string(), status: z.enum(['queued', 'processing', 'completed', 'failed']),
+    progress: z.number().int(), processed: z.number().int(), total: z.number().int(), succeeded: z.number().int(), failed: z.number().int(),
+    started_at: z.string().nullable(), completed_at: z.string().nullable(),
+    errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })),
+    job_timed_out: z.boolean(), failure: z.string().optional(),
+  }),
+  annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
+  execute: ({ job_id }, ctx) => jobView(ctx.jobs.get(job_id)),
+});
+
+export const childSiteAbilities = [addSite, syncSites, checkSite, checkSites, reconnectSite, reconnectSites, disconnectSite, disconnectSites];
+export const jobAbilities = [getBatchJobStatus];

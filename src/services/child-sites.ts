@@ -1,0 +1,241 @@
+// Talking to child sites: registration, sync, reachability checks, reconnect and disconnect, on top of
+// the wire-protocol connector. Each remote operation is split in two: the network part runs outside the
+// store, and returns a commit function that records the outcome in one store transaction (so that a
+// background job can record "site done" in the same commit).
+import { ChildConnector, type SiteCredentials } from '../child/connector.js';
+import { ChildError } from '../child/child-error.js';
+import type { SiteSnapshot } from '../child/snapshot.js';
+import { ServiceError } from '../core/errors.js';
+import { normaliseSiteUrl } from '../core/site-lookup.js';
+import type { Config } from '../config.js';
+import type { CheckResult, SiteData, SiteRecord, SiteSecret, SiteStats } from '../store/records.js';
+import type { Store, Tx } from '../store/store.js';
+import type { ClientService } from './clients.js';
+import type { SettingsService } from './settings.js';
+import type { SiteService } from './sites.js';
+import type { TagService } from './tags.js';
+
+/** The result of one site's remote step: what to record, and whether it worked. */
+export type Outcome<T> =
+  | { ok: true; commit: (tx: Tx) => T }
+  | { ok: false; error: ServiceError; commit?: (tx: Tx) => void };
+
+export interface AddSiteInput {
+  url: string;
+  admin: string;
+  admin_password?: string;
+  name?: string;
+  client_id?: number | null;
+  tags?: number[];
+  http_user?: string | null;
+  http_pass?: string | null;
+  ssl_verify: boolean;
+}
+
+const now = () => new Date().toISOString();
+
+/** WordPress Site Health counts → 0..100 (abilities reference §2.3). */
+export function healthScore(h: { good: number; recommended: number; critical: number }): number {
+  const total = h.good + h.recommended + 1.5 * h.critical;
+  if (total === 0) return 100;
+  const failed = 0.5 * h.recommended + 1.5 * h.critical;
+  return Math.min(100, Math.max(0, 100 - Math.ceil((100 * failed) / total)));
+}
+
+function statsOf(snap: SiteSnapshot): SiteStats {
+  return {
+    plugin_updates: snap.plugins.filter((p) => p.update_version).length,
+    theme_updates: snap.themes.filter((t) => t.update_version).length,
+    wp_update_available: !!snap.wp_update_version,
+    health_score: healthScore(snap.health),
+  };
+}
+
+/** A connector failure as a service error: 4xx/5xx that names the cause, never a bare 500. */
+export function childFailure(e: unknown, site: { url: string }): ServiceError {
+  if (e instanceof ServiceError) return e;
+  if (!(e instanceof ChildError)) return new ServiceError('svc_child_error', `Unexpected failure talking to ${site.url}.`, 502);
+  const data = { site_url: site.url, reason: e.kind };
+  switch (e.kind) {
+    case 'timeout': return new ServiceError('svc_child_timeout', `${site.url} did not answer in time: ${e.message}`, 504, data);
+    case 'transport': return new ServiceError('svc_child_unreachable', `Could not reach ${site.url}: ${e.message}`, 502, data);
+    case 'no_marker': return new ServiceError('svc_child_not_detected', `${site.url}: ${e.message}`, 502, data);
+    case 'auth_failed': return new ServiceError('svc_child_auth_failed', `${site.url} refused our signature (${e.message}); reconnect the site.`, 502, data);
+    case 'child_error': return new ServiceError('svc_child_error', `${site.url} answered: ${e.message}`, 502, { ...data, child_code: e.childCode });
+    default: return new ServiceError('svc_child_bad_reply', `${site.url} sent an invalid reply: ${e.message}`, 502, data);
+  }
+}
+
+export class ChildSiteService {
+  private connectorP: Promise<ChildConnector> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly sites: SiteService,
+    private readonly tags: TagService,
+    private readonly clients: ClientService,
+    private readonly settings: SettingsService,
+  ) {}
+
+  /** One connector (one undici Agent, one bound on calls in flight) per process, made on first use. */
+  connector(): Promise<ChildConnector> {
+    this.connectorP ??= this.settings.installationUrl().then((serverUrl) =>
+      new ChildConnector({ serverUrl, concurrency: this.config.childConcurrency }));
+    return this.connectorP;
+  }
+
+  async close(): Promise<void> {
+    if (this.connectorP) await (await this.connectorP).close();
+  }
+
+  credentials(site: SiteRecord): SiteCredentials {
+    const secret = this.sites.secret(site.id);
+    if (!secret) throw new ServiceError('svc_site_keys_missing', `Site ${site.id} has no connection keys; reconnect it.`, 409);
+    return {
+      url: site.url, admin: site.admin_username, privateKeyPem: secret.private_key_pem, signAlgo: site.sign_algo,
+      regverify: secret.regverify, httpUser: site.http_user, httpPass: secret.http_pass, sslVerify: site.ssl_verify,
+    };
+  }
+
+  siteData(id: number): SiteData | null {
+    return this.store.getBlob<SiteData>('site-data', id);
+  }
+
+  /** Suspended and disconnected sites get no child traffic. */
+  assertReachable(site: SiteRecord): void {
+    if (site.suspended) throw new ServiceError('svc_site_suspended', `Site ${site.id} (${site.url}) is suspended; unsuspend it first.`, 409);
+    if (site.disconnected) throw new ServiceError('svc_site_disconnected', `Site ${site.id} (${site.url}) is disconnected; reconnect it first.`, 409);
+  }
+
+  private recordSnapshot(tx: Tx, id: number, snap: SiteSnapshot, extra: Partial<SiteRecord> = {}): SiteRecord {
+    const data: SiteData = {
+      plugins: snap.plugins, themes: snap.themes, security: snap.security, changes: snap.changes, users: snap.users, synced_at: now(),
+    };
+    tx.putBlob('site-data', id, data);
+    return this.sites.patch(tx, id, {
+      wp_version: snap.wp_version, php_version: snap.php_version, child_version: snap.child_version,
+      admin_username: snap.admin_username || undefined, last_sync: data.synced_at, sync_error: '', stats: statsOf(snap), ...extra,
+    } as Partial<SiteRecord>);
+  }
+
+  /** Registers a site with its child (the handshake of the wire protocol) and stores it, synced. */
+  async add(input: AddSiteInput): Promise<SiteRecord> {
+    const url = normaliseSiteUrl(input.url);
+    if (!url) throw new ServiceError('svc_invalid_url', 'Invalid site URL format: use an absolute http:// or https:// URL.', 400);
+    if (/^[a-z]+:\/\/[^/]*@/i.test(input.url.trim())) {
+      throw new ServiceError('svc_invalid_url', 'Site URLs must not carry credentials; use http_user and http_pass.', 400);
+    }
+    if (this.sites.findByUrl(url)) throw new ServiceError('svc_site_already_exists', 'A site with this URL already exists.', 409, { site_url: url });
+    if (input.client_id) this.clients.resolve(input.client_id);
+    for (const t of input.tags ?? []) this.tags.resolve(t);
+    const connector = await this.connector();
+    let reg;
+    try {
+      reg = await connector.register({
+        url, admin: input.admin, adminPassword: input.admin_password,
+        httpUser: input.http_user ?? null, httpPass: input.http_pass ?? null, sslVerify: input.ssl_verify,
+      });
+    } catch (e) {
+      if (e instanceof ChildError && (e.kind === 'child_error' || e.kind === 'auth_failed')) {
+        throw new ServiceError('svc_child_refused', `${url} refused the registration: ${e.message.replace(/^ERROR: /, '')}`, 400, { site_url: url, child_code: e.childCode });
+      }
+      const f = childFailure(e, { url });
+      throw new ServiceError('svc_connection_failed', f.message, f.status, f.data);
+    }
+    const secret: SiteSecret = { private_key_pem: reg.privateKeyPem, http_pass: input.http_pass ?? null, regverify: reg.regverify };
+    return this.store.write((tx) => {
+      if (this.sites.findByUrl(url)) throw new ServiceError('svc_site_already_exists', 'A site with this URL already exists.', 409, { site_url: url });
+      const rec = this.sites.insert(tx, {
+        url,
+        name: input.name?.trim() || url.replace(/^https?:\/\//, '').replace(/\/$/, ''),
+        admin_username: input.admin,
+        client_id: input.client_id ?? null,
+        ssl_verify: input.ssl_verify,
+        http_user: input.http_user ?? null,
+        sign_algo: reg.signAlgo,
+      }, secret);
+      if (input.tags?.length) this.tags.setSiteTags(tx, rec.id, input.tags);
+      return this.recordSnapshot(tx, rec.id, reg.snapshot);
+    });
+  }
+
+  /** Sync one site: the child's `stats`. A failure is recorded on the site (it then shows disconnected). */
+  async fetchSync(site: SiteRecord): Promise<Outcome<SiteRecord>> {
+    try {
+      this.assertReachable(site);
+      const snap = await (await this.connector()).sync(this.credentials(site));
+      return { ok: true, commit: (tx) => this.recordSnapshot(tx, site.id, snap) };
+    } catch (e) {
+      const error = childFailure(e, site);
+      const remote = !(e instanceof ServiceError);
+      return {
+        ok: false, error,
+        commit: remote ? (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { sync_error: error.message }); } : undefined,
+      };
+    }
+  }
+
+  /** Reachability: an unsigned POST to the site root, timed. Stored on the site. Never throws for a dead site. */
+  async fetchCheck(site: SiteRecord): Promise<Outcome<CheckResult>> {
+    const r = await (await this.connector()).probe(site.url, {
+      httpUser: site.http_user, httpPass: this.sites.secret(site.id)?.http_pass ?? null, sslVerify: site.ssl_verify,
+    });
+    const result: CheckResult = { at: now(), ...r };
+    return { ok: true, commit: (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { last_check: result }); return result; } };
+  }
+
+  /** Renew the site's keys with its child; success makes it connected. */
+  async fetchReconnect(site: SiteRecord, adminPassword?: string): Promise<Outcome<SiteRecord>> {
+    if (site.suspended) {
+      return { ok: false, error: new ServiceError('svc_site_suspended', `Site ${site.id} (${site.url}) is suspended; unsuspend it first.`, 409) };
+    }
+    try {
+      const secret = this.sites.secret(site.id);
+      const creds: SiteCredentials = secret ? this.credentials(site) : {
+        url: site.url, admin: site.admin_username, privateKeyPem: '', signAlgo: site.sign_algo, regverify: null,
+        httpUser: site.http_user, httpPass: null, sslVerify: site.ssl_verify,
+      };
+      const reg = await (await this.connector()).reconnect(creds, { adminPassword });
+      const next: SiteSecret = { private_key_pem: reg.privateKeyPem, http_pass: secret?.http_pass ?? null, regverify: reg.regverify ?? secret?.regverify ?? null };
+      return {
+        ok: true,
+        commit: (tx) => {
+          tx.putBlob('secrets', site.id, next);
+          return this.recordSnapshot(tx, site.id, reg.snapshot, { disconnected: false, sign_algo: reg.signAlgo });
+        },
+      };
+    } catch (e) {
+      const f = childFailure(e, site);
+      return { ok: false, error: new ServiceError('svc_reconnect_failed', `Site reconnection failed: ${f.message}`, f.status === 504 ? 504 : 502, f.data) };
+    }
+  }
+
+  /** Tell the child to forget us (best effort), then mark the site disconnected whatever it answered. */
+  async fetchDisconnect(site: SiteRecord): Promise<Outcome<{ site: SiteRecord; child_notified: boolean; child_error: string | null }>> {
+    let child_error: string | null = null;
+    if (!site.disconnected && this.sites.secret(site.id)) {
+      try {
+        await (await this.connector()).disconnect(this.credentials(site));
+      } catch (e) {
+        child_error = childFailure(e, site).message;
+      }
+    }
+    const notified = child_error === null && !site.disconnected;
+    return {
+      ok: true,
+      commit: (tx) => ({
+        site: this.sites.patch(tx, site.id, { disconnected: true, sync_error: 'Manually disconnected' }),
+        child_notified: notified,
+        child_error,
+      }),
+    };
+  }
+
+  /** Runs one remote step and records it at once: for single-site abilities. */
+  async apply<T>(o: Outcome<T>): Promise<T> {
+    if (o.ok) return this.store.write(o.commit);
+    if (o.commit) await this.store.write(o.commit);
+    throw o.error;
+  }
+}

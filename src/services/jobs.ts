@@ -1,0 +1,251 @@
+// Batches over many sites. Up to the queue threshold a batch runs while the caller waits (runBatch);
+// above it, it becomes a persisted job that a runner in any sitefleet process on the data dir claims,
+// works through and records site by site, in the same commit as the site's own result, so that a job
+// resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
+import { randomUUID } from 'node:crypto';
+import { ServiceError } from '../core/errors.js';
+import type { ProgressReport } from '../core/ability.js';
+import { log } from '../log.js';
+import type { JobRecord, JobType, SiteRecord } from '../store/records.js';
+import type { Store, Tx } from '../store/store.js';
+import type { Outcome } from './child-sites.js';
+import type { SiteService } from './sites.js';
+import type { Config } from '../config.js';
+
+export type SiteStep = (site: SiteRecord) => Promise<Outcome<unknown>>;
+
+export interface BatchItem<T = unknown> { site: SiteRecord; ok: boolean; value?: T; error?: ServiceError }
+
+const LEASE_MS = 30_000;
+const KEEP_MS = 24 * 3600_000;
+const TIMEOUT_MS = 4 * 3600_000;
+const MAX_ATTEMPTS = 5;
+const OWNER = `${process.pid}-${randomUUID().slice(0, 8)}`;
+
+/** Runs `limit` promises at a time; stops starting new ones once `signal` aborts. */
+async function eachLimited<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length && !signal?.aborted) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * One remote step per site, each recorded as it completes (grouped by the store). Sites not started
+ * because the caller cancelled are returned in `notDone`.
+ */
+export async function runBatch<T>(
+  store: Store,
+  sites: readonly SiteRecord[],
+  step: (site: SiteRecord) => Promise<Outcome<T>>,
+  opts: { concurrency: number; signal?: AbortSignal; progress?: (p: ProgressReport) => void; label: string },
+): Promise<{ items: BatchItem<T>[]; notDone: SiteRecord[] }> {
+  const items = new Map<number, BatchItem<T>>();
+  let done = 0;
+  await eachLimited(sites, opts.concurrency, opts.signal, async (site) => {
+    let item: BatchItem<T>;
+    try {
+      const o = await step(site);
+      if (o.ok) item = { site, ok: true, value: await store.write(o.commit) };
+      else {
+        if (o.commit) await store.write(o.commit);
+        item = { site, ok: false, error: o.error };
+      }
+    } catch (e) {
+      item = { site, ok: false, error: e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error. See the server log.', 500) };
+    }
+    items.set(site.id, item);
+    opts.progress?.({ done: ++done, total: sites.length, message: `${opts.label} ${site.url}: ${item.ok ? 'ok' : item.error!.code}` });
+  });
+  return { items: sites.filter((s) => items.has(s.id)).map((s) => items.get(s.id)!), notDone: sites.filter((s) => !items.has(s.id)) };
+}
+
+export interface JobView {
+  job_id: string;
+  type: JobType;
+  status: JobRecord['status'];
+  progress: number;
+  processed: number;
+  total: number;
+  succeeded: number;
+  failed: number;
+  started_at: string | null;
+  completed_at: string | null;
+  errors: JobRecord['errors'];
+  job_timed_out: boolean;
+  failure?: string;
+}
+
+const iso = (s: string | null) => (s ? s.replace(/\.\d{3}Z$/, 'Z') : null);
+
+export function jobView(j: JobRecord): JobView {
+  const processed = j.done.length;
+  const total = j.sites.length;
+  const view: JobView = {
+    job_id: j.job_id, type: j.type, status: j.status,
+    progress: total ? Math.min(100, Math.round((100 * processed) / total)) : 100,
+    processed, total, succeeded: j.succeeded, failed: j.errors.length,
+    started_at: iso(j.started_at), completed_at: iso(j.completed_at), errors: j.errors,
+    job_timed_out: j.failure === 'timeout',
+  };
+  if (j.failure) view.failure = j.failure;
+  return view;
+}
+
+export class JobService {
+  private steps = new Map<JobType, SiteStep>();
+  private timer: NodeJS.Timeout | null = null;
+  private running = new Map<string, Promise<void>>();
+  private stopping = false;
+
+  constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
+
+  /** The queue rule: more sites than the threshold → a persisted job, answered with where to follow it. */
+  async queueIfOver(type: JobType, sites: readonly SiteRecord[]): Promise<{ queued: true; job_id: string; status_url: string } | null> {
+    if (sites.length <= this.config.queueThreshold) return null;
+    const job = await this.enqueue(type, sites.map((s) => s.id));
+    return { queued: true, job_id: job.job_id, status_url: `${this.config.publicUrl}${this.config.restPrefix}/jobs/${job.job_id}` };
+  }
+
+  define(type: JobType, step: SiteStep): void {
+    this.steps.set(type, step);
+  }
+
+  async enqueue(type: JobType, siteIds: number[]): Promise<JobRecord> {
+    const job = await this.store.write((tx) => tx.insert<JobRecord>('jobs', {
+      job_id: `${type}_${randomUUID()}`, type, status: 'queued', sites: siteIds, done: [], succeeded: 0, errors: [],
+      created_at: new Date().toISOString(), started_at: null, completed_at: null, owner: null, lease_until: 0, attempts: 0, failure: null,
+    }));
+    setImmediate(() => void this.tick());
+    return job;
+  }
+
+  find(jobId: string): JobRecord | undefined {
+    this.store.refreshIfStale();
+    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return j;
+    return undefined;
+  }
+
+  get(jobId: string): JobRecord {
+    const j = this.find(jobId);
+    if (!j) throw new ServiceError('svc_job_not_found', 'Batch job not found. Job may have expired (jobs are kept for 24 hours).', 404);
+    return j;
+  }
+
+  /** Start claiming and working jobs (every sitefleet process on the data dir does). */
+  start(intervalMs = 1000): void {
+    if (this.timer) return;
+    this.stopping = false;
+    this.timer = setInterval(() => void this.tick(), intervalMs);
+    this.timer.unref();
+    setImmediate(() => void this.tick());
+  }
+
+  /** Stop claiming; jobs in hand stop after their current sites and stay resumable. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  private ownerAlive(owner: string | null): boolean {
+    const pid = Number(owner?.split('-')[0]);
+    if (!owner || !Number.isInteger(pid)) return false;
+    if (owner === OWNER) return true;
+    try { process.kill(pid, 0); return true; } catch { return false; }
+  }
+
+  async tick(): Promise<void> {
+    if (this.stopping) return;
+    this.store.refreshIfStale();
+    const now = Date.now();
+    const candidates = [...this.store.all<JobRecord>('jobs')].filter((j) =>
+      !this.running.has(j.job_id) &&
+      (j.status === 'queued' || (j.status === 'processing' && (j.lease_until < now || !this.ownerAlive(j.owner)))));
+    const expired = [...this.store.all<JobRecord>('jobs')].filter((j) =>
+      (j.status === 'completed' || j.status === 'failed') && Date.parse(j.completed_at ?? j.created_at) < now - KEEP_MS);
+    if (expired.length) await this.store.write((tx) => { for (const j of expired) tx.delete('jobs', j.id); }).catch(() => {});
+    for (const j of candidates) {
+      const claimed = await this.store.write((tx) => {
+        const cur = tx.get<JobRecord>('jobs', j.id);
+        if (!cur || cur.status === 'completed' || cur.status === 'failed') return null;
+        if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner)) return null;
+        return tx.put<JobRecord>('jobs', {
+          ...cur, status: 'processing', owner: OWNER, lease_until: Date.now() + LEASE_MS,
+          started_at: cur.started_at ?? new Date().toISOString(), attempts: cur.attempts + 1,
+        });
+      }).catch(() => null);
+      if (!claimed) continue;
+      const p = this.work(claimed).catch((e) => log('error', 'job failed', { job: claimed.job_id, err: String(e) }))
+        .finally(() => this.running.delete(claimed.job_id));
+      this.running.set(claimed.job_id, p);
+    }
+  }
+
+  private finish(tx: Tx, id: number, failure: string | null, extraError?: JobRecord['errors'][number]): void {
+    const cur = tx.get<JobRecord>('jobs', id)!;
+    tx.put<JobRecord>('jobs', {
+      ...cur, status: failure ? 'failed' : 'completed', completed_at: new Date().toISOString(), owner: null, failure,
+      errors: extraError ? [...cur.errors, extraError] : cur.errors,
+    });
+  }
+
+  private async work(job: JobRecord): Promise<void> {
+    const step = this.steps.get(job.type);
+    if (!step) return void await this.store.write((tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`));
+    if (job.attempts > MAX_ATTEMPTS) {
+      return void await this.store.write((tx) => this.finish(tx, job.id, `interrupted ${MAX_ATTEMPTS} times`, {
+        site_id: 0, code: 'interrupted', message: `The job was interrupted ${MAX_ATTEMPTS} times and was given up.`,
+      }));
+    }
+    const started = Date.parse(job.started_at ?? new Date().toISOString());
+    const done = new Set(job.done);
+    const todo = job.sites.filter((id) => !done.has(id));
+    const abort = new AbortController();
+    const heartbeat = setInterval(() => {
+      if (this.stopping || Date.now() - started > TIMEOUT_MS) abort.abort();
+      void this.store.write((tx) => {
+        const cur = tx.get<JobRecord>('jobs', job.id);
+        if (cur && cur.owner === OWNER) tx.put<JobRecord>('jobs', { ...cur, lease_until: Date.now() + LEASE_MS });
+      }).catch(() => {});
+    }, LEASE_MS / 3);
+    heartbeat.unref();
+    try {
+      await eachLimited(todo, this.config.childConcurrency, abort.signal, async (siteId) => {
+        const site = this.sites.get(siteId);
+        let o: Outcome<unknown>;
+        if (!site) o = { ok: false, error: new ServiceError('site_not_found', `No site found with ID ${siteId}.`, 404) };
+        else {
+          try { o = await step(site); } catch (e) {
+            o = { ok: false, error: e instanceof ServiceError ? e : new ServiceError('exception', String((e as Error).message ?? e), 500) };
+          }
+        }
+        await this.store.write((tx) => {
+          const cur = tx.get<JobRecord>('jobs', job.id);
+          if (!cur || cur.owner !== OWNER) return; // taken over; the new owner redoes this site
+          if (o.ok) o.commit(tx); else o.commit?.(tx);
+          tx.put<JobRecord>('jobs', {
+            ...cur, done: [...cur.done, siteId], lease_until: Date.now() + LEASE_MS,
+            succeeded: cur.succeeded + (o.ok ? 1 : 0),
+            errors: o.ok ? cur.errors : [...cur.errors, { site_id: siteId, code: o.error.code, message: o.error.message }],
+          });
+        });
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
+    await this.store.write((tx) => {
+      const cur = tx.get<JobRecord>('jobs', job.id);
+      if (!cur || cur.owner !== OWNER) return;
+      if (cur.done.length >= cur.sites.length) this.finish(tx, job.id, null);
+      else if (Date.now() - started > TIMEOUT_MS) {
+        this.finish(tx, job.id, 'timeout', { site_id: 0, code: 'timeout', message: 'Job timed out after 4 hours.' });
+      } else {
+        // Stopping: hand it back so that the next start (or another process) resumes it.
+        tx.put<JobRecord>('jobs', { ...cur, owner: null, lease_until: 0 });
+      }
+    });
+  }
+}

@@ -1,0 +1,110 @@
+// The store keeps every acknowledged write, groups concurrent writes, refuses a corrupt data dir
+// without touching it, and lets two processes share one data dir.
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { Store } from '../src/store/store.js';
+import type { TagRecord } from '../src/store/records.js';
+import { cli } from './support/process.js';
+import { tempDir as tmp } from './support/server.js';
+
+const STORE_JS = fileURLToPath(new URL('../dist/store/store.js', import.meta.url));
+
+describe('store', () => {
+  it('keeps records across a reopen and never reuses an id', async () => {
+    const dir = tmp();
+    const s = await Store.open(dir);
+    const a = await s.write((tx) => tx.insert<TagRecord>('tags', { name: 'a', color: null, site_ids: [], created_at: '', updated_at: '' }));
+    const b = await s.write((tx) => tx.insert<TagRecord>('tags', { name: 'b', color: null, site_ids: [], created_at: '', updated_at: '' }));
+    await s.write((tx) => tx.delete('tags', b.id));
+    await s.close();
+    const s2 = await Store.open(dir);
+    expect(s2.get<TagRecord>('tags', a.id)?.name).toBe('a');
+    const c = await s2.write((tx) => tx.insert<TagRecord>('tags', { name: 'c', color: null, site_ids: [], created_at: '', updated_at: '' }));
+    expect(c.id).toBe(b.id + 1);
+  });
+
+  it('rolls back a write that throws and keeps the others of its group', async () => {
+    const s = await Store.open(tmp());
+    const results = await Promise.allSettled([
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok1', color: null, site_ids: [], created_at: '', updated_at: '' })),
+      s.write((tx) => { tx.insert('tags', { name: 'doomed' }); throw new Error('no'); }),
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok2', color: null, site_ids: [], created_at: '', updated_at: '' })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'ok2']);
+    const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
+    expect(onDisk).toEqual(['ok1', 'ok2']);
+  });
+
+  it('groups concurrent writes into few commits', async () => {
+    const s = await Store.open(tmp());
+    const before = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
+    await Promise.all(Array.from({ length: 200 }, (_, i) =>
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: `t${i}`, color: null, site_ids: [], created_at: '', updated_at: '' }))));
+    const after = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
+    expect(s.count('tags')).toBe(200);
+    expect(after - before).toBeLessThan(20);
+  });
+
+  it('writes sites into shards so that one edit does not rewrite the fleet', async () => {
+    const s = await Store.open(tmp());
+    await s.write((tx) => { for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/` }); });
+    expect(readdirSync(s.dir).filter((f) => f.startsWith('sites.')).sort()).toEqual(['sites.0.json', 'sites.1.json', 'sites.2.json']);
+  });
+
+  it('refuses to start on a corrupt data file and leaves it untouched', async () => {
+    const dir = tmp();
+    const s = await Store.open(dir);
+    await s.write((tx) => tx.insert('tags', { name: 'x' }));
+    await s.close();
+    const file = join(dir, 'tags.json');
+    writeFileSync(file, '{"collection":"tags","records":[{"id":1,"name":"x"}');
+    const before = readFileSync(file);
+    await expect(Store.open(dir)).rejects.toThrow(/tags\.json is unreadable \(invalid JSON/);
+    const r = await cli(['keys', 'list', '--data-dir', dir]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/tags\.json is unreadable.*stopped without touching it/);
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it('refuses a data dir written by a newer format', async () => {
+    const dir = tmp();
+    await (await Store.open(dir)).close();
+    const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
+    writeFileSync(join(dir, 'meta.json'), JSON.stringify({ ...meta, format: 99 }));
+    await expect(Store.open(dir)).rejects.toThrow(/format 99 was written by a newer sitefleet/);
+  });
+
+  it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
+    for (let round = 0; round < 3; round++) {
+      const dir = tmp();
+      // A writer process: acknowledges each write on stdout only after the store resolved it.
+      const code = `
+        const { Store } = await import(${JSON.stringify(STORE_JS)});
+        const s = await Store.open(${JSON.stringify(dir)});
+        let i = 0;
+        for (;;) {
+          const batch = Array.from({ length: 5 }, () => ++i);
+          await Promise.all(batch.map((n) => s.write((tx) => tx.insert('tags', { name: 'w' + n })).then(() => process.stdout.write('ack ' + n + '\\n'))));
+        }`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      const target = 30 + round * 40;
+      await new Promise<void>((resolve) => {
+        child.stdout.on('data', (d) => {
+          out += d;
+          if ((out.match(/^ack /gm) ?? []).length >= target) { child.kill('SIGKILL'); resolve(); }
+        });
+      });
+      await new Promise((r) => child.once('exit', r));
+      const acked = [...out.matchAll(/^ack (\d+)$/gm)].map((m) => `w${m[1]}`);
+      const s = await Store.open(dir);
+      const names = new Set([...s.all<{ id: number; name: string }>('tags')].map((t) => t.name));
+      for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);
+      await s.close();
+    }
+  });
+});
