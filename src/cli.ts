@@ -12,6 +12,8 @@ import { MODULES } from './services/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
 import { log } from './log.js';
 import type { ModuleName, Toolset } from './core/ability.js';
+import { childSimCommand } from './child/simulator/command.js';
+import { demo } from './demo.js';
 
 const DATA_DIR = { 'data-dir': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
@@ -32,6 +34,8 @@ Commands:
   keys       create | list | revoke API keys (Bearer tokens)
   users      create | list | delete users (HTTP Basic with an application password)
   modules    list | enable | disable optional modules (logs, cost-tracker)
+  child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
+  demo       simulator with 25 sites + the service, registered and synced
 
 Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
@@ -212,7 +216,11 @@ async function modules(args: string[]): Promise<void> {
   });
 }
 
-const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, mcp, keys, users, modules };
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
+  serve, mcp, keys, users, modules,
+  'child-sim': (args) => childSimCommand(args),
+  demo: (args) => demo(args),
+};
 
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;

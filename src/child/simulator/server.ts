@@ -1,0 +1,232 @@
+// src/child/simulator/server.ts — the child simulator: one node:http server on loopback serving N virtual sites at /s/<n>/, with latency and faults.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { encodeEnvelope } from '../envelope.js';
+import { decodeForm } from '../form.js';
+import { SimSite } from './site.js';
+import { createSiteState, defaultPassword, type SimSiteState } from './state.js';
+
+export interface SimSiteInfo {
+  /** 1-based; the site lives at `${baseUrl}/s/<index>/`. */
+  index: number;
+  url: string;
+  admin: string;
+  password: string;
+}
+
+/** Per-site failures, each standing for a real one the connector must classify. */
+export type SimFault =
+  | { type: 'latency'; ms: number } // slow host: extra delay on every request
+  | { type: 'timeout' } // hung PHP: the request is never answered
+  | { type: 'http500' } // PHP fatal error page, no envelope
+  | { type: 'no_marker' } // child missing or inactive: HTML 200 without envelope
+  | { type: 'bad_signature' } // stored key does not match: "Authentication failed!"
+  | { type: 'disconnected' } // "Clear Connection Data" pressed on the child: no stored key
+  | { type: 'huge' } // a reply larger than 20 MiB
+  | { type: 'garbage_json' } // envelope whose payload is not JSON
+  | { type: 'html' } // WAF / captcha page (403)
+  | { type: 'redirect'; to: string } // 302 to another host
+  | { type: 'slow_drip' } // reply trickles out a few bytes at a time
+  | { type: 'wrong_types' } // envelope with JSON of the wrong field types
+  | { type: 'down' }; // connection reset: socket destroyed
+
+export interface ChildSim {
+  baseUrl: string;
+  sites: SimSiteInfo[];
+  /** The live in-memory WordPress of a site, for assertions. Treat it as read-only (changes would bypass the reply cache). */
+  state(index: number): SimSiteState;
+  setFault(index: number, fault: SimFault | null): void;
+  /** Requests received by a site (any path, method or fault), for "no child call" assertions. */
+  requests(index: number): number;
+  /** Most requests the whole server held open at once since start. */
+  peakInFlight(): number;
+  close(): Promise<void>;
+}
+
+export interface ChildSimOptions {
+  port?: number;
+  host?: string;
+  sites?: number;
+  /** Added to every request. */
+  latencyMs?: number;
+  seed?: number;
+  /** Connection admin login on every site (default "admin"). */
+  admin?: string;
+  /** Admin password on every site (default: a per-site password derived from the seed). */
+  password?: string;
+  /** Start every site already registered to this key and dashboard URL (benchmarks; skips 1,000 key generations). */
+  preconnect?: { publicKeyPem: string; server: string };
+}
+
+const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
+const HUGE_REPLY_BYTES = 21 * 1024 * 1024;
+const HTML = { 'content-type': 'text/html; charset=UTF-8' };
+const FATAL_PAGE =
+  '<!DOCTYPE html><html><head><title>WordPress &rsaquo; Error</title></head><body id="error-page"><div class="wp-die-message"><p>There has been a critical error on this website.</p><p><a href="https://wordpress.org/documentation/article/faq-troubleshooting/">Learn more about troubleshooting WordPress.</a></p></div></body></html>';
+const PLAIN_PAGE = '<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works!</h1><p>This site has no MainWP Child plugin.</p></body></html>';
+const WAF_PAGE =
+  '<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head><body><div id="cf-wrapper"><h1>Sorry, you have been blocked</h1><p>This website is using a security service to protect itself from online attacks.</p></div></body></html>';
+// Every field the connector reads, with a type it cannot accept.
+const WRONG_TYPES = { version: [6, 1], wpversion: { major: 6 }, siteurl: 7, plugins: 'many', themes: 3, status: 42, added: 'yes', result: [], deactivated: 'yes', register: false };
+
+let hugeChunk: Buffer | null = null;
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = HTML): void {
+  if (res.destroyed) return;
+  res.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+/** Chunked on purpose (no Content-Length): the connector must count bytes while streaming. */
+function sendHuge(res: ServerResponse, envelope: string): void {
+  hugeChunk ??= Buffer.from('<!-- padding -->'.repeat(65_536));
+  const chunk = hugeChunk;
+  res.writeHead(200, HTML);
+  let written = 0;
+  const pump = (): void => {
+    while (written < HUGE_REPLY_BYTES) {
+      if (res.destroyed) return;
+      written += chunk.length;
+      if (!res.write(chunk)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end(envelope);
+  };
+  pump();
+}
+
+/** 16 bytes every 100 ms, with an honest Content-Length: only a total deadline stops it. */
+function sendSlowly(res: ServerResponse, body: string): void {
+  const bytes = Buffer.from(body);
+  res.writeHead(200, { ...HTML, 'content-length': String(bytes.length) });
+  let offset = 0;
+  const timer = setInterval(() => {
+    if (res.destroyed) return clearInterval(timer);
+    res.write(bytes.subarray(offset, (offset += 16)));
+    if (offset >= bytes.length) {
+      clearInterval(timer);
+      res.end();
+    }
+  }, 100);
+  res.on('close', () => clearInterval(timer));
+}
+
+function readBody(req: IncomingMessage): Promise<string | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) {
+        req.destroy();
+        resolve(null);
+      } else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => resolve(null));
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function startChildSim(options: ChildSimOptions = {}): Promise<ChildSim> {
+  const count = options.sites ?? 3;
+  const seed = options.seed ?? 1;
+  const admin = options.admin ?? 'admin';
+  const latencyMs = options.latencyMs ?? 0;
+  // Generated dates are relative to the start day, so a seed gives the same sites all day long.
+  const startDay = Math.floor(Date.now() / 86_400_000) * 86_400;
+  const host = options.host ?? '127.0.0.1';
+  const sites = new Map<number, SimSite>();
+  const faults = new Map<number, SimFault>();
+  const counters = new Array<number>(count + 1).fill(0);
+  let inFlight = 0;
+  let peak = 0;
+  let baseUrl = '';
+
+  const info = (index: number): SimSiteInfo => ({ index, url: `${baseUrl}/s/${index}/`, admin, password: options.password ?? defaultPassword(seed, index) });
+  const siteAt = (index: number): SimSite => {
+    if (!Number.isInteger(index) || index < 1 || index > count) throw new RangeError(`no simulated site ${index} (1..${count})`);
+    let site = sites.get(index);
+    if (!site) {
+      const { url, password } = info(index);
+      site = new SimSite(createSiteState({ index, siteUrl: url, seed, admin, password, now: startDay }));
+      if (options.preconnect) Object.assign(site.state.connection, { pubkeyPem: options.preconnect.publicKeyPem, server: options.preconnect.server, admin });
+      sites.set(index, site);
+    }
+    return site;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    const match = /^\/s\/(\d+)(\/.*)?$/.exec(path);
+    const index = match ? Number(match[1]) : 0;
+    if (!match || index < 1 || index > count) return send(res, 404, '<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
+    counters[index]!++;
+    inFlight++;
+    peak = Math.max(peak, inFlight);
+    res.on('close', () => inFlight--);
+    const fault = faults.get(index) ?? null;
+    if (fault?.type === 'down') return void req.socket.destroy();
+    const body = await readBody(req);
+    if (body === null) return send(res, 413, '<h1>Request Entity Too Large</h1>');
+    const delay = latencyMs + (fault?.type === 'latency' ? fault.ms : 0);
+    if (delay > 0) await sleep(delay);
+    if (res.destroyed || fault?.type === 'timeout') return;
+    if (fault?.type === 'http500') return send(res, 500, FATAL_PAGE);
+    if (fault?.type === 'no_marker') return send(res, 200, PLAIN_PAGE);
+    if (fault?.type === 'html') return send(res, 403, WAF_PAGE);
+    if (fault?.type === 'redirect') return send(res, 302, `<a href="${fault.to}">Moved</a>`, { ...HTML, location: fault.to });
+
+    const rest = match[2] ?? '/';
+    const adminAjax = rest === '/wp-admin/admin-ajax.php';
+    if (!adminAjax && rest !== '/' && rest !== '/index.php') return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
+    const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);
+    const reply = siteAt(index).handle(form, adminAjax);
+    if (reply.envelope && fault?.type === 'huge') return sendHuge(res, reply.body);
+    if (reply.envelope && fault?.type === 'slow_drip') return sendSlowly(res, reply.body);
+    if (reply.envelope && fault?.type === 'garbage_json') {
+      return send(res, 200, `<mainwp>${Buffer.from('{"version":"6.1","plugins":[{"name":').toString('base64')}</mainwp>`);
+    }
+    if (reply.envelope && fault?.type === 'wrong_types') return send(res, 200, encodeEnvelope(WRONG_TYPES));
+    send(res, reply.status, reply.body);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) send(res, 500, FATAL_PAGE);
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  return {
+    baseUrl,
+    sites: Array.from({ length: count }, (_, i) => info(i + 1)),
+    state: (index) => siteAt(index).state,
+    setFault: (index, fault) => {
+      const site = siteAt(index);
+      site.rejectSignatures = fault?.type === 'bad_signature';
+      if (fault?.type === 'disconnected') site.clearConnection();
+      if (fault) faults.set(index, fault);
+      else faults.delete(index);
+    },
+    requests: (index) => {
+      siteAt(index);
+      return counters[index]!;
+    },
+    peakInFlight: () => peak,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,236 @@
+// src/child/snapshot.ts — the normalised SiteSnapshot, the lenient zod schema of a raw `stats` reply, and the mapping between them (§9.1).
+import { z } from 'zod';
+
+// ---- lenient readers for PHP-encoded JSON (§3.1: numbers often arrive as strings, empty maps as []) ----
+
+/** A string the child may also send as a number (versions, ids). */
+export const Text = z.union([z.string(), z.number().transform(String)]);
+/** A finite number the child may also send as a numeric string. */
+export const Count = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^\s*-?\d+(\.\d+)?\s*$/)
+    .transform(Number),
+]);
+/** PHP truthiness for the 0/1 flags the child sends. */
+export const Flag = z.union([z.boolean(), z.number(), z.string()]).transform((v) => v === true || v === 1 || v === '1');
+
+/** A PHP associative array: an object, or a JSON list when PHP saw sequential keys (an empty map arrives as `[]`). */
+export function phpMap<T extends z.ZodType>(item: T) {
+  return z.union([
+    z.record(z.string(), item),
+    z.array(item).transform((list) => Object.fromEntries(list.map((v, i) => [String(i), v])) as Record<string, z.output<T>>),
+  ]);
+}
+
+/** ISO 8601 UTC from unix seconds (the child's `created`, `dts`, `last_updated`), or null when it is not a usable time. */
+export function isoFromUnix(seconds: number): string | null {
+  const ms = seconds * 1000;
+  return Number.isFinite(ms) && Math.abs(ms) < 8.64e15 ? new Date(ms).toISOString() : null;
+}
+
+/** ISO 8601 UTC from a MySQL GMT datetime `Y-m-d H:i:s`; other text is returned unchanged. */
+export function isoFromMysqlGmt(value: string): string {
+  return /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(value) && !value.startsWith('0000') ? value.replace(' ', 'T') + '.000Z' : value;
+}
+
+// ---- normalised shapes (what the rest of sitefleet stores and serves) ----
+
+export const Severity = z.enum(['low', 'medium', 'high']);
+export const SecurityFinding = z.object({ type: z.string(), severity: Severity, message: z.string() });
+export type SecurityFinding = z.infer<typeof SecurityFinding>;
+
+export const ChildUser = z.object({
+  id: z.number().int(),
+  login: z.string(),
+  email: z.string(),
+  display_name: z.string(),
+  nicename: z.string(),
+  role: z.string(),
+  /** ISO 8601 UTC. */
+  registered: z.string(),
+  post_count: z.number().int(),
+});
+export type ChildUser = z.infer<typeof ChildUser>;
+
+export const SiteTheme = z.object({
+  slug: z.string(),
+  name: z.string(),
+  version: z.string(),
+  active: z.boolean(),
+  update_version: z.string().nullable(),
+  /** YYYY-MM-DD, set only for items the child reports as not updated for two years or more (see SYNC_OUTDATED_DAYS). */
+  last_updated: z.string().nullable(),
+});
+export const SitePlugin = SiteTheme.extend({ must_use: z.boolean() });
+export type SiteTheme = z.infer<typeof SiteTheme>;
+export type SitePlugin = z.infer<typeof SitePlugin>;
+
+export const SiteChange = z.object({
+  id: z.number().int(),
+  /** The child's `context` (plugin, theme, user, post, ...). */
+  type: z.string(),
+  action: z.string(),
+  /** The child's `summary`. */
+  description: z.string(),
+  user: z.string(),
+  /** ISO 8601 UTC. */
+  timestamp: z.string(),
+});
+export type SiteChange = z.infer<typeof SiteChange>;
+
+export const SiteSnapshot = z.object({
+  child_version: z.string(),
+  wp_version: z.string(),
+  php_version: z.string(),
+  site_url: z.string(),
+  admin_username: z.string(),
+  wp_update_version: z.string().nullable(),
+  plugins: z.array(SitePlugin),
+  themes: z.array(SiteTheme),
+  security: z.array(SecurityFinding),
+  health: z.object({ good: z.number(), recommended: z.number(), critical: z.number() }),
+  /** Changes made outside the dashboard, newest first. */
+  changes: z.array(SiteChange),
+  users: z.array(ChildUser),
+});
+export type SiteSnapshot = z.infer<typeof SiteSnapshot>;
+
+/**
+ * Sent as `numberdaysOutdatePluginTheme`: the child then lists in `*_outdate_info` exactly the items without a
+ * release for two years or more, so a non-null `last_updated` means "abandoned" by the spec's rule.
+ */
+export const SYNC_OUTDATED_DAYS = 730;
+
+// ---- raw `stats` reply ----
+
+export const RawUser = z.object({
+  id: Count,
+  login: Text,
+  nicename: Text.default(''),
+  email: Text.default(''),
+  registered: Text.default(''),
+  display_name: Text.default(''),
+  role: Text.nullable().default(''),
+  post_count: Count.default(0),
+});
+
+const RawItem = z.object({ slug: Text, name: Text, version: Text.default(''), active: Flag.default(false) });
+const RawPlugin = RawItem.extend({ mu: Flag.default(false) });
+const RawUpdate = z.object({ update: z.object({ new_version: Text.optional() }).optional() });
+const RawOutdated = z.object({ last_updated: z.union([z.number(), z.string()]).optional() });
+const RawChange = z.object({
+  context: Text.default(''),
+  action: Text.default(''),
+  action_user: Text.default(''),
+  created: Count,
+  summary: Text.default(''),
+});
+
+export const RawStats = z.object({
+  version: Text,
+  wpversion: Text,
+  siteurl: Text,
+  site_info: z.object({ phpversion: Text.optional(), child_version: Text.optional() }).optional(),
+  wp_updates: z.union([Text, z.null(), z.boolean()]).optional(),
+  plugin_updates: phpMap(RawUpdate).optional(),
+  theme_updates: phpMap(RawUpdate).optional(),
+  securityStats: phpMap(z.string()).optional(),
+  plugins: z.array(RawPlugin).optional(),
+  themes: z.array(RawItem).optional(),
+  users: z.array(RawUser).optional(),
+  plugins_outdate_info: phpMap(RawOutdated).optional(),
+  themes_outdate_info: phpMap(RawOutdated).optional(),
+  health_site_status: z.union([z.object({ good: Count, recommended: Count, critical: Count }).partial(), z.tuple([])]).optional(),
+  child_site_actions_data: z.union([phpMap(RawChange), z.literal('')]).optional(),
+});
+export type RawStats = z.infer<typeof RawStats>;
+
+// Labels for the child 6.1 hardening checks (§9.1 securityStats). Severity is ours: what an admin should fix first.
+const SECURITY_CHECKS: Record<string, { severity: z.infer<typeof Severity>; message: string }> = {
+  wp_uptodate: { severity: 'high', message: 'WordPress core is not up to date.' },
+  sec_outdated_plugins: { severity: 'high', message: 'Some plugins have pending updates.' },
+  sslprotocol: { severity: 'high', message: 'The site is not served over HTTPS.' },
+  sec_outdated_themes: { severity: 'medium', message: 'Some themes have pending updates.' },
+  phpversion_matched: { severity: 'medium', message: 'The PHP version is below the recommended version.' },
+  debug_disabled: { severity: 'medium', message: 'WordPress debug mode is enabled.' },
+  db_reporting: { severity: 'low', message: 'Database error reporting is enabled.' },
+  php_reporting: { severity: 'low', message: 'PHP error reporting is enabled.' },
+  sec_inactive_plugins: { severity: 'low', message: 'Inactive plugins are installed.' },
+  sec_inactive_themes: { severity: 'low', message: 'Inactive themes are installed.' },
+};
+
+/** One finding per check the child reports as "N" (the dashboard's count; "Y_UNABLE"/"N_UNABLE" are not issues). */
+export function securityFindings(stats: Record<string, string>): SecurityFinding[] {
+  return Object.entries(stats)
+    .filter(([, value]) => value === 'N')
+    .map(([type]) => ({ type, ...(SECURITY_CHECKS[type] ?? { severity: 'medium' as const, message: `Security check "${type}" failed.` }) }));
+}
+
+function isoDay(value: number | string | undefined): string | null {
+  if (value === undefined || value === '') return null;
+  if (typeof value === 'number' || /^\d+(\.\d+)?$/.test(value)) return isoFromUnix(Number(value))?.slice(0, 10) ?? null;
+  if (/^\d{4}-\d{2}-\d{2}/.test(value)) return value.slice(0, 10);
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? null : isoFromUnix(ms / 1000)?.slice(0, 10) ?? null;
+}
+
+export function toChildUser(raw: z.infer<typeof RawUser>): ChildUser {
+  return {
+    id: Math.trunc(raw.id),
+    login: raw.login,
+    email: raw.email,
+    display_name: raw.display_name,
+    nicename: raw.nicename,
+    role: raw.role ?? '',
+    registered: isoFromMysqlGmt(raw.registered),
+    post_count: Math.trunc(raw.post_count),
+  };
+}
+
+/** Normalises a validated `stats` reply (or the stats part of register / plugin_action / theme_action replies). */
+export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
+  const pluginUpdates = raw.plugin_updates ?? {};
+  const themeUpdates = raw.theme_updates ?? {};
+  const pluginsOutdated = raw.plugins_outdate_info ?? {};
+  const themesOutdated = raw.themes_outdate_info ?? {};
+  const health = Array.isArray(raw.health_site_status) ? {} : (raw.health_site_status ?? {});
+  const changes = raw.child_site_actions_data === '' ? {} : (raw.child_site_actions_data ?? {});
+  return {
+    child_version: raw.site_info?.child_version ?? raw.version,
+    wp_version: raw.wpversion,
+    php_version: raw.site_info?.phpversion ?? '',
+    site_url: raw.siteurl,
+    admin_username: adminUsername,
+    wp_update_version: typeof raw.wp_updates === 'string' && raw.wp_updates !== '' ? raw.wp_updates : null,
+    plugins: (raw.plugins ?? []).map((p) => ({
+      slug: p.slug,
+      name: p.name,
+      version: p.version,
+      active: p.active,
+      update_version: pluginUpdates[p.slug]?.update?.new_version ?? null,
+      last_updated: isoDay(pluginsOutdated[p.slug]?.last_updated),
+      must_use: p.mu,
+    })),
+    themes: (raw.themes ?? []).map((t) => ({
+      slug: t.slug,
+      name: t.name,
+      version: t.version,
+      active: t.active,
+      update_version: themeUpdates[t.slug]?.update?.new_version ?? null,
+      last_updated: isoDay(themesOutdated[t.slug]?.last_updated),
+    })),
+    security: securityFindings(raw.securityStats ?? {}),
+    health: { good: health.good ?? 0, recommended: health.recommended ?? 0, critical: health.critical ?? 0 },
+    changes: Object.entries(changes)
+      .flatMap(([key, c], i) => {
+        const timestamp = isoFromUnix(c.created);
+        if (timestamp === null) return [];
+        const id = Number(key);
+        return [{ id: Number.isSafeInteger(id) ? id : i + 1, type: c.context, action: c.action, description: c.summary, user: c.action_user, timestamp }];
+      })
+      .sort((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : b.id - a.id)),
+    users: (raw.users ?? []).map(toChildUser),
+  };
+}

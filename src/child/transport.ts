@@ -1,0 +1,157 @@
+// src/child/transport.ts — the connector's outgoing HTTP: keep-alive undici agents, the global in-flight bound, timeouts, the reply-size cap (§2).
+import { Agent, request } from 'undici';
+import { ChildError } from './child-error.js';
+import type { HttpReply } from './envelope.js';
+
+export interface HttpTarget {
+  httpUser?: string | null;
+  httpPass?: string | null;
+  sslVerify: boolean;
+}
+
+export interface TransportOptions {
+  concurrency: number;
+  connectTimeoutMs: number;
+  timeoutMs: number;
+  maxReplyBytes: number;
+}
+
+// The child ignores the User-Agent; a MainWP-like token keeps hosts that allow-list it happy (§14).
+const USER_AGENT = 'Mozilla/5.0 (compatible; MainWP/6.1.2; sitefleet)';
+
+/** A reply that broke off after its headers arrived: the child did answer, so the body must not be re-sent elsewhere. */
+export class ReplyInterrupted extends ChildError {}
+
+/** FIFO counting semaphore: the "calls in flight" bound, shared by every site. */
+class Semaphore {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function transportFailure(err: unknown, signal: AbortSignal | null, { timeoutMs, connectTimeoutMs }: TransportOptions): ChildError {
+  const code = errorCode(err);
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return new ChildError('timeout', `HTTP error - Connection timed out after ${connectTimeoutMs} ms`);
+  if (signal === null || signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new ChildError('timeout', `HTTP error - Operation timed out after ${timeoutMs} ms`);
+  }
+  const cause = (err as { cause?: { message?: unknown } } | null)?.cause?.message;
+  const message = err instanceof Error ? err.message : String(err);
+  return new ChildError('transport', `HTTP error - ${typeof cause === 'string' && cause !== message ? `${message}: ${cause}` : message}`);
+}
+
+/** Drops a reply body early; undici reports that as an 'error' event, which must not go unheard. */
+function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
+  body.on('error', () => {});
+  body.destroy();
+}
+
+export class Transport {
+  // One keep-alive Agent per TLS mode: undici pools per origin, and certificate checking is a connection option.
+  private readonly agents = new Map<boolean, Agent>();
+  private readonly slots: Semaphore;
+
+  constructor(private readonly options: TransportOptions) {
+    this.slots = new Semaphore(options.concurrency);
+  }
+
+  /** Runs `task` holding one of the `concurrency` global slots. */
+  inSlot<T>(task: () => Promise<T>): Promise<T> {
+    return this.slots.run(task);
+  }
+
+  private agent(verify: boolean): Agent {
+    let agent = this.agents.get(verify);
+    if (!agent) {
+      agent = new Agent({
+        // Per origin: many simulated (or multisite) sites share one origin and must still run in parallel.
+        connections: this.options.concurrency,
+        keepAliveTimeout: 4_000,
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
+        connect: { timeout: this.options.connectTimeoutMs, rejectUnauthorized: verify },
+      });
+      this.agents.set(verify, agent);
+    }
+    return agent;
+  }
+
+  private headers(target: HttpTarget): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      'user-agent': USER_AGENT,
+      // curl's CURLOPT_ENCODING='none' equivalent; undici.request never decompresses anyway. No `Expect` (§2.3).
+      'accept-encoding': 'identity',
+    };
+    if (target.httpUser && target.httpPass) {
+      headers.authorization = 'Basic ' + Buffer.from(`${target.httpUser}:${target.httpPass}`).toString('base64');
+    }
+    return headers;
+  }
+
+  /**
+   * POSTs a form body and reads the whole reply, or fails with a ChildError: transport, timeout (connect, or the total
+   * `timeoutMs` — an AbortSignal, because a trickling body defeats undici's inactivity timeouts) or too_large (counted
+   * while streaming, so a hostile reply never sits in memory). `deadline` (epoch ms) bounds the whole call, fallback
+   * included. Redirects are not followed. With `keepBody` false the body is discarded (reachability probe).
+   */
+  async post(url: string, body: string, target: HttpTarget, deadline: number, keepBody = true): Promise<HttpReply> {
+    const { maxReplyBytes } = this.options;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw transportFailure(null, null, this.options);
+    const signal = AbortSignal.timeout(remaining);
+    let res: Awaited<ReturnType<typeof request>>;
+    try {
+      res = await request(url, { method: 'POST', body, headers: this.headers(target), dispatcher: this.agent(target.sslVerify), signal });
+    } catch (err) {
+      throw transportFailure(err, signal, this.options);
+    }
+    const location = typeof res.headers.location === 'string' ? res.headers.location : null;
+    const tooLarge = new ReplyInterrupted('too_large', `The reply from the child site is larger than ${maxReplyBytes} bytes.`);
+    if (Number(res.headers['content-length']) > maxReplyBytes) {
+      discard(res.body);
+      throw tooLarge;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > maxReplyBytes) throw tooLarge;
+        if (keepBody) chunks.push(chunk);
+      }
+    } catch (err) {
+      discard(res.body);
+      if (err === tooLarge) throw err;
+      const failure = transportFailure(err, signal, this.options);
+      throw new ReplyInterrupted(failure.kind, failure.message);
+    }
+    return { status: res.statusCode, location, body: Buffer.concat(chunks) };
+  }
+
+  async close(): Promise<void> {
+    const agents = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(agents.map((a) => a.destroy()));
+  }
+}

@@ -1,0 +1,67 @@
+// `sitefleet demo`: a child-site simulator with 25 sites and the service on its defaults, the sites
+// registered and synced, and three commands to try.
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildRegistry } from './abilities/index.js';
+import { startChildSim } from './child/simulator/server.js';
+import { loadConfig } from './config.js';
+import type { Principal } from './core/principal.js';
+import { listen } from './http/app.js';
+import { closeServices, openServices } from './services/index.js';
+
+export const DEMO_HELP = `Usage: sitefleet demo [--port 8787] [--data-dir ./data/demo] [--sites 25]
+
+Starts a child-site simulator on loopback, the service on http://127.0.0.1:<port>, registers and syncs
+the simulated sites, and prints the credentials and three commands to try. Ctrl-C stops both.
+The demo data dir is emptied at start (the simulated sites do not outlive the demo).`;
+
+export async function demo(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { port: { type: 'string' }, 'data-dir': { type: 'string' }, sites: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) return void console.log(DEMO_HELP);
+  const count = Number(values.sites ?? 25);
+  if (!Number.isInteger(count) || count < 1 || count > 1000) throw new Error('--sites is a number from 1 to 1000.');
+  const cfg = loadConfig({ port: values.port, dataDir: values['data-dir'] ?? './data/demo', allowPrivateSites: true });
+  // The simulator forgets its sites when it stops, so every demo starts from an empty data dir.
+  if (existsSync(cfg.dataDir) && readdirSync(cfg.dataDir).length && !existsSync(join(cfg.dataDir, 'meta.json'))) {
+    throw new Error(`${cfg.dataDir} is not empty and is not a sitefleet data dir; pick another --data-dir.`);
+  }
+  rmSync(cfg.dataDir, { recursive: true, force: true });
+  const sim = await startChildSim({ sites: count, seed: 1 });
+  const services = await openServices(cfg);
+  const registry = buildRegistry(services);
+  const http = await listen(services, registry, cfg.host, cfg.port);
+  services.jobs.start();
+  const local: Principal = { kind: 'local', name: 'cli' };
+  const addSite = registry.get('add-site-v1')!;
+  for (const s of sim.sites) {
+    await registry.run(addSite, { url: s.url, admin: s.admin, admin_password: s.password, name: `Demo site ${s.index}` }, { principal: local, coerce: false });
+  }
+  const sync = await registry.run(registry.get('sync-sites-v1')!, {}, { principal: local, coerce: false }) as { total_synced?: number };
+  const { token } = await services.auth.createKey(`demo-${Date.now()}`, 'read_write');
+  const { password } = await services.auth.createUser('demo', 'administrator');
+  const rest = `${http.url}${cfg.restPrefix}`;
+  process.stdout.write([
+    '',
+    `Child-site simulator: ${sim.baseUrl}/s/1/ … /s/${count}/ (${count} sites, registered and ${sync.total_synced ?? 0} synced)`,
+    `sitefleet:            ${http.url}  (data: ${cfg.dataDir})`,
+    `API key:              ${token}`,
+    `User / password:      demo / ${password}`,
+    '',
+    'Try:',
+    `  curl -H "Authorization: Bearer ${token}" "${rest}/sites?per_page=5"`,
+    `  curl -u "demo:${password}" "${http.url}${cfg.abilitiesPrefix}/abilities/svc/get-site-v1/run?input[site_id_or_domain]=1&input[include_stats]=true" -g`,
+    `  curl -X POST -H "Authorization: Bearer ${token}" "${rest}/sites/check"`,
+    '',
+    'Ctrl-C stops the demo.',
+    '',
+  ].join('\n'));
+  const stop = async () => {
+    await http.close();
+    await closeServices(services);
+    await sim.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}

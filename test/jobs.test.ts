@@ -1,0 +1,119 @@
+// Batches over the queue threshold become persisted jobs that run to completion, survive a restart,
+// and never do a site twice once it is recorded.
+import { afterAll, describe, expect, it } from 'vitest';
+import { newKeyPair } from '../src/child/keys.js';
+import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
+import { closeServices, openServices, type Services } from '../src/services/index.js';
+import { loadConfig } from '../src/config.js';
+import type { JobRecord } from '../src/store/records.js';
+import { Store } from '../src/store/store.js';
+import { serveProcess } from './support/process.js';
+import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
+
+/** A simulator whose sites already trust one key, and sites in the data dir that use it (no 201 handshakes). */
+async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
+  const keys = await newKeyPair();
+  const sim = await startChildSim({ sites: n, latencyMs, preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() } });
+  const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
+  await services.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+  return sim;
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const closers: Array<() => Promise<unknown>> = [];
+afterAll(async () => { for (const c of closers.reverse()) await c(); });
+
+describe('queued sync', () => {
+  let s: TestServer;
+  it('queues a sync of 201 sites and runs it to completed through the job route', async () => {
+    s = await startServer();
+    closers.push(() => s.close());
+    const sim = await preconnectedFleet(s.services, 201);
+    closers.push(() => sim.close());
+    const r = await s.ability('sync-sites-v1', {});
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ queued: true, sites_queued: 201 });
+    expect(r.body.job_id).toMatch(/^sync_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(r.body.status_url).toBe(`${s.restBase}/jobs/${r.body.job_id}`);
+    const done = await until(() => s.rest(`/jobs/${r.body.job_id}`), (x) => x.body?.data?.status === 'completed');
+    expect(done.body.data).toMatchObject({ type: 'sync', progress: 100, processed: 201, total: 201, succeeded: 201, failed: 0, job_timed_out: false });
+    const viaAbility = await s.ability('get-batch-job-status-v1', { job_id: r.body.job_id }, { method: 'GET' });
+    expect(viaAbility.body).toMatchObject({ status: 'completed', succeeded: 201 });
+    for (let i = 1; i <= 201; i++) expect(sim.requests(i)).toBe(1);
+    expect((await s.rest('/sites/count?status=connected')).body.count).toBe(201);
+  });
+
+  it('answers 404 svc_job_not_found for an unknown job and 400 for a bad job id', async () => {
+    const unknown = await s.ability('get-batch-job-status-v1', { job_id: 'sync_00000000-0000-4000-8000-000000000000' }, { method: 'GET' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.code).toBe('svc_job_not_found');
+    const bad = await s.ability('get-batch-job-status-v1', { job_id: 'invalid_job_prefix_123' }, { method: 'GET' });
+    expect(bad.status).toBe(400);
+    expect((await s.rest('/jobs/nope')).status).toBe(404);
+  });
+});
+
+describe('queue threshold', () => {
+  it('runs exactly the threshold at once and queues one more', async () => {
+    const s = await startServer({ config: { queueThreshold: '3' } });
+    closers.push(() => s.close());
+    const sim = await preconnectedFleet(s.services, 4);
+    closers.push(() => sim.close());
+    const three = await s.ability('suspend-sites-v1', { site_ids_or_domains: [1, 2, 3] });
+    expect(three.body).toMatchObject({ queued: false, total_suspended: 3 });
+    const four = await s.ability('check-sites-v1', { site_ids_or_domains: [1, 2, 3, 4] });
+    expect(four.body).toMatchObject({ queued: true, total: 4 });
+    const job = await until(() => s.ability('get-batch-job-status-v1', { job_id: four.body.job_id }, { method: 'GET' }), (x) => x.body.status === 'completed');
+    expect(job.body).toMatchObject({ type: 'check', succeeded: 4 });
+  });
+});
+
+describe('restart', () => {
+  it('resumes a job after SIGKILL without redoing the sites it recorded', async () => {
+    const dataDir = tempDir();
+    const services = await openServices(loadConfig({ dataDir }, {}));
+    const { token } = await services.auth.createKey('k', 'read_write');
+    const sim = await preconnectedFleet(services, 40, 150);
+    closers.push(() => sim.close());
+    await closeServices(services);
+
+    const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '4' };
+    const first = await serveProcess(['--data-dir', dataDir], env);
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const q = await (await fetch(`${first.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers: auth })).json() as { job_id: string };
+    expect(q.job_id).toMatch(/^sync_/);
+    await until(async () => (await (await fetch(`${first.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: { processed: number } }).data.processed,
+      (n) => n >= 8);
+    await first.stop('SIGKILL');
+
+    const store = await Store.open(dataDir);
+    const mid = [...store.all<JobRecord>('jobs')][0]!;
+    await store.close();
+    expect(mid.status).toBe('processing');
+    expect(mid.done.length).toBeLessThan(40);
+
+    const second = await serveProcess(['--data-dir', dataDir], env);
+    closers.push(() => second.stop());
+    const end = await until(async () => (await (await fetch(`${second.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: { status: string; processed: number; succeeded: number } }).data,
+      (d) => d.status === 'completed');
+    expect(end).toMatchObject({ processed: 40, succeeded: 40 });
+    const after = await Store.open(dataDir);
+    const job = [...after.all<JobRecord>('jobs')][0]!;
+    expect(new Set(job.done).size).toBe(40);
+    expect(job.attempts).toBe(2);
+    // Sites recorded before the kill were not contacted again; only those in flight at the kill (≤ concurrency) were.
+    for (const id of mid.done) expect(sim.requests(id)).toBe(1);
+    const total = Array.from({ length: 40 }, (_, i) => sim.requests(i + 1)).reduce((a, b) => a + b, 0);
+    expect(total - 40).toBeLessThanOrEqual(4);
+    await after.close();
+  });
+});
