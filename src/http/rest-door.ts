@@ -61,7 +61,9 @@ export const noRoute = () => new ServiceError('rest_no_route', 'No route was fou
 function translate(e: unknown, a: RestArgs): ServiceError {
   const err = asServiceError(e);
   const ref = a.params.id_or_domain;
-  if (err.code === 'svc_site_not_found' && ref !== undefined && err.message.includes(ref)) {
+  // The path's own site (ids are compared as numbers: /sites/007 names site 7).
+  const aboutPathSite = ref !== undefined && (/^\d+$/.test(ref) ? err.message === `No site found with ID ${Number(ref)}.` : err.message.includes(ref));
+  if (err.code === 'svc_site_not_found' && aboutPathSite) {
     return /^\d+$/.test(ref)
       ? new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404)
       : new ServiceError('svc_rest_invalid_site_data', 'Invalid or not found domain.', 404);

@@ -1,0 +1,57 @@
+// Shared pieces of REST rows: reading path and body arguments, the simple site view, and batches.
+import { ServiceError, asServiceError } from '../../core/errors.js';
+import type { RestArgs, RestRoute, RowRunner } from '../rest-door.js';
+
+export const site = (a: RestArgs) => a.params.id_or_domain!;
+export const pathId = (a: RestArgs) => a.params.id!;
+export const simple = (s: { id: number; name: string; url: string; client_id: number | null }) =>
+  ({ id: s.id, name: s.name, url: s.url, client_id: s.client_id });
+/** Picks the named arguments that were given; everything else the caller sent is ignored. */
+export const pick = (a: RestArgs, ...names: string[]) =>
+  Object.fromEntries(names.filter((n) => a.args[n] !== undefined && a.args[n] !== '').map((n) => [n, a.args[n]]));
+export const truthy = (v: unknown, def: boolean) => (v === undefined || v === '' ? def : ['1', 'true', 'yes', true, 1].includes(v as never));
+/** A comma-separated string or an array, as a list; absent or empty → undefined. */
+export const list = (v: unknown): unknown[] | undefined => (v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(','));
+
+/** A per-site error of a batch ability, answered as the single route's own error. */
+export function firstError(r: { errors?: Array<{ code: string; message: string; status?: number }> }): void {
+  const e = r.errors?.[0];
+  if (e) throw new ServiceError(e.code, e.message, e.status ?? 502);
+}
+
+const MAX_BATCH = 100;
+
+/**
+ * create[] / update[] / delete[] in one request: each item runs the single route's row and answers its
+ * body, or {id, error} — one item's failure never fails the batch. Phases run in that order.
+ */
+export function batch(rows: { create?: RestRoute; update: RestRoute; delete: RestRoute }, idParam: string) {
+  return async (a: RestArgs, run: RowRunner) => {
+    const list = (k: string): unknown[] => (Array.isArray(a.args[k]) ? a.args[k] as unknown[] : a.args[k] === undefined ? [] : [a.args[k]]);
+    const phases = (['create', 'update', 'delete'] as const).map((k) => [k, list(k)] as const);
+    if (phases.reduce((n, [, items]) => n + items.length, 0) > MAX_BATCH) {
+      throw new ServiceError('svc_rest_request_entity_too_large', `Unable to accept more than ${MAX_BATCH} items for this request.`, 413);
+    }
+    const out: Record<string, unknown[]> = {};
+    for (const [phase, items] of phases) {
+      if (!items.length && a.args[phase] === undefined) continue;
+      const row = rows[phase];
+      if (!row) throw new ServiceError('svc_invalid_input', `This batch route has no ${phase} operation.`, 400);
+      out[phase] = await Promise.all(items.map(async (item) => {
+        const obj = item && typeof item === 'object' && !Array.isArray(item) ? { ...(item as Record<string, unknown>) } : {};
+        const id = phase === 'create' ? 0 : phase === 'delete' ? item : obj.id;
+        const idNum = typeof id === 'number' ? id : Number(id);
+        if (phase !== 'create' && !(Number.isInteger(idNum) && idNum > 0)) {
+          return { id: 0, error: new ServiceError('svc_invalid_input', `A ${phase} item needs a numeric id.`, 400).toBody() };
+        }
+        delete obj.id;
+        try {
+          return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: phase === 'delete' ? {} : obj });
+        } catch (e) {
+          return { id: idNum, error: asServiceError(e).toBody() };
+        }
+      }));
+    }
+    return out;
+  };
+}

@@ -1,0 +1,145 @@
+// REST v2 site routes (and the job status route their batches point to).
+import { getSite, listSites, countSites, updateSite, deleteSite, suspendSite, unsuspendSite } from '../../abilities/sites.js';
+import {
+  addSite, checkSite, checkSites, disconnectSite, disconnectSites, getBatchJobStatus, reconnectSite, reconnectSites, syncSites,
+} from '../../abilities/child-sites.js';
+import { fullSite } from '../../abilities/views.js';
+import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { batch, firstError, list, pick, simple, site, truthy } from './args.js';
+
+const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status');
+
+const sitesList = route(READ, '/sites', listSites, {
+  input: listArgs,
+  output: (r, { services, args }) => {
+    const full = truthy(args.args.full_data, false);
+    const withTags = truthy(args.args.with_tags, false);
+    return {
+      success: 1,
+      total: r.total,
+      data: r.items.map((s) => {
+        if (full) return fullSite(services, services.sites.get(s.id)!);
+        if (!withTags) return s;
+        return { ...s, tags: services.tags.tagsOfSite(s.id).map((id) => ({ id, name: services.tags.get(id)!.name })) };
+      }),
+    };
+  },
+});
+
+const sitesBasic = route(READ, '/sites/basic', listSites, {
+  input: listArgs,
+  output: (r) => ({ success: 1, total: r.total, data: r.items.map(simple) }),
+});
+
+const sitesCount = route(READ, '/sites/count', countSites, {
+  input: (a) => pick(a, 'include', 'exclude', 'status'),
+  output: (r) => ({ success: 1, total: r.total, count: r.total }),
+});
+
+const siteGet = route(READ, '/sites/:id_or_domain', getSite, {
+  input: (a) => ({ site_id_or_domain: site(a), include_stats: true }),
+  output: (r, { args }) => ({ success: 1, data: truthy(args.args.with_tags, true) ? r : { ...r, tags: undefined } }),
+});
+
+const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
+  input: (a) => {
+    const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'notes', 'client_id') };
+    if (a.args.note !== undefined) i.notes = a.args.note;
+    if (a.args.client_id === null || a.args.client_id === 0 || a.args.client_id === '0') i.client_id = null;
+    const groups = a.args.groupids ?? a.args.tags;
+    if (groups !== undefined) i.tags = Array.isArray(groups) ? groups : String(groups);
+    return i;
+  },
+  output: (r) => ({ success: 1, message: 'Site updated successfully.', data: r }),
+});
+
+const siteSuspend = route(EDIT, '/sites/:id_or_domain/suspend', suspendSite, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r) => ({ success: 1, message: 'Site suspended.', suspended: 1, data: simple(r.site) }),
+});
+
+const siteUnsuspend = route(EDIT, '/sites/:id_or_domain/unsuspend', unsuspendSite, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r) => ({ success: 1, message: 'Site unsuspended.', suspended: 0, data: simple(r.site) }),
+});
+
+const siteRemove = route(REMOVE, '/sites/:id_or_domain/remove', deleteSite, {
+  input: (a) => ({ site_id_or_domain: site(a), confirm: true }),
+  output: (r) => ({ success: 1, message: 'The site has been removed.', data: { id: r.site.id, name: r.site.name, url: r.site.url } }),
+});
+
+const siteAdd = route(CREATE, '/sites/add', addSite, {
+  input: (a) => {
+    const i: Record<string, unknown> = pick(a, 'url', 'name', 'admin', 'admin_username', 'admin_password', 'client_id', 'http_user', 'http_pass');
+    if (a.args.adminpassword !== undefined) i.admin_password = a.args.adminpassword;
+    if (a.args.ssl_verify !== undefined) i.ssl_verify = a.args.ssl_verify;
+    const groups = a.args.groupids ?? a.args.tags;
+    if (groups !== undefined && groups !== '') i.tags = Array.isArray(groups) ? groups : String(groups);
+    return i;
+  },
+  output: (r) => ({ success: 1, message: 'Site successfully added.', data: r }),
+});
+
+const siteSync = route(EDIT, '/sites/:id_or_domain/sync', syncSites, {
+  input: (a) => ({ site_ids_or_domains: [site(a)] }),
+  output: (r, { services }) => {
+    firstError(r);
+    return { success: 1, message: 'Site synced.', data: fullSite(services, services.sites.get(r.synced![0]!.id)!, true) };
+  },
+});
+
+/** include / exclude of the "all matched sites" routes. */
+const allMatched = (a: RestArgs) => {
+  const include = list(a.args.include);
+  return { ...(include ? { site_ids_or_domains: include } : {}), ...(list(a.args.exclude) ? { exclude_ids: list(a.args.exclude) } : {}) };
+};
+const queuedReply = (r: { job_id?: string; status_url?: string; total?: number; sites_queued?: number }, what: string) =>
+  ({ success: 1, message: `${what} queued for background processing.`, job_id: r.job_id, status_url: r.status_url, total: r.sites_queued ?? r.total });
+
+const sitesSync = route(EDIT, '/sites/sync', syncSites, {
+  input: allMatched,
+  output: (r) => (r.queued ? queuedReply(r, 'Sync')
+    : { success: 1, total: (r.total_synced ?? 0) + (r.total_errors ?? 0), total_synced: r.total_synced, total_errors: r.total_errors, data: r.synced, errors: r.errors }),
+});
+
+const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r) => ({ success: 1, data: { ...r.site, reachable: r.reachable, http_status: r.http_status, response_time_ms: r.response_time_ms } }),
+});
+const sitesCheck = route(EDIT, '/sites/check', checkSites, {
+  input: allMatched,
+  output: (r) => (r.queued ? queuedReply(r, 'Check') : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
+});
+
+const siteReconnect = route(EDIT, '/sites/:id_or_domain/reconnect', reconnectSite, {
+  input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'admin_password') }),
+  output: (r) => ({ success: 1, message: 'Site reconnected.', reconnected: true, data: simple(r.site) }),
+});
+const sitesReconnect = route(EDIT, '/sites/reconnect', reconnectSites, {
+  input: allMatched,
+  output: (r) => (r.queued ? queuedReply(r, 'Reconnect') : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
+});
+
+const siteDisconnect = route(EDIT, '/sites/:id_or_domain/disconnect', disconnectSite, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r) => ({ success: 1, message: r.child_notified ? 'Site disconnected.' : `Site disconnected here; the child was not told: ${r.child_error ?? 'it was already disconnected'}.`, child_notified: r.child_notified, data: simple(r.site) }),
+});
+const sitesDisconnect = route(EDIT, '/sites/disconnect', disconnectSites, {
+  input: (a) => { const m = allMatched(a); return m.site_ids_or_domains ? m : { ...m, all: true }; },
+  output: (r) => (r.queued ? queuedReply(r, 'Disconnect') : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
+});
+
+const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
+  input: (a) => ({ job_id: a.params.job_id }),
+  output: (r) => ({ success: 1, data: r }),
+});
+
+const sitesBatch: RestRoute = { methods: EDIT, path: '/sites/batch', handler: batch({ create: siteAdd, update: siteEdit, delete: siteRemove }, 'id_or_domain') };
+
+
+/** Static paths come before parameterised ones so that /sites/count is never read as a domain. */
+export const siteRoutes: readonly RestRoute[] = [
+  sitesList, sitesBasic, sitesCount, sitesBatch, siteAdd, sitesSync, sitesCheck, sitesReconnect, sitesDisconnect,
+  siteGet, siteEdit, siteSuspend, siteUnsuspend, siteRemove, siteSync, siteCheck, siteReconnect, siteDisconnect,
+  jobGet,
+];
