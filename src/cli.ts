@@ -143,7 +143,7 @@ async function mcp(args: string[]): Promise<void> {
   const services = await openServices(loadConfig({ dataDir: values['data-dir'] }));
   const registry = buildRegistry(services);
   const readOnly = values['read-only'] === true;
-  const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly });
+  const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);
   services.jobs.start();
   const transport = new StdioServerTransport();
   transport.onclose = () => { void closeServices(services).then(() => process.exit(0)); };

@@ -17,3 +17,10 @@ describe('schemas/', () => {
     }
   });
 });
+
+describe('docs/', () => {
+  it('has tools.md and the tools/list snapshot in step with the registry (run npm run docs)', async () => {
+    const { staleDocs } = await import('../src/tools/write-docs.js');
+    expect(staleDocs()).toEqual([]);
+  });
+});

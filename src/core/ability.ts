@@ -22,7 +22,8 @@ export interface AbilityContext extends Services {
   principal: Principal;
   /** Aborted when the caller goes away or cancels (MCP notifications/cancelled). */
   signal?: AbortSignal;
-  progress?: (p: ProgressReport) => void;
+  /** Awaited, so that a transport sends progress before the result. */
+  progress?: (p: ProgressReport) => void | Promise<void>;
 }
 
 export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {

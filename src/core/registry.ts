@@ -15,7 +15,7 @@ export interface RunOptions {
   /** The HTTP method a key's permission is checked against; defaults to the ability's own (§1.3 rule). */
   method?: string;
   signal?: AbortSignal;
-  progress?: (p: ProgressReport) => void;
+  progress?: (p: ProgressReport) => void | Promise<void>;
 }
 
 /** zod writes the safe-integer range into every integer; those bounds say nothing and read as noise. */

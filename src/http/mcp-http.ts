@@ -69,7 +69,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       }
       if (sessions.size >= MAX_SESSIONS) return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
       const principal = req.principal!;
-      const server = buildMcpServer(registry, { principal });
+      const server = buildMcpServer(registry, { principal }, services);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => { sessions.set(id, { transport, server, principal, seen: Date.now() }); },

@@ -1,18 +1,24 @@
-// The MCP server, built from the registry: one tool per ability. Transports (stdio, streamable HTTP)
-// live apart and only connect this same server to a different pipe.
+// The MCP server, built from the registry: one tool per ability, plus resources (the fleet, a site, a
+// job). Transports (stdio, streamable HTTP) live apart and only connect this same server to a pipe.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListResourceTemplatesRequestSchema, ListResourcesRequestSchema,
+  ListToolsRequestSchema, McpError, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema,
+  UnsubscribeRequestSchema, type LoggingLevel, type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
-import { asServiceError } from '../core/errors.js';
+import { ServiceError, asServiceError } from '../core/errors.js';
 import { keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
+import type { Services } from '../services/index.js';
 import { VERSION } from '../version.js';
 
 export const INSTRUCTIONS = [
   'sitefleet manages a fleet of WordPress child sites from one dashboard.',
   'Sites are named by numeric id or by domain (site_id_or_domain). Tags group sites; a site may belong to a client.',
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
-  'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change.',
+  'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
+  'Batches over 200 sites become background jobs: follow them with get-batch-job-status-v1 or the resource sitefleet://jobs/{job_id}.',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
 ].join('\n');
 
@@ -33,13 +39,14 @@ export interface ToolFilter {
   readOnly?: boolean;
 }
 
-/** Which tools a caller sees: read-only mode and a read key hide writes; toolsets narrow the list. */
-export function visible(a: Ability, f: ToolFilter): boolean {
+/** Which tools a caller sees: toolsets, read-only mode, the caller's key or role, and switched-off modules. */
+export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'settings'>): boolean {
   if (f.toolsets && !f.toolsets.includes(a.toolset)) return false;
   if (f.readOnly && !a.annotations.readonly) return false;
   const p = f.principal;
   if (p.kind === 'key' && !keyAllowsMethod(p.permissions, annotationMethod(a.annotations))) return false;
   if (p.kind === 'user' && p.role !== 'administrator' && !a.annotations.readonly) return false;
+  if (a.module && services && !services.settings.moduleOn(a.module)) return false;
   return true;
 }
 
@@ -70,37 +77,172 @@ export function toolOf(registry: Registry, a: Ability): Tool {
   return tool;
 }
 
-export function buildMcpServer(registry: Registry, filter: ToolFilter): Server {
+const LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * One watcher per process for the module switches (they live in the store, so `sitefleet modules`
+ * in another process counts): servers subscribe to hear that their tool list changed.
+ */
+const moduleListeners = new Set<() => void>();
+let moduleTimer: NodeJS.Timeout | null = null;
+function watchModules(services: Services, onChange: () => void): () => void {
+  moduleListeners.add(onChange);
+  if (!moduleTimer) {
+    let last = JSON.stringify(services.settings.get().modules);
+    moduleTimer = setInterval(() => {
+      services.store.refreshIfStale();
+      const now = JSON.stringify(services.settings.get().modules);
+      if (now !== last) { last = now; for (const l of moduleListeners) l(); }
+    }, 500);
+    moduleTimer.unref();
+  }
+  return () => {
+    moduleListeners.delete(onChange);
+    if (!moduleListeners.size && moduleTimer) { clearInterval(moduleTimer); moduleTimer = null; }
+  };
+}
+
+interface JobStatus { status: string; processed: number }
+
+export function buildMcpServer(registry: Registry, filter: ToolFilter, services?: Services): Server {
   const server = new Server(
     { name: 'sitefleet', version: VERSION },
-    { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+    {
+      capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: false }, logging: {} },
+      instructions: INSTRUCTIONS,
+    },
   );
+  let minLevel = LEVELS.indexOf('info');
+  const subscriptions = new Map<string, NodeJS.Timeout>();
+  const stopWatching = services ? watchModules(services, () => { void server.sendToolListChanged().catch(() => {}); }) : () => {};
+  server.onclose = () => {
+    stopWatching();
+    for (const t of subscriptions.values()) clearInterval(t);
+    subscriptions.clear();
+  };
+
+  const run = (name: string, input: unknown, extra?: { signal?: AbortSignal }) => {
+    const a = registry.get(name)!;
+    return registry.run(a, input, { principal: filter.principal, coerce: false, signal: extra?.signal });
+  };
+
+  server.setRequestHandler(SetLevelRequestSchema, (req) => {
+    minLevel = LEVELS.indexOf(req.params.level);
+    return {};
+  });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: registry.abilities.filter((a) => visible(a, filter)).map((a) => toolOf(registry, a)),
+    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => toolOf(registry, a)),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const a = registry.get(req.params.name);
-    if (!a || !visible(a, filter)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+    if (!a || !visible(a, filter, services)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     const token = req.params._meta?.progressToken;
+    // Request-scoped log lines, on the request's own stream.
+    const say = (level: LoggingLevel, data: unknown) => {
+      if (LEVELS.indexOf(level) < minLevel) return;
+      void extra.sendNotification({ method: 'notifications/message', params: { level, logger: a.name, data } }).catch(() => {});
+    };
+    let args = (req.params.arguments ?? {}) as Record<string, unknown>;
     try {
-      const result = await registry.run(a, req.params.arguments ?? {}, {
+      // Confirmation by elicitation: a destructive call without confirm (and not a dry run) from a client
+      // that can ask its user gets the dry-run preview put to the person; only "accept" goes ahead.
+      if (a.annotations.destructive && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation) {
+        const preview = await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal });
+        const answer = await extra.sendRequest({
+          method: 'elicitation/create',
+          params: {
+            message: `${a.label}: this cannot be undone. Preview of what would change:\n${JSON.stringify(preview, null, 2)}\nProceed?`,
+            requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Yes, do it', description: 'Confirm the deletion.' } }, required: ['confirm'] },
+          },
+        }, ElicitResultSchema);
+        if (answer.action !== 'accept' || (answer.content as { confirm?: unknown } | undefined)?.confirm === false) {
+          throw new ServiceError('svc_confirmation_declined', `The user did not confirm ${a.name}; nothing was changed.`, 400, { action: answer.action });
+        }
+        args = { ...args, confirm: true };
+      }
+      say('debug', { event: 'start', tool: a.name });
+      const result = await registry.run(a, args, {
         principal: filter.principal,
         coerce: false,
         signal: extra.signal,
-        progress: token === undefined ? undefined : (p) => {
-          void extra.sendNotification({
+        progress: async (p) => {
+          if (p.message && !p.message.endsWith(': ok')) say('warning', p.message);
+          if (token === undefined) return;
+          await extra.sendNotification({
             method: 'notifications/progress',
             params: { progressToken: token, progress: p.done, total: p.total, ...(p.message ? { message: p.message } : {}) },
-          });
+          }).catch(() => {});
         },
-      });
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
+      }) as Record<string, unknown>;
+      if (extra.signal.aborted) say('notice', { event: 'cancelled', not_processed: result.not_processed ?? [] });
+      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
     } catch (e) {
       const body = asServiceError(e).toBody();
+      say('error', body);
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
     }
+  });
+
+  // Resources: read through the same abilities, so the same permissions apply.
+  const readAbility = async (name: string, input: unknown): Promise<unknown> => {
+    try {
+      return await run(name, input);
+    } catch (e) {
+      const err = asServiceError(e);
+      throw new McpError(err.status === 404 ? ErrorCode.InvalidParams : ErrorCode.InternalError, err.message, err.toBody());
+    }
+  };
+
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: [{ uri: 'sitefleet://sites', name: 'sites', title: 'The fleet', description: 'Every managed site (id, url, name, status), 100 per page: sitefleet://sites?page=2 for more.', mimeType: 'application/json' }],
+  }));
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
+      { uriTemplate: 'sitefleet://sites/{id}', name: 'site', title: 'A site', description: 'One site with its stats (id or domain).', mimeType: 'application/json' },
+      { uriTemplate: 'sitefleet://jobs/{job_id}', name: 'job', title: 'A background job', description: 'Progress of a batch job; subscribe to hear when it moves.', mimeType: 'application/json' },
+    ],
+  }));
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+    const uri = req.params.uri;
+    const m = /^sitefleet:\/\/(sites|jobs)(?:\/([^/?]+))?(?:\?page=(\d+))?$/.exec(uri);
+    let body: unknown;
+    if (m?.[1] === 'sites' && !m[2]) body = await readAbility('list-sites-v1', { page: Number(m[3] ?? 1), per_page: 100 });
+    else if (m?.[1] === 'sites' && m[2]) body = await readAbility('get-site-v1', { site_id_or_domain: decodeURIComponent(m[2]), include_stats: true });
+    else if (m?.[1] === 'jobs' && m[2] && !m[3]) body = await readAbility('get-batch-job-status-v1', { job_id: decodeURIComponent(m[2]) });
+    else throw new McpError(ErrorCode.InvalidParams, `Unknown resource: ${uri}`);
+    return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] };
+  });
+
+  server.setRequestHandler(SubscribeRequestSchema, async (req) => {
+    const uri = req.params.uri;
+    const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(uri);
+    if (!m) throw new McpError(ErrorCode.InvalidParams, `Only job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
+    const jobId = decodeURIComponent(m[1]!);
+    let last = JSON.stringify(await readAbility('get-batch-job-status-v1', { job_id: jobId }));
+    if (subscriptions.has(uri)) return {};
+    const timer = setInterval(() => {
+      void (run('get-batch-job-status-v1', { job_id: jobId }) as Promise<JobStatus>).then((s) => {
+        const now = JSON.stringify(s);
+        if (now === last) return;
+        last = now;
+        void server.sendResourceUpdated({ uri }).catch(() => {});
+        if (s.status === 'completed' || s.status === 'failed') { clearInterval(timer); subscriptions.delete(uri); }
+      }).catch(() => {});
+    }, 250);
+    timer.unref();
+    subscriptions.set(uri, timer);
+    return {};
+  });
+
+  server.setRequestHandler(UnsubscribeRequestSchema, (req) => {
+    const t = subscriptions.get(req.params.uri);
+    if (t) clearInterval(t);
+    subscriptions.delete(req.params.uri);
+    return {};
   });
 
   return server;

@@ -39,7 +39,7 @@ export async function runBatch<T>(
   store: Store,
   sites: readonly SiteRecord[],
   step: (site: SiteRecord) => Promise<Outcome<T>>,
-  opts: { concurrency: number; signal?: AbortSignal; progress?: (p: ProgressReport) => void; label: string },
+  opts: { concurrency: number; signal?: AbortSignal; progress?: (p: ProgressReport) => void | Promise<void>; label: string },
 ): Promise<{ items: BatchItem<T>[]; notDone: SiteRecord[] }> {
   const items = new Map<number, BatchItem<T>>();
   let done = 0;
@@ -56,7 +56,7 @@ export async function runBatch<T>(
       item = { site, ok: false, error: e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error. See the server log.', 500) };
     }
     items.set(site.id, item);
-    opts.progress?.({ done: ++done, total: sites.length, message: `${opts.label} ${site.url}: ${item.ok ? 'ok' : item.error!.code}` });
+    await opts.progress?.({ done: ++done, total: sites.length, message: `${opts.label} ${site.url}: ${item.ok ? 'ok' : item.error!.code}` });
   });
   return { items: sites.filter((s) => items.has(s.id)).map((s) => items.get(s.id)!), notDone: sites.filter((s) => !items.has(s.id)) };
 }
