@@ -122,10 +122,9 @@ async function serve(args: string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     log('info', 'stopping', { signal });
-    const force = setTimeout(() => process.exit(1), 10_000);
-    force.unref();
-    await http.close();
+    await Promise.all([http.close(10_000), services.jobs.stop()]);
     await closeServices(services);
+    log('info', 'stopped', { signal });
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -13,6 +13,8 @@ export interface Config {
   allowPrivateSites: boolean;
   /** Batches over this many sites become background jobs. */
   queueThreshold: number;
+  /** Failed logins from one address within a minute before it must wait (429). */
+  loginFailureLimit: number;
   /** Where callers reach this server (for status_url); set by `serve` once it listens. */
   publicUrl: string;
 }
@@ -45,6 +47,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
+    loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),
     publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
   };
 }

@@ -7,7 +7,7 @@ import { allowedMethods, annotationMethod, type Ability } from '../core/ability.
 import { ServiceError } from '../core/errors.js';
 import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
-import { requireAuth } from './auth.js';
+import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 
 const METHOD_MESSAGE = {
@@ -57,13 +57,13 @@ function sendPaged<T>(req: Request, res: Response, all: T[], page: number, per_p
   res.json(all.slice((page - 1) * per_page, page * per_page));
 }
 
-export function abilitiesRouter(services: Services, registry: Registry): express.Router {
+export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
   const docCache = new Map<string, unknown>();
 
   r.use(requireAuth(services, ['basic', 'bearer'],
-    () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401)));
+    () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401), throttle));
   r.use(jsonBody('1mb'));
   r.use(bodyErrors);
 

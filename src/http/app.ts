@@ -6,13 +6,18 @@ import { log } from '../log.js';
 import type { Services } from '../services/index.js';
 import { abilitiesRouter } from './abilities-door.js';
 import { mcpHttp } from './mcp-http.js';
-import { requireAuth } from './auth.js';
+import { LoginThrottle, requireAuth } from './auth.js';
 import { restRouter, noRoute } from './rest-door.js';
 import { restRoutes } from './rest-routes.js';
 import { sendError } from './respond.js';
 import { ServiceError } from '../core/errors.js';
 
-export interface RunningHttp { server: HttpServer; url: string; close(): Promise<void> }
+export interface RunningHttp {
+  server: HttpServer;
+  url: string;
+  /** Stop accepting, let requests in flight finish for up to `graceMs`, then cut what is left. */
+  close(graceMs?: number): Promise<void>;
+}
 
 export function createHttpApp(services: Services, registry: Registry, opts: { allowedHosts?: string[] } = {}) {
   const app = express();
@@ -33,12 +38,13 @@ export function createHttpApp(services: Services, registry: Registry, opts: { al
     next();
   });
 
-  const mcp = mcpHttp(services, registry, opts.allowedHosts ?? []);
-  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry));
-  app.use(services.config.restPrefix, restRouter(services, registry, restRoutes));
+  const throttle = new LoginThrottle(services.config.loginFailureLimit);
+  const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle);
+  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle));
+  app.use(services.config.restPrefix, restRouter(services, registry, restRoutes, throttle));
   app.use('/mcp', mcp.router);
   // Anything else: credentials first (no path answers without them), then 404.
-  app.use(requireAuth(services, ['bearer', 'basic'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401)));
+  app.use(requireAuth(services, ['bearer', 'basic'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   app.use((_req, res) => sendError(res, noRoute()));
   app.use(((err, _req, res, _next) => {
     log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
@@ -64,9 +70,15 @@ export async function listen(services: Services, registry: Registry, host: strin
   return {
     server,
     url: `http://${h}:${p}`,
-    close: async () => {
+    close: async (graceMs = 10_000) => {
+      const closed = new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
+      // Keep-alive connections turn idle as their last response ends: close them as they do.
+      const idle = setInterval(() => server.closeIdleConnections(), 25);
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await mcp.close();
-      await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
+      await closed;
+      clearInterval(idle);
+      clearTimeout(timer);
     },
   };
 }

@@ -10,7 +10,7 @@ import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import { buildMcpServer } from '../mcp/server.js';
 import type { Services } from '../services/index.js';
-import { requireAuth } from './auth.js';
+import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 
 const MAX_SESSIONS = 500;
@@ -26,7 +26,7 @@ function rpcError(res: Response, status: number, message: string): void {
 
 export interface McpHttp { router: express.Router; close(): Promise<void>; sessions(): number }
 
-export function mcpHttp(services: Services, registry: Registry, allowedHosts: readonly string[]): McpHttp {
+export function mcpHttp(services: Services, registry: Registry, allowedHosts: readonly string[], throttle?: LoginThrottle): McpHttp {
   const sessions = new Map<string, Session>();
   const r = express.Router();
   const hosts = new Set([...LOOPBACK, ...allowedHosts.map((h) => h.toLowerCase())]);
@@ -49,7 +49,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
     }
     next();
   });
-  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401)));
+  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   r.use(jsonBody('4mb'));
   r.use(bodyErrors);
 

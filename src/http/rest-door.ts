@@ -8,7 +8,7 @@ import { ServiceError, asServiceError } from '../core/errors.js';
 import { keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
-import { requireAuth } from './auth.js';
+import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 
 /** What a row sees of a request: path params, and query and body arguments merged (body wins). */
@@ -73,6 +73,9 @@ function translate(e: unknown, a: RestArgs): ServiceError {
   }
   if (err.code === 'ability_invalid_input') {
     const params = (err.data.params ?? {}) as Record<string, string>;
+    // A path id that no record can have (beyond the integer range) is not found, like any unknown id.
+    if (ref !== undefined && 'site_id_or_domain' in params) return new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404);
+    if (a.params.id !== undefined && 'tag_id' in params) return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
     const names = Object.keys(params);
     const clean = Object.fromEntries(names.map((n) => [n, params[n]!.replace(/^input\[([^\]]+)\]/, '$1')]));
     const reason = err.message.replace(/^.*Reason: /, '').replace(/input\[([^\]]+)\]/g, '$1');
@@ -82,9 +85,9 @@ function translate(e: unknown, a: RestArgs): ServiceError {
   return err;
 }
 
-export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[]): express.Router {
+export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle): express.Router {
   const r = express.Router();
-  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401)));
+  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   r.use((req, res, next) => {
     const p = req.principal!;
     if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));

@@ -97,6 +97,7 @@ export class JobService {
   private steps = new Map<JobType, SiteStep>();
   private timer: NodeJS.Timeout | null = null;
   private running = new Map<string, Promise<void>>();
+  private aborts = new Set<AbortController>();
   private stopping = false;
 
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
@@ -147,6 +148,7 @@ export class JobService {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    for (const a of this.aborts) a.abort();
     await Promise.allSettled([...this.running.values()]);
   }
 
@@ -204,8 +206,9 @@ export class JobService {
     const done = new Set(job.done);
     const todo = job.sites.filter((id) => !done.has(id));
     const abort = new AbortController();
+    this.aborts.add(abort);
     const heartbeat = setInterval(() => {
-      if (this.stopping || Date.now() - started > TIMEOUT_MS) abort.abort();
+      if (Date.now() - started > TIMEOUT_MS) abort.abort();
       void this.store.write((tx) => {
         const cur = tx.get<JobRecord>('jobs', job.id);
         if (cur && cur.owner === OWNER) tx.put<JobRecord>('jobs', { ...cur, lease_until: Date.now() + LEASE_MS });
@@ -235,6 +238,7 @@ export class JobService {
       });
     } finally {
       clearInterval(heartbeat);
+      this.aborts.delete(abort);
     }
     await this.store.write((tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);

@@ -1,0 +1,61 @@
+// SIGTERM: stop accepting, let requests in flight finish, flush, leave jobs resumable, exit 0.
+import { afterAll, describe, expect, it } from 'vitest';
+import { newKeyPair } from '../src/child/keys.js';
+import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
+import { loadConfig } from '../src/config.js';
+import { closeServices, openServices } from '../src/services/index.js';
+import type { JobRecord } from '../src/store/records.js';
+import { Store } from '../src/store/store.js';
+import { serveProcess } from './support/process.js';
+import { seedSites, tempDir } from './support/server.js';
+
+let sim: ChildSim;
+afterAll(async () => { await sim?.close(); });
+
+async function fleetDir(n: number, latencyMs: number): Promise<{ dir: string; token: string }> {
+  const dir = tempDir();
+  const services = await openServices(loadConfig({ dataDir: dir }, {}));
+  const { token } = await services.auth.createKey('k', 'read_write');
+  const keys = await newKeyPair();
+  sim = await startChildSim({ sites: n, latencyMs, preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() } });
+  const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, admin_username: 'admin' }));
+  await services.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+  await closeServices(services);
+  return { dir, token };
+}
+
+describe('graceful shutdown', () => {
+  it('finishes the request in flight, refuses new ones, keeps a running job resumable and exits 0', async () => {
+    const { dir, token } = await fleetDir(12, 600);
+    const p = await serveProcess(['--data-dir', dir], { SITEFLEET_QUEUE_THRESHOLD: '3', SITEFLEET_CHILD_CONCURRENCY: '2' });
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const job = await (await fetch(`${p.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers, body: JSON.stringify({ include: '4,5,6,7,8,9,10,11,12' }) })).json() as { job_id: string };
+    expect(job.job_id).toMatch(/^sync_/);
+    const inFlight = fetch(`${p.url}/wp-json/svc/v2/sites/1/sync`, { method: 'POST', headers });
+    await new Promise((r) => setTimeout(r, 200));
+    p.child.kill('SIGTERM');
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { status: string } }).data.status).toBe('connected');
+    expect(await p.exit).toBe(0);
+    await expect(fetch(`${p.url}/wp-json/svc/v2/sites`, { headers })).rejects.toThrow();
+    const store = await Store.open(dir);
+    const j = [...store.all<JobRecord>('jobs')][0]!;
+    await store.close();
+    expect(j.status).toBe('processing');
+    expect(j.owner).toBeNull();
+    expect(j.done.length).toBeLessThan(9);
+    const again = await serveProcess(['--data-dir', dir], { SITEFLEET_QUEUE_THRESHOLD: '3' });
+    try {
+      const end = Date.now() + 15_000;
+      let status = '';
+      while (status !== 'completed' && Date.now() < end) {
+        status = ((await (await fetch(`${again.url}/wp-json/svc/v2/jobs/${job.job_id}`, { headers })).json()) as { data: { status: string } }).data.status;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe('completed');
+    } finally {
+      await again.stop();
+    }
+  });
+});
