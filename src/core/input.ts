@@ -122,15 +122,14 @@ export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | unde
   const path = issue.path;
   const label = pathLabel(path);
   const node = nodeAt(schema, path);
+  // A required property that is absent: zod says invalid_type, or invalid_union for a union-typed one
+  // (site_id_or_domain); WordPress says "<prop> is a required property of input.".
+  if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && isMissing(input, path)) {
+    return `${String(path[path.length - 1])} is a required property of ${pathLabel(path.slice(0, -1))}.`;
+  }
   switch (issue.code) {
-    case 'invalid_type': {
-      const parent = path.length ? readPath(input, path.slice(0, -1)) : undefined;
-      const missing = path.length > 0 && (parent === undefined || parent === null || typeof parent !== 'object' || !(String(path[path.length - 1]) in (parent as object)));
-      if (missing) {
-        return `${String(path[path.length - 1])} is a required property of ${pathLabel(path.slice(0, -1))}.`;
-      }
+    case 'invalid_type':
       return `${label} is not of type ${typeWord(node, issue.expected)}.`;
-    }
     case 'invalid_union':
       return `${label} is not of type ${typeWord(node, 'the expected type')}.`;
     case 'too_small':
@@ -165,6 +164,12 @@ export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | unde
   }
 }
 
+function isMissing(input: unknown, path: PropertyKey[]): boolean {
+  if (!path.length) return false;
+  const parent = readPath(input, path.slice(0, -1));
+  return parent === undefined || parent === null || typeof parent !== 'object' || !(String(path[path.length - 1]) in (parent as object));
+}
+
 function readPath(v: unknown, path: PropertyKey[]): unknown {
   let cur = v;
   for (const k of path) {
@@ -181,7 +186,7 @@ function readPath(v: unknown, path: PropertyKey[]): unknown {
 function firstIssue(issues: z.core.$ZodIssue[], input: unknown): z.core.$ZodIssue {
   const order = input && typeof input === 'object' ? Object.keys(input) : [];
   const rank = (i: z.core.$ZodIssue): number => {
-    if (i.code === 'invalid_type' && i.path.length === 1 && readPath(input, i.path) === undefined) return -1;
+    if ((i.code === 'invalid_type' || i.code === 'invalid_union') && i.path.length === 1 && readPath(input, i.path) === undefined) return -1;
     if (i.code === 'unrecognized_keys') return order.indexOf(i.keys[0] ?? '');
     const k = i.path[0];
     const idx = k === undefined ? -1 : order.indexOf(String(k));

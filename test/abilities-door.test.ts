@@ -1,0 +1,1060 @@
+// The abilities interface v1 (/wp-json/wp-abilities/v1): discovery, the run endpoint's order of checks,
+// methods, query-string input, and every ability of issue 2 with its error cases.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ANNOTATIONS, ISSUE_ABILITIES, TAG_ABILITIES, expectError, expectSchema, invalidInput, seedClients, seedFleet, seedTag, type Fleet,
+} from './support/fixtures.js';
+import { basic, bracketQuery, seedSites, startServer, type TestServer } from './support/server.js';
+
+/** A run request with full control over method, headers, body and query string. */
+async function run(t: TestServer, name: string, o: { method?: string; body?: string; query?: string; auth?: string | null; contentType?: string | null } = {}) {
+  const headers: Record<string, string> = {};
+  const auth = o.auth === undefined ? t.creds.admin : o.auth;
+  if (auth) headers.authorization = auth;
+  const ct = o.contentType === undefined ? 'application/json' : o.contentType;
+  if (ct) headers['content-type'] = ct;
+  const url = `${t.abilitiesBase}/abilities/svc/${name}/run${o.query ? `?${o.query}` : ''}`;
+  const res = await fetch(url, { method: o.method ?? 'POST', headers, body: o.body });
+  const text = await res.text();
+  let body: any = text;
+  try { body = text ? JSON.parse(text) : null; } catch { /* keep text */ }
+  return { status: res.status, body, headers: res.headers };
+}
+
+async function discover(t: TestServer, path: string, auth: string | null = t.creds.admin) {
+  const res = await fetch(`${t.abilitiesBase}${path}`, { headers: auth ? { authorization: auth } : {} });
+  return { status: res.status, body: await res.json() as any, headers: res.headers };
+}
+
+const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
+
+let s: TestServer;
+let fleet: Fleet;
+const outputSchema = (name: string) => s.registry.schemas(s.registry.get(name)!).output;
+
+beforeAll(async () => {
+  s = await startServer();
+  fleet = await seedFleet(s.services);
+});
+afterAll(async () => { await s.close(); });
+
+describe('discovery', () => {
+  it('lists every ability as a bare JSON array with X-WP-Total and X-WP-TotalPages', async () => {
+    const r = await discover(s, '/abilities?per_page=100&page=1');
+    expect(r.status).toBe(200);
+    expect(Array.isArray(r.body)).toBe(true);
+    expect(r.body.map((a: any) => a.name)).toEqual(expect.arrayContaining(ISSUE_ABILITIES.map((n) => `svc/${n}`)));
+    expect(r.headers.get('x-wp-total')).toBe(String(r.body.length));
+    expect(r.headers.get('x-wp-totalpages')).toBe('1');
+    expect(r.headers.get('link')).toBeNull();
+  });
+
+  it('pages with per_page, keeps the query in Link headers and answers [] past the end', async () => {
+    const all = (await discover(s, '/abilities?per_page=100')).body as any[];
+    const pages = Math.ceil(all.length / 5);
+    const first = await discover(s, '/abilities?per_page=5');
+    expect(first.body.map((a: any) => a.name)).toEqual(all.slice(0, 5).map((a) => a.name));
+    expect(first.headers.get('x-wp-totalpages')).toBe(String(pages));
+    expect(first.headers.get('x-wp-total')).toBe(String(all.length));
+    expect(first.headers.get('link')).toMatch(/<[^>]*per_page=5[^>]*page=2[^>]*>; rel="next"/);
+    expect(first.headers.get('link')).not.toContain('rel="prev"');
+
+    const second = await discover(s, '/abilities?per_page=5&page=2');
+    expect(second.body.map((a: any) => a.name)).toEqual(all.slice(5, 10).map((a) => a.name));
+    expect(second.headers.get('link')).toMatch(/page=1[^>]*>; rel="prev"/);
+    expect(second.headers.get('link')).toMatch(/page=3[^>]*>; rel="next"/);
+
+    const last = await discover(s, `/abilities?per_page=5&page=${pages}`);
+    expect(last.headers.get('link')).toContain('rel="prev"');
+    expect(last.headers.get('link')).not.toContain('rel="next"');
+
+    const past = await discover(s, `/abilities?per_page=5&page=${pages + 3}`);
+    expect(past.status).toBe(200);
+    expect(past.body).toEqual([]);
+    expect(past.headers.get('x-wp-total')).toBe(String(all.length));
+  });
+
+  it('pages 50 abilities at a time by default', async () => {
+    const r = await discover(s, '/abilities');
+    const total = Number(r.headers.get('x-wp-total'));
+    expect(r.body).toHaveLength(Math.min(total, 50));
+    expect(r.headers.get('x-wp-totalpages')).toBe(String(Math.ceil(total / 50)));
+  });
+
+  it.each([
+    ['per_page=0', 'per_page', 'per_page must be between 1 (inclusive) and 100 (inclusive)'],
+    ['per_page=101', 'per_page', 'per_page must be between 1 (inclusive) and 100 (inclusive)'],
+    ['page=0', 'page', 'page must be greater than or equal to 1'],
+    ['per_page=abc', 'per_page', 'per_page is not of type integer.'],
+    ['page=-1', 'page', /page/],
+  ])('refuses %s with rest_invalid_param naming the parameter', async (query, param, detail) => {
+    for (const path of ['/abilities', '/categories']) {
+      const r = await discover(s, `${path}?${query}`);
+      expectError(r, 400, 'rest_invalid_param', `Invalid parameter(s): ${param}`);
+      expect(Object.keys(r.body.data.params)).toEqual([param]);
+      if (typeof detail === 'string') expect(r.body.data.params[param]).toBe(detail);
+      else expect(r.body.data.params[param]).toMatch(detail);
+    }
+  });
+
+  it('describes every ability with name svc/<slug>, an svc- category, schemas, boolean annotations and show_in_rest', async () => {
+    const r = await discover(s, '/abilities?per_page=100');
+    for (const a of r.body as any[]) {
+      expect(a.name, a.name).toMatch(/^svc\/[a-z0-9-]+$/);
+      expect(a.name.split('/')).toHaveLength(2);
+      expect(typeof a.label).toBe('string');
+      expect(a.label.length).toBeGreaterThan(0);
+      expect(typeof a.description).toBe('string');
+      expect(a.description.length).toBeGreaterThan(0);
+      expect(a.category, a.name).toMatch(/^svc-[a-z0-9-]+$/);
+      expect(a.input_schema, a.name).toMatchObject({ type: 'object' });
+      expect(typeof a.output_schema, a.name).toBe('object');
+      expect(Object.keys(a.output_schema).length, a.name).toBeGreaterThan(0);
+      const ann = a.meta?.annotations ?? {};
+      for (const k of ['readonly', 'destructive', 'idempotent']) expect(typeof ann[k], `${a.name} ${k}`).toBe('boolean');
+      expect(a.meta.show_in_rest, a.name).toBe(true);
+      expect(a._links['wp:action-run'][0].href).toBe(`${s.abilitiesBase}/abilities/${a.name}/run`);
+    }
+  });
+
+  it('reports the reference annotations for the abilities of the issue', async () => {
+    const r = await discover(s, '/abilities?per_page=100');
+    const byName = new Map((r.body as any[]).map((a) => [a.name, a]));
+    for (const name of ISSUE_ABILITIES) {
+      const a = byName.get(`svc/${name}`);
+      const { readonly, destructive, idempotent } = a.meta.annotations;
+      expect([readonly, destructive, idempotent], name).toEqual(ANNOTATIONS[name]);
+      expect(a.category, name).toBe(TAG_ABILITIES.includes(name as never) ? 'svc-tags' : 'svc-sites');
+    }
+  });
+
+  it('filters by category; an unknown category is an empty list, not an error', async () => {
+    const tags = await discover(s, '/abilities?category=svc-tags');
+    expect(tags.status).toBe(200);
+    expect(tags.body.map((a: any) => a.name).sort()).toEqual(TAG_ABILITIES.map((n) => `svc/${n}`).sort());
+    expect(tags.headers.get('x-wp-total')).toBe(String(TAG_ABILITIES.length));
+    const none = await discover(s, '/abilities?category=svc-nothing');
+    expect(none.status).toBe(200);
+    expect(none.body).toEqual([]);
+    expect(none.headers.get('x-wp-total')).toBe('0');
+  });
+
+  it('describes one ability at /abilities/svc/<slug>, the same object as in the list', async () => {
+    const list = await discover(s, '/abilities?per_page=100');
+    const one = await discover(s, '/abilities/svc/get-site-v1');
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(list.body.find((a: any) => a.name === 'svc/get-site-v1'));
+    expect(one.body.input_schema.required).toEqual(['site_id_or_domain']);
+  });
+
+  it.each(['/abilities/svc/no-such-v1', '/abilities/core/get-site-v1', '/abilities/svc/Get-Site-V1'])(
+    'answers %s with 404 rest_ability_not_found', async (path) => {
+      expectError(await discover(s, path), 404, 'rest_ability_not_found', 'Ability not found.');
+    });
+
+  it('lists the categories with slug, label and description, and every ability names one of them', async () => {
+    const r = await discover(s, '/categories?per_page=100&page=1');
+    expect(r.status).toBe(200);
+    expect(Array.isArray(r.body)).toBe(true);
+    expect(r.headers.get('x-wp-total')).toBe(String(r.body.length));
+    expect(r.headers.get('x-wp-totalpages')).toBe('1');
+    const slugs = r.body.map((c: any) => c.slug);
+    expect(slugs).toEqual(expect.arrayContaining(['svc-sites', 'svc-tags']));
+    for (const c of r.body) {
+      expect(c.slug).toMatch(/^svc-[a-z0-9-]+$/);
+      expect(typeof c.label).toBe('string');
+      expect(typeof c.description).toBe('string');
+    }
+    const abilities = (await discover(s, '/abilities?per_page=100')).body as any[];
+    for (const a of abilities) expect(slugs, a.name).toContain(a.category);
+  });
+
+  it('describes one category and answers an unknown one with 404 rest_ability_category_not_found', async () => {
+    const one = await discover(s, '/categories/svc-tags');
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ slug: 'svc-tags' });
+    expectError(await discover(s, '/categories/svc-nothing'), 404, 'rest_ability_category_not_found', 'Ability category not found.');
+  });
+
+  it('accepts a Bearer key for discovery as well as Basic', async () => {
+    const r = await discover(s, '/abilities?per_page=100', `Bearer ${s.creds.key.read}`);
+    expect(r.status).toBe(200);
+    expect(r.body.length).toBeGreaterThanOrEqual(ISSUE_ABILITIES.length);
+  });
+});
+
+describe('run: order of checks', () => {
+  const wrongPassword = () => basic('admin', 'abcd efgh ijkl mnop qrst uvwx');
+
+  it('answers wrong credentials with 401 before a malformed body, an unknown ability or a wrong method', async () => {
+    expectError(await run(s, 'no-such-v1', { method: 'PUT', body: '{bad', auth: wrongPassword() }), 401, 'incorrect_password');
+    expectError(await run(s, 'list-sites-v1', { method: 'POST', body: '{bad', auth: wrongPassword() }), 401, 'incorrect_password');
+  });
+
+  it('answers no credentials with 401 before an unknown ability', async () => {
+    expectError(await run(s, 'no-such-v1', { method: 'GET', auth: null }), 401, 'svc_permission_denied');
+  });
+
+  it('answers a malformed JSON body with 400 rest_invalid_json before an unknown ability or a wrong method', async () => {
+    const unknown = await run(s, 'no-such-v1', { body: '{"input": {' });
+    expectError(unknown, 400, 'rest_invalid_json', 'Invalid JSON body passed.');
+    expectError(await run(s, 'list-sites-v1', { method: 'POST', body: '{"input": ' }), 400, 'rest_invalid_json');
+  });
+
+  it('answers an unknown ability with 404 rest_ability_not_found before a wrong method', async () => {
+    expectError(await run(s, 'no-such-v1', { method: 'PATCH', body: '{}' }), 404, 'rest_ability_not_found', 'Ability not found.');
+    expectError(await run(s, 'list_sites', { method: 'GET' }), 404, 'rest_ability_not_found');
+  });
+
+  it('answers a wrong method with 405 before invalid input', async () => {
+    const r = await run(s, 'list-sites-v1', { method: 'POST', body: JSON.stringify({ input: { per_page: 500 } }) });
+    expectError(r, 405, 'rest_ability_invalid_method', 'Read-only abilities require GET method.');
+  });
+
+  it('answers invalid input with 400 before a viewer\'s missing permission', async () => {
+    const r = await s.ability('add-tag-v1', { name: 'Nope', color: 'green' }, { auth: s.creds.viewer });
+    expectError(r, 400, 'ability_invalid_input', invalidInput('add-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'));
+  });
+
+  it('answers a viewer with 403 svc_permission_denied before looking up the target', async () => {
+    const r = await s.ability('delete-tag-v1', { tag_id: 99999, confirm: true }, { auth: s.creds.viewer });
+    expectError(r, 403, 'svc_permission_denied');
+    const u = await s.ability('update-site-v1', { site_id_or_domain: 99999, name: 'x' }, { auth: s.creds.viewer });
+    expectError(u, 403, 'svc_permission_denied');
+  });
+
+  it.each([
+    ['list-sites-v1', 'DELETE', 'Read-only abilities require GET method.'],
+    ['get-tag-v1', 'PUT', 'Read-only abilities require GET method.'],
+    ['suspend-site-v1', 'GET', 'Abilities that perform updates require POST method.'],
+    ['add-tag-v1', 'PATCH', 'Abilities that perform updates require POST method.'],
+    ['delete-tag-v1', 'GET', 'Abilities that perform destructive actions require DELETE method.'],
+    ['delete-tag-v1', 'PUT', 'Abilities that perform destructive actions require DELETE method.'],
+  ])('answers %s over %s with 405 and the WordPress message', async (name, method, message) => {
+    const r = await run(s, name, { method, body: method === 'GET' || method === 'DELETE' ? undefined : '{"input":{}}' });
+    expectError(r, 405, 'rest_ability_invalid_method', message);
+  });
+
+  it('reports a missing required property before another invalid one', async () => {
+    const r = await s.ability('add-tag-v1', { color: 'green' });
+    expectError(r, 400, 'ability_invalid_input', invalidInput('add-tag-v1', 'name is a required property of input.'));
+  });
+});
+
+describe('run: methods per ability', () => {
+  // [ability, methods that must be accepted, methods that must be refused]
+  const table: Array<[string, string[], string[]]> = [
+    ['list-sites-v1', ['GET'], ['POST', 'PUT', 'PATCH', 'DELETE']],
+    ['count-sites-v1', ['GET'], ['POST', 'PUT', 'PATCH', 'DELETE']],
+    ['get-sites-basic-v1', ['GET'], ['POST', 'PUT', 'PATCH', 'DELETE']],
+    ['list-tags-v1', ['GET'], ['POST', 'PUT', 'PATCH', 'DELETE']],
+    ['get-site-v1', ['GET', 'POST'], ['PUT', 'PATCH', 'DELETE']],
+    ['get-tag-v1', ['GET', 'POST'], ['PUT', 'PATCH', 'DELETE']],
+    ['get-tag-sites-v1', ['GET', 'POST'], ['PUT', 'PATCH', 'DELETE']],
+    ['get-tag-clients-v1', ['GET', 'POST'], ['PUT', 'PATCH', 'DELETE']],
+    ['update-site-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['delete-site-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['suspend-site-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['unsuspend-site-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['suspend-sites-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['add-tag-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['update-tag-v1', ['POST'], ['GET', 'PUT', 'PATCH', 'DELETE']],
+    ['delete-tag-v1', ['DELETE', 'POST'], ['GET', 'PUT', 'PATCH']],
+  ];
+
+  it('covers every ability of the issue', () => {
+    expect(table.map(([n]) => n).sort()).toEqual([...ISSUE_ABILITIES].sort());
+  });
+
+  it.each(table)('%s accepts %j and refuses the rest with 405', async (name, accepted, refused) => {
+    // An input that fails validation (or a lookup) shows the method check passed without changing anything.
+    const probe = { tag_id: 99999, site_id_or_domain: 99999, site_ids_or_domains: [99999] };
+    for (const method of accepted) {
+      const r = await run(s, name, method === 'POST'
+        ? { method, body: JSON.stringify({ input: probe }) }
+        : { method, query: bracketQuery({ tag_id: 99999, site_id_or_domain: 99999 }) });
+      expect(r.status, `${name} ${method}`).not.toBe(405);
+      expect(r.body.code, `${name} ${method}`).not.toBe('rest_ability_invalid_method');
+    }
+    for (const method of refused) {
+      const r = await run(s, name, { method, body: method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify({ input: probe }) });
+      expectError(r, 405, 'rest_ability_invalid_method');
+    }
+  });
+
+  it('answers HEAD on a read-only ability with 405 (HEAD is not GET here)', async () => {
+    const r = await fetch(`${s.abilitiesBase}/abilities/svc/list-sites-v1/run`, { method: 'HEAD', headers: { authorization: s.creds.admin } });
+    expect(r.status).toBe(405);
+  });
+});
+
+describe('run: input from the query string and the body', () => {
+  it('coerces bracketed query values to the schema types', async () => {
+    const r = await run(s, 'list-sites-v1', { method: 'GET', query: 'input[per_page]=2&input[page]=2&input[status]=any' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ page: 2, per_page: 2, total: 6 });
+    expect(ids(r.body.items)).toEqual([fleet.sites[2]!.id, fleet.sites[3]!.id]);
+  });
+
+  it('reads arrays as input[k][]=v and as input[k][0]=v', async () => {
+    const [a, , c] = fleet.sites;
+    const r1 = await run(s, 'list-sites-v1', { method: 'GET', query: `input[include][]=${a!.id}&input[include][]=${c!.id}` });
+    expect(ids(r1.body.items)).toEqual([a!.id, c!.id]);
+    const r2 = await run(s, 'list-sites-v1', { method: 'GET', query: `input[include][0]=${c!.id}&input[include][1]=${a!.id}` });
+    expect(ids(r2.body.items)).toEqual([a!.id, c!.id]);
+  });
+
+  it('splits a scalar given for an array (never reads it as "all sites")', async () => {
+    const [a, , c] = fleet.sites;
+    const r = await run(s, 'list-sites-v1', { method: 'GET', query: `input[include]=${a!.id},${c!.id}` });
+    expect(ids(r.body.items)).toEqual([a!.id, c!.id]);
+    const count = await run(s, 'count-sites-v1', { method: 'GET', query: `input[tag_ids]=${fleet.tags.staging.id}` });
+    expect(count.body).toEqual({ total: 1 });
+  });
+
+  it('accepts ?input=<json text>', async () => {
+    const q = `input=${encodeURIComponent(JSON.stringify({ per_page: 1, status: 'suspended' }))}`;
+    const r = await run(s, 'list-sites-v1', { method: 'GET', query: q });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ per_page: 1, total: 2 });
+    expect(r.body.items).toHaveLength(1);
+  });
+
+  it('refuses ?input= with malformed JSON text', async () => {
+    const r = await run(s, 'list-sites-v1', { method: 'GET', query: `input=${encodeURIComponent('{"per_page":')}` });
+    expectError(r, 400, 'rest_invalid_json');
+  });
+
+  it('reads an empty ?input= and a missing query string as "use the defaults"', async () => {
+    for (const query of ['input=', undefined]) {
+      const r = await run(s, 'list-sites-v1', { method: 'GET', query });
+      expect(r.status, String(query)).toBe(200);
+      expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 6 });
+    }
+  });
+
+  it('reads an empty body sent with Content-Type: application/json as no input, never as a JSON error', async () => {
+    const get = await run(s, 'count-sites-v1', { method: 'GET', contentType: 'application/json' });
+    expect(get.status).toBe(200);
+    expect(get.body).toEqual({ total: 6 });
+    // get-site needs input: "no input" fails validation, not JSON parsing.
+    const post = await run(s, 'get-site-v1', { method: 'POST', body: '', contentType: 'application/json' });
+    expectError(post, 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input is not of type object.'));
+  });
+
+  it('reads a POST body without an input key, or with a non-object input, as no input', async () => {
+    for (const body of ['{}', '{"input": 5}', '{"input": [1]}', '{"site_id_or_domain": 1}']) {
+      const r = await run(s, 'get-site-v1', { body });
+      expectError(r, 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input is not of type object.'));
+    }
+  });
+
+  it('reads "false" and "0" in the query string as false', async () => {
+    const site = fleet.sites[0]!;
+    for (const v of ['false', '0', 'FALSE']) {
+      const r = await run(s, 'get-site-v1', { method: 'GET', query: `input[site_id_or_domain]=${site.id}&input[include_stats]=${v}` });
+      expect(r.status).toBe(200);
+      expect(r.body, v).not.toHaveProperty('stats');
+    }
+    for (const v of ['true', '1']) {
+      const r = await run(s, 'get-site-v1', { method: 'GET', query: `input[site_id_or_domain]=${site.id}&input[include_stats]=${v}` });
+      expect(r.body.stats, v).toEqual({ plugin_updates: 2, theme_updates: 1, wp_update_available: true, health_score: 87 });
+    }
+  });
+
+  it('refuses query values that do not fit the schema', async () => {
+    const cases: Array<[string, string]> = [
+      ['input[per_page]=1.5', 'input[per_page] is not of type integer.'],
+      ['input[per_page]=abc', 'input[per_page] is not of type integer.'],
+      ['input[status]=CONNECTED', 'input[status] is not one of any, connected, disconnected, suspended, and available_update.'],
+    ];
+    for (const [query, reason] of cases) {
+      expectError(await run(s, 'list-sites-v1', { method: 'GET', query }), 400, 'ability_invalid_input', invalidInput('list-sites-v1', reason));
+    }
+    const b = await run(s, 'get-site-v1', { method: 'GET', query: 'input[site_id_or_domain]=1&input[include_stats]=yes' });
+    expectError(b, 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input[include_stats] is not of type boolean.'));
+  });
+});
+
+describe('paging on every paged ability', () => {
+  const paged: Array<[string, Record<string, unknown>]> = [
+    ['list-sites-v1', {}], ['get-sites-basic-v1', {}], ['list-tags-v1', {}],
+    ['get-tag-sites-v1', { tag_id: 1 }], ['get-tag-clients-v1', { tag_id: 1 }],
+  ];
+  it.each(paged)('%s refuses page < 1 and per_page outside 1-100, naming the parameter', async (name, base) => {
+    for (const [param, value] of [['page', 0], ['page', -3], ['per_page', 0], ['per_page', 101]] as const) {
+      const r = await s.ability(name, { ...base, [param]: value }, { method: 'GET' });
+      expectError(r, 400, 'ability_invalid_input', new RegExp(`Reason: input\\[${param}\\] must be`));
+      expect(Object.keys(r.body.data.params ?? {}), `${name} ${param}=${value}`).toEqual([param]);
+    }
+    for (const per_page of [1, 100]) expect((await s.ability(name, { ...base, per_page }, { method: 'GET' })).status).toBe(200);
+  });
+});
+
+describe('list-sites-v1', () => {
+  const list = (input: unknown) => s.ability('list-sites-v1', input, { method: 'GET' });
+
+  it('lists with the defaults: page 1, 20 per page, sorted by URL, items of id, url, name, status, client_id', async () => {
+    const r = await list(undefined);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 6 });
+    expect(ids(r.body.items)).toEqual(ids(fleet.sites));
+    expect(r.body.items[1]).toEqual({ id: fleet.sites[1]!.id, url: 'http://www.bravo.example.org/', name: 'Bravo', status: 'disconnected', client_id: fleet.clients[1]!.id });
+    for (const item of r.body.items) expect(Object.keys(item).sort()).toEqual(['client_id', 'id', 'name', 'status', 'url']);
+    expectSchema(r.body, outputSchema('list-sites-v1'));
+  });
+
+  it('derives each status: suspended wins over a failed sync, a failed sync is disconnected', async () => {
+    const r = await list(undefined);
+    expect(r.body.items.map((i: any) => i.status)).toEqual(['connected', 'disconnected', 'suspended', 'connected', 'suspended', 'connected']);
+  });
+
+  it.each([
+    ['connected', [0, 3, 5]],
+    ['disconnected', [1]],
+    ['suspended', [2, 4]],
+    ['available_update', [0]],
+    ['any', [0, 1, 2, 3, 4, 5]],
+  ])('filters status=%s, and total counts the filtered sites', async (status, idx) => {
+    const r = await list({ status });
+    expect(ids(r.body.items)).toEqual(idx.map((i) => fleet.sites[i]!.id));
+    expect(r.body.total).toBe(idx.length);
+  });
+
+  it('searches name and URL without regard to case', async () => {
+    expect(ids((await list({ search: 'BRAVO' })).body.items)).toEqual([fleet.sites[1]!.id]);
+    expect(ids((await list({ search: 'example.net' })).body.items)).toEqual([fleet.sites[2]!.id]);
+    expect(ids((await list({ search: 'foxt' })).body.items)).toEqual([fleet.sites[5]!.id]);
+    const none = await list({ search: 'zzz-no-match' });
+    expect(none.body).toMatchObject({ items: [], total: 0 });
+  });
+
+  it('filters by client_id and by tag_id (items and total alike)', async () => {
+    const acme = await list({ client_id: fleet.clients[1]!.id });
+    expect(ids(acme.body.items)).toEqual([fleet.sites[0]!.id, fleet.sites[1]!.id]);
+    const tagged = await list({ tag_id: fleet.tags.production.id, per_page: 2 });
+    expect(ids(tagged.body.items)).toEqual([fleet.sites[0]!.id, fleet.sites[1]!.id]);
+    expect(tagged.body.total).toBe(3);
+    const empty = await list({ tag_id: fleet.tags.empty.id });
+    expect(empty.body).toMatchObject({ items: [], total: 0 });
+  });
+
+  it('pages: page 2 of 2 per page, and a page past the end is empty with the full total', async () => {
+    const p2 = await list({ page: 2, per_page: 2 });
+    expect(ids(p2.body.items)).toEqual([fleet.sites[2]!.id, fleet.sites[3]!.id]);
+    expect(p2.body).toMatchObject({ page: 2, per_page: 2, total: 6 });
+    const past = await list({ page: 9999 });
+    expect(past.status).toBe(200);
+    expect(past.body).toEqual({ items: [], page: 9999, per_page: 20, total: 6 });
+  });
+
+  it.each([
+    [{ per_page: 0 }, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'],
+    [{ per_page: 101 }, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'],
+    [{ page: 0 }, 'input[page] must be greater than or equal to 1'],
+    [{ client_id: 0 }, 'input[client_id] must be greater than or equal to 1'],
+    [{ status: 'online' }, 'input[status] is not one of any, connected, disconnected, suspended, and available_update.'],
+    [{ foo: 1 }, 'foo is not a valid property of Object.'],
+  ])('refuses %j with ability_invalid_input', async (input, reason) => {
+    expectError(await list(input), 400, 'ability_invalid_input', invalidInput('list-sites-v1', reason));
+  });
+});
+
+describe('get-site-v1', () => {
+  const get = (input: unknown, method = 'POST') => s.ability('get-site-v1', input, { method });
+
+  it('returns the full site by id over POST and GET alike, with tags and no stats by default', async () => {
+    const a = fleet.sites[0]!;
+    const post = await get({ site_id_or_domain: a.id });
+    expect(post.status).toBe(200);
+    expect(post.body).toMatchObject({
+      id: a.id, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: fleet.clients[1]!.id,
+      admin_username: 'admin', wp_version: '6.8', php_version: '8.2', child_version: '6.1', notes: 'first',
+      tags: [{ id: fleet.tags.production.id, name: 'Production' }],
+    });
+    expect(typeof post.body.last_sync).toBe('string');
+    expect(post.body).not.toHaveProperty('stats');
+    expectSchema(post.body, outputSchema('get-site-v1'));
+    const viaGet = await get({ site_id_or_domain: a.id }, 'GET');
+    expect(viaGet.status).toBe(200);
+    expect(viaGet.body).toEqual(post.body);
+  });
+
+  it('adds stats from stored data with include_stats', async () => {
+    const r = await get({ site_id_or_domain: fleet.sites[0]!.id, include_stats: true });
+    expect(r.body.stats).toEqual({ plugin_updates: 2, theme_updates: 1, wp_update_available: true, health_score: 87 });
+    const never = await get({ site_id_or_domain: fleet.sites[5]!.id, include_stats: true });
+    expect(never.body.stats).toEqual({ plugin_updates: 0, theme_updates: 0, wp_update_available: false, health_score: null });
+    expect(never.body.last_sync).toBeNull();
+    expectSchema(r.body, outputSchema('get-site-v1'));
+  });
+
+  it.each([
+    ['bravo.example.org', 1],
+    ['www.bravo.example.org', 1],
+    ['WWW.BRAVO.EXAMPLE.ORG', 1],
+    ['https://bravo.example.org/', 1],
+    ['HTTP://www.Bravo.example.org', 1],
+    ['alpha.example.com/', 0],
+    ['http://alpha.example.com', 0],
+    ['delta.example.com/blog', 3],
+    ['2', 1],
+  ])('finds a site by %s', async (ref, idx) => {
+    const r = await get({ site_id_or_domain: ref });
+    expect(r.status).toBe(200);
+    expect(r.body.id).toBe(fleet.sites[idx]!.id);
+  });
+
+  it('answers an unknown id or domain with 404 svc_site_not_found', async () => {
+    expectError(await get({ site_id_or_domain: 99999 }), 404, 'svc_site_not_found', 'No site found with ID 99999.');
+    expectError(await get({ site_id_or_domain: 'nope.example' }), 404, 'svc_site_not_found', 'No site found matching "nope.example".');
+    expectError(await get({ site_id_or_domain: 'delta.example.com' }), 404, 'svc_site_not_found');
+    expectError(await get({ site_id_or_domain: 0 }), 404, 'svc_site_not_found');
+    expectError(await get({ site_id_or_domain: 99999 }, 'GET'), 404, 'svc_site_not_found');
+  });
+
+  it.each([
+    [{}, 'site_id_or_domain is a required property of input.'],
+    [{ site_id_or_domain: [1] }, 'input[site_id_or_domain] is not of type integer,string.'],
+    [{ site_id_or_domain: 1, include_stats: 'maybe' }, 'input[include_stats] is not of type boolean.'],
+    [{ site_id_or_domain: 1, extra: true }, 'extra is not a valid property of Object.'],
+    [{ include_stats: 'maybe' }, 'site_id_or_domain is a required property of input.'],
+  ])('refuses %j with ability_invalid_input', async (input, reason) => {
+    expectError(await get(input), 400, 'ability_invalid_input', invalidInput('get-site-v1', reason));
+  });
+
+  it('refuses a GET without any input', async () => {
+    expectError(await get(undefined, 'GET'), 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input is not of type object.'));
+  });
+});
+
+describe('count-sites-v1', () => {
+  const count = (input: unknown) => s.ability('count-sites-v1', input, { method: 'GET' });
+
+  it('counts all sites, then by status, client, tags, include and exclude', async () => {
+    expect((await count(undefined)).body).toEqual({ total: 6 });
+    expect((await count({ status: 'suspended' })).body).toEqual({ total: 2 });
+    expect((await count({ status: 'connected' })).body).toEqual({ total: 3 });
+    expect((await count({ client_id: fleet.clients[1]!.id })).body).toEqual({ total: 2 });
+    expect((await count({ tag_ids: [fleet.tags.production.id, fleet.tags.staging.id] })).body).toEqual({ total: 4 });
+    expect((await count({ include: [fleet.sites[0]!.id, fleet.sites[2]!.id], exclude: [fleet.sites[2]!.id] })).body).toEqual({ total: 1 });
+    expect((await count({ client_id: 999 })).body).toEqual({ total: 0 });
+    expectSchema((await count(undefined)).body, outputSchema('count-sites-v1'));
+  });
+
+  it('refuses an unknown status and a non-integer tag id', async () => {
+    expectError(await count({ status: 'gone' }), 400, 'ability_invalid_input',
+      invalidInput('count-sites-v1', 'input[status] is not one of any, connected, disconnected, suspended, and available_update.'));
+    expectError(await count({ tag_ids: ['x'] }), 400, 'ability_invalid_input', invalidInput('count-sites-v1', 'input[tag_ids][0] is not of type integer.'));
+  });
+});
+
+describe('get-sites-basic-v1', () => {
+  const basicList = (input: unknown) => s.ability('get-sites-basic-v1', input, { method: 'GET' });
+
+  it('lists id, url and name only, as sites[] (spec) and items[] (upstream), with the total', async () => {
+    const r = await basicList(undefined);
+    expect(r.status).toBe(200);
+    expect(r.body.total).toBe(6);
+    expect(r.body.sites).toEqual(fleet.sites.map((x) => ({ id: x.id, url: x.url, name: x.name })));
+    expect(r.body.items).toEqual(r.body.sites);
+    expect(r.body).toMatchObject({ page: 1, per_page: 20 });
+    expectSchema(r.body, outputSchema('get-sites-basic-v1'));
+  });
+
+  it('pages and filters by status', async () => {
+    const r = await basicList({ per_page: 2, page: 3 });
+    expect(ids(r.body.sites)).toEqual([fleet.sites[4]!.id, fleet.sites[5]!.id]);
+    expect(r.body.total).toBe(6);
+    const susp = await basicList({ status: 'suspended' });
+    expect(ids(susp.body.sites)).toEqual([fleet.sites[2]!.id, fleet.sites[4]!.id]);
+  });
+
+  it('refuses per_page 9999', async () => {
+    expectError(await basicList({ per_page: 9999 }), 400, 'ability_invalid_input',
+      invalidInput('get-sites-basic-v1', 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'));
+  });
+});
+
+describe('list-tags-v1', () => {
+  const list = (input: unknown) => s.ability('list-tags-v1', input, { method: 'GET' });
+
+  it('lists tags by name without regard to case, with counts, site ids and timestamps', async () => {
+    const r = await list(undefined);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 3 });
+    expect(r.body.items.map((t: any) => t.name)).toEqual(['Empty', 'Production', 'staging']);
+    const prod = r.body.items[1];
+    expect(prod).toMatchObject({ id: fleet.tags.production.id, name: 'Production', color: '#21ba45', sites_count: 3, sites_ids: ids(fleet.sites.slice(0, 3)) });
+    expect(r.body.items[2]).toMatchObject({ name: 'staging', color: null, sites_count: 1 });
+    expect(Date.parse(prod.created_at)).not.toBeNaN();
+    expect(Date.parse(prod.updated_at)).not.toBeNaN();
+    expectSchema(r.body, outputSchema('list-tags-v1'));
+  });
+
+  it('searches names (any case) and ids, includes and excludes ids', async () => {
+    expect((await list({ search: 'PROD' })).body.items.map((t: any) => t.id)).toEqual([fleet.tags.production.id]);
+    expect((await list({ search: String(fleet.tags.staging.id) })).body.items.map((t: any) => t.id)).toContain(fleet.tags.staging.id);
+    expect((await list({ include: [fleet.tags.staging.id, fleet.tags.empty.id] })).body.items.map((t: any) => t.id)).toEqual([fleet.tags.empty.id, fleet.tags.staging.id]);
+    const ex = await list({ exclude: [fleet.tags.production.id] });
+    expect(ex.body.items.map((t: any) => t.id)).toEqual([fleet.tags.empty.id, fleet.tags.staging.id]);
+    expect(ex.body.total).toBe(2);
+  });
+
+  it('pages, and a page past the end is empty', async () => {
+    const r = await list({ page: 2, per_page: 1 });
+    expect(r.body.items.map((t: any) => t.name)).toEqual(['Production']);
+    expect(r.body.total).toBe(3);
+    expect((await list({ page: 50 })).body).toMatchObject({ items: [], total: 3 });
+  });
+
+  it.each([
+    [{ per_page: 9999 }, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'],
+    [{ include: ['a'] }, 'input[include][0] is not of type integer.'],
+    [{ colour: 'x' }, 'colour is not a valid property of Object.'],
+  ])('refuses %j', async (input, reason) => {
+    expectError(await list(input), 400, 'ability_invalid_input', invalidInput('list-tags-v1', reason));
+  });
+});
+
+describe('get-tag-v1', () => {
+  it('returns one tag over POST and GET', async () => {
+    const t = fleet.tags.production;
+    const post = await s.ability('get-tag-v1', { tag_id: t.id });
+    expect(post.status).toBe(200);
+    expect(post.body).toMatchObject({ id: t.id, name: 'Production', color: '#21ba45', sites_count: 3 });
+    expect(post.body.created_at).toBe(t.created_at);
+    expectSchema(post.body, outputSchema('get-tag-v1'));
+    const get = await s.ability('get-tag-v1', { tag_id: t.id }, { method: 'GET' });
+    expect(get.body).toEqual(post.body);
+  });
+
+  it('answers an unknown tag with 404 svc_tag_not_found', async () => {
+    expectError(await s.ability('get-tag-v1', { tag_id: 99999 }), 404, 'svc_tag_not_found', 'No tag found with ID 99999.');
+  });
+
+  it.each([
+    [{ tag_id: 0 }, 'input[tag_id] must be greater than or equal to 1'],
+    [{ tag_id: 'invalid' }, 'input[tag_id] is not of type integer.'],
+    [{}, 'tag_id is a required property of input.'],
+  ])('refuses %j', async (input, reason) => {
+    expectError(await s.ability('get-tag-v1', input), 400, 'ability_invalid_input', invalidInput('get-tag-v1', reason));
+  });
+});
+
+describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
+  it('lists the sites of a tag by URL with tag_id, tag_name, paging and total', async () => {
+    const t = fleet.tags.production;
+    const r = await s.ability('get-tag-sites-v1', { tag_id: t.id });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 3 });
+    // Ordered by the stored URL (http://www.bravo... sorts before https://alpha...).
+    const byUrl = fleet.sites.slice(0, 3).sort((a, b) => (a.url < b.url ? -1 : 1));
+    expect(r.body.sites.map((x: any) => x.id)).toEqual(ids(byUrl));
+    expect(r.body.sites).toContainEqual({ id: fleet.sites[0]!.id, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: fleet.clients[1]!.id });
+    expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[1]!.id, status: 'disconnected' }));
+    expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[2]!.id, status: 'suspended' }));
+    expectSchema(r.body, outputSchema('get-tag-sites-v1'));
+    const p2 = await s.ability('get-tag-sites-v1', { tag_id: t.id, page: 2, per_page: 2 }, { method: 'GET' });
+    expect(p2.body.sites.map((x: any) => x.id)).toEqual([byUrl[2]!.id]);
+    expect(p2.body.total).toBe(3);
+    const empty = await s.ability('get-tag-sites-v1', { tag_id: fleet.tags.empty.id });
+    expect(empty.body).toMatchObject({ sites: [], total: 0 });
+  });
+
+  it('lists the clients of a tag by name with sites_with_tag', async () => {
+    const t = fleet.tags.production;
+    const r = await s.ability('get-tag-clients-v1', { tag_id: t.id });
+    expect(r.status).toBe(200);
+    const [beta, acme] = fleet.clients;
+    expect(r.body).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 2 });
+    expect(r.body.clients).toEqual([
+      expect.objectContaining({ id: acme!.id, name: 'Acme Corp', email: 'it@acme.example', sites_with_tag: 2 }),
+      expect.objectContaining({ id: beta!.id, name: 'Beta Ltd', email: 'ops@beta.example', sites_with_tag: 1 }),
+    ]);
+    expectSchema(r.body, outputSchema('get-tag-clients-v1'));
+    const p = await s.ability('get-tag-clients-v1', { tag_id: t.id, per_page: 1, page: 2 }, { method: 'GET' });
+    expect(p.body.clients.map((c: any) => c.id)).toEqual([beta!.id]);
+    const none = await s.ability('get-tag-clients-v1', { tag_id: fleet.tags.staging.id });
+    expect(none.body).toMatchObject({ clients: [], total: 0 });
+  });
+
+  it.each(['get-tag-sites-v1', 'get-tag-clients-v1'])('%s answers an unknown tag with 404 and bad paging with 400', async (name) => {
+    expectError(await s.ability(name, { tag_id: 99999 }), 404, 'svc_tag_not_found');
+    expectError(await s.ability(name, { tag_id: fleet.tags.production.id, per_page: 101 }), 400, 'ability_invalid_input',
+      invalidInput(name, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'));
+    expectError(await s.ability(name, {}), 400, 'ability_invalid_input', invalidInput(name, 'tag_id is a required property of input.'));
+  });
+});
+
+// Abilities that change things run on a server of their own; every test makes the sites and tags it uses.
+describe('abilities that change things', () => {
+  let w: TestServer;
+  let n = 0;
+  const newSite = async (fields: Record<string, unknown> = {}) => {
+    n += 1;
+    const [site] = await seedSites(w.services, 1, () => ({ url: `https://w${n}.example.com/`, name: `W${n}`, ...fields }));
+    return site!;
+  };
+  const newTag = async (name?: string, siteIds: number[] = [], color: string | null = null) => {
+    n += 1;
+    return seedTag(w.services, name ?? `tag-${n}`, siteIds, color);
+  };
+  const getSite = async (id: number) => w.ability('get-site-v1', { site_id_or_domain: id });
+  const wSchema = (name: string) => w.registry.schemas(w.registry.get(name)!).output;
+
+  beforeAll(async () => { w = await startServer(); });
+  afterAll(async () => { await w.close(); });
+
+  describe('update-site-v1', () => {
+    it('changes only the fields given and returns the full site', async () => {
+      const site = await newSite({ notes: 'keep me' });
+      const r = await w.ability('update-site-v1', { site_id_or_domain: site.id, name: 'Renamed' });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ id: site.id, name: 'Renamed', notes: 'keep me', url: site.url });
+      expectSchema(r.body, wSchema('update-site-v1'));
+      const n2 = await w.ability('update-site-v1', { site_id_or_domain: site.url, notes: 'new notes' });
+      expect(n2.body).toMatchObject({ name: 'Renamed', notes: 'new notes' });
+      expect((await getSite(site.id)).body).toMatchObject({ name: 'Renamed', notes: 'new notes' });
+    });
+
+    it('assigns a client and unassigns it with null', async () => {
+      const site = await newSite();
+      const [client] = await seedClients(w.services, [{ name: 'Client X', email: 'x@example.com' }]);
+      const set = await w.ability('update-site-v1', { site_id_or_domain: site.id, client_id: client!.id });
+      expect(set.body.client_id).toBe(client!.id);
+      const unset = await w.ability('update-site-v1', { site_id_or_domain: site.id, client_id: null });
+      expect(unset.status).toBe(200);
+      expect(unset.body.client_id).toBeNull();
+    });
+
+    it('replaces the tags with the list given, and [] clears them', async () => {
+      const site = await newSite();
+      const t1 = await newTag(undefined, [site.id]);
+      const t2 = await newTag();
+      const t3 = await newTag();
+      const r = await w.ability('update-site-v1', { site_id_or_domain: site.id, tags: [t3.id, t2.id] });
+      expect(r.status).toBe(200);
+      expect(r.body.tags.map((t: any) => t.id).sort()).toEqual([t2.id, t3.id].sort());
+      expect((await w.ability('get-tag-v1', { tag_id: t1.id })).body.sites_ids).toEqual([]);
+      expect((await w.ability('get-tag-v1', { tag_id: t2.id })).body.sites_ids).toEqual([site.id]);
+      const cleared = await w.ability('update-site-v1', { site_id_or_domain: site.id, tags: [] });
+      expect(cleared.body.tags).toEqual([]);
+    });
+
+    it('answers an unknown site, client or tag with 404 and changes nothing', async () => {
+      const site = await newSite();
+      expectError(await w.ability('update-site-v1', { site_id_or_domain: 99999, name: 'x' }), 404, 'svc_site_not_found', 'No site found with ID 99999.');
+      expectError(await w.ability('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', client_id: 99999 }), 404, 'svc_client_not_found');
+      expectError(await w.ability('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', tags: [99999] }), 404, 'svc_tag_not_found');
+      expect((await getSite(site.id)).body.name).toBe(site.name);
+    });
+
+    it.each([
+      [{ name: 5 }, 'input[name] is not of type string.'],
+      [{ name: '' }, 'input[name] must be at least 1 character long.'],
+      [{ client_id: 'abc' }, 'input[client_id] is not of type integer,null.'],
+      [{ tags: 'x' }, 'input[tags][0] is not of type integer.'],
+      [{ url: 'https://elsewhere.example/' }, 'url is not a valid property of Object.'],
+    ])('refuses %j', async (input, reason) => {
+      const site = await newSite();
+      const r = await w.ability('update-site-v1', { site_id_or_domain: site.id, ...input });
+      expectError(r, 400, 'ability_invalid_input', invalidInput('update-site-v1', reason));
+    });
+
+    it('refuses a missing site identifier', async () => {
+      expectError(await w.ability('update-site-v1', { name: 'x' }), 400, 'ability_invalid_input',
+        invalidInput('update-site-v1', 'site_id_or_domain is a required property of input.'));
+    });
+  });
+
+  describe('delete-site-v1', () => {
+    it('previews with dry_run and no confirm, and deletes nothing', async () => {
+      const site = await newSite();
+      const r = await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ dry_run: true, deleted: false, site_id: site.id, site_url: site.url,
+        would_affect: { id: site.id, url: site.url, name: site.name } });
+      expect(r.body.warnings).toHaveLength(4);
+      expectSchema(r.body, wSchema('delete-site-v1'));
+      expect((await getSite(site.id)).status).toBe(200);
+    });
+
+    it('refuses a missing or false confirm with 400 svc_confirmation_required', async () => {
+      const site = await newSite();
+      for (const input of [{}, { confirm: false }, { dry_run: false }]) {
+        const r = await w.ability('delete-site-v1', { site_id_or_domain: site.id, ...input });
+        expectError(r, 400, 'svc_confirmation_required', 'Deletion requires confirm parameter to be true.');
+      }
+      expect((await getSite(site.id)).status).toBe(200);
+    });
+
+    it('refuses dry_run and confirm together with 400 svc_invalid_input, before looking the site up', async () => {
+      const site = await newSite();
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, confirm: true }), 400, 'svc_invalid_input',
+        'Cannot specify both dry_run and confirm.');
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: 99999, dry_run: true, confirm: true }), 400, 'svc_invalid_input');
+      expect((await getSite(site.id)).status).toBe(200);
+    });
+
+    it('answers an unknown site with 404 before the confirm check, also for a dry run', async () => {
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: 99999 }), 404, 'svc_site_not_found');
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: 'gone.example', dry_run: true }), 404, 'svc_site_not_found');
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: 99999, confirm: true }), 404, 'svc_site_not_found');
+    });
+
+    it('deletes with confirm: the site is gone and its tags no longer count it', async () => {
+      const site = await newSite();
+      const other = await newSite();
+      const tag = await newTag(undefined, [site.id, other.id]);
+      const r = await w.ability('delete-site-v1', { site_id_or_domain: site.id, confirm: true });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ deleted: true, dry_run: false, site_id: site.id, site_url: site.url });
+      expectSchema(r.body, wSchema('delete-site-v1'));
+      expectError(await getSite(site.id), 404, 'svc_site_not_found');
+      expect((await w.ability('get-tag-v1', { tag_id: tag.id })).body).toMatchObject({ sites_count: 1, sites_ids: [other.id] });
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: site.id, confirm: true }), 404, 'svc_site_not_found');
+    });
+
+    it('deletes a site named by domain, with confirm given as a query-style string', async () => {
+      const site = await newSite();
+      const r = await w.ability('delete-site-v1', { site_id_or_domain: site.url.replace('https://', 'www.'), confirm: 'true' });
+      expect(r.status).toBe(200);
+      expect(r.body.site_id).toBe(site.id);
+    });
+
+    it('ignores an unknown key such as user_confirmed (its schema is open, as the README says)', async () => {
+      const site = await newSite();
+      const r = await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, user_confirmed: true });
+      expect(r.status).toBe(200);
+      expect(r.body.dry_run).toBe(true);
+    });
+
+    it('refuses a confirm that is not a boolean', async () => {
+      const site = await newSite();
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: site.id, confirm: 'yes' }), 400, 'ability_invalid_input',
+        invalidInput('delete-site-v1', 'input[confirm] is not of type boolean.'));
+    });
+  });
+
+  describe('suspend-site-v1 and unsuspend-site-v1', () => {
+    it('suspends (again without error) and answers suspended, site_id, site_url, status', async () => {
+      const site = await newSite();
+      for (let i = 0; i < 2; i++) {
+        const r = await w.ability('suspend-site-v1', { site_id_or_domain: site.id });
+        expect(r.status).toBe(200);
+        expect(r.body).toMatchObject({ suspended: true, site_id: site.id, site_url: site.url, status: 'suspended' });
+        expect(r.body.site).toMatchObject({ id: site.id, status: 'suspended' });
+        expectSchema(r.body, wSchema('suspend-site-v1'));
+      }
+      expect((await getSite(site.id)).body.status).toBe('suspended');
+    });
+
+    it('unsuspends to connected, as the spec\'s state table says, even after a failed sync', async () => {
+      const site = await newSite({ suspended: true, sync_error: 'HTTP error' });
+      expect((await getSite(site.id)).body.status).toBe('suspended');
+      const r = await w.ability('unsuspend-site-v1', { site_id_or_domain: site.url });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ unsuspended: true, site_id: site.id, site_url: site.url, status: 'connected' });
+      expectSchema(r.body, wSchema('unsuspend-site-v1'));
+      expect((await getSite(site.id)).body.status).toBe('connected');
+    });
+
+    it.each(['suspend-site-v1', 'unsuspend-site-v1'])('%s answers unknown sites with 404 and bad input with 400', async (name) => {
+      expectError(await w.ability(name, { site_id_or_domain: 99999 }), 404, 'svc_site_not_found', 'No site found with ID 99999.');
+      expectError(await w.ability(name, { site_id_or_domain: 'nowhere.example' }), 404, 'svc_site_not_found');
+      expectError(await w.ability(name, {}), 400, 'ability_invalid_input', invalidInput(name, 'site_id_or_domain is a required property of input.'));
+      expectError(await w.ability(name, { site_id_or_domain: true }), 400, 'ability_invalid_input',
+        invalidInput(name, 'input[site_id_or_domain] is not of type integer,string.'));
+    });
+  });
+
+  describe('suspend-sites-v1', () => {
+    it('suspends the sites it finds and reports each unknown identifier, keeping its JSON type', async () => {
+      const a = await newSite();
+      const b = await newSite();
+      const r = await w.ability('suspend-sites-v1', { site_ids_or_domains: [a.id, b.url.replace('https://', ''), 999999, 'nope.example', a.id] });
+      expect(r.status).toBe(200);
+      expect(r.body.suspended).toEqual([
+        { id: a.id, url: a.url, name: a.name, suspended: 1 },
+        { id: b.id, url: b.url, name: b.name, suspended: 1 },
+      ]);
+      expect(r.body.errors).toEqual([
+        { identifier: 999999, code: 'svc_site_not_found', message: 'No site found with ID 999999.', status: 404 },
+        { identifier: 'nope.example', code: 'svc_site_not_found', message: 'No site found matching "nope.example".', status: 404 },
+      ]);
+      expect(r.body).toMatchObject({ total_suspended: 2, total_errors: 2 });
+      expectSchema(r.body, wSchema('suspend-sites-v1'));
+      expect((await getSite(a.id)).body.status).toBe('suspended');
+      expect((await getSite(b.id)).body.status).toBe('suspended');
+    });
+
+    it('answers 404 svc_site_not_found when no identifier names a site, or the list is empty', async () => {
+      expectError(await w.ability('suspend-sites-v1', { site_ids_or_domains: [999999, 'nope.example'] }), 404, 'svc_site_not_found', 'No valid sites found.');
+      expectError(await w.ability('suspend-sites-v1', { site_ids_or_domains: [] }), 404, 'svc_site_not_found');
+    });
+
+    it.each([
+      [{}, 'site_ids_or_domains is a required property of input.'],
+      [{ site_ids_or_domains: 5 }, 'input[site_ids_or_domains] is not of type array.'],
+      [{ site_ids_or_domains: [1], confirm: true }, 'confirm is not a valid property of Object.'],
+    ])('refuses %j', async (input, reason) => {
+      expectError(await w.ability('suspend-sites-v1', input), 400, 'ability_invalid_input', invalidInput('suspend-sites-v1', reason));
+    });
+  });
+
+  describe('add-tag-v1', () => {
+    it('creates a tag with id, name, colour, no sites and timestamps', async () => {
+      const r = await w.ability('add-tag-v1', { name: 'Clients 2026', color: '#AABBCC' });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ name: 'Clients 2026', color: '#AABBCC', sites_count: 0, sites_ids: [] });
+      expect(Number.isInteger(r.body.id)).toBe(true);
+      expect(new Date(r.body.created_at).toISOString()).toBe(r.body.created_at);
+      expect(typeof r.body.updated_at).toBe('string');
+      expectSchema(r.body, wSchema('add-tag-v1'));
+      expect((await w.ability('get-tag-v1', { tag_id: r.body.id })).body).toEqual(r.body);
+    });
+
+    it('stores no colour as null and drops markup from the name', async () => {
+      const r = await w.ability('add-tag-v1', { name: '  <b>Bold tag</b>  ' });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ name: 'Bold tag', color: null });
+    });
+
+    it('refuses a duplicate name in any letter case with 409 svc_tag_exists', async () => {
+      await w.ability('add-tag-v1', { name: 'Duplicate Me' });
+      for (const name of ['Duplicate Me', 'duplicate me', 'DUPLICATE ME']) {
+        expectError(await w.ability('add-tag-v1', { name }), 409, 'svc_tag_exists');
+      }
+      const all = await w.ability('list-tags-v1', { search: 'duplicate' }, { method: 'GET' });
+      expect(all.body.total).toBe(1);
+    });
+
+    it('lets only one of two simultaneous adds of the same name through', async () => {
+      const [a, b] = await Promise.all([
+        w.ability('add-tag-v1', { name: 'Race Tag' }),
+        w.ability('add-tag-v1', { name: 'race tag' }),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      expectError(a.status === 409 ? a : b, 409, 'svc_tag_exists');
+      expect((await w.ability('list-tags-v1', { search: 'race tag' }, { method: 'GET' })).body.total).toBe(1);
+    });
+
+    it.each(['green', '#abc', '#GGGGGG', '21ba45', '#21ba45ff'])('refuses the colour %s, which is not #RRGGBB', async (color) => {
+      expectError(await w.ability('add-tag-v1', { name: `c-${color}`, color }), 400, 'ability_invalid_input',
+        invalidInput('add-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'));
+    });
+
+    it.each([
+      [{ name: '' }, 'input[name] must be at least 1 character long.'],
+      [{ name: 12 }, 'input[name] is not of type string.'],
+      [{}, 'name is a required property of input.'],
+      [{ name: 'x', sites: [] }, 'sites is not a valid property of Object.'],
+    ])('refuses %j', async (input, reason) => {
+      expectError(await w.ability('add-tag-v1', input), 400, 'ability_invalid_input', invalidInput('add-tag-v1', reason));
+    });
+  });
+
+  describe('update-tag-v1', () => {
+    it('renames and keeps the colour; recolours and keeps the name; moves updated_at', async () => {
+      const t = await newTag('Before', [], '#111111');
+      await new Promise((r) => setTimeout(r, 5));
+      const renamed = await w.ability('update-tag-v1', { tag_id: t.id, name: 'After' });
+      expect(renamed.status).toBe(200);
+      expect(renamed.body).toMatchObject({ id: t.id, name: 'After', color: '#111111', created_at: t.created_at });
+      expect(Date.parse(renamed.body.updated_at)).toBeGreaterThan(Date.parse(t.updated_at));
+      expectSchema(renamed.body, wSchema('update-tag-v1'));
+      const recoloured = await w.ability('update-tag-v1', { tag_id: t.id, color: '#222222' });
+      expect(recoloured.body).toMatchObject({ name: 'After', color: '#222222' });
+    });
+
+    it('refuses a name another tag has (any case) with 409, and accepts the tag\'s own name', async () => {
+      await newTag('Taken Name');
+      const t = await newTag('Mine');
+      expectError(await w.ability('update-tag-v1', { tag_id: t.id, name: 'taken name' }), 409, 'svc_tag_exists');
+      const same = await w.ability('update-tag-v1', { tag_id: t.id, name: 'MINE' });
+      expect(same.status).toBe(200);
+      expect(same.body.name).toBe('MINE');
+    });
+
+    it('answers an unknown tag with 404 and bad input with 400', async () => {
+      expectError(await w.ability('update-tag-v1', { tag_id: 99999, name: 'x' }), 404, 'svc_tag_not_found');
+      const t = await newTag();
+      expectError(await w.ability('update-tag-v1', { tag_id: t.id, color: 'blue' }), 400, 'ability_invalid_input',
+        invalidInput('update-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'));
+      expectError(await w.ability('update-tag-v1', { name: 'x' }), 400, 'ability_invalid_input',
+        invalidInput('update-tag-v1', 'tag_id is a required property of input.'));
+    });
+  });
+
+  describe('delete-tag-v1', () => {
+    it('previews with dry_run (no confirm needed): sites_affected and clients_count', async () => {
+      const [client] = await seedClients(w.services, [{ name: 'Tag Client', email: 'tc@example.com' }]);
+      const a = await newSite({ client_id: client!.id });
+      const b = await newSite();
+      const t = await newTag(undefined, [a.id, b.id]);
+      const r = await w.ability('delete-tag-v1', { tag_id: t.id, dry_run: true });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ dry_run: true, deleted: false, tag_id: t.id, tag_name: t.name, sites_affected: 2,
+        would_affect: { id: t.id, name: t.name, sites_count: 2, clients_count: 1 } });
+      expectSchema(r.body, wSchema('delete-tag-v1'));
+      expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
+    });
+
+    it('refuses a missing or false confirm with 400 svc_confirmation_required', async () => {
+      const t = await newTag();
+      expectError(await w.ability('delete-tag-v1', { tag_id: t.id }), 400, 'svc_confirmation_required',
+        'Tag deletion requires confirmation. Set confirm:true to proceed.');
+      expectError(await w.ability('delete-tag-v1', { tag_id: t.id, confirm: false }), 400, 'svc_confirmation_required');
+      expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
+    });
+
+    it('reads confirm=false and dry_run=false/0 in a DELETE query string as false', async () => {
+      const t = await newTag();
+      for (const query of ['input[confirm]=false', 'input[confirm]=0', 'input[dry_run]=false', 'input[dry_run]=0&input[confirm]=0']) {
+        const r = await w.ability('delete-tag-v1', undefined, { method: 'DELETE', query: `input[tag_id]=${t.id}&${query}` });
+        expectError(r, 400, 'svc_confirmation_required');
+      }
+      expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
+      const preview = await w.ability('delete-tag-v1', undefined, { method: 'DELETE', query: `input[tag_id]=${t.id}&input[dry_run]=true` });
+      expect(preview.status).toBe(200);
+      expect(preview.body.dry_run).toBe(true);
+    });
+
+    it('refuses dry_run and confirm together with 400 svc_invalid_input, before the lookup', async () => {
+      expectError(await w.ability('delete-tag-v1', { tag_id: 99999, dry_run: true, confirm: true }), 400, 'svc_invalid_input',
+        'Cannot specify both dry_run and confirm.');
+    });
+
+    it('answers an unknown tag with 404 for a dry run, a missing confirm and a confirmed delete', async () => {
+      for (const input of [{ dry_run: true }, {}, { confirm: true }]) {
+        expectError(await w.ability('delete-tag-v1', { tag_id: 99999, ...input }), 404, 'svc_tag_not_found');
+      }
+    });
+
+    it('deletes with confirm over DELETE and POST: the sites stay, the grouping goes', async () => {
+      const site = await newSite();
+      const t1 = await newTag(undefined, [site.id]);
+      const t2 = await newTag(undefined, [site.id]);
+      const viaDelete = await w.ability('delete-tag-v1', { tag_id: t1.id, confirm: true }, { method: 'DELETE' });
+      expect(viaDelete.status).toBe(200);
+      expect(viaDelete.body).toMatchObject({ deleted: true, tag_id: t1.id, tag_name: t1.name });
+      expectSchema(viaDelete.body, wSchema('delete-tag-v1'));
+      const viaPost = await w.ability('delete-tag-v1', { tag_id: t2.id, confirm: true });
+      expect(viaPost.status).toBe(200);
+      expect(viaPost.body).toMatchObject({ deleted: true, tag_id: t2.id });
+      expectError(await w.ability('get-tag-v1', { tag_id: t1.id }), 404, 'svc_tag_not_found');
+      expectError(await w.ability('delete-tag-v1', { tag_id: t1.id, confirm: true }), 404, 'svc_tag_not_found');
+      const still = await getSite(site.id);
+      expect(still.status).toBe(200);
+      expect(still.body.tags).toEqual([]);
+    });
+
+    it('refuses an unknown key such as user_confirmed with ability_invalid_input', async () => {
+      const t = await newTag();
+      expectError(await w.ability('delete-tag-v1', { tag_id: t.id, confirm: true, user_confirmed: true }), 400, 'ability_invalid_input',
+        invalidInput('delete-tag-v1', 'user_confirmed is not a valid property of Object.'));
+      expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
+    });
+  });
+});
