@@ -648,8 +648,9 @@ describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
     const r = await s.ability('get-tag-sites-v1', { tag_id: t.id });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 3 });
-    // Ordered by the stored URL (http://www.bravo... sorts before https://alpha...).
-    const byUrl = fleet.sites.slice(0, 3).sort((a, b) => (a.url < b.url ? -1 : 1));
+    // Ordered like list-sites-v1: by URL with the scheme and www. left out (alpha, bravo, ...).
+    const key = (u: string) => u.replace(/^https?:\/\/(www\.)?/, '');
+    const byUrl = fleet.sites.slice(0, 3).sort((a, b) => (key(a.url) < key(b.url) ? -1 : 1));
     expect(r.body.sites.map((x: any) => x.id)).toEqual(ids(byUrl));
     expect(r.body.sites).toContainEqual({ id: fleet.sites[0]!.id, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: fleet.clients[1]!.id });
     expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[1]!.id, status: 'disconnected' }));

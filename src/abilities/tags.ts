@@ -4,6 +4,7 @@ import { defineAbility } from '../core/ability.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { siteStatus } from '../services/sites.js';
+import { siteKey } from '../core/site-lookup.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, HexColor, SiteStatus, Tag, TagId, TagIds, TagName, paged } from './schemas.js';
 import { tagView } from './views.js';
@@ -123,7 +124,9 @@ const tagPage = { tag_id: TagId, page: Page, per_page: perPage(20) };
 function tagSites(ctx: AbilityContext, tagId: number): { name: string; sites: SiteRecord[] } {
   const tag = ctx.tags.resolve(tagId);
   const sites = tag.site_ids.map((id) => ctx.sites.get(id)).filter((s): s is SiteRecord => !!s)
-    .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+    .map((s) => [siteKey(s.url), s] as const)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
+    .map(([, s]) => s);
   return { name: tag.name, sites };
 }
 

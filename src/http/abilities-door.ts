@@ -72,6 +72,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
     const key = `${base}|${a.name}`;
     let doc = docCache.get(key);
     if (!doc) {
+      if (docCache.size > 1000) docCache.clear(); // keyed by the Host a caller sends: keep it bounded
       const { input, output } = registry.schemas(a);
       const self = `${base}/abilities/svc/${a.name}`;
       doc = {

@@ -14,6 +14,8 @@ import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 
 const MAX_SESSIONS = 500;
+/** One credential cannot take every session slot. */
+const MAX_SESSIONS_PER_KEY = 100;
 const IDLE_MS = 30 * 60_000;
 
 interface Session { transport: StreamableHTTPServerTransport; server: Server; principal: Principal; seen: number }
@@ -45,7 +47,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
     if (origin) {
       let oh = '';
       try { oh = new URL(origin).hostname.toLowerCase(); } catch { /* not a URL */ }
-      if (!hosts.has(oh) && !hosts.has(`[${oh}]`)) return rpcError(res, 403, `Origin not allowed: ${origin}`);
+      if (!hosts.has('*') && !hosts.has(oh) && !hosts.has(`[${oh}]`)) return rpcError(res, 403, `Origin not allowed: ${origin}`);
     }
     next();
   });
@@ -67,8 +69,9 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
         return rpcError(res, 400, 'Bad request: no session. Send initialize first.');
       }
-      if (sessions.size >= MAX_SESSIONS) return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
       const principal = req.principal!;
+      const mine = [...sessions.values()].filter((s) => samePrincipal(s.principal, principal)).length;
+      if (sessions.size >= MAX_SESSIONS || mine >= MAX_SESSIONS_PER_KEY) return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
       const server = buildMcpServer(registry, { principal }, services);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),

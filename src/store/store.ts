@@ -233,9 +233,11 @@ export class Store {
     return lockfile.lock(this.dir, {
       lockfilePath: join(this.dir, '.lock'),
       realpath: false,
-      stale: 10_000,
-      update: 2_000,
-      retries: { retries: 2_000, factor: 1, minTimeout: 1, maxTimeout: 5 },
+      // A holder refreshes the lock every second; one not refreshed for 5 s belongs to a dead process
+      // (kill -9) and is taken over. Waiting is bounded at about 10 s, longer than that staleness.
+      stale: 5_000,
+      update: 1_000,
+      retries: { retries: 400, factor: 1, minTimeout: 25, maxTimeout: 25 },
       onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
     });
   }
