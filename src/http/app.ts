@@ -56,6 +56,15 @@ export function createHttpApp(services: Services, registry: Registry, opts: { al
 export async function listen(services: Services, registry: Registry, host: string, port: number, opts: { allowedHosts?: string[] } = {}): Promise<RunningHttp> {
   const { app, mcp } = createHttpApp(services, registry, opts);
   const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
+  // Requests the HTTP parser refuses (a URL or headers over 16 KB, garbage) still get the error envelope.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const [status, code, message] = err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'svc_request_header_too_large', 'The request line or headers are larger than 16 KB.']
+      : [400, 'svc_bad_request', 'Malformed HTTP request.'];
+    const body = JSON.stringify({ code, message, data: { status } });
+    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 5 * 60_000;
