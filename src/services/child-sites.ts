@@ -108,7 +108,8 @@ export class ChildSiteService {
     if (site.disconnected) throw new ServiceError('svc_site_disconnected', `Site ${site.id} (${site.url}) is disconnected; reconnect it first.`, 409);
   }
 
-  private recordSnapshot(tx: Tx, id: number, snap: SiteSnapshot, extra: Partial<SiteRecord> = {}): SiteRecord {
+  /** Store what a child reported (a sync, or the `sync` block of an action reply) and the stats derived from it. */
+  recordSnapshot(tx: Tx, id: number, snap: SiteSnapshot, extra: Partial<SiteRecord> = {}): SiteRecord {
     const data: SiteData = {
       plugins: snap.plugins, themes: snap.themes, security: snap.security, changes: snap.changes, users: snap.users, synced_at: now(),
     };
