@@ -9,6 +9,8 @@ export interface Config {
   abilitiesPrefix: string;
   /** Calls to child sites in flight at once, over all sites. */
   childConcurrency: number;
+  /** Longest a child call may take, reply included; a slower child is a per-site timeout error. */
+  childTimeoutMs: number;
   /** Let add-site reach loopback and private addresses (tests, the demo, a lab). */
   allowPrivateSites: boolean;
   /** Batches over this many sites become background jobs. */
@@ -45,6 +47,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
+    childTimeoutMs: int('child timeout', pick('childTimeoutMs', 'SITEFLEET_CHILD_TIMEOUT_MS', '30000'), 100, 3_600_000),
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
     loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),

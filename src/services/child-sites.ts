@@ -6,7 +6,7 @@ import { ChildConnector, type SiteCredentials } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
 import type { SiteSnapshot } from '../child/snapshot.js';
 import { ServiceError } from '../core/errors.js';
-import { normaliseSiteUrl } from '../core/site-lookup.js';
+import { normaliseSiteUrl, siteKey } from '../core/site-lookup.js';
 import type { Config } from '../config.js';
 import type { CheckResult, SiteData, SiteRecord, SiteSecret, SiteStats } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
@@ -81,7 +81,7 @@ export class ChildSiteService {
   /** One connector (one undici Agent, one bound on calls in flight) per process, made on first use. */
   connector(): Promise<ChildConnector> {
     this.connectorP ??= this.settings.installationUrl().then((serverUrl) =>
-      new ChildConnector({ serverUrl, concurrency: this.config.childConcurrency }));
+      new ChildConnector({ serverUrl, concurrency: this.config.childConcurrency, timeoutMs: this.config.childTimeoutMs }));
     return this.connectorP;
   }
 
@@ -161,15 +161,27 @@ export class ChildSiteService {
     });
   }
 
+  /**
+   * A reply must come from the site we asked: WordPress reports its own `siteurl`, whose host must be the
+   * site's (the path may differ: WordPress core can live in a subdirectory of the public URL).
+   */
+  private assertSameSite(site: SiteRecord, snap: SiteSnapshot): void {
+    const host = (u: string) => siteKey(u).split('/')[0];
+    if (snap.site_url && host(snap.site_url) !== host(site.url)) {
+      throw new ServiceError('svc_child_wrong_site', `${site.url} answered as another site (${snap.site_url}); its data was not stored.`, 502, { site_url: site.url });
+    }
+  }
+
   /** Sync one site: the child's `stats`. A failure is recorded on the site (it then shows disconnected). */
   async fetchSync(site: SiteRecord): Promise<Outcome<SiteRecord>> {
     try {
       this.assertReachable(site);
       const snap = await (await this.connector()).sync(this.credentials(site));
+      this.assertSameSite(site, snap);
       return { ok: true, commit: (tx) => this.recordSnapshot(tx, site.id, snap) };
     } catch (e) {
       const error = childFailure(e, site);
-      const remote = !(e instanceof ServiceError);
+      const remote = !(e instanceof ServiceError) || error.code === 'svc_child_wrong_site';
       return {
         ok: false, error,
         commit: remote ? (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { sync_error: error.message }); } : undefined,
