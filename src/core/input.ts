@@ -124,7 +124,7 @@ export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | unde
   const node = nodeAt(schema, path);
   // A required property that is absent: zod says invalid_type, or invalid_union for a union-typed one
   // (site_id_or_domain); WordPress says "<prop> is a required property of input.".
-  if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && isMissing(input, path)) {
+  if ((issue.code === 'invalid_type' || issue.code === 'invalid_union' || issue.code === 'invalid_value') && isMissing(input, path)) {
     return `${String(path[path.length - 1])} is a required property of ${pathLabel(path.slice(0, -1))}.`;
   }
   switch (issue.code) {
@@ -186,7 +186,7 @@ function readPath(v: unknown, path: PropertyKey[]): unknown {
 function firstIssue(issues: z.core.$ZodIssue[], input: unknown): z.core.$ZodIssue {
   const order = input && typeof input === 'object' ? Object.keys(input) : [];
   const rank = (i: z.core.$ZodIssue): number => {
-    if ((i.code === 'invalid_type' || i.code === 'invalid_union') && i.path.length === 1 && readPath(input, i.path) === undefined) return -1;
+    if ((i.code === 'invalid_type' || i.code === 'invalid_union' || i.code === 'invalid_value') && i.path.length === 1 && readPath(input, i.path) === undefined) return -1;
     if (i.code === 'unrecognized_keys') return order.indexOf(i.keys[0] ?? '');
     const k = i.path[0];
     const idx = k === undefined ? -1 : order.indexOf(String(k));

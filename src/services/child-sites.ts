@@ -147,6 +147,8 @@ export class ChildSiteService {
     const secret: SiteSecret = { private_key_pem: reg.privateKeyPem, http_pass: input.http_pass ?? null, regverify: reg.regverify };
     return this.store.write((tx) => {
       if (this.sites.findByUrl(url)) throw new ServiceError('svc_site_already_exists', 'A site with this URL already exists.', 409, { site_url: url });
+      // The client may have gone while the child answered.
+      if (input.client_id) this.clients.resolve(input.client_id);
       const rec = this.sites.insert(tx, {
         url,
         name: input.name?.trim() || url.replace(/^https?:\/\//, '').replace(/\/$/, ''),
