@@ -55,3 +55,19 @@ export const paged = <T extends z.ZodType>(item: T) => z.object({
   per_page: z.number().int(),
   total: z.number().int(),
 });
+
+// Site selectors of the multi-site users and posts abilities (services/selectors.ts); REST sends comma strings.
+export const SiteSelectors = {
+  websites: SiteRefs.optional().describe('Sites by ID or domain.'),
+  groups: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).optional().describe('Tags (site groups) by ID or name: their sites.'),
+  clients: z.array(z.number().int().min(1)).optional().describe('Clients by ID: their sites.'),
+};
+/** A selected site left out because it is disconnected or suspended. */
+export const SkippedSite = z.object({
+  site_id: z.number().int(),
+  site_url: z.string(),
+  status: z.enum(['disconnected', 'suspended']),
+  message: z.string(),
+});
+/** What a selection left out: skipped sites, and selector values that name nothing (identifier = the value). */
+export const SelectionNotes = { skipped: z.array(SkippedSite), unknown: z.array(ItemError) };

@@ -172,6 +172,7 @@ export const deleteSite = defineAbility({
 export async function removeSite(ctx: AbilityContext, id: number): Promise<void> {
   await ctx.store.write((tx) => {
     ctx.tags.forgetSite(tx, id);
+    ctx.costs.forgetSite(tx, id);
     ctx.sites.remove(tx, id);
   });
 }

@@ -114,7 +114,7 @@ export const deleteTag = defineAbility({
       };
     }
     requireConfirm(i, 'Tag deletion requires confirmation. Set confirm:true to proceed.');
-    await ctx.store.write((tx) => ctx.tags.delete(tx, tag.id));
+    await ctx.store.write((tx) => { ctx.tags.delete(tx, tag.id); ctx.costs.forgetTag(tx, tag.id); });
     return { deleted: true, dry_run: false, ...base };
   },
 });

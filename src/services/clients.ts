@@ -1,10 +1,29 @@
-// Clients that sites belong to. Lookups only for now: sites name a client by id, tags list the
-// clients of their sites. (Client management abilities are not built yet.)
+// Clients that sites belong to: lookup by id or e-mail, filtered lists, edits. A site names its client by
+// client_id; deleting a client (abilities/clients.ts removeClient) unassigns its sites and drops it from costs.
 import { ServiceError } from '../core/errors.js';
-import type { Store } from '../store/store.js';
-import type { ClientRecord } from '../store/records.js';
+import type { Store, Tx } from '../store/store.js';
+import type { ClientRecord, ClientStatus, SiteRecord } from '../store/records.js';
+
+export const CLIENT_TEXT_FIELDS = [
+  'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note', 'facebook', 'twitter', 'instagram', 'linkedin',
+] as const;
+export type ClientTextField = (typeof CLIENT_TEXT_FIELDS)[number];
+
+export type ClientInput = { name?: string; email?: string | null; status?: ClientStatus } & Partial<Record<ClientTextField, string>>;
+
+export interface ClientFilter { search?: string; status?: ClientStatus | 'any'; include?: number[]; exclude?: number[] }
+
+const now = () => new Date().toISOString();
+
+/** Client names are plain text, like tag names: markup dropped, white space trimmed. */
+const cleanName = (name: string) => name.replace(/<[^>]*>/g, '').trim();
 
 export class ClientService {
+  private cacheVersion = -1;
+  private sorted: ClientRecord[] = [];
+  private siteCacheVersion = -1;
+  private sitesByClient = new Map<number, number[]>();
+
   constructor(private readonly store: Store) {}
 
   get(id: number): ClientRecord | undefined {
@@ -15,5 +34,111 @@ export class ClientService {
     const c = this.get(id);
     if (!c) throw new ServiceError('svc_client_not_found', `No client found with ID ${id}.`, 404);
     return c;
+  }
+
+  /** A client by id (number or digits) or by e-mail (any letter case). Throws 404 svc_client_not_found. */
+  resolveRef(ref: number | string): ClientRecord {
+    if (typeof ref === 'number' || /^\d+$/.test(ref.trim())) {
+      const id = Number(ref);
+      return this.resolve(id);
+    }
+    const email = ref.trim().toLowerCase();
+    const found = email ? this.byName().find((c) => c.email.toLowerCase() === email) : undefined;
+    if (!found) throw new ServiceError('svc_client_not_found', `No client found matching "${ref}".`, 404);
+    return found;
+  }
+
+  /** Every client, by name (any letter case), then id; rebuilt only when clients change. */
+  private byName(): ClientRecord[] {
+    const v = this.store.version('clients');
+    if (v !== this.cacheVersion) {
+      this.sorted = [...this.store.all<ClientRecord>('clients')].sort((a, b) =>
+        a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
+      this.cacheVersion = v;
+    }
+    return this.sorted;
+  }
+
+  list(f: ClientFilter): ClientRecord[] {
+    const search = f.search?.trim().toLowerCase();
+    const include = f.include?.length ? new Set(f.include) : null;
+    const exclude = f.exclude?.length ? new Set(f.exclude) : null;
+    const status = f.status && f.status !== 'any' ? f.status : null;
+    return this.byName().filter((c) =>
+      (!status || c.status === status) &&
+      (!include || include.has(c.id)) &&
+      (!exclude || !exclude.has(c.id)) &&
+      (!search || String(c.id).includes(search) || c.name.toLowerCase().includes(search) || c.email.toLowerCase().includes(search)));
+  }
+
+  count(status: ClientStatus | 'any' = 'any'): number {
+    return status === 'any' ? this.store.count('clients') : this.list({ status }).length;
+  }
+
+  /** Ids of the sites assigned to a client, ascending; rebuilt only when sites change. */
+  siteIds(clientId: number): number[] {
+    const v = this.store.version('sites');
+    if (v !== this.siteCacheVersion) {
+      this.sitesByClient = new Map();
+      for (const s of this.store.all<SiteRecord>('sites')) {
+        if (s.client_id === null) continue;
+        const list = this.sitesByClient.get(s.client_id);
+        if (list) list.push(s.id); else this.sitesByClient.set(s.client_id, [s.id]);
+      }
+      for (const list of this.sitesByClient.values()) list.sort((a, b) => a - b);
+      this.siteCacheVersion = v;
+    }
+    return this.sitesByClient.get(clientId) ?? [];
+  }
+
+  private assertEmailFree(tx: Tx, email: string, selfId?: number): void {
+    const e = email.toLowerCase();
+    for (const c of tx.all<ClientRecord>('clients')) {
+      if (c.id !== selfId && c.email.toLowerCase() === e) {
+        throw new ServiceError('svc_client_exists', `A client with e-mail "${email}" already exists (ID ${c.id}).`, 409, { client_id: c.id });
+      }
+    }
+  }
+
+  private fields(input: ClientInput): Partial<ClientRecord> {
+    const out: Partial<ClientRecord> = {};
+    for (const f of CLIENT_TEXT_FIELDS) if (input[f] !== undefined) out[f] = input[f]!.trim();
+    return out;
+  }
+
+  create(tx: Tx, input: ClientInput & { name: string }): ClientRecord {
+    const name = cleanName(input.name);
+    if (!name) throw new ServiceError('svc_invalid_input', 'Client name must not be empty.', 400, { params: { name: 'must not be empty' } });
+    const email = (input.email ?? '').trim();
+    if (email) this.assertEmailFree(tx, email);
+    const t = now();
+    const blank = Object.fromEntries(CLIENT_TEXT_FIELDS.map((f) => [f, ''])) as Record<ClientTextField, string>;
+    return tx.insert<ClientRecord>('clients', {
+      ...blank, ...this.fields(input), name, email, status: input.status ?? 'active', created_at: t, updated_at: t,
+    });
+  }
+
+  update(tx: Tx, id: number, input: ClientInput): ClientRecord {
+    const cur = tx.get<ClientRecord>('clients', id);
+    if (!cur) throw new ServiceError('svc_client_not_found', `No client found with ID ${id}.`, 404);
+    const next: ClientRecord = { ...cur, ...this.fields(input), updated_at: now() };
+    if (input.name !== undefined) {
+      next.name = cleanName(input.name);
+      if (!next.name) throw new ServiceError('svc_invalid_input', 'Client name must not be empty.', 400, { params: { name: 'must not be empty' } });
+    }
+    if (input.email !== undefined) {
+      next.email = (input.email ?? '').trim();
+      if (next.email && next.email.toLowerCase() !== cur.email.toLowerCase()) this.assertEmailFree(tx, next.email, id);
+    }
+    if (input.status !== undefined) next.status = input.status;
+    return tx.put<ClientRecord>('clients', next);
+  }
+
+  /** Removes the record only: the caller unassigns sites and costs in the same write (removeClient). */
+  delete(tx: Tx, id: number): ClientRecord {
+    const cur = tx.get<ClientRecord>('clients', id);
+    if (!cur) throw new ServiceError('svc_client_not_found', `No client found with ID ${id}.`, 404);
+    tx.delete('clients', id);
+    return cur;
   }
 }

@@ -6,6 +6,7 @@ import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
 import { TagService } from './tags.js';
 import { ClientService } from './clients.js';
+import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
 
@@ -15,6 +16,7 @@ export interface Services {
   sites: SiteService;
   tags: TagService;
   clients: ClientService;
+  costs: CostService;
   auth: AuthService;
   settings: SettingsService;
   children: ChildSiteService;
@@ -26,6 +28,7 @@ export async function openServices(config: Config): Promise<Services> {
   const sites = new SiteService(store);
   const tags = new TagService(store);
   const clients = new ClientService(store);
+  const costs = new CostService(store, sites, tags, clients);
   const settings = new SettingsService(store);
   const children = new ChildSiteService(store, config, sites, tags, clients, settings);
   const jobs = new JobService(store, sites, config);
@@ -34,7 +37,7 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, auth: new AuthService(store), settings, children, jobs };
+  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs };
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */

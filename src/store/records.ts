@@ -50,12 +50,68 @@ export interface TagRecord {
   updated_at: string;
 }
 
+export const CLIENT_STATUSES = ['active', 'suspended', 'lead', 'lost'] as const;
+export type ClientStatus = (typeof CLIENT_STATUSES)[number];
+
 export interface ClientRecord {
   id: number;
   name: string;
+  /** '' when unknown; otherwise unique among clients, whatever the letter case. */
   email: string;
-  status: 'active' | 'suspended' | 'lead' | 'lost';
+  status: ClientStatus;
   created_at: string;
+  // Contact fields and updated_at came after the first clients were stored: absent reads as ''.
+  updated_at?: string;
+  phone?: string;
+  address_1?: string;
+  address_2?: string;
+  city?: string;
+  state?: string;
+  zip?: string;
+  country?: string;
+  note?: string;
+  facebook?: string;
+  twitter?: string;
+  instagram?: string;
+  linkedin?: string;
+}
+
+export const PAYMENT_TYPES = ['subscription', 'lifetime'] as const;
+export const PRODUCT_TYPES = ['plugin', 'theme', 'hosting', 'service', 'other'] as const;
+export const LICENSE_TYPES = ['single_site', 'multi_site'] as const;
+export const RENEWAL_TYPES = ['weekly', 'monthly', 'quarterly', 'yearly'] as const;
+export const COST_STATUSES = ['active', 'canceled', 'onhold', 'expired', 'pending_cancelation'] as const;
+export type PaymentType = (typeof PAYMENT_TYPES)[number];
+export type ProductType = (typeof PRODUCT_TYPES)[number];
+export type LicenseType = (typeof LICENSE_TYPES)[number];
+export type RenewalType = (typeof RENEWAL_TYPES)[number];
+export type CostStatus = (typeof COST_STATUSES)[number];
+
+/** A cost-tracker entry. The next renewal is not stored: it is computed when read, so it is never stale. */
+export interface CostRecord {
+  id: number;
+  name: string;
+  price: number;
+  payment_type: PaymentType;
+  product_type: ProductType;
+  product_slug: string;
+  license_type: LicenseType;
+  /** null for a lifetime cost given no renewal type. */
+  renewal_type: RenewalType | null;
+  /** YYYY-MM-DD (UTC) or null. */
+  last_renewal: string | null;
+  payment_method: string;
+  cost_tracker_status: CostStatus;
+  url: string;
+  note: string;
+  product_color: string | null;
+  icon_hidden: boolean;
+  /** Targets (site, tag and client ids), unioned. Deleting a site, tag or client removes it here. */
+  sites: number[];
+  groups: number[];
+  clients: number[];
+  created_at: string;
+  updated_at: string;
 }
 
 export interface UserRecord {

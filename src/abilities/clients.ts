@@ -1,0 +1,214 @@
+// Client abilities: the customers sites belong to (list, read, count, add, update, delete, their sites and
+// costs), and get-site-client-v1 (the client of one site).
+import { z } from 'zod';
+import { defineAbility, type AbilityContext } from '../core/ability.js';
+import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { Page, paginate, perPage } from '../core/paging.js';
+import type { SiteRecord } from '../store/records.js';
+import { Client, ClientFields, ClientIds, ClientName, ClientRef, ClientStatus, clientView } from './client-views.js';
+import { Cost, costView } from './cost-views.js';
+import { Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { listedSite } from './views.js';
+
+const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
+const StatusFilter = z.enum(['any', ...ClientStatus.options]).default('any');
+
+export const listClients = defineAbility({
+  name: 'list-clients-v1',
+  label: 'List clients',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'List clients (the customers sites belong to) by name, paged; search matches name, e-mail or id; status filters '
+    + '(active, suspended, lead, lost); include / exclude take client IDs. Returns items (client objects with sites_count), page, per_page, total.',
+  input: z.object({
+    page: Page,
+    per_page: perPage(20),
+    search: z.string().default(''),
+    status: StatusFilter,
+    include: ClientIds.optional(),
+    exclude: ClientIds.optional(),
+  }).strict(),
+  output: paged(Client),
+  annotations: ro,
+  execute: ({ page, per_page, ...f }, ctx) => {
+    const all = ctx.clients.list(f);
+    return { items: paginate(all, page, per_page).map((c) => clientView(ctx, c)), page, per_page, total: all.length };
+  },
+});
+
+export const countClients = defineAbility({
+  name: 'count-clients-v1',
+  label: 'Count clients',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'Count clients, optionally only those with a status (active, suspended, lead, lost). Returns total.',
+  input: z.object({ status: StatusFilter }).strict(),
+  output: z.object({ total: z.number().int() }),
+  annotations: ro,
+  execute: ({ status }, ctx) => ({ total: ctx.clients.count(status) }),
+});
+
+export const getClient = defineAbility({
+  name: 'get-client-v1',
+  label: 'Get client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'One client by ID or e-mail: contact details, status, sites_count. Errors: svc_client_not_found (404).',
+  input: z.object({ client_id_or_email: ClientRef }).strict(),
+  output: Client,
+  annotations: ro,
+  execute: ({ client_id_or_email }, ctx) => clientView(ctx, ctx.clients.resolveRef(client_id_or_email)),
+});
+
+export const addClient = defineAbility({
+  name: 'add-client-v1',
+  label: 'Add client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'Create a client. Only name is required; status defaults to active. Assign sites to it afterwards with '
+    + 'update-site-v1 (client_id). Returns the client. Errors: svc_client_exists (409) when the e-mail belongs to another client.',
+  input: z.object({ name: ClientName, ...ClientFields }).strict(),
+  output: Client,
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
+  execute: async (i, ctx) => clientView(ctx, await ctx.store.write((tx) => ctx.clients.create(tx, i))),
+});
+
+export const updateClient = defineAbility({
+  name: 'update-client-v1',
+  label: 'Update client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'Change a client\'s name, e-mail (null clears it), status or contact fields; fields not given keep their value. '
+    + 'Returns the client. Errors: svc_client_not_found (404), svc_client_exists (409).',
+  input: z.object({ client_id_or_email: ClientRef, name: ClientName.optional(), ...ClientFields }).strict(),
+  output: Client,
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  execute: async ({ client_id_or_email, ...fields }, ctx) => {
+    const c = ctx.clients.resolveRef(client_id_or_email);
+    return clientView(ctx, await ctx.store.write((tx) => ctx.clients.update(tx, c.id, fields)));
+  },
+});
+
+/** Deletes a client: its sites are unassigned (kept) and it leaves every cost that names it, in one write. */
+export async function removeClient(ctx: AbilityContext, id: number): Promise<void> {
+  await ctx.store.write((tx) => {
+    for (const s of [...tx.all<SiteRecord>('sites')]) if (s.client_id === id) ctx.sites.patch(tx, s.id, { client_id: null });
+    ctx.costs.forgetClient(tx, id);
+    ctx.clients.delete(tx, id);
+  });
+}
+
+export const deleteClient = defineAbility({
+  name: 'delete-client-v1',
+  label: 'Delete client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'Delete a client. Its sites are kept and unassigned (client_id null); costs naming it lose it as a target '
+    + '(a cost left with no target is kept and flagged orphaned). dry_run=true previews; otherwise confirm=true is required. '
+    + 'Errors: svc_confirmation_required (400), svc_invalid_input (both flags), svc_client_not_found (404).',
+  input: z.object({ client_id_or_email: ClientRef, confirm: Confirm, dry_run: DryRun }).strict(),
+  output: z.object({
+    deleted: z.boolean(),
+    dry_run: z.boolean(),
+    client_id: z.number().int(),
+    client_name: z.string(),
+    client: Client,
+    sites_unassigned: z.number().int(),
+    costs_affected: z.number().int(),
+    would_affect: z.object({ id: z.number().int(), name: z.string(), sites_count: z.number().int(), costs_count: z.number().int() }).optional(),
+    warnings: z.array(z.string()),
+  }),
+  annotations: { readonly: false, destructive: true, idempotent: false, openWorld: false },
+  execute: async (i, ctx) => {
+    refuseBothFlags(i);
+    const rec = ctx.clients.resolveRef(i.client_id_or_email);
+    const client = clientView(ctx, rec);
+    const naming = ctx.costs.list({}).filter((c) => c.clients.includes(rec.id));
+    const orphans = naming.filter((c) => {
+      const t = ctx.costs.targets(c);
+      return !t.sites.length && !t.groups.length && t.clients.every((x) => x === rec.id);
+    });
+    const base = { client_id: rec.id, client_name: rec.name, client, sites_unassigned: client.sites_count, costs_affected: naming.length };
+    if (i.dry_run) {
+      const warnings = [`${client.sites_count} site(s) would be unassigned from this client; the sites stay.`];
+      if (naming.length) warnings.push(`${naming.length} cost(s) name this client and would lose it as a target.`);
+      if (orphans.length) warnings.push(`${orphans.length} cost(s) would be left without any target (kept and flagged orphaned): ${orphans.map((c) => `${c.name} (ID ${c.id})`).join(', ')}.`);
+      return {
+        deleted: false, dry_run: true, ...base,
+        would_affect: { id: rec.id, name: rec.name, sites_count: client.sites_count, costs_count: naming.length }, warnings,
+      };
+    }
+    requireConfirm(i, 'Client deletion requires confirmation. Set confirm:true to proceed.');
+    await removeClient(ctx, rec.id);
+    return { deleted: true, dry_run: false, ...base, warnings: [] };
+  },
+});
+
+const clientPage = { client_id_or_email: ClientRef, page: Page, per_page: perPage(20) };
+
+export const getClientSites = defineAbility({
+  name: 'get-client-sites-v1',
+  label: 'Sites of a client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'The sites assigned to a client, by URL, paged. Returns client_id, client_name, sites (id, url, name, status, client_id), '
+    + 'page, per_page, total. Errors: svc_client_not_found (404).',
+  input: z.object(clientPage).strict(),
+  output: z.object({
+    client_id: z.number().int(), client_name: z.string(), sites: z.array(ListedSite), items: z.array(ListedSite),
+    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+  }),
+  annotations: ro,
+  execute: ({ client_id_or_email, page, per_page }, ctx) => {
+    const c = ctx.clients.resolveRef(client_id_or_email);
+    const all = ctx.sites.filter({ client_id: c.id }, (ids) => ctx.tags.sitesInTags(ids));
+    const list = paginate(all, page, per_page).map(listedSite);
+    return { client_id: c.id, client_name: c.name, sites: list, items: list, page, per_page, total: all.length };
+  },
+});
+
+export const getClientCosts = defineAbility({
+  name: 'get-client-costs-v1',
+  label: 'Costs of a client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  module: 'cost-tracker',
+  description: 'Costs that apply to a client (naming it, or covering one of its sites directly or through a tag), by name, '
+    + 'paged, as full cost records. Needs the cost-tracker module. Errors: svc_client_not_found (404), svc_module_not_available (501).',
+  input: z.object(clientPage).strict(),
+  output: z.object({
+    client_id: z.number().int(), client_name: z.string(), costs: z.array(Cost), items: z.array(Cost),
+    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+  }),
+  annotations: ro,
+  execute: ({ client_id_or_email, page, per_page }, ctx) => {
+    const c = ctx.clients.resolveRef(client_id_or_email);
+    const all = ctx.costs.costsOfClient(c.id);
+    const list = paginate(all, page, per_page).map((x) => costView(ctx, x));
+    return { client_id: c.id, client_name: c.name, costs: list, items: list, page, per_page, total: all.length };
+  },
+});
+
+export const getSiteClient = defineAbility({
+  name: 'get-site-client-v1',
+  label: 'Client of a site',
+  category: 'svc-sites',
+  toolset: 'clients',
+  description: 'The client a site is assigned to, or client null with a message when it has none. Returns site_id, client, message. '
+    + 'Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef }).strict(),
+  output: z.object({ site_id: z.number().int(), client: Client.nullable(), message: z.string() }),
+  annotations: ro,
+  acceptsPost: true,
+  execute: ({ site_id_or_domain }, ctx) => {
+    const site = ctx.sites.resolve(site_id_or_domain);
+    if (site.client_id === null) return { site_id: site.id, client: null, message: 'No client assigned to this site.' };
+    const c = ctx.clients.get(site.client_id);
+    if (!c) return { site_id: site.id, client: null, message: 'Assigned client not found.' };
+    return { site_id: site.id, client: clientView(ctx, c), message: 'Client found.' };
+  },
+});
+
+export const clientAbilities = [
+  listClients, countClients, getClient, addClient, updateClient, deleteClient, getClientSites, getClientCosts, getSiteClient,
+];

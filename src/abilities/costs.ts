@@ -1,0 +1,181 @@
+// Cost-tracker abilities (module cost-tracker): list, read, add, update, delete costs, the sites and clients
+// a cost covers, and get-site-costs-v1 (a site's costs with monthly and yearly totals). Rules: services/costs.ts.
+import { z } from 'zod';
+import { defineAbility } from '../core/ability.js';
+import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { Page, paginate, perPage } from '../core/paging.js';
+import { Client, clientView } from './client-views.js';
+import { Cost, CostFields, CostId, CostStatus, PaymentType, ProductType, SiteCostItem, costView, siteCostView } from './cost-views.js';
+import { Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { listedSite } from './views.js';
+
+const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
+const costs = { category: 'svc-costs', toolset: 'costs', module: 'cost-tracker' } as const;
+const TARGETS = 'Targets: sites (IDs or domains), groups (tag IDs) and clients (client IDs), unioned; at least one must be given and every ID must exist.';
+
+export const listCosts = defineAbility({
+  ...costs,
+  name: 'list-costs-v1',
+  label: 'List costs',
+  description: 'List cost-tracker entries by name, paged, as full records (price, renewal, next_renewal, targets, sites_count). '
+    + 'Filters: search (name or id), include / exclude (cost IDs), status (cost statuses), category (product types), type (payment type). '
+    + 'Needs the cost-tracker module. Errors: svc_module_not_available (501).',
+  input: z.object({
+    page: Page,
+    per_page: perPage(20),
+    search: z.string().default(''),
+    include: z.array(z.number().int().min(1)).optional(),
+    exclude: z.array(z.number().int().min(1)).optional(),
+    status: z.array(CostStatus).optional().describe('Only costs with one of these statuses.'),
+    category: z.array(z.enum(['any', ...ProductType.options])).optional().describe('Only costs of these product types (any: all).'),
+    type: z.enum(['any', ...PaymentType.options]).default('any').describe('Only subscription or lifetime costs.'),
+  }).strict(),
+  output: paged(Cost),
+  annotations: ro,
+  execute: ({ page, per_page, ...f }, ctx) => {
+    const all = ctx.costs.list(f);
+    return { items: paginate(all, page, per_page).map((c) => costView(ctx, c)), page, per_page, total: all.length };
+  },
+});
+
+export const getCost = defineAbility({
+  ...costs,
+  name: 'get-cost-v1',
+  label: 'Get cost',
+  description: 'One cost by ID, as its full record with next_renewal and sites_count. orphaned=true (with a warning) when every '
+    + 'site, tag and client it named was deleted. Errors: svc_cost_not_found (404), svc_module_not_available (501).',
+  input: z.object({ cost_id: CostId }).strict(),
+  output: Cost,
+  annotations: ro,
+  execute: ({ cost_id }, ctx) => costView(ctx, ctx.costs.resolve(cost_id)),
+});
+
+export const addCost = defineAbility({
+  ...costs,
+  name: 'add-cost-v1',
+  label: 'Add cost',
+  description: `Record a cost (plugin or theme licence, hosting, service...). Required: name, price (≥ 0), payment_type, product_type; `
+    + `renewal_type too for a subscription. Defaults: license_type single_site, cost_tracker_status active. ${TARGETS} `
+    + 'Returns the cost. Errors: svc_invalid_input (400, naming the field), svc_module_not_available (501).',
+  input: z.object(CostFields).partial().required({ name: true, price: true, payment_type: true, product_type: true }).strict(),
+  output: Cost,
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
+  execute: async (i, ctx) => costView(ctx, await ctx.store.write((tx) => ctx.costs.create(tx, i))),
+});
+
+export const updateCost = defineAbility({
+  ...costs,
+  name: 'update-cost-v1',
+  label: 'Update cost',
+  description: 'Change a cost: only the fields given change; a target list given replaces that list. The cost must keep at '
+    + `least one target. ${TARGETS} Returns the cost. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).`,
+  input: z.object({ cost_id: CostId, ...CostFields }).partial().required({ cost_id: true }).strict(),
+  output: Cost,
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  execute: async ({ cost_id, ...fields }, ctx) => costView(ctx, await ctx.store.write((tx) => ctx.costs.update(tx, cost_id, fields))),
+});
+
+export const deleteCost = defineAbility({
+  ...costs,
+  name: 'delete-cost-v1',
+  label: 'Delete cost',
+  description: 'Delete a cost (sites, tags and clients are not touched). dry_run=true previews; otherwise confirm=true is required. '
+    + 'Errors: svc_confirmation_required (400), svc_invalid_input (both flags), svc_cost_not_found (404), svc_module_not_available (501).',
+  input: z.object({ cost_id: CostId, confirm: Confirm, dry_run: DryRun }).strict(),
+  output: z.object({
+    deleted: z.boolean(),
+    dry_run: z.boolean(),
+    cost_id: z.number().int(),
+    cost_name: z.string(),
+    cost: Cost,
+    would_affect: z.object({ id: z.number().int(), name: z.string(), sites_count: z.number().int() }).optional(),
+    warnings: z.array(z.string()),
+  }),
+  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: false },
+  acceptsPost: true,
+  execute: async (i, ctx) => {
+    refuseBothFlags(i);
+    const cost = costView(ctx, ctx.costs.resolve(i.cost_id));
+    const base = { cost_id: cost.id, cost_name: cost.name, cost };
+    if (i.dry_run) {
+      return { deleted: false, dry_run: true, ...base, would_affect: { id: cost.id, name: cost.name, sites_count: cost.sites_count }, warnings: [] };
+    }
+    requireConfirm(i, 'Cost deletion requires confirmation. Set confirm:true to proceed.');
+    await ctx.store.write((tx) => ctx.costs.delete(tx, cost.id));
+    return { deleted: true, dry_run: false, ...base, warnings: [] };
+  },
+});
+
+const costPage = { cost_id: CostId, page: Page, per_page: perPage(20) };
+
+export const getCostSites = defineAbility({
+  ...costs,
+  name: 'get-cost-sites-v1',
+  label: 'Sites of a cost',
+  description: 'The sites a cost covers (named, carrying a named tag, or owned by a named client), by URL, paged. Returns cost_id, '
+    + 'cost_name, sites (id, url, name, status, client_id), page, per_page, total. Errors: svc_cost_not_found (404), svc_module_not_available (501).',
+  input: z.object(costPage).strict(),
+  output: z.object({
+    cost_id: z.number().int(), cost_name: z.string(), sites: z.array(ListedSite), items: z.array(ListedSite),
+    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+  }),
+  annotations: ro,
+  execute: ({ cost_id, page, per_page }, ctx) => {
+    const cost = ctx.costs.resolve(cost_id);
+    const covered = new Set(ctx.costs.coveredSites(cost));
+    const all = covered.size ? ctx.sites.filter({ include: [...covered] }, () => new Set()) : [];
+    const list = paginate(all, page, per_page).map(listedSite);
+    return { cost_id, cost_name: cost.name, sites: list, items: list, page, per_page, total: all.length };
+  },
+});
+
+const CostClient = Client.extend({ sites_covered: z.number().int().describe('How many of this client\'s sites the cost covers.') });
+
+export const getCostClients = defineAbility({
+  ...costs,
+  name: 'get-cost-clients-v1',
+  label: 'Clients of a cost',
+  description: 'The clients a cost applies to (named in it, or owning a site it covers), by name, paged, each with sites_covered. '
+    + 'Errors: svc_cost_not_found (404), svc_module_not_available (501).',
+  input: z.object(costPage).strict(),
+  output: z.object({
+    cost_id: z.number().int(), cost_name: z.string(), clients: z.array(CostClient), items: z.array(CostClient),
+    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+  }),
+  annotations: ro,
+  execute: ({ cost_id, page, per_page }, ctx) => {
+    const cost = ctx.costs.resolve(cost_id);
+    const all = ctx.costs.clientsOfCost(cost);
+    const list = paginate(all, page, per_page).map(({ client, sites_covered }) => ({ ...clientView(ctx, client), sites_covered }));
+    return { cost_id, cost_name: cost.name, clients: list, items: list, page, per_page, total: all.length };
+  },
+});
+
+export const getSiteCosts = defineAbility({
+  ...costs,
+  category: 'svc-sites',
+  name: 'get-site-costs-v1',
+  label: 'Costs of a site',
+  description: 'The costs that apply to a site (directly, through its tags or its client), by name: id, name, amount, frequency, '
+    + 'next_due, status, site_share, monthly_equivalent; plus total_monthly and total_yearly. Totals count active recurring costs '
+    + 'only; a multi_site cost is split evenly over the sites it covers; monthly = weekly×52/12, monthly, quarterly/3, yearly/12, '
+    + 'lifetime 0; total_yearly = 12 × monthly; cents. Errors: svc_site_not_found (404), svc_module_not_available (501).',
+  input: z.object({ site_id_or_domain: SiteRef }).strict(),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    costs: z.array(SiteCostItem),
+    total: z.number().int().describe('Number of costs listed.'),
+    total_monthly: z.number(),
+    total_yearly: z.number(),
+  }),
+  annotations: ro,
+  acceptsPost: true,
+  execute: ({ site_id_or_domain }, ctx) => {
+    const site = ctx.sites.resolve(site_id_or_domain);
+    const { items, total_monthly, total_yearly } = ctx.costs.siteCosts(site.id);
+    return { site_id: site.id, site_url: site.url, costs: items.map((x) => siteCostView(ctx, x)), total: items.length, total_monthly, total_yearly };
+  },
+});
+
+export const costAbilities = [listCosts, getCost, addCost, updateCost, deleteCost, getCostSites, getCostClients, getSiteCosts];

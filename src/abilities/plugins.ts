@@ -1,0 +1,357 @@
+// Plugins and themes on each site (lists from the stored data, actions on the child), the fleet's abandoned
+// plugins and themes, a site's security snapshot and its change log.
+import { z } from 'zod';
+import { defineAbility, type AbilityContext } from '../core/ability.js';
+import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { ServiceError } from '../core/errors.js';
+import { Page, paginate, perPage } from '../core/paging.js';
+import { SecurityFinding, SiteChange, type SiteTheme } from '../child/snapshot.js';
+import {
+  activateTheme, deletePlugins, deletePreview, deleteThemes, pluginAction, SlugError,
+} from '../services/plugin-actions.js';
+import {
+  AbandonedItem, abandonedPage, activeTheme, filterChanges, filterItems, siteData, type ItemKind,
+} from '../services/site-data.js';
+import { certificateStatus } from '../services/tls.js';
+import { Confirm, DryRun, SiteRef, paged } from './schemas.js';
+import type { SiteRecord } from '../store/records.js';
+
+const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
+const remote = { readonly: false, destructive: false, idempotent: true, openWorld: true };
+const removal = { readonly: false, destructive: true, idempotent: false, openWorld: true };
+
+const Slugs = z.array(z.string().min(1).max(500)).min(1).max(100);
+const ItemStatus = z.enum(['all', 'active', 'inactive']);
+
+/** A plugin or theme in a listing (abilities reference §2.4: exactly these keys, in this order). */
+const ListItem = z.object({
+  slug: z.string(), name: z.string(), version: z.string(), active: z.boolean(), update_version: z.string().nullable(),
+});
+/** A plugin or theme in the answer of a write operation: the listing keys plus has_update. */
+const ActionItem = z.object({
+  slug: z.string(), name: z.string(), version: z.string(), active: z.boolean(), has_update: z.boolean(), update_version: z.string().nullable(),
+});
+
+const listItem = (i: SiteTheme): z.infer<typeof ListItem> =>
+  ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, update_version: i.update_version });
+const actionItem = (i: SiteTheme): z.infer<typeof ActionItem> =>
+  ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, has_update: i.update_version !== null, update_version: i.update_version });
+
+const where = (s: SiteRecord) => ({ site_id: s.id, site_url: s.url });
+
+/** Both `slugs` and upstream's alias are optional in the schema; one of them is required. */
+function slugsOf(ability: string, slugs: string[] | undefined): string[] {
+  if (slugs) return slugs;
+  const reason = 'slugs is a required property of input.';
+  throw new ServiceError('ability_invalid_input', `Ability "svc/${ability}" has invalid input. Reason: ${reason}`, 400, { params: { slugs: reason } });
+}
+
+// ---- listings (stored data; no child call) ----
+
+const ListInput = {
+  site_id_or_domain: SiteRef,
+  status: ItemStatus.default('all').describe('all, active or inactive.'),
+  has_update: z.boolean().optional().describe('true: only items with an update available (false does not filter).'),
+  search: z.string().max(200).optional().describe('Case-insensitive part of the slug or name.'),
+  page: z.number().int().min(1).optional().describe('Page (1-based); without page and per_page the whole list is returned.'),
+  per_page: z.number().int().min(1).max(100).optional().describe('Items per page (1-100, default 50 when page is given).'),
+};
+const ListOutput = { site_id: z.number().int(), site_url: z.string(), total: z.number().int(), page: z.number().int().optional(), per_page: z.number().int().optional(), synced_at: z.string().nullable() };
+
+function listOf<T extends SiteTheme>(items: T[], i: { page?: number; per_page?: number }) {
+  if (i.page === undefined && i.per_page === undefined) return { items, total: items.length, paging: {} };
+  const page = i.page ?? 1;
+  const per_page = i.per_page ?? 50;
+  return { items: paginate(items, page, per_page), total: items.length, paging: { page, per_page } };
+}
+
+export const getSitePlugins = defineAbility({
+  name: 'get-site-plugins-v1',
+  label: 'List site plugins',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'The plugins installed on one site as of its last sync or plugin action (no call to the site): slug (the plugin file, '
+    + 'e.g. "akismet/akismet.php", which the plugin actions take), name, version, active, update_version. Filter by status, has_update, '
+    + 'search or must_use; total counts the filtered list. Errors: svc_site_not_found (404).',
+  input: z.object({ ...ListInput, must_use: z.boolean().optional().describe('true: must-use plugins only; false: regular plugins only.') }).strict(),
+  output: z.object({ ...ListOutput, plugins: z.array(ListItem) }),
+  annotations: ro,
+  acceptsPost: true,
+  execute: (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const data = siteData(ctx, site);
+    const l = listOf(filterItems(data.plugins, i), i);
+    return { ...where(site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+  },
+});
+
+export const getSiteThemes = defineAbility({
+  name: 'get-site-themes-v1',
+  label: 'List site themes',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'The themes installed on one site as of its last sync or theme action (no call to the site): active_theme (slug, "" if none) '
+    + 'and themes[] (slug, name, version, active, update_version), filterable by status, has_update and search. Errors: svc_site_not_found (404).',
+  input: z.object(ListInput).strict(),
+  output: z.object({ ...ListOutput, active_theme: z.string(), themes: z.array(ListItem) }),
+  annotations: ro,
+  acceptsPost: true,
+  execute: (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const data = siteData(ctx, site);
+    const l = listOf(filterItems(data.themes, i), i);
+    return { ...where(site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+  },
+});
+
+// ---- actions on the child ----
+
+const PER_ITEM = 'Unknown slugs and slugs the site refuses are errors[] entries (svc_plugin_not_found 404, svc_activation_failed / '
+  + 'svc_deactivation_failed / svc_deletion_failed 422), never a failed call.';
+const SITE_ERRORS = 'Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409, nothing sent), '
+  + 'svc_child_unreachable / svc_child_not_detected / svc_child_auth_failed (502), svc_child_timeout (504).';
+
+const PluginSlugs = {
+  site_id_or_domain: SiteRef,
+  slugs: Slugs.optional().describe('Plugin slugs (plugin files), e.g. ["akismet/akismet.php"]. Required.'),
+  plugins: Slugs.optional().describe('Alias of slugs.'),
+};
+
+export const activateSitePlugins = defineAbility({
+  name: 'activate-site-plugins-v1',
+  label: 'Activate plugins',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'Activate installed plugins on one site, by plugin file slug as get-site-plugins-v1 lists them (e.g. "hello.php"). Returns '
+    + 'activated[] (slug, name, version, active, has_update, update_version) and errors[]; the stored list is updated from the site\'s '
+    + `answer, so listings show the new state at once. ${PER_ITEM} ${SITE_ERRORS}`,
+  input: z.object(PluginSlugs),
+  output: z.object({ site_id: z.number().int(), site_url: z.string(), activated: z.array(ActionItem), errors: z.array(SlugError) }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const r = await pluginAction(ctx, site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
+    return { ...where(site), activated: r.done.map(actionItem), errors: r.errors };
+  },
+});
+
+export const deactivateSitePlugins = defineAbility({
+  name: 'deactivate-site-plugins-v1',
+  label: 'Deactivate plugins',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'Deactivate plugins on one site, by plugin file slug as get-site-plugins-v1 lists them (e.g. "hello.php"). Returns '
+    + 'deactivated[] (slug, name, version, active, has_update, update_version) and errors[]; the stored list is updated from the site\'s '
+    + `answer. The site never deactivates its own child plugin. ${PER_ITEM} ${SITE_ERRORS}`,
+  input: z.object(PluginSlugs),
+  output: z.object({ site_id: z.number().int(), site_url: z.string(), deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const r = await pluginAction(ctx, site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
+    return { ...where(site), deactivated: r.done.map(actionItem), errors: r.errors };
+  },
+});
+
+const DeleteOutput = z.object({
+  dry_run: z.boolean(),
+  site_id: z.number().int(),
+  site_url: z.string(),
+  deleted: z.array(ActionItem),
+  would_affect: z.array(ActionItem),
+  count: z.number().int(),
+  warnings: z.array(z.string()),
+  errors: z.array(SlugError),
+});
+
+/** The confirm / dry_run rule around a delete; the preview reads the stored list, the delete asks the site. */
+async function deleteItems(
+  ctx: AbilityContext, kind: ItemKind, ability: string,
+  i: { site_id_or_domain: number | string; slugs?: string[]; confirm: boolean; dry_run: boolean }, alias: string[] | undefined,
+): Promise<z.input<typeof DeleteOutput>> {
+  refuseBothFlags(i);
+  const site = ctx.sites.resolve(i.site_id_or_domain);
+  const slugs = slugsOf(ability, i.slugs ?? alias);
+  ctx.children.assertReachable(site);
+  if (i.dry_run) {
+    const p = deletePreview(ctx, site, kind, slugs);
+    const items = p.items.map(actionItem);
+    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
+  }
+  requireConfirm(i);
+  const r = kind === 'plugins' ? await deletePlugins(ctx, site, slugs) : await deleteThemes(ctx, site, slugs);
+  return { dry_run: false, ...where(site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
+}
+
+const DELETE_ERRORS = `Errors: svc_confirmation_required (400), svc_invalid_input (both flags, 400); ${SITE_ERRORS.slice('Errors: '.length)}`;
+
+export const deleteSitePlugins = defineAbility({
+  name: 'delete-site-plugins-v1',
+  label: 'Delete plugins',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'Delete plugins from one site (files removed; cannot be undone; an active plugin is deactivated first). Call with dry_run=true '
+    + 'first: would_affect[] from the stored list and a warning for each active plugin; then with confirm=true: deleted[], count, errors[]. '
+    + `${PER_ITEM} ${DELETE_ERRORS}`,
+  input: z.object({ ...PluginSlugs, confirm: Confirm, dry_run: DryRun }),
+  output: DeleteOutput,
+  annotations: removal,
+  execute: (i, ctx) => deleteItems(ctx, 'plugins', 'delete-site-plugins-v1', i, i.plugins),
+});
+
+export const deleteSiteThemes = defineAbility({
+  name: 'delete-site-themes-v1',
+  label: 'Delete themes',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'Delete themes from one site (files removed; cannot be undone). Call with dry_run=true first: would_affect[] from the stored '
+    + 'list and a warning for the active theme; then with confirm=true: deleted[], count, errors[]. The site refuses to delete its active '
+    + 'theme or that theme\'s parent: errors[] svc_theme_active / svc_theme_parent_active (409); unknown slugs: svc_theme_not_found (404). '
+    + DELETE_ERRORS,
+  input: z.object({
+    site_id_or_domain: SiteRef,
+    slugs: Slugs.optional().describe('Theme slugs (stylesheets), e.g. ["twentytwentythree"]. Required.'),
+    themes: Slugs.optional().describe('Alias of slugs.'),
+    confirm: Confirm,
+    dry_run: DryRun,
+  }),
+  output: DeleteOutput,
+  annotations: removal,
+  execute: (i, ctx) => deleteItems(ctx, 'themes', 'delete-site-themes-v1', i, i.themes),
+});
+
+export const activateSiteTheme = defineAbility({
+  name: 'activate-site-theme-v1',
+  label: 'Activate theme',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description: 'Switch the active theme of one site. Returns activated (the slug, or null when it did not happen), previous_theme (the slug '
+    + 'that was active), theme (the activated item) and errors[] (svc_theme_not_found 404 when the site has no such theme, '
+    + `svc_activation_failed 422 when it refused). The stored list is updated from the site's answer. ${SITE_ERRORS}`,
+  input: z.object({
+    site_id_or_domain: SiteRef,
+    slug: z.string().min(1).max(500).optional().describe('Theme slug (stylesheet), e.g. "twentytwentyfive". Required.'),
+    theme: z.string().min(1).max(500).optional().describe('Alias of slug.'),
+  }),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    activated: z.string().nullable(),
+    previous_theme: z.string().nullable(),
+    theme: ActionItem.nullable(),
+    errors: z.array(SlugError),
+  }),
+  annotations: remote,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const slug = i.slug ?? i.theme;
+    if (!slug) {
+      const reason = 'slug is a required property of input.';
+      throw new ServiceError('ability_invalid_input', `Ability "svc/activate-site-theme-v1" has invalid input. Reason: ${reason}`, 400, { params: { slug: reason } });
+    }
+    const r = await activateTheme(ctx, site, slug);
+    return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
+  },
+});
+
+// ---- abandoned lists (fleet-wide) ----
+
+function abandonedAbility(kind: ItemKind) {
+  const word = kind === 'plugins' ? 'plugins' : 'themes';
+  return defineAbility({
+    name: `get-abandoned-${word}-v1`,
+    label: `Abandoned ${word}`,
+    category: 'svc-sites',
+    toolset: 'plugins',
+    description: `Installed ${word} across the fleet with no release for two years or more (from the last-updated date each site reported at `
+      + 'its last sync; no directory lookup). items[] (site_id, site_url, slug, name, version, last_updated YYYY-MM-DD), ordered by site id then '
+      + 'slug, paged (default 50 per page); total counts them all. site_id_or_domain narrows to one site, search to a slug or name. '
+      + 'Errors: svc_site_not_found (404) for an unknown site_id_or_domain.',
+    input: z.object({
+      page: Page,
+      per_page: perPage(50),
+      site_id_or_domain: SiteRef.optional().describe('Only this site.'),
+      search: z.string().max(200).optional().describe('Case-insensitive part of the slug or name.'),
+    }),
+    output: paged(AbandonedItem),
+    annotations: ro,
+    execute: (i, ctx) => {
+      const site = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain);
+      const r = abandonedPage(ctx, kind, { site, search: i.search, page: i.page, per_page: i.per_page });
+      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total };
+    },
+  });
+}
+
+export const getAbandonedPlugins = abandonedAbility('plugins');
+export const getAbandonedThemes = abandonedAbility('themes');
+
+// ---- security and changes ----
+
+export const getSiteSecurity = defineAbility({
+  name: 'get-site-security-v1',
+  label: 'Site security',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Security snapshot of one site: security_issues[] (type, severity high/medium/low, message) from the hardening checks the '
+    + 'site reported at its last sync, and ssl_status (valid, expires YYYY-MM-DD or null, error) from the TLS certificate the site '
+    + 'presents now (an http: site is never valid). Errors: svc_site_not_found (404).',
+  input: z.object({ site_id_or_domain: SiteRef }),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    security_issues: z.array(SecurityFinding),
+    total_issues: z.number().int(),
+    ssl_status: z.object({ valid: z.boolean(), expires: z.string().nullable(), error: z.string().nullable() }),
+    synced_at: z.string().nullable(),
+  }),
+  annotations: { ...ro, openWorld: true },
+  acceptsPost: true,
+  execute: async (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const data = siteData(ctx, site);
+    const ssl_status = await certificateStatus(site.url);
+    return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
+  },
+});
+
+export const getSiteChanges = defineAbility({
+  name: 'get-site-changes-v1',
+  label: 'Site changes',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Changes made on one site outside the dashboard (in wp-admin: plugins, themes, users, posts, settings), newest first, as the '
+    + 'site reported them at its last sync: changes[] (id, type, action, description, user, timestamp), paged (default 50); total counts '
+    + 'them all. Filter by contexts (type) or actions. Needs the logs module. Errors: svc_module_not_available (501), svc_site_not_found (404).',
+  input: z.object({
+    site_id_or_domain: SiteRef,
+    page: Page,
+    per_page: perPage(50),
+    type: z.string().max(100).optional().describe('Only this context (plugin, theme, user, post, settings, ...).'),
+    contexts: z.array(z.string().max(100)).optional().describe('Only these contexts ("allevents" = all).'),
+    actions: z.array(z.string().max(100)).optional().describe('Only these actions (activated, updated, created, ...).'),
+    source: z.enum(['wpadmin', 'dashboard', 'all']).default('wpadmin').describe('wpadmin (default) or all: the changes made on the site; dashboard: none (work done through sitefleet is not in this log).'),
+  }),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    changes: z.array(SiteChange),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
+  }),
+  annotations: ro,
+  acceptsPost: true,
+  module: 'logs',
+  execute: (i, ctx) => {
+    const site = ctx.sites.resolve(i.site_id_or_domain);
+    const contexts = [...(i.contexts ?? []), ...(i.type ? [i.type] : [])];
+    const all = filterChanges(siteData(ctx, site).changes, { source: i.source, contexts, actions: i.actions });
+    return { ...where(site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
+  },
+});
+
+export const pluginAbilities = [
+  getSitePlugins, getSiteThemes, activateSitePlugins, deactivateSitePlugins, deleteSitePlugins, activateSiteTheme, deleteSiteThemes,
+  getAbandonedPlugins, getAbandonedThemes, getSiteSecurity, getSiteChanges,
+];

@@ -1,0 +1,138 @@
+// REST v2 per-site routes for plugins, themes, abandoned items, the security snapshot and the change log.
+import {
+  activateSitePlugins, activateSiteTheme, deactivateSitePlugins, deleteSitePlugins, deleteSiteThemes, getAbandonedPlugins,
+  getAbandonedThemes, getSiteChanges, getSitePlugins, getSiteSecurity, getSiteThemes,
+} from '../../abilities/plugins.js';
+import type { Services } from '../../services/index.js';
+import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { list, pick, simple, site, truthy } from './args.js';
+
+/** The simple view of the site a per-site answer is about (REST v2 reference §0.4). */
+const siteView = (services: Services, id: number) => {
+  const s = services.sites.get(id);
+  return s ? simple(s) : { id, name: '', url: '', client_id: null };
+};
+
+/** `status`: active | inactive; any, all, empty or both values mean no filter. Anything else is refused by the ability. */
+function status(a: RestArgs): { status?: unknown } {
+  const values = list(a.args.status)?.map((v) => String(v).trim().toLowerCase()).filter(Boolean);
+  if (!values?.length) return {};
+  const set = new Set(values.map((v) => (v === 'any' ? 'all' : v)));
+  if (set.has('all') || (set.has('active') && set.has('inactive'))) return { status: 'all' };
+  return { status: values.length === 1 ? values[0] : a.args.status };
+}
+
+/** `slug`: one slug or a comma-separated list (also accepted: slugs, and the family's own plural). */
+const slugs = (a: RestArgs, alias: string) =>
+  list(a.args.slug ?? a.args.slugs ?? a.args[alias])?.map((v) => (typeof v === 'string' ? v.trim() : v)).filter((v) => v !== '');
+
+const listInput = (a: RestArgs, extra: string[] = []) =>
+  ({ site_id_or_domain: site(a), ...status(a), ...pick(a, 'search', 'page', 'per_page', 'has_update', ...extra) });
+
+const plugins = route(READ, '/sites/:id_or_domain/plugins', getSitePlugins, {
+  input: (a) => listInput(a, ['must_use']),
+  output: (r, { services }) => ({ success: 1, total: r.total, data: r.plugins, site: siteView(services, r.site_id) }),
+});
+
+const pluginsActivate = route(EDIT, '/sites/:id_or_domain/plugins/activate', activateSitePlugins, {
+  input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a, 'plugins') }),
+  output: (r, { services }) => ({
+    success: r.activated.length ? 1 : 0,
+    message: `${r.activated.length} plugin(s) activated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
+    data: r.activated, errors: r.errors, site: siteView(services, r.site_id),
+  }),
+});
+
+const pluginsDeactivate = route(EDIT, '/sites/:id_or_domain/plugins/deactivate', deactivateSitePlugins, {
+  input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a, 'plugins') }),
+  output: (r, { services }) => ({
+    success: r.deactivated.length ? 1 : 0,
+    message: `${r.deactivated.length} plugin(s) deactivated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
+    data: r.deactivated, errors: r.errors, site: siteView(services, r.site_id),
+  }),
+});
+
+/** A DELETE route is its own confirmation; `dry_run=1` previews instead. */
+const deleteInput = (alias: string) => (a: RestArgs) => {
+  const dry = truthy(a.args.dry_run, false);
+  return { site_id_or_domain: site(a), slugs: slugs(a, alias), confirm: !dry, dry_run: dry };
+};
+const deleteOutput = (what: string) => (r: { dry_run: boolean; site_id: number; deleted: unknown[]; would_affect: unknown[]; warnings: string[]; errors: unknown[] }, { services }: { services: Services }) => (r.dry_run
+  ? { success: 1, dry_run: true, message: `${r.would_affect.length} ${what}(s) would be deleted.`, data: r.would_affect, warnings: r.warnings, errors: r.errors, site: siteView(services, r.site_id) }
+  : {
+    success: r.deleted.length ? 1 : 0,
+    message: `${r.deleted.length} ${what}(s) deleted${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
+    data: r.deleted, errors: r.errors, site: siteView(services, r.site_id),
+  });
+
+const pluginsDelete = route(REMOVE, '/sites/:id_or_domain/plugins/delete', deleteSitePlugins, {
+  input: deleteInput('plugins'),
+  output: deleteOutput('plugin'),
+});
+
+const abandonedInput = (a: RestArgs) => ({ site_id_or_domain: site(a), ...pick(a, 'page', 'per_page', 'search') });
+
+const pluginsAbandoned = route(READ, '/sites/:id_or_domain/plugins/abandoned', getAbandonedPlugins, {
+  input: abandonedInput,
+  output: (r, { services, args }) => ({
+    success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items,
+    site: siteView(services, services.sites.resolve(site(args)).id),
+  }),
+});
+
+const themes = route(READ, '/sites/:id_or_domain/themes', getSiteThemes, {
+  input: (a) => listInput(a),
+  output: (r, { services }) => ({ success: 1, total: r.total, active_theme: r.active_theme, data: r.themes, site: siteView(services, r.site_id) }),
+});
+
+const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activateSiteTheme, {
+  input: (a) => {
+    const slug = a.args.slug ?? a.args.theme;
+    return { site_id_or_domain: site(a), ...(slug === undefined || slug === '' ? {} : { slug }) };
+  },
+  output: (r, { services }) => ({
+    success: r.activated ? 1 : 0,
+    message: r.activated ? `Theme ${r.activated} activated.` : `Theme not activated: ${r.errors[0]?.message ?? 'unknown reason'}`,
+    data: { activate: r.theme, deactivate: r.activated ? r.previous_theme : null },
+    previous_theme: r.previous_theme, errors: r.errors, site: siteView(services, r.site_id),
+  }),
+});
+
+const themesDelete = route(REMOVE, '/sites/:id_or_domain/themes/delete', deleteSiteThemes, {
+  input: deleteInput('themes'),
+  output: deleteOutput('theme'),
+});
+
+const themesAbandoned = route(READ, '/sites/:id_or_domain/themes/abandoned', getAbandonedThemes, {
+  input: abandonedInput,
+  output: (r, { services, args }) => ({
+    success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items,
+    site: siteView(services, services.sites.resolve(site(args)).id),
+  }),
+});
+
+const security = route(READ, '/sites/:id_or_domain/security', getSiteSecurity, {
+  input: (a) => ({ site_id_or_domain: site(a) }),
+  output: (r, { services }) => ({
+    success: 1,
+    data: { security_issues: r.security_issues, total_issues: r.total_issues, ssl_status: r.ssl_status, synced_at: r.synced_at },
+    site: siteView(services, r.site_id),
+  }),
+});
+
+const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteChanges, {
+  input: (a) => ({
+    site_id_or_domain: site(a), ...pick(a, 'page', 'per_page', 'source'),
+    ...(list(a.args.actions) ? { actions: list(a.args.actions) } : {}),
+    ...(list(a.args.contexts) ? { contexts: list(a.args.contexts) } : {}),
+  }),
+  output: (r, { services, args }) => (truthy(args.args.total_count, false)
+    ? { success: 1, data: { total: r.total }, site: siteView(services, r.site_id) }
+    : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(services, r.site_id) }),
+});
+
+/** Static segments after the site (plugins/abandoned) never collide with a parameter: the order is free. */
+export const pluginRoutes: readonly RestRoute[] = [
+  plugins, pluginsActivate, pluginsDeactivate, pluginsDelete, pluginsAbandoned,
+  themes, themeActivate, themesDelete, themesAbandoned, security, changes,
+];

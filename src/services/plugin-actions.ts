@@ -1,0 +1,195 @@
+// Plugin and theme actions on a child site (activate, deactivate, delete; theme activate and delete). The
+// child is the authority: every requested slug is sent, and the outcome of each is read from the sync block
+// the child sends back, which is stored at once (so every door sees the new state without a full sync).
+// Unknown slugs, the active theme and refusals are per-item errors; only a site-level failure fails the call.
+import { z } from 'zod';
+import type { PluginAction, ThemeAction } from '../child/connector.js';
+import type { SitePlugin, SiteSnapshot, SiteTheme } from '../child/snapshot.js';
+import { ItemError } from '../abilities/schemas.js';
+import type { SiteData, SiteRecord } from '../store/records.js';
+import type { Tx } from '../store/store.js';
+import { childFailure } from './child-sites.js';
+import type { Services } from './index.js';
+import { activeTheme, siteData, type ItemKind } from './site-data.js';
+
+type Ctx = Pick<Services, 'store' | 'children' | 'sites'>;
+
+/** A per-slug failure; `identifier` is the slug as given (the shape of every batch's errors[]). */
+export const SlugError = ItemError.extend({ slug: z.string() });
+export type SlugError = z.infer<typeof SlugError>;
+
+const WORD = { plugins: 'Plugin', themes: 'Theme' } as const;
+const FAILED = { activate: 'svc_activation_failed', deactivate: 'svc_deactivation_failed', delete: 'svc_deletion_failed' } as const;
+
+function slugError(slug: string, code: string, message: string, status: number): SlugError {
+  return { identifier: slug, slug, code, message, status };
+}
+
+const notInstalled = (kind: ItemKind, slug: string, site: SiteRecord, asOf?: string) =>
+  slugError(slug, kind === 'plugins' ? 'svc_plugin_not_found' : 'svc_theme_not_found',
+    `${WORD[kind]} "${slug}" is not installed on ${site.url}${asOf ? ` (as of the last sync, ${asOf})` : ''}.`, 404);
+
+/** Distinct slugs; one the wire cannot carry ("||" joins slugs) is an error of its own. */
+function splitSlugs(slugs: readonly string[]): { valid: string[]; errors: SlugError[] } {
+  const valid: string[] = [];
+  const errors: SlugError[] = [];
+  for (const raw of slugs) {
+    const slug = raw.trim();
+    if (!slug || slug.includes('||')) errors.push(slugError(raw, 'svc_invalid_slug', `"${raw}" is not a plugin or theme slug.`, 400));
+    else if (!valid.includes(slug)) valid.push(slug);
+  }
+  return { valid, errors };
+}
+
+/** The lists after an action when the child sent no sync block: the stored lists with the change applied. */
+function applied<T extends SiteTheme>(list: readonly T[], action: PluginAction | ThemeAction, affected: Set<string>, kind: ItemKind): T[] {
+  if (action === 'delete') return list.filter((i) => !affected.has(i.slug));
+  if (kind === 'themes') return list.map((i) => ({ ...i, active: affected.size ? affected.has(i.slug) : i.active }));
+  return list.map((i) => (affected.has(i.slug) ? { ...i, active: action === 'activate' } : i));
+}
+
+/**
+ * Records what the child reported: its sync block when there is one, else the stored lists with the change
+ * applied. A site removed meanwhile is left alone.
+ */
+function commitAfter(ctx: Ctx, site: SiteRecord, kind: ItemKind, snapshot: SiteSnapshot | null, after: SiteTheme[], changed: boolean) {
+  return (tx: Tx): void => {
+    if (!tx.get('sites', site.id)) return;
+    if (snapshot) {
+      ctx.children.recordSnapshot(tx, site.id, snapshot);
+      return;
+    }
+    if (!changed) return;
+    const data = siteData(ctx, site);
+    const next: SiteData = { ...data, [kind]: after };
+    tx.putBlob('site-data', site.id, next);
+    const cur = tx.get<SiteRecord>('sites', site.id)!;
+    const updates = after.filter((i) => i.update_version).length;
+    ctx.sites.patch(tx, site.id, { stats: { ...cur.stats, [kind === 'plugins' ? 'plugin_updates' : 'theme_updates']: updates } });
+  };
+}
+
+/** Suspended or disconnected sites and sites without keys are refused before any child traffic. */
+async function connect(ctx: Ctx, site: SiteRecord) {
+  ctx.children.assertReachable(site);
+  const creds = ctx.children.credentials(site);
+  return { creds, connector: await ctx.children.connector() };
+}
+
+export interface ActionResult<T> { done: T[]; errors: SlugError[] }
+
+export async function pluginAction(ctx: Ctx, site: SiteRecord, action: PluginAction, slugs: readonly string[]): Promise<ActionResult<SitePlugin>> {
+  const { valid, errors } = splitSlugs(slugs);
+  if (!valid.length) return { done: [], errors };
+  const { creds, connector } = await connect(ctx, site);
+  const before = siteData(ctx, site).plugins;
+  let r: Awaited<ReturnType<typeof connector.pluginAction>>;
+  try {
+    r = await connector.pluginAction(creds, action, valid);
+  } catch (e) {
+    throw childFailure(e, site);
+  }
+  const affected = new Set(r.affected);
+  const after = r.snapshot?.plugins ?? applied(before, action, affected, 'plugins');
+  await ctx.store.write(commitAfter(ctx, site, 'plugins', r.snapshot, after, affected.size > 0));
+  const done: SitePlugin[] = [];
+  for (const slug of valid) {
+    const now = after.find((p) => p.slug === slug);
+    const was = before.find((p) => p.slug === slug);
+    // The child answers SUCCESS even for a plugin it could not activate: the sync block says what happened.
+    const ok = affected.has(slug) && (action === 'delete' ? !now : now?.active === (action === 'activate'));
+    if (ok) done.push(action === 'delete' ? { ...(was ?? { slug, name: slug, version: '', update_version: null, last_updated: null, must_use: false }), active: false } : now!);
+    else if (!now) errors.push(notInstalled('plugins', slug, site));
+    else {
+      const self = slug.startsWith('mainwp-child/') ? ' The child plugin never acts on itself.' : '';
+      errors.push(slugError(slug, FAILED[action], `${site.url} did not ${action} plugin "${slug}".${self}`, 422));
+    }
+  }
+  return { done, errors };
+}
+
+export async function activateTheme(ctx: Ctx, site: SiteRecord, slug: string): Promise<{ activated: SiteTheme | null; previous: string | null; errors: SlugError[] }> {
+  const { valid, errors } = splitSlugs([slug]);
+  const before = siteData(ctx, site).themes;
+  if (!valid.length) return { activated: null, previous: activeTheme(before) || null, errors };
+  const { creds, connector } = await connect(ctx, site);
+  let r: Awaited<ReturnType<typeof connector.themeAction>>;
+  try {
+    r = await connector.themeAction(creds, 'activate', valid);
+  } catch (e) {
+    throw childFailure(e, site);
+  }
+  const affected = new Set(r.affected);
+  const after = r.snapshot?.themes ?? applied(before, 'activate', affected, 'themes');
+  await ctx.store.write(commitAfter(ctx, site, 'themes', r.snapshot, after, affected.size > 0));
+  const target = valid[0]!;
+  const now = after.find((t) => t.slug === target);
+  const activated = affected.has(target) && now?.active ? now : null;
+  const previous = r.previous ?? (activeTheme(before) || null);
+  if (!activated) {
+    errors.push(now ? slugError(target, FAILED.activate, `${site.url} did not activate theme "${target}".`, 422) : notInstalled('themes', target, site));
+    return { activated: null, previous: activeTheme(after) || previous, errors };
+  }
+  return { activated, previous, errors };
+}
+
+export async function deleteThemes(ctx: Ctx, site: SiteRecord, slugs: readonly string[]): Promise<ActionResult<SiteTheme>> {
+  const { valid, errors } = splitSlugs(slugs);
+  if (!valid.length) return { done: [], errors };
+  const { creds, connector } = await connect(ctx, site);
+  const before = siteData(ctx, site).themes;
+  let r: Awaited<ReturnType<typeof connector.themeAction>>;
+  try {
+    r = await connector.themeAction(creds, 'delete', valid);
+  } catch (e) {
+    throw childFailure(e, site);
+  }
+  const affected = new Set(r.affected);
+  const refused = new Map(r.refused.map((x) => [x.slug, x.reason]));
+  const after = r.snapshot?.themes ?? applied(before, 'delete', affected, 'themes');
+  await ctx.store.write(commitAfter(ctx, site, 'themes', r.snapshot, after, affected.size > 0));
+  const done: SiteTheme[] = [];
+  for (const slug of valid) {
+    const now = after.find((t) => t.slug === slug);
+    const was = before.find((t) => t.slug === slug);
+    if (refused.has(slug)) {
+      const parent = /parent/.test(refused.get(slug)!);
+      errors.push(slugError(slug, parent ? 'svc_theme_parent_active' : 'svc_theme_active',
+        parent ? `Theme "${slug}" is the parent of the active theme on ${site.url}; it cannot be deleted.`
+          : `Theme "${slug}" is the active theme on ${site.url}; activate another theme before deleting it.`, 409));
+    } else if (affected.has(slug) && !now) {
+      done.push({ ...(was ?? { slug, name: slug, version: '', update_version: null, last_updated: null }), active: false });
+    } else if (!now) {
+      errors.push(notInstalled('themes', slug, site));
+    } else {
+      errors.push(slugError(slug, FAILED.delete, `${site.url} did not delete theme "${slug}".`, 422));
+    }
+  }
+  return { done, errors };
+}
+
+export function deletePlugins(ctx: Ctx, site: SiteRecord, slugs: readonly string[]): Promise<ActionResult<SitePlugin>> {
+  return pluginAction(ctx, site, 'delete', slugs);
+}
+
+/**
+ * A delete, previewed from the stored lists (no child call): the items that would go, a warning for each
+ * active one, and errors for slugs the last sync did not see.
+ */
+export function deletePreview(ctx: Ctx, site: SiteRecord, kind: ItemKind, slugs: readonly string[]): { items: SiteTheme[]; warnings: string[]; errors: SlugError[] } {
+  const { valid, errors } = splitSlugs(slugs);
+  const data = siteData(ctx, site);
+  const list: readonly SiteTheme[] = data[kind];
+  const items: SiteTheme[] = [];
+  const warnings: string[] = [];
+  for (const slug of valid) {
+    const item = list.find((i) => i.slug === slug);
+    if (!item) { errors.push(notInstalled(kind, slug, site, data.synced_at || undefined)); continue; }
+    items.push(item);
+    if (item.active) {
+      warnings.push(kind === 'plugins' ? `Plugin ${slug} is currently active.`
+        : `Theme ${slug} is the currently active theme: the child will refuse to delete it.`);
+    }
+  }
+  return { items, warnings, errors };
+}
