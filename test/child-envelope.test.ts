@@ -52,7 +52,10 @@ describe('openReply', () => {
 
   it('turns an error reply into child_error with plain text and the code', () => {
     const err = failure(encodeEnvelope({ error: 'Public key already set. Please deactivate &amp; reactivate <strong>now</strong>.', error_code: 'REG_ERROR2' }));
-    expect(err).toMatchObject({ kind: 'child_error', childCode: 'REG_ERROR2', message: 'ERROR: Public key already set. Please deactivate & reactivate now.' });
+    expect(err).toMatchObject({ kind: 'child_error', childCode: 'REG_ERROR2' });
+    expect(err.message).toMatch(/^ERROR: Public key already set\. Please deactivate & reactivate now\. /);
+    // Deactivating no longer clears a link since child 5.3: the message says what does.
+    expect(err.message).toContain('Clear Connection Data');
   });
 
   it('classifies signature trouble as auth_failed', () => {

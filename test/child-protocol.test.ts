@@ -1,6 +1,14 @@
 // test/child-protocol.test.ts — wire-level behaviour of the simulated child (§4, §6, §7, §9.1) and the connector's limits.
+import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChildConnector, ChildError } from '../src/child/index.js';
+import { encodeEnvelope } from '../src/child/envelope.js';
 import { newKeyPair } from '../src/child/keys.js';
 import { childFixture, postForm, rawSignedCall, SERVER_URL } from './support/child-sim.js';
 
@@ -161,6 +169,49 @@ describe('connector limits', () => {
       await expect(small.disconnect(site)).resolves.toBeUndefined();
     } finally {
       await small.close();
+    }
+  });
+});
+
+describe('transport options', () => {
+  it('sends HTTP basic auth only when both user and password are set', async () => {
+    const seen: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      req.resume();
+      res.end(encodeEnvelope({ result: 'success' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const { privateKeyPem } = await newKeyPair();
+    const site = { url, admin: 'admin', privateKeyPem, signAlgo: 7, sslVerify: true };
+    try {
+      await fx.connector.disconnect({ ...site, httpUser: 'gate', httpPass: 'p:ss wörd' });
+      await fx.connector.disconnect({ ...site, httpUser: 'gate', httpPass: '' });
+      expect(seen).toEqual([`Basic ${Buffer.from('gate:p:ss wörd').toString('base64')}`, undefined]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('checks TLS certificates per site', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sitefleet-tls-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+    const server = createTlsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+      req.resume();
+      res.end(encodeEnvelope({ result: 'success' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const { privateKeyPem } = await newKeyPair();
+    const site = { url, admin: 'admin', privateKeyPem, signAlgo: 7 };
+    try {
+      const refused = await caught(fx.connector.disconnect({ ...site, sslVerify: true }));
+      expect(refused.kind).toBe('transport');
+      expect(refused.message).toMatch(/^HTTP error - .*self[- ]signed/i);
+      await expect(fx.connector.disconnect({ ...site, sslVerify: false })).resolves.toBeUndefined();
+    } finally {
+      server.close();
     }
   });
 });

@@ -40,8 +40,13 @@ export function htmlToText(html: string): string {
 const AUTH_CODES = new Set(['PARSE_ERROR1', 'PARSE_ERROR2']);
 const AUTH_FRAGMENTS = ['Authentication failed', 'OPENSSL_ALGO_SHA1'];
 
+// Since child 5.3 deactivating the plugin no longer clears a connection, whatever the child's text says (§7.8).
+const LINKED_ADVICE =
+  ' To link it to sitefleet, press "Clear Connection Data" under Settings → MainWP Child on the child site, or reconnect from the dashboard it is linked to.';
+
 /** A ChildError for an `{error, error_code?}` reply; the message reads "ERROR: <text>" like the dashboard's sync error. */
 export function childErrorFromReply(message: string, code: string | undefined): ChildError {
   const auth = (code !== undefined && AUTH_CODES.has(code)) || AUTH_FRAGMENTS.some((f) => message.includes(f));
-  return new ChildError(auth ? 'auth_failed' : 'child_error', `ERROR: ${htmlToText(message) || 'Undefined error'}`, code);
+  const linked = code === 'REG_ERROR2' || message.includes('already contains a link');
+  return new ChildError(auth ? 'auth_failed' : 'child_error', `ERROR: ${htmlToText(message) || 'Undefined error'}${linked ? LINKED_ADVICE : ''}`, code);
 }

@@ -130,15 +130,16 @@ export class ChildConnector {
   // ---- plumbing ----
 
   /**
-   * One call: sign (inside the slot, so at most `concurrency` calls are in flight), POST to admin-ajax.php, and on a
+   * One call: sign, then, holding one of the `concurrency` slots, POST to admin-ajax.php, and on a
    * transport or no-marker failure re-send the identical body to the bare URL. Never re-sent once the child answered
    * (envelope, or a reply that broke off mid-body), nor after the deadline. If the fallback cannot reach the child
    * either, the first error is reported, as the dashboard does.
    */
-  private call(target: HttpTarget & { url: string }, form: Record<string, FormInput>, signer?: SiteCredentials): Promise<unknown> {
+  private async call(target: HttpTarget & { url: string }, form: Record<string, FormInput>, signer?: SiteCredentials): Promise<unknown> {
+    // Signed before taking a slot: the RSA work runs on the libuv pool while the slots carry network calls only.
+    if (signer) Object.assign(form, await this.signature(String(form.function), signer));
+    const body = encodeForm(form);
     return this.transport.inSlot(async () => {
-      if (signer) Object.assign(form, await this.signature(String(form.function), signer));
-      const body = encodeForm(form);
       const deadline = Date.now() + this.timeoutMs;
       const [primary, fallback] = endpoints(target.url);
       try {

@@ -6,9 +6,8 @@ const CLOSE = '</mainwp>';
 
 /** PHP json_encode() with default flags: `/` escaped as `\/` and non-ASCII as \uXXXX (only ever inside strings). */
 export function phpJson(value: unknown): string {
-  return JSON.stringify(value)
-    .replace(/\//g, '\\/')
-    .replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  const json = JSON.stringify(value).replaceAll('/', '\\/');
+  return /[^\u0000-\u007e]/.test(json) ? json.replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')) : json;
 }
 
 export function encodeEnvelope(value: unknown): string {
@@ -26,9 +25,8 @@ export function findEnvelope(body: Buffer): string | null {
 
 /** The JSON value inside an envelope payload; an empty, non-base64, non-JSON or PHP-serialised payload is a bad reply. */
 export function decodeEnvelope(payload: string): unknown {
-  const compact = payload.trim();
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new ChildError('bad_reply', 'Invalid reply from the child site: the envelope is not base64.');
-  const text = Buffer.from(compact, 'base64').toString('utf8');
+  // Node's base64 decoder skips foreign characters like PHP's; whatever is not JSON afterwards fails below.
+  const text = Buffer.from(payload, 'base64').toString('utf8');
   if (text.trim() === '') throw new ChildError('bad_reply', 'Invalid reply from the child site: empty envelope.');
   if (/^(a|s|i|b|O|d):|^N;/.test(text)) {
     throw new ChildError('bad_reply', 'The MainWP Child plugin on this site is too old (PHP-serialised reply); update it to 4.5 or newer.');

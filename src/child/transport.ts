@@ -127,22 +127,22 @@ export class Transport {
       throw transportFailure(err, signal, this.options);
     }
     const location = typeof res.headers.location === 'string' ? res.headers.location : null;
-    const tooLarge = new ReplyInterrupted('too_large', `The reply from the child site is larger than ${maxReplyBytes} bytes.`);
+    const tooLarge = (): ReplyInterrupted => new ReplyInterrupted('too_large', `The reply from the child site is larger than ${maxReplyBytes} bytes.`);
     if (Number(res.headers['content-length']) > maxReplyBytes) {
       discard(res.body);
-      throw tooLarge;
+      throw tooLarge();
     }
     const chunks: Buffer[] = [];
     let size = 0;
     try {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         size += chunk.length;
-        if (size > maxReplyBytes) throw tooLarge;
+        if (size > maxReplyBytes) throw tooLarge();
         if (keepBody) chunks.push(chunk);
       }
     } catch (err) {
       discard(res.body);
-      if (err === tooLarge) throw err;
+      if (err instanceof ReplyInterrupted) throw err;
       const failure = transportFailure(err, signal, this.options);
       throw new ReplyInterrupted(failure.kind, failure.message);
     }

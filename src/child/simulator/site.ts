@@ -8,7 +8,7 @@ import { ROLES, type Role, type SimPlugin, type SimPost, type SimSiteState, type
 
 export interface SimReply {
   status: number;
-  body: string;
+  body: string | Buffer;
   /** True when the body is a `<mainwp>` envelope (reply-shaping faults apply only then). */
   envelope: boolean;
 }
@@ -29,6 +29,8 @@ const MSG = {
   reg3: 'This child site is set to require a unique security ID. Please enter it before the connection can be established.',
   reg4: 'The unique security ID mismatch! Please correct it before the connection can be established.',
   reg7: 'Unable to connect to the site. Please verify that your Admin Username and Password are correct and try again.',
+  // REG_ERROR8/9 texts are not quoted in the reference; these are close paraphrases.
+  reg8: 'Unable to log in as this user. Please verify the Admin Username and try again.',
   reg9: 'User is not an administrator. Please use an administrator user to connect.',
   reg10Forced: 'Forced Reconnect requires Administrator Password authentication. Please enable it on the child site and try again.',
   reg10Old: 'Your current MainWP Dashboard version is not compatible with the new connection protocol. Please update the MainWP Dashboard to the latest version.',
@@ -68,6 +70,22 @@ const parseJsonObject = (raw: string): Record<string, unknown> | null => {
 };
 const regverifyHash = (key: string): string => createHmac('sha256', 'register-verify').update(key).digest('hex');
 
+// Parsed public keys by PEM, shared by all simulated sites (a benchmark preconnects 1,000 sites to one key).
+const publicKeys = new Map<string, KeyObject>();
+function publicKey(pem: string): KeyObject | null {
+  let key = publicKeys.get(pem);
+  if (!key) {
+    try {
+      key = createPublicKey(pem);
+    } catch {
+      return null;
+    }
+    if (publicKeys.size >= 10_000) publicKeys.clear();
+    publicKeys.set(pem, key);
+  }
+  return key;
+}
+
 interface StatsOptions {
   optimize: boolean;
   othersData: boolean;
@@ -80,9 +98,8 @@ type Callable = (form: FormMap, user: SimUser) => SimReply;
 export class SimSite {
   /** Set by the `bad_signature` fault: every signature check fails, as if the stored key did not match. */
   rejectSignatures = false;
-  private key: { pem: string; object: KeyObject } | null = null;
   // The signed `stats` reply is most of the traffic: keep the encoded envelope until the state changes.
-  private statsCache = { rev: -1, entries: new Map<string, string>() };
+  private statsCache = { rev: -1, entries: new Map<string, Buffer>() };
   private readonly callables: Record<string, Callable> = {
     stats: (f, u) => this.stats(f, u),
     get_all_plugins: (f) => this.listInstalled(f, 'plugins'),
@@ -120,7 +137,6 @@ export class SimSite {
 
   clearConnection(): void {
     Object.assign(this.state.connection, { pubkeyPem: null, server: null, admin: null, signAlgo: null });
-    this.key = null;
   }
 
   private user(login: string | undefined): SimUser | undefined {
@@ -179,21 +195,16 @@ export class SimSite {
   private verify(data: string, signatureField: string, form: FormMap): boolean | 'downgrade' {
     const conn = this.state.connection;
     if (!conn.pubkeyPem || this.rejectSignatures) return false;
-    if (this.key?.pem !== conn.pubkeyPem) {
-      try {
-        this.key = { pem: conn.pubkeyPem, object: createPublicKey(conn.pubkeyPem) };
-      } catch {
-        return false;
-      }
-    }
+    const key = publicKey(conn.pubkeyPem);
+    if (!key) return false;
     const signature = Buffer.from(rawurldecode(signatureField), 'base64');
-    if (truthy(text(form, 'verifylib'))) return verifySignature(data, signature, this.key.object, 'pss');
+    if (truthy(text(form, 'verifylib'))) return verifySignature(data, signature, key, 'pss');
     const requested = text(form, 'sign_algo');
-    if (requested === undefined || requested === '') return conn.signAlgo === null && verifySignature(data, signature, this.key.object, SHA1);
+    if (requested === undefined || requested === '') return conn.signAlgo === null && verifySignature(data, signature, key, SHA1);
     const algo = /^\d+$/.test(requested) ? Number(requested) : NaN;
     if (SIGN_ALGOS[algo] === undefined) return false;
     if (conn.signAlgo !== null && conn.signAlgo !== SHA1 && algo === SHA1) return 'downgrade';
-    if (!verifySignature(data, signature, this.key.object, algo)) return false;
+    if (!verifySignature(data, signature, key, algo)) return false;
     // Lock in the first explicit algorithm; later upgrades replace it, downgrades never do.
     if (conn.signAlgo === null || (conn.signAlgo !== algo && algo !== SHA1)) conn.signAlgo = algo;
     return true;
@@ -245,7 +256,8 @@ export class SimSite {
       const passed = password !== '' ? account?.password === password : regverifyValid;
       if (!passed) return regverifySent && password === '' ? fail(MSG.reconnect, 'reconnect_failed') : fail(MSG.reg7, 'REG_ERROR7');
     }
-    if (!account || account.role !== 'administrator') return fail(MSG.reg9, 'REG_ERROR9');
+    if (!account) return fail(MSG.reg8, 'REG_ERROR8');
+    if (account.role !== 'administrator') return fail(MSG.reg9, 'REG_ERROR9');
     Object.assign(conn, { pubkeyPem: pubkey, server: server || null, admin: login });
     // A valid regverify keeps the dashboard's key; otherwise a new one is issued (§7.7).
     const issued = modern && !regverifyValid ? this.issueRegverify(login) : undefined;
@@ -280,7 +292,7 @@ export class SimSite {
     const key = JSON.stringify(options);
     let body = this.statsCache.entries.get(key);
     if (body === undefined) {
-      body = encodeEnvelope(this.statsPayload(options));
+      body = Buffer.from(encodeEnvelope(this.statsPayload(options)), 'latin1');
       this.statsCache.entries.set(key, body);
     }
     return { status: 200, body, envelope: true };
