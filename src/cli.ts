@@ -43,8 +43,9 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR (flags win).
+--allow-private-sites lets sitefleet connect to loopback and private-network sites (refused by default).
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
-  mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only]
+  mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
 
 Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir.`,
   keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR]
@@ -134,12 +135,12 @@ async function serve(args: string[]): Promise<void> {
 const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'];
 
 async function mcp(args: string[]): Promise<void> {
-  const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, 'allow-private-sites': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
   if (values.help) return void console.log(HELP.mcp);
   const toolsets = values.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
-  const services = await openServices(loadConfig({ dataDir: values['data-dir'] }));
+  const services = await openServices(loadConfig({ dataDir: values['data-dir'], allowPrivateSites: values['allow-private-sites'] }));
   const registry = buildRegistry(services);
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);

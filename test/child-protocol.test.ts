@@ -147,7 +147,7 @@ describe('connector limits', () => {
   it('never has more calls in flight than its concurrency, and reaches it on one origin', async () => {
     const pair = await newKeyPair();
     const many = await childFixture({ sites: 40, latencyMs: 40, preconnect: { publicKeyPem: pair.publicKeyPem, server: SERVER_URL } });
-    const connector = new ChildConnector({ serverUrl: SERVER_URL, concurrency: 6 });
+    const connector = new ChildConnector({ serverUrl: SERVER_URL, concurrency: 6, allowPrivateAddresses: true });
     try {
       const snapshots = await Promise.all(
         many.sim.sites.map((s) => connector.sync({ url: s.url, admin: s.admin, privateKeyPem: pair.privateKeyPem, signAlgo: 7, sslVerify: true })),
@@ -162,7 +162,7 @@ describe('connector limits', () => {
 
   it('abandons a reply larger than maxReplyBytes', async () => {
     const site = await fx.register(1);
-    const small = new ChildConnector({ serverUrl: SERVER_URL, maxReplyBytes: 2_000 });
+    const small = new ChildConnector({ serverUrl: SERVER_URL, maxReplyBytes: 2_000, allowPrivateAddresses: true });
     try {
       expect(await caught(small.sync(site))).toMatchObject({ kind: 'too_large' });
       // The connector still works for small replies afterwards.

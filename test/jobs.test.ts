@@ -87,7 +87,7 @@ describe('restart', () => {
     await closeServices(services);
 
     const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '4' };
-    const first = await serveProcess(['--data-dir', dataDir], env);
+    const first = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const q = await (await fetch(`${first.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers: auth })).json() as { job_id: string };
     expect(q.job_id).toMatch(/^sync_/);
@@ -101,7 +101,7 @@ describe('restart', () => {
     expect(mid.status).toBe('processing');
     expect(mid.done.length).toBeLessThan(40);
 
-    const second = await serveProcess(['--data-dir', dataDir], env);
+    const second = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
     closers.push(() => second.stop());
     const end = await until(async () => (await (await fetch(`${second.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: { status: string; processed: number; succeeded: number } }).data,
       (d) => d.status === 'completed');

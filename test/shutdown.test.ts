@@ -27,7 +27,7 @@ async function fleetDir(n: number, latencyMs: number): Promise<{ dir: string; to
 describe('graceful shutdown', () => {
   it('finishes the request in flight, refuses new ones, keeps a running job resumable and exits 0', async () => {
     const { dir, token } = await fleetDir(12, 600);
-    const p = await serveProcess(['--data-dir', dir], { SITEFLEET_QUEUE_THRESHOLD: '3', SITEFLEET_CHILD_CONCURRENCY: '2' });
+    const p = await serveProcess(['--data-dir', dir, '--allow-private-sites'], { SITEFLEET_QUEUE_THRESHOLD: '3', SITEFLEET_CHILD_CONCURRENCY: '2' });
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const job = await (await fetch(`${p.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers, body: JSON.stringify({ include: '4,5,6,7,8,9,10,11,12' }) })).json() as { job_id: string };
     expect(job.job_id).toMatch(/^sync_/);
@@ -45,7 +45,7 @@ describe('graceful shutdown', () => {
     expect(j.status).toBe('processing');
     expect(j.owner).toBeNull();
     expect(j.done.length).toBeLessThan(9);
-    const again = await serveProcess(['--data-dir', dir], { SITEFLEET_QUEUE_THRESHOLD: '3' });
+    const again = await serveProcess(['--data-dir', dir, '--allow-private-sites'], { SITEFLEET_QUEUE_THRESHOLD: '3' });
     try {
       const end = Date.now() + 15_000;
       let status = '';

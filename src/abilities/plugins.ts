@@ -310,7 +310,7 @@ export const getSiteSecurity = defineAbility({
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
-    const ssl_status = await certificateStatus(site.url);
+    const ssl_status = await certificateStatus(site.url, { allowPrivate: ctx.config.allowPrivateSites });
     return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
   },
 });

@@ -1,6 +1,6 @@
 // src/child/child-error.ts — the one error type of the connector, and how a child's error reply maps onto it (§3.3, §3.4).
 
-export type ChildFailureKind = 'transport' | 'timeout' | 'no_marker' | 'child_error' | 'auth_failed' | 'bad_reply' | 'too_large';
+export type ChildFailureKind = 'transport' | 'timeout' | 'no_marker' | 'child_error' | 'auth_failed' | 'bad_reply' | 'too_large' | 'blocked';
 
 /** The dashboard's NOMAINWP text; services store it as the site's sync error. */
 export const NO_MARKER_MESSAGE =

@@ -49,6 +49,8 @@ export interface ConnectorOptions {
   /** Total time for one call, fallback included (default 30 s). */
   timeoutMs?: number;
   maxReplyBytes?: number;
+  /** Reach loopback and private addresses too (default false: an SSRF guard; tests and the demo need it). */
+  allowPrivateAddresses?: boolean;
 }
 
 export interface RegisterInput extends HttpTarget {
@@ -120,6 +122,7 @@ export class ChildConnector {
     this.serverUrl = options.serverUrl;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.transport = new Transport({
+      allowPrivateAddresses: options.allowPrivateAddresses ?? false,
       concurrency: options.concurrency ?? 32,
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
       timeoutMs: this.timeoutMs,

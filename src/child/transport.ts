@@ -1,6 +1,7 @@
 // src/child/transport.ts — the connector's outgoing HTTP: keep-alive undici agents, the global in-flight bound, timeouts, the reply-size cap (§2).
 import { Agent, request } from 'undici';
 import { ChildError } from './child-error.js';
+import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from './address-policy.js';
 import type { HttpReply } from './envelope.js';
 
 export interface HttpTarget {
@@ -10,6 +11,8 @@ export interface HttpTarget {
 }
 
 export interface TransportOptions {
+  /** Let calls reach loopback and private addresses (address-policy.ts). */
+  allowPrivateAddresses: boolean;
   concurrency: number;
   connectTimeoutMs: number;
   timeoutMs: number;
@@ -51,6 +54,8 @@ function errorCode(err: unknown): string | undefined {
 
 function transportFailure(err: unknown, signal: AbortSignal | null, { timeoutMs, connectTimeoutMs }: TransportOptions): ChildError {
   const code = errorCode(err);
+  const blocked = code === BLOCKED_CODE ? err : (err as { cause?: unknown } | null)?.cause;
+  if (errorCode(blocked) === BLOCKED_CODE) return new ChildError('blocked', (blocked as Error).message);
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return new ChildError('timeout', `HTTP error - Connection timed out after ${connectTimeoutMs} ms`);
   if (signal === null || signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new ChildError('timeout', `HTTP error - Operation timed out after ${timeoutMs} ms`);
@@ -89,7 +94,11 @@ export class Transport {
         keepAliveTimeout: 4_000,
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,
-        connect: { timeout: this.options.connectTimeoutMs, rejectUnauthorized: verify },
+        connect: {
+          timeout: this.options.connectTimeoutMs,
+          rejectUnauthorized: verify,
+          ...(this.options.allowPrivateAddresses ? {} : { lookup: guardedLookup }),
+        },
       });
       this.agents.set(verify, agent);
     }
@@ -122,6 +131,7 @@ export class Transport {
     const signal = AbortSignal.timeout(remaining);
     let res: Awaited<ReturnType<typeof request>>;
     try {
+      if (!this.options.allowPrivateAddresses) assertAllowedHost(new URL(url).hostname);
       res = await request(url, { method: 'POST', body, headers: this.headers(target), dispatcher: this.agent(target.sslVerify), signal });
     } catch (err) {
       throw transportFailure(err, signal, this.options);

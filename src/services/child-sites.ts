@@ -57,6 +57,7 @@ export function childFailure(e: unknown, site: { url: string }): ServiceError {
   if (!(e instanceof ChildError)) return new ServiceError('svc_child_error', `Unexpected failure talking to ${site.url}.`, 502);
   const data = { site_url: site.url, reason: e.kind };
   switch (e.kind) {
+    case 'blocked': return new ServiceError('svc_address_not_allowed', e.message, 400, data);
     case 'timeout': return new ServiceError('svc_child_timeout', `${site.url} did not answer in time: ${e.message}`, 504, data);
     case 'transport': return new ServiceError('svc_child_unreachable', `Could not reach ${site.url}: ${e.message}`, 502, data);
     case 'no_marker': return new ServiceError('svc_child_not_detected', `${site.url}: ${e.message}`, 502, data);
@@ -81,7 +82,10 @@ export class ChildSiteService {
   /** One connector (one undici Agent, one bound on calls in flight) per process, made on first use. */
   connector(): Promise<ChildConnector> {
     this.connectorP ??= this.settings.installationUrl().then((serverUrl) =>
-      new ChildConnector({ serverUrl, concurrency: this.config.childConcurrency, timeoutMs: this.config.childTimeoutMs }));
+      new ChildConnector({
+        serverUrl, concurrency: this.config.childConcurrency, timeoutMs: this.config.childTimeoutMs,
+        allowPrivateAddresses: this.config.allowPrivateSites,
+      }));
     return this.connectorP;
   }
 
@@ -142,6 +146,7 @@ export class ChildSiteService {
         throw new ServiceError('svc_child_refused', `${url} refused the registration: ${e.message.replace(/^ERROR: /, '')}`, 400, { site_url: url, child_code: e.childCode });
       }
       const f = childFailure(e, { url });
+      if (f.code === 'svc_address_not_allowed') throw f;
       throw new ServiceError('svc_connection_failed', f.message, f.status, f.data);
     }
     const secret: SiteSecret = { private_key_pem: reg.privateKeyPem, http_pass: input.http_pass ?? null, regverify: reg.regverify };

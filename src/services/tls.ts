@@ -2,6 +2,7 @@
 // no child involved), trusted against Node's CA store (plus NODE_EXTRA_CA_CERTS). Never throws.
 import { isIP } from 'node:net';
 import { connect, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import { assertAllowedHost, guardedLookup } from '../child/address-policy.js';
 
 export interface TlsStatus {
   /** The chain is trusted, the name matches the host, and the certificate is within its dates. */
@@ -17,6 +18,8 @@ export interface TlsCheckOptions {
   timeoutMs?: number;
   /** Extra trusted CAs (tests). */
   ca?: ConnectionOptions['ca'];
+  /** Reach loopback and private addresses too (address-policy.ts; default false). */
+  allowPrivate?: boolean;
 }
 
 const day = (d: string): string | null => {
@@ -46,9 +49,13 @@ export function certificateStatus(siteUrl: string, opts: TlsCheckOptions = {}): 
     };
     const timer = setTimeout(() => finish({ valid: false, expires: null, error: 'timeout' }), opts.timeoutMs ?? 5_000);
     try {
+      if (!opts.allowPrivate) assertAllowedHost(host);
       // rejectUnauthorized off so that an untrusted certificate is still read (its dates); `authorized` says
       // whether the chain and the host name check passed.
-      socket = connect({ host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: false, ca: opts.ca });
+      socket = connect({
+        host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: false, ca: opts.ca,
+        ...(opts.allowPrivate ? {} : { lookup: guardedLookup }),
+      });
     } catch (e) {
       return finish({ valid: false, expires: null, error: (e as Error).message });
     }

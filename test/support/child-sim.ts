@@ -10,7 +10,8 @@ export const SERVER_URL = 'https://fleet.example/wp-admin/';
 export async function childFixture(options: ChildSimOptions & { connector?: Partial<ConnectorOptions> } = {}) {
   const { connector: connectorOptions, ...simOptions } = options;
   const sim = await startChildSim({ sites: 3, ...simOptions });
-  const connector = new ChildConnector({ serverUrl: SERVER_URL, ...connectorOptions });
+  // The simulator listens on loopback, which the connector refuses by default.
+  const connector = new ChildConnector({ serverUrl: SERVER_URL, allowPrivateAddresses: true, ...connectorOptions });
   return {
     sim,
     connector,

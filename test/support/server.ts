@@ -62,6 +62,11 @@ export async function startServer(opts: { dataDir?: string; config?: Partial<Rec
   const http: RunningHttp = await listen(services, registry, '127.0.0.1', 0);
   services.jobs.start(100);
   const auth = services.auth;
+  // A reopened data dir already has these users: the second server gets fresh ones.
+  const taken = new Set(auth.listUsers().map((u) => u.name));
+  const fresh = (name: string) => (taken.has(name) ? `${name}-${taken.size}` : name);
+  const adminName = fresh('admin');
+  const viewerName = fresh('viewer');
   const creds: Creds = {
     key: {
       read_write: (await auth.createKey('rw', 'read_write')).token,
@@ -69,8 +74,8 @@ export async function startServer(opts: { dataDir?: string; config?: Partial<Rec
       write: (await auth.createKey('wo', 'write')).token,
       delete: (await auth.createKey('del', 'delete')).token,
     },
-    admin: basic('admin', (await auth.createUser('admin', 'administrator')).password),
-    viewer: basic('viewer', (await auth.createUser('viewer', 'viewer')).password),
+    admin: basic(adminName, (await auth.createUser(adminName, 'administrator')).password),
+    viewer: basic(viewerName, (await auth.createUser(viewerName, 'viewer')).password),
   };
   const restBase = `${http.url}${config.restPrefix}`;
   const abilitiesBase = `${http.url}${config.abilitiesPrefix}`;
