@@ -23,6 +23,13 @@ describe('address policy', () => {
     expect(all?.code).toBe('ERR_SITEFLEET_ADDRESS_NOT_ALLOWED');
   });
 
+  it('does not even open a TLS handshake to a private address', async () => {
+    const { certificateStatus } = await import('../src/services/tls.js');
+    const r = await certificateStatus('https://127.0.0.1:9/');
+    expect(r).toMatchObject({ valid: false, expires: null });
+    expect(r.error).toMatch(/--allow-private-sites/);
+  });
+
   it('refuses to add a loopback or private site by default, without dialling it', async () => {
     const s = await startServer({ config: { allowPrivateSites: false } });
     closers.push(() => s.close());

@@ -164,9 +164,9 @@ describe('TLS certificate status', () => {
   });
 
   it.skipIf(!openssl)(`reports a trusted certificate for the right name as valid, and the wrong name as not (${needsOpenssl})`, async () => {
-    expect(await certificateStatus(`https://127.0.0.1:${port(server!)}/`, { ca: cert })).toEqual({ valid: true, expires: expiry(cert), error: null });
-    expect(await certificateStatus(`https://localhost:${port(server!)}/blog/`, { ca: cert })).toMatchObject({ valid: true });
-    const wrong = await certificateStatus(`https://127.0.0.1:${port(wrongName!)}/`, { ca: wrongCert });
+    expect(await certificateStatus(`https://127.0.0.1:${port(server!)}/`, { ca: cert, allowPrivate: true })).toEqual({ valid: true, expires: expiry(cert), error: null });
+    expect(await certificateStatus(`https://localhost:${port(server!)}/blog/`, { ca: cert, allowPrivate: true })).toMatchObject({ valid: true });
+    const wrong = await certificateStatus(`https://127.0.0.1:${port(wrongName!)}/`, { ca: wrongCert, allowPrivate: true });
     expect(wrong).toMatchObject({ valid: false, expires: expiry(wrongCert), error: 'ERR_TLS_CERT_ALTNAME_INVALID' });
   });
 
@@ -175,11 +175,11 @@ describe('TLS certificate status', () => {
   });
 
   it('never throws: nothing listening, a host that never answers, a bad URL', async () => {
-    const closed = await certificateStatus('https://127.0.0.1:9/');
+    const closed = await certificateStatus('https://127.0.0.1:9/', { allowPrivate: true });
     expect(closed).toMatchObject({ valid: false, expires: null });
     expect(closed.error).toBe('ECONNREFUSED');
     const started = Date.now();
-    expect(await certificateStatus(`https://127.0.0.1:${port(silent)}/`, { timeoutMs: 300 })).toEqual({ valid: false, expires: null, error: 'timeout' });
+    expect(await certificateStatus(`https://127.0.0.1:${port(silent)}/`, { timeoutMs: 300, allowPrivate: true })).toEqual({ valid: false, expires: null, error: 'timeout' });
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(await certificateStatus('not a url')).toMatchObject({ valid: false, expires: null });
   });
