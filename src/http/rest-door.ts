@@ -27,6 +27,8 @@ export interface RestRoute {
   ability?: Ability;
   input?: (a: RestArgs) => unknown;
   output?: (result: never, ctx: RestContext) => unknown;
+  /** Reads a body that is not JSON (a multipart upload); its fields take the JSON body's place in `args`. */
+  body?: (req: Request, res: Response) => Promise<Record<string, unknown>>;
   /** A route that is not one ability call (batches); it runs rows itself. */
   handler?: (a: RestArgs, run: RowRunner) => Promise<unknown>;
 }
@@ -37,9 +39,9 @@ export function route<A extends Ability>(
   methods: readonly string[],
   path: string,
   ability: A,
-  io: { input?: (a: RestArgs) => unknown; output?: (result: z.output<A['output']>, ctx: RestContext) => unknown } = {},
+  io: { input?: (a: RestArgs) => unknown; output?: (result: z.output<A['output']>, ctx: RestContext) => unknown; body?: RestRoute['body'] } = {},
 ): RestRoute {
-  return { methods, path, ability, input: io.input, output: io.output as RestRoute['output'] };
+  return { methods, path, ability, input: io.input, output: io.output as RestRoute['output'], body: io.body };
 }
 
 export const READ = ['GET'] as const;
@@ -125,10 +127,11 @@ export function restRouter(services: Services, registry: Registry, routes: reado
       if (!row) {
         return sendError(res, new ServiceError('rest_no_route_method', `Method ${req.method} is not allowed here. Allowed: ${allow.join(', ')}.`, 405));
       }
-      const body = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body as Record<string, unknown> : {};
-      const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
-      const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
       try {
+        const body = row.body ? await row.body(req, res)
+          : req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body as Record<string, unknown> : {};
+        const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
+        const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
         res.json(await runRow(row, args));
       } catch (e) {
         sendError(res, e);

@@ -3,8 +3,18 @@
 import type { RestRoute } from './rest-door.js';
 import { siteRoutes } from './routes/sites.js';
 import { tagRoutes } from './routes/tags.js';
+import { pluginRoutes } from './routes/plugins.js';
+import { clientRoutes } from './routes/clients.js';
+import { costRoutes } from './routes/costs.js';
+import { userRoutes } from './routes/users.js';
+import { postRoutes } from './routes/posts.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...siteRoutes,
+  ...pluginRoutes,
   ...tagRoutes,
+  ...clientRoutes,
+  ...costRoutes,
+  ...userRoutes,
+  ...postRoutes,
 ];

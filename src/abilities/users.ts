@@ -1,0 +1,273 @@
+// User abilities: users on child sites, listed and created across selected sites, edited and deleted on one
+// site, the connection administrator's password, and CSV import. No answer ever carries a password.
+import { z } from 'zod';
+import { defineAbility } from '../core/ability.js';
+import type { ChildUserProfile } from '../child/replies.js';
+import type { ChildUser } from '../child/snapshot.js';
+import { siteError, type SiteSelection } from '../services/selectors.js';
+import { CsvUpload, MAX_CSV_BYTES, importUsers as runImport } from '../services/users-import.js';
+import { USER_ROLES, createUser as create, deleteUser as remove, listUsers as list, setAdminPassword, updateUser as update } from '../services/users.js';
+import type { SiteRecord } from '../store/records.js';
+import { BasicSite, Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors, SkippedSite } from './schemas.js';
+
+const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
+const SELECTORS = 'Pick sites with websites (IDs or domains), groups (tag IDs or names) and/or clients (client IDs); they add up. '
+  + 'Disconnected and suspended sites are skipped and listed in skipped[]; values that name nothing are listed in unknown[]. ';
+
+const UserRole = z.enum(USER_ROLES);
+const UserId = z.number().int().min(1).describe('The user\'s ID on the child site.');
+
+export const UserItem = z.object({
+  id: z.number().int(),
+  website_id: z.number().int(),
+  username: z.string(),
+  name: z.string().describe('Display name.'),
+  email: z.string(),
+  role: z.string(),
+  posts: z.number().int().describe('Published posts.'),
+  registered: z.string().describe('ISO 8601 UTC.'),
+});
+
+export const UserProfile = z.object({
+  id: z.number().int(),
+  role: z.string(),
+  email: z.string(),
+  first_name: z.string(),
+  last_name: z.string(),
+  nickname: z.string(),
+  display_name: z.string(),
+  user_url: z.string(),
+  description: z.string(),
+});
+
+const userItem = (site: SiteRecord, u: ChildUser): z.infer<typeof UserItem> => ({
+  id: u.id, website_id: site.id, username: u.login, name: u.display_name, email: u.email, role: u.role, posts: u.post_count, registered: u.registered,
+});
+
+const userProfile = (p: ChildUserProfile): z.infer<typeof UserProfile> => ({
+  id: p.id, role: p.role, email: p.email, first_name: p.first_name, last_name: p.last_name, nickname: p.nickname,
+  display_name: p.display_name, user_url: p.url, description: p.description,
+});
+
+const NotProcessed = z.array(z.number().int()).optional().describe('Sites not reached because the call was cancelled.');
+const notes = (s: SiteSelection, notDone: SiteRecord[]) => ({
+  skipped: s.skipped, unknown: s.unknown, ...(notDone.length ? { not_processed: notDone.map((x) => x.id) } : {}),
+});
+const basic = (s: SiteRecord) => ({ id: s.id, url: s.url, name: s.name });
+
+export const listUsers = defineAbility({
+  name: 'list-users-v1',
+  label: 'List users',
+  category: 'svc-users',
+  toolset: 'users',
+  description: 'List the WordPress users of selected child sites, live from each site, optionally filtered by search text '
+    + '(login, display name or e-mail) and roles. ' + SELECTORS
+    + 'Returns data keyed by site URL (each a list of users: id, website_id, username, name, email, role, posts, registered), '
+    + 'total, and errors[] for sites that failed. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  input: z.object({
+    ...SiteSelectors,
+    search: z.string().max(200).optional().describe('Part of a login, display name or e-mail.'),
+    roles: z.array(UserRole).optional().describe('Only users with one of these roles.'),
+  }).strict(),
+  output: z.object({
+    data: z.record(z.string(), z.array(UserItem)),
+    total: z.number().int(),
+    errors: z.array(ItemError),
+    ...SelectionNotes,
+    not_processed: NotProcessed,
+  }),
+  annotations: remoteRead,
+  execute: async (i, ctx) => {
+    const r = await list(ctx, i, { search: i.search, roles: i.roles });
+    const data: Record<string, z.infer<typeof UserItem>[]> = {};
+    let total = 0;
+    for (const x of r.results) {
+      if (!x.ok) continue;
+      data[x.site.url] = x.value.map((u) => userItem(x.site, u));
+      total += x.value.length;
+    }
+    return { data, total, errors: r.results.filter((x) => !x.ok).map(siteError), ...notes(r.selection, r.notDone) };
+  },
+});
+
+export const createUser = defineAbility({
+  name: 'create-user-v1',
+  label: 'Create user',
+  category: 'svc-users',
+  toolset: 'users',
+  description: 'Create one WordPress user on every selected child site. ' + SELECTORS
+    + 'Without a password a random one is set; it is never returned, so set send_password=true to e-mail it to the user. '
+    + 'Returns the user (no password), per-site results (created[] with the user ID on each site, errors[] e.g. svc_child_refused '
+    + 'when the login or e-mail exists there) and totals. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  input: z.object({
+    ...SiteSelectors,
+    username: z.string().trim().min(1).max(60),
+    email: z.email().max(100),
+    password: z.string().max(255).optional().describe('Leave out for a random password (never returned).'),
+    role: UserRole.default('subscriber'),
+    first_name: z.string().max(100).optional(),
+    last_name: z.string().max(100).optional(),
+    user_url: z.string().max(500).optional(),
+    send_password: z.boolean().default(false).describe('E-mail the login details to the new user.'),
+  }).strict(),
+  output: z.object({
+    user: z.object({ username: z.string(), email: z.string(), role: z.string(), first_name: z.string(), last_name: z.string(), user_url: z.string() }),
+    total_sites: z.number().int(),
+    total_success: z.number().int(),
+    total_failed: z.number().int(),
+    created: z.array(z.object({ site_id: z.number().int(), site_url: z.string(), user_id: z.number().int() })),
+    errors: z.array(ItemError),
+    ...SelectionNotes,
+    not_processed: NotProcessed,
+  }),
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  execute: async (i, ctx) => {
+    const r = await create(ctx, i, i);
+    const created = r.results.flatMap((x) => (x.ok ? [{ site_id: x.site.id, site_url: x.site.url, user_id: x.value.user_id }] : []));
+    const errors = r.results.filter((x) => !x.ok).map(siteError);
+    return {
+      user: { username: i.username, email: i.email, role: i.role, first_name: i.first_name ?? '', last_name: i.last_name ?? '', user_url: i.user_url ?? '' },
+      total_sites: r.results.length, total_success: created.length, total_failed: errors.length, created, errors, ...notes(r.selection, r.notDone),
+    };
+  },
+});
+
+export const updateUser = defineAbility({
+  name: 'update-user-v1',
+  label: 'Update user',
+  category: 'svc-users',
+  toolset: 'users',
+  description: 'Change a WordPress user on one child site; only the fields given change (a field cannot be emptied). '
+    + 'The administrator this dashboard connects as cannot be given another role. Returns the user\'s profile after the change '
+    + 'and the names of the fields changed. Errors: svc_missing_fields (400), svc_site_not_found / svc_user_not_found (404), '
+    + 'svc_site_suspended / svc_site_disconnected / svc_connection_admin_protected (409), svc_child_refused (400, e.g. e-mail taken).',
+  input: z.object({
+    site_id_or_domain: SiteRef,
+    user_id: UserId,
+    email: z.email().max(100).optional(),
+    password: z.string().max(255).optional().describe('New password (never returned).'),
+    role: UserRole.optional(),
+    first_name: z.string().max(100).optional(),
+    last_name: z.string().max(100).optional(),
+    user_url: z.string().max(500).optional(),
+    nickname: z.string().max(100).optional(),
+    display_name: z.string().max(250).optional(),
+    description: z.string().max(10_000).optional(),
+  }).strict(),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    user_id: z.number().int(),
+    updated: z.array(z.string()).describe('Fields changed (password included when set, never its value).'),
+    user: UserProfile,
+  }),
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  execute: async ({ site_id_or_domain, user_id, ...changes }, ctx) => {
+    const r = await update(ctx, site_id_or_domain, user_id, changes);
+    return { site_id: r.site.id, site_url: r.site.url, user_id, updated: r.updated, user: userProfile(r.user) };
+  },
+});
+
+export const deleteUser = defineAbility({
+  name: 'delete-user-v1',
+  label: 'Delete user',
+  category: 'svc-users',
+  toolset: 'users',
+  description: 'Delete a WordPress user from one child site; their posts are reassigned to the administrator this dashboard '
+    + 'connects as, who can never be deleted. Call with dry_run=true to preview, then confirm=true. Errors: '
+    + 'svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / svc_user_not_found (404), '
+    + 'svc_connection_admin_protected / svc_site_suspended / svc_site_disconnected (409).',
+  input: z.object({ site_id_or_domain: SiteRef, user_id: UserId, confirm: Confirm, dry_run: DryRun }).strict(),
+  output: z.object({
+    deleted: z.boolean(),
+    dry_run: z.boolean(),
+    site_id: z.number().int(),
+    site_url: z.string(),
+    user_id: z.number().int(),
+    user: UserProfile,
+    warnings: z.array(z.string()),
+  }),
+  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
+  acceptsPost: true,
+  execute: async ({ site_id_or_domain, user_id, confirm, dry_run }, ctx) => {
+    const r = await remove(ctx, site_id_or_domain, user_id, { confirm, dry_run });
+    const warnings = r.dry_run
+      ? ['This cannot be undone.', `The user's posts will be reassigned to ${r.site.admin_username}.`]
+      : [];
+    return { deleted: r.deleted, dry_run: r.dry_run, site_id: r.site.id, site_url: r.site.url, user_id, user: userProfile(r.user), warnings };
+  },
+});
+
+export const updateAdminPassword = defineAbility({
+  name: 'update-admin-password-v1',
+  label: 'Update administrator password',
+  category: 'svc-users',
+  toolset: 'users',
+  description: 'Set the WordPress password of the administrator this dashboard connects as, on every selected child site '
+    + '(the connection keeps working). ' + SELECTORS + 'The password is never returned. Returns success_websites[], '
+    + 'failed_websites[] (with code and message) and counts. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  input: z.object({ ...SiteSelectors, password: z.string().min(1).max(255).describe('The new password (never returned).') }).strict(),
+  output: z.object({
+    total_websites: z.number().int(),
+    success_count: z.number().int(),
+    failed_count: z.number().int(),
+    success_websites: z.array(BasicSite),
+    failed_websites: z.array(BasicSite.extend({ code: z.string(), message: z.string() })),
+    ...SelectionNotes,
+    not_processed: NotProcessed,
+  }),
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  execute: async ({ password, ...sel }, ctx) => {
+    const r = await setAdminPassword(ctx, sel, password);
+    const success_websites = r.results.filter((x) => x.ok).map((x) => basic(x.site));
+    const failed_websites = r.results.flatMap((x) => (x.ok ? [] : [{ ...basic(x.site), code: x.error.code, message: x.error.message }]));
+    return {
+      total_websites: r.results.length, success_count: success_websites.length, failed_count: failed_websites.length,
+      success_websites, failed_websites, ...notes(r.selection, r.notDone),
+    };
+  },
+});
+
+// CSV text from JSON callers; the REST door hands over the multipart upload it is streaming (CsvUpload) instead,
+// which no JSON input can produce. Its JSON Schema is the string's.
+const CsvText = z.custom<string | CsvUpload>(
+  (v) => v instanceof CsvUpload || (typeof v === 'string' && v.length > 0 && Buffer.byteLength(v) <= MAX_CSV_BYTES),
+  `CSV text is required (1 byte to ${MAX_CSV_BYTES / 1024 / 1024} MB).`,
+).meta({
+  type: 'string', minLength: 1,
+  description: 'The CSV file\'s content: one user per line, 10 columns: username, email, first_name, last_name, user_url, password, '
+    + 'send_password (true/false), role, select_sites (site URLs or domains, ;-separated), select_groups (tag names, ;-separated).',
+});
+
+export const ImportFailure = z.object({
+  line_number: z.number().int(),
+  username: z.string(),
+  email: z.string(),
+  error: z.string(),
+  failed_sites: z.array(z.object({ site_id: z.number().int(), site_url: z.string(), code: z.string(), message: z.string() })).optional(),
+  created_sites: z.array(z.object({ site_id: z.number().int(), site_url: z.string(), user_id: z.number().int() })).optional(),
+});
+
+export const importUsers = defineAbility({
+  name: 'import-users-v1',
+  label: 'Import users from CSV',
+  category: 'svc-users',
+  toolset: 'users',
+  description: 'Create users from CSV text, each on the sites its row names (select_sites and/or select_groups). Each bad row '
+    + 'fails alone with its line number and reason (missing username or e-mail, invalid e-mail, unknown role, unknown site or group, '
+    + 'wrong column count, the child\'s refusal) and the good rows are imported. has_header (default true) skips the first line. '
+    + 'Rows without a password get a random one (never returned). Returns total, success_count, failed_count, failed_users[] '
+    + '(line_number, error, ...) and skipped_sites[] (disconnected or suspended). Errors: svc_csv_empty / svc_invalid_file_type (400).',
+  input: z.object({ csv: CsvText, has_header: z.boolean().default(true) }).strict(),
+  output: z.object({
+    total: z.number().int(),
+    success_count: z.number().int(),
+    failed_count: z.number().int(),
+    failed_users: z.array(ImportFailure),
+    skipped_sites: z.array(SkippedSite),
+  }),
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  execute: ({ csv, has_header }, ctx) => runImport(ctx, csv, has_header),
+});
+
+export const userAbilities = [listUsers, createUser, updateUser, deleteUser, updateAdminPassword, importUsers];

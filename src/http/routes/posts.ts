@@ -1,0 +1,59 @@
+// REST v2 post routes (posts on child sites).
+import { createPost, deletePost, getPost, listPosts, updatePost, updatePostStatus } from '../../abilities/posts.js';
+import { CREATE, EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
+import { list, pick, site } from './args.js';
+import { selectors } from './users.js';
+
+const PUT_PATCH = ['PUT', 'PATCH'] as const;
+const WRITE_FIELDS = [
+  'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
+  'post_date', 'post_date_gmt', 'post_tags', 'post_category', 'post_featured_image', 'is_sticky', 'post_custom',
+];
+// Upstream's search_on words.
+const SEARCH_ON: Record<string, string> = { title: 'title', content: 'content', body: 'content', all: 'all', both: 'all', 'title and body': 'all' };
+
+const postsList = route(READ, '/posts', listPosts, {
+  input: (a: RestArgs) => {
+    const i: Record<string, unknown> = { ...selectors(a), ...pick(a, 'search', 'dtsstart', 'dtsstop', 'maximum', 'post_type') };
+    const on = a.args.search_on;
+    if (on !== undefined && on !== '') i.search_on = SEARCH_ON[String(on).trim().toLowerCase()] ?? on;
+    const status = list(a.args.status);
+    if (status) i.status = status.map((s) => (typeof s === 'string' ? s.trim() : s));
+    return i;
+  },
+  output: (r) => ({ success: 1, message: 'Get posts successfully.', total: r.total, data: r.data, errors: r.errors, skipped: r.skipped, unknown: r.unknown }),
+});
+
+// Before /posts/:id_or_domain/:post_id, which would otherwise take "create" for a post id.
+const postCreate = route(CREATE, '/posts/:id_or_domain/create', createPost, {
+  input: (a) => ({ site_id_or_domain: site(a), ...pick(a, ...WRITE_FIELDS) }),
+  output: (r) => ({
+    success: 1, message: 'Create post successfully.',
+    data: { id: r.post_id, post_id: r.post_id, name: r.post_title, post_status: r.post_status, link: r.link, website_id: r.site_id },
+  }),
+});
+
+const postGet = route(READ, '/posts/:id_or_domain/:post_id', getPost, {
+  input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, 'post_type') }),
+  output: (r) => ({ success: 1, message: 'Get post successfully.', data: r }),
+});
+
+const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
+  input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, ...WRITE_FIELDS) }),
+  output: (r) => ({
+    success: 1, message: 'Edit post successfully.',
+    data: { id: r.post_id, post_id: r.post_id, name: r.post_title, post_status: r.post_status, link: r.link, updated_fields: r.updated },
+  }),
+});
+
+const postStatus = route(PUT_PATCH, '/posts/:id_or_domain/:post_id/update-status', updatePostStatus, {
+  input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, 'status') }),
+  output: (r) => ({ success: 1, message: 'Update post status successfully.', data: { id: r.post_id, previous_status: r.previous_status, post_status: r.post_status } }),
+});
+
+const postDelete = route(REMOVE, '/posts/:id_or_domain/:post_id/delete', deletePost, {
+  input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, confirm: true }),
+  output: (r) => ({ success: 1, message: 'Delete post successfully.', data: { id: r.post_id, name: r.post.post_title } }),
+});
+
+export const postRoutes = [postsList, postCreate, postGet, postEdit, postStatus, postDelete];

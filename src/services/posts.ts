@@ -1,0 +1,223 @@
+// Posts on child sites: listed across selected sites; read, created, edited, moved between statuses and deleted
+// on one site. The child's `newpost` replaces a post's core fields wholesale (§9.13), so an edit first reads the
+// post and sends back every field the caller did not change.
+import type { ChildConnector, SiteCredentials } from '../child/connector.js';
+import type { ChildPostInput } from '../child/inputs.js';
+import type { ChildPost, ChildPostFull } from '../child/replies.js';
+import type { AbilityContext } from '../core/ability.js';
+import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { ServiceError } from '../core/errors.js';
+import type { SiteRecord } from '../store/records.js';
+import { fanOut, onChild, reachableSite, type Fanned, type SiteSelector } from './selectors.js';
+
+export const POST_STATUSES = ['publish', 'draft', 'pending', 'private', 'future', 'trash'] as const;
+export type PostStatus = (typeof POST_STATUSES)[number];
+/** What a list shows without a status filter: WordPress's "All" (the trash is left out). */
+const LISTED_BY_DEFAULT: PostStatus[] = ['publish', 'draft', 'pending', 'private', 'future'];
+
+export interface PostQuery {
+  search?: string;
+  search_on?: 'title' | 'content' | 'all';
+  status?: readonly PostStatus[];
+  /** YYYY-MM-DD, inclusive bounds on the modified date. */
+  dtsstart?: string;
+  dtsstop?: string;
+  maximum?: number;
+  post_type?: string;
+}
+
+/** The writable fields (§9.13); on an edit only those given change. */
+export interface PostFields {
+  post_title?: string;
+  post_content?: string;
+  post_status?: Exclude<PostStatus, 'trash'>;
+  post_name?: string;
+  post_excerpt?: string;
+  post_password?: string;
+  comment_status?: 'open' | 'closed';
+  ping_status?: 'open' | 'closed';
+  /** `YYYY-MM-DD HH:MM:SS`, site time / GMT. */
+  post_date?: string;
+  post_date_gmt?: string;
+  post_tags?: string;
+  post_category?: string;
+  post_featured_image?: string;
+  is_sticky?: boolean;
+  post_custom?: Record<string, string[]>;
+}
+
+type Ctx = Pick<AbilityContext, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
+
+const realDate = (ymd: string): boolean => {
+  const d = new Date(`${ymd.slice(0, 10)}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === ymd.slice(0, 10);
+};
+
+function checkDates(q: PostQuery): void {
+  for (const k of ['dtsstart', 'dtsstop'] as const) {
+    const v = q[k];
+    if (v !== undefined && !realDate(v)) throw new ServiceError('svc_invalid_date', `${k} is not a real date: ${v} (use YYYY-MM-DD).`, 400, { params: { [k]: 'Invalid date value. Use a real date.' } });
+  }
+  if (q.dtsstart && q.dtsstop && q.dtsstart > q.dtsstop) {
+    throw new ServiceError('svc_invalid_date_range', `dtsstart (${q.dtsstart}) is after dtsstop (${q.dtsstop}).`, 400);
+  }
+}
+
+export function listPosts(ctx: Ctx, sel: SiteSelector, q: PostQuery): Promise<Fanned<ChildPost[]>> {
+  checkDates(q);
+  const query = {
+    status: [...(q.status?.length ? q.status : LISTED_BY_DEFAULT)],
+    search: q.search?.trim() || undefined,
+    // The child searches title and content for any search_on other than title / content.
+    search_on: q.search_on,
+    // Whole days: the child compares full timestamps.
+    dtsstart: q.dtsstart ? `${q.dtsstart} 00:00:00` : undefined,
+    dtsstop: q.dtsstop ? `${q.dtsstop} 23:59:59` : undefined,
+    maximum: q.maximum ?? 50,
+    post_type: q.post_type ?? 'post',
+  };
+  return fanOut(ctx, sel, 'list posts', (c, creds) => c.listPosts(creds, query));
+}
+
+const postNotFound = (site: SiteRecord, id: number) =>
+  new ServiceError('svc_post_not_found', `No post with ID ${id} on ${site.url}.`, 404, { site_id: site.id, post_id: id });
+
+async function readPost(c: ChildConnector, creds: SiteCredentials, site: SiteRecord, id: number, postType = 'post'): Promise<ChildPostFull> {
+  const post = await c.getPost(creds, id, postType);
+  if (!post) throw postNotFound(site, id);
+  return post;
+}
+
+export async function getPost(ctx: Ctx, ref: number | string, id: number, postType = 'post'): Promise<{ site: SiteRecord; post: ChildPostFull }> {
+  const site = reachableSite(ctx, ref);
+  return onChild(ctx, site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType) }));
+}
+
+const mysqlFromIso = (iso: string): string => iso.slice(0, 19).replace('T', ' ');
+
+/** A scheduled post needs a publication date; WordPress publishes at once when the date has passed. */
+function checkSchedule(status: string, dateGmt: string | undefined, dateLocal: string | undefined): void {
+  if (status !== 'future') return;
+  if (!dateGmt && !dateLocal) {
+    throw new ServiceError('svc_invalid_input', 'A scheduled (future) post needs a post_date or post_date_gmt.', 400, { params: { post_date: 'Required when post_status is future.' } });
+  }
+  if (dateGmt && Date.parse(`${dateGmt.replace(' ', 'T')}Z`) <= Date.now()) {
+    throw new ServiceError('svc_invalid_input', `post_date_gmt ${dateGmt} is not in the future; a scheduled post needs a future date.`, 400, { params: { post_date_gmt: 'Must be in the future.' } });
+  }
+}
+
+function checkFieldDates(f: PostFields): void {
+  for (const k of ['post_date', 'post_date_gmt'] as const) {
+    const v = f[k];
+    if (v !== undefined && !(realDate(v) && !Number.isNaN(Date.parse(`${v.replace(' ', 'T')}Z`)))) {
+      throw new ServiceError('svc_invalid_date', `${k} is not a real date and time: ${v} (use YYYY-MM-DD HH:MM:SS).`, 400, { params: { [k]: 'Invalid date value.' } });
+    }
+  }
+}
+
+function newPostInput(f: PostFields & { post_title: string }): ChildPostInput {
+  return {
+    post_title: f.post_title, post_content: f.post_content ?? '', post_status: f.post_status ?? 'draft', post_name: f.post_name,
+    post_excerpt: f.post_excerpt, post_password: f.post_password, comment_status: f.comment_status ?? 'open', ping_status: f.ping_status ?? 'closed',
+    post_date: f.post_date, post_date_gmt: f.post_date_gmt, post_tags: f.post_tags, post_category: f.post_category,
+    post_featured_image: f.post_featured_image, is_sticky: f.is_sticky, post_custom: f.post_custom,
+  };
+}
+
+/** The post as it is, with the caller's changes: what `newpost` with an ID needs so that nothing else changes. */
+function editInput(cur: ChildPostFull, f: PostFields): ChildPostInput {
+  const datesGiven = f.post_date !== undefined || f.post_date_gmt !== undefined;
+  // A draft without a date keeps "publish when published"; sending its display date would pin it.
+  const dated = cur.post_date_gmt !== '';
+  return {
+    ID: cur.id,
+    post_type: cur.post_type === 'post' ? undefined : cur.post_type,
+    post_title: f.post_title ?? cur.post_title,
+    post_content: f.post_content ?? cur.post_content,
+    post_status: f.post_status ?? cur.post_status,
+    post_name: f.post_name ?? cur.post_name,
+    post_excerpt: f.post_excerpt ?? cur.post_excerpt,
+    post_password: f.post_password ?? cur.post_password,
+    comment_status: f.comment_status ?? cur.comment_status,
+    ping_status: f.ping_status ?? cur.ping_status,
+    post_date: datesGiven ? f.post_date : dated ? cur.post_date : undefined,
+    post_date_gmt: datesGiven ? f.post_date_gmt : dated ? mysqlFromIso(cur.post_date_gmt) : undefined,
+    post_tags: f.post_tags ?? cur.post_tags,
+    post_category: f.post_category ?? cur.post_category,
+    is_sticky: f.is_sticky ?? cur.is_sticky,
+    post_featured_image: f.post_featured_image ?? cur.post_featured_image ?? undefined,
+    post_custom: f.post_custom,
+  };
+}
+
+export interface SavedPost { site: SiteRecord; post_id: number; link: string; post_status: string; post_title: string }
+
+export async function createPost(ctx: Ctx, ref: number | string, f: PostFields & { post_title: string }): Promise<SavedPost> {
+  checkFieldDates(f);
+  const input = newPostInput(f);
+  checkSchedule(input.post_status, f.post_date_gmt, f.post_date);
+  const site = reachableSite(ctx, ref);
+  return onChild(ctx, site, async (c, creds) => {
+    const saved = await c.savePost(creds, input);
+    return { site, ...saved, post_status: input.post_status, post_title: input.post_title };
+  });
+}
+
+export const POST_EDIT_FIELDS = [
+  'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
+  'post_date', 'post_date_gmt', 'post_tags', 'post_category', 'post_featured_image', 'is_sticky', 'post_custom',
+] as const;
+
+export async function updatePost(ctx: Ctx, ref: number | string, id: number, f: PostFields): Promise<SavedPost & { updated: string[] }> {
+  const updated = POST_EDIT_FIELDS.filter((k) => f[k] !== undefined);
+  if (updated.length === 0) throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the post: ${POST_EDIT_FIELDS.join(', ')}.`, 400);
+  checkFieldDates(f);
+  const site = reachableSite(ctx, ref);
+  return onChild(ctx, site, async (c, creds) => {
+    const input = editInput(await readPost(c, creds, site, id), f);
+    checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
+    const saved = await c.savePost(creds, input);
+    return { site, ...saved, post_status: input.post_status, post_title: input.post_title, updated };
+  });
+}
+
+export interface StatusChange { site: SiteRecord; post_id: number; previous_status: string; post_status: PostStatus }
+
+/**
+ * publish, draft and trash are the child's own post actions (draft from the trash is a restore); pending, private
+ * and future are an edit of the status alone. A future status needs the post to carry a future date already.
+ */
+export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, status: PostStatus): Promise<StatusChange> {
+  const site = reachableSite(ctx, ref);
+  return onChild(ctx, site, async (c, creds) => {
+    const cur = await readPost(c, creds, site, id);
+    const out = { site, post_id: id, previous_status: cur.post_status, post_status: status };
+    if (cur.post_status === status) return out;
+    if (status === 'publish' || status === 'trash' || status === 'draft') {
+      const action = status === 'draft' ? (cur.post_status === 'trash' ? 'restore' : 'unpublish') : status;
+      if (!(await c.postAction(creds, action, id))) throw postNotFound(site, id);
+      return out;
+    }
+    if (status === 'future' && !(cur.post_date_gmt && Date.parse(cur.post_date_gmt) > Date.now())) {
+      throw new ServiceError('svc_invalid_status_change',
+        `Post ${id} has no future date to be scheduled for; set post_status future with a post_date through update-post-v1 instead.`, 400);
+    }
+    await c.savePost(creds, editInput(cur, { post_status: status }));
+    return out;
+  });
+}
+
+export interface DeletedPost { site: SiteRecord; post: ChildPostFull; deleted: boolean; dry_run: boolean }
+
+/** Permanent (the child's `delete`); moving to the trash is a status change. */
+export async function deletePost(ctx: Ctx, ref: number | string, id: number, flags: { confirm?: boolean; dry_run?: boolean }): Promise<DeletedPost> {
+  refuseBothFlags(flags);
+  const site = reachableSite(ctx, ref);
+  return onChild(ctx, site, async (c, creds) => {
+    const post = await readPost(c, creds, site, id);
+    if (flags.dry_run) return { site, post, deleted: false, dry_run: true };
+    requireConfirm(flags, 'Deleting a post requires confirm=true (preview with dry_run=true; update-post-status-v1 with trash is undoable).');
+    if (!(await c.postAction(creds, 'delete', id))) throw postNotFound(site, id);
+    return { site, post, deleted: true, dry_run: false };
+  });
+}

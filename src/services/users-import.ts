@@ -1,0 +1,348 @@
+// CSV import of users (import-users-v1, REST POST /users/import). Rows stream out of csv-parse and are imported a
+// bounded number at a time, so memory stays flat whatever the file's length; each row is validated and imported
+// on its own, and a bad row fails alone with its line number (the physical line it starts on).
+import { Readable, Transform, pipeline, type TransformCallback } from 'node:stream';
+import { Parser, type CsvError, type Info } from 'csv-parse';
+import type { z } from 'zod';
+import type { SkippedSite } from '../abilities/schemas.js';
+import type { AbilityContext } from '../core/ability.js';
+import { ServiceError } from '../core/errors.js';
+import { log } from '../log.js';
+import type { SiteRecord } from '../store/records.js';
+import { onChild, skipNote } from './selectors.js';
+import { USER_ROLES, generatePassword, isEmail, type UserRole } from './users.js';
+
+/** The spec's ten columns, in order. */
+export const CSV_COLUMNS = [
+  'username', 'email', 'first_name', 'last_name', 'user_url', 'password', 'send_password', 'role', 'select_sites', 'select_groups',
+] as const;
+/** Upload cap of the REST import, and of CSV text given to the ability. */
+export const MAX_CSV_BYTES = 20 * 1024 * 1024;
+// A user row is a few hundred bytes; a record this long is an unclosed quote swallowing the file.
+const MAX_ROW_BYTES = 64 * 1024;
+// Binary files (a spreadsheet saved as .xlsx, UTF-16 text) are told apart from CSV by their first bytes.
+const SNIFF_BYTES = 8 * 1024;
+// Codes after which a site is not tried again within one import: it would fail the same way, row after row.
+const SITE_DOWN = new Set(['svc_child_unreachable', 'svc_child_timeout', 'svc_child_not_detected', 'svc_child_auth_failed', 'svc_site_keys_missing']);
+
+/**
+ * A CSV file the REST door is streaming (multipart csv_file). Built by the door only, never from JSON input.
+ * `lateFields` settles once the whole upload has been read, with the form fields that came after the file.
+ */
+export class CsvUpload {
+  constructor(readonly stream: Readable, readonly lateFields: Promise<Record<string, string>> = Promise.resolve({})) {}
+}
+
+type SiteNote = { site_id: number; site_url: string };
+export interface ImportFailure {
+  line_number: number;
+  username: string;
+  email: string;
+  error: string;
+  /** Sites the child refused or could not be reached on (rows that got as far as the children). */
+  failed_sites?: Array<SiteNote & { code: string; message: string }>;
+  /** Sites the user was created on although others failed. */
+  created_sites?: Array<SiteNote & { user_id: number }>;
+}
+
+export interface ImportResult {
+  total: number;
+  success_count: number;
+  failed_count: number;
+  failed_users: ImportFailure[];
+  /** Sites named by rows but left out because they are disconnected or suspended. */
+  skipped_sites: z.infer<typeof SkippedSite>[];
+}
+
+type Ctx = Pick<AbilityContext, 'sites' | 'tags' | 'children' | 'config' | 'signal' | 'progress'>;
+
+/** CRLF and lone CR become LF before csv-parse (its line count is off for CRLF inside quotes); refuses binary files. */
+class NormaliseText extends Transform {
+  private pendingCR = false;
+  private sniffed = 0;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
+    if (this.sniffed < SNIFF_BYTES) {
+      const head = chunk.subarray(0, SNIFF_BYTES - this.sniffed);
+      const utf16 = this.sniffed === 0 && head.length >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
+      if (utf16) return callback(new ServiceError('svc_invalid_file_type', 'The file is UTF-16 text; save it as CSV UTF-8.', 400));
+      if (head.includes(0)) return callback(new ServiceError('svc_invalid_file_type', 'The file is not CSV text (it holds binary data); save it as CSV UTF-8.', 400));
+      this.sniffed += head.length;
+    }
+    const out = Buffer.allocUnsafe(chunk.length + 1);
+    let n = 0;
+    let i = 0;
+    if (this.pendingCR) {
+      out[n++] = 0x0a;
+      this.pendingCR = false;
+      if (chunk[0] === 0x0a) i = 1;
+    }
+    for (; i < chunk.length; i++) {
+      const b = chunk[i]!;
+      if (b !== 0x0d) out[n++] = b;
+      else if (i + 1 === chunk.length) this.pendingCR = true;
+      else {
+        out[n++] = 0x0a;
+        if (chunk[i + 1] === 0x0a) i++;
+      }
+    }
+    callback(null, out.subarray(0, n));
+  }
+
+  override _flush(callback: TransformCallback): void {
+    callback(null, this.pendingCR ? Buffer.from([0x0a]) : undefined);
+  }
+}
+
+type ParsedRecord = { record: string[]; info: Info } | { fatal: CsvError };
+
+/**
+ * csv-parse whose fatal error (an unclosed quote, an oversized record) arrives as a last item after the records
+ * before it: a plain Parser errors, which makes a stream consumer drop records already parsed.
+ */
+class RecordParser extends Parser {
+  constructor() {
+    super({
+      bom: true, info: true, record_delimiter: '\n', relax_column_count: true, relax_quotes: true, ltrim: true,
+      skip_empty_lines: true, max_record_size: MAX_ROW_BYTES,
+    });
+  }
+
+  override _transform(chunk: Buffer, enc: BufferEncoding, callback: TransformCallback): void {
+    super._transform(chunk, enc, (err?: Error | null) => this.settle(err, callback));
+  }
+
+  override _flush(callback: TransformCallback): void {
+    super._flush((err?: Error | null) => this.settle(err, callback));
+  }
+
+  private settle(err: Error | null | undefined, callback: TransformCallback): void {
+    if (err) {
+      this.push({ fatal: err });
+      this.push(null);
+    }
+    callback();
+  }
+}
+
+type Row = { line: number; fields: string[] } | { line: number; fatal: string };
+
+const newlines = (s: string): number => {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+};
+
+/** Records of a CSV byte stream with the line each starts on; source errors (413, upload cut) are thrown. */
+async function* csvRows(source: Readable): AsyncGenerator<Row> {
+  const parser = new RecordParser();
+  let lastEnd = 0;
+  let lastEmpty = 0;
+  pipeline(source, new NormaliseText(), parser, () => {});
+  try {
+    for await (const item of parser as AsyncIterable<ParsedRecord>) {
+      if ('fatal' in item) {
+        const e = item.fatal as CsvError & { lines?: number; empty_lines?: number };
+        const line = lastEnd + 1 + Math.max(0, (e.empty_lines ?? lastEmpty) - lastEmpty);
+        const why = e.code === 'CSV_QUOTE_NOT_CLOSED'
+          ? 'A quoted field opened here is never closed'
+          : e.code === 'CSV_MAX_RECORD_SIZE' ? `The row is longer than ${MAX_ROW_BYTES / 1024} KB (an unclosed quote?)` : `Unreadable CSV (${e.message})`;
+        // The parser has ended its output after this item; returning here would destroy the pipeline mid-upload.
+        yield { line, fatal: `${why}: this line and the rest of the file were not imported.` };
+        continue;
+      }
+      const { record, info } = item;
+      lastEnd = info.lines;
+      lastEmpty = info.empty_lines;
+      // ",,,,,,,,," lines are what spreadsheets export for empty rows: blank lines, not bad rows.
+      if (record.every((f) => f.trim() === '')) continue;
+      yield { line: info.lines - record.reduce((n, f) => n + newlines(f), 0), fields: record };
+    }
+  } finally {
+    // Stopped early (a fatal record, a cancelled call): let the rest of an upload drain instead of stalling it.
+    if (!source.readableEnded) {
+      source.unpipe();
+      source.resume();
+    }
+  }
+}
+
+const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
+const FALSE_WORDS = new Set(['false', '0', 'no', 'off', '']);
+/** true / false in the words spreadsheets use; undefined for anything else. */
+export function csvFlag(v: string): boolean | undefined {
+  const w = v.trim().toLowerCase();
+  return TRUE_WORDS.has(w) ? true : FALSE_WORDS.has(w) ? false : undefined;
+}
+
+const list = (v: string) => v.split(';').map((x) => x.trim()).filter(Boolean);
+const quoted = (names: string[]) => names.map((n) => `"${n}"`).join(', ');
+
+type ValidRow = { username: string; email: string; password: string; send_password: boolean; role: UserRole; first_name: string; last_name: string; user_url: string; sites: SiteRecord[] };
+
+/** One row's checks, in the order the reference gives; the first failure is the row's error. */
+function validateRow(ctx: Ctx, fields: string[], skipped: Map<number, z.infer<typeof SkippedSite>>): ValidRow | string {
+  const extra = fields.slice(CSV_COLUMNS.length);
+  if (fields.length < CSV_COLUMNS.length || extra.some((f) => f.trim() !== '')) {
+    return `Expected ${CSV_COLUMNS.length} columns (${CSV_COLUMNS.join(', ')}); found ${fields.length}.`;
+  }
+  const [username, email, first_name, last_name, user_url, password, sendPassword, roleText, siteList, groupList] = fields.map((f) => f.trim()) as string[];
+  if (!username) return 'Username is required.';
+  if (username.length > 60) return 'Username must be at most 60 characters.';
+  if (!email) return 'Email is required.';
+  if (!isEmail(email!)) return `Invalid email format: "${email}".`;
+  const role = (roleText!.toLowerCase() || 'subscriber') as UserRole;
+  if (!USER_ROLES.includes(role)) return `Invalid role "${roleText}". Allowed roles: administrator, subscriber, editor, author, contributor.`;
+  const send = csvFlag(sendPassword!);
+  if (send === undefined) return `Invalid send_password "${sendPassword}": use true or false.`;
+  const siteRefs = list(siteList!);
+  const groupNames = list(groupList!);
+  if (siteRefs.length === 0 && groupNames.length === 0) return 'Either select_sites or select_groups must be provided.';
+  const ids = new Set<number>();
+  const unknownSites: string[] = [];
+  const unknownGroups: string[] = [];
+  for (const ref of siteRefs) {
+    const s = ctx.sites.find(ref);
+    if (s) ids.add(s.id); else unknownSites.push(ref);
+  }
+  for (const name of groupNames) {
+    const t = ctx.tags.findByName(name);
+    if (t) t.site_ids.forEach((id) => ids.add(id)); else unknownGroups.push(name);
+  }
+  if (unknownSites.length || unknownGroups.length) {
+    return [
+      unknownSites.length ? `Unknown site${unknownSites.length > 1 ? 's' : ''} ${quoted(unknownSites)} in select_sites.` : '',
+      unknownGroups.length ? `Unknown group${unknownGroups.length > 1 ? 's' : ''} ${quoted(unknownGroups)} in select_groups.` : '',
+    ].filter(Boolean).join(' ');
+  }
+  const sites: SiteRecord[] = [];
+  const left: string[] = [];
+  for (const id of ids) {
+    const s = ctx.sites.get(id);
+    if (!s) continue;
+    const note = skipNote(s);
+    if (note) { skipped.set(s.id, note); left.push(s.url); } else sites.push(s);
+  }
+  if (sites.length === 0) {
+    return left.length
+      ? `No valid websites found for this user: every selected site is disconnected or suspended (${left.join(', ')}).`
+      : 'No valid websites found for this user: the selected groups have no sites.';
+  }
+  return {
+    username: username!, email: email!, password: password || generatePassword(), send_password: send, role,
+    first_name: first_name!, last_name: last_name!, user_url: user_url!, sites,
+  };
+}
+
+/**
+ * Imports the users of a CSV (text, or an upload being streamed). Rows are read only as fast as they are imported
+ * (at most `childConcurrency` rows in flight), so the upload is throttled instead of buffered. A site that cannot be
+ * reached is not dialled again for later rows. Throws 400 for a file that is not CSV text or has no rows; an upload
+ * cut short (413 over the cap, a broken connection) throws with what was imported until then in `data`.
+ */
+export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeader: boolean): Promise<ImportResult> {
+  const upload = typeof source === 'string' ? null : source;
+  const stream = upload ? upload.stream : Readable.from([Buffer.from(source as string, 'utf8')]);
+  // A has_header field may follow the file in the form: then it is known only once the upload is read.
+  const header: Promise<{ value: boolean; invalid?: string }> = upload
+    ? upload.lateFields.then((f) => {
+      if (f.has_header === undefined) return { value: hasHeader };
+      const v = csvFlag(f.has_header);
+      return v === undefined ? { value: hasHeader, invalid: f.has_header } : { value: v };
+    }, () => ({ value: hasHeader }))
+    : Promise.resolve({ value: hasHeader });
+
+  const result: ImportResult = { total: 0, success_count: 0, failed_count: 0, failed_users: [], skipped_sites: [] };
+  const skipped = new Map<number, z.infer<typeof SkippedSite>>();
+  const down = new Map<number, ServiceError>();
+  const fail = (f: ImportFailure) => { result.failed_count++; result.failed_users.push(f); };
+
+  const importRow = async (line: number, fields: string[]): Promise<void> => {
+    const row = validateRow(ctx, fields, skipped);
+    if (typeof row === 'string') return fail({ line_number: line, username: fields[0]?.trim() ?? '', email: fields[1]?.trim() ?? '', error: row });
+    const outcomes = await Promise.all(row.sites.map(async (site) => {
+      const known = down.get(site.id);
+      if (known) return { site, error: known };
+      try {
+        const created = await onChild(ctx, site, (c, creds) => c.createUser(creds, {
+          user_login: row.username, user_pass: row.password, user_email: row.email, user_url: row.user_url,
+          first_name: row.first_name, last_name: row.last_name, role: row.role,
+        }, row.send_password));
+        return { site, user_id: created.user_id };
+      } catch (e) {
+        const error = e as ServiceError;
+        if (SITE_DOWN.has(error.code)) down.set(site.id, error);
+        return { site, error };
+      }
+    }));
+    const failed = outcomes.filter((o): o is { site: SiteRecord; error: ServiceError } => 'error' in o);
+    if (failed.length === 0) { result.success_count++; return; }
+    const created = outcomes.filter((o): o is { site: SiteRecord; user_id: number } => 'user_id' in o);
+    fail({
+      line_number: line, username: row.username, email: row.email,
+      error: failed.length === 1 && outcomes.length === 1
+        ? failed[0]!.error.message
+        : `Failed on ${failed.length} of ${outcomes.length} sites: ${failed.map((o) => o.error.message).join('; ')}`,
+      failed_sites: failed.map((o) => ({ site_id: o.site.id, site_url: o.site.url, code: o.error.code, message: o.error.message })),
+      ...(created.length ? { created_sites: created.map((o) => ({ site_id: o.site.id, site_url: o.site.url, user_id: o.user_id })) } : {}),
+    });
+  };
+
+  const inFlight = new Set<Promise<void>>();
+  let processed = 0;
+  const start = (line: number, fields: string[]): void => {
+    result.total++;
+    const p: Promise<void> = importRow(line, fields)
+      .catch((e: unknown) => {
+        // The row itself is not logged: it holds a password.
+        log('error', 'import row failed', { line, err: (e as Error).stack ?? String(e) });
+        fail({ line_number: line, username: fields[0] ?? '', email: fields[1] ?? '', error: 'Internal error. See the server log.' });
+      })
+      .then(async () => {
+        inFlight.delete(p);
+        if (++processed % 100 === 0) await ctx.progress?.({ done: processed, total: result.total });
+      });
+    inFlight.add(p);
+  };
+
+  let first: { line: number; fields: string[] } | null = null;
+  let seenFirst = false;
+  try {
+    for await (const row of csvRows(stream)) {
+      if ('fatal' in row) {
+        result.total++;
+        fail({ line_number: row.line, username: '', email: '', error: row.fatal });
+        continue;
+      }
+      if (!seenFirst) {
+        // Held until has_header is known; one record, whatever the file's length.
+        seenFirst = true;
+        first = row;
+        continue;
+      }
+      start(row.line, row.fields);
+      if (inFlight.size >= ctx.config.childConcurrency) await Promise.race(inFlight);
+      if (ctx.signal?.aborted) break;
+    }
+  } catch (e) {
+    await Promise.all(inFlight);
+    const err = e instanceof ServiceError ? e : new ServiceError('svc_upload_interrupted', 'The upload ended before the whole file arrived.', 400);
+    throw new ServiceError(err.code, err.message, err.status, { ...err.data, ...summary(result, skipped) });
+  }
+  if (first && !ctx.signal?.aborted) {
+    const h = await header;
+    if (h.invalid !== undefined) {
+      result.total++;
+      fail({ line_number: first.line, username: '', email: '', error: `has_header "${h.invalid}" is not true or false, so line ${first.line} was neither skipped nor imported.` });
+    } else if (!h.value) start(first.line, first.fields);
+  }
+  await Promise.all(inFlight);
+  if (result.total === 0) {
+    throw new ServiceError('svc_csv_empty', seenFirst ? 'The CSV file has a header line but no user rows.' : 'The CSV file has no rows.', 400);
+  }
+  return summary(result, skipped);
+}
+
+function summary(r: ImportResult, skipped: Map<number, z.infer<typeof SkippedSite>>): ImportResult {
+  return { ...r, failed_users: [...r.failed_users].sort((a, b) => a.line_number - b.line_number), skipped_sites: [...skipped.values()] };
+}
