@@ -177,6 +177,10 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
         },
       }) as Record<string, unknown>;
       if (extra.signal.aborted) say('notice', { event: 'cancelled', not_processed: result.not_processed ?? [] });
+      // The SDK client dispatches notifications a microtask late but responses at once: a last progress
+      // notification read in the same chunk as the result would find its handler gone. A short pause
+      // puts them in separate reads.
+      if (token !== undefined) await new Promise((r) => setTimeout(r, 15));
       return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
     } catch (e) {
       const body = asServiceError(e).toBody();
