@@ -262,6 +262,7 @@ export const suspendSites = defineAbility({
     const queued = await ctx.jobs.queueIfOver('suspend', found);
     if (queued) return { ...queued, total: found.length, errors };
     await ctx.store.write((tx) => { for (const s of found) ctx.sites.patch(tx, s.id, { suspended: true }); });
+    await ctx.progress?.({ done: found.length, total: found.length, message: `suspended ${found.length} sites` });
     const suspended = found.map((s) => ({ id: s.id, url: s.url, name: s.name, suspended: 1 as const }));
     return { queued: false, suspended, errors, total_suspended: suspended.length, total_errors: errors.length };
   },
