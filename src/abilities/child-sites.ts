@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
-import { runBatch, jobView, type BatchItem } from '../services/jobs.js';
+import { runBatch, jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
 import { BasicSite, FullSite, ItemError, SiteRef, SiteRefs, TagIds } from './schemas.js';
@@ -29,10 +29,6 @@ function selection(ctx: AbilityContext, refs: Array<number | string>, exclude: n
   const out = refs.length ? resolveMany(ctx, refs) : { found: [...ctx.sites.filter({}, () => new Set())].filter(byDefault), errors: [] as ItemErr[] };
   const ex = new Set(exclude ?? []);
   return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
-}
-
-function batchOpts(ctx: AbilityContext, label: string) {
-  return { concurrency: ctx.config.childConcurrency, signal: ctx.signal, progress: ctx.progress, label };
 }
 
 const notProcessed = (notDone: SiteRecord[]) => (notDone.length ? { not_processed: notDone.map((s) => s.id) } : {});
@@ -97,9 +93,9 @@ export const syncSites = defineAbility({
     const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
     const queued = await ctx.jobs.queueIfOver('sync', found);
     if (queued) return { ...queued, sites_queued: found.length, errors };
-    const { items, notDone } = await runBatch(ctx.store, found, (s) => ctx.children.fetchSync(s), batchOpts(ctx, 'sync'));
+    const { results: items, notDone } = await runBatch(ctx, found, 'sync', (s) => ctx.children.fetchSync(s));
     const synced = items.filter((x) => x.ok).map((x) => basic(x.site));
-    const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.id, x.error!))];
+    const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.id, x.error))];
     return { queued: false, synced, errors: all, total_synced: synced.length, total_errors: all.length, ...notProcessed(notDone) };
   },
 });
@@ -154,15 +150,15 @@ export const checkSites = defineAbility({
     if (!found.length && i.site_ids_or_domains.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
     const queued = await ctx.jobs.queueIfOver('check', found);
     if (queued) return { ...queued, total: found.length, errors };
-    const { items, notDone } = await runBatch(ctx.store, found, (s) => ctx.children.fetchCheck(s), batchOpts(ctx, 'check'));
+    const { results: items, notDone } = await runBatch(ctx, found, 'check', (s) => ctx.children.fetchCheck(s));
     const results = items.filter((x) => x.ok).map((x) => {
-      const r = x.value!;
+      const r = x.value;
       return { site_id: x.site.id, site_url: x.site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status };
     });
     const up = results.filter((r) => r.reachable).length;
     return {
       queued: false, results, summary: { total_checked: results.length, reachable: up, unreachable: results.length - up },
-      errors: [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error!))], ...notProcessed(notDone),
+      errors: [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error))], ...notProcessed(notDone),
     };
   },
 });
@@ -219,9 +215,9 @@ async function many(
 ) {
   const queued = await ctx.jobs.queueIfOver(type, found);
   if (queued) return { ...queued, total: found.length, errors };
-  const { items, notDone } = await runBatch(ctx.store, found, step, batchOpts(ctx, type));
-  const ok = items.filter((x) => x.ok).map((x: BatchItem) => basic(x.site));
-  const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error!))];
+  const { results: items, notDone } = await runBatch(ctx, found, type, step);
+  const ok = items.filter((x) => x.ok).map((x) => basic(x.site));
+  const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error))];
   return { queued: false, [verb]: ok, errors: all, [`total_${verb}`]: ok.length, total_errors: all.length, ...notProcessed(notDone) };
 }
 

@@ -4,17 +4,19 @@
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../core/errors.js';
-import type { ProgressReport } from '../core/ability.js';
+import type { AbilityContext } from '../core/ability.js';
 import { log } from '../log.js';
 import type { JobRecord, JobType, SiteRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
-import type { Outcome } from './child-sites.js';
+import { childFailure, type Outcome } from './child-sites.js';
 import type { SiteService } from './sites.js';
 import type { Config } from '../config.js';
 
 export type SiteStep = (site: SiteRecord) => Promise<Outcome<unknown>>;
 
-export interface BatchItem<T = unknown> { site: SiteRecord; ok: boolean; value?: T; error?: ServiceError }
+/** One site's result in a fan-out: its value, or the error that site gave. */
+export type SiteResult<T> = { site: SiteRecord; ok: true; value: T } | { site: SiteRecord; ok: false; error: ServiceError };
+type FanOutCtx = Pick<AbilityContext, 'config' | 'signal' | 'progress'>;
 
 const LEASE_MS = 30_000;
 const KEEP_MS = 24 * 3600_000;
@@ -32,33 +34,39 @@ async function eachLimited<T>(items: readonly T[], limit: number, signal: AbortS
 }
 
 /**
- * One remote step per site, each recorded as it completes (grouped by the store). Sites not started
- * because the caller cancelled are returned in `notDone`.
+ * Runs `step` on every site, at most `childConcurrency` at once (the connector bounds calls in flight as
+ * well). A failing site is one error result, never a failed fan-out. Stops starting sites once ctx.signal
+ * aborts; those come back in notDone. Results keep the sites' order; progress is reported per site.
  */
-export async function runBatch<T>(
-  store: Store,
-  sites: readonly SiteRecord[],
-  step: (site: SiteRecord) => Promise<Outcome<T>>,
-  opts: { concurrency: number; signal?: AbortSignal; progress?: (p: ProgressReport) => void | Promise<void>; label: string },
-): Promise<{ items: BatchItem<T>[]; notDone: SiteRecord[] }> {
-  const items = new Map<number, BatchItem<T>>();
+export async function eachSite<T>(
+  ctx: FanOutCtx, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<T>,
+): Promise<{ results: SiteResult<T>[]; notDone: SiteRecord[] }> {
+  const results = new Array<SiteResult<T> | undefined>(sites.length);
   let done = 0;
-  await eachLimited(sites, opts.concurrency, opts.signal, async (site) => {
-    let item: BatchItem<T>;
+  await eachLimited(sites.map((site, i) => [site, i] as const), ctx.config.childConcurrency, ctx.signal, async ([site, i]) => {
+    let r: SiteResult<T>;
     try {
-      const o = await step(site);
-      if (o.ok) item = { site, ok: true, value: await store.write(o.commit) };
-      else {
-        if (o.commit) await store.write(o.commit);
-        item = { site, ok: false, error: o.error };
-      }
+      r = { site, ok: true, value: await step(site) };
     } catch (e) {
-      item = { site, ok: false, error: e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error. See the server log.', 500) };
+      r = { site, ok: false, error: e instanceof ServiceError ? e : childFailure(e, site) };
     }
-    items.set(site.id, item);
-    await opts.progress?.({ done: ++done, total: sites.length, message: `${opts.label} ${site.url}: ${item.ok ? 'ok' : item.error!.code}` });
+    results[i] = r;
+    await ctx.progress?.({ done: ++done, total: sites.length, message: `${label} ${site.url}: ${r.ok ? 'ok' : r.error.code}` });
   });
-  return { items: sites.filter((s) => items.has(s.id)).map((s) => items.get(s.id)!), notDone: sites.filter((s) => !items.has(s.id)) };
+  return {
+    results: results.filter((r): r is SiteResult<T> => r !== undefined),
+    notDone: sites.filter((_, i) => results[i] === undefined),
+  };
+}
+
+/** eachSite over remote steps that return outcomes: each outcome is recorded as it completes (grouped by the store). */
+export function runBatch<T>(ctx: FanOutCtx & { store: Store }, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<Outcome<T>>) {
+  return eachSite(ctx, sites, label, async (site) => {
+    const o = await step(site);
+    if (o.ok) return ctx.store.write(o.commit);
+    if (o.commit) await ctx.store.write(o.commit);
+    throw o.error;
+  });
 }
 
 export interface JobView {

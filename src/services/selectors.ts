@@ -10,6 +10,7 @@ import { ServiceError } from '../core/errors.js';
 import type { SiteRecord } from '../store/records.js';
 import { childFailure } from './child-sites.js';
 import { siteStatus } from './sites.js';
+import { eachSite, type SiteResult } from './jobs.js';
 
 export interface SiteSelector {
   websites?: ReadonlyArray<number | string>;
@@ -113,40 +114,6 @@ export async function onChild<T>(ctx: ChildCtx, site: SiteRecord, work: (c: Chil
   } catch (e) {
     throw childOutcomeError(e, site);
   }
-}
-
-export type SiteResult<T> = { site: SiteRecord; ok: true; value: T } | { site: SiteRecord; ok: false; error: ServiceError };
-
-/**
- * Runs `step` on every site, at most `childConcurrency` at once (the connector bounds calls in flight as well).
- * A failing site is one error result, never a failed fan-out. Stops starting sites once ctx.signal aborts; those
- * come back in notDone. Results keep the sites' order.
- */
-export async function eachSite<T>(
-  ctx: FanOutCtx, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<T>,
-): Promise<{ results: SiteResult<T>[]; notDone: SiteRecord[] }> {
-  const results = new Array<SiteResult<T> | undefined>(sites.length);
-  let next = 0;
-  let done = 0;
-  const worker = async (): Promise<void> => {
-    while (next < sites.length && !ctx.signal?.aborted) {
-      const i = next++;
-      const site = sites[i]!;
-      let r: SiteResult<T>;
-      try {
-        r = { site, ok: true, value: await step(site) };
-      } catch (e) {
-        r = { site, ok: false, error: e instanceof ServiceError ? e : childFailure(e, site) };
-      }
-      results[i] = r;
-      await ctx.progress?.({ done: ++done, total: sites.length, message: `${label} ${site.url}: ${r.ok ? 'ok' : r.error.code}` });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(ctx.config.childConcurrency, sites.length) }, worker));
-  return {
-    results: results.filter((r): r is SiteResult<T> => r !== undefined),
-    notDone: sites.filter((_, i) => results[i] === undefined),
-  };
 }
 
 export interface Fanned<T> { selection: SiteSelection; results: SiteResult<T>[]; notDone: SiteRecord[] }
