@@ -21,6 +21,7 @@ const cases: Array<[string, SimFault, RegExp]> = [
   ['a redirect to another host', { type: 'redirect', to: 'http://127.0.0.1:9/' }, /svc_child_not_detected|svc_child_unreachable/],
   ['an HTML page instead of an envelope', { type: 'html' }, /svc_child_not_detected/],
   ['a fatal error page', { type: 'http500' }, /svc_child_not_detected/],
+  ['a reply about another site', { type: 'other_site' }, /svc_child_wrong_site/],
 ];
 
 describe('a misbehaving child', () => {

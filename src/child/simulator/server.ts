@@ -28,6 +28,7 @@ export type SimFault =
   | { type: 'redirect'; to: string } // 302 to another host
   | { type: 'slow_drip' } // reply trickles out a few bytes at a time
   | { type: 'wrong_types' } // envelope with JSON of the wrong field types
+  | { type: 'other_site' } // a valid reply, but about another WordPress (its siteurl names another host)
   | { type: 'down' }; // connection reset: socket destroyed
 
 export interface ChildSim {
@@ -185,6 +186,12 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       return send(res, 200, `<mainwp>${Buffer.from('{"version":"6.1","plugins":[{"name":').toString('base64')}</mainwp>`);
     }
     if (reply.envelope && fault?.type === 'wrong_types') return send(res, 200, encodeEnvelope(WRONG_TYPES));
+    if (reply.envelope && fault?.type === 'other_site') {
+      const inner = /<mainwp>([^<]*)<\/mainwp>/.exec(String(reply.body))?.[1] ?? '';
+      const data = JSON.parse(Buffer.from(inner, 'base64').toString('utf8')) as Record<string, unknown>;
+      if ('siteurl' in data) data.siteurl = 'https://another-site.example/';
+      return send(res, 200, encodeEnvelope(data));
+    }
     send(res, reply.status, reply.body);
   };
 
