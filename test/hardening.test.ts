@@ -142,3 +142,22 @@ describe('crash safety of serve', () => {
     await store.close();
   });
 });
+
+describe('limits', () => {
+  it('answers 413 to JSON bodies over 1 MB and 431 to request lines or headers over 16 KB, changing nothing', async () => {
+    const s = await startServer();
+    closers.push(() => s.close());
+    const big = JSON.stringify({ name: 'x', pad: 'y'.repeat(1_100_000) });
+    const rest = await fetch(`${s.restBase}/tags/add`, { method: 'POST', headers: { authorization: `Bearer ${s.creds.key.read_write}`, 'content-type': 'application/json' }, body: big });
+    expect(rest.status).toBe(413);
+    expect(await rest.json()).toMatchObject({ code: 'svc_request_too_large', data: { status: 413 } });
+    const ab = await fetch(`${s.abilitiesBase}/abilities/svc/add-tag-v1/run`, { method: 'POST', headers: { authorization: s.creds.admin, 'content-type': 'application/json' }, body: JSON.stringify({ input: { name: 'y'.repeat(1_100_000) } }) });
+    expect(ab.status).toBe(413);
+    const longUrl = await fetch(`${s.restBase}/sites?search=${'a'.repeat(20_000)}`, { headers: { authorization: `Bearer ${s.creds.key.read_write}` } });
+    expect(longUrl.status).toBe(431);
+    expect(await longUrl.json()).toMatchObject({ code: 'svc_request_header_too_large' });
+    const header = await fetch(`${s.restBase}/sites`, { headers: { authorization: `Bearer ${s.creds.key.read_write}`, 'x-pad': 'p'.repeat(20_000) } });
+    expect(header.status).toBe(431);
+    expect(s.services.store.count('tags')).toBe(0);
+  });
+});
