@@ -1,5 +1,7 @@
 // Where sitefleet may connect: loopback, private and link-local addresses are refused unless the
 // operator allows them, checked on the resolved address at every connection.
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { guardedLookup, isPrivateAddress } from '../src/child/address-policy.js';
 import { startChildSim } from '../src/child/simulator/server.js';
@@ -39,6 +41,19 @@ describe('address policy', () => {
       expect(r.body.code, url).toBe('svc_address_not_allowed');
       expect(r.body.message).toMatch(/--allow-private-sites/);
     }
+  });
+
+  it('refuses a name that resolves to a private address when it connects (not only literal addresses)', async (t) => {
+    // The machine's own name resolves (via /etc/hosts) to a loopback or private address on most hosts.
+    const name = hostname();
+    const addrs = await lookup(name, { all: true }).catch(() => []);
+    if (!addrs.length || !addrs.every((a) => isPrivateAddress(a.address))) return t.skip();
+    const s = await startServer({ config: { allowPrivateSites: false } });
+    closers.push(() => s.close());
+    const r = await s.ability('add-site-v1', { url: `http://${name}:9/`, admin: 'admin' });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe('svc_address_not_allowed');
+    expect(r.body.message).toContain(name);
   });
 
   it('checks again at every connection: a site added while allowed is refused once the operator forbids it', async () => {
