@@ -5,6 +5,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { siteStatus } from '../services/sites.js';
 import { siteKey } from '../core/site-lookup.js';
+import { byName } from '../core/collate.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, HexColor, SiteStatus, Tag, TagId, TagIds, TagName, paged } from './schemas.js';
 import { tagView } from './views.js';
@@ -173,7 +174,7 @@ export const getTagClients = defineAbility({
     const { name, sites } = tagSites(ctx, tag_id);
     const all = [...clientsOfSites(ctx, sites.map((s) => s.id))]
       .map(([id, n]) => { const c = ctx.clients.get(id)!; return { id, name: c.name, email: c.email, status: c.status, sites_with_tag: n }; })
-      .sort((a, b) => a.name.localeCompare(b.name) || a.id - b.id);
+      .sort(byName((c) => c.name));
     const list = paginate(all, page, per_page);
     return { tag_id, tag_name: name, clients: list, items: list, page, per_page, total: all.length };
   },

@@ -11,8 +11,8 @@ declare module 'express-serve-static-core' {
   interface Request { principal?: Principal }
 }
 
-export function readPrincipal(services: Services, header: string | undefined, schemes: readonly Scheme[], missing: ServiceError): Principal {
-  if (!header) throw missing;
+export function readPrincipal(services: Services, header: string | undefined, schemes: readonly Scheme[], missing: () => ServiceError): Principal {
+  if (!header) throw missing();
   const space = header.indexOf(' ');
   const scheme = (space === -1 ? header : header.slice(0, space)).toLowerCase();
   const value = space === -1 ? '' : header.slice(space + 1).trim();
@@ -27,7 +27,7 @@ export function readPrincipal(services: Services, header: string | undefined, sc
     services.store.refreshIfStale();
     return services.auth.verifyBasic(decoded.slice(0, colon), decoded.slice(colon + 1));
   }
-  throw missing;
+  throw missing();
 }
 
 /**
@@ -71,7 +71,7 @@ export function requireAuth(services: Services, schemes: readonly Scheme[], miss
       return sendError(res, new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, { retry_after: wait }));
     }
     try {
-      req.principal = readPrincipal(services, req.headers.authorization, schemes, missing());
+      req.principal = readPrincipal(services, req.headers.authorization, schemes, missing);
       if (req.headers.authorization) throttle?.succeeded(addr);
       next();
     } catch (e) {

@@ -1,6 +1,7 @@
 // Clients that sites belong to: lookup by id or e-mail, filtered lists, edits. A site names its client by
 // client_id; deleting a client (abilities/clients.ts removeClient) unassigns its sites and drops it from costs.
 import { ServiceError } from '../core/errors.js';
+import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type { ClientRecord, ClientStatus, SiteRecord } from '../store/records.js';
 
@@ -52,8 +53,7 @@ export class ClientService {
   private byName(): ClientRecord[] {
     const v = this.store.version('clients');
     if (v !== this.cacheVersion) {
-      this.sorted = [...this.store.all<ClientRecord>('clients')].sort((a, b) =>
-        a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
+      this.sorted = [...this.store.all<ClientRecord>('clients')].sort(byName((c) => c.name));
       this.cacheVersion = v;
     }
     return this.sorted;

@@ -15,6 +15,7 @@
 //   monthly × 1, quarterly / 3, yearly / 12, lifetime 0; total_yearly = 12 × the unrounded monthly sum;
 //   both rounded to cents at the end (so a 130/year cost shows 10.83 a month and 130 a year).
 import { ServiceError } from '../core/errors.js';
+import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type {
   ClientRecord, CostRecord, CostStatus, LicenseType, PaymentType, ProductType, RenewalType, SiteRecord, TagRecord,
@@ -169,8 +170,7 @@ export class CostService {
   private index(): { sorted: CostRecord[]; covered: Map<number, number[]>; bySite: Map<number, number[]> } {
     const key = (['costs', 'sites', 'tags', 'clients'] as const).map((c) => this.store.version(c)).join(':');
     if (key !== this.cacheKey) {
-      this.sorted = [...this.store.all<CostRecord>('costs')].sort((a, b) =>
-        a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
+      this.sorted = [...this.store.all<CostRecord>('costs')].sort(byName((c) => c.name));
       this.covered = new Map();
       this.bySite = new Map();
       for (const c of this.sorted) {
@@ -248,8 +248,9 @@ export class CostService {
       const owner = this.sites.get(s)?.client_id;
       if (owner && this.clients.get(owner)) counts.set(owner, (counts.get(owner) ?? 0) + 1);
     }
+    const order = byName<ClientRecord>((c) => c.name);
     return [...counts].map(([id, n]) => ({ client: this.clients.get(id)!, sites_covered: n }))
-      .sort((a, b) => a.client.name.localeCompare(b.client.name, 'en', { sensitivity: 'base' }) || a.client.id - b.client.id);
+      .sort((a, b) => order(a.client, b.client));
   }
 
   /** A site's costs with its share of each and the totals (rules at the top of this file). */

@@ -215,6 +215,7 @@ export class JobService {
     const todo = job.sites.filter((id) => !done.has(id));
     const abort = new AbortController();
     this.aborts.add(abort);
+    const pending = new Set<Promise<void>>();
     const heartbeat = setInterval(() => {
       if (Date.now() - started > TIMEOUT_MS) abort.abort();
       void this.store.write((tx) => {
@@ -233,7 +234,9 @@ export class JobService {
             o = { ok: false, error: e instanceof ServiceError ? e : new ServiceError('exception', String((e as Error).message ?? e), 500) };
           }
         }
-        await this.store.write((tx) => {
+        // The worker moves on to its next site while this one's result is committed (grouped with others);
+        // a bound on commits in flight keeps memory and the store queue in check.
+        const p = this.store.write((tx) => {
           const cur = tx.get<JobRecord>('jobs', job.id);
           if (!cur || cur.owner !== OWNER) return; // taken over; the new owner redoes this site
           if (o.ok) o.commit(tx); else o.commit?.(tx);
@@ -242,9 +245,13 @@ export class JobService {
             succeeded: cur.succeeded + (o.ok ? 1 : 0),
             errors: o.ok ? cur.errors : [...cur.errors, { site_id: siteId, code: o.error.code, message: o.error.message }],
           });
-        });
+        }).catch((e: unknown) => log('error', 'job step not recorded', { job: job.job_id, site: siteId, err: String(e) }));
+        pending.add(p);
+        void p.finally(() => pending.delete(p));
+        if (pending.size >= this.config.childConcurrency * 2) await Promise.race(pending);
       });
     } finally {
+      await Promise.all(pending);
       clearInterval(heartbeat);
       this.aborts.delete(abort);
     }

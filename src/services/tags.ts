@@ -1,6 +1,7 @@
 // Tags (site groups): names unique regardless of case, #RRGGBB colours, membership kept on the tag.
 import { ServiceError } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
+import { byName } from '../core/collate.js';
 import type { TagRecord } from '../store/records.js';
 
 export interface TagFilter { search?: string; include?: number[]; exclude?: number[] }
@@ -22,8 +23,7 @@ export class TagService {
   private indexes(): { sorted: TagRecord[]; bySite: Map<number, number[]> } {
     const v = this.store.version('tags');
     if (v !== this.cacheVersion) {
-      this.sorted = [...this.store.all<TagRecord>('tags')].sort((a, b) =>
-        a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
+      this.sorted = [...this.store.all<TagRecord>('tags')].sort(byName((t) => t.name));
       this.bySite = new Map();
       for (const t of this.sorted) {
         for (const s of t.site_ids) {

@@ -67,6 +67,7 @@ export class Store {
   private flushing: Promise<void> | null = null;
   private blobCache = new Map<string, unknown>();
   private closed = false;
+  private lastLook = -Infinity;
 
   private constructor(readonly dir: string) {}
 
@@ -151,9 +152,15 @@ export class Store {
     }
   }
 
-  /** Reload what another process committed since we last looked. Cheap when nothing changed (one stat). */
+  /**
+   * Reload what another process committed since we last looked. Cheap when nothing changed (one stat),
+   * and at most one stat a millisecond: a request asks more than once (auth, then the ability).
+   */
   refreshIfStale(): void {
     if (this.flushing || this.closed) return;
+    const t = performance.now();
+    if (t - this.lastLook < 1) return;
+    this.lastLook = t;
     let key: string;
     try { key = this.statKey(); } catch { return; }
     if (key !== this.metaStat) this.reloadChanged();
