@@ -1,0 +1,77 @@
+// bench/lib/calibrate.mjs — what this machine can do at all, measured next to the figures so that a
+// noisy run can be read: a bare node:http server and a bare express 5 router answering a small JSON
+// (same autocannon settings as the REST scenarios), and a durable write (write + fsync + rename +
+// directory fsync) in the data dir's filesystem.
+import { spawn } from 'node:child_process';
+import { open, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { cannon } from './load.mjs';
+import { removeDir, tempDir, track } from './proc.mjs';
+import { percentiles } from './sys.mjs';
+
+const SERVERS = {
+  node_http: `
+    import { createServer } from 'node:http';
+    const s = createServer((req, res) => {
+      const body = JSON.stringify({ success: 1, data: { id: 1, url: 'https://site1.example.com/', name: req.url, status: 'connected', client_id: null } });
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+    s.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + s.address().port));`,
+  express: `
+    import express from 'express';
+    const app = express();
+    app.set('etag', false);
+    app.set('query parser', 'extended');
+    const r = express.Router();
+    r.get('/sites/:id_or_domain', (req, res) => res.json({ success: 1, data: { id: 1, url: 'https://site1.example.com/', name: req.params.id_or_domain, status: 'connected', client_id: null } }));
+    app.use('/wp-json/svc/v2', r);
+    const s = app.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + s.address().port));`,
+};
+
+async function startInline(code) {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
+  track(child);
+  const url = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('calibration server did not start')), 15_000);
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; const m = /listening on (\S+)/.exec(out); if (m) { clearTimeout(t); resolve(m[1]); } });
+  });
+  return { url, pid: child.pid, stop: () => new Promise((r) => { child.once('exit', r); child.kill('SIGKILL'); }) };
+}
+
+export async function calibrate(d, log) {
+  const out = {};
+  for (const [name, code] of Object.entries(SERVERS)) {
+    const s = await startInline(code);
+    try {
+      out[name] = await cannon(s.url, { path: '/wp-json/svc/v2/sites/site1.example.com', token: 'x', connections: 16, duration: d.calibrateSeconds, warmup: 1, pid: s.pid });
+      log(`  ${name}: ${out[name].rps} req/s p50 ${out[name].p50} p99 ${out[name].p99} ms`);
+    } finally {
+      await s.stop();
+    }
+  }
+  const dir = tempDir('fsync');
+  try {
+    const samples = [];
+    const body = 'x'.repeat(64 * 1024);
+    const end = performance.now() + d.fsyncSeconds * 1000;
+    for (let i = 0; i < 500 && performance.now() < end; i++) {
+      const t = performance.now();
+      const fh = await open(join(dir, 'f.tmp'), 'w');
+      await fh.writeFile(body);
+      await fh.sync();
+      await fh.close();
+      await rename(join(dir, 'f.tmp'), join(dir, 'f.json'));
+      const dh = await open(dir, 'r');
+      await dh.sync();
+      await dh.close();
+      samples.push(performance.now() - t);
+    }
+    out.durable_write_64k = percentiles(samples);
+    log(`  durable 64 KB write (write, fsync, rename, dir fsync): p50 ${out.durable_write_64k.p50} p99 ${out.durable_write_64k.p99} ms`);
+  } finally {
+    removeDir(dir);
+  }
+  return out;
+}

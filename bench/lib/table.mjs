@@ -1,0 +1,119 @@
+// bench/lib/table.mjs — the one table: every scenario, fleet sizes side by side, target and verdict.
+const COLS = [100, 1000, 5000, 20000];
+const num = (x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? '—' : Number(x).toLocaleString('en', { minimumFractionDigits: d, maximumFractionDigits: d }));
+const ms = (x) => (x === null || x === undefined ? '—' : Number.isInteger(x) ? num(x) : x < 10 ? num(x, 2) : x < 100 ? num(x, 1) : num(x, 0));
+const pair = (a, b) => (a === undefined && b === undefined ? '' : `${ms(a)} / ${ms(b)}`);
+
+/** Rows per round (one cell per fleet size). */
+const ROUND_ROWS = [
+  ['REST GET /sites?per_page=100, 16 conn', 'req/s', (r) => r.rest_list && num(r.rest_list.rps)],
+  ['', 'p50 / p99 ms', (r) => r.rest_list && pair(r.rest_list.p50, r.rest_list.p99)],
+  ['', 'serve CPU µs/req', (r) => r.rest_list && num(r.rest_list.serve_us_per_req)],
+  ['abilities list-sites-v1 per_page=100, 16 conn', 'req/s', (r) => r.abilities_list && num(r.abilities_list.rps)],
+  ['', 'p50 / p99 ms', (r) => r.abilities_list && pair(r.abilities_list.p50, r.abilities_list.p99)],
+  ['', 'serve CPU µs/req', (r) => r.abilities_list && num(r.abilities_list.serve_us_per_req)],
+  ['REST GET /sites/{domain}, 16 conn', 'req/s', (r) => r.get_domain && num(r.get_domain.rps)],
+  ['', 'p50 / p99 ms', (r) => r.get_domain && pair(r.get_domain.p50, r.get_domain.p99)],
+  ['', 'serve CPU µs/req', (r) => r.get_domain && num(r.get_domain.serve_us_per_req)],
+  ['MCP stdio tools/call list-sites-v1 (20/page)', 'p50 / p99 ms', (r) => r.mcp_stdio && pair(r.mcp_stdio.p50, r.mcp_stdio.p99)],
+  ['MCP HTTP tools/call list-sites-v1 (20/page)', 'p50 / p99 ms', (r) => r.mcp_http && pair(r.mcp_http.p50, r.mcp_http.p99)],
+  ['durable POST /tags/add (add-tag-v1), 1 client', 'p50 / p99 ms', (r) => r.tag_add && pair(r.tag_add.p50, r.tag_add.p99)],
+  ['', 'serve CPU µs/write', (r) => r.tag_add && num(r.tag_add.serve_us_per_req)],
+  ['durable POST /sites/{id}/edit (update-site-v1)', 'p50 / p99 ms', (r) => r.site_edit && pair(r.site_edit.p50, r.site_edit.p99)],
+  ['', 'serve CPU µs/write', (r) => r.site_edit && num(r.site_edit.serve_us_per_req)],
+  ['50 concurrent writers (tags/add + edit)', 'writes/s', (r) => r.writers && num(r.writers.writes_per_s)],
+  ['', 'p50 / p99 ms', (r) => r.writers && pair(r.writers.latency.p50, r.writers.latency.p99)],
+  ['', 'serve CPU µs/write', (r) => r.writers && num(r.writers.serve_us_per_req)],
+  ['', 'lost / acked', (r) => r.writers && `${r.writers.lost_updates} / ${num(r.writers.acked)}`],
+  ['cold start → first answer (GET /sites)', 'ms', (r) => r.cold_start && num(r.cold_start.first_answer_ms)],
+  ['serve RSS after the read scenarios', 'MB', (r) => r.rss_after_reads && num(r.rss_after_reads.rss_mb)],
+];
+
+export function targets(res) {
+  const R = res.rounds ?? {};
+  const at = (n, k) => R[n]?.[k];
+  const t = [];
+  const add = (scenario, target, size, value, met) => t.push({ scenario, target, at: size, value, met: value === null || value === undefined ? null : met });
+  const rl = at(5000, 'rest_list');
+  add('REST GET /sites?per_page=100, 16 conn', '≥ 2,000 req/s, p99 ≤ 20 ms', 5000, rl && `${num(rl.rps)} req/s, p99 ${ms(rl.p99)} ms`, rl && rl.rps >= 2000 && rl.p99 <= 20);
+  const al = at(5000, 'abilities_list');
+  add('abilities list-sites-v1 per_page=100', '≥ 2,000 req/s', 5000, al && `${num(al.rps)} req/s`, al && al.rps >= 2000);
+  const gd = at(20000, 'get_domain');
+  add('REST GET /sites/{domain}', '≥ 5,000 req/s', 20000, gd && `${num(gd.rps)} req/s`, gd && gd.rps >= 5000);
+  const ms1 = at(5000, 'mcp_stdio');
+  add('MCP tools/call list-sites-v1, stdio', 'p50 ≤ 2 ms', 5000, ms1 && `p50 ${ms(ms1.p50)} ms`, ms1 && ms1.p50 <= 2);
+  const mh = at(5000, 'mcp_http');
+  add('MCP tools/call list-sites-v1, HTTP', 'p50 ≤ 5 ms', 5000, mh && `p50 ${ms(mh.p50)} ms`, mh && mh.p50 <= 5);
+  for (const [k, name] of [['tag_add', 'durable add-tag-v1'], ['site_edit', 'durable update-site-v1']]) {
+    const w = at(5000, k);
+    add(name, 'p50 ≤ 5 ms, p99 ≤ 20 ms', 5000, w && `p50 ${ms(w.p50)}, p99 ${ms(w.p99)} ms`, w && !w.failures && w.p50 <= 5 && w.p99 <= 20);
+  }
+  const cw = at(5000, 'writers');
+  add('50 concurrent writers', '≥ 500 writes/s, no lost update', 5000, cw && `${num(cw.writes_per_s)} writes/s, ${cw.lost_updates} lost`, cw && cw.writes_per_s >= 500 && cw.lost_updates === 0);
+  const s = res.sync_check?.sync;
+  add('sync of 1,000 simulated sites, 50 ms latency', '≤ 3 s to job completion', 1000, s && `${num(s.seconds, 2)} s (${s.succeeded} ok)`, s && s.completed && s.seconds <= 3 && s.failed === 0);
+  const c = res.sync_check?.check;
+  add('check-sites-v1 over 1,000 sites', '≤ 3 s', 1000, c && `${num(c.seconds, 2)} s`, c && c.seconds <= 3);
+  const cs = at(20000, 'cold_start');
+  add('cold start to first answer', '≤ 1 s', 20000, cs && `${num(cs.first_answer_ms)} ms`, cs && cs.first_answer_ms <= 1000);
+  const rss = res.rss;
+  add('RSS after a full sync of 5,000 sites', '≤ 300 MB', 5000, rss && `${num(rss.rss_after_mb)} MB (HWM ${num(rss.hwm_mb)})`, rss && rss.completed && rss.rss_after_mb <= 300);
+  return t;
+}
+
+function grid(rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i] ?? '').length)));
+  return rows.map((r, ri) => r.map((c, i) => (i < 2 ? String(c ?? '').padEnd(widths[i]) : String(c ?? '').padStart(widths[i]))).join('  ').trimEnd()
+    + (ri === 0 ? `\n${widths.map((w) => '─'.repeat(w)).join('  ')}` : '')).join('\n');
+}
+
+export function renderTable(res) {
+  const R = res.rounds ?? {};
+  const cols = COLS.filter((n) => R[n] || n === 1000);
+  const head = ['scenario', 'figure', ...cols.map((n) => `${num(n)} sites`)];
+  const rows = [head];
+  for (const [label, figure, get] of ROUND_ROWS) {
+    const cells = cols.map((n) => (R[n] ? get(R[n]) ?? '' : ''));
+    if (cells.every((c) => c === '')) continue;
+    rows.push([label, figure, ...cells]);
+  }
+  const one = (label, figure, n, value) => rows.push([label, figure, ...cols.map((c) => (c === n ? value : ''))]);
+  const sc = res.sync_check;
+  if (sc?.sync) one('sync, 50 ms child latency (queued job)', 's to done', 1000, `${num(sc.sync.seconds, 2)}`);
+  if (sc?.check) one('check-sites-v1 (immediate, threshold 1e5)', 's', 1000, `${num(sc.check.seconds, 2)}`);
+  if (res.rss) one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
+
+  const m = res.machine;
+  const L = res.load ?? {};
+  const lines = [
+    `sitefleet bench (${res.mode}) — node ${m.node}, ${m.cpus} CPUs (${m.cpu_model}), ${res.date}, code ${res.code?.commit ?? '?'}${res.code?.uncommitted_files ? ` + ${res.code.uncommitted_files} uncommitted src file(s)` : ''}`,
+    `machine load: ${L.others_cores ?? '?'} cores used by other processes on average during the run (machine busy ${L.machine_cores ?? '?'} cores, ours ${L.ours_cores ?? '?'}); loadavg at start ${m.loadavg_at_start.join(' ')}, at end ${(L.loadavg_end ?? []).join(' ')}`,
+    '',
+    grid(rows),
+    '',
+  ];
+  const cal = res.calibration;
+  if (cal) {
+    const c = (x) => (x ? `${num(x.rps)} req/s (p50 ${ms(x.p50)}, p99 ${ms(x.p99)} ms)` : '—');
+    lines.push(`calibration, same machine, no sitefleet: bare node:http ${c(cal.node_http)}; bare express 5 route ${c(cal.express)}; `
+      + `durable 64 KB write+fsync+rename+dir fsync p50 ${ms(cal.durable_write_64k?.p50)} / p99 ${ms(cal.durable_write_64k?.p99)} ms`, '');
+  }
+  const trows = [['target', 'at', 'wanted', 'got', 'met']];
+  for (const t of res.targets ?? []) trows.push([t.scenario, num(t.at), t.target, t.value ?? 'not measured', t.met === null ? '—' : t.met ? 'yes' : 'NO']);
+  lines.push(grid(trows));
+  // Any request that did not succeed is named here: a figure measured over errors is not a figure.
+  const bad = [];
+  for (const [n, r] of Object.entries(R)) {
+    for (const k of ['rest_list', 'abilities_list', 'get_domain']) {
+      const x = r?.[k];
+      if (x && (x.non2xx || x.errors || x.timeouts)) bad.push(`${num(Number(n))} sites, ${k}: ${num(x.non2xx)} non-2xx, ${num(x.errors)} errors, ${num(x.timeouts)} timeouts of ${num(x.requests)}`);
+    }
+    for (const k of ['mcp_stdio', 'mcp_http', 'tag_add', 'site_edit', 'writers']) {
+      const x = r?.[k];
+      if (x?.failures) bad.push(`${num(Number(n))} sites, ${k}: ${num(x.failures)} failed (first: ${x.first_failure})`);
+    }
+  }
+  if (bad.length) lines.push('', 'FAILED REQUESTS (the figures above include them):', ...bad.map((b) => `  ${b}`));
+  if (res.errors?.length) lines.push('', ...res.errors.map((e) => `ERROR in ${e.scenario}: ${e.error}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,96 @@
+// bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
+//   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
+//   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss)
+// Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { calibrate } from './lib/calibrate.mjs';
+import { cleanupAll, snapshotDist } from './lib/proc.mjs';
+import { call, fleetRound, rssAfterSync, syncAndCheck } from './lib/scenarios.mjs';
+import { machine, runAccount } from './lib/sys.mjs';
+import { renderTable, targets } from './lib/table.mjs';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean' },
+    sizes: { type: 'string' },
+    skip: { type: 'string' },
+    only: { type: 'string' },
+    out: { type: 'string' },
+  },
+});
+const quick = values.quick === true;
+const sizes = values.sizes ? values.sizes.split(',').map(Number) : quick ? [100, 5000] : [100, 1000, 5000, 20000];
+const skipped = new Set((values.skip ?? '').split(',').filter(Boolean));
+const only = values.only ? new Set(values.only.split(',')) : null;
+const run = (group) => !skipped.has(group) && (!only || only.has(group));
+const outFile = values.out ?? fileURLToPath(new URL('./results.json', import.meta.url));
+const d = quick
+  ? { calibrateSeconds: 1, fsyncSeconds: 1, readSeconds: 2, warmupSeconds: 1, mcpSeconds: 2, writeSeconds: 2, writersSeconds: 3, maxSequential: 5_000, jobTimeoutMs: 60_000, rssJobTimeoutMs: 90_000 }
+  : { calibrateSeconds: 5, fsyncSeconds: 3, readSeconds: 10, warmupSeconds: 2, mcpSeconds: 5, writeSeconds: 5, writersSeconds: 10, maxSequential: 20_000, jobTimeoutMs: 120_000, rssJobTimeoutMs: 300_000 };
+
+const started = performance.now();
+const log = (m) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${m}\n`);
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanupAll(); process.exit(130); });
+process.on('exit', cleanupAll);
+
+// The first undici request of a process loads code lazily: pay that before anything is timed.
+{
+  const srv = createServer((_q, r) => r.end('{}'));
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  await call(`http://127.0.0.1:${srv.address().port}`, 'x', 'GET', '/');
+  await new Promise((r) => srv.close(r));
+}
+
+snapshotDist();
+const git = (args) => { try { return execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim(); } catch { return null; } };
+const results = {
+  suite: 'sitefleet bench (issue 7)', mode: quick ? 'quick' : 'full', date: new Date().toISOString(), machine: machine(),
+  // Read-only git queries: which code was measured.
+  code: { commit: git(['rev-parse', '--short', 'HEAD']), uncommitted_files: (git(['--no-optional-locks', 'status', '--porcelain', '--', 'src']) ?? '').split('\n').filter(Boolean).length },
+  durations: d, sizes, rounds: {}, errors: [],
+};
+const whole = runAccount();
+
+async function step(name, fn) {
+  try { return await fn(); } catch (e) {
+    log(`  ${name} FAILED: ${e.stack ?? e}`);
+    results.errors.push({ scenario: name, error: String(e.message ?? e) });
+    return null;
+  }
+}
+
+if (run('calibrate')) {
+  log('calibration: this machine without sitefleet');
+  results.calibration = await step('calibration', () => calibrate(d, log));
+}
+for (const n of run('fleet') ? sizes : []) {
+  log(`fleet of ${n.toLocaleString('en')} sites`);
+  results.rounds[n] = await step(`fleet ${n}`, () => fleetRound(n, d, log));
+}
+if (quick && !sizes.includes(20000) && run('20k')) {
+  // The quick mode still measures the two figures whose target is at 20,000 sites.
+  log('fleet of 20,000 sites (cold start and domain lookup only)');
+  results.rounds[20000] = await step('fleet 20000', () => fleetRound(20000, d, log, ['get_domain']));
+}
+if (run('sync')) {
+  log('sync and check of 1,000 simulated sites, 50 ms child latency');
+  results.sync_check = await step('sync/check 1000', () => syncAndCheck(1000, 50, d, log));
+}
+if (run('rss')) {
+  log('RSS after a full sync of 5,000 simulated sites');
+  results.rss = await step('rss 5000', () => rssAfterSync(5000, 0, d, log));
+}
+
+const load = whole.stop();
+results.load = { ...load, note: 'others_cores: CPU used on this machine by processes other than the bench and the processes it started (servers, MCP stdio server, simulator), averaged over the run' };
+results.elapsed_s = Math.round((performance.now() - started) / 1000);
+results.targets = targets(results);
+writeFileSync(outFile, JSON.stringify(results, null, 2) + '\n');
+process.stdout.write(renderTable(results) + '\n');
+log(`wrote ${outFile} (${results.elapsed_s} s)`);
+process.exit(0);
