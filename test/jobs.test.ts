@@ -77,6 +77,23 @@ describe('queue threshold', () => {
   });
 });
 
+describe('claims', () => {
+  it('works a job once even when ticks overlap', async () => {
+    const s = await startServer();
+    closers.push(() => s.close());
+    const sim = await preconnectedFleet(s.services, 6);
+    closers.push(() => sim.close());
+    await s.services.jobs.stop();
+    const job = await s.services.jobs.enqueue('sync', [1, 2, 3, 4, 5, 6]);
+    (s.services.jobs as unknown as { stopping: boolean }).stopping = false;
+    await Promise.all([s.services.jobs.tick(), s.services.jobs.tick(), s.services.jobs.tick()]);
+    const done = await until(async () => s.services.jobs.get(job.job_id), (j) => j.status === 'completed');
+    expect(done.done).toHaveLength(6);
+    expect(done.succeeded).toBe(6);
+    for (let i = 1; i <= 6; i++) expect(sim.requests(i)).toBe(1);
+  });
+});
+
 describe('restart', () => {
   it('resumes a job after SIGKILL without redoing the sites it recorded', async () => {
     const dataDir = tempDir();

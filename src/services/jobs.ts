@@ -107,6 +107,7 @@ export class JobService {
   private running = new Map<string, Promise<void>>();
   private aborts = new Set<AbortController>();
   private stopping = false;
+  private ticking = false;
 
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
 
@@ -168,7 +169,17 @@ export class JobService {
   }
 
   async tick(): Promise<void> {
-    if (this.stopping) return;
+    // One tick at a time: two overlapping ticks would both see a queued job and both claim it.
+    if (this.stopping || this.ticking) return;
+    this.ticking = true;
+    try {
+      await this.claimAndWork();
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async claimAndWork(): Promise<void> {
     this.store.refreshIfStale();
     const now = Date.now();
     const candidates = [...this.store.all<JobRecord>('jobs')].filter((j) =>
@@ -180,7 +191,7 @@ export class JobService {
     for (const j of candidates) {
       const claimed = await this.store.write((tx) => {
         const cur = tx.get<JobRecord>('jobs', j.id);
-        if (!cur || cur.status === 'completed' || cur.status === 'failed') return null;
+        if (!cur || cur.status === 'completed' || cur.status === 'failed' || cur.owner === OWNER) return null;
         if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner)) return null;
         return tx.put<JobRecord>('jobs', {
           ...cur, status: 'processing', owner: OWNER, lease_until: Date.now() + LEASE_MS,
@@ -188,7 +199,14 @@ export class JobService {
         });
       }).catch(() => null);
       if (!claimed) continue;
-      const p = this.work(claimed).catch((e) => log('error', 'job failed', { job: claimed.job_id, err: String(e) }))
+      const p = this.work(claimed).catch(async (e) => {
+        log('error', 'job failed', { job: claimed.job_id, err: String(e) });
+        // Hand it back so that it is retried (and counted as an attempt) rather than held by us forever.
+        await this.store.write((tx) => {
+          const cur = tx.get<JobRecord>('jobs', claimed.id);
+          if (cur?.owner === OWNER && cur.status === 'processing') tx.put<JobRecord>('jobs', { ...cur, owner: null, lease_until: 0 });
+        }).catch(() => {});
+      })
         .finally(() => this.running.delete(claimed.job_id));
       this.running.set(claimed.job_id, p);
     }
@@ -239,6 +257,7 @@ export class JobService {
         const p = this.store.write((tx) => {
           const cur = tx.get<JobRecord>('jobs', job.id);
           if (!cur || cur.owner !== OWNER) return; // taken over; the new owner redoes this site
+          if (cur.done.includes(siteId)) return; // recorded already: never count a site twice
           if (o.ok) o.commit(tx); else o.commit?.(tx);
           tx.put<JobRecord>('jobs', {
             ...cur, done: [...cur.done, siteId], lease_until: Date.now() + LEASE_MS,
