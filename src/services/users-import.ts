@@ -289,10 +289,15 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
   };
 
   const inFlight = new Set<Promise<void>>();
+  // Rows run in parallel, but a row naming the same username or e-mail as an earlier one waits for it, so
+  // that the first row in the file wins (WordPress refuses the second).
+  const lastBy = new Map<string, Promise<void>>();
   let processed = 0;
   const start = (line: number, fields: string[]): void => {
     result.total++;
-    const p: Promise<void> = importRow(line, fields)
+    const keys = [`u:${(fields[0] ?? '').trim().toLowerCase()}`, `e:${(fields[1] ?? '').trim().toLowerCase()}`];
+    const earlier = Promise.all(keys.map((k) => lastBy.get(k)));
+    const p: Promise<void> = earlier.then(() => importRow(line, fields))
       .catch((e: unknown) => {
         // The row itself is not logged: it holds a password.
         log('error', 'import row failed', { line, err: (e as Error).stack ?? String(e) });
@@ -300,8 +305,10 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
       })
       .then(async () => {
         inFlight.delete(p);
+        for (const k of keys) if (lastBy.get(k) === p) lastBy.delete(k);
         if (++processed % 100 === 0) await ctx.progress?.({ done: processed, total: result.total });
       });
+    for (const k of keys) lastBy.set(k, p);
     inFlight.add(p);
   };
 
