@@ -1,7 +1,7 @@
 // Post abilities: posts on child sites, listed across selected sites; read, created, edited, moved between
 // statuses and deleted on one site. Post passwords are write-only (has_password tells whether one is set).
 import { z } from 'zod';
-import type { ChildPost, ChildPostFull } from '../child/replies.js';
+import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from '../core/ability.js';
 import { POST_STATUSES, createPost as create, deletePost as remove, getPost as read, listPosts as list, setPostStatus, updatePost as update } from '../services/posts.js';
 import { siteError } from '../services/selectors.js';
@@ -33,26 +33,13 @@ export const PostItem = z.object({
   tags: z.string(),
 });
 
-export const Post = z.object({
-  id: z.number().int(),
+/** The child's full post, with the site it lives on, and the password replaced by whether there is one. */
+export const Post = ChildPostFull.omit({ post_password: true }).extend({
   website_id: z.number().int(),
   website_url: z.string(),
-  post_type: z.string(),
-  post_title: z.string(),
-  post_content: z.string(),
-  post_status: z.string(),
-  post_name: z.string(),
-  post_excerpt: z.string(),
   has_password: z.boolean().describe('Whether the post is password-protected (the password itself is never returned).'),
   post_date: z.string().describe('Site time, YYYY-MM-DD HH:MM:SS.'),
   post_date_gmt: z.string().describe('ISO 8601 UTC; empty for a draft without a date.'),
-  comment_status: z.string(),
-  ping_status: z.string(),
-  post_category: z.string(),
-  post_tags: z.string(),
-  is_sticky: z.boolean(),
-  post_custom: z.record(z.string(), z.array(z.unknown())),
-  post_featured_image: z.string().nullable(),
 });
 
 const postItem = (site: SiteRecord, p: ChildPost): z.infer<typeof PostItem> => ({
