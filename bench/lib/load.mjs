@@ -2,7 +2,7 @@
 // concurrent writes, all bounded in time and in count, all against 127.0.0.1 only.
 import autocannon from 'autocannon';
 import { Client, Pool } from 'undici';
-import { cpuAccount, percentiles, round } from './sys.mjs';
+import { cpuAccount, percentiles, round, timedCalls } from './sys.mjs';
 
 export function assertLoopback(url) {
   const u = new URL(url);
@@ -42,29 +42,15 @@ export async function sequential(url, { token, make, seconds = 5, maxCount = 5_0
   const u = assertLoopback(url);
   const client = new Client(u.origin, { pipelining: 1, keepAliveTimeout: 60_000 });
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const samples = [];
-  let failures = 0;
-  let firstFailure = null;
   let i = 0;
-  const one = async (rec) => {
+  const one = async () => {
     const { method = 'POST', path, body } = make(i++);
-    const t = performance.now();
     const res = await client.request({ method, path, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.body.text();
-    const ms = performance.now() - t;
-    if (res.statusCode >= 300) { failures++; firstFailure ??= `${res.statusCode} ${text.slice(0, 200)}`; }
-    else if (rec) samples.push(ms);
+    return res.statusCode >= 300 ? `${res.statusCode} ${text.slice(0, 200)}` : null;
   };
   try {
-    for (let w = 0; w < warmupCount; w++) await one(false);
-    const acct = cpuAccount(pid ? [pid] : []);
-    const end = performance.now() + seconds * 1000;
-    const started = performance.now();
-    while (performance.now() < end && samples.length + failures < maxCount) await one(true);
-    const elapsed = (performance.now() - started) / 1000;
-    const cpu = acct.stop();
-    const serveUs = pid && samples.length ? round((cpu.measured_cpu_s[0] * 1e6) / (samples.length + failures), 0) : null;
-    return { ...percentiles(samples), per_s: round(samples.length / elapsed, 0), failures, first_failure: firstFailure, serve_us_per_req: serveUs, cpu: { serve_cores: cpu.measured_cores[0] ?? null, bench_cores: cpu.bench_cores, others_cores: cpu.others_cores } };
+    return await timedCalls(one, { seconds, maxCount, warmupCount, pid });
   } finally {
     await client.close();
   }

@@ -6,7 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CLI } from './proc.mjs';
 import { assertLoopback } from './load.mjs';
-import { cpuAccount, percentiles, round } from './sys.mjs';
+import { round, timedCalls } from './sys.mjs';
 
 /** The list's total, from structured content or from the JSON text block. */
 function totalOf(r) {
@@ -19,23 +19,11 @@ async function timeCalls(client, { tool, args, seconds, maxCount, warmupCount, p
   if (expectTotal !== undefined && totalOf(probe) !== expectTotal) {
     throw new Error(`sanity check failed: MCP ${tool} total ${totalOf(probe)} ≠ ${expectTotal}: ${JSON.stringify(probe).slice(0, 300)}`);
   }
-  const samples = [];
-  let failures = 0;
-  let firstFailure = null;
-  const one = async (rec) => {
-    const t = performance.now();
+  const one = async () => {
     const r = await client.callTool({ name: tool, arguments: args });
-    const ms = performance.now() - t;
-    if (r.isError) { failures++; firstFailure ??= JSON.stringify(r.content).slice(0, 200); } else if (rec) samples.push(ms);
+    return r.isError ? JSON.stringify(r.content).slice(0, 200) : null;
   };
-  for (let i = 0; i < warmupCount; i++) await one(false);
-  const acct = cpuAccount(pid ? [pid] : []);
-  const end = performance.now() + seconds * 1000;
-  const started = performance.now();
-  while (performance.now() < end && samples.length + failures < maxCount) await one(true);
-  const elapsed = (performance.now() - started) / 1000;
-  const cpu = acct.stop();
-  return { ...percentiles(samples), per_s: round(samples.length / elapsed, 0), failures, first_failure: firstFailure, cpu: { server_cores: cpu.measured_cores[0] ?? null, bench_cores: cpu.bench_cores, others_cores: cpu.others_cores } };
+  return timedCalls(one, { seconds, maxCount, warmupCount, pid });
 }
 
 export async function mcpStdio(dataDir, { tool = 'list-sites-v1', args = {}, seconds = 3, maxCount = 5_000, warmupCount = 50, expectTotal } = {}) {

@@ -108,3 +108,31 @@ export function percentiles(samples) {
   const at = (q) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
   return { n: s.length, p50: round(at(0.5), 2), p90: round(at(0.9), 2), p99: round(at(0.99), 2), max: round(s[s.length - 1], 2), mean: round(s.reduce((a, b) => a + b, 0) / s.length, 2) };
 }
+
+/**
+ * Calls `one()` (which resolves to null on success or a short failure text) for `seconds`, at most
+ * `maxCount` times, after `warmupCount` unrecorded calls; latencies of successes only, serve CPU per call.
+ */
+export async function timedCalls(one, { seconds, maxCount, warmupCount, pid }) {
+  const samples = [];
+  let failures = 0;
+  let firstFailure = null;
+  const call = async (rec) => {
+    const t = performance.now();
+    const failure = await one();
+    const ms = performance.now() - t;
+    if (failure !== null) { failures++; firstFailure ??= failure; } else if (rec) samples.push(ms);
+  };
+  for (let w = 0; w < warmupCount; w++) await call(false);
+  const acct = cpuAccount(pid ? [pid] : []);
+  const end = performance.now() + seconds * 1000;
+  const started = performance.now();
+  while (performance.now() < end && samples.length + failures < maxCount) await call(true);
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = acct.stop();
+  return {
+    ...percentiles(samples), per_s: round(samples.length / elapsed, 0), failures, first_failure: firstFailure,
+    serve_us_per_req: pid && samples.length ? round((cpu.measured_cpu_s[0] * 1e6) / (samples.length + failures), 0) : null,
+    cpu: { serve_cores: cpu.measured_cores[0] ?? null, bench_cores: cpu.bench_cores, others_cores: cpu.others_cores },
+  };
+}
