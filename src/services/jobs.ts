@@ -3,7 +3,7 @@
 // works through and records site by site, in the same commit as the site's own result, so that a job
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
 import { randomUUID } from 'node:crypto';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, asServiceError } from '../core/errors.js';
 import type { AbilityContext } from '../core/ability.js';
 import { log } from '../log.js';
 import type { JobRecord, JobType, SiteRecord } from '../store/records.js';
@@ -182,16 +182,18 @@ export class JobService {
   private async claimAndWork(): Promise<void> {
     this.store.refreshIfStale();
     const now = Date.now();
+    // A job this process owns but no longer runs (its last writes failed, e.g. on a full disk) is ours to resume:
+    // nothing else will, since its owner looks alive to every other process.
     const candidates = [...this.store.all<JobRecord>('jobs')].filter((j) =>
       !this.running.has(j.job_id) &&
-      (j.status === 'queued' || (j.status === 'processing' && (j.lease_until < now || !this.ownerAlive(j.owner)))));
+      (j.status === 'queued' || (j.status === 'processing' && (j.owner === OWNER || j.lease_until < now || !this.ownerAlive(j.owner)))));
     const expired = [...this.store.all<JobRecord>('jobs')].filter((j) =>
       (j.status === 'completed' || j.status === 'failed') && Date.parse(j.completed_at ?? j.created_at) < now - KEEP_MS);
     if (expired.length) await this.store.write((tx) => { for (const j of expired) tx.delete('jobs', j.id); }).catch(() => {});
     for (const j of candidates) {
       const claimed = await this.store.write((tx) => {
         const cur = tx.get<JobRecord>('jobs', j.id);
-        if (!cur || cur.status === 'completed' || cur.status === 'failed' || cur.owner === OWNER) return null;
+        if (!cur || cur.status === 'completed' || cur.status === 'failed' || this.running.has(cur.job_id)) return null;
         if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner)) return null;
         return tx.put<JobRecord>('jobs', {
           ...cur, status: 'processing', owner: OWNER, lease_until: Date.now() + LEASE_MS,
@@ -246,10 +248,11 @@ export class JobService {
       await eachLimited(todo, this.config.childConcurrency, abort.signal, async (siteId) => {
         const site = this.sites.get(siteId);
         let o: Outcome<unknown>;
-        if (!site) o = { ok: false, error: new ServiceError('site_not_found', `No site found with ID ${siteId}.`, 404) };
+        if (!site) o = { ok: false, error: new ServiceError('svc_site_not_found', `No site found with ID ${siteId}.`, 404) };
         else {
           try { o = await step(site); } catch (e) {
-            o = { ok: false, error: e instanceof ServiceError ? e : new ServiceError('exception', String((e as Error).message ?? e), 500) };
+            if (!(e instanceof ServiceError)) log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
+            o = { ok: false, error: asServiceError(e) };
           }
         }
         // The worker moves on to its next site while this one's result is committed (grouped with others);

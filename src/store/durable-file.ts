@@ -3,8 +3,6 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { Adapter } from 'lowdb';
 
-let seq = 0;
-
 export class StoreCorruptError extends Error {
   constructor(readonly file: string, reason: string) {
     super(`Data file ${file} is unreadable (${reason}). sitefleet stopped without touching it: restore it from a backup or move it away.`);
@@ -40,19 +38,33 @@ export function parseJson<T>(file: string, text: string): T {
   }
 }
 
-export async function writeDurably(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.${++seq}.tmp`;
+/**
+ * A file written beside its final name and fsynced, not yet in place: `commit()` renames it over the file,
+ * `discard()` removes it. A commit that touches several files stages them all first, so that a full disk or
+ * any other write failure leaves every file as it was.
+ */
+export interface StagedFile { file: string; commit(): Promise<void>; discard(): Promise<void> }
+
+/** The temp name of `file` for this process: one writer per file per process at a time (commits are serial). */
+export const tempName = (file: string): string => `${file}.${process.pid}.tmp`;
+
+export async function stageDurably(file: string, text: string): Promise<StagedFile> {
+  const tmp = tempName(file);
   const fh = await open(tmp, 'w', 0o600);
   try {
     await fh.writeFile(text);
     await fh.sync();
   } catch (e) {
-    await fh.close();
+    await fh.close().catch(() => {});
     await unlink(tmp).catch(() => {});
     throw e;
   }
   await fh.close();
-  await rename(tmp, file);
+  return { file, commit: () => rename(tmp, file), discard: () => unlink(tmp).catch(() => {}) };
+}
+
+export async function writeDurably(file: string, text: string): Promise<void> {
+  await (await stageDurably(file, text)).commit();
 }
 
 export async function syncDir(dir: string): Promise<void> {

@@ -15,7 +15,8 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import lockfile from 'proper-lockfile';
-import { DurableJSONFile, StoreCorruptError, parseJson, syncDir, writeDurably } from './durable-file.js';
+import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, writeDurably, type StagedFile } from './durable-file.js';
+import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
 
@@ -272,8 +273,10 @@ export class Store {
           }
         }
         if (dirty.size || blobs.size) await this.persist(dirty, blobs);
-      } catch (error) {
+      } catch (e) {
         // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
+        log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
+        const error = storeFailure(e);
         for (let i = 0; i < batch.length; i++) outcomes[i] = { ok: false, error };
         try { this.loadAll(); this.blobCache.clear(); } catch { /* keep serving what we have */ }
       } finally {
@@ -329,9 +332,15 @@ export class Store {
     };
   }
 
+  /**
+   * All or nothing across every file a commit touches: each new file (shards, site data, secrets, meta.json) is
+   * written and fsynced beside its final name first; only when all of them are on disk are they renamed into place
+   * and deleted blobs removed. A full disk fails the staging, and then no file has changed.
+   */
   private async persist(dirty: Set<string>, blobs: Map<string, unknown>): Promise<void> {
     const generation = this.meta.generation + 1;
-    const writes: Promise<void>[] = [];
+    const texts = new Map<string, string>();
+    const removals: string[] = [];
     for (const file of dirty) {
       const col = file.split('.')[0] as CollectionName;
       const shard = COLLECTIONS[col];
@@ -342,23 +351,31 @@ export class Store {
       // A shard is a range of ids: look them up (250 gets) rather than scan the whole fleet per edit.
       if (shard) for (let id = lo; id < hi; id++) { const r = map.get(id); if (r) records.push(r); }
       else records.push(...map.values());
-      const body: ShardFile<Rec> = { collection: col, records };
-      writes.push(writeDurably(join(this.dir, file), JSON.stringify(body)));
+      texts.set(join(this.dir, file), JSON.stringify({ collection: col, records } satisfies ShardFile<Rec>));
     }
     for (const [key, value] of blobs) {
       const file = join(this.dir, `${key}.json`);
-      writes.push(value === null
-        ? unlink(file).catch(() => {})
-        : writeDurably(file, JSON.stringify(value)));
-    }
-    await Promise.all(writes);
-    if (blobs.size) {
-      await Promise.all([...new Set([...blobs.keys()].map((k) => k.split('/')[0]!))].map((d) => syncDir(join(this.dir, d))));
+      if (value === null) removals.push(file); else texts.set(file, JSON.stringify(value));
     }
     const files = { ...this.meta.files };
     for (const f of dirty) files[f] = generation;
     const meta: Meta = { ...this.meta, generation, files };
-    await writeDurably(join(this.dir, 'meta.json'), JSON.stringify(meta));
+    texts.set(join(this.dir, 'meta.json'), JSON.stringify(meta));
+
+    const staged = await Promise.allSettled([...texts].map(([file, text]) => stageDurably(file, text)));
+    const ready = staged.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failed = staged.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      await Promise.all(ready.map((f) => f.discard()));
+      throw failed.reason;
+    }
+    const metaFile = ready.find((f) => f.file === join(this.dir, 'meta.json')) as StagedFile;
+    await Promise.all(ready.filter((f) => f !== metaFile).map((f) => f.commit()));
+    await Promise.all(removals.map((f) => unlink(f).catch(() => {})));
+    if (blobs.size) {
+      await Promise.all([...new Set([...blobs.keys()].map((k) => k.split('/')[0]!))].map((d) => syncDir(join(this.dir, d))));
+    }
+    await metaFile.commit();
     await syncDir(this.dir);
     this.meta = meta;
     this.metaStat = this.statKey();
@@ -369,6 +386,13 @@ export class Store {
     while (this.flushing) await this.flushing;
     this.closed = true;
   }
+}
+
+/** What a caller is told when a commit could not reach the disk: nothing of it was kept. */
+function storeFailure(e: unknown): ServiceError {
+  const code = (e as NodeJS.ErrnoException).code;
+  const why = code === 'ENOSPC' ? 'the disk is full' : code ? `the disk refused it (${code})` : 'the data files could not be written';
+  return new ServiceError('svc_store_unavailable', `The change was not saved because ${why}; nothing was changed. Try again later.`, 503);
 }
 
 export { StoreCorruptError };
