@@ -3,6 +3,9 @@ import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempName } from '../src/store/durable-file.js';
+import { FailureCounter, LoginThrottle } from '../src/http/auth.js';
+import { Store } from '../src/store/store.js';
+import { startServer, tempDir } from './support/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 /** Makes the next write of `file` (in this process) hit a full disk: its temp name points at /dev/full. */
@@ -12,10 +15,15 @@ function fullDiskFor(file: string): () => void {
   return () => rmSync(tmp, { force: true });
 }
 
-/** Makes every write of `file` fail until undone: a directory stands at its temp name. */
-function brokenDiskFor(file: string): () => void {
+/** Makes every write of `file` fail until undone: a directory stands at its temp name (once no write is using it). */
+async function brokenDiskFor(file: string): Promise<() => void> {
   const tmp = tempName(file);
-  mkdirSync(tmp);
+  for (;;) {
+    try { mkdirSync(tmp); break; } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
   return () => rmSync(tmp, { recursive: true, force: true });
 }
 
@@ -88,10 +96,89 @@ describe('a job whose writes fail (finding 4)', () => {
     const running = await until(() => f.s.rest(`/jobs/${id}`), (r) => r.body?.data?.status === 'processing');
     expect(running.body.data.status).toBe('processing');
     // Every commit fails while the children answer: the per-site records, the final write and the hand-back.
-    const undo = brokenDiskFor(join(f.s.dataDir, 'meta.json'));
+    const undo = await brokenDiskFor(join(f.s.dataDir, 'meta.json'));
     await new Promise((r) => setTimeout(r, 1500));
     undo();
     const done = await until(() => f.s.rest(`/jobs/${id}`), (r) => r.body?.data?.status === 'completed');
     expect(done.body.data).toMatchObject({ status: 'completed', processed: 3, succeeded: 3 });
+  });
+});
+
+describe('the failed-login throttle', () => {
+  it('is not reset by one good login among the bad ones (finding 7)', async () => {
+    const t = await startServer({ config: { loginFailureLimit: '30' } as never });
+    try {
+      const statuses: number[] = [];
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 29; i++) {
+          statuses.push((await fetch(`${t.restBase}/sites`, { headers: { authorization: 'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } })).status);
+        }
+        statuses.push((await fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer ${t.creds.key.read_write}` } })).status);
+      }
+      expect(statuses.slice(0, 30).filter((x) => x === 401)).toHaveLength(29);
+      expect(statuses[29]).toBe(200);
+      expect(statuses).toContain(429);
+      expect(statuses.filter((x) => x === 401).length).toBeLessThanOrEqual(31);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('counts failures per account across addresses too', () => {
+    const th = new LoginThrottle(3);
+    for (let i = 0; i < 31; i++) th.failed(`10.0.0.${i}`, 'user:admin');
+    expect(th.waitFor('10.9.9.9', 'user:admin')).toBeGreaterThan(0);
+    expect(th.waitFor('10.9.9.9', 'user:other')).toBe(0);
+  });
+
+  it('never forgets a blocked address when a flood from 10,001 others fills its table (finding 8)', () => {
+    const c = new FailureCounter(30);
+    const now = Date.now();
+    for (let i = 0; i < 40; i++) c.failed('203.0.113.7', now);
+    expect(c.waitFor('203.0.113.7', now)).toBeGreaterThan(0);
+    for (let i = 0; i < 10_001; i++) c.failed(`198.51.${i >> 8}.${i & 255}`, now + 1);
+    expect(c.waitFor('203.0.113.7', now + 2)).toBeGreaterThan(0);
+    expect(c.size).toBeLessThanOrEqual(10_000);
+  });
+
+  it('stays bounded when every entry is blocked, and keeps them all', () => {
+    const c = new FailureCounter(1, 60_000, 100);
+    const now = Date.now();
+    for (let i = 0; i < 100; i++) { c.failed(`a${i}`, now); c.failed(`a${i}`, now); }
+    for (let i = 0; i < 50; i++) c.failed(`b${i}`, now);
+    expect(c.size).toBe(100);
+    for (let i = 0; i < 100; i++) expect(c.waitFor(`a${i}`, now)).toBeGreaterThan(0);
+  });
+});
+
+describe('API key hashes (finding 10)', () => {
+  it('are salted per key, and a key made before salts existed keeps working after the migration', async () => {
+    const dir = tempDir();
+    const store = await Store.open(dir);
+    const secret = 'A'.repeat(32);
+    // A key as format 1 stored it: an unsalted sha256 of the secret.
+    const { createHash } = await import('node:crypto');
+    await store.write((tx) => tx.insert('keys', {
+      name: 'old', permissions: 'read_write', key_id: 'abcdefabcdef', secret_hash: createHash('sha256').update(secret).digest('hex'),
+      created_at: new Date().toISOString(), revoked: false,
+    }));
+    await store.close();
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
+    writeFileSync(join(dir, 'meta.json'), JSON.stringify({ ...meta, format: 1 }));
+    const t = await startServer({ dataDir: dir });
+    try {
+      const ok = await fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer sf_abcdefabcdef_${secret}` } });
+      expect(ok.status).toBe(200);
+      const keys = JSON.parse(readFileSync(join(dir, 'keys.json'), 'utf8')).records as Array<{ key_id: string; salt: string; secret_hash: string }>;
+      expect(keys.every((k) => /^[0-9a-f]{32}$/.test(k.salt))).toBe(true);
+      expect(new Set(keys.map((k) => k.salt)).size).toBe(keys.length);
+      const old = keys.find((k) => k.key_id === 'abcdefabcdef')!;
+      expect(old.secret_hash).not.toBe(createHash('sha256').update(secret).digest('hex'));
+      const wrong = await fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer sf_abcdefabcdef_${'B'.repeat(32)}` } });
+      expect(wrong.status).toBe(401);
+    } finally {
+      await t.close();
+    }
   });
 });

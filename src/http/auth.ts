@@ -30,52 +30,102 @@ export function readPrincipal(services: Services, header: string | undefined, sc
   throw missing();
 }
 
+/** Failures of one key (an address or an account) in a window, and how long it must wait. */
+type Failures = { count: number; since: number; until: number };
+
 /**
- * Failed logins per client address: past `limit` failures in a window, the address waits (429 with
- * Retry-After) before it may try again. Guessing a 144-bit secret is hopeless anyway; this keeps a
- * scanner from filling logs and CPU. One limiter per HTTP server, shared by its doors.
+ * Failed logins counted per key within a window; past `limit` failures the key waits (doubling, up to 15 min).
+ * A success does not reset the count (an attacker holding one valid key could otherwise clear it at will). The
+ * table is bounded at `maxEntries`: past it, keys that are not blocked are forgotten, oldest first; a key that is
+ * blocked is never forgotten while its wait lasts (a full table of blocked keys stops tracking new ones).
  */
-export class LoginThrottle {
-  private fails = new Map<string, { count: number; since: number; until: number }>();
+export class FailureCounter {
+  private map = new Map<string, Failures>();
 
-  constructor(private readonly limit = 30, private readonly windowMs = 60_000) {}
+  constructor(private readonly limit: number, private readonly windowMs = 60_000, private readonly maxEntries = 10_000) {}
 
-  /** Seconds the address must still wait, or 0. */
-  waitFor(addr: string, now = Date.now()): number {
-    const f = this.fails.get(addr);
+  waitFor(key: string, now = Date.now()): number {
+    const f = this.map.get(key);
     return f && f.until > now ? Math.ceil((f.until - now) / 1000) : 0;
   }
 
-  failed(addr: string, now = Date.now()): void {
-    let f = this.fails.get(addr);
-    if (!f || now - f.since > this.windowMs) f = { count: 0, since: now, until: 0 };
+  failed(key: string, now = Date.now()): void {
+    let f = this.map.get(key);
+    if (f) this.map.delete(key); // re-inserted below: the map's order is least recently failed first
+    else if (this.map.size >= this.maxEntries && !this.makeRoom(now)) return;
+    if (!f || (now - f.since > this.windowMs && f.until <= now)) f = { count: 0, since: now, until: 0 };
     f.count++;
-    // Each failure past the limit doubles the wait, up to fifteen minutes.
     if (f.count > this.limit) f.until = now + Math.min(15 * 60_000, 1000 * 2 ** Math.min(f.count - this.limit, 10));
-    this.fails.set(addr, f);
-    if (this.fails.size > 10_000) this.fails.clear();
+    this.map.set(key, f);
   }
 
-  succeeded(addr: string): void {
-    this.fails.delete(addr);
+  get size(): number { return this.map.size; }
+
+  /** Forgets expired keys, then the oldest unblocked ones, down to 90 % of the bound; false if all are blocked. */
+  private makeRoom(now: number): boolean {
+    const target = Math.floor(this.maxEntries * 0.9);
+    for (const [k, f] of this.map) if (f.until <= now && now - f.since > this.windowMs) this.map.delete(k);
+    for (const [k, f] of this.map) {
+      if (this.map.size <= target) break;
+      if (f.until <= now) this.map.delete(k);
+    }
+    return this.map.size < this.maxEntries;
   }
+}
+
+/**
+ * The failed-login throttle of one HTTP server, shared by its doors: failures are counted per client address and
+ * per account (API key id or user name) independently, and independently of successes. An address past the limit
+ * waits (429 with Retry-After) for any credential; an account past ten times the limit (failures from any number of
+ * addresses) waits too. Guessing a 144-bit secret is hopeless anyway; this keeps a scanner from filling logs and CPU.
+ */
+export class LoginThrottle {
+  readonly addresses: FailureCounter;
+  readonly accounts: FailureCounter;
+
+  constructor(limit = 30, windowMs = 60_000) {
+    this.addresses = new FailureCounter(limit, windowMs);
+    this.accounts = new FailureCounter(limit * 10, windowMs);
+  }
+
+  /** Seconds the caller must still wait, or 0. */
+  waitFor(addr: string, account: string | null, now = Date.now()): number {
+    return Math.max(this.addresses.waitFor(addr, now), account ? this.accounts.waitFor(account, now) : 0);
+  }
+
+  failed(addr: string, account: string | null, now = Date.now()): void {
+    this.addresses.failed(addr, now);
+    if (account) this.accounts.failed(account, now);
+  }
+}
+
+/** The account a credential names, before it is checked: "key:<key id>" or "user:<name>". */
+export function accountOf(header: string | undefined): string | null {
+  if (!header) return null;
+  const bearer = /^bearer\s+sf_([0-9a-f]{12})_/i.exec(header);
+  if (bearer) return `key:${bearer[1]}`;
+  const basic = /^basic\s+(\S+)/i.exec(header);
+  if (!basic) return null;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon > 0 ? `user:${decoded.slice(0, Math.min(colon, 200)).toLowerCase()}` : null;
 }
 
 /** Middleware: sets req.principal or answers 401 (429 while the address is throttled). Runs before body parsing and routing. */
 export function requireAuth(services: Services, schemes: readonly Scheme[], missing: () => ServiceError, throttle?: LoginThrottle): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const addr = req.socket.remoteAddress ?? '';
-    const wait = throttle?.waitFor(addr) ?? 0;
+    const account = throttle ? accountOf(req.headers.authorization) : null;
+    const wait = throttle?.waitFor(addr, account) ?? 0;
     if (wait) {
       res.setHeader('Retry-After', String(wait));
       return sendError(res, new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, { retry_after: wait }));
     }
     try {
       req.principal = readPrincipal(services, req.headers.authorization, schemes, missing);
-      if (req.headers.authorization) throttle?.succeeded(addr);
       next();
     } catch (e) {
-      if (req.headers.authorization) throttle?.failed(addr);
+      if (req.headers.authorization) throttle?.failed(addr, account);
       if (schemes.includes('bearer') && !schemes.includes('basic')) res.setHeader('WWW-Authenticate', 'Bearer');
       sendError(res, e);
     }

@@ -1,6 +1,7 @@
-// Credentials: API keys (Bearer) and users with application passwords (HTTP Basic). Only hashes are
-// stored; every comparison is constant-time. Both secrets are 144+ random bits made here, so a salted
-// SHA-256 is as strong as a slow hash would be, and keeps a request's auth check in microseconds.
+// Credentials: API keys (Bearer) and users with application passwords (HTTP Basic). Only salted hashes are
+// stored (a random salt per key and per user); every comparison is constant-time. Both secrets are 144+ random
+// bits made here, so a salted SHA-256 is as strong as a slow hash would be, and keeps a request's auth check in
+// microseconds.
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../core/errors.js';
 import type { KeyPermission, Principal, UserRole } from '../core/principal.js';
@@ -9,6 +10,8 @@ import type { Store } from '../store/store.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const now = () => new Date().toISOString();
+/** An API key's stored hash. The inner hash lets the format-2 migration salt keys hashed before salts existed. */
+const keyHash = (salt: string, secret: string) => sha256(salt + sha256(secret));
 
 function sameHash(a: string, b: string): boolean {
   const x = Buffer.from(a, 'hex');
@@ -48,8 +51,9 @@ export class AuthService {
   async createKey(name: string, permissions: KeyPermission): Promise<{ key: KeyRecord; token: string }> {
     const key_id = randomBytes(6).toString('hex');
     const secret = randomBytes(24).toString('base64url');
+    const salt = randomBytes(16).toString('hex');
     const key = await this.store.write((tx) => tx.insert<KeyRecord>('keys', {
-      name, permissions, key_id, secret_hash: sha256(secret), created_at: now(), revoked: false,
+      name, permissions, key_id, salt, secret_hash: keyHash(salt, secret), created_at: now(), revoked: false,
     }));
     return { key, token: `sf_${key_id}_${secret}` };
   }
@@ -70,7 +74,7 @@ export class AuthService {
   verifyBearer(token: string): Principal {
     const m = /^sf_([0-9a-f]{12})_([A-Za-z0-9_-]{32})$/.exec(token.trim());
     const key = m ? this.keysById().get(m[1]!) : undefined;
-    const ok = sameHash(sha256(m?.[2] ?? ''), key?.secret_hash ?? DUMMY_HASH);
+    const ok = sameHash(keyHash(key?.salt ?? '', m?.[2] ?? ''), key?.secret_hash ?? DUMMY_HASH);
     if (!key || !ok) throw unauthenticated('The API key is invalid or revoked.');
     if (key.revoked) throw unauthenticated('The API key is invalid or revoked.');
     return { kind: 'key', id: key.id, name: key.name, permissions: key.permissions };

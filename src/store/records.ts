@@ -130,6 +130,8 @@ export interface KeyRecord {
   permissions: 'read' | 'write' | 'read_write' | 'delete';
   /** Public half of the token, used to find the record. */
   key_id: string;
+  /** Per-key random salt; secret_hash = sha256(salt + sha256(secret)). */
+  salt: string;
   secret_hash: string;
   created_at: string;
   revoked: boolean;
