@@ -54,6 +54,8 @@ describe('address policy', () => {
     expect(r.status).toBe(400);
     expect(r.body.code).toBe('svc_address_not_allowed');
     expect(r.body.message).toContain(name);
+    // It says that the name is refused, never where it points (#18 finding 11: a write key could map internal names).
+    for (const a of addrs) expect(JSON.stringify(r.body)).not.toContain(a.address);
   });
 
   it('checks again at every connection: a site added while allowed is refused once the operator forbids it', async () => {

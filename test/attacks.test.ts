@@ -182,3 +182,32 @@ describe('API key hashes (finding 10)', () => {
     }
   });
 });
+
+describe('the Host header (finding 9)', () => {
+  it('a malformed Host is no 500 on abilities discovery, and no Host is reflected into links', async () => {
+    const t = await startServer();
+    const { request } = await import('node:http');
+    const get = (host: string) => new Promise<{ status: number; link: string; body: string }>((resolve, reject) => {
+      const u = new URL(`${t.abilitiesBase}/abilities?per_page=5`);
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, headers: { host, authorization: t.creds.admin } }, (res) => {
+        let body = '';
+        res.on('data', (c) => { body += c; });
+        res.on('end', () => resolve({ status: res.statusCode!, link: String(res.headers.link ?? ''), body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    try {
+      for (const host of ['[::1', 'a b', 'exa mple.com:99999', '%%%']) {
+        const r = await get(host);
+        expect(r.status, host).toBeLessThan(500);
+      }
+      const evil = await get('evil.example');
+      expect(evil.status).toBe(200);
+      expect(evil.link).toContain(t.url);
+      expect(evil.link + evil.body).not.toContain('evil.example');
+    } finally {
+      await t.close();
+    }
+  });
+});

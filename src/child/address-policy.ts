@@ -25,9 +25,10 @@ export function isPrivateAddress(ip: string): boolean {
 
 export const BLOCKED_CODE = 'ERR_SITEFLEET_ADDRESS_NOT_ALLOWED';
 
-export function blockedError(host: string, address: string): NodeJS.ErrnoException {
+/** The refusal names the host the caller gave, never the address it resolved to (that would map internal names). */
+export function blockedError(host: string): NodeJS.ErrnoException {
   const e: NodeJS.ErrnoException = new Error(
-    `${host} is a private or local address (${address}); sitefleet connects there only when started with --allow-private-sites`);
+    `${host} is refused: it is a private or local address, which sitefleet connects to only when started with --allow-private-sites`);
   e.code = BLOCKED_CODE;
   return e;
 }
@@ -40,7 +41,7 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
     if (err) return callback(err, address);
     const list = Array.isArray(address) ? address.map((a) => a.address) : [address];
     const bad = list.find(isPrivateAddress);
-    if (bad) return callback(blockedError(hostname, bad), address);
+    if (bad) return callback(blockedError(hostname), address);
     callback(null, address, family);
   });
 }
@@ -48,6 +49,6 @@ export function guardedLookup(hostname: string, options: LookupOptions, callback
 /** For IP literals, which net.connect dials without a lookup. Throws the blocked error. */
 export function assertAllowedHost(hostname: string): void {
   const bare = hostname.replace(/^\[|\]$/g, '');
-  if (isIP(bare) && isPrivateAddress(bare)) throw blockedError(hostname, bare);
-  if (bare.toLowerCase() === 'localhost' || bare.toLowerCase().endsWith('.localhost')) throw blockedError(hostname, '127.0.0.1');
+  if (isIP(bare) && isPrivateAddress(bare)) throw blockedError(hostname);
+  if (bare.toLowerCase() === 'localhost' || bare.toLowerCase().endsWith('.localhost')) throw blockedError(hostname);
 }

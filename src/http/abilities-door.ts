@@ -43,12 +43,14 @@ function listParams(req: Request): { page: number; per_page: number } {
 }
 
 /** Answer a paged discovery list the WordPress way: a bare array plus X-WP-Total, X-WP-TotalPages and Link. */
-function sendPaged<T>(req: Request, res: Response, all: T[], page: number, per_page: number): void {
+function sendPaged<T>(req: Request, res: Response, publicUrl: string, all: T[], page: number, per_page: number): void {
   const total = all.length;
   const pages = Math.ceil(total / per_page);
   res.setHeader('X-WP-Total', String(total));
   res.setHeader('X-WP-TotalPages', String(pages));
-  const url = new URL(req.originalUrl, `${req.protocol}://${req.get('host')}`);
+  // Links are built on the configured public URL, never on the Host header a caller sends (it may be malformed,
+  // or another site's name that we would reflect).
+  const url = new URL(req.originalUrl, publicUrl);
   const link = (p: number) => { url.searchParams.set('page', String(p)); return url.toString(); };
   const links: string[] = [];
   if (page > 1) links.push(`<${link(page - 1)}>; rel="prev"`);
@@ -68,11 +70,11 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
   r.use(bodyErrors);
 
   const describe = (req: Request, a: Ability) => {
-    const base = `${req.protocol}://${req.get('host')}${prefix}`;
+    const base = `${services.config.publicUrl}${prefix}`;
     const key = `${base}|${a.name}`;
     let doc = docCache.get(key);
     if (!doc) {
-      if (docCache.size > 1000) docCache.clear(); // keyed by the Host a caller sends: keep it bounded
+      if (docCache.size > 1000) docCache.clear();
       const { input, output } = registry.schemas(a);
       const self = `${base}/abilities/svc/${a.name}`;
       doc = {
@@ -108,7 +110,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
       const { page, per_page } = listParams(req);
       const category = typeof req.query.category === 'string' ? req.query.category : undefined;
       const list = registry.abilities.filter((a) => !category || a.category === category).map((a) => describe(req, a));
-      sendPaged(req, res, list, page, per_page);
+      sendPaged(req, res, services.config.publicUrl, list, page, per_page);
     } catch (e) { sendError(res, e); }
   });
 
@@ -119,7 +121,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
   r.get('/categories', (req, res) => {
     try {
       const { page, per_page } = listParams(req);
-      const base = `${req.protocol}://${req.get('host')}${prefix}`;
+      const base = `${services.config.publicUrl}${prefix}`;
       const list = CATEGORIES.map((c) => ({
         ...c,
         meta: [],
@@ -129,7 +131,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
           abilities: [{ href: `${base}/abilities?category=${c.slug}` }],
         },
       }));
-      sendPaged(req, res, list, page, per_page);
+      sendPaged(req, res, services.config.publicUrl, list, page, per_page);
     } catch (e) { sendError(res, e); }
   });
 
