@@ -1,5 +1,5 @@
 // Findings of the attack review (issue #18), one describe each: every test here failed on the code before its fix.
-import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempName } from '../src/store/durable-file.js';
@@ -209,5 +209,39 @@ describe('the Host header (finding 9)', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('a child that sends huge texts (finding 5)', () => {
+  let f: Fleet;
+  beforeAll(async () => {
+    f = await startFleet({ sim: { sites: 2 } });
+    await registerSites(f, 2);
+  });
+  afterAll(async () => { await f.close(); });
+
+  it('stores and echoes a 14 MB error text and a 6 MB version cut to a bound, and the site shard stays small', async () => {
+    const shard = join(f.s.dataDir, 'sites.0.json');
+    f.sim.setFault(1, { type: 'long_error', bytes: 14 * 1024 * 1024 });
+    let r;
+    try {
+      r = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1] });
+    } finally { f.sim.setFault(1, null); }
+    expect(r.body.errors[0].message.length).toBeLessThanOrEqual(1000);
+    expect(r.body.errors[0].message).toMatch(/truncated by sitefleet/);
+    const site = (await f.s.rest('/sites/1?full_data=1')).body.data;
+    expect(JSON.stringify(site).length).toBeLessThan(10_000);
+    expect(statSync(shard).size).toBeLessThan(50_000);
+
+    f.sim.setFault(2, { type: 'long_text', bytes: 6 * 1024 * 1024 }); // twice (version and a name) within the 20 MiB reply cap
+    try {
+      const ok = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [2] });
+      expect(ok.body.total_synced, JSON.stringify(ok.body.errors)).toBe(1);
+    } finally { f.sim.setFault(2, null); }
+    const two = (await f.s.rest('/sites/2?full_data=1')).body.data;
+    expect(String(two.wp_version ?? two.wpversion ?? '').length).toBeLessThanOrEqual(2000);
+    expect(statSync(shard).size).toBeLessThan(50_000);
+    const plugins = (await f.s.rest('/sites/2/plugins')).body.data as Array<{ name: string }>;
+    expect(Math.max(...plugins.map((p) => p.name.length))).toBeLessThanOrEqual(2000);
   });
 });

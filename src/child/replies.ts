@@ -1,7 +1,7 @@
 // src/child/replies.ts — zod schemas of the raw child replies other than `stats`, and the post / user-profile records built from them (§7, §9).
 import { z } from 'zod';
 import { ChildError } from './child-error.js';
-import { Count, Flag, RawStats, RawUser, Text, isoFromMysqlGmt, isoFromUnix, phpMap } from './snapshot.js';
+import { Count, Flag, LongText, RawStats, RawUser, Text, isoFromMysqlGmt, isoFromUnix, phpMap } from './snapshot.js';
 
 /** An object whose fields are all optional, which PHP sends as `[]` when it is empty. */
 function phpObject<S extends z.ZodRawShape>(shape: S) {
@@ -166,10 +166,10 @@ export function toChildPost(raw: z.infer<typeof RawPost>): ChildPost {
 
 const EditedPost = z.object({
   post_title: Text.default(''),
-  post_content: Text.default(''),
+  post_content: LongText.default(''),
   post_status: Text.default(''),
   post_name: Text.default(''),
-  post_excerpt: Text.default(''),
+  post_excerpt: LongText.default(''),
   post_password: Text.default(''),
   post_date: Text.default(''),
   post_date_gmt: Text.default(''),

@@ -3,8 +3,17 @@ import { z } from 'zod';
 
 // ---- lenient readers for PHP-encoded JSON (§3.1: numbers often arrive as strings, empty maps as []) ----
 
-/** A string the child may also send as a number (versions, ids). */
-export const Text = z.union([z.string(), z.number().transform(String)]);
+/** Longest text sitefleet keeps or echoes from a child (names, versions, messages); longer is cut with a marker. */
+export const MAX_CHILD_TEXT = 2000;
+const TRUNCATED = '…[truncated by sitefleet]';
+/** `s` cut to `max` characters, marker included, when it is longer. */
+export function clip(s: string, max = MAX_CHILD_TEXT): string {
+  return s.length <= max ? s : s.slice(0, max - TRUNCATED.length) + TRUNCATED;
+}
+/** A string the child may also send as a number (versions, ids); at most MAX_CHILD_TEXT characters are kept. */
+export const Text = z.union([z.string(), z.number().transform(String)]).transform((s) => clip(s));
+/** Text that is content, not a label (a post's body or excerpt): bounded only by the reply size cap. */
+export const LongText = z.union([z.string(), z.number().transform(String)]);
 /** A finite number the child may also send as a numeric string. */
 export const Count = z.union([
   z.number(),

@@ -42,7 +42,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
   // DNS rebinding: a browser page must not reach us through a name that resolves to this machine.
   r.use((req, res, next) => {
     const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
-    if (!hosts.has(host) && !hosts.has('*')) return rpcError(res, 403, `Host not allowed: ${req.headers.host ?? '(none)'}`);
+    if (!hosts.has(host) && !hosts.has('*')) return rpcError(res, 403, 'Host not allowed (DNS rebinding protection): add it with --allowed-hosts.');
     const origin = req.headers.origin;
     if (origin) {
       let oh = '';

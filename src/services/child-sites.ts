@@ -4,10 +4,11 @@
 // background job can record "site done" in the same commit).
 import { ChildConnector, type SiteCredentials } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
-import type { SiteSnapshot } from '../child/snapshot.js';
+import { clip, type SiteSnapshot } from '../child/snapshot.js';
 import { ServiceError } from '../core/errors.js';
 import { normaliseSiteUrl, siteKey } from '../core/site-lookup.js';
 import type { Config } from '../config.js';
+import { log } from '../log.js';
 import type { CheckResult, SiteData, SiteRecord, SiteSecret, SiteStats } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
 import type { ClientService } from './clients.js';
@@ -52,10 +53,15 @@ function statsOf(snap: SiteSnapshot): SiteStats {
 }
 
 /** A connector failure as a service error: 4xx/5xx that names the cause, never a bare 500. */
-export function childFailure(e: unknown, site: { url: string }): ServiceError {
-  if (e instanceof ServiceError) return e;
-  if (!(e instanceof ChildError)) return new ServiceError('svc_child_error', `Unexpected failure talking to ${site.url}.`, 502);
-  const data = { site_url: site.url, reason: e.kind };
+export function childFailure(err: unknown, site: { url: string }): ServiceError {
+  if (err instanceof ServiceError) return err;
+  if (!(err instanceof ChildError)) {
+    log('error', 'unexpected failure in a child call', { site: site.url, err: (err as Error)?.stack ?? String(err) });
+    return new ServiceError('svc_child_error', `Unexpected failure talking to ${site.url}.`, 502);
+  }
+  const data = { site_url: site.url, reason: err.kind };
+  // The message may carry the child's own text: it is stored (sync_error) and echoed, so it is bounded.
+  const e = new ChildError(err.kind, clip(err.message, 500), err.childCode);
   switch (e.kind) {
     case 'blocked': return new ServiceError('svc_address_not_allowed', e.message, 400, data);
     case 'timeout': return new ServiceError('svc_child_timeout', `${site.url} did not answer in time: ${e.message}`, 504, data);

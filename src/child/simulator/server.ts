@@ -29,6 +29,8 @@ export type SimFault =
   | { type: 'slow_drip' } // reply trickles out a few bytes at a time
   | { type: 'wrong_types' } // envelope with JSON of the wrong field types
   | { type: 'other_site' } // a valid reply, but about another WordPress (its siteurl names another host)
+  | { type: 'long_text'; bytes: number } // a valid reply whose texts (wpversion, plugin names) are this long
+  | { type: 'long_error'; bytes: number } // an error reply whose message is this long
   | { type: 'down' }; // connection reset: socket destroyed
 
 export interface ChildSim {
@@ -190,6 +192,16 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       const inner = /<mainwp>([^<]*)<\/mainwp>/.exec(String(reply.body))?.[1] ?? '';
       const data = JSON.parse(Buffer.from(inner, 'base64').toString('utf8')) as Record<string, unknown>;
       if ('siteurl' in data) data.siteurl = 'https://another-site.example/';
+      return send(res, 200, encodeEnvelope(data));
+    }
+    if (reply.envelope && fault?.type === 'long_error') return send(res, 200, encodeEnvelope({ error: 'E'.repeat(fault.bytes) }));
+    if (reply.envelope && fault?.type === 'long_text') {
+      const inner = /<mainwp>([^<]*)<\/mainwp>/.exec(String(reply.body))?.[1] ?? '';
+      const data = JSON.parse(Buffer.from(inner, 'base64').toString('utf8')) as Record<string, unknown>;
+      const long = '9'.repeat(fault.bytes);
+      if ('wpversion' in data) data.wpversion = long;
+      const plugins = data.plugins as Array<Record<string, unknown>> | undefined;
+      if (Array.isArray(plugins) && plugins[0]) plugins[0].name = long;
       return send(res, 200, encodeEnvelope(data));
     }
     send(res, reply.status, reply.body);
