@@ -6,6 +6,8 @@ import { tempName } from '../src/store/durable-file.js';
 import { FailureCounter, LoginThrottle } from '../src/http/auth.js';
 import { Store } from '../src/store/store.js';
 import { startServer, tempDir } from './support/server.js';
+import { connectMcp } from './support/mcp.js';
+import { MAX_SUBSCRIPTIONS } from '../src/mcp/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 /** Makes the next write of `file` (in this process) hit a full disk: its temp name points at /dev/full. */
@@ -243,5 +245,48 @@ describe('a child that sends huge texts (finding 5)', () => {
     expect(statSync(shard).size).toBeLessThan(50_000);
     const plugins = (await f.s.rest('/sites/2/plugins')).body.data as Array<{ name: string }>;
     expect(Math.max(...plugins.map((p) => p.name.length))).toBeLessThanOrEqual(2000);
+  });
+});
+
+describe('MCP job subscriptions (finding 6)', () => {
+  let f: Fleet;
+  beforeAll(async () => {
+    f = await startFleet({ sim: { sites: 2 } });
+    await registerSites(f, 2);
+    await f.s.services.jobs.stop(); // jobs stay queued: they do not finish under the test
+  });
+  afterAll(async () => { await f.close(); });
+
+  it('holds one subscription per job however its id is percent-encoded, and at most MAX_SUBSCRIPTIONS jobs a session', async () => {
+    const c = await connectMcp(f.s);
+    try {
+      const job = await f.s.services.jobs.enqueue('check', [1, 2]);
+      const id = job.job_id;
+      // 2,000 spellings of the same id: each subscribe is accepted, but they are one subscription.
+      for (let i = 0; i < 2000; i++) {
+        const spelled = [...id].map((ch, k) => ((i >> (k % 11)) & 1 ? `%${ch.charCodeAt(0).toString(16).padStart(2, '0')}` : ch)).join('');
+        await c.client.subscribeResource({ uri: `sitefleet://jobs/${spelled}` });
+      }
+      const others = [];
+      for (let i = 1; i < MAX_SUBSCRIPTIONS; i++) others.push(await f.s.services.jobs.enqueue('check', [1]));
+      for (const j of others) await c.client.subscribeResource({ uri: `sitefleet://jobs/${j.job_id}` });
+      const extra = await f.s.services.jobs.enqueue('check', [2]);
+      await expect(c.client.subscribeResource({ uri: `sitefleet://jobs/${extra.job_id}` })).rejects.toThrow(/already follows 100 jobs/);
+      // Unsubscribing one spelling frees the job's one place.
+      await c.client.unsubscribeResource({ uri: `sitefleet://jobs/${encodeURIComponent(id).replace('s', '%73')}` });
+      await c.client.subscribeResource({ uri: `sitefleet://jobs/${extra.job_id}` });
+      await expect(c.client.subscribeResource({ uri: `sitefleet://jobs/${id}` })).rejects.toThrow(/already follows 100 jobs/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('refuses a job that does not exist', async () => {
+    const c = await connectMcp(f.s);
+    try {
+      await expect(c.client.subscribeResource({ uri: 'sitefleet://jobs/sync_00000000-0000-4000-8000-000000000000' })).rejects.toThrow(/not found/i);
+    } finally {
+      await c.close();
+    }
   });
 });

@@ -13,6 +13,10 @@ import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { VERSION } from '../version.js';
 
+/** Jobs one MCP session may follow at once (resources/subscribe). */
+export const MAX_SUBSCRIPTIONS = 100;
+const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}`;
+
 export const INSTRUCTIONS = [
   'sitefleet manages a fleet of WordPress child sites from one dashboard.',
   'Sites are named by numeric id or by domain (site_id_or_domain). Tags group sites; a site may belong to a client.',
@@ -113,11 +117,13 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     },
   );
   let minLevel = LEVELS.indexOf('info');
-  const subscriptions = new Map<string, NodeJS.Timeout>();
+  // Job subscriptions of this session: job id → the status last sent. One timer polls them all while any is open.
+  const subscriptions = new Map<string, string>();
+  let pollTimer: NodeJS.Timeout | null = null;
   const stopWatching = services ? watchModules(services, () => { void server.sendToolListChanged().catch(() => {}); }) : () => {};
   server.onclose = () => {
     stopWatching();
-    for (const t of subscriptions.values()) clearInterval(t);
+    if (pollTimer) clearInterval(pollTimer);
     subscriptions.clear();
   };
 
@@ -221,31 +227,46 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] };
   });
 
+  const pollJobs = async () => {
+    for (const [jobId, last] of subscriptions) {
+      let s: JobStatus;
+      try { s = await (run('get-batch-job-status-v1', { job_id: jobId }) as Promise<JobStatus>); } catch {
+        subscriptions.delete(jobId); // expired or removed: nothing more will happen to it
+        continue;
+      }
+      const now = JSON.stringify(s);
+      if (now === last || !subscriptions.has(jobId)) continue;
+      subscriptions.set(jobId, now);
+      void server.sendResourceUpdated({ uri: jobUri(jobId) }).catch(() => {});
+      if (s.status === 'completed' || s.status === 'failed') subscriptions.delete(jobId);
+    }
+    if (!subscriptions.size && pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+  };
+
   server.setRequestHandler(SubscribeRequestSchema, async (req) => {
     const uri = req.params.uri;
     const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(uri);
     if (!m) throw new McpError(ErrorCode.InvalidParams, `Only job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
+    // One subscription per job, however its id is percent-encoded; the job must exist.
     const jobId = decodeURIComponent(m[1]!);
-    let last = JSON.stringify(await readAbility('get-batch-job-status-v1', { job_id: jobId }));
-    if (subscriptions.has(uri)) return {};
-    const timer = setInterval(() => {
-      void (run('get-batch-job-status-v1', { job_id: jobId }) as Promise<JobStatus>).then((s) => {
-        const now = JSON.stringify(s);
-        if (now === last) return;
-        last = now;
-        void server.sendResourceUpdated({ uri }).catch(() => {});
-        if (s.status === 'completed' || s.status === 'failed') { clearInterval(timer); subscriptions.delete(uri); }
-      }).catch(() => {});
-    }, 250);
-    timer.unref();
-    subscriptions.set(uri, timer);
+    const status = await readAbility('get-batch-job-status-v1', { job_id: jobId }) as JobStatus;
+    if (subscriptions.has(jobId)) return {};
+    // A finished job will not move again: nothing to watch.
+    if (status.status === 'completed' || status.status === 'failed') return {};
+    if (subscriptions.size >= MAX_SUBSCRIPTIONS) {
+      throw new McpError(ErrorCode.InvalidRequest, `This session already follows ${MAX_SUBSCRIPTIONS} jobs; unsubscribe from one first.`);
+    }
+    subscriptions.set(jobId, JSON.stringify(status));
+    if (!pollTimer) {
+      pollTimer = setInterval(() => void pollJobs(), 250);
+      pollTimer.unref();
+    }
     return {};
   });
 
   server.setRequestHandler(UnsubscribeRequestSchema, (req) => {
-    const t = subscriptions.get(req.params.uri);
-    if (t) clearInterval(t);
-    subscriptions.delete(req.params.uri);
+    const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(req.params.uri);
+    if (m) subscriptions.delete(decodeURIComponent(m[1]!));
     return {};
   });
 
