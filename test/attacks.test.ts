@@ -290,3 +290,61 @@ describe('MCP job subscriptions (finding 6)', () => {
     }
   });
 });
+
+describe('CSV uploads that used to take the server down (findings 1, 2)', () => {
+  let f: Fleet;
+  beforeAll(async () => {
+    f = await startFleet({ sim: { sites: 1 } });
+    await registerSites(f, 1);
+  });
+  afterAll(async () => { await f.close(); });
+
+  const upload = (bytes: Uint8Array | string, signal?: AbortSignal) => {
+    const form = new FormData();
+    form.append('csv_file', new Blob([bytes as BlobPart], { type: 'text/csv' }), 'users.csv');
+    return f.s.rest('/users/import', { method: 'POST', body: form, signal });
+  };
+
+  it('a 20 MB file of 10 million one-field rows is answered in bounded size, and others are served meanwhile', async () => {
+    const file = Buffer.alloc(10_000_000 * 2, 'a\n');
+    expect(file.length).toBeLessThan(20 * 1024 * 1024);
+    const heapBefore = process.memoryUsage().heapUsed;
+    const pending = upload(file);
+    // Another client keeps reading while the import runs: every read is answered.
+    let reads = 0;
+    let done = false;
+    void pending.finally(() => { done = true; });
+    while (!done) {
+      const r = await f.s.rest('/sites?per_page=5');
+      expect(r.status).toBe(200);
+      reads++;
+    }
+    const r = await pending;
+    expect(r.status).toBe(200);
+    expect(reads).toBeGreaterThan(0);
+    expect(r.body.failed_count).toBe(50_000); // 49,999 rows after the header, and the line where it stopped
+    expect(r.body.failed_users).toHaveLength(100);
+    expect(r.body.failed_users[0].line_number).toBe(2);
+    expect(r.body.failed_users_truncated).toBe(true);
+    expect(r.body.stopped).toMatchObject({ line_number: 50_001, reason: expect.stringMatching(/at most 50,000 rows/) });
+    expect(JSON.stringify(r.body).length).toBeLessThan(100_000);
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(300 * 1024 * 1024);
+  }, 120_000);
+
+  it('answers a file whose quote never closes, followed by a megabyte', async () => {
+    const head = 'username,email,first_name,last_name,user_url,password,send_password,role,select_sites,select_groups\n';
+    const body = head + 'bob,"bob@example.com,,,,,,,x,\n' + 'z'.repeat(1024 * 1024);
+    const r = await upload(body, AbortSignal.timeout(20_000));
+    expect(r.status).toBe(200);
+    expect(r.body.stopped.reason).toMatch(/never closed|longer than 64 KB/);
+    expect(r.body.success_count).toBe(0);
+  });
+
+  it('refuses (413) an upload of that kind over the 20 MB cap instead of hanging', async () => {
+    const head = 'username,email,first_name,last_name,user_url,password,send_password,role,select_sites,select_groups\n';
+    const body = Buffer.concat([Buffer.from(head + 'bob,"bob@example.com,'), Buffer.alloc(21 * 1000 * 1000, 'z')]);
+    const r = await upload(body, AbortSignal.timeout(30_000));
+    expect(r.status).toBe(413);
+    expect(r.body.code).toBe('svc_upload_too_large');
+  });
+});

@@ -246,6 +246,7 @@ export const ImportFailure = z.object({
   error: z.string(),
   failed_sites: z.array(z.object({ site_id: z.number().int(), site_url: z.string(), code: z.string(), message: z.string() })).optional(),
   created_sites: z.array(z.object({ site_id: z.number().int(), site_url: z.string(), user_id: z.number().int() })).optional(),
+  more_sites: z.number().int().optional(),
 });
 
 export const importUsers = defineAbility({
@@ -256,14 +257,18 @@ export const importUsers = defineAbility({
   description: 'Create users from CSV text, each on the sites its row names (select_sites and/or select_groups). Each bad row '
     + 'fails alone with its line number and reason (missing username or e-mail, invalid e-mail, unknown role, unknown site or group, '
     + 'wrong column count, the child\'s refusal) and the good rows are imported. has_header (default true) skips the first line. '
-    + 'Rows without a password get a random one (never returned). Returns total, success_count, failed_count, failed_users[] '
-    + '(line_number, error, ...) and skipped_sites[] (disconnected or suspended). Errors: svc_csv_empty / svc_invalid_file_type (400).',
+    + 'Rows without a password get a random one (never returned). At most 50,000 rows per import. Returns total, success_count, '
+    + 'failed_count, failed_users[] (the first 100 by line: line_number, error, ...; failed_users_truncated when more failed), stopped {line_number, reason} when the '
+    + 'file was not read to its end, and '
+    + 'skipped_sites[] (disconnected or suspended). Errors: svc_csv_empty / svc_invalid_file_type (400).',
   input: z.object({ csv: CsvText, has_header: z.boolean().default(true) }).strict(),
   output: z.object({
     total: z.number().int(),
     success_count: z.number().int(),
     failed_count: z.number().int(),
     failed_users: z.array(ImportFailure),
+    failed_users_truncated: z.boolean(),
+    stopped: z.object({ line_number: z.number().int(), reason: z.string() }).optional(),
     skipped_sites: z.array(SkippedSite),
   }),
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },

@@ -77,6 +77,9 @@ export function readUpload(req: Request, res: Response, opts: { field: string; m
       }
       file = stream;
       stream.once('limit', () => stream.destroy(tooLarge()));
+      // A file part that ends without reaching its end (over the cap, destroyed by its reader) leaves busboy waiting:
+      // whoever waits for the late fields must not wait for ever.
+      stream.once('close', () => { if (!stream.readableEnded) settleLate(late); });
       resolve({ file: stream, filename: info.filename ?? '', fields: early, lateFields });
     });
     bb.once('close', () => {

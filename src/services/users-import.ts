@@ -1,12 +1,14 @@
 // CSV import of users (import-users-v1, REST POST /users/import). Rows stream out of csv-parse and are imported a
 // bounded number at a time, so memory stays flat whatever the file's length; each row is validated and imported
 // on its own, and a bad row fails alone with its line number (the physical line it starts on).
-import { Readable, Transform, pipeline, type TransformCallback } from 'node:stream';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { Parser, type CsvError, type Info } from 'csv-parse';
 import type { z } from 'zod';
 import type { SkippedSite } from '../abilities/schemas.js';
 import type { AbilityContext } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
+import { clip } from '../child/snapshot.js';
 import { log } from '../log.js';
 import type { SiteRecord } from '../store/records.js';
 import { onChild, skipNote } from './selectors.js';
@@ -18,6 +20,12 @@ export const CSV_COLUMNS = [
 ] as const;
 /** Upload cap of the REST import, and of CSV text given to the ability. */
 export const MAX_CSV_BYTES = 20 * 1024 * 1024;
+/** Rows one import reads; past it the rest of the file is not imported (and says so). */
+export const MAX_IMPORT_ROWS = 50_000;
+/** Failed rows listed in an answer (the first ones, by line); all are counted. */
+export const MAX_FAILURES_LISTED = 100;
+/** Sites listed per failed row (failed_sites, created_sites); the rest are counted in more_sites. */
+const MAX_SITES_LISTED = 20;
 // A user row is a few hundred bytes; a record this long is an unclosed quote swallowing the file.
 const MAX_ROW_BYTES = 64 * 1024;
 // Binary files (a spreadsheet saved as .xlsx, UTF-16 text) are told apart from CSV by their first bytes.
@@ -43,13 +51,20 @@ export interface ImportFailure {
   failed_sites?: Array<SiteNote & { code: string; message: string }>;
   /** Sites the user was created on although others failed. */
   created_sites?: Array<SiteNote & { user_id: number }>;
+  /** Sites of this row left out of failed_sites and created_sites (each lists at most 20). */
+  more_sites?: number;
 }
 
 export interface ImportResult {
   total: number;
   success_count: number;
   failed_count: number;
+  /** The first MAX_FAILURES_LISTED failed rows by line number. */
   failed_users: ImportFailure[];
+  /** More rows failed than failed_users lists (failed_count has them all). */
+  failed_users_truncated: boolean;
+  /** Set when the import stopped before the end of the file (an unreadable record, the row cap): nothing from that line on was imported. */
+  stopped?: { line_number: number; reason: string };
   /** Sites named by rows but left out because they are disconnected or suspended. */
   skipped_sites: z.infer<typeof SkippedSite>[];
 }
@@ -133,12 +148,19 @@ const newlines = (s: string): number => {
   return n;
 };
 
-/** Records of a CSV byte stream with the line each starts on; source errors (413, upload cut) are thrown. */
+/**
+ * Records of a CSV byte stream with the line each starts on; source errors (413, upload cut) are thrown. When the
+ * reader stops early (a fatal record, the row cap, a cancelled call) the source is not destroyed but drained, so an
+ * upload still reaches its end (or its size cap) and the request can be answered.
+ */
 async function* csvRows(source: Readable): AsyncGenerator<Row> {
   const parser = new RecordParser();
+  const normalise = new NormaliseText();
   let lastEnd = 0;
   let lastEmpty = 0;
-  pipeline(source, new NormaliseText(), parser, () => {});
+  source.on('error', (e) => parser.destroy(e));
+  normalise.on('error', (e) => parser.destroy(e));
+  source.pipe(normalise).pipe(parser);
   try {
     for await (const item of parser as AsyncIterable<ParsedRecord>) {
       if ('fatal' in item) {
@@ -147,9 +169,8 @@ async function* csvRows(source: Readable): AsyncGenerator<Row> {
         const why = e.code === 'CSV_QUOTE_NOT_CLOSED'
           ? 'A quoted field opened here is never closed'
           : e.code === 'CSV_MAX_RECORD_SIZE' ? `The row is longer than ${MAX_ROW_BYTES / 1024} KB (an unclosed quote?)` : `Unreadable CSV (${e.message})`;
-        // The parser has ended its output after this item; returning here would destroy the pipeline mid-upload.
         yield { line, fatal: `${why}: this line and the rest of the file were not imported.` };
-        continue;
+        return;
       }
       const { record, info } = item;
       lastEnd = info.lines;
@@ -159,9 +180,8 @@ async function* csvRows(source: Readable): AsyncGenerator<Row> {
       yield { line: info.lines - record.reduce((n, f) => n + newlines(f), 0), fields: record };
     }
   } finally {
-    // Stopped early (a fatal record, a cancelled call): let the rest of an upload drain instead of stalling it.
-    if (!source.readableEnded) {
-      source.unpipe();
+    if (!source.readableEnded && !source.destroyed) {
+      source.unpipe(normalise);
       source.resume();
     }
   }
@@ -252,10 +272,22 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
     }, () => ({ value: hasHeader }))
     : Promise.resolve({ value: hasHeader });
 
-  const result: ImportResult = { total: 0, success_count: 0, failed_count: 0, failed_users: [], skipped_sites: [] };
+  const result: ImportResult = { total: 0, success_count: 0, failed_count: 0, failed_users: [], failed_users_truncated: false, skipped_sites: [] };
   const skipped = new Map<number, z.infer<typeof SkippedSite>>();
   const down = new Map<number, ServiceError>();
-  const fail = (f: ImportFailure) => { result.failed_count++; result.failed_users.push(f); };
+  // Rows finish out of order: keep the first MAX_FAILURES_LISTED by line (a sorted, bounded list).
+  const fail = (f: ImportFailure) => {
+    result.failed_count++;
+    const list = result.failed_users;
+    if (list.length === MAX_FAILURES_LISTED) {
+      result.failed_users_truncated = true;
+      if (f.line_number > list[list.length - 1]!.line_number) return;
+      list.pop();
+    }
+    let i = list.length;
+    while (i > 0 && list[i - 1]!.line_number > f.line_number) i--;
+    list.splice(i, 0, f);
+  };
 
   const importRow = async (line: number, fields: string[]): Promise<void> => {
     const row = validateRow(ctx, fields, skipped);
@@ -278,13 +310,17 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
     const failed = outcomes.filter((o): o is { site: SiteRecord; error: ServiceError } => 'error' in o);
     if (failed.length === 0) { result.success_count++; return; }
     const created = outcomes.filter((o): o is { site: SiteRecord; user_id: number } => 'user_id' in o);
+    const listedFailed = failed.slice(0, MAX_SITES_LISTED);
+    const listedCreated = created.slice(0, MAX_SITES_LISTED);
+    const more = failed.length - listedFailed.length + created.length - listedCreated.length;
     fail({
       line_number: line, username: row.username, email: row.email,
-      error: failed.length === 1 && outcomes.length === 1
+      error: clip(failed.length === 1 && outcomes.length === 1
         ? failed[0]!.error.message
-        : `Failed on ${failed.length} of ${outcomes.length} sites: ${failed.map((o) => o.error.message).join('; ')}`,
-      failed_sites: failed.map((o) => ({ site_id: o.site.id, site_url: o.site.url, code: o.error.code, message: o.error.message })),
-      ...(created.length ? { created_sites: created.map((o) => ({ site_id: o.site.id, site_url: o.site.url, user_id: o.user_id })) } : {}),
+        : `Failed on ${failed.length} of ${outcomes.length} sites: ${[...new Set(failed.map((o) => o.error.message))].join('; ')}`, 1000),
+      failed_sites: listedFailed.map((o) => ({ site_id: o.site.id, site_url: o.site.url, code: o.error.code, message: o.error.message })),
+      ...(created.length ? { created_sites: listedCreated.map((o) => ({ site_id: o.site.id, site_url: o.site.url, user_id: o.user_id })) } : {}),
+      ...(more ? { more_sites: more } : {}),
     });
   };
 
@@ -314,12 +350,21 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
 
   let first: { line: number; fields: string[] } | null = null;
   let seenFirst = false;
+  let rows = 0;
   try {
     for await (const row of csvRows(stream)) {
       if ('fatal' in row) {
         result.total++;
         fail({ line_number: row.line, username: '', email: '', error: row.fatal });
+        result.stopped = { line_number: row.line, reason: row.fatal };
         continue;
+      }
+      if (++rows > MAX_IMPORT_ROWS) {
+        const reason = `An import reads at most ${MAX_IMPORT_ROWS.toLocaleString('en-US')} rows: this line and the rest of the file were not imported. Split the file.`;
+        result.total++;
+        fail({ line_number: row.line, username: '', email: '', error: reason });
+        result.stopped = { line_number: row.line, reason };
+        break;
       }
       if (!seenFirst) {
         // Held until has_header is known; one record, whatever the file's length.
@@ -331,6 +376,8 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
       if (inFlight.size >= ctx.config.childConcurrency) await Promise.race(inFlight);
       if (ctx.signal?.aborted) break;
     }
+    // The rest of an upload is drained, not read: wait for its end, so that one over the size cap is refused (413).
+    if (upload) await finished(stream);
   } catch (e) {
     await Promise.all(inFlight);
     const err = e instanceof ServiceError ? e : new ServiceError('svc_upload_interrupted', 'The upload ended before the whole file arrived.', 400);
@@ -351,5 +398,5 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
 }
 
 function summary(r: ImportResult, skipped: Map<number, z.infer<typeof SkippedSite>>): ImportResult {
-  return { ...r, failed_users: [...r.failed_users].sort((a, b) => a.line_number - b.line_number), skipped_sites: [...skipped.values()] };
+  return { ...r, failed_users: [...r.failed_users], skipped_sites: [...skipped.values()].slice(0, MAX_FAILURES_LISTED) };
 }

@@ -89,7 +89,8 @@ const usersImport = route(CREATE, '/users/import', importUsers, {
   output: (r) => ({
     success: 1,
     message: `Imported ${r.success_count} of ${r.total} user(s).`,
-    total: r.total, success_count: r.success_count, failed_count: r.failed_count, failed_users: r.failed_users, skipped_sites: r.skipped_sites,
+    total: r.total, success_count: r.success_count, failed_count: r.failed_count, failed_users: r.failed_users,
+    failed_users_truncated: r.failed_users_truncated, ...(r.stopped ? { stopped: r.stopped } : {}), skipped_sites: r.skipped_sites,
   }),
 });
 
