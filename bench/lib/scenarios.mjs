@@ -239,3 +239,59 @@ export async function rssAfterSync(n, latencyMs, d, log) {
     removeDir(dir);
   }
 }
+
+/**
+ * Issue 18's load test: the worst CSV upload (20 MB, 10 million one-field rows) and a hostile child (a 14 MB error
+ * text on every sync) at once, while another client keeps reading GET /sites?per_page=100 one request after another.
+ * The reader's latencies are the figure (target p99 ≤ 100 ms); serve's memory high-water mark is printed beside.
+ */
+export async function underAttack(d, log) {
+  const dir = tempDir('attack');
+  const { token, sim } = await seedPreconnected(dir, 20, 0);
+  try {
+    const serve = await startServe(dir, { args: ['--allow-private-sites'] });
+    const base = assertLoopback(serve.url).origin;
+    sim.setFault(1, { type: 'long_error', bytes: 14 * 1024 * 1024 });
+    await call(serve.url, token, 'GET', LIST_PATH);
+    const before = procMem(serve.pid);
+    let attacking = true;
+    const form = new FormData();
+    form.append('csv_file', new Blob([Buffer.alloc(10_000_000 * 2, 'a\n')], { type: 'text/csv' }), 'worst.csv');
+    const t0 = performance.now();
+    const csv = fetch(`${base}${REST}/users/import`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+      .then(async (r) => ({ status: r.status, bytes: (await r.arrayBuffer()).byteLength, ms: performance.now() - t0 }));
+    const hostile = (async () => {
+      let n = 0;
+      while (attacking) { await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/sync-sites-v1/run`, { input: { site_ids_or_domains: [1] } }); n++; }
+      return n;
+    })();
+    const samples = [];
+    const reader = new Client(base);
+    const until = performance.now() + d.readSeconds * 1000;
+    let csvDone = null;
+    void csv.then((r) => { csvDone = r; });
+    while (performance.now() < until || !csvDone) {
+      const t = performance.now();
+      const r = await call(serve.url, token, 'GET', LIST_PATH, undefined, reader);
+      samples.push(performance.now() - t);
+      expect(r.status === 200, `GET /sites under attack → ${r.status}`);
+    }
+    attacking = false;
+    const syncs = await hostile;
+    const up = await csv;
+    await reader.close();
+    const after = procMem(serve.pid);
+    await serve.stop();
+    const p = percentiles(samples);
+    const out = {
+      reads: samples.length, p50: round(p.p50, 2), p99: round(p.p99, 2), max: round(p.max, 1),
+      csv: { status: up.status, answer_bytes: up.bytes, seconds: round(up.ms / 1000, 2) }, hostile_syncs: syncs,
+      rss_before_mb: before?.rss_mb, rss_after_mb: after?.rss_mb, hwm_mb: after?.hwm_mb,
+    };
+    log(`  under attack: ${out.reads} reads, p50 ${out.p50} / p99 ${out.p99} / max ${out.max} ms; CSV ${up.status} in ${out.csv.seconds} s (${up.bytes} B); ${syncs} hostile syncs; HWM ${out.hwm_mb} MB`);
+    return out;
+  } finally {
+    await sim.close();
+    removeDir(dir);
+  }
+}
