@@ -63,7 +63,7 @@ export const ChildUser = z.object({
 });
 export type ChildUser = z.infer<typeof ChildUser>;
 
-export const SiteTheme = z.object({
+const SiteItem = z.object({
   slug: z.string(),
   name: z.string(),
   version: z.string(),
@@ -72,7 +72,11 @@ export const SiteTheme = z.object({
   /** YYYY-MM-DD, set only for items the child reports as not updated for two years or more (see SYNC_OUTDATED_DAYS). */
   last_updated: z.string().nullable(),
 });
-export const SitePlugin = SiteTheme.extend({ must_use: z.boolean() });
+export const SiteTheme = SiteItem.extend({
+  /** The parent of the active child theme (WordPress refuses to delete it). Absent in data stored before it was kept. */
+  parent_active: z.boolean().optional(),
+});
+export const SitePlugin = SiteItem.extend({ must_use: z.boolean() });
 export type SiteTheme = z.infer<typeof SiteTheme>;
 export type SitePlugin = z.infer<typeof SitePlugin>;
 
@@ -127,6 +131,7 @@ export const RawUser = z.object({
 
 const RawItem = z.object({ slug: Text, name: Text, version: Text.default(''), active: Flag.default(false) });
 const RawPlugin = RawItem.extend({ mu: Flag.default(false) });
+const RawTheme = RawItem.extend({ parent_active: Flag.default(false) });
 const RawUpdate = z.object({ update: z.object({ new_version: Text.optional() }).optional() });
 const RawOutdated = z.object({ last_updated: z.union([z.number(), z.string()]).optional() });
 const RawChange = z.object({
@@ -147,7 +152,7 @@ export const RawStats = z.object({
   theme_updates: phpMap(RawUpdate).optional(),
   securityStats: phpMap(z.string()).optional(),
   plugins: z.array(RawPlugin).optional(),
-  themes: z.array(RawItem).optional(),
+  themes: z.array(RawTheme).optional(),
   users: z.array(RawUser).optional(),
   plugins_outdate_info: phpMap(RawOutdated).optional(),
   themes_outdate_info: phpMap(RawOutdated).optional(),
@@ -229,6 +234,7 @@ export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
       active: t.active,
       update_version: themeUpdates[t.slug]?.update?.new_version ?? null,
       last_updated: isoDay(themesOutdated[t.slug]?.last_updated),
+      parent_active: t.parent_active,
     })),
     security: securityFindings(raw.securityStats ?? {}),
     health: { good: health.good ?? 0, recommended: health.recommended ?? 0, critical: health.critical ?? 0 },

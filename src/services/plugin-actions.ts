@@ -49,6 +49,17 @@ function applied<T extends SiteTheme>(list: readonly T[], action: PluginAction |
 }
 
 /**
+ * The sync block of a delete reply, without what was deleted: the real child builds it from WordPress's plugin and
+ * theme caches, which are not cleared within the request, so it still lists the items it has just removed.
+ */
+function withoutDeleted(snapshot: SiteSnapshot | null, kind: ItemKind, deleted: Set<string>): SiteSnapshot | null {
+  if (!snapshot || !deleted.size) return snapshot;
+  return kind === 'plugins'
+    ? { ...snapshot, plugins: snapshot.plugins.filter((p) => !deleted.has(p.slug)) }
+    : { ...snapshot, themes: snapshot.themes.filter((t) => !deleted.has(t.slug)) };
+}
+
+/**
  * Records what the child reported: its sync block when there is one, else the stored lists with the change
  * applied. A site removed meanwhile is left alone.
  */
@@ -90,14 +101,16 @@ export async function pluginAction(ctx: Ctx, site: SiteRecord, action: PluginAct
     throw childFailure(e, site);
   }
   const affected = new Set(r.affected);
-  const after = r.snapshot?.plugins ?? applied(before, action, affected, 'plugins');
-  await ctx.store.write(commitAfter(ctx, site, 'plugins', r.snapshot, after, affected.size > 0));
+  const snapshot = action === 'delete' ? withoutDeleted(r.snapshot, 'plugins', affected) : r.snapshot;
+  const after = snapshot?.plugins ?? applied(before, action, affected, 'plugins');
+  await ctx.store.write(commitAfter(ctx, site, 'plugins', snapshot, after, affected.size > 0));
   const done: SitePlugin[] = [];
   for (const slug of valid) {
     const now = after.find((p) => p.slug === slug);
     const was = before.find((p) => p.slug === slug);
-    // The child answers SUCCESS even for a plugin it could not activate: the sync block says what happened.
-    const ok = affected.has(slug) && (action === 'delete' ? !now : now?.active === (action === 'activate'));
+    // The child answers SUCCESS even for a plugin it could not activate: the sync block says what happened. A delete
+    // is listed in plugin_action_data only when WordPress removed the files, so that list is the truth for deletes.
+    const ok = affected.has(slug) && (action === 'delete' || now?.active === (action === 'activate'));
     if (ok) done.push(action === 'delete' ? { ...(was ?? { slug, name: slug, version: '', update_version: null, last_updated: null, must_use: false }), active: false } : now!);
     else if (!now) errors.push(notInstalled('plugins', slug, site));
     else {
@@ -146,8 +159,9 @@ export async function deleteThemes(ctx: Ctx, site: SiteRecord, slugs: readonly s
   }
   const affected = new Set(r.affected);
   const refused = new Map(r.refused.map((x) => [x.slug, x.reason]));
-  const after = r.snapshot?.themes ?? applied(before, 'delete', affected, 'themes');
-  await ctx.store.write(commitAfter(ctx, site, 'themes', r.snapshot, after, affected.size > 0));
+  const snapshot = withoutDeleted(r.snapshot, 'themes', affected);
+  const after = snapshot?.themes ?? applied(before, 'delete', affected, 'themes');
+  await ctx.store.write(commitAfter(ctx, site, 'themes', snapshot, after, affected.size > 0));
   const done: SiteTheme[] = [];
   for (const slug of valid) {
     const now = after.find((t) => t.slug === slug);
@@ -189,6 +203,8 @@ export function deletePreview(ctx: Ctx, site: SiteRecord, kind: ItemKind, slugs:
     if (item.active) {
       warnings.push(kind === 'plugins' ? `Plugin ${slug} is currently active.`
         : `Theme ${slug} is the currently active theme: the child will refuse to delete it.`);
+    } else if (kind === 'themes' && (item as SiteTheme).parent_active) {
+      warnings.push(`Theme ${slug} is the parent of the active theme: the child will refuse to delete it.`);
     }
   }
   return { items, warnings, errors };

@@ -38,13 +38,14 @@ export function offer(k: number, ...args: string[]): { type: string; slug: strin
 
 /**
  * Makes site k as start.sh first made it, as far as tests touch it: no dashboard connection (the child's
- * "Clear Connection Data"), the fixture plugins and themes back on disk at their versions, rc-alpha active,
+ * "Clear Connection Data"), the fixture plugins and themes and WordPress's own themes back on disk at their versions, rc-alpha active,
  * rc-beta and rc-gamma inactive, twentytwentyfive the active theme. Posts and users made by tests stay.
  */
 export function resetSite(k: number): void {
   const root = `${RC_DIR}/sites/${k}/wp-content`;
   cpSync(`${KIT}/fixtures/plugins`, `${root}/plugins`, { recursive: true, force: true });
   cpSync(`${KIT}/fixtures/themes`, `${root}/themes`, { recursive: true, force: true });
+  cpSync(`${KIT}/wordpress/wp-content/themes`, `${root}/themes`, { recursive: true, force: true });
   wp(k, `
     foreach (['mainwp_child_pubkey','mainwp_child_nonce','mainwp_security','mainwp_child_server','mainwp_child_connected_admin',
               'mainwp_child_openssl_sign_algo','mainwp_child_uniqueId'] as $o) { delete_option($o); }
