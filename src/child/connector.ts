@@ -416,19 +416,24 @@ export class ChildConnector {
   async getPost(site: SiteCredentials, id: number, postType = 'post'): Promise<ChildPostFull | null> {
     const reply = parseReply(PostActionReply, await this.signed(site, 'post_action', { action: 'get_edit', id, post_type: postType }), 'post_action');
     if (reply.status !== 'SUCCESS') throw unexpected('post_action', reply.status);
-    return reply.my_post && !Array.isArray(reply.my_post) ? toChildPostFull(id, reply.my_post) : null;
+    return reply.my_post && 'new_post' in reply.my_post ? toChildPostFull(id, reply.my_post) : null;
   }
 
-  /** False when the post does not exist (the child answers SUCCESS with no data, or FAIL for publish; §9.12). */
-  async postAction(site: SiteCredentials, action: PostAction, id: number): Promise<boolean> {
+  /**
+   * null when the post does not exist (the child answers SUCCESS with no data, or FAIL for publish; §9.12); else the
+   * status the post has after the action as the child reports it (null when its reply does not say: a delete).
+   */
+  async postAction(site: SiteCredentials, action: PostAction, id: number): Promise<{ post_status: string | null } | null> {
     const reply = parseReply(PostActionReply, await this.signed(site, 'post_action', { action, id }), 'post_action');
-    if (reply.status !== 'SUCCESS') return false;
+    if (reply.status !== 'SUCCESS') return null;
     const data = reply.other_data?.post_action_data;
-    return data === undefined || (!Array.isArray(data) && Object.keys(data).length > 0);
+    if (data === undefined) return { post_status: null };
+    if (Array.isArray(data) || Object.keys(data).length === 0) return null;
+    return { post_status: data.new_status ?? null };
   }
 
-  /** Creates a post, or edits post `ID` (§9.13). */
-  async savePost(site: SiteCredentials, post: ChildPostInput): Promise<{ post_id: number; link: string }> {
+  /** Creates a post, or edits post `ID` (§9.13); answers the status and dates WordPress gave it, when the child says. */
+  async savePost(site: SiteCredentials, post: ChildPostInput): Promise<{ post_id: number; link: string; post_status: string | null; post_date_gmt: string | null }> {
     const { ID, post_category, post_custom, post_featured_image, is_sticky, post_tags, ...fields } = post;
     const custom: Record<string, string[]> = { ...post_custom };
     if (ID !== undefined) custom._mainwp_edit_post_id = [String(ID)];
@@ -442,7 +447,8 @@ export class ChildConnector {
       mainwp_upload_dir: base64('{}'),
     });
     const saved = parseReply(NewPostReply, reply, 'newpost');
-    return { post_id: Math.trunc(saved.added_id), link: saved.link };
+    const after = Array.isArray(saved.new_post_data) ? undefined : saved.new_post_data;
+    return { post_id: Math.trunc(saved.added_id), link: saved.link, post_status: after?.new_status ?? null, post_date_gmt: after?.post_date_gmt ?? null };
   }
 
   // ---- reachability ----

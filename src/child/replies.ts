@@ -82,13 +82,20 @@ const EditPayload = z.object({
   post_featured_image: z.string().default(''),
 });
 
+/** What the child says a post became (post_action_data, new_post_data): its status and dates after the change. */
+const PostAfter = z.object({ new_status: Text.optional(), post_date: Text.optional(), post_date_gmt: Text.optional() }).loose();
+
 export const PostActionReply = z.object({
   status: z.string(),
-  my_post: z.union([EditPayload, z.literal(false), z.tuple([])]).optional(),
-  other_data: phpObject({ post_action_data: z.union([z.tuple([]), z.record(z.string(), z.unknown())]).optional() }).optional(),
+  // get_edit sends the post; unpublish echoes the change it made ({ID, post_status}); the others send [].
+  my_post: z.union([EditPayload, z.object({ ID: Text, post_status: Text }), z.literal(false), z.tuple([])]).optional(),
+  other_data: phpObject({ post_action_data: z.union([z.tuple([]), PostAfter]).optional() }).optional(),
 });
 
-export const NewPostReply = z.object({ added: z.literal(true), added_id: Count, link: Text.default('') });
+export const NewPostReply = z.object({
+  added: z.literal(true), added_id: Count, link: Text.default(''),
+  new_post_data: z.union([PostAfter, z.tuple([])]).optional(),
+});
 
 export const DisconnectReply = z.object({ result: z.literal('success') });
 export const DeactivateReply = z.object({ deactivated: z.literal(true) });

@@ -1,5 +1,6 @@
 // src/child/snapshot.ts — the normalised SiteSnapshot, the lenient zod schema of a raw `stats` reply, and the mapping between them (§9.1).
 import { z } from 'zod';
+import { zoneOf } from '../core/site-time.js';
 
 // ---- lenient readers for PHP-encoded JSON (§3.1: numbers often arrive as strings, empty maps as []) ----
 
@@ -97,6 +98,8 @@ export const SiteSnapshot = z.object({
   child_version: z.string(),
   wp_version: z.string(),
   php_version: z.string(),
+  /** The site's time zone: an IANA name or a fixed offset like "+05:30"; null when the child did not say. */
+  timezone: z.string().nullable(),
   site_url: z.string(),
   admin_username: z.string(),
   wp_update_version: z.string().nullable(),
@@ -146,7 +149,11 @@ export const RawStats = z.object({
   version: Text,
   wpversion: Text,
   siteurl: Text,
-  site_info: z.object({ phpversion: Text.optional(), child_version: Text.optional() }).optional(),
+  site_info: z.object({
+    phpversion: Text.optional(),
+    child_version: Text.optional(),
+    format_datetime: z.object({ timezone_string: Text.optional(), gmt_offset: z.union([Text, z.null()]).optional() }).partial().optional(),
+  }).optional(),
   wp_updates: z.union([Text, z.null(), z.boolean()]).optional(),
   plugin_updates: phpMap(RawUpdate).optional(),
   theme_updates: phpMap(RawUpdate).optional(),
@@ -215,6 +222,7 @@ export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
     child_version: raw.site_info?.child_version ?? raw.version,
     wp_version: raw.wpversion,
     php_version: raw.site_info?.phpversion ?? '',
+    timezone: zoneOf(raw.site_info?.format_datetime?.timezone_string, raw.site_info?.format_datetime?.gmt_offset ?? undefined),
     site_url: raw.siteurl,
     admin_username: adminUsername,
     wp_update_version: typeof raw.wp_updates === 'string' && raw.wp_updates !== '' ? raw.wp_updates : null,

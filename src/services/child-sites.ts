@@ -125,7 +125,7 @@ export class ChildSiteService {
     };
     tx.putBlob('site-data', id, data);
     return this.sites.patch(tx, id, {
-      wp_version: snap.wp_version, php_version: snap.php_version, child_version: snap.child_version,
+      wp_version: snap.wp_version, php_version: snap.php_version, child_version: snap.child_version, timezone: snap.timezone,
       admin_username: snap.admin_username || undefined, last_sync: data.synced_at, sync_error: '', stats: statsOf(snap), ...extra,
     } as Partial<SiteRecord>);
   }

@@ -7,6 +7,7 @@ import type { ChildPost, ChildPostFull } from '../child/replies.js';
 import type { AbilityContext } from '../core/ability.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
+import { gmtFromLocal, localFromGmt } from '../core/site-time.js';
 import type { SiteRecord } from '../store/records.js';
 import { fanOut, onChild, reachableSite, type Fanned, type SiteSelector } from './selectors.js';
 
@@ -152,14 +153,27 @@ function editInput(cur: ChildPostFull, f: PostFields): ChildPostInput {
 
 export interface SavedPost { site: SiteRecord; post_id: number; link: string; post_status: string; post_title: string }
 
+/**
+ * Both dates of a post when the caller set one: the child creates posts as auto-drafts, and WordPress resets the
+ * date of a draft whose GMT date is unset — a scheduled post would be published at once, a back-dated one dated
+ * today. The other date comes from the site's time zone (its last sync; UTC, WordPress's default, when unknown).
+ */
+function withBothDates<T extends { post_date?: string; post_date_gmt?: string }>(input: T, site: SiteRecord): T {
+  const zone = site.timezone ?? '+00:00';
+  if (input.post_date && !input.post_date_gmt) return { ...input, post_date_gmt: gmtFromLocal(input.post_date, zone) };
+  if (input.post_date_gmt && !input.post_date) return { ...input, post_date: localFromGmt(input.post_date_gmt, zone) };
+  return input;
+}
+
 export async function createPost(ctx: Ctx, ref: number | string, f: PostFields & { post_title: string }): Promise<SavedPost> {
   checkFieldDates(f);
-  const input = newPostInput(f);
-  checkSchedule(input.post_status, f.post_date_gmt, f.post_date);
   const site = reachableSite(ctx, ref);
+  const input = withBothDates(newPostInput(f), site);
+  checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
   return onChild(ctx, site, async (c, creds) => {
     const saved = await c.savePost(creds, input);
-    return { site, ...saved, post_status: input.post_status, post_title: input.post_title };
+    // What WordPress made of it (a "future" date already past is published), not what was asked.
+    return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title };
   });
 }
 
@@ -174,10 +188,12 @@ export async function updatePost(ctx: Ctx, ref: number | string, id: number, f: 
   checkFieldDates(f);
   const site = reachableSite(ctx, ref);
   return onChild(ctx, site, async (c, creds) => {
-    const input = editInput(await readPost(c, creds, site, id), f);
+    const datesGiven = f.post_date !== undefined || f.post_date_gmt !== undefined;
+    const edited = editInput(await readPost(c, creds, site, id), f);
+    const input = datesGiven ? withBothDates(edited, site) : edited;
     checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
     const saved = await c.savePost(creds, input);
-    return { site, ...saved, post_status: input.post_status, post_title: input.post_title, updated };
+    return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title, updated };
   });
 }
 
@@ -195,7 +211,13 @@ export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, 
     if (cur.post_status === status) return out;
     if (status === 'publish' || status === 'trash' || status === 'draft') {
       const action = status === 'draft' ? (cur.post_status === 'trash' ? 'restore' : 'unpublish') : status;
-      if (!(await c.postAction(creds, action, id))) throw postNotFound(site, id);
+      const done = await c.postAction(creds, action, id);
+      if (!done) throw postNotFound(site, id);
+      // The child reports the status the post has now: trust it, not the request.
+      if (done.post_status && done.post_status !== status) {
+        throw new ServiceError('svc_status_not_changed', `${site.url} left post ${id} ${done.post_status} instead of ${status}.`, 422,
+          { previous_status: cur.post_status, post_status: done.post_status });
+      }
       return out;
     }
     if (status === 'future' && !(cur.post_date_gmt && Date.parse(cur.post_date_gmt) > Date.now())) {

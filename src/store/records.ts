@@ -31,6 +31,8 @@ export interface SiteRecord {
   wp_version: string;
   php_version: string;
   child_version: string;
+  /** The site's time zone from its last sync (IANA name or "+HH:MM"); absent before the first sync that reported it. */
+  timezone?: string | null;
   last_sync: string | null;
   stats: SiteStats;
   ssl_verify: boolean;
