@@ -185,14 +185,15 @@ describe('posts', () => {
     expect(listed.map((p) => p.id)).toEqual([created.post_id]);
     expect(listed[0]).toMatchObject({ title: 'Launch day', status: 'publish', author: 'admin', date: expect.stringMatching(/Z$/) });
 
-    expect(await fx.connector.postAction(site, 'unpublish', created.post_id)).toBe(true);
-    expect(await fx.connector.postAction(site, 'trash', created.post_id)).toBe(true);
-    expect(await fx.connector.postAction(site, 'restore', created.post_id)).toBe(true);
-    expect(await fx.connector.postAction(site, 'publish', created.post_id)).toBe(true);
-    expect(await fx.connector.postAction(site, 'delete', created.post_id)).toBe(true);
+    // Each action answers the status the child reports afterwards (WordPress restores a trashed post as a draft).
+    expect(await fx.connector.postAction(site, 'unpublish', created.post_id)).toEqual({ post_status: 'draft' });
+    expect(await fx.connector.postAction(site, 'trash', created.post_id)).toEqual({ post_status: 'trash' });
+    expect(await fx.connector.postAction(site, 'restore', created.post_id)).toEqual({ post_status: 'draft' });
+    expect(await fx.connector.postAction(site, 'publish', created.post_id)).toEqual({ post_status: 'publish' });
+    expect(await fx.connector.postAction(site, 'delete', created.post_id)).toEqual({ post_status: null });
     expect(await fx.connector.getPost(site, created.post_id)).toBeNull();
-    expect(await fx.connector.postAction(site, 'publish', created.post_id)).toBe(false);
-    expect(await fx.connector.postAction(site, 'trash', 9999)).toBe(false);
+    expect(await fx.connector.postAction(site, 'publish', created.post_id)).toBeNull();
+    expect(await fx.connector.postAction(site, 'trash', 9999)).toBeNull();
     await expect(fx.connector.savePost(site, { ID: 9999, post_title: 't', post_content: 'c', post_status: 'draft' })).rejects.toMatchObject({ kind: 'child_error', message: 'ERROR: Empty post id' });
   });
 

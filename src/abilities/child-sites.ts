@@ -53,16 +53,19 @@ export const addSite = defineAbility({
     tag_ids: TagIds.optional().describe('Alias of tags.'),
     http_user: z.string().max(200).optional(),
     http_pass: z.string().max(500).optional(),
-    ssl_verify: z.boolean().default(true),
+    ssl_verify: z.boolean().optional().describe('Verify the site\'s TLS certificate (default true).'),
+    verify_certificate: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional().describe('Upstream\'s ssl_verify: 0 off, 1 on, 2 default (on).'),
   }).strict(),
   output: FullSite,
+  aliases: { adminpassword: 'admin_password' },
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async (i, ctx) => {
     const admin = i.admin ?? i.admin_username;
+    const ssl_verify = i.ssl_verify ?? (i.verify_certificate === undefined ? true : i.verify_certificate !== 0);
     if (!admin) throw new ServiceError('ability_invalid_input', 'Ability "svc/add-site-v1" has invalid input. Reason: admin is a required property of input.', 400, { params: { admin: 'admin is a required property of input.' } });
     const site = await ctx.children.add({
       url: i.url, admin, admin_password: i.admin_password, name: i.name, client_id: i.client_id,
-      tags: i.tags ?? i.tag_ids, http_user: i.http_user, http_pass: i.http_pass, ssl_verify: i.ssl_verify,
+      tags: i.tags ?? i.tag_ids, http_user: i.http_user, http_pass: i.http_pass, ssl_verify,
     });
     return fullSite(ctx, site, true);
   },

@@ -135,7 +135,7 @@ const DELETE_WARNINGS = [
   'This action is irreversible. The site record will be permanently deleted from the dashboard.',
   'All sync data, site options, and historical information stored in the dashboard will be removed.',
   'Tag associations for this site will be deleted.',
-  'The child plugin on the remote site will NOT be removed - only the dashboard connection will be deleted.',
+  'The child site is told to forget this dashboard\'s key; its plugin stays installed and active, so the site can be added again.',
 ];
 
 export const deleteSite = defineAbility({
@@ -143,8 +143,10 @@ export const deleteSite = defineAbility({
   label: 'Delete site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Remove a site from the dashboard (the child plugin stays on the site). Call first with dry_run=true '
-    + 'to preview, then with confirm=true. Errors: svc_confirmation_required (400), svc_invalid_input (both flags), svc_site_not_found (404).',
+  description: 'Remove a site from the dashboard. The child is told to forget this dashboard\'s key first (its plugin stays '
+    + 'active); an unreachable child does not stop the removal (child_notified=false, with a warning). Call first with '
+    + 'dry_run=true to preview, then with confirm=true. Errors: svc_confirmation_required (400), svc_invalid_input (both flags), '
+    + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef, confirm: Confirm, dry_run: DryRun }),
   output: z.object({
     dry_run: z.boolean(),
@@ -154,8 +156,9 @@ export const deleteSite = defineAbility({
     site: BasicSite,
     would_affect: z.union([BasicSite, z.array(BasicSite)]),
     warnings: z.array(z.string()),
+    child_notified: z.boolean().optional().describe('The child was told to forget our key (absent on dry_run).'),
   }),
-  annotations: { readonly: false, destructive: true, idempotent: false, openWorld: false },
+  annotations: { readonly: false, destructive: true, idempotent: false, openWorld: true },
   execute: async (i, ctx) => {
     refuseBothFlags(i);
     const site = ctx.sites.resolve(i.site_id_or_domain);
@@ -163,8 +166,10 @@ export const deleteSite = defineAbility({
     const base = { site_id: site.id, site_url: site.url, site: basic };
     if (i.dry_run) return { dry_run: true, deleted: false, ...base, would_affect: basic, warnings: DELETE_WARNINGS };
     requireConfirm(i);
+    const told = await ctx.children.tellChildToForget(site);
     await removeSite(ctx, site.id);
-    return { dry_run: false, deleted: true, ...base, would_affect: [], warnings: [] };
+    const warnings = told.child_error ? [`The child was not told to forget this dashboard: ${told.child_error} Clear its connection in wp-admin (MainWP Child settings).`] : [];
+    return { dry_run: false, deleted: true, ...base, would_affect: [], warnings, child_notified: told.child_notified };
   },
 });
 

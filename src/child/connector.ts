@@ -113,6 +113,9 @@ function requireSlugs(slugs: readonly string[]): void {
 
 const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
+/** Changes-log events asked for per sync: a site with more catches up over the next syncs. */
+export const CHANGES_PER_SYNC = 200;
+
 export class ChildConnector {
   private readonly transport: Transport;
   private readonly serverUrl: string;
@@ -251,8 +254,11 @@ export class ChildConnector {
     return { ...keys, signAlgo: site.signAlgo, regverify: site.regverify ?? null, snapshot };
   }
 
-  /** Signed `stats` with the full syncdata (§9.1). */
-  async sync(site: SiteCredentials): Promise<SiteSnapshot> {
+  /**
+   * Signed `stats` with the full syncdata (§9.1). `changesSince` is the changes_cursor of the last sync: the child's
+   * changes log answers the oldest CHANGES_PER_SYNC events newer than it (all of them when it is absent).
+   */
+  async sync(site: SiteCredentials, opts: { changesSince?: string | null } = {}): Promise<SiteSnapshot> {
     const reply = await this.signed(site, 'stats', {
       cloneSites: 0,
       othersData: '[]',
@@ -261,6 +267,8 @@ export class ChildConnector {
       primaryBackup: '',
       child_actions_saved_days_number: 30,
       syncdata: SYNC_DATA,
+      // Child 6.x logs most outside changes in its changes log, which it sends only when asked (params_logs).
+      params_logs: { events_count: CHANGES_PER_SYNC, ...(opts.changesSince ? { newer_than: opts.changesSince } : {}) },
     });
     return toSnapshot(parseReply(RawStats, reply, 'stats'), site.admin);
   }

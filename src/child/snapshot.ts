@@ -109,6 +109,8 @@ export const SiteSnapshot = z.object({
   health: z.object({ good: z.number(), recommended: z.number(), critical: z.number() }),
   /** Changes made outside the dashboard, newest first. */
   changes: z.array(SiteChange),
+  /** created_on of the newest changes-log event read (the child's float seconds, as text); the next sync asks for newer ones. */
+  changes_cursor: z.string().nullable(),
   users: z.array(ChildUser),
 });
 export type SiteSnapshot = z.infer<typeof SiteSnapshot>;
@@ -137,6 +139,31 @@ const RawPlugin = RawItem.extend({ mu: Flag.default(false) });
 const RawTheme = RawItem.extend({ parent_active: Flag.default(false) });
 const RawUpdate = z.object({ update: z.object({ new_version: Text.optional() }).optional() });
 const RawOutdated = z.object({ last_updated: z.union([z.number(), z.string()]).optional() });
+/** One event of the child's changes log (`changes_logs_data`, child ≥ 5.4.1, sent only when params_logs asks). */
+const RawLog = z.object({
+  id: Count.optional(),
+  created_on: z.union([z.string(), z.number()]).transform(String),
+  context: Text.default(''),
+  action_name: Text.default(''),
+  username: Text.default(''),
+  user_agent: Text.default(''),
+  meta_data: z.unknown().optional(),
+});
+type RawLog = z.infer<typeof RawLog>;
+
+/** The User-Agent sitefleet sends: events the child logged while serving our own requests are not outside changes. */
+export const OWN_USER_AGENT = 'Mozilla/5.0 (compatible; MainWP/6.1.2; sitefleet)';
+
+/** A line that says what an event was about, from the meta data the child logs with it. */
+function logSummary(log: RawLog): string {
+  const m = (log.meta_data && typeof log.meta_data === 'object' ? log.meta_data : {}) as Record<string, unknown>;
+  const named = (v: unknown) => (v && typeof v === 'object' && typeof (v as { name?: unknown }).name === 'string' ? (v as { name: string }).name : undefined);
+  const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const what = named(m.plugindata) ?? named(m.themedata) ?? str(m.name) ?? str(m.posttitle) ?? str(m.post_title) ?? str(m.task_name)
+    ?? str(m.changeusername) ?? str(m.username) ?? str(m.slug);
+  return clip(`${log.context} ${log.action_name}${what ? `: ${what}` : ''}${str(m.slug) && what !== m.slug ? ` (${m.slug as string})` : ''}`, 500);
+}
+
 const RawChange = z.object({
   context: Text.default(''),
   action: Text.default(''),
@@ -165,6 +192,7 @@ export const RawStats = z.object({
   themes_outdate_info: phpMap(RawOutdated).optional(),
   health_site_status: z.union([z.object({ good: Count, recommended: Count, critical: Count }).partial(), z.tuple([])]).optional(),
   child_site_actions_data: z.union([phpMap(RawChange), z.literal('')]).optional(),
+  changes_logs_data: z.union([phpMap(RawLog), z.literal('')]).optional(),
 });
 export type RawStats = z.infer<typeof RawStats>;
 
@@ -210,6 +238,9 @@ export function toChildUser(raw: z.infer<typeof RawUser>): ChildUser {
   };
 }
 
+/** Newest first; equal times by id, highest first. */
+export const newestFirst = (a: SiteChange, b: SiteChange): number => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : b.id - a.id);
+
 /** Normalises a validated `stats` reply (or the stats part of register / plugin_action / theme_action replies). */
 export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
   const pluginUpdates = raw.plugin_updates ?? {};
@@ -218,6 +249,7 @@ export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
   const themesOutdated = raw.themes_outdate_info ?? {};
   const health = Array.isArray(raw.health_site_status) ? {} : (raw.health_site_status ?? {});
   const changes = raw.child_site_actions_data === '' ? {} : (raw.child_site_actions_data ?? {});
+  const logs = Object.values(raw.changes_logs_data === '' ? {} : (raw.changes_logs_data ?? {}));
   return {
     child_version: raw.site_info?.child_version ?? raw.version,
     wp_version: raw.wpversion,
@@ -246,14 +278,21 @@ export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
     })),
     security: securityFindings(raw.securityStats ?? {}),
     health: { good: health.good ?? 0, recommended: health.recommended ?? 0, critical: health.critical ?? 0 },
-    changes: Object.entries(changes)
-      .flatMap(([key, c], i) => {
+    changes: [
+      ...Object.entries(changes).flatMap(([key, c], i) => {
         const timestamp = isoFromUnix(c.created);
         if (timestamp === null) return [];
         const id = Number(key);
         return [{ id: Number.isSafeInteger(id) ? id : i + 1, type: c.context, action: c.action, description: c.summary, user: c.action_user, timestamp }];
-      })
-      .sort((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : b.id - a.id)),
+      }),
+      ...logs.flatMap((l, i) => {
+        const timestamp = isoFromUnix(Number(l.created_on));
+        if (timestamp === null || l.user_agent === OWN_USER_AGENT) return [];
+        const id = l.id !== undefined && Number.isSafeInteger(l.id) ? l.id : i + 1;
+        return [{ id, type: l.context, action: l.action_name, description: logSummary(l), user: l.username, timestamp }];
+      }),
+    ].sort(newestFirst),
+    changes_cursor: logs.reduce<string | null>((max, l) => (max === null || Number(l.created_on) > Number(max) ? l.created_on : max), null),
     users: (raw.users ?? []).map(toChildUser),
   };
 }

@@ -2,6 +2,7 @@
 import { Agent, request } from 'undici';
 import { ChildError } from './child-error.js';
 import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from './address-policy.js';
+import { OWN_USER_AGENT } from './snapshot.js';
 import type { HttpReply } from './envelope.js';
 
 export interface HttpTarget {
@@ -20,7 +21,7 @@ export interface TransportOptions {
 }
 
 // The child ignores the User-Agent; a MainWP-like token keeps hosts that allow-list it happy (§14).
-const USER_AGENT = 'Mozilla/5.0 (compatible; MainWP/6.1.2; sitefleet)';
+const USER_AGENT = OWN_USER_AGENT;
 
 /** A reply that broke off after its headers arrived: the child did answer, so the body must not be re-sent elsewhere. */
 export class ReplyInterrupted extends ChildError {}

@@ -40,6 +40,11 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
    * WordPress method rule (annotations) says GET / DELETE: those accept POST too.
    */
   acceptsPost?: boolean;
+  /**
+   * Upstream's names for input fields (`{ adminpassword: 'admin_password' }`): accepted on every door and renamed
+   * before validation, so that clients written for the upstream product work unchanged. Not in the JSON Schema.
+   */
+  aliases?: Readonly<Record<string, string>>;
   /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
   module?: ModuleName;
   execute(input: z.output<I>, ctx: AbilityContext): Promise<z.input<O>> | z.input<O>;

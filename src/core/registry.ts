@@ -35,6 +35,23 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSch
   return s;
 }
 
+/** Upstream field names renamed to ours; the same field under both names with different values is refused. */
+export function renameAliases(a: Ability, raw: unknown): unknown {
+  if (!a.aliases || !raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  for (const [alias, name] of Object.entries(a.aliases)) {
+    if (!(alias in out)) continue;
+    const v = out[alias];
+    delete out[alias];
+    if (name in out && JSON.stringify(out[name]) !== JSON.stringify(v)) {
+      throw new ServiceError('ability_invalid_input', `${alias} and ${name} name the same field; send one of them.`, 400,
+        { params: { [alias]: `Same field as ${name}.` } });
+    }
+    out[name] = v;
+  }
+  return out;
+}
+
 export class Registry {
   private readonly byName = new Map<string, Ability>();
   private readonly schemaCache = new Map<string, { input: JsonSchema; output: JsonSchema }>();
@@ -61,7 +78,7 @@ export class Registry {
 
   /** Validate, check permission and module, execute. Throws ServiceError. */
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
-    const input = validateInput(a.name, a.input, this.schemas(a).input, rawInput, { coerce: opts.coerce });
+    const input = validateInput(a.name, a.input, this.schemas(a).input, renameAliases(a, rawInput), { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
     this.services.store.refreshIfStale();
     if (a.module) this.services.settings.assertModule(a.module);

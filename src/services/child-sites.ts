@@ -4,7 +4,7 @@
 // background job can record "site done" in the same commit).
 import { ChildConnector, type SiteCredentials } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
-import { clip, type SiteSnapshot } from '../child/snapshot.js';
+import { clip, newestFirst, type SiteChange, type SiteSnapshot } from '../child/snapshot.js';
 import { ServiceError } from '../core/errors.js';
 import { normaliseSiteUrl, siteKey } from '../core/site-lookup.js';
 import type { Config } from '../config.js';
@@ -50,6 +50,20 @@ function statsOf(snap: SiteSnapshot): SiteStats {
     wp_update_available: !!snap.wp_update_version,
     health_score: healthScore(snap.health),
   };
+}
+
+/** Changes kept per site: the newest ones. */
+export const MAX_CHANGES_KEPT = 1000;
+
+/** Stored changes with new ones, each event once, newest first, at most MAX_CHANGES_KEPT. */
+function mergeChanges(stored: readonly SiteChange[], fresh: readonly SiteChange[]): SiteChange[] {
+  const seen = new Set<string>();
+  const out: SiteChange[] = [];
+  for (const c of [...fresh, ...stored]) {
+    const key = `${c.timestamp}|${c.type}|${c.action}|${c.description}`;
+    if (!seen.has(key)) { seen.add(key); out.push(c); }
+  }
+  return out.sort(newestFirst).slice(0, MAX_CHANGES_KEPT);
 }
 
 /** A connector failure as a service error: 4xx/5xx that names the cause, never a bare 500. */
@@ -120,8 +134,11 @@ export class ChildSiteService {
 
   /** Store what a child reported (a sync, or the `sync` block of an action reply) and the stats derived from it. */
   recordSnapshot(tx: Tx, id: number, snap: SiteSnapshot, extra: Partial<SiteRecord> = {}): SiteRecord {
+    // Changes accumulate: a sync brings only events newer than the cursor, an action's sync block none of the log.
+    const prev = this.siteData(id);
     const data: SiteData = {
-      plugins: snap.plugins, themes: snap.themes, security: snap.security, changes: snap.changes, users: snap.users, synced_at: now(),
+      plugins: snap.plugins, themes: snap.themes, security: snap.security, changes: mergeChanges(prev?.changes ?? [], snap.changes),
+      changes_cursor: snap.changes_cursor ?? prev?.changes_cursor ?? null, users: snap.users, synced_at: now(),
     };
     tx.putBlob('site-data', id, data);
     return this.sites.patch(tx, id, {
@@ -189,12 +206,14 @@ export class ChildSiteService {
   async fetchSync(site: SiteRecord): Promise<Outcome<SiteRecord>> {
     try {
       this.assertReachable(site);
-      const snap = await (await this.connector()).sync(this.credentials(site));
+      const snap = await (await this.connector()).sync(this.credentials(site), { changesSince: this.siteData(site.id)?.changes_cursor });
       this.assertSameSite(site, snap);
       return { ok: true, commit: (tx) => this.recordSnapshot(tx, site.id, snap) };
     } catch (e) {
       const error = childFailure(e, site);
-      const remote = !(e instanceof ServiceError) || error.code === 'svc_child_wrong_site';
+      // Only a failed contact marks the site: a refusal by our own address policy never reached it (another process
+      // on the same data dir may be allowed to), and a ServiceError raised here is about the request.
+      const remote = (!(e instanceof ServiceError) && error.code !== 'svc_address_not_allowed') || error.code === 'svc_child_wrong_site';
       return {
         ok: false, error,
         commit: remote ? (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { sync_error: error.message }); } : undefined,
@@ -237,17 +256,24 @@ export class ChildSiteService {
     }
   }
 
+  /**
+   * Tells the child to forget our key (its `disconnect`), best effort: what disconnecting or removing a site starts
+   * with, so that no child keeps trusting a key this dashboard no longer uses. Nothing to tell when the site is
+   * already disconnected or has no keys; a failure is reported, not thrown.
+   */
+  async tellChildToForget(site: SiteRecord): Promise<{ child_notified: boolean; child_error: string | null }> {
+    if (site.disconnected || !this.sites.secret(site.id)) return { child_notified: false, child_error: null };
+    try {
+      await (await this.connector()).disconnect(this.credentials(site));
+      return { child_notified: true, child_error: null };
+    } catch (e) {
+      return { child_notified: false, child_error: childFailure(e, site).message };
+    }
+  }
+
   /** Tell the child to forget us (best effort), then mark the site disconnected whatever it answered. */
   async fetchDisconnect(site: SiteRecord): Promise<Outcome<{ site: SiteRecord; child_notified: boolean; child_error: string | null }>> {
-    let child_error: string | null = null;
-    if (!site.disconnected && this.sites.secret(site.id)) {
-      try {
-        await (await this.connector()).disconnect(this.credentials(site));
-      } catch (e) {
-        child_error = childFailure(e, site).message;
-      }
-    }
-    const notified = child_error === null && !site.disconnected;
+    const { child_notified: notified, child_error } = await this.tellChildToForget(site);
     return {
       ok: true,
       commit: (tx) => ({

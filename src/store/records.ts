@@ -160,6 +160,8 @@ export interface SiteData {
   themes: SiteTheme[];
   security: SecurityFinding[];
   changes: SiteChange[];
+  /** Where the child's changes log was read up to (see SiteSnapshot.changes_cursor). */
+  changes_cursor?: string | null;
   users: ChildUser[];
   synced_at: string;
 }

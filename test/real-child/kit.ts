@@ -55,3 +55,35 @@ export function resetSite(k: number): void {
     switch_theme('twentytwentyfive');
   `);
 }
+
+/**
+ * Does what a person in wp-admin does, over HTTP (the child's changes log records wp-admin requests, not wp.sh):
+ * logs in as admin and follows the nonce-carrying link of the plugins screen that activates or deactivates `plugin`.
+ */
+export async function wpAdminPluginAction(k: number, action: 'activate' | 'deactivate', plugin: string): Promise<void> {
+  const site = realSite(k);
+  const jar = new Map<string, string>();
+  const keep = (res: Response) => {
+    for (const c of res.headers.getSetCookie()) { const [kv] = c.split(';'); const i = kv!.indexOf('='); jar.set(kv!.slice(0, i), kv!.slice(i + 1)); }
+  };
+  const cookie = () => [...jar].map(([n, v]) => `${n}=${v}`).join('; ');
+  const go = async (path: string, init: RequestInit = {}) => {
+    const res = await fetch(new URL(path, site.url), { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: cookie() } });
+    keep(res);
+    return res;
+  };
+  await go('wp-login.php');
+  jar.set('wordpress_test_cookie', 'WP%20Cookie%20check');
+  const login = await go('wp-login.php', {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ log: site.admin, pwd: site.password, testcookie: '1' }).toString(),
+  });
+  if (login.status !== 302) throw new Error(`wp-admin login on site ${k} answered ${login.status}`);
+  const page = await (await go('wp-admin/plugins.php')).text();
+  const wanted = `plugins.php?action=${action}&amp;plugin=${encodeURIComponent(plugin)}`;
+  const start = page.indexOf(wanted);
+  if (start === -1) throw new Error(`no ${action} link for ${plugin} on site ${k}'s plugins screen`);
+  const href = page.slice(start, page.indexOf('"', start)).replace(/&amp;/g, '&');
+  const done = await go(`wp-admin/${href}`);
+  if (done.status !== 302) throw new Error(`wp-admin ${action} of ${plugin} on site ${k} answered ${done.status}`);
+}

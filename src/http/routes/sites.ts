@@ -65,7 +65,10 @@ const siteUnsuspend = route(EDIT, '/sites/:id_or_domain/unsuspend', unsuspendSit
 
 const siteRemove = route(REMOVE, '/sites/:id_or_domain/remove', deleteSite, {
   input: (a) => ({ site_id_or_domain: site(a), confirm: true }),
-  output: (r) => ({ success: 1, message: 'The site has been removed.', data: { id: r.site.id, name: r.site.name, url: r.site.url } }),
+  output: (r) => ({
+    success: 1, message: 'The site has been removed.', data: { id: r.site.id, name: r.site.name, url: r.site.url },
+    child_notified: r.child_notified ?? false, ...(r.warnings.length ? { warnings: r.warnings } : {}),
+  }),
 });
 
 const siteAdd = route(CREATE, '/sites/add', addSite, {
