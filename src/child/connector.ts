@@ -455,7 +455,8 @@ export class ChildConnector {
       mainwp_upload_dir: base64('{}'),
     });
     const saved = parseReply(NewPostReply, reply, 'newpost');
-    const after = Array.isArray(saved.new_post_data) ? undefined : saved.new_post_data;
+    const data = saved.other_data?.new_post_data;
+    const after = Array.isArray(data) ? undefined : data;
     return { post_id: Math.trunc(saved.added_id), link: saved.link, post_status: after?.new_status ?? null, post_date_gmt: after?.post_date_gmt ?? null };
   }
 

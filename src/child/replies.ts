@@ -94,7 +94,7 @@ export const PostActionReply = z.object({
 
 export const NewPostReply = z.object({
   added: z.literal(true), added_id: Count, link: Text.default(''),
-  new_post_data: z.union([PostAfter, z.tuple([])]).optional(),
+  other_data: phpObject({ new_post_data: z.union([PostAfter, z.tuple([])]).optional() }).optional(),
 });
 
 export const DisconnectReply = z.object({ result: z.literal('success') });

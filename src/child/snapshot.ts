@@ -161,7 +161,9 @@ function logSummary(log: RawLog): string {
   const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
   const what = named(m.plugindata) ?? named(m.themedata) ?? str(m.name) ?? str(m.posttitle) ?? str(m.post_title) ?? str(m.task_name)
     ?? str(m.changeusername) ?? str(m.username) ?? str(m.slug);
-  return clip(`${log.context} ${log.action_name}${what ? `: ${what}` : ''}${str(m.slug) && what !== m.slug ? ` (${m.slug as string})` : ''}`, 500);
+  // type and action are fields of their own: the description names what was acted on.
+  if (!what) return clip(`${log.context} ${log.action_name}`, 500);
+  return clip(`${what}${str(m.slug) && what !== m.slug ? ` (${m.slug as string})` : ''}`, 500);
 }
 
 const RawChange = z.object({

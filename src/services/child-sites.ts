@@ -261,10 +261,12 @@ export class ChildSiteService {
    * with, so that no child keeps trusting a key this dashboard no longer uses. Nothing to tell when the site is
    * already disconnected or has no keys; a failure is reported, not thrown.
    */
-  async tellChildToForget(site: SiteRecord): Promise<{ child_notified: boolean; child_error: string | null }> {
-    if (site.disconnected || !this.sites.secret(site.id)) return { child_notified: false, child_error: null };
+  async tellChildToForget(
+    site: SiteRecord, creds: SiteCredentials | null = this.sites.secret(site.id) ? this.credentials(site) : null,
+  ): Promise<{ child_notified: boolean; child_error: string | null }> {
+    if (site.disconnected || !creds) return { child_notified: false, child_error: null };
     try {
-      await (await this.connector()).disconnect(this.credentials(site));
+      await (await this.connector()).disconnect(creds);
       return { child_notified: true, child_error: null };
     } catch (e) {
       return { child_notified: false, child_error: childFailure(e, site).message };

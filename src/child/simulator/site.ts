@@ -91,6 +91,9 @@ interface StatsOptions {
   othersData: boolean;
   lastCreated: number;
   admin: string;
+  /** params_logs[events_count] (0: not asked) and params_logs[newer_than] (unix seconds). */
+  logsCount: number;
+  logsNewerThan: number;
 }
 
 type Callable = (form: FormMap, user: SimUser) => SimReply;
@@ -261,7 +264,7 @@ export class SimSite {
     Object.assign(conn, { pubkeyPem: pubkey, server: server || null, admin: login });
     // A valid regverify keeps the dashboard's key; otherwise a new one is issued (§7.7).
     const issued = modern && !regverifyValid ? this.issueRegverify(login) : undefined;
-    const stats = this.statsPayload({ optimize: false, othersData: false, lastCreated: 0, admin: login });
+    const stats = this.statsPayload({ optimize: false, othersData: false, lastCreated: 0, admin: login, logsCount: 0, logsNewerThan: 0 });
     return reply({ ...(issued ? { regverify: issued } : {}), register: 'OK', uniqueId: this.state.uniqueId, user: login, ...stats });
   }
 
@@ -281,11 +284,15 @@ export class SimSite {
       this.state.outdatedDays = days;
       this.changed();
     }
+    const logs = form.params_logs;
+    const logParams = logs && typeof logs === 'object' && !Array.isArray(logs) ? logs as Record<string, unknown> : null;
     const options: StatsOptions = {
       optimize: truthy(text(form, 'optimize')),
       othersData: 'othersData' in form,
       lastCreated: Number(text(form, 'child_actions_last_created')) || 0,
       admin: user.login,
+      logsCount: Number(logParams?.events_count) || 0,
+      logsNewerThan: Number(logParams?.newer_than) || 0,
     };
     if (truthy(text(form, 'sync_regverify'))) return reply({ ...this.statsPayload(options), regverify_info: this.issueRegverify(user.login) });
     if (this.statsCache.rev !== this.state.rev) this.statsCache = { rev: this.state.rev, entries: new Map() };
@@ -299,8 +306,15 @@ export class SimSite {
   }
 
   /** The `sync` embedded in plugin/theme actions: persisted syncdata, this request's `optimize` (§9.1). */
-  private embeddedSync(form: FormMap, user: SimUser): Record<string, unknown> {
-    return this.statsPayload({ optimize: truthy(text(form, 'optimize')), othersData: 'othersData' in form, lastCreated: 0, admin: user.login });
+  /**
+   * The sync block of an action reply. The real child builds it from WordPress's plugin and theme caches, which are not
+   * cleared within the request: items deleted by the action are still listed (inactive). `ghosts` are those items.
+   */
+  private embeddedSync(form: FormMap, user: SimUser, ghosts: { plugins?: SimPlugin[]; themes?: SimTheme[] } = {}): Record<string, unknown> {
+    const out = this.statsPayload({ optimize: truthy(text(form, 'optimize')), othersData: 'othersData' in form, lastCreated: 0, admin: user.login, logsCount: 0, logsNewerThan: 0 });
+    if (ghosts.plugins?.length && Array.isArray(out.plugins)) out.plugins = [...out.plugins, ...ghosts.plugins.map((p) => this.pluginItem({ ...p, active: false }))];
+    if (ghosts.themes?.length && Array.isArray(out.themes)) out.themes = [...out.themes, ...ghosts.themes.map((t) => this.themeItem({ ...t, active: false }))];
+    return out;
   }
 
   private securityStats(): Record<string, string> {
@@ -454,10 +468,24 @@ export class SimSite {
     if (include('health_site_status')) out.health_site_status = s.health;
     if (include('child_site_actions_data')) {
       const recentChanges = s.changes.filter((c) => c.created > o.lastCreated);
-      out.child_site_actions_data = phpAssoc(
-        Object.fromEntries(recentChanges.map((c) => [String(c.id), { context: c.context, action: c.action, action_user: c.user, created: c.created, summary: c.summary, meta_data: [], duration: 0 }])),
-      );
-      out.changes_logs_data = '';
+      if (o.logsCount > 0) {
+        // Child 6.x: asked with params_logs, the changes log answers the oldest events_count events newer than
+        // newer_than (§9.1).
+        // The real child sends both lists, each with its own events: here odd ids go to the log, even ids stay actions.
+        const events = s.changes.filter((c) => c.id % 2 === 1 && c.created > o.logsNewerThan).sort((a, b) => a.created - b.created).slice(0, o.logsCount);
+        out.child_site_actions_data = phpAssoc(Object.fromEntries(recentChanges.filter((c) => c.id % 2 === 0)
+          .map((c) => [String(c.id), { context: c.context, action: c.action, action_user: c.user, created: c.created, summary: c.summary, meta_data: [], duration: 0 }])));
+        out.changes_logs_data = phpAssoc(Object.fromEntries(events.map((c, i) => [String(i + 1), {
+          id: c.id, blog_id: 1, log_type_id: 1000 + c.id % 1000, created_on: c.created.toFixed(6), client_ip: '203.0.113.9', context: c.context,
+          action_name: c.action, user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0', user_roles: 'administrator', username: c.user,
+          user_id: 1, duration: 0, post_status: '', post_type: '', post_id: 0, meta_data: { name: c.summary },
+        }])));
+      } else {
+        out.child_site_actions_data = phpAssoc(
+          Object.fromEntries(recentChanges.map((c) => [String(c.id), { context: c.context, action: c.action, action_user: c.user, created: c.created, summary: c.summary, meta_data: [], duration: 0 }])),
+        );
+        out.changes_logs_data = '';
+      }
     }
     if (admin) {
       out.admin_nicename = admin.nicename;
@@ -499,16 +527,19 @@ export class SimSite {
     const action = text(form, 'action') ?? '';
     if (!['activate', 'deactivate', 'delete'].includes(action)) return reply({ status: 'FAIL', sync: this.embeddedSync(form, user), other_data: [] });
     const files = (text(form, 'plugin') ?? '').split('||').filter(Boolean);
-    const done: Record<string, { name: string; version: string; slug: string }> = {};
-    const deactivated: Record<string, { name: string; version: string; slug: string }> = {};
+    const done: Record<string, { name: string; version: string; slug: string; created?: number }> = {};
+    const deactivated: Record<string, { name: string; version: string; slug: string; created: number }> = {};
+    const ghosts: SimPlugin[] = [];
     for (const file of files) {
       const plugin = this.state.plugins.find((p) => p.slug === file && !p.mu);
       // The child never acts on itself (§9.3).
       if (!plugin || plugin.isChild) continue;
-      const item = { name: plugin.name, version: plugin.version, slug: plugin.slug };
+      const item: { name: string; version: string; slug: string; created?: number } = { name: plugin.name, version: plugin.version, slug: plugin.slug };
       if (action === 'delete') {
-        if (plugin.active) deactivated[file] = item;
+        if (plugin.active) deactivated[file] = { ...item, created: now() };
+        item.created = now();
         this.state.plugins = this.state.plugins.filter((p) => p !== plugin);
+        ghosts.push(plugin);
       } else {
         plugin.active = action === 'activate';
       }
@@ -517,7 +548,7 @@ export class SimSite {
     if (files.length > 0) this.changed();
     const otherData: Record<string, unknown> = { plugin_action_data: phpAssoc(done), duration_bulk: Object.keys(done).length };
     if (Object.keys(deactivated).length > 0) otherData.plugin_deactivated_data = deactivated;
-    return reply({ status: 'SUCCESS', sync: this.embeddedSync(form, user), other_data: otherData });
+    return reply({ status: 'SUCCESS', sync: this.embeddedSync(form, user, { plugins: ghosts }), other_data: otherData });
   }
 
   private themeAction(form: FormMap, user: SimUser): SimReply {
@@ -527,6 +558,7 @@ export class SimSite {
     const done: Record<string, { name: string; version: string; slug: string }> = {};
     const out: Record<string, unknown> = {};
     let previous: Record<string, { name: string; version: string; slug: string }> = {};
+    const ghostThemes: SimTheme[] = [];
     const active = s.themes.find((t) => t.active);
     if (action === 'activate') {
       const target = s.themes.find((t) => t.slug === theme);
@@ -553,6 +585,7 @@ export class SimSite {
         const target = s.themes.find((t) => t.slug === slug);
         if (!target) continue;
         s.themes = s.themes.filter((t) => t !== target);
+        ghostThemes.push(target);
         done[slug] = { name: target.name, version: target.version, slug: target.slug };
       }
     } else {
@@ -560,7 +593,7 @@ export class SimSite {
     }
     if (Object.keys(done).length > 0) this.changed();
     out.status ??= 'SUCCESS';
-    out.sync = this.embeddedSync(form, user);
+    out.sync = this.embeddedSync(form, user, { themes: ghostThemes });
     out.other_data = { theme_action_data: phpAssoc(done), ...(Object.keys(previous).length > 0 ? { theme_deactivate_data: previous } : {}) };
     return reply(out);
   }
@@ -788,6 +821,8 @@ export class SimSite {
         }
         break;
       case 'unpublish':
+        // The only action that echoes what it did in my_post (the post's ID as a string).
+        myPost = { ID: text(form, 'id') ?? '', post_status: 'draft' };
         if (post) move(post, 'draft');
         break;
       case 'trash':
@@ -806,6 +841,7 @@ export class SimSite {
         break;
       case 'get_edit':
         myPost = post ? this.editPayload(post, text(form, 'post_type') === 'post') : false;
+        if (post) data = this.postData(post, post.status);
         break;
       default:
         status = 'FAIL';
@@ -845,8 +881,13 @@ export class SimSite {
     post.pingStatus = str('ping_status') || 'closed';
     post.name = str('post_name') || slugify(post.title) || String(post.id);
     post.modified = t;
-    const date = fromMysql(str('post_date_gmt') ?? '') ?? fromMysql(str('post_date') ?? '');
-    post.date = date ?? (post.status === 'draft' ? 0 : post.date || t);
+    // The child creates a post as an auto-draft and then sets its status: WordPress keeps a new post's date only when
+    // post_date_gmt is set, else dates it now (so a "future" post is published at once). An edit keeps post_date.
+    const gmt = fromMysql(str('post_date_gmt') ?? '');
+    const date = editId ? gmt ?? fromMysql(str('post_date') ?? '') : gmt;
+    post.date = date ?? (editId ? (post.status === 'draft' ? 0 : post.date || t) : post.status === 'draft' ? 0 : t);
+    if (post.status === 'future' && post.date <= t) post.status = 'publish';
+    else if (post.status === 'publish' && post.date > t) post.status = 'future';
     const categories = rawurldecode(fromBase64(text(form, 'post_category'))).split(',').map((c) => c.trim()).filter(Boolean);
     const onlyExisting = firstOf('_post_to_only_existing_categories') !== undefined;
     const chosen = categories.filter((c) => !onlyExisting || s.categories.includes(c));
