@@ -107,8 +107,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     expect(updates[0]).toBe(`sitefleet://jobs/${job.job_id}`);
   });
 
-  it('sends request-scoped log lines for per-site failures', async () => {
+  it('sends request-scoped log lines for per-site failures, once the client asked for them', async () => {
     const c = await connect(door);
+    await c.setLoggingLevel('warning');
     const lines: unknown[] = [];
     c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { lines.push(n.params.data); });
     f.sim.setFault(5, { type: 'http500' });
@@ -119,6 +120,26 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     }
     await new Promise((r) => setTimeout(r, 100));
     expect(JSON.stringify(lines)).toMatch(/svc_child_not_detected/);
+  });
+
+  it('sends no log line before the client asks for them, and a failed call only as its result (#13)', async () => {
+    const c = await connect(door);
+    const lines: unknown[] = [];
+    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { lines.push(n.params.data); });
+    f.sim.setFault(5, { type: 'http500' });
+    try {
+      await c.callTool({ name: 'sync-sites-v1', arguments: { site_ids_or_domains: [5] } });
+    } finally {
+      f.sim.setFault(5, null);
+    }
+    const failed = await c.callTool({ name: 'get-site-v1', arguments: { site_id_or_domain: 99_999 } });
+    expect(failed.isError).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines).toEqual([]);
+    // Error texts carry the JSON-RPC prefix once.
+    await expect(c.callTool({ name: 'no-such-tool-v1', arguments: {} })).rejects.toThrow(/^MCP error -32602: Unknown tool: no-such-tool-v1$/);
+    await expect(c.readResource({ uri: 'sitefleet://nothing' })).rejects.toMatchObject({ code: -32002 });
+    await expect(c.readResource({ uri: 'sitefleet://sites/99999' })).rejects.toMatchObject({ code: -32002, message: expect.not.stringMatching(/MCP error.*MCP error/) });
   });
 
   it('tells clients the tool list changed when a module is switched', async () => {

@@ -3,7 +3,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListResourceTemplatesRequestSchema, ListResourcesRequestSchema,
-  ListToolsRequestSchema, McpError, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema,
+  ListToolsRequestSchema, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema,
   UnsubscribeRequestSchema, type LoggingLevel, type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
@@ -12,6 +12,18 @@ import { keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { VERSION } from '../version.js';
+
+/**
+ * A JSON-RPC error whose message goes on the wire as written. The SDK's McpError writes "MCP error <code>: " into its
+ * own message, and a client's McpError adds it again ("MCP error -32602: MCP error -32602: …").
+ */
+class RpcError extends Error {
+  constructor(readonly code: number, message: string, readonly data?: unknown) {
+    super(message);
+  }
+}
+/** JSON-RPC code of an unknown resource (the MCP specification's "resource not found"). */
+const RESOURCE_NOT_FOUND = -32002;
 
 /** Jobs one MCP session may follow at once (resources/subscribe). */
 export const MAX_SUBSCRIPTIONS = 100;
@@ -116,7 +128,9 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       instructions: INSTRUCTIONS,
     },
   );
-  let minLevel = LEVELS.indexOf('info');
+  // No log notification until the client asks for them with logging/setLevel: a proxy that takes the first event of a
+  // call's stream as its reply would otherwise show a log line instead of the result.
+  let minLevel = Infinity;
   // Job subscriptions of this session: job id → the status last sent. One timer polls them all while any is open.
   const subscriptions = new Map<string, string>();
   let pollTimer: NodeJS.Timeout | null = null;
@@ -143,7 +157,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const a = registry.get(req.params.name);
-    if (!a || !visible(a, filter, services)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+    if (!a || !visible(a, filter, services)) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     const token = req.params._meta?.progressToken;
     // Request-scoped log lines, on the request's own stream.
     const say = (level: LoggingLevel, data: unknown) => {
@@ -189,8 +203,8 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       if (token !== undefined) await new Promise((r) => setTimeout(r, 15));
       return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
     } catch (e) {
+      // The error is the result; it is not also sent as a log line.
       const body = asServiceError(e).toBody();
-      say('error', body);
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
     }
   });
@@ -201,7 +215,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       return await run(name, input);
     } catch (e) {
       const err = asServiceError(e);
-      throw new McpError(err.status === 404 ? ErrorCode.InvalidParams : ErrorCode.InternalError, err.message, err.toBody());
+      throw new RpcError(err.status === 404 ? RESOURCE_NOT_FOUND : err.status < 500 ? ErrorCode.InvalidParams : ErrorCode.InternalError, err.message, err.toBody());
     }
   };
 
@@ -223,7 +237,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     if (m?.[1] === 'sites' && !m[2]) body = await readAbility('list-sites-v1', { page: Number(m[3] ?? 1), per_page: 100 });
     else if (m?.[1] === 'sites' && m[2]) body = await readAbility('get-site-v1', { site_id_or_domain: decodeURIComponent(m[2]), include_stats: true });
     else if (m?.[1] === 'jobs' && m[2] && !m[3]) body = await readAbility('get-batch-job-status-v1', { job_id: decodeURIComponent(m[2]) });
-    else throw new McpError(ErrorCode.InvalidParams, `Unknown resource: ${uri}`);
+    else throw new RpcError(RESOURCE_NOT_FOUND, `Unknown resource: ${uri}`, { uri });
     return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] };
   });
 
@@ -246,7 +260,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   server.setRequestHandler(SubscribeRequestSchema, async (req) => {
     const uri = req.params.uri;
     const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(uri);
-    if (!m) throw new McpError(ErrorCode.InvalidParams, `Only job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
+    if (!m) throw new RpcError(ErrorCode.InvalidParams, `Only job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
     // One subscription per job, however its id is percent-encoded; the job must exist.
     const jobId = decodeURIComponent(m[1]!);
     const status = await readAbility('get-batch-job-status-v1', { job_id: jobId }) as JobStatus;
@@ -254,7 +268,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     // A finished job will not move again: nothing to watch.
     if (status.status === 'completed' || status.status === 'failed') return {};
     if (subscriptions.size >= MAX_SUBSCRIPTIONS) {
-      throw new McpError(ErrorCode.InvalidRequest, `This session already follows ${MAX_SUBSCRIPTIONS} jobs; unsubscribe from one first.`);
+      throw new RpcError(ErrorCode.InvalidRequest, `This session already follows ${MAX_SUBSCRIPTIONS} jobs; unsubscribe from one first.`);
     }
     subscriptions.set(jobId, JSON.stringify(status));
     if (!pollTimer) {
