@@ -180,7 +180,13 @@ describe('create and read', () => {
         expect(postOn(1, postId)!.status).toBe(status);
       }
       expect(postOn(1, postId)).toMatchObject({ title: 'Fleet news, updated', content: '<p>Hello fleet</p>', name: 'fleet-news' });
-      expect((await f.s.rest(path, { method: 'POST', json: { status: 'draft' } })).status).toBe(405);
+      // POST too, as clients send it (edit accepts POST; #13).
+      const viaPost = await f.s.rest(path, { method: 'POST', json: { status: 'pending' } });
+      expect(viaPost.status).toBe(200);
+      expect(viaPost.body.data).toMatchObject({ previous_status: 'draft', post_status: 'pending' });
+      expect(postOn(1, postId)!.status).toBe('pending');
+      expect((await f.s.rest(path, { method: 'DELETE', json: { status: 'draft' } })).status).toBe(405);
+      await f.s.rest(path, { method: 'PUT', json: { status: 'draft' } });
     });
 
     it('schedules only a post with a future date; refuses an unknown status naming the allowed ones', async () => {

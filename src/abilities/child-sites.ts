@@ -6,9 +6,9 @@ import { ServiceError } from '../core/errors.js';
 import { runBatch, jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
-import { BasicSite, FullSite, ItemError, SiteRef, SiteRefs, TagIds } from './schemas.js';
+import { BasicSite, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, TagIds } from './schemas.js';
 import { resolveMany, siteState, siteStateFields } from './sites.js';
-import { fullSite } from './views.js';
+import { fullSite, listedSite } from './views.js';
 
 const remote = { readonly: false, destructive: false, idempotent: true, openWorld: true };
 type ItemErr = z.infer<typeof ItemError>;
@@ -118,7 +118,7 @@ export const checkSite = defineAbility({
     checked: z.boolean(),
     response_time: z.number(),
     status: z.object({ online: z.boolean(), http_code: z.number().int(), response_time: z.number() }),
-    site: BasicSite,
+    site: ListedSite,
   }),
   annotations: remote,
   execute: async (i, ctx) => {
@@ -127,7 +127,7 @@ export const checkSite = defineAbility({
     const seconds = Math.round(r.response_time_ms / 10) / 100;
     return {
       site_id: site.id, site_url: site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status,
-      checked: true, response_time: seconds, status: { online: r.reachable, http_code: r.http_status, response_time: seconds }, site: basic(site),
+      checked: true, response_time: seconds, status: { online: r.reachable, http_code: r.http_status, response_time: seconds }, site: listedSite(site),
     };
   },
 });

@@ -80,6 +80,7 @@ const EditPayload = z.object({
   post_custom: z.string().default(''),
   post_category: z.string().default(''),
   post_featured_image: z.string().default(''),
+  post_gallery_images: z.string().default(''),
 });
 
 /** What the child says a post became (post_action_data, new_post_data): its status and dates after the change. */
@@ -133,6 +134,13 @@ export const ChildPost = z.object({
 });
 export type ChildPost = z.infer<typeof ChildPost>;
 
+const GalleryImage = z.object({
+  id: z.string(), src: z.string(), title: z.string(), alt: z.string(), caption: z.string(), description: z.string(),
+});
+const RawGallery = z.array(z.object({
+  id: Text, src: Text.default(''), title: Text.default(''), alt: Text.default(''), caption: LongText.default(''), description: LongText.default(''),
+}).loose()).max(1000);
+
 export const ChildPostFull = z.object({
   id: z.number().int(),
   post_type: z.string(),
@@ -153,6 +161,8 @@ export const ChildPostFull = z.object({
   is_sticky: z.boolean(),
   post_custom: z.record(z.string(), z.array(z.unknown())),
   post_featured_image: z.string().nullable(),
+  /** The images of the post's gallery shortcode, as the child lists them. */
+  post_gallery_images: z.array(GalleryImage),
 });
 export type ChildPostFull = z.infer<typeof ChildPostFull>;
 
@@ -227,5 +237,7 @@ export function toChildPostFull(id: number, payload: z.infer<typeof EditPayload>
     post_custom: custom,
     // get_post_thumbnail_id() gives 0 (or "") when there is no featured image.
     post_featured_image: image === '' || image === '0' ? null : image,
+    post_gallery_images: payload.post_gallery_images === '' ? []
+      : base64Json(payload.post_gallery_images, RawGallery, 'post_gallery_images').map(({ id, src, title, alt, caption, description }) => ({ id, src, title, alt, caption, description })),
   };
 }

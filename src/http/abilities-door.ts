@@ -59,6 +59,15 @@ function sendPaged<T>(req: Request, res: Response, publicUrl: string, all: T[], 
   res.json(all.slice((page - 1) * per_page, page * per_page));
 }
 
+/** How a caller should use an ability, from its annotations (upstream's meta.annotations.instructions). */
+export function instructionsOf(a: Ability): string {
+  const { readonly, destructive, openWorld } = a.annotations;
+  const how = readonly ? 'Read-only: safe to call at any time.'
+    : destructive ? 'Destructive: call with dry_run=true first and show the preview, then call again with confirm=true.'
+      : 'Changes data: confirm the input with the user before calling.';
+  return openWorld ? `${how} Talks to child sites; a site that fails is reported on its own and never fails the call.` : how;
+}
+
 export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
@@ -85,7 +94,11 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
         input_schema: input,
         output_schema: output,
         meta: {
-          annotations: { readonly: a.annotations.readonly, destructive: a.annotations.destructive, idempotent: a.annotations.idempotent },
+          annotations: {
+            readonly: a.annotations.readonly, destructive: a.annotations.destructive, idempotent: a.annotations.idempotent,
+            // Upstream always sends this; the official MCP bridge reads it.
+            instructions: instructionsOf(a),
+          },
           show_in_rest: true,
         },
         _links: {

@@ -4,7 +4,8 @@ import { CREATE, EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.j
 import { list, pick, site } from './args.js';
 import { selectors } from './users.js';
 
-const PUT_PATCH = ['PUT', 'PATCH'] as const;
+// update-status also takes POST, as edit does (clients send it).
+const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
 const WRITE_FIELDS = [
   'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
   'post_date', 'post_date_gmt', 'post_tags', 'post_category', 'post_featured_image', 'is_sticky', 'post_custom',
@@ -35,7 +36,8 @@ const postCreate = route(CREATE, '/posts/:id_or_domain/create', createPost, {
 
 const postGet = route(READ, '/posts/:id_or_domain/:post_id', getPost, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, 'post_type') }),
-  output: (r) => ({ success: 1, message: 'Get post successfully.', data: r }),
+  // Upstream's REST shape: is_sticky as 0/1 (the ability answers a boolean).
+  output: (r) => ({ success: 1, message: 'Get post successfully.', data: { ...r, is_sticky: r.is_sticky ? 1 : 0 } }),
 });
 
 const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
@@ -46,7 +48,7 @@ const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
   }),
 });
 
-const postStatus = route(PUT_PATCH, '/posts/:id_or_domain/:post_id/update-status', updatePostStatus, {
+const postStatus = route(STATUS_METHODS, '/posts/:id_or_domain/:post_id/update-status', updatePostStatus, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, 'status') }),
   output: (r) => ({ success: 1, message: 'Update post status successfully.', data: { id: r.post_id, previous_status: r.previous_status, post_status: r.post_status } }),
 });

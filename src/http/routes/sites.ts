@@ -107,7 +107,10 @@ const sitesSync = route(EDIT, '/sites/sync', syncSites, {
 
 const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
-  output: (r) => ({ success: 1, data: { ...r.site, reachable: r.reachable, http_status: r.http_status, response_time_ms: r.response_time_ms } }),
+  output: (r) => ({
+    success: 1, message: r.reachable ? 'Site is reachable.' : 'Site is not reachable.',
+    data: { ...simple(r.site), status: r.site.status, reachable: r.reachable, http_status: r.http_status, response_time_ms: r.response_time_ms },
+  }),
 });
 const sitesCheck = route(EDIT, '/sites/check', checkSites, {
   input: allMatched,
