@@ -824,11 +824,14 @@ describe('abilities that change things', () => {
       expect(r.body.site_id).toBe(site.id);
     });
 
-    it('ignores an unknown key such as user_confirmed (its schema is open, as the README says)', async () => {
+    it('accepts the user_confirmed key that bridges send with a destructive call, and ignores it (as the README says)', async () => {
       const site = await newSite();
       const r = await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, user_confirmed: true });
       expect(r.status).toBe(200);
       expect(r.body.dry_run).toBe(true);
+      // Any other unknown key is refused, naming it (no field is dropped silently).
+      expectError(await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, forcefully: true }), 400, 'ability_invalid_input',
+        invalidInput('delete-site-v1', 'forcefully is not a valid property of Object.'));
     });
 
     it('refuses a confirm that is not a boolean', async () => {

@@ -38,3 +38,57 @@ describe('abilities discovery as the official MCP bridge reads it', () => {
     expect(del.meta.annotations.instructions).toMatch(/dry_run=true first/);
   });
 });
+
+describe('form bodies, as WordPress reads them (curl -d, HTML forms)', () => {
+  const form = (path: string, body: string, method = 'POST') => f.s.rest(path, {
+    method, body, headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+
+  it('reads an urlencoded body on every route: curl -d name=… creates a tag', async () => {
+    const r = await form('/tags/add', 'name=From+curl&color=%23aa3300');
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data).toMatchObject({ name: 'From curl' });
+    expect((await f.s.rest(`/tags/${r.body.data.id}`)).body.data).toMatchObject({ name: 'From curl', color: '#aa3300' });
+  });
+
+  it('reads PHP bracket keys into lists: slugs[]=a&slugs[]=b', async () => {
+    const off = f.sim.state(1).plugins.filter((p) => !p.active && !p.mu && !p.isChild).slice(0, 2).map((p) => p.slug);
+    expect(off.length).toBe(2);
+    const r = await form(`/sites/${ids[0]!.id}/plugins/activate`, off.map((s) => `slugs[]=${encodeURIComponent(s)}`).join('&'));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data.map((p: { slug: string }) => p.slug).sort()).toEqual([...off].sort());
+  });
+
+  it('reads the fields of a multipart form, refuses a file where none is taken, and bounds the size', async () => {
+    const fd = new FormData();
+    fd.append('name', 'From a form');
+    const r = await f.s.rest('/tags/add', { method: 'POST', body: fd });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data.name).toBe('From a form');
+    const withFile = new FormData();
+    withFile.append('name', 'x');
+    withFile.append('file', new Blob(['a,b']), 'x.csv');
+    expect((await f.s.rest('/tags/add', { method: 'POST', body: withFile })).body.code).toBe('svc_no_file_expected');
+    const big = await form('/tags/add', `name=${'a'.repeat(1024 * 1024 + 10)}`);
+    expect(big.status).toBe(413);
+    expect(big.body.code).toBe('svc_request_too_large');
+  });
+
+  it('gives a missing field its own error, not a misleading one', async () => {
+    const r = await form('/tags/add', 'color=%23ffffff');
+    expect(r.status).toBe(400);
+    expect(r.body.data.params).toHaveProperty('name');
+  });
+});
+
+describe('no write drops a field silently', () => {
+  it('refuses a field the route does not read, naming it, and changes nothing', async () => {
+    const before = (await f.s.rest('/tags')).body.total;
+    const r = await f.s.rest('/tags/add', { method: 'POST', json: { name: 'Misspelt', colour: '#ffffff' } });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: 'rest_invalid_param', data: { params: { colour: 'Unknown parameter.' } } });
+    expect((await f.s.rest('/tags')).body.total).toBe(before);
+    // WordPress's own arguments (_method, _envelope, _fields …) are not fields.
+    expect((await f.s.rest('/tags/add?_fields=id', { method: 'POST', json: { name: 'With global' } })).status).toBe(200);
+  });
+});

@@ -50,7 +50,12 @@ function inputFor(name: string): fc.Arbitrary<unknown> {
 }
 
 function checkError(status: number, body: unknown): void {
-  expect(status).toBeLessThan(500);
+  // The fuzzed sites cannot be reached on purpose: a single-site call to one (reconnect) is a 502/504 that names the
+  // child failure. Nothing else may be 5xx. (Which calls get that far depends on what earlier random calls did to the
+  // sites, e.g. whether one is suspended, so this was hit by chance.)
+  const code = (body as { code?: unknown } | null)?.code;
+  const childFailure = (status === 502 || status === 504) && typeof code === 'string' && /^svc_(child_|reconnect_failed$)/.test(code);
+  if (!childFailure) expect(status).toBeLessThan(500);
   if (status >= 400) {
     expect(body).toMatchObject({ code: expect.any(String), message: expect.any(String), data: { status } });
   }

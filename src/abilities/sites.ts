@@ -158,6 +158,8 @@ export const deleteSite = defineAbility({
     warnings: z.array(z.string()),
     child_notified: z.boolean().optional().describe('The child was told to forget our key (absent on dry_run).'),
   }),
+  // Upstream's schema is open and bridges send user_confirmed with it (confirm decides).
+  ignores: ['user_confirmed'],
   annotations: { readonly: false, destructive: true, idempotent: false, openWorld: true },
   execute: async (i, ctx) => {
     refuseBothFlags(i);

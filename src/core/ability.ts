@@ -45,13 +45,19 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
    * before validation, so that clients written for the upstream product work unchanged. Not in the JSON Schema.
    */
   aliases?: Readonly<Record<string, string>>;
+  /** Keys clients send that mean nothing here, accepted and set aside where upstream's schema is open (user_confirmed). */
+  ignores?: readonly string[];
   /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
   module?: ModuleName;
   execute(input: z.output<I>, ctx: AbilityContext): Promise<z.input<O>> | z.input<O>;
 }
 
+/**
+ * Every input is strict: a field the ability does not know is refused with its name (WordPress's "is not a valid
+ * property of Object"), never silently dropped as zod objects otherwise do.
+ */
 export function defineAbility<I extends z.ZodObject, O extends z.ZodType>(a: Ability<I, O>): Ability<I, O> {
-  return a;
+  return { ...a, input: a.input.strict() as unknown as I };
 }
 
 /** The HTTP method WordPress derives from the annotations (abilities reference §1.3). */

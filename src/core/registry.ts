@@ -37,7 +37,11 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSch
 
 /** Upstream field names renamed to ours; the same field under both names with different values is refused. */
 export function renameAliases(a: Ability, raw: unknown): unknown {
-  if (!a.aliases || !raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  if (a.ignores?.some((k) => k in (raw as object))) {
+    raw = Object.fromEntries(Object.entries(raw as Record<string, unknown>).filter(([k]) => !a.ignores!.includes(k)));
+  }
+  if (!a.aliases) return raw;
   const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   for (const [alias, name] of Object.entries(a.aliases)) {
     if (!(alias in out)) continue;

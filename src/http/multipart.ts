@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
 import { ServiceError } from '../core/errors.js';
+import { decodeForm, type FormMap } from '../child/form.js';
 
 export interface Upload {
   /** The file part's bytes, as they arrive. Destroyed with a 413 ServiceError when it outgrows the cap. */
@@ -102,6 +103,54 @@ export function readUpload(req: Request, res: Response, opts: { field: string; m
       settleLate(late);
       if (file) file.destroy(err); else reject(err);
     });
+    req.pipe(bb);
+  });
+}
+
+// ---- form bodies on every REST route (WordPress reads $_POST: urlencoded or multipart, PHP bracket keys) ----
+
+/** Multipart form fields read on a route that takes no file; at most this many. */
+const MAX_FORM_FIELDS = 1000;
+
+/** A PHP-style form map as JSON: sequential numeric keys (a[]=1&a[]=2) become lists, as PHP's json_encode does. */
+export function formArgs(map: FormMap): Record<string, unknown> {
+  const convert = (v: FormMap[string]): unknown => {
+    if (typeof v === 'string') return v;
+    const keys = Object.keys(v);
+    if (keys.length > 0 && keys.every((k, i) => k === String(i))) return keys.map((k) => convert(v[k]!));
+    return Object.fromEntries(keys.map((k) => [k, convert(v[k]!)]));
+  };
+  return convert(map) as Record<string, unknown>;
+}
+
+/**
+ * The fields of a multipart/form-data body on a route that takes no upload, parsed like PHP's $_POST (bracket keys).
+ * Bounded: `maxBytes` of fields in all, MAX_FORM_FIELDS fields, 64 KB a field; a file part is refused (400).
+ */
+export function readFormFields(req: Request, maxBytes: number): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: req.headers, limits: { files: 0, fields: MAX_FORM_FIELDS, fieldSize: 64 * 1024, parts: MAX_FORM_FIELDS } });
+    } catch (e) {
+      return reject(new ServiceError('svc_invalid_multipart', `Malformed multipart request: ${(e as Error).message}.`, 400));
+    }
+    const pairs: string[] = [];
+    let bytes = 0;
+    let failed: ServiceError | null = null;
+    const fail = (e: ServiceError) => { if (!failed) { failed = e; req.unpipe(bb); req.resume(); reject(e); } };
+    bb.on('field', (name, value, info) => {
+      bytes += name.length + value.length;
+      if (info.valueTruncated) return fail(new ServiceError('svc_request_too_large', `Form field ${name} is larger than 64 KB.`, 413));
+      if (bytes > maxBytes) return fail(new ServiceError('svc_request_too_large', `Request body larger than ${maxBytes} bytes.`, 413));
+      pairs.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
+    });
+    bb.on('filesLimit', () => fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400)));
+    bb.on('fieldsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_FORM_FIELDS} form fields.`, 413)));
+    bb.on('partsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_FORM_FIELDS} form parts.`, 413)));
+    bb.on('file', (_name, stream) => { stream.resume(); fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400)); });
+    bb.once('error', (e: Error) => fail(new ServiceError('svc_invalid_multipart', `Malformed multipart request: ${e.message}.`, 400)));
+    bb.once('close', () => { if (!failed) resolve(formArgs(decodeForm(pairs.join('&')))); });
     req.pipe(bb);
   });
 }

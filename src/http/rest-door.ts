@@ -10,6 +10,8 @@ import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
+import { formArgs, readFormFields } from './multipart.js';
+import { decodeForm } from '../child/form.js';
 
 /** What a row sees of a request: path params, and query and body arguments merged (body wins). */
 export interface RestArgs {
@@ -87,6 +89,37 @@ function translate(e: unknown, a: RestArgs): ServiceError {
   return err;
 }
 
+/** The body's arguments: a JSON object, a urlencoded form or a multipart form (fields only), PHP bracket keys read. */
+async function bodyArgs(req: Request): Promise<Record<string, unknown>> {
+  if (typeof req.body === 'string') return formArgs(decodeForm(req.body));
+  if (req.body && typeof req.body === 'object' && !Array.isArray(req.body)) return req.body as Record<string, unknown>;
+  if (/^multipart\/form-data\b/i.test(String(req.headers['content-type'] ?? ''))) return readFormFields(req, 1024 * 1024);
+  return {};
+}
+
+/**
+ * Runs a row's input mapping and refuses, on a write, any argument it did not read: a field the route does not know
+ * (a misspelling, another product's name for it) is a 400 that names it, never silently dropped. Arguments starting
+ * with "_" are WordPress's own (_method, _envelope, _fields, …) and are left alone.
+ */
+function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
+  if (a.method === 'GET' || a.method === 'HEAD') return input(a);
+  const read = new Set<string>();
+  let all = false;
+  const args = new Proxy(a.args, {
+    get: (t, k) => { if (typeof k === 'string') read.add(k); return Reflect.get(t, k); },
+    has: (t, k) => { if (typeof k === 'string') read.add(k); return Reflect.has(t, k); },
+    ownKeys: (t) => { all = true; return Reflect.ownKeys(t); },
+  });
+  const mapped = input({ ...a, args });
+  const unknown = all ? [] : Object.keys(a.args).filter((k) => !read.has(k) && !k.startsWith('_'));
+  if (unknown.length) {
+    throw new ServiceError('rest_invalid_param', `Unknown parameter(s): ${unknown.join(', ')}. This route does not read them; nothing was changed.`, 400,
+      { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) });
+  }
+  return mapped;
+}
+
 export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle): express.Router {
   const r = express.Router();
   r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
@@ -96,13 +129,16 @@ export function restRouter(services: Services, registry: Registry, routes: reado
     next();
   });
   r.use(jsonBody('1mb'));
+  // Form bodies, as WordPress reads them into $_POST: urlencoded here (parsed below), multipart in the handler.
+  r.use(express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }));
   r.use(bodyErrors);
 
   const runRow: RowRunner = async (row, a) => {
     if (row.handler) return row.handler(a, runRow);
     const ability = row.ability!;
     try {
-      const result = await registry.run(ability, row.input ? row.input(a) : {}, {
+      const input = row.input ? readingOnly(a, row.input) : {};
+      const result = await registry.run(ability, input, {
         principal: a.principal, coerce: true, method: a.method,
       });
       return row.output ? row.output(result as never, { services, args: a }) : { success: 1, data: result };
@@ -128,8 +164,7 @@ export function restRouter(services: Services, registry: Registry, routes: reado
         return sendError(res, new ServiceError('rest_no_route_method', `Method ${req.method} is not allowed here. Allowed: ${allow.join(', ')}.`, 405));
       }
       try {
-        const body = row.body ? await row.body(req, res)
-          : req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body as Record<string, unknown> : {};
+        const body = row.body ? await row.body(req, res) : await bodyArgs(req);
         const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
         const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
         res.json(await runRow(row, args));

@@ -21,7 +21,7 @@ const moduleGate = route(READ, '/costs', listCosts, { input: () => ({ per_page: 
  */
 async function costError(e: unknown, a: RestArgs, run: RowRunner): Promise<never> {
   const err = asServiceError(e);
-  if (err.code !== 'svc_module_not_available' && err.status < 500) await run(moduleGate, a);
+  if (err.code !== 'svc_module_not_available' && err.status < 500) await run(moduleGate, { ...a, args: {} });
   const badPathId = err.code === 'rest_invalid_param' && 'cost_id' in ((err.data.params ?? {}) as object);
   if (err.code === 'svc_cost_not_found' || badPathId) throw new ServiceError('svc_rest_invalid_costs_id', 'Invalid or not found ID.', 404);
   throw err;
@@ -73,7 +73,7 @@ const costsBatch: RestRoute = {
   methods: EDIT,
   path: '/costs/batch',
   handler: async (a, run) => {
-    await run(moduleGate, a);
+    await run(moduleGate, { ...a, args: {} });
     const out = await runBatch(a, run);
     const failed = (e: unknown): e is { id: number; error: unknown } => !!e && typeof e === 'object' && 'error' in e;
     return Object.fromEntries(Object.entries(out).map(([phase, entries]) => [phase,
