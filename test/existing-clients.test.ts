@@ -92,3 +92,50 @@ describe('no write drops a field silently', () => {
     expect((await f.s.rest('/tags/add?_fields=id', { method: 'POST', json: { name: 'With global' } })).status).toBe(200);
   });
 });
+
+describe('clients as upstream clients send them', () => {
+  it('stores upstream\'s field names on add and edit (client_email, client_phone, …), never dropping them', async () => {
+    const r = await f.s.rest('/clients/add', { method: 'POST', json: {
+      name: 'Acme', client_email: 'it@acme.example', client_phone: '+1 555 0100', address: '1 Main St', client_linkedin: 'acme', suspended: 2,
+      selected_sites: [ids[1]!.id],
+    } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const id = r.body.data.id as number;
+    expect(r.body.data).toMatchObject({ email: 'it@acme.example', phone: '+1 555 0100', address_1: '1 Main St', linkedin: 'acme', status: 'lead' });
+    expect((await f.s.rest(`/sites/${ids[1]!.id}`)).body.data.client_id).toBe(id);
+    const e = await f.s.rest(`/clients/${id}/edit`, { method: 'PUT', json: { client_phone: '+1 555 0199', client_twitter: '@acme' } });
+    expect(e.status, JSON.stringify(e.body)).toBe(200);
+    expect((await f.s.rest(`/clients/${id}`)).body.data).toMatchObject({ phone: '+1 555 0199', twitter: '@acme', email: 'it@acme.example' });
+    // The same names through the abilities door.
+    const viaAbility = await f.s.ability('update-client-v1', { client_id_or_email: id, client_facebook: 'acme.fb' });
+    expect(viaAbility.body).toMatchObject({ facebook: 'acme.fb' });
+    // Both names with different values: refused, naming them.
+    const both = await f.s.ability('update-client-v1', { client_id_or_email: id, email: 'a@b.example', client_email: 'c@d.example' });
+    expect(both.status).toBe(400);
+    expect(both.body.message).toMatch(/client_email and email/);
+  });
+
+  it('answers the client routes upstream has: count, get by e-mail, suspend, unsuspend, sites count', async () => {
+    const c = (await f.s.rest('/clients/add', { method: 'POST', json: { name: 'Globex', email: 'ops@globex.example' } })).body.data;
+    await f.s.rest(`/sites/${ids[2]!.id}/edit`, { method: 'PUT', json: { client_id: c.id } });
+    const count = await f.s.rest('/clients/count');
+    expect(count.body).toMatchObject({ success: 1, total: expect.any(Number) });
+    expect(count.body.total).toBeGreaterThanOrEqual(2);
+    expect((await f.s.rest('/clients/ops@globex.example')).body.data).toMatchObject({ id: c.id, name: 'Globex' });
+    expect((await f.s.rest('/clients/nobody@globex.example')).status).toBe(404);
+    expect((await f.s.rest(`/clients/${c.id}/sites/count`)).body).toMatchObject({ success: 1, total: 1 });
+
+    const s = await f.s.rest(`/clients/${c.id}/suspend`, { method: 'POST' });
+    expect(s.body).toMatchObject({ success: 1, suspended: 1, sites_count: 1, data: { status: 'suspended' } });
+    expect((await f.s.rest(`/sites/${ids[2]!.id}`)).body.data.status).toBe('suspended');
+    const sync = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [ids[2]!.id] });
+    expect(sync.body.total_synced ?? 0).toBe(0);
+    const u = await f.s.rest(`/clients/${c.id}/unsuspend`, { method: 'POST' });
+    expect(u.body).toMatchObject({ success: 1, suspended: 0, data: { status: 'active' } });
+    expect((await f.s.rest(`/sites/${ids[2]!.id}`)).body.data.status).toBe('connected');
+
+    const viaAbility = await f.s.ability('count-client-sites-v1', { client_id_or_email: 'ops@globex.example' }, { method: 'GET' });
+    expect(viaAbility.body).toEqual({ client_id: c.id, total: 1 });
+    expect((await f.s.ability('suspend-client-v1', { client_id_or_email: 999_999 })).body.code).toBe('svc_client_not_found');
+  });
+});

@@ -60,6 +60,27 @@ export const getClient = defineAbility({
   execute: ({ client_id_or_email }, ctx) => clientView(ctx, ctx.clients.resolveRef(client_id_or_email)),
 });
 
+/** Upstream's field names for a client (REST v2 §8, add-client-v1): accepted on every door. */
+const CLIENT_ALIASES = {
+  client_email: 'email', client_phone: 'phone', client_facebook: 'facebook', client_twitter: 'twitter',
+  client_instagram: 'instagram', client_linkedin: 'linkedin', address: 'address_1',
+} as const;
+/** Upstream's numeric status, `suspended`: 0 active, 1 suspended, 2 lead, 3 lost. */
+const UPSTREAM_STATUS = ['active', 'suspended', 'lead', 'lost'] as const;
+const upstreamFields = {
+  suspended: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional()
+    .describe('Upstream\'s status: 0 active, 1 suspended, 2 lead, 3 lost (status wins when both are given).'),
+  selected_sites: z.array(SiteRef).max(1000).optional().describe('Sites to assign to this client (ids or domains).'),
+};
+type UpstreamIn = { suspended?: 0 | 1 | 2 | 3; selected_sites?: Array<number | string> };
+
+/** Status from either name; the sites to assign, resolved before the write (404 for an unknown one). */
+function fromUpstream(ctx: AbilityContext, i: UpstreamIn & { status?: z.infer<typeof ClientStatus> }) {
+  const status = i.status ?? (i.suspended === undefined ? undefined : UPSTREAM_STATUS[i.suspended]);
+  const siteIds = (i.selected_sites ?? []).map((ref) => ctx.sites.resolve(ref).id);
+  return { status, siteIds };
+}
+
 export const addClient = defineAbility({
   name: 'add-client-v1',
   label: 'Add client',
@@ -67,10 +88,18 @@ export const addClient = defineAbility({
   toolset: 'clients',
   description: 'Create a client. Only name is required; status defaults to active. Assign sites to it afterwards with '
     + 'update-site-v1 (client_id). Returns the client. Errors: svc_client_exists (409) when the e-mail belongs to another client.',
-  input: z.object({ name: ClientName, ...ClientFields }).strict(),
+  input: z.object({ name: ClientName, ...ClientFields, ...upstreamFields }).strict(),
   output: Client,
+  aliases: CLIENT_ALIASES,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
-  execute: async (i, ctx) => clientView(ctx, await ctx.store.write((tx) => ctx.clients.create(tx, i))),
+  execute: async ({ suspended, selected_sites, ...i }, ctx) => {
+    const { status, siteIds } = fromUpstream(ctx, { ...i, suspended, selected_sites });
+    return clientView(ctx, await ctx.store.write((tx) => {
+      const c = ctx.clients.create(tx, { ...i, ...(status ? { status } : {}) });
+      for (const id of siteIds) ctx.sites.patch(tx, id, { client_id: c.id });
+      return c;
+    }));
+  },
 });
 
 export const updateClient = defineAbility({
@@ -80,12 +109,79 @@ export const updateClient = defineAbility({
   toolset: 'clients',
   description: 'Change a client\'s name, e-mail (null clears it), status or contact fields; fields not given keep their value. '
     + 'Returns the client. Errors: svc_client_not_found (404), svc_client_exists (409).',
-  input: z.object({ client_id_or_email: ClientRef, name: ClientName.optional(), ...ClientFields }).strict(),
+  input: z.object({ client_id_or_email: ClientRef, name: ClientName.optional(), ...ClientFields, ...upstreamFields }).strict(),
   output: Client,
+  aliases: CLIENT_ALIASES,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: async ({ client_id_or_email, ...fields }, ctx) => {
+  execute: async ({ client_id_or_email, suspended, selected_sites, ...fields }, ctx) => {
     const c = ctx.clients.resolveRef(client_id_or_email);
-    return clientView(ctx, await ctx.store.write((tx) => ctx.clients.update(tx, c.id, fields)));
+    const { status, siteIds } = fromUpstream(ctx, { ...fields, suspended, selected_sites });
+    return clientView(ctx, await ctx.store.write((tx) => {
+      const next = ctx.clients.update(tx, c.id, { ...fields, ...(status ? { status } : {}) });
+      for (const id of siteIds) ctx.sites.patch(tx, id, { client_id: c.id });
+      return next;
+    }));
+  },
+});
+
+/**
+ * Suspending a client suspends every site assigned to it (left out of syncs and updates, as a suspended site is);
+ * unsuspending makes the client active and unsuspends its sites. Both in one write.
+ */
+function setClientSuspended(suspend: boolean) {
+  return async ({ client_id_or_email }: { client_id_or_email: number | string }, ctx: AbilityContext) => {
+    const c = ctx.clients.resolveRef(client_id_or_email);
+    return ctx.store.write((tx) => {
+      const client = ctx.clients.update(tx, c.id, { status: suspend ? 'suspended' : 'active' });
+      let sites = 0;
+      for (const s of [...tx.all<SiteRecord>('sites')]) {
+        if (s.client_id !== c.id) continue;
+        sites++;
+        if (s.suspended !== suspend) ctx.sites.patch(tx, s.id, { suspended: suspend });
+      }
+      return { ...(suspend ? { suspended: true as const } : { unsuspended: true as const }), client: clientView(ctx, client), sites_count: sites };
+    });
+  };
+}
+
+export const suspendClient = defineAbility({
+  name: 'suspend-client-v1',
+  label: 'Suspend client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'Suspend a client and every site assigned to it (suspended sites are left out of syncs and updates). Idempotent. '
+    + 'Returns the client and sites_count. Errors: svc_client_not_found (404).',
+  input: z.object({ client_id_or_email: ClientRef }).strict(),
+  output: z.object({ suspended: z.literal(true), client: Client, sites_count: z.number().int() }),
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  execute: setClientSuspended(true) as (i: { client_id_or_email: number | string }, ctx: AbilityContext) => Promise<{ suspended: true; client: z.infer<typeof Client>; sites_count: number }>,
+});
+
+export const unsuspendClient = defineAbility({
+  name: 'unsuspend-client-v1',
+  label: 'Unsuspend client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'Make a suspended client active again and unsuspend every site assigned to it. Idempotent. Returns the client and '
+    + 'sites_count. Errors: svc_client_not_found (404).',
+  input: z.object({ client_id_or_email: ClientRef }).strict(),
+  output: z.object({ unsuspended: z.literal(true), client: Client, sites_count: z.number().int() }),
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  execute: setClientSuspended(false) as (i: { client_id_or_email: number | string }, ctx: AbilityContext) => Promise<{ unsuspended: true; client: z.infer<typeof Client>; sites_count: number }>,
+});
+
+export const countClientSites = defineAbility({
+  name: 'count-client-sites-v1',
+  label: 'Count sites of a client',
+  category: 'svc-clients',
+  toolset: 'clients',
+  description: 'How many sites are assigned to a client. Returns client_id and total. Errors: svc_client_not_found (404).',
+  input: z.object({ client_id_or_email: ClientRef }).strict(),
+  output: z.object({ client_id: z.number().int(), total: z.number().int() }),
+  annotations: ro,
+  execute: ({ client_id_or_email }, ctx) => {
+    const c = ctx.clients.resolveRef(client_id_or_email);
+    return { client_id: c.id, total: ctx.sites.filter({ client_id: c.id }, (ids) => ctx.tags.sitesInTags(ids)).length };
   },
 });
 
@@ -210,5 +306,6 @@ export const getSiteClient = defineAbility({
 });
 
 export const clientAbilities = [
-  listClients, countClients, getClient, addClient, updateClient, deleteClient, getClientSites, getClientCosts, getSiteClient,
+  listClients, countClients, getClient, addClient, updateClient, deleteClient, getClientSites, countClientSites, getClientCosts,
+  getSiteClient, suspendClient, unsuspendClient,
 ];

@@ -57,6 +57,7 @@ const PARAM_PATTERNS: Record<string, RegExp> = {
   job_id: /^[a-z]+_[0-9a-f-]{36}$/,
   user_id: /^\d+$/,
   post_id: /^\d+$/,
+  id_or_email: /^(\d+|[^\s/@]+@[^\s/@]+)$/,
 };
 
 export const noRoute = () => new ServiceError('rest_no_route', 'No route was found matching the URL and request method.', 404);

@@ -1,13 +1,16 @@
 // REST v2 client routes, and the client of one site (GET /sites/{id_or_domain}/client).
 import {
-  addClient, deleteClient, getClient, getClientCosts, getClientSites, getSiteClient, listClients, updateClient,
+  addClient, countClientSites, countClients, deleteClient, getClient, getClientCosts, getClientSites, getSiteClient, listClients,
+  suspendClient, unsuspendClient, updateClient,
 } from '../../abilities/clients.js';
 import { ServiceError, asServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { pathId, pick, site } from './args.js';
 
 const CLIENT_FIELDS = ['name', 'email', 'status', 'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note',
-  'facebook', 'twitter', 'instagram', 'linkedin'] as const;
+  'facebook', 'twitter', 'instagram', 'linkedin', 'suspended', 'selected_sites',
+  // upstream's names, renamed by the abilities
+  ...Object.keys(addClient.aliases ?? {})] as const;
 
 /**
  * The client named in the path, by REST's own code when it does not exist (REST v2 reference §0.3 template
@@ -30,14 +33,32 @@ function pathClient(row: RestRoute): RestRoute {
 }
 
 const clientRef = (a: RestArgs) => ({ client_id_or_email: pathId(a) });
+/** GET /clients/{id_or_email}: an e-mail names the client too. */
+const clientByIdOrEmail = (a: RestArgs) => ({ client_id_or_email: /^\d+$/.test(a.params.id_or_email!) ? Number(a.params.id_or_email) : a.params.id_or_email! });
 
 const clientsList = route(READ, '/clients', listClients, {
   input: (a) => pick(a, 'page', 'per_page', 'search', 'status', 'include', 'exclude'),
   output: (r) => ({ success: 1, total: r.total, data: r.items }),
 });
-const clientGet = pathClient(route(READ, '/clients/:id', getClient, {
-  input: clientRef,
+const clientsCount = route(READ, '/clients/count', countClients, {
+  input: (a) => pick(a, 'status'),
+  output: (r) => ({ success: 1, total: r.total }),
+});
+const clientGet = pathClient(route(READ, '/clients/:id_or_email', getClient, {
+  input: clientByIdOrEmail,
   output: (r) => ({ success: 1, data: r }),
+}));
+const clientSuspend = pathClient(route(EDIT, '/clients/:id/suspend', suspendClient, {
+  input: clientRef,
+  output: (r) => ({ success: 1, message: 'Client suspended.', suspended: 1, sites_count: r.sites_count, data: r.client }),
+}));
+const clientUnsuspend = pathClient(route(EDIT, '/clients/:id/unsuspend', unsuspendClient, {
+  input: clientRef,
+  output: (r) => ({ success: 1, message: 'Client unsuspended.', suspended: 0, sites_count: r.sites_count, data: r.client }),
+}));
+const clientSitesCount = pathClient(route(READ, '/clients/:id/sites/count', countClientSites, {
+  input: clientRef,
+  output: (r) => ({ success: 1, total: r.total }),
 }));
 const clientAdd = route(CREATE, '/clients/add', addClient, {
   input: (a) => pick(a, ...CLIENT_FIELDS),
@@ -67,5 +88,6 @@ const siteClient = route(READ, '/sites/:id_or_domain/client', getSiteClient, {
 
 /** Static paths before parameterised ones. */
 export const clientRoutes: readonly RestRoute[] = [
-  clientsList, clientAdd, clientGet, clientEdit, clientRemove, clientSites, clientCosts, siteClient,
+  clientsList, clientsCount, clientAdd, clientGet, clientEdit, clientRemove, clientSuspend, clientUnsuspend, clientSitesCount,
+  clientSites, clientCosts, siteClient,
 ];
