@@ -139,3 +139,36 @@ describe('clients as upstream clients send them', () => {
     expect((await f.s.ability('suspend-client-v1', { client_id_or_email: 999_999 })).body.code).toBe('svc_client_not_found');
   });
 });
+
+describe('POST /batch, upstream\'s combined batch', () => {
+  it('runs site, tag and client operations of one request, each item answered like its own route', async () => {
+    const r = await f.s.rest('/batch', { method: 'POST', json: {
+      sites: { sync: [ids[0]!.id, 999_999], check: [ids[1]!.id], plugins: [ids[0]!.id] },
+      tags: { create: [{ name: 'From batch' }], update: [{ id: 999_999, name: 'zz' }] },
+      clients: { create: [{ name: 'Batch client', client_email: 'batch@example.test' }] },
+    } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.sites.sync[0]).toMatchObject({ success: 1 });
+    expect(r.body.sites.sync[1]).toMatchObject({ id: 999_999, error: { code: 'svc_rest_invalid_site_id', data: { status: 404 } } });
+    expect(r.body.sites.check[0]).toMatchObject({ success: 1, data: { id: ids[1]!.id, reachable: true } });
+    expect(r.body.sites.plugins[0]).toMatchObject({ success: 1, total: expect.any(Number) });
+    expect(r.body.tags.create[0]).toMatchObject({ success: 1, data: { name: 'From batch' } });
+    // Unlike upstream, an update is run (and here answers its error), never dropped.
+    expect(r.body.tags.update[0]).toMatchObject({ id: 999_999, error: { data: { status: 404 } } });
+    expect(r.body.clients.create[0].data).toMatchObject({ name: 'Batch client', email: 'batch@example.test' });
+  });
+
+  it('refuses more than 100 items in all (413, nothing done), an unknown controller or operation (400); {} answers {}', async () => {
+    const before = (await f.s.rest('/tags')).body.total;
+    const big = await f.s.rest('/batch', { method: 'POST', json: { sites: { check: Array(60).fill(ids[0]!.id) }, tags: { create: Array(41).fill({ name: 'x' }) } } });
+    expect(big.status).toBe(413);
+    expect((await f.s.rest('/tags')).body.total).toBe(before);
+    const updates = await f.s.rest('/batch', { method: 'POST', json: { updates: { create: [{}] } } });
+    expect(updates.status).toBe(400);
+    expect(updates.body.data.params.updates).toMatch(/not supported/);
+    const op = await f.s.rest('/batch', { method: 'POST', json: { tags: { sync: [1] } } });
+    expect(op.status).toBe(400);
+    expect(op.body.message).toMatch(/Unknown batch operation\(s\): sync/);
+    expect((await f.s.rest('/batch', { method: 'POST', json: {} })).body).toEqual({});
+  });
+});

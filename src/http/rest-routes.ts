@@ -1,6 +1,7 @@
 // The REST v2 route table: one row per route of the spec, each naming the ability it runs. The spec's
 // envelopes ({success:1, total, data}, action messages, batch results) are made in the family files.
 import type { RestRoute } from './rest-door.js';
+import { batchRoutes } from './routes/batch.js';
 import { siteRoutes } from './routes/sites.js';
 import { tagRoutes } from './routes/tags.js';
 import { pluginRoutes } from './routes/plugins.js';
@@ -10,6 +11,7 @@ import { userRoutes } from './routes/users.js';
 import { postRoutes } from './routes/posts.js';
 
 export const restRoutes: readonly RestRoute[] = [
+  ...batchRoutes, // /sites/batch before /sites/:id_or_domain
   ...siteRoutes,
   ...pluginRoutes,
   ...tagRoutes,

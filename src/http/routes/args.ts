@@ -19,34 +19,50 @@ export function firstError(r: { errors?: Array<{ code: string; message: string; 
   if (e) throw new ServiceError(e.code, e.message, e.status ?? 502);
 }
 
-const MAX_BATCH = 100;
+export const MAX_BATCH = 100;
+
+type BatchRows = { create?: RestRoute; update: RestRoute; delete: RestRoute };
+
+/** Items of one batch body: create/update/delete and any action lists, counted for the 100-item limit. */
+export function batchItems(args: Record<string, unknown>, keys: readonly string[]): number {
+  return keys.reduce((n, k) => n + (Array.isArray(args[k]) ? (args[k] as unknown[]).length : args[k] === undefined ? 0 : 1), 0);
+}
 
 /**
- * create[] / update[] / delete[] in one request: each item runs the single route's row and answers its
- * body, or {id, error} — one item's failure never fails the batch. Phases run in that order.
+ * create[] / update[] / delete[] in one request, and per-site action lists (`actions`: sync[], check[] … of site
+ * ids, each running that site's route): each item runs the single route's row and answers its body, or {id, error}
+ * — one item's failure never fails the batch. Phases run in that order. A key the batch does not know is refused
+ * (400, naming it), never skipped (upstream counts update/delete and runs neither).
  */
-export function batch(rows: { create?: RestRoute; update: RestRoute; delete: RestRoute }, idParam: string) {
+export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record<string, RestRoute>> = {}) {
+  const phaseKeys = ['create', 'update', 'delete', ...Object.keys(actions)];
   return async (a: RestArgs, run: RowRunner) => {
+    const unknown = Object.keys(a.args).filter((k) => !phaseKeys.includes(k) && !k.startsWith('_'));
+    if (unknown.length) {
+      throw new ServiceError('rest_invalid_param', `Unknown batch operation(s): ${unknown.join(', ')}. This batch takes: ${phaseKeys.join(', ')}.`, 400,
+        { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown batch operation.'])) });
+    }
     const list = (k: string): unknown[] => (Array.isArray(a.args[k]) ? a.args[k] as unknown[] : a.args[k] === undefined ? [] : [a.args[k]]);
-    const phases = (['create', 'update', 'delete'] as const).map((k) => [k, list(k)] as const);
-    if (phases.reduce((n, [, items]) => n + items.length, 0) > MAX_BATCH) {
+    if (batchItems(a.args, phaseKeys) > MAX_BATCH) {
       throw new ServiceError('svc_rest_request_entity_too_large', `Unable to accept more than ${MAX_BATCH} items for this request.`, 413);
     }
     const out: Record<string, unknown[]> = {};
-    for (const [phase, items] of phases) {
+    for (const phase of phaseKeys) {
+      const items = list(phase);
       if (!items.length && a.args[phase] === undefined) continue;
-      const row = rows[phase];
+      const row = phase in actions ? actions[phase] : rows[phase as keyof BatchRows];
       if (!row) throw new ServiceError('svc_invalid_input', `This batch route has no ${phase} operation.`, 400);
+      const byId = phase !== 'create' && phase !== 'update';
       out[phase] = await Promise.all(items.map(async (item) => {
         const obj = item && typeof item === 'object' && !Array.isArray(item) ? { ...(item as Record<string, unknown>) } : {};
-        const id = phase === 'create' ? 0 : phase === 'delete' ? item : obj.id;
+        const id = phase === 'create' ? 0 : byId ? item : obj.id;
         const idNum = typeof id === 'number' ? id : Number(id);
         if (phase !== 'create' && !(Number.isInteger(idNum) && idNum > 0)) {
           return { id: 0, error: new ServiceError('svc_invalid_input', `A ${phase} item needs a numeric id.`, 400).toBody() };
         }
         delete obj.id;
         try {
-          return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: phase === 'delete' ? {} : obj });
+          return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
         } catch (e) {
           return { id: idNum, error: asServiceError(e).toBody() };
         }

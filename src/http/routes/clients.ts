@@ -5,7 +5,7 @@ import {
 } from '../../abilities/clients.js';
 import { ServiceError, asServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
-import { pathId, pick, site } from './args.js';
+import { batch, pathId, pick, site } from './args.js';
 
 const CLIENT_FIELDS = ['name', 'email', 'status', 'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note',
   'facebook', 'twitter', 'instagram', 'linkedin', 'suspended', 'selected_sites',
@@ -86,8 +86,11 @@ const siteClient = route(READ, '/sites/:id_or_domain/client', getSiteClient, {
   output: (r) => ({ success: 1, message: r.message, data: r.client }),
 });
 
+export const runClientsBatch = batch({ create: clientAdd, update: clientEdit, delete: clientRemove }, 'id');
+const clientsBatch: RestRoute = { methods: EDIT, path: '/clients/batch', handler: runClientsBatch };
+
 /** Static paths before parameterised ones. */
 export const clientRoutes: readonly RestRoute[] = [
-  clientsList, clientsCount, clientAdd, clientGet, clientEdit, clientRemove, clientSuspend, clientUnsuspend, clientSitesCount,
+  clientsList, clientsCount, clientAdd, clientsBatch, clientGet, clientEdit, clientRemove, clientSuspend, clientUnsuspend, clientSitesCount,
   clientSites, clientCosts, siteClient,
 ];

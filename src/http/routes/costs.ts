@@ -69,7 +69,7 @@ const costClients = costRow(route(READ, '/costs/:id/clients', getCostClients, {
 
 const runBatch = batch({ create: costAdd, update: costEdit, delete: costRemove }, 'id');
 /** One entry per item, each with its own success: the route's body (success 1) or {id, success: 0, error}. */
-const costsBatch: RestRoute = {
+export const costsBatch: RestRoute = {
   methods: EDIT,
   path: '/costs/batch',
   handler: async (a, run) => {

@@ -132,6 +132,9 @@ const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteCh
 });
 
 /** Static segments after the site (plugins/abandoned) never collide with a parameter: the order is free. */
+/** Per-site reads a site batch can run (routes/batch.ts). */
+export const siteBatchReads = { security, plugins, themes, 'non-mainwp-changes': changes };
+
 export const pluginRoutes: readonly RestRoute[] = [
   plugins, pluginsActivate, pluginsDeactivate, pluginsDelete, pluginsAbandoned,
   themes, themeActivate, themesDelete, themesAbandoned, security, changes,

@@ -5,7 +5,7 @@ import {
 } from '../../abilities/child-sites.js';
 import { fullSite } from '../../abilities/views.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
-import { batch, firstError, list, pick, simple, site, truthy } from './args.js';
+import { firstError, list, pick, simple, site, truthy } from './args.js';
 
 const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status');
 
@@ -140,12 +140,16 @@ const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
   output: (r) => ({ success: 1, data: r }),
 });
 
-const sitesBatch: RestRoute = { methods: EDIT, path: '/sites/batch', handler: batch({ create: siteAdd, update: siteEdit, delete: siteRemove }, 'id_or_domain') };
+/** The rows a site batch runs (routes/batch.ts): create/update/delete and the per-site actions of this file. */
+export const siteBatchRows = {
+  rows: { create: siteAdd, update: siteEdit, delete: siteRemove },
+  actions: { sync: siteSync, reconnect: siteReconnect, disconnect: siteDisconnect, suspend: siteSuspend, check: siteCheck, remove: siteRemove },
+};
 
 
 /** Static paths come before parameterised ones so that /sites/count is never read as a domain. */
 export const siteRoutes: readonly RestRoute[] = [
-  sitesList, sitesBasic, sitesCount, sitesBatch, siteAdd, sitesSync, sitesCheck, sitesReconnect, sitesDisconnect,
+  sitesList, sitesBasic, sitesCount, siteAdd, sitesSync, sitesCheck, sitesReconnect, sitesDisconnect,
   siteGet, siteEdit, siteSuspend, siteUnsuspend, siteRemove, siteSync, siteCheck, siteReconnect, siteDisconnect,
   jobGet,
 ];

@@ -31,7 +31,8 @@ const tagClients = route(READ, '/tags/:id/clients', getTagClients, {
   input: (a) => ({ tag_id: pathId(a), ...pick(a, 'page', 'per_page') }),
   output: (r) => ({ success: 1, total: r.total, data: r.clients }),
 });
-const tagsBatch: RestRoute = { methods: EDIT, path: '/tags/batch', handler: batch({ create: tagAdd, update: tagEdit, delete: tagRemove }, 'id') };
+export const runTagsBatch = batch({ create: tagAdd, update: tagEdit, delete: tagRemove }, 'id');
+const tagsBatch: RestRoute = { methods: EDIT, path: '/tags/batch', handler: runTagsBatch };
 
 
 export const tagRoutes: readonly RestRoute[] = [tagsList, tagAdd, tagsBatch, tagGet, tagEdit, tagRemove, tagSites, tagClients];
