@@ -1,0 +1,52 @@
+// No write drops a field silently (issue #13), swept over every ability and every REST write route: a field nobody
+// reads is refused with a 400 that names it, and nothing changes.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allAbilities } from '../src/abilities/index.js';
+import { annotationMethod } from '../src/core/ability.js';
+import { restRoutes } from '../src/http/rest-routes.js';
+import { seedSites, startServer, type TestServer } from './support/server.js';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startServer();
+  await seedSites(s.services, 2, (i) => ({ url: `http://127.0.0.1:9/unknown${i}/` }));
+});
+afterAll(async () => { await s.close(); });
+
+const generation = () => JSON.parse(readFileSync(join(s.dataDir, 'meta.json'), 'utf8')).generation as number;
+const UNKNOWN = 'zz_not_a_field';
+
+describe('every ability', () => {
+  // Through a door, WordPress's order reports a missing required field before an unknown one; every schema must
+  // still refuse the unknown key (zod objects otherwise strip it without a word).
+  it.each(allAbilities.map((a) => [a.name, a] as const))('%s has a schema that refuses a field it does not know', (_n, a) => {
+    const r = a.input.safeParse({ [UNKNOWN]: 1 });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues.some((i) => i.code === 'unrecognized_keys' && i.keys.includes(UNKNOWN))).toBe(true);
+  });
+
+  it('refuses it through the abilities door, naming it, when it is the only fault', async () => {
+    const before = generation();
+    for (const [name, input] of [['add-tag-v1', { name: 'Swept' }], ['update-site-v1', { site_id_or_domain: 1 }], ['list-sites-v1', {}]] as const) {
+      const method = annotationMethod(allAbilities.find((a) => a.name === name)!.annotations);
+      const r = await s.ability(name, { ...input, [UNKNOWN]: 1 }, method === 'POST' ? {} : { method });
+      expect(r.status, name).toBe(400);
+      expect(r.body.data.params, name).toHaveProperty(UNKNOWN);
+    }
+    expect(generation()).toBe(before);
+  });
+});
+
+describe('every REST write route', () => {
+  const writes = restRoutes.filter((r) => !r.methods.includes('GET') && r.path !== '/users/import');
+  it.each(writes.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))('%s refuses an argument it does not read, naming it', async (_n, r) => {
+    const path = r.path.replace(/:(\w+)/g, (_, p: string) => (p === 'job_id' ? 'sync_00000000-0000-4000-8000-000000000000' : '1'));
+    const before = generation();
+    const res = await s.rest(path, { method: r.methods[0], json: { [UNKNOWN]: 1 } });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(JSON.stringify(res.body)).toContain(UNKNOWN);
+    expect(generation()).toBe(before);
+  });
+});
