@@ -1,6 +1,6 @@
 // The MCP doors: stdio (`sitefleet mcp`, run from dist/ — build first) and streamable HTTP at /mcp, both
 // driven by the SDK's own Client on one data dir. Tools, hints, structured results, errors, keys, Host checks.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -75,13 +75,21 @@ describe.each([
     for (const t of tools) expect(t.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
   });
 
-  it('gives every tool a title, an input schema, an output schema and all four hints as booleans', () => {
+  it('serves exactly the tools of the docs/tools-list.json snapshot (npm run docs)', async () => {
+    const snapshot = JSON.parse(readFileSync(new URL('../docs/tools-list.json', import.meta.url), 'utf8')) as Tool[];
+    const byName = (x: Tool, y: Tool) => x.name.localeCompare(y.name);
+    expect(JSON.parse(JSON.stringify([...tools].sort(byName)))).toEqual(snapshot);
+  });
+
+  it('gives every tool a title, an input schema and all four hints as booleans, and no output schema', () => {
     for (const t of tools) {
       expect(typeof t.title, t.name).toBe('string');
       expect(t.title!.length, t.name).toBeGreaterThan(0);
       expect(typeof t.description, t.name).toBe('string');
       expect(t.inputSchema.type, t.name).toBe('object');
-      expect(t.outputSchema?.type, t.name).toBe('object');
+      // Results carry structuredContent; its schema is in schemas/ and the abilities door, not in every tools/list
+      // (it more than doubled the list an assistant pays for on each conversation; #13).
+      expect(t.outputSchema, t.name).toBeUndefined();
       const a = t.annotations ?? {};
       expect(typeof a.readOnlyHint, `${t.name} readOnlyHint`).toBe('boolean');
       expect(typeof a.destructiveHint, `${t.name} destructiveHint`).toBe('boolean');
@@ -99,7 +107,7 @@ describe.each([
     }
   });
 
-  it('answers a call with structuredContent that validates against the output schema, and a JSON text copy', async () => {
+  it('answers a call with structuredContent that validates against the ability\'s output schema, and a JSON text copy', async () => {
     const r: any = await c.callTool({ name: 'list-sites-v1', arguments: { per_page: 2, status: 'any' } });
     expect(r.isError ?? false).toBe(false);
     const viaRest = await s.rest('/sites?per_page=2');
@@ -107,7 +115,6 @@ describe.each([
     expect(r.structuredContent.items).toEqual(viaRest.body.data);
     expect(r.content[0].type).toBe('text');
     expect(JSON.parse(r.content[0].text)).toEqual(r.structuredContent);
-    expectSchema(r.structuredContent, tool('list-sites-v1').outputSchema);
     expectSchema(r.structuredContent, s.registry.schemas(s.registry.get('list-sites-v1')!).output);
   });
 
@@ -133,7 +140,7 @@ describe.each([
     const name = `mcp ${label}`;
     const created: any = await c.callTool({ name: 'add-tag-v1', arguments: { name } });
     expect(created.structuredContent).toMatchObject({ name, sites_count: 0 });
-    expectSchema(created.structuredContent, tool('add-tag-v1').outputSchema);
+    expectSchema(created.structuredContent, s.registry.schemas(s.registry.get('add-tag-v1')!).output);
     const id = created.structuredContent.id;
     // A write through either MCP door is seen at once by the HTTP server on the same data dir.
     expect((await s.rest(`/tags/${id}`)).body.data.name).toBe(name);

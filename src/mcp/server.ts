@@ -9,9 +9,10 @@ import {
 import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, asServiceError } from '../core/errors.js';
 import { keyAllowsMethod, type Principal } from '../core/principal.js';
-import type { Registry } from '../core/registry.js';
+import { jsonSchemaOf, type Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { VERSION } from '../version.js';
+import { compactInputSchema, toolDescription } from './compact.js';
 
 /**
  * A JSON-RPC error whose message goes on the wire as written. The SDK's McpError writes "MCP error <code>: " into its
@@ -31,23 +32,13 @@ const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}
 
 export const INSTRUCTIONS = [
   'sitefleet manages a fleet of WordPress child sites from one dashboard.',
-  'Sites are named by numeric id or by domain (site_id_or_domain). Tags group sites; a site may belong to a client.',
+  'Sites are named by numeric id or by domain (site_id_or_domain, e.g. 12 or "example.com"; site_ids_or_domains is a list of them). Tags group sites; a site may belong to a client, named by id or e-mail (client_id_or_email).',
+  'Lists are paged: page (from 1) and per_page (at most 100).',
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
   'Batches over 200 sites become background jobs: follow them with get-batch-job-status-v1 or the resource sitefleet://jobs/{job_id}.',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
 ].join('\n');
-
-// Every tool may also answer with this error body (isError results carry it as structuredContent).
-const ERROR_BODY = {
-  type: 'object',
-  properties: {
-    code: { type: 'string' },
-    message: { type: 'string' },
-    data: { type: 'object', properties: { status: { type: 'integer' } }, required: ['status'] },
-  },
-  required: ['code', 'message', 'data'],
-} as const;
 
 export interface ToolFilter {
   principal: Principal;
@@ -66,29 +57,30 @@ export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'se
   return true;
 }
 
-const toolCache = new WeakMap<Registry, Map<string, Tool>>();
+const toolCache = new WeakMap<Ability, Tool>();
 
-export function toolOf(registry: Registry, a: Ability): Tool {
-  let cache = toolCache.get(registry);
-  if (!cache) toolCache.set(registry, (cache = new Map()));
-  let tool = cache.get(a.name);
+/** The four MCP hints, always all given (a client should not have to know the specification's defaults). */
+function hints(a: Ability): Tool['annotations'] {
+  const { readonly, destructive, idempotent, openWorld } = a.annotations;
+  return { readOnlyHint: readonly, destructiveHint: destructive, idempotentHint: idempotent, openWorldHint: openWorld };
+}
+
+/**
+ * An ability as the MCP tool list serves it (also the docs/tools-list.json snapshot). No outputSchema: results carry
+ * structuredContent and the same JSON as text; the output schemas (schemas/, the abilities door) would more than
+ * double the list an assistant pays for on every conversation.
+ */
+export function toolOf(a: Ability): Tool {
+  let tool = toolCache.get(a);
   if (!tool) {
-    const { input, output } = registry.schemas(a);
     tool = {
       name: a.name,
       title: a.label,
-      description: a.description,
-      inputSchema: input as Tool['inputSchema'],
-      outputSchema: { type: 'object', anyOf: [output, ERROR_BODY] } as Tool['outputSchema'],
-      annotations: {
-        title: a.label,
-        readOnlyHint: a.annotations.readonly,
-        destructiveHint: a.annotations.destructive,
-        idempotentHint: a.annotations.idempotent,
-        openWorldHint: a.annotations.openWorld,
-      },
+      description: toolDescription(a.description),
+      inputSchema: compactInputSchema(jsonSchemaOf(a.input, 'input')) as Tool['inputSchema'],
+      annotations: hints(a),
     };
-    cache.set(a.name, tool);
+    toolCache.set(a, tool);
   }
   return tool;
 }
@@ -152,7 +144,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => toolOf(registry, a)),
+    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => toolOf(a)),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {

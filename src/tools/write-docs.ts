@@ -4,6 +4,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { allAbilities } from '../abilities/index.js';
 import { jsonSchemaOf } from '../core/registry.js';
+import { toolOf } from '../mcp/server.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchema } from '../core/input.js';
 import { restRoutes } from '../http/rest-routes.js';
 import { allowedMethods } from '../core/ability.js';
@@ -50,15 +52,18 @@ export function toolsMarkdown(): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** The tools/list an MCP client gets with every tool (an administrator's list), exactly as served. */
+export function toolsList(): Tool[] {
+  return allAbilities.map((a) => toolOf(a));
+}
+
+/** Bytes of the full tools/list result as it goes on the wire (compact JSON). */
+export function toolsListBytes(): number {
+  return Buffer.byteLength(JSON.stringify({ tools: toolsList() }));
+}
+
 export function toolsSnapshot(): string {
-  const tools = allAbilities.map((a) => ({
-    name: a.name,
-    title: a.label,
-    annotations: { readOnlyHint: a.annotations.readonly, destructiveHint: a.annotations.destructive, idempotentHint: a.annotations.idempotent, openWorldHint: a.annotations.openWorld },
-    inputSchema: jsonSchemaOf(a.input, 'input'),
-    outputSchema: jsonSchemaOf(a.output, 'output'),
-  })).sort((x, y) => x.name.localeCompare(y.name));
-  return `${JSON.stringify(tools, null, 2)}\n`;
+  return `${JSON.stringify([...toolsList()].sort((x, y) => x.name.localeCompare(y.name)), null, 2)}\n`;
 }
 
 export const DOC_FILES = { 'tools.md': toolsMarkdown, 'tools-list.json': toolsSnapshot } as const;
@@ -72,4 +77,6 @@ export function staleDocs(): string[] {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   for (const [f, make] of Object.entries(DOC_FILES)) writeFileSync(`${DOCS}${f}`, make());
   console.log(`Wrote ${Object.keys(DOC_FILES).map((f) => `docs/${f}`).join(', ')}`);
+  const bytes = toolsListBytes();
+  console.log(`tools/list: ${allAbilities.length} tools, ${bytes.toLocaleString('en-US')} bytes (${Math.round(bytes / allAbilities.length)} a tool)`);
 }
