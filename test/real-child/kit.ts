@@ -87,3 +87,13 @@ export async function wpAdminPluginAction(k: number, action: 'activate' | 'deact
   const done = await go(`wp-admin/${href}`);
   if (done.status !== 302) throw new Error(`wp-admin ${action} of ${plugin} on site ${k} answered ${done.status}`);
 }
+
+/** Site k as the kit made it, registered through REST with a fresh sitefleet server: what most lane files start from. */
+export async function serverWithRealSite(k: number, startServer: () => Promise<import('../support/server.js').TestServer>) {
+  resetSite(k);
+  const s = await startServer();
+  const site = realSite(k);
+  const r = await s.rest('/sites/add', { method: 'POST', json: { url: site.url, admin: site.admin, admin_password: site.password } });
+  if (r.status !== 200) throw new Error(`registering real site ${k}: ${r.status} ${JSON.stringify(r.body)}`);
+  return { s, id: r.body.data.id as number };
+}

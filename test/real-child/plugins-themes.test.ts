@@ -1,7 +1,7 @@
 // Plugins and themes on a real child: every action through the REST door, each result checked inside WordPress.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
-import { realSite, resetSite, wpJson } from './kit.js';
+import { serverWithRealSite, wpJson } from './kit.js';
 
 const K = 2;
 let s: TestServer;
@@ -18,12 +18,7 @@ const listed = async (what: 'plugins' | 'themes') => {
 };
 
 beforeAll(async () => {
-  resetSite(K);
-  s = await startServer();
-  const site = realSite(K);
-  const r = await s.rest('/sites/add', { method: 'POST', json: { url: site.url, admin: site.admin, admin_password: site.password } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  id = r.body.data.id;
+  ({ s, id } = await serverWithRealSite(K, startServer));
 });
 afterAll(async () => { await s?.close(); });
 

@@ -1,7 +1,7 @@
 // Posts on a real child: create (with dates), get, edit, every status, delete — each checked inside WordPress.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
-import { realSite, resetSite, wpJson } from './kit.js';
+import { serverWithRealSite, wpJson } from './kit.js';
 
 const K = 3;
 let s: TestServer;
@@ -12,12 +12,7 @@ const wpPost = (postId: number) => wpJson<WpPost>(K, `$p = get_post(${postId}); 
 const ymd = (d: Date) => d.toISOString().slice(0, 19).replace('T', ' ');
 
 beforeAll(async () => {
-  resetSite(K);
-  s = await startServer();
-  const site = realSite(K);
-  const r = await s.rest('/sites/add', { method: 'POST', json: { url: site.url, admin: site.admin, admin_password: site.password } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  id = r.body.data.id;
+  ({ s, id } = await serverWithRealSite(K, startServer));
 });
 afterAll(async () => { await s?.close(); });
 

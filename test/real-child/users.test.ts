@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
-import { realSite, resetSite, wp, wpJson } from './kit.js';
+import { realSite, serverWithRealSite, wp, wpJson } from './kit.js';
 
 const K = 2;
 let s: TestServer;
@@ -15,13 +15,8 @@ const wpUser = (login: string) => wpJson<WpUser>(K, `$u = get_user_by('login', $
 const login = `lane_${Date.now().toString(36)}`;
 
 beforeAll(async () => {
-  resetSite(K);
   wp(K, `require_once ABSPATH . 'wp-admin/includes/user.php'; foreach (get_users(['search' => 'lane_*', 'search_columns' => ['user_login']]) as $u) wp_delete_user($u->ID);`);
-  s = await startServer();
-  const site = realSite(K);
-  const r = await s.rest('/sites/add', { method: 'POST', json: { url: site.url, admin: site.admin, admin_password: site.password } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  id = r.body.data.id;
+  ({ s, id } = await serverWithRealSite(K, startServer));
 });
 afterAll(async () => { await s?.close(); });
 
