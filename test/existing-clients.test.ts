@@ -88,8 +88,9 @@ describe('no write drops a field silently', () => {
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ code: 'rest_invalid_param', data: { params: { colour: 'Unknown parameter.' } } });
     expect((await f.s.rest('/tags')).body.total).toBe(before);
-    // WordPress's own arguments (_method, _envelope, _fields …) are not fields.
-    expect((await f.s.rest('/tags/add?_fields=id', { method: 'POST', json: { name: 'With global' } })).status).toBe(200);
+    // WordPress's own arguments (_method, _envelope, _fields …) are not fields, and an empty one carries nothing.
+    expect((await f.s.rest('/tags/add?_fields=id', { method: 'POST', json: { name: 'With global', uniqueid: '' } })).status).toBe(200);
+    expect((await f.s.rest('/tags/add', { method: 'POST', json: { name: 'Not empty', uniqueid: 'abc' } })).body.data.params).toHaveProperty('uniqueid');
   });
 });
 

@@ -101,7 +101,7 @@ async function bodyArgs(req: Request): Promise<Record<string, unknown>> {
 /**
  * Runs a row's input mapping and refuses, on a write, any argument it did not read: a field the route does not know
  * (a misspelling, another product's name for it) is a 400 that names it, never silently dropped. Arguments starting
- * with "_" are WordPress's own (_method, _envelope, _fields, …) and are left alone.
+ * with "_" are WordPress's own (_method, _envelope, _fields, …) and are left alone, and so are empty ones.
  */
 function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
   if (a.method === 'GET' || a.method === 'HEAD') return input(a);
@@ -113,7 +113,8 @@ function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
     ownKeys: (t) => { all = true; return Reflect.ownKeys(t); },
   });
   const mapped = input({ ...a, args });
-  const unknown = all ? [] : Object.keys(a.args).filter((k) => !read.has(k) && !k.startsWith('_'));
+  // An empty value carries nothing that could be lost (forms send every field, filled or not).
+  const unknown = all ? [] : Object.keys(a.args).filter((k) => !read.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null);
   if (unknown.length) {
     throw new ServiceError('rest_invalid_param', `Unknown parameter(s): ${unknown.join(', ')}. This route does not read them; nothing was changed.`, 400,
       { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) });
