@@ -128,20 +128,18 @@ export const updateClient = defineAbility({
  * Suspending a client suspends every site assigned to it (left out of syncs and updates, as a suspended site is);
  * unsuspending makes the client active and unsuspends its sites. Both in one write.
  */
-function setClientSuspended(suspend: boolean) {
-  return async ({ client_id_or_email }: { client_id_or_email: number | string }, ctx: AbilityContext) => {
-    const c = ctx.clients.resolveRef(client_id_or_email);
-    return ctx.store.write((tx) => {
-      const client = ctx.clients.update(tx, c.id, { status: suspend ? 'suspended' : 'active' });
-      let sites = 0;
-      for (const s of [...tx.all<SiteRecord>('sites')]) {
-        if (s.client_id !== c.id) continue;
-        sites++;
-        if (s.suspended !== suspend) ctx.sites.patch(tx, s.id, { suspended: suspend });
-      }
-      return { ...(suspend ? { suspended: true as const } : { unsuspended: true as const }), client: clientView(ctx, client), sites_count: sites };
-    });
-  };
+async function setClientSuspended(ctx: AbilityContext, ref: number | string, suspend: boolean) {
+  const c = ctx.clients.resolveRef(ref);
+  return ctx.store.write((tx) => {
+    const client = ctx.clients.update(tx, c.id, { status: suspend ? 'suspended' : 'active' });
+    let sites_count = 0;
+    for (const s of [...tx.all<SiteRecord>('sites')]) {
+      if (s.client_id !== c.id) continue;
+      sites_count++;
+      if (s.suspended !== suspend) ctx.sites.patch(tx, s.id, { suspended: suspend });
+    }
+    return { client: clientView(ctx, client), sites_count };
+  });
 }
 
 export const suspendClient = defineAbility({
@@ -154,7 +152,7 @@ export const suspendClient = defineAbility({
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ suspended: z.literal(true), client: Client, sites_count: z.number().int() }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: setClientSuspended(true) as (i: { client_id_or_email: number | string }, ctx: AbilityContext) => Promise<{ suspended: true; client: z.infer<typeof Client>; sites_count: number }>,
+  execute: async ({ client_id_or_email }, ctx) => ({ suspended: true as const, ...await setClientSuspended(ctx, client_id_or_email, true) }),
 });
 
 export const unsuspendClient = defineAbility({
@@ -167,7 +165,7 @@ export const unsuspendClient = defineAbility({
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ unsuspended: z.literal(true), client: Client, sites_count: z.number().int() }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: setClientSuspended(false) as (i: { client_id_or_email: number | string }, ctx: AbilityContext) => Promise<{ unsuspended: true; client: z.infer<typeof Client>; sites_count: number }>,
+  execute: async ({ client_id_or_email }, ctx) => ({ unsuspended: true as const, ...await setClientSuspended(ctx, client_id_or_email, false) }),
 });
 
 export const countClientSites = defineAbility({
