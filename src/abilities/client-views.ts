@@ -9,24 +9,25 @@ export const ClientRef = z.union([z.number().int(), z.string()])
   .describe('Client ID (number or digits) or the client\'s e-mail address, e.g. 3 or "it@acme.example".');
 export const ClientIds = z.array(z.number().int().min(1));
 
-const line = (what: string) => z.string().max(200).describe(what);
+const line = z.string().max(200);
 
 /** Everything add-client-v1 and update-client-v1 write besides the name (all optional). */
 export const ClientFields = {
   email: z.email().max(200).nullable().optional().describe('E-mail address, unique among clients; null clears it.'),
   status: ClientStatus.optional(),
-  phone: line('Phone number.').optional(),
-  address_1: line('Address, first line.').optional(),
-  address_2: line('Address, second line.').optional(),
-  city: line('City.').optional(),
-  state: line('State or region.').optional(),
-  zip: line('Postal code.').optional(),
-  country: line('Country.').optional(),
-  note: z.string().max(10_000).describe('Free notes.').optional(),
-  facebook: line('Facebook page or handle.').optional(),
-  twitter: line('Twitter / X handle.').optional(),
-  instagram: line('Instagram handle.').optional(),
-  linkedin: line('LinkedIn page.').optional(),
+  // Contact fields say what they are by their names.
+  phone: line.optional(),
+  address_1: line.optional(),
+  address_2: line.optional(),
+  city: line.optional(),
+  state: line.optional(),
+  zip: line.optional().describe('Postal code.'),
+  country: line.optional(),
+  note: z.string().max(10_000).optional(),
+  facebook: line.optional(),
+  twitter: line.optional(),
+  instagram: line.optional(),
+  linkedin: line.optional(),
 };
 export const ClientName = z.string().min(1).max(200).describe('Client (customer) name.');
 

@@ -8,7 +8,7 @@ import type { JsonSchema } from '../core/input.js';
 
 type Node = Record<string, unknown>;
 
-const DROP = new Set(['additionalProperties', 'maxLength', 'minLength', 'maxItems', '$schema', 'pattern', 'format']);
+const DROP = new Set(['maxLength', 'minLength', 'maxItems', '$schema', 'pattern', 'format', 'propertyNames']);
 /** Parameters many tools share, explained once in the server's instructions rather than in every tool. */
 export const SHARED_PARAMS = new Set(['site_id_or_domain', 'site_ids_or_domains', 'client_id_or_email', 'page', 'per_page', 'confirm', 'dry_run']);
 
@@ -24,10 +24,14 @@ function compact(node: unknown, parentDescribed = false): unknown {
   const described = typeof n.description === 'string';
   for (const [k, v] of Object.entries(n)) {
     if (DROP.has(k)) continue;
+    // additionalProperties: false is the server's to enforce; a schema there (a record's values) is kept.
+    if (k === 'additionalProperties' && v === false) continue;
     if (k === 'description' && parentDescribed) continue;
     // Bounds that say nothing to a reader: ids start at 1, counts at 0, and limits in the millions.
     if ((k === 'maximum' || k === 'minimum') && typeof v === 'number' && (Math.abs(v) >= 1_000_000 || (k === 'minimum' && (v === 0 || v === 1)))) continue;
-    if (k === 'properties' && v && typeof v === 'object') {
+    if (k === 'additionalProperties' && v && typeof v === 'object') {
+      out[k] = compact(v, described || parentDescribed);
+    } else if (k === 'properties' && v && typeof v === 'object') {
       out[k] = Object.fromEntries(Object.entries(v as Node).map(([p, s]) => [p, compact(s, SHARED_PARAMS.has(p))]));
     } else if (k === 'anyOf' || k === 'items') {
       out[k] = compact(v, described || parentDescribed);
