@@ -6,7 +6,7 @@ import { ServiceError } from '../core/errors.js';
 import { runBatch, jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
-import { BasicSite, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, TagIds } from './schemas.js';
+import { alias, BasicSite, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, TagIds } from './schemas.js';
 import { resolveMany, siteState, siteStateFields } from './sites.js';
 import { fullSite, listedSite } from './views.js';
 
@@ -38,23 +38,22 @@ export const addSite = defineAbility({
   label: 'Add site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Connect a WordPress site that runs the child plugin: registers this dashboard with it (a fresh RSA key pair), '
-    + 'then syncs it. Needs the URL and the child\'s administrator user name (admin); admin_password when the child asks for it. '
-    + 'Returns the site. Errors: svc_site_already_exists (409), svc_invalid_url (400), svc_child_refused (400, with the child\'s reason), '
-    + 'svc_connection_failed (502/504, naming the URL).',
+  description: 'Connect a WordPress site running MainWP Child (admin: its administrator\'s user name), then sync it. '
+    + 'Errors: svc_site_already_exists (409), svc_invalid_url (400), svc_child_refused (400, with the '
+    + 'child\'s reason), svc_connection_failed (502/504, naming the URL).',
   input: z.object({
     url: z.string().min(1).max(2000),
-    admin: z.string().min(1).max(200).optional().describe('Administrator user name on the child site.'),
-    admin_username: z.string().min(1).max(200).optional().describe('Alias of admin.'),
-    admin_password: z.string().max(500).optional().describe('The administrator\'s password, when the child requires it to register.'),
+    admin: z.string().min(1).max(200).optional().describe('The site\'s administrator user name.'),
+    admin_username: alias(z.string().min(1).max(200).optional(), 'admin'),
+    admin_password: z.string().max(500).optional().describe('Only when the child asks for it.'),
     name: z.string().max(200).optional(),
     client_id: z.number().int().min(1).nullable().optional(),
     tags: TagIds.optional(),
-    tag_ids: TagIds.optional().describe('Alias of tags.'),
+    tag_ids: alias(TagIds.optional(), 'tags'),
     http_user: z.string().max(200).optional(),
     http_pass: z.string().max(500).optional(),
-    ssl_verify: z.boolean().optional().describe('Verify the site\'s TLS certificate (default true).'),
-    verify_certificate: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional().describe('Upstream\'s ssl_verify: 0 off, 1 on, 2 default (on).'),
+    ssl_verify: z.boolean().optional().describe('Verify TLS (default true).'),
+    verify_certificate: alias(z.union([z.literal(0), z.literal(1), z.literal(2)]).optional(), 'ssl_verify', 'Upstream\'s ssl_verify: 0 off, 1 on, 2 default (on).'),
   }).strict(),
   output: FullSite,
   aliases: { adminpassword: 'admin_password' },
@@ -76,9 +75,8 @@ export const syncSites = defineAbility({
   label: 'Sync sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Fetch fresh data (versions, plugins, themes, users, security, changes) from child sites. An empty list means every '
-    + 'site that is neither suspended nor disconnected. Up to 200 sites run now: synced[] and errors[]; more become a background job: '
-    + 'queued=true with job_id and status_url (follow with get-batch-job-status-v1). A site that fails never fails the batch.',
+  description: 'Fetch fresh data (versions, plugins, themes, users, security, changes) from sites; empty list = '
+    + 'every connected site.',
   input: z.object({
     site_ids_or_domains: SiteRefs.default([]),
     exclude_ids: z.array(z.number().int()).optional().describe('Leave these site IDs out.'),
@@ -110,8 +108,8 @@ export const checkSite = defineAbility({
   label: 'Check site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Is the site up? An HTTP POST to the site root, timed (no child plugin involved). Returns reachable, response_time_ms and '
-    + 'http_status (0 when nothing answered). Errors: svc_site_not_found (404).',
+  description: 'Is the site up? Times an HTTP request to its root (no child plugin involved). Errors: '
+    + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
     ...CheckFields,
@@ -137,8 +135,7 @@ export const checkSites = defineAbility({
   label: 'Check sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Reachability check of many sites (empty list = all). Returns results[] (site_id, site_url, reachable, response_time_ms, '
-    + 'http_status) and a summary; over 200 sites it becomes a background job.',
+  description: 'Reachability check of many sites (empty list = all): results per site and a summary.',
   input: z.object({ site_ids_or_domains: SiteRefs.default([]), exclude_ids: z.array(z.number().int()).optional() }).strict(),
   output: z.object({
     ...Queued,
@@ -171,9 +168,8 @@ export const reconnectSite = defineAbility({
   label: 'Reconnect site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Renew the connection keys with a site\'s child plugin (for a disconnected site, or one whose key stopped working). '
-    + 'Success makes it connected: reconnected=true, site_id, site_url, status. admin_password is needed only if the child asks for it. '
-    + 'Errors: svc_site_not_found (404), svc_reconnect_failed (502/504).',
+  description: 'Renew the keys with a site\'s child (a disconnected site, or one whose key stopped working). Errors: '
+    + 'svc_site_not_found (404), svc_reconnect_failed (502/504).',
   input: z.object({ site_id_or_domain: SiteRef, admin_password: z.string().max(500).optional() }),
   output: z.object({ reconnected: z.literal(true), ...siteStateFields }),
   annotations: remote,
@@ -189,8 +185,8 @@ export const disconnectSite = defineAbility({
   label: 'Disconnect site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Tell the child plugin to forget this dashboard, then mark the site disconnected (also when the child cannot be reached: '
-    + 'child_notified=false). The site stays in the registry; reconnect-site-v1 brings it back. Errors: svc_site_not_found (404).',
+  description: 'Make the child forget this dashboard and mark the site disconnected (even if unreachable); '
+    + 'reconnect-site-v1 undoes it. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ disconnected: z.literal(true), child_notified: z.boolean(), child_error: z.string().nullable(), ...siteStateFields }),
   annotations: remote,
@@ -229,8 +225,7 @@ export const reconnectSites = defineAbility({
   label: 'Reconnect sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Reconnect several sites (empty list = every disconnected site that is not suspended). Returns reconnected[], errors[] and totals; '
-    + 'over 200 sites it becomes a background job.',
+  description: 'Reconnect several sites (empty list = every disconnected site that is not suspended).',
   input: z.object({ site_ids_or_domains: SiteRefs.default([]), exclude_ids: z.array(z.number().int()).optional() }).strict(),
   output: manyResult('reconnected'),
   annotations: remote,
@@ -246,12 +241,11 @@ export const disconnectSites = defineAbility({
   label: 'Disconnect sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Disconnect several sites (each child is told; each site is marked disconnected even if its child cannot be reached). '
-    + 'Name the sites, or pass all=true for every site. Returns disconnected[], errors[], totals; over 200 sites it becomes a background job. '
-    + 'Errors: svc_site_not_found (404) when no identifier names a site.',
+  description: 'Disconnect several sites, or all=true for every site. Errors: svc_site_not_found (404) when no '
+    + 'identifier names a site.',
   input: z.object({
     site_ids_or_domains: SiteRefs.optional(),
-    all: z.boolean().optional().describe('Disconnect every site (instead of naming them).'),
+    all: z.boolean().optional().describe('Every site.'),
     exclude_ids: z.array(z.number().int()).optional(),
   }).strict(),
   output: manyResult('disconnected'),
@@ -278,9 +272,8 @@ export const getBatchJobStatus = defineAbility({
   label: 'Batch job status',
   category: 'svc-batch',
   toolset: 'jobs',
-  description: 'Progress of a background job started by a batch over more than 200 sites (sync, check, reconnect, disconnect, suspend): '
-    + 'status queued/processing/completed/failed, progress 0-100, processed/total, succeeded/failed counts and per-site errors. '
-    + 'Errors: svc_job_not_found (404; finished jobs are kept 24 hours).',
+  description: 'Progress of a background job (a batch over 200 sites). Errors: svc_job_not_found (404; finished '
+    + 'jobs are kept 24 hours).',
   input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend)_/) }).strict(),
   output: z.object({
     job_id: z.string(), type: z.string(), status: z.enum(['queued', 'processing', 'completed', 'failed']),

@@ -4,7 +4,7 @@ import type { Services } from '../services/index.js';
 import { CLIENT_TEXT_FIELDS } from '../services/clients.js';
 import { CLIENT_STATUSES, type ClientRecord } from '../store/records.js';
 
-export const ClientStatus = z.enum(CLIENT_STATUSES).describe('active, suspended, lead or lost.');
+export const ClientStatus = z.enum(CLIENT_STATUSES);
 export const ClientRef = z.union([z.number().int(), z.string()])
   .describe('Client ID (number or digits) or the client\'s e-mail address, e.g. 3 or "it@acme.example".');
 export const ClientIds = z.array(z.number().int().min(1));
@@ -13,7 +13,7 @@ const line = z.string().max(200);
 
 /** Everything add-client-v1 and update-client-v1 write besides the name (all optional). */
 export const ClientFields = {
-  email: z.email().max(200).nullable().optional().describe('E-mail address, unique among clients; null clears it.'),
+  email: z.email().max(200).nullable().optional().describe('Unique among clients; null clears it.'),
   status: ClientStatus.optional(),
   // Contact fields say what they are by their names.
   phone: line.optional(),
@@ -21,7 +21,7 @@ export const ClientFields = {
   address_2: line.optional(),
   city: line.optional(),
   state: line.optional(),
-  zip: line.optional().describe('Postal code.'),
+  zip: line.optional(),
   country: line.optional(),
   note: z.string().max(10_000).optional(),
   facebook: line.optional(),
@@ -29,7 +29,7 @@ export const ClientFields = {
   instagram: line.optional(),
   linkedin: line.optional(),
 };
-export const ClientName = z.string().min(1).max(200).describe('Client (customer) name.');
+export const ClientName = z.string().min(1).max(200);
 
 export const Client = z.object({
   id: z.number().int(),

@@ -7,7 +7,7 @@ import { Page, paginate, perPage } from '../core/paging.js';
 import type { SiteRecord } from '../store/records.js';
 import { Client, ClientFields, ClientIds, ClientName, ClientRef, ClientStatus, clientView } from './client-views.js';
 import { Cost, costView } from './cost-views.js';
-import { Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { alias, Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
 import { listedSite } from './views.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -18,8 +18,7 @@ export const listClients = defineAbility({
   label: 'List clients',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'List clients (the customers sites belong to) by name, paged; search matches name, e-mail or id; status filters '
-    + '(active, suspended, lead, lost); include / exclude take client IDs. Returns items (client objects with sites_count), page, per_page, total.',
+  description: 'List clients (the customers sites belong to), by name.',
   input: z.object({
     page: Page,
     per_page: perPage(20),
@@ -41,7 +40,7 @@ export const countClients = defineAbility({
   label: 'Count clients',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Count clients, optionally only those with a status (active, suspended, lead, lost). Returns total.',
+  description: 'Count clients, all of them or only those of one status.',
   input: z.object({ status: StatusFilter }).strict(),
   output: z.object({ total: z.number().int() }),
   annotations: ro,
@@ -53,7 +52,7 @@ export const getClient = defineAbility({
   label: 'Get client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'One client by ID or e-mail: contact details, status, sites_count. Errors: svc_client_not_found (404).',
+  description: 'One client by ID or e-mail, with sites_count. Errors: svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: Client,
   annotations: ro,
@@ -68,9 +67,9 @@ const CLIENT_ALIASES = {
 /** Upstream's numeric status, `suspended`: 0 active, 1 suspended, 2 lead, 3 lost. */
 const UPSTREAM_STATUS = ['active', 'suspended', 'lead', 'lost'] as const;
 const upstreamFields = {
-  suspended: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional()
-    .describe('Upstream\'s status: 0 active, 1 suspended, 2 lead, 3 lost (status wins when both are given).'),
-  selected_sites: z.array(SiteRef).max(1000).optional().describe('Sites to assign to this client (ids or domains).'),
+  suspended: alias(z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional(), 'status',
+    'Upstream\'s status: 0 active, 1 suspended, 2 lead, 3 lost (status wins when both are given).'),
+  selected_sites: z.array(SiteRef).max(1000).optional().describe('Sites to assign to it (IDs or domains).'),
 };
 type UpstreamIn = { suspended?: 0 | 1 | 2 | 3; selected_sites?: Array<number | string> };
 
@@ -86,8 +85,8 @@ export const addClient = defineAbility({
   label: 'Add client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Create a client. Only name is required; status defaults to active. Assign sites to it afterwards with '
-    + 'update-site-v1 (client_id). Returns the client. Errors: svc_client_exists (409) when the e-mail belongs to another client.',
+  description: 'Create a client. Assign sites with selected_sites or update-site-v1 (client_id). Errors: '
+    + 'svc_client_exists (409) when the e-mail belongs to another client.',
   input: z.object({ name: ClientName, ...ClientFields, ...upstreamFields }).strict(),
   output: Client,
   aliases: CLIENT_ALIASES,
@@ -107,8 +106,8 @@ export const updateClient = defineAbility({
   label: 'Update client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Change a client\'s name, e-mail (null clears it), status or contact fields; fields not given keep their value. '
-    + 'Returns the client. Errors: svc_client_not_found (404), svc_client_exists (409).',
+  description: 'Change a client; fields not given keep their value (email null clears it). Errors: '
+    + 'svc_client_not_found (404), svc_client_exists (409).',
   input: z.object({ client_id_or_email: ClientRef, name: ClientName.optional(), ...ClientFields, ...upstreamFields }).strict(),
   output: Client,
   aliases: CLIENT_ALIASES,
@@ -147,8 +146,8 @@ export const suspendClient = defineAbility({
   label: 'Suspend client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Suspend a client and every site assigned to it (suspended sites are left out of syncs and updates). Idempotent. '
-    + 'Returns the client and sites_count. Errors: svc_client_not_found (404).',
+  description: 'Suspend a client and every site assigned to it (left out of syncs and updates). Errors: '
+    + 'svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ suspended: z.literal(true), client: Client, sites_count: z.number().int() }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
@@ -160,8 +159,7 @@ export const unsuspendClient = defineAbility({
   label: 'Unsuspend client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Make a suspended client active again and unsuspend every site assigned to it. Idempotent. Returns the client and '
-    + 'sites_count. Errors: svc_client_not_found (404).',
+  description: 'Make a suspended client active again and unsuspend its sites. Errors: svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ unsuspended: z.literal(true), client: Client, sites_count: z.number().int() }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
@@ -173,7 +171,7 @@ export const countClientSites = defineAbility({
   label: 'Count sites of a client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'How many sites are assigned to a client. Returns client_id and total. Errors: svc_client_not_found (404).',
+  description: 'How many sites are assigned to a client. Errors: svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ client_id: z.number().int(), total: z.number().int() }),
   annotations: ro,
@@ -197,9 +195,8 @@ export const deleteClient = defineAbility({
   label: 'Delete client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Delete a client. Its sites are kept and unassigned (client_id null); costs naming it lose it as a target '
-    + '(a cost left with no target is kept and flagged orphaned). dry_run=true previews; otherwise confirm=true is required. '
-    + 'Errors: svc_confirmation_required (400), svc_invalid_input (both flags), svc_client_not_found (404).',
+  description: 'Delete a client. Its sites stay, unassigned; costs lose it as a target. Errors: '
+    + 'svc_confirmation_required (400), svc_invalid_input (both flags), svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -245,8 +242,7 @@ export const getClientSites = defineAbility({
   label: 'Sites of a client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'The sites assigned to a client, by URL, paged. Returns client_id, client_name, sites (id, url, name, status, client_id), '
-    + 'page, per_page, total. Errors: svc_client_not_found (404).',
+  description: 'The sites assigned to a client. Errors: svc_client_not_found (404).',
   input: z.object(clientPage).strict(),
   output: z.object({
     client_id: z.number().int(), client_name: z.string(), sites: z.array(ListedSite), items: z.array(ListedSite),
@@ -267,8 +263,8 @@ export const getClientCosts = defineAbility({
   category: 'svc-clients',
   toolset: 'clients',
   module: 'cost-tracker',
-  description: 'Costs that apply to a client (naming it, or covering one of its sites directly or through a tag), by name, '
-    + 'paged, as full cost records. Needs the cost-tracker module. Errors: svc_client_not_found (404), svc_module_not_available (501).',
+  description: 'Costs that apply to a client: naming it, or covering one of its sites. Errors: svc_client_not_found '
+    + '(404), svc_module_not_available (501).',
   input: z.object(clientPage).strict(),
   output: z.object({
     client_id: z.number().int(), client_name: z.string(), costs: z.array(Cost), items: z.array(Cost),
@@ -288,8 +284,7 @@ export const getSiteClient = defineAbility({
   label: 'Client of a site',
   category: 'svc-sites',
   toolset: 'clients',
-  description: 'The client a site is assigned to, or client null with a message when it has none. Returns site_id, client, message. '
-    + 'Errors: svc_site_not_found (404).',
+  description: 'The client a site is assigned to (client null when none). Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }).strict(),
   output: z.object({ site_id: z.number().int(), client: Client.nullable(), message: z.string() }),
   annotations: ro,

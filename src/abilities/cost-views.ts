@@ -9,36 +9,36 @@ import {
 import { HexColor, SiteRefs, TagIds } from './schemas.js';
 import { ClientIds } from './client-views.js';
 
-export const CostId = z.number().int().min(1).describe('Cost ID.');
-export const PaymentType = z.enum(PAYMENT_TYPES).describe('subscription (recurring) or lifetime (one-time).');
-export const ProductType = z.enum(PRODUCT_TYPES).describe('What the cost is for.');
-export const LicenseType = z.enum(LICENSE_TYPES).describe('single_site: the price applies to each site; multi_site: one price shared by all covered sites.');
+export const CostId = z.number().int().min(1);
+export const PaymentType = z.enum(PAYMENT_TYPES).describe('lifetime: paid once.');
+export const ProductType = z.enum(PRODUCT_TYPES);
+export const LicenseType = z.enum(LICENSE_TYPES).describe('single_site: the price is per site; multi_site: shared.');
 export const RenewalType = z.enum(RENEWAL_TYPES).describe('How often a subscription renews.');
 export const CostStatus = z.enum(COST_STATUSES).describe('Only active costs count in totals.');
 export const IsoDate = z.string()
   .refine((v) => isoDay(v) !== null, { message: 'must be an ISO 8601 date such as 2026-03-31 or 2026-03-31T12:00:00Z' })
   .describe('ISO 8601 date or date-time; kept as its UTC day.');
-export const Price = z.number().min(0).max(1_000_000_000).describe('Price per renewal period (or once, for lifetime), ≥ 0.');
+export const Price = z.number().min(0).max(1_000_000_000).describe('Per renewal, or once for lifetime.');
 
 /** The write fields of a cost, all optional (add-cost-v1 makes some required). */
 export const CostFields = {
-  name: z.string().min(1).max(200).describe('Name of the product or service.'),
+  name: z.string().min(1).max(200),
   price: Price,
   payment_type: PaymentType,
   product_type: ProductType,
-  product_slug: z.string().max(200).describe('Plugin or theme slug, for plugin and theme costs.'),
+  product_slug: z.string().max(200).describe('For plugin and theme costs.'),
   license_type: LicenseType,
-  renewal_type: RenewalType.nullable().describe('How often a subscription renews (required for subscriptions); null for none.'),
-  last_renewal: IsoDate.nullable().describe('Day of the last renewal (ISO 8601); the next renewal is computed from it.'),
-  payment_method: z.string().max(100).describe('How it is paid, e.g. paypal, stripe, credit_debit, cash.'),
+  renewal_type: RenewalType.nullable().describe('Required for a subscription.'),
+  last_renewal: IsoDate.nullable().describe('ISO 8601 day.'),
+  payment_method: z.string().max(100).describe('e.g. paypal, stripe, credit_debit, cash.'),
   cost_tracker_status: CostStatus,
-  url: z.url({ protocol: /^https?$/ }).max(2000).nullable().describe('Product or vendor page (http or https).'),
-  note: z.string().max(10_000).describe('Free notes.'),
+  url: z.url({ protocol: /^https?$/ }).max(2000).nullable().describe('Product or vendor page.'),
+  note: z.string().max(10_000),
   product_color: HexColor.nullable(),
   icon_hidden: z.boolean(),
-  sites: SiteRefs.describe('Sites the cost applies to (IDs or domains); replaces the list on update.'),
-  groups: TagIds.describe('Tags (site groups) the cost applies to: every site carrying one counts; replaces the list on update.'),
-  clients: ClientIds.describe('Clients the cost applies to: every site of each counts; replaces the list on update.'),
+  sites: SiteRefs.describe('Site IDs or domains.'),
+  groups: TagIds.describe('Tag IDs.'),
+  clients: ClientIds.describe('Client IDs.'),
 };
 
 export const Cost = z.object({

@@ -11,24 +11,22 @@ import { listedSite } from './views.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
 const costs = { category: 'svc-costs', toolset: 'costs', module: 'cost-tracker' } as const;
-const TARGETS = 'Targets: sites (IDs or domains), groups (tag IDs) and clients (client IDs), unioned; at least one must be given and every ID must exist.';
 
 export const listCosts = defineAbility({
   ...costs,
   name: 'list-costs-v1',
   label: 'List costs',
-  description: 'List cost-tracker entries by name, paged, as full records (price, renewal, next_renewal, targets, sites_count). '
-    + 'Filters: search (name or id), include / exclude (cost IDs), status (cost statuses), category (product types), type (payment type). '
-    + 'Needs the cost-tracker module. Errors: svc_module_not_available (501).',
+  description: 'List costs by name, filtered by status, category (product type) or type (payment type). Errors: '
+    + 'svc_module_not_available (501).',
   input: z.object({
     page: Page,
     per_page: perPage(20),
     search: z.string().default(''),
     include: z.array(z.number().int().min(1)).optional(),
     exclude: z.array(z.number().int().min(1)).optional(),
-    status: z.array(CostStatus).optional().describe('Only costs with one of these statuses.'),
-    category: z.array(z.enum(['any', ...ProductType.options])).optional().describe('Only costs of these product types (any: all).'),
-    type: z.enum(['any', ...PaymentType.options]).default('any').describe('Only subscription or lifetime costs.'),
+    status: z.array(CostStatus).optional().describe('Cost statuses.'),
+    category: z.array(z.enum(['any', ...ProductType.options])).optional().describe('Product types (any: all).'),
+    type: z.enum(['any', ...PaymentType.options]).default('any').describe('Payment type.'),
   }).strict(),
   output: paged(Cost),
   annotations: ro,
@@ -42,8 +40,8 @@ export const getCost = defineAbility({
   ...costs,
   name: 'get-cost-v1',
   label: 'Get cost',
-  description: 'One cost by ID, as its full record with next_renewal and sites_count. orphaned=true (with a warning) when every '
-    + 'site, tag and client it named was deleted. Errors: svc_cost_not_found (404), svc_module_not_available (501).',
+  description: 'One cost with next_renewal and sites_count (orphaned when every target it named is gone). Errors: '
+    + 'svc_cost_not_found (404), svc_module_not_available (501).',
   input: z.object({ cost_id: CostId }).strict(),
   output: Cost,
   annotations: ro,
@@ -54,9 +52,9 @@ export const addCost = defineAbility({
   ...costs,
   name: 'add-cost-v1',
   label: 'Add cost',
-  description: `Record a cost (plugin or theme licence, hosting, service...). Required: name, price (≥ 0), payment_type, product_type; `
-    + `renewal_type too for a subscription. Defaults: license_type single_site, cost_tracker_status active. ${TARGETS} `
-    + 'Returns the cost. Errors: svc_invalid_input (400, naming the field), svc_module_not_available (501).',
+  description: 'Record a cost (licence, hosting, service...) for sites, groups and/or clients (at least one); a '
+    + 'subscription needs renewal_type. Errors: svc_invalid_input (400, naming the field), '
+    + 'svc_module_not_available (501).',
   input: z.object(CostFields).partial().required({ name: true, price: true, payment_type: true, product_type: true }).strict(),
   output: Cost,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
@@ -67,8 +65,8 @@ export const updateCost = defineAbility({
   ...costs,
   name: 'update-cost-v1',
   label: 'Update cost',
-  description: 'Change a cost: only the fields given change; a target list given replaces that list. The cost must keep at '
-    + `least one target. ${TARGETS} Returns the cost. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).`,
+  description: 'Change a cost; only the fields given change, a target list replaces that list, one target must '
+    + 'remain. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).',
   input: z.object({ cost_id: CostId, ...CostFields }).partial().required({ cost_id: true }).strict(),
   output: Cost,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
@@ -79,8 +77,8 @@ export const deleteCost = defineAbility({
   ...costs,
   name: 'delete-cost-v1',
   label: 'Delete cost',
-  description: 'Delete a cost (sites, tags and clients are not touched). dry_run=true previews; otherwise confirm=true is required. '
-    + 'Errors: svc_confirmation_required (400), svc_invalid_input (both flags), svc_cost_not_found (404), svc_module_not_available (501).',
+  description: 'Delete a cost (its sites, tags and clients are not touched). Errors: svc_confirmation_required '
+    + '(400), svc_invalid_input (both flags), svc_cost_not_found (404), svc_module_not_available (501).',
   input: z.object({ cost_id: CostId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -112,8 +110,8 @@ export const getCostSites = defineAbility({
   ...costs,
   name: 'get-cost-sites-v1',
   label: 'Sites of a cost',
-  description: 'The sites a cost covers (named, carrying a named tag, or owned by a named client), by URL, paged. Returns cost_id, '
-    + 'cost_name, sites (id, url, name, status, client_id), page, per_page, total. Errors: svc_cost_not_found (404), svc_module_not_available (501).',
+  description: 'The sites a cost covers (named, through a tag or through a client). Errors: svc_cost_not_found '
+    + '(404), svc_module_not_available (501).',
   input: z.object(costPage).strict(),
   output: z.object({
     cost_id: z.number().int(), cost_name: z.string(), sites: z.array(ListedSite), items: z.array(ListedSite),
@@ -135,8 +133,8 @@ export const getCostClients = defineAbility({
   ...costs,
   name: 'get-cost-clients-v1',
   label: 'Clients of a cost',
-  description: 'The clients a cost applies to (named in it, or owning a site it covers), by name, paged, each with sites_covered. '
-    + 'Errors: svc_cost_not_found (404), svc_module_not_available (501).',
+  description: 'The clients a cost applies to, each with sites_covered. Errors: svc_cost_not_found (404), '
+    + 'svc_module_not_available (501).',
   input: z.object(costPage).strict(),
   output: z.object({
     cost_id: z.number().int(), cost_name: z.string(), clients: z.array(CostClient), items: z.array(CostClient),
@@ -156,10 +154,8 @@ export const getSiteCosts = defineAbility({
   category: 'svc-sites',
   name: 'get-site-costs-v1',
   label: 'Costs of a site',
-  description: 'The costs that apply to a site (directly, through its tags or its client), by name: id, name, amount, frequency, '
-    + 'next_due, status, site_share, monthly_equivalent; plus total_monthly and total_yearly. Totals count active recurring costs '
-    + 'only; a multi_site cost is split evenly over the sites it covers; monthly = weekly×52/12, monthly, quarterly/3, yearly/12, '
-    + 'lifetime 0; total_yearly = 12 × monthly; cents. Errors: svc_site_not_found (404), svc_module_not_available (501).',
+  description: 'The costs that apply to a site, its share of each, and monthly/yearly totals. Errors: '
+    + 'svc_site_not_found (404), svc_module_not_available (501).',
   input: z.object({ site_id_or_domain: SiteRef }).strict(),
   output: z.object({
     site_id: z.number().int(),

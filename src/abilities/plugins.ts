@@ -13,7 +13,7 @@ import {
   AbandonedItem, abandonedPage, activeTheme, filterChanges, filterItems, siteData, type ItemKind,
 } from '../services/site-data.js';
 import { certificateStatus } from '../services/tls.js';
-import { Confirm, DryRun, SiteRef, paged } from './schemas.js';
+import { alias, Confirm, DryRun, SiteRef, paged } from './schemas.js';
 import type { SiteRecord } from '../store/records.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -50,9 +50,9 @@ function slugsOf(ability: string, slugs: string[] | undefined): string[] {
 
 const ListInput = {
   site_id_or_domain: SiteRef,
-  status: ItemStatus.default('all').describe('all, active or inactive.'),
-  has_update: z.boolean().optional().describe('true: only items with an update available (false does not filter).'),
-  search: z.string().max(200).optional().describe('Case-insensitive part of the slug or name.'),
+  status: ItemStatus.default('all'),
+  has_update: z.boolean().optional().describe('true: only items with an update.'),
+  search: z.string().max(200).optional().describe('Part of the slug or name.'),
   page: z.number().int().min(1).optional().describe('Page (1-based); without page and per_page the whole list is returned.'),
   per_page: z.number().int().min(1).max(100).optional().describe('Items per page (1-100, default 50 when page is given).'),
 };
@@ -70,10 +70,9 @@ export const getSitePlugins = defineAbility({
   label: 'List site plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'The plugins installed on one site as of its last sync or plugin action (no call to the site): slug (the plugin file, '
-    + 'e.g. "akismet/akismet.php", which the plugin actions take), name, version, active, update_version. Filter by status, has_update, '
-    + 'search or must_use; total counts the filtered list. Errors: svc_site_not_found (404).',
-  input: z.object({ ...ListInput, must_use: z.boolean().optional().describe('true: must-use plugins only; false: regular plugins only.') }).strict(),
+  description: 'The plugins installed on a site as of its last sync; slug is the plugin file the plugin actions '
+    + 'take. Errors: svc_site_not_found (404).',
+  input: z.object({ ...ListInput, must_use: z.boolean().optional().describe('true: must-use only; false: regular only.') }).strict(),
   output: z.object({ ...ListOutput, plugins: z.array(ListItem) }),
   annotations: ro,
   acceptsPost: true,
@@ -90,8 +89,8 @@ export const getSiteThemes = defineAbility({
   label: 'List site themes',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'The themes installed on one site as of its last sync or theme action (no call to the site): active_theme (slug, "" if none) '
-    + 'and themes[] (slug, name, version, active, update_version), filterable by status, has_update and search. Errors: svc_site_not_found (404).',
+  description: 'The themes installed on a site as of its last sync, and active_theme. Errors: svc_site_not_found '
+    + '(404).',
   input: z.object(ListInput).strict(),
   output: z.object({ ...ListOutput, active_theme: z.string(), themes: z.array(ListItem) }),
   annotations: ro,
@@ -106,15 +105,13 @@ export const getSiteThemes = defineAbility({
 
 // ---- actions on the child ----
 
-const PER_ITEM = 'Unknown slugs and slugs the site refuses are errors[] entries (svc_plugin_not_found 404, svc_activation_failed / '
-  + 'svc_deactivation_failed / svc_deletion_failed 422), never a failed call.';
 const SITE_ERRORS = 'Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409, nothing sent), '
   + 'svc_child_unreachable / svc_child_not_detected / svc_child_auth_failed (502), svc_child_timeout (504).';
 
 const PluginSlugs = {
   site_id_or_domain: SiteRef,
-  slugs: Slugs.optional().describe('Plugin slugs (plugin files), e.g. ["akismet/akismet.php"]. Required.'),
-  plugins: Slugs.optional().describe('Alias of slugs.'),
+  slugs: Slugs.optional().describe('Plugin files, e.g. ["akismet/akismet.php"].'),
+  plugins: alias(Slugs.optional(), 'slugs'),
 };
 
 export const activateSitePlugins = defineAbility({
@@ -122,9 +119,8 @@ export const activateSitePlugins = defineAbility({
   label: 'Activate plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Activate installed plugins on one site, by plugin file slug as get-site-plugins-v1 lists them (e.g. "hello.php"). Returns '
-    + 'activated[] (slug, name, version, active, has_update, update_version) and errors[]; the stored list is updated from the site\'s '
-    + `answer, so listings show the new state at once. ${PER_ITEM} ${SITE_ERRORS}`,
+  description: 'Activate installed plugins on one site, by plugin file slug (e.g. "hello.php"). '
+    + SITE_ERRORS,
   input: z.object(PluginSlugs),
   output: z.object({ site_id: z.number().int(), site_url: z.string(), activated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
@@ -140,9 +136,8 @@ export const deactivateSitePlugins = defineAbility({
   label: 'Deactivate plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Deactivate plugins on one site, by plugin file slug as get-site-plugins-v1 lists them (e.g. "hello.php"). Returns '
-    + 'deactivated[] (slug, name, version, active, has_update, update_version) and errors[]; the stored list is updated from the site\'s '
-    + `answer. The site never deactivates its own child plugin. ${PER_ITEM} ${SITE_ERRORS}`,
+  description: 'Deactivate plugins on one site, by plugin file slug (never the child plugin itself). '
+    + SITE_ERRORS,
   input: z.object(PluginSlugs),
   output: z.object({ site_id: z.number().int(), site_url: z.string(), deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
@@ -190,9 +185,9 @@ export const deleteSitePlugins = defineAbility({
   label: 'Delete plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Delete plugins from one site (files removed; cannot be undone; an active plugin is deactivated first). Call with dry_run=true '
-    + 'first: would_affect[] from the stored list and a warning for each active plugin; then with confirm=true: deleted[], count, errors[]. '
-    + `${PER_ITEM} ${DELETE_ERRORS}`,
+  description: 'Delete plugins from one site: files removed, cannot be undone (an active plugin is deactivated '
+    + 'first). '
+    + DELETE_ERRORS,
   input: z.object({ ...PluginSlugs, confirm: Confirm, dry_run: DryRun }),
   output: DeleteOutput,
   annotations: removal,
@@ -204,14 +199,12 @@ export const deleteSiteThemes = defineAbility({
   label: 'Delete themes',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Delete themes from one site (files removed; cannot be undone). Call with dry_run=true first: would_affect[] from the stored '
-    + 'list and a warning for the active theme; then with confirm=true: deleted[], count, errors[]. The site refuses to delete its active '
-    + 'theme or that theme\'s parent: errors[] svc_theme_active / svc_theme_parent_active (409); unknown slugs: svc_theme_not_found (404). '
+  description: 'Delete themes from one site: files removed, cannot be undone (not the active theme or its parent). '
     + DELETE_ERRORS,
   input: z.object({
     site_id_or_domain: SiteRef,
-    slugs: Slugs.optional().describe('Theme slugs (stylesheets), e.g. ["twentytwentythree"]. Required.'),
-    themes: Slugs.optional().describe('Alias of slugs.'),
+    slugs: Slugs.optional().describe('Theme stylesheets, e.g. ["twentytwentythree"].'),
+    themes: alias(Slugs.optional(), 'slugs'),
     confirm: Confirm,
     dry_run: DryRun,
   }),
@@ -225,13 +218,12 @@ export const activateSiteTheme = defineAbility({
   label: 'Activate theme',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Switch the active theme of one site. Returns activated (the slug, or null when it did not happen), previous_theme (the slug '
-    + 'that was active), theme (the activated item) and errors[] (svc_theme_not_found 404 when the site has no such theme, '
-    + `svc_activation_failed 422 when it refused). The stored list is updated from the site's answer. ${SITE_ERRORS}`,
+  description: 'Switch the active theme of one site (activated is null when it did not switch). '
+    + SITE_ERRORS,
   input: z.object({
     site_id_or_domain: SiteRef,
-    slug: z.string().min(1).max(500).optional().describe('Theme slug (stylesheet), e.g. "twentytwentyfive". Required.'),
-    theme: z.string().min(1).max(500).optional().describe('Alias of slug.'),
+    slug: z.string().min(1).max(500).optional().describe('Theme stylesheet, e.g. "twentytwentyfive".'),
+    theme: alias(z.string().min(1).max(500).optional(), 'slug'),
   }),
   output: z.object({
     site_id: z.number().int(),
@@ -263,15 +255,13 @@ function abandonedAbility(kind: ItemKind) {
     label: `Abandoned ${word}`,
     category: 'svc-sites',
     toolset: 'plugins',
-    description: `Installed ${word} across the fleet with no release for two years or more (from the last-updated date each site reported at `
-      + 'its last sync; no directory lookup). items[] (site_id, site_url, slug, name, version, last_updated YYYY-MM-DD), ordered by site id then '
-      + 'slug, paged (default 50 per page); total counts them all. site_id_or_domain narrows to one site, search to a slug or name. '
+    description: `Installed ${word} with no release in two years, fleet-wide or on one site. `
       + 'Errors: svc_site_not_found (404) for an unknown site_id_or_domain.',
     input: z.object({
       page: Page,
       per_page: perPage(50),
       site_id_or_domain: SiteRef.optional().describe('Only this site.'),
-      search: z.string().max(200).optional().describe('Case-insensitive part of the slug or name.'),
+      search: z.string().max(200).optional().describe('Part of the slug or name.'),
     }),
     output: paged(AbandonedItem),
     annotations: ro,
@@ -293,9 +283,8 @@ export const getSiteSecurity = defineAbility({
   label: 'Site security',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Security snapshot of one site: security_issues[] (type, severity high/medium/low, message) from the hardening checks the '
-    + 'site reported at its last sync, and ssl_status (valid, expires YYYY-MM-DD or null, error) from the TLS certificate the site '
-    + 'presents now (an http: site is never valid). Errors: svc_site_not_found (404).',
+  description: 'The security issues a site reported at its last sync, and its TLS certificate now. Errors: '
+    + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
     site_id: z.number().int(),
@@ -320,17 +309,16 @@ export const getSiteChanges = defineAbility({
   label: 'Site changes',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Changes made on one site outside the dashboard (in wp-admin: plugins, themes, users, posts, settings), newest first, as the '
-    + 'site reported them at its last sync: changes[] (id, type, action, description, user, timestamp), paged (default 50); total counts '
-    + 'them all. Filter by contexts (type) or actions. Needs the logs module. Errors: svc_module_not_available (501), svc_site_not_found (404).',
+  description: 'Changes made on a site outside the dashboard (in wp-admin), newest first, as of its last sync. '
+    + 'Errors: svc_module_not_available (501), svc_site_not_found (404).',
   input: z.object({
     site_id_or_domain: SiteRef,
     page: Page,
     per_page: perPage(50),
-    type: z.string().max(100).optional().describe('Only this context (plugin, theme, user, post, settings, ...).'),
+    type: z.string().max(100).optional().describe('plugin, theme, user, post, settings, ...'),
     contexts: z.array(z.string().max(100)).optional().describe('Only these contexts ("allevents" = all).'),
-    actions: z.array(z.string().max(100)).optional().describe('Only these actions (activated, updated, created, ...).'),
-    source: z.enum(['wpadmin', 'dashboard', 'all']).default('wpadmin').describe('wpadmin (default) or all: the changes made on the site; dashboard: none (work done through sitefleet is not in this log).'),
+    actions: z.array(z.string().max(100)).optional().describe('activated, updated, created, ...'),
+    source: z.enum(['wpadmin', 'dashboard', 'all']).default('wpadmin').describe('wpadmin or all; dashboard: none (sitefleet does not log its own work).'),
   }),
   output: z.object({
     site_id: z.number().int(),

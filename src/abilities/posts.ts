@@ -11,7 +11,7 @@ import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } fr
 const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
 
-const PostId = z.number().int().min(1).describe('The post\'s ID on the child site.');
+const PostId = z.number().int().min(1).describe('Post ID on the site.');
 const PostStatus = z.enum(POST_STATUSES);
 const WritableStatus = z.enum(['publish', 'draft', 'pending', 'private', 'future']);
 const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
@@ -54,18 +54,18 @@ export function postView(site: SiteRecord, p: ChildPostFull): z.infer<typeof Pos
 
 const postFields = {
   post_content: z.string().max(1_000_000).optional(),
-  post_name: z.string().max(200).optional().describe('Slug; made from the title when absent.'),
+  post_name: z.string().max(200).optional().describe('Slug (default: from the title).'),
   post_excerpt: z.string().max(10_000).optional(),
-  post_password: z.string().max(255).optional().describe('Protects the post (write-only).'),
+  post_password: z.string().max(255).optional().describe('Write-only.'),
   comment_status: z.enum(['open', 'closed']).optional(),
   ping_status: z.enum(['open', 'closed']).optional(),
-  post_date: DateTime.optional().describe('Site time, YYYY-MM-DD HH:MM:SS (a future date with post_status future schedules the post).'),
+  post_date: DateTime.optional().describe('Site time, YYYY-MM-DD HH:MM:SS.'),
   post_date_gmt: DateTime.optional().describe('GMT, YYYY-MM-DD HH:MM:SS.'),
-  post_tags: NameList.optional().describe('Tag names: a list or a comma-separated string.'),
-  post_category: NameList.optional().describe('Category names (created when missing): a list or a comma-separated string.'),
-  post_featured_image: z.url({ protocol: /^https?$/ }).max(2000).optional().describe('URL of the featured image; the child downloads it.'),
+  post_tags: NameList.optional().describe('Tag names, list or comma-separated.'),
+  post_category: NameList.optional().describe('Category names (created if missing), list or comma-separated.'),
+  post_featured_image: z.url({ protocol: /^https?$/ }).max(2000).optional().describe('Image URL; the child downloads it.'),
   is_sticky: z.boolean().optional(),
-  post_custom: z.record(z.string().max(255), z.array(z.string().max(10_000))).optional().describe('Custom fields: meta key → values.'),
+  post_custom: z.record(z.string().max(255), z.array(z.string().max(10_000))).optional().describe('meta key → values'),
 };
 
 type FieldsIn = { post_tags?: string | string[]; post_category?: string | string[] };
@@ -76,19 +76,16 @@ export const listPosts = defineAbility({
   label: 'List posts',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'List posts of selected child sites, live from each site. Pick sites with websites (IDs or domains), groups '
-    + '(tag IDs or names) and/or clients (client IDs); disconnected and suspended sites are listed in skipped[], unknown values in unknown[]. '
-    + 'Filters: search (with search_on title, content or all), status (default all but trash), dtsstart/dtsstop (YYYY-MM-DD, inclusive, '
-    + 'on the modified date), maximum per site and status (default 50), post_type (default post). Returns data keyed by site URL '
-    + '(items id, title, post_status, ...), total, errors[] per failed site. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  description: 'List the posts of selected sites, live, filtered by search, status, dates and post_type. Errors: '
+    + 'svc_sites_required (400), svc_sites_not_found (404).',
   input: z.object({
     ...SiteSelectors,
     search: z.string().max(200).optional(),
     search_on: z.enum(['title', 'content', 'all']).default('all'),
-    status: z.array(PostStatus).optional().describe('Only posts in these statuses (default: all but trash).'),
-    dtsstart: Day.optional().describe('Modified on or after this day (YYYY-MM-DD).'),
-    dtsstop: Day.optional().describe('Modified on or before this day (YYYY-MM-DD).'),
-    maximum: z.number().int().min(1).max(500).default(50).describe('At most this many posts per site and status.'),
+    status: z.array(PostStatus).optional().describe('Default: all but trash.'),
+    dtsstart: Day.optional().describe('Modified on or after (YYYY-MM-DD).'),
+    dtsstop: Day.optional().describe('Modified on or before (YYYY-MM-DD).'),
+    maximum: z.number().int().min(1).max(500).default(50).describe('Per site and status.'),
     post_type: z.string().regex(/^[a-z0-9_-]{1,20}$/).default('post'),
   }).strict(),
   output: z.object({
@@ -120,8 +117,8 @@ export const getPost = defineAbility({
   label: 'Get post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'One post of a child site with its content, status, dates, categories, tags, custom fields and featured image. '
-    + 'Errors: svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409).',
+  description: 'One post with its content, dates, terms, custom fields and featured image. Errors: '
+    + 'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409).',
   input: z.object({ site_id_or_domain: SiteRef, post_id: PostId, post_type: z.enum(['post', 'page']).default('post') }).strict(),
   output: Post,
   annotations: remoteRead,
@@ -146,8 +143,9 @@ export const createPost = defineAbility({
   label: 'Create post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Create a post on one child site (status draft unless given; future needs a future post_date). Returns '
-    + 'post_id and link. Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409), svc_child_refused (400).',
+  description: 'Create a post on one site (draft unless post_status says otherwise; future needs a future '
+    + 'post_date). Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409), '
+    + 'svc_child_refused (400).',
   input: z.object({
     site_id_or_domain: SiteRef,
     post_title: z.string().min(1).max(1000),
@@ -167,9 +165,9 @@ export const updatePost = defineAbility({
   label: 'Update post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Edit a post on one child site: only the fields given change, everything else stays as it is. Returns '
-    + 'post_id, link and the names of the fields changed. Errors: svc_missing_fields (400), svc_site_not_found / svc_post_not_found (404), '
-    + 'svc_site_suspended / svc_site_disconnected (409), svc_child_refused (400).',
+  description: 'Edit a post on one site; only the fields given change. Errors: svc_missing_fields (400), '
+    + 'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409), '
+    + 'svc_child_refused (400).',
   input: z.object({
     site_id_or_domain: SiteRef,
     post_id: PostId,
@@ -190,9 +188,9 @@ export const updatePostStatus = defineAbility({
   label: 'Update post status',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Move a post to another status: publish, draft, pending, private, future (the post must already have a future '
-    + 'date) or trash (undoable: set draft to restore it). Nothing else changes. Returns previous_status and post_status. '
-    + 'Errors: invalid status (400, naming the allowed values), svc_site_not_found / svc_post_not_found (404), svc_invalid_status_change (400).',
+  description: 'Move a post to another status, e.g. trash (draft restores it) or publish. Nothing else changes. '
+    + 'Errors: invalid status (400, naming the allowed values), svc_site_not_found / svc_post_not_found '
+    + '(404), svc_invalid_status_change (400).',
   input: z.object({ site_id_or_domain: SiteRef, post_id: PostId, status: PostStatus }).strict(),
   output: z.object({ site_id: z.number().int(), site_url: z.string(), post_id: z.number().int(), previous_status: z.string(), post_status: PostStatus }),
   annotations: remoteWrite,
@@ -207,9 +205,9 @@ export const deletePost = defineAbility({
   label: 'Delete post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Delete a post from one child site for good (to keep it recoverable, move it to the trash with update-post-status-v1). '
-    + 'Call with dry_run=true to preview, then confirm=true. Errors: svc_confirmation_required / svc_invalid_input (400), '
-    + 'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409).',
+  description: 'Delete a post for good (update-post-status-v1 to trash keeps it recoverable). Errors: '
+    + 'svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / svc_post_not_found (404), '
+    + 'svc_site_suspended / svc_site_disconnected (409).',
   input: z.object({ site_id_or_domain: SiteRef, post_id: PostId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),

@@ -1,13 +1,20 @@
 // Parameter and result schemas shared by several abilities. Declared once, reused everywhere.
 import { z } from 'zod';
 
+/**
+ * Another name a field is accepted under (upstream's): the abilities door and schemas/ show it, the MCP tool list
+ * leaves it out (the field it stands for is listed) — see mcp/compact.ts.
+ */
+export const alias = <T extends z.ZodType>(schema: T, of: string, description = `Alias of ${of}.`) =>
+  schema.meta({ description, 'x-alias-of': of });
+
 export const SiteRef = z.union([z.number().int(), z.string()])
   .describe('Site ID (number or digits) or domain / URL, e.g. 12 or "example.com".');
 export const SiteRefs = z.array(SiteRef).describe('Site IDs or domains.');
-export const TagId = z.number().int().min(1).describe('Tag ID.');
+export const TagId = z.number().int().min(1);
 export const TagIds = z.array(z.number().int().min(1));
-export const TagName = z.string().min(1).max(100).describe('Tag name (unique, case-insensitive).');
-export const HexColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/).describe('Colour as #RRGGBB.');
+export const TagName = z.string().min(1).max(100).describe('Unique, case-insensitive.');
+export const HexColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/).describe('#RRGGBB');
 export const Confirm = z.boolean().default(false).describe('Must be true to really delete (not needed with dry_run).');
 export const DryRun = z.boolean().default(false).describe('Preview what would be deleted; changes nothing.');
 export const SiteStatusFilter = z.enum(['any', 'connected', 'disconnected', 'suspended', 'available_update']);
@@ -59,8 +66,8 @@ export const paged = <T extends z.ZodType>(item: T) => z.object({
 // Site selectors of the multi-site users and posts abilities (services/selectors.ts); REST sends comma strings.
 export const SiteSelectors = {
   websites: SiteRefs.optional().describe('Sites by ID or domain.'),
-  groups: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).optional().describe('Tags (site groups) by ID or name: their sites.'),
-  clients: z.array(z.number().int().min(1)).optional().describe('Clients by ID: their sites.'),
+  groups: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).optional().describe('Tag IDs or names.'),
+  clients: z.array(z.number().int().min(1)).optional().describe('Client IDs.'),
 };
 /** A selected site left out because it is disconnected or suspended. */
 export const SkippedSite = z.object({

@@ -5,7 +5,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
-  BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
+  alias, BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
 } from './schemas.js';
 import { fullSite, listedSite } from './views.js';
 import type { AbilityContext } from '../core/ability.js';
@@ -19,8 +19,7 @@ export const listSites = defineAbility({
   label: 'List sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'List managed child sites, paged and filtered by status, search text (id, name or URL), client or tag. '
-    + 'Returns items (id, url, name, status, client_id), page, per_page and total (the filtered count).',
+  description: 'List sites, filtered by status, search (id, name or URL), client or tag.',
   input: z.object({
     page: Page,
     per_page: perPage(20),
@@ -44,8 +43,8 @@ export const getSite = defineAbility({
   label: 'Get site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Full details of one site by ID or domain: versions, last sync, notes, tags; with include_stats also '
-    + 'pending update counts and health score. Errors: svc_site_not_found (404).',
+  description: 'One site in full; include_stats adds update counts and a health score. Errors: svc_site_not_found '
+    + '(404).',
   input: z.object({ site_id_or_domain: SiteRef, include_stats: z.boolean().default(false) }).strict(),
   output: FullSite,
   annotations: ro,
@@ -58,7 +57,7 @@ export const countSites = defineAbility({
   label: 'Count sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Count sites, optionally only those with a status, of a client or carrying any of some tags. Returns total.',
+  description: 'Count sites, optionally by status, client or tags.',
   input: z.object({
     status: SiteStatusFilter.default('any'),
     client_id: z.number().int().min(1).optional(),
@@ -80,8 +79,7 @@ export const getSitesBasic = defineAbility({
   label: 'List sites (basic)',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Lightweight site list: id, url and name only, sorted by URL. Paged (default 20 per page, max 100); '
-    + 'sites and items hold the same page, total counts every matching site.',
+  description: 'Lightweight site list (id, url, name) for picking sites.',
   input: z.object({
     page: Page,
     per_page: perPage(20),
@@ -103,15 +101,15 @@ export const updateSite = defineAbility({
   label: 'Update site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Change a site\'s name, notes, client (null unassigns) or tags (the list replaces the current tags). '
-    + 'Only the fields given change. Returns the updated site. Errors: svc_site_not_found, svc_client_not_found, svc_tag_not_found (404).',
+  description: 'Change a site\'s name, notes, client (null unassigns) or tags (the list replaces them). Errors: '
+    + 'svc_site_not_found, svc_client_not_found, svc_tag_not_found (404).',
   input: z.object({
     site_id_or_domain: SiteRef,
     name: z.string().min(1).max(200).optional(),
     notes: z.string().max(10_000).optional(),
     client_id: z.number().int().min(1).nullable().optional(),
-    tags: TagIds.optional().describe('Tag IDs; replaces the site\'s tags ([] clears them).'),
-    tag_ids: TagIds.optional().describe('Alias of tags.'),
+    tags: TagIds.optional().describe('Tag IDs; replaces the site\'s tags.'),
+    tag_ids: alias(TagIds.optional(), 'tags'),
   }).strict(),
   output: FullSite,
   annotations: write,
@@ -143,9 +141,8 @@ export const deleteSite = defineAbility({
   label: 'Delete site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Remove a site from the dashboard. The child is told to forget this dashboard\'s key first (its plugin stays '
-    + 'active); an unreachable child does not stop the removal (child_notified=false, with a warning). Call first with '
-    + 'dry_run=true to preview, then with confirm=true. Errors: svc_confirmation_required (400), svc_invalid_input (both flags), '
+  description: 'Remove a site from the dashboard; its child is told to forget this dashboard first '
+    + '(child_notified). Errors: svc_confirmation_required (400), svc_invalid_input (both flags), '
     + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef, confirm: Confirm, dry_run: DryRun }),
   output: z.object({
@@ -200,8 +197,7 @@ export const suspendSite = defineAbility({
   label: 'Suspend site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Suspend a site: it stays in the registry but is left out of syncs and updates. Idempotent. '
-    + 'Errors: svc_site_not_found (404).',
+  description: 'Suspend a site: it stays, but is left out of syncs and updates. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ suspended: z.literal(true), ...siteStateFields }),
   annotations: write,
@@ -217,8 +213,7 @@ export const unsuspendSite = defineAbility({
   label: 'Unsuspend site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Lift a suspension: the site becomes connected again (or disconnected if its last sync failed). '
-    + 'Errors: svc_site_not_found (404).',
+  description: 'Lift a site\'s suspension. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ unsuspended: z.literal(true), ...siteStateFields }),
   annotations: write,
@@ -252,8 +247,7 @@ export const suspendSites = defineAbility({
   label: 'Suspend sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Suspend several sites at once. Unknown identifiers are reported in errors[] and do not stop the others; '
-    + 'over 200 sites it becomes a background job. Errors: svc_site_not_found (404) when no identifier names a site.',
+  description: 'Suspend several sites. Errors: svc_site_not_found (404) when no identifier names a site.',
   input: z.object({ site_ids_or_domains: SiteRefs }).strict(),
   output: z.object({
     queued: z.boolean(),

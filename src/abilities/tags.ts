@@ -18,8 +18,7 @@ export const listTags = defineAbility({
   label: 'List tags',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'List tags (site groups) by name, paged; search matches name or id; include / exclude take tag IDs. '
-    + 'Returns items (tag objects with sites_count), page, per_page, total.',
+  description: 'List tags (site groups) by name, with their site counts.',
   input: z.object({
     page: Page,
     per_page: perPage(20),
@@ -40,7 +39,7 @@ export const getTag = defineAbility({
   label: 'Get tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'One tag by ID, with its site count and timestamps. Errors: svc_tag_not_found (404).',
+  description: 'One tag with its site count. Errors: svc_tag_not_found (404).',
   input: z.object({ tag_id: TagId }).strict(),
   output: Tag,
   annotations: ro,
@@ -53,7 +52,7 @@ export const addTag = defineAbility({
   label: 'Add tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'Create a tag that groups sites. Returns the new tag. Errors: svc_tag_exists (409) when the name is taken (any letter case).',
+  description: 'Create a tag to group sites. Errors: svc_tag_exists (409) when the name is taken (any letter case).',
   input: z.object({ name: TagName, color: HexColor.optional() }).strict(),
   output: Tag,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
@@ -65,8 +64,7 @@ export const updateTag = defineAbility({
   label: 'Update tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'Rename a tag or change its colour; fields not given keep their value. Returns the tag. '
-    + 'Errors: svc_tag_not_found (404), svc_tag_exists (409).',
+  description: 'Rename a tag or change its colour. Errors: svc_tag_not_found (404), svc_tag_exists (409).',
   input: z.object({ tag_id: TagId, name: TagName.optional(), color: HexColor.optional() }).strict(),
   output: Tag,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
@@ -88,8 +86,7 @@ export const deleteTag = defineAbility({
   label: 'Delete tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'Delete a tag; its sites stay, only the grouping goes. dry_run=true previews (sites_affected); otherwise '
-    + 'confirm=true is required. Errors: svc_confirmation_required (400), svc_tag_not_found (404).',
+  description: 'Delete a tag; its sites stay. Errors: svc_confirmation_required (400), svc_tag_not_found (404).',
   input: z.object({ tag_id: TagId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -138,8 +135,7 @@ export const getTagSites = defineAbility({
   label: 'Sites in a tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'The sites carrying a tag, by URL, paged. Returns tag_id, tag_name, sites (id, url, name, status), page, per_page, total. '
-    + 'Errors: svc_tag_not_found (404).',
+  description: 'The sites carrying a tag. Errors: svc_tag_not_found (404).',
   input: z.object(tagPage).strict(),
   output: z.object({
     tag_id: z.number().int(), tag_name: z.string(), sites: z.array(TagSite), items: z.array(TagSite),
@@ -161,8 +157,8 @@ export const getTagClients = defineAbility({
   label: 'Clients of a tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'Clients owning at least one site in a tag, by name, each with sites_with_tag (how many of its sites carry the tag). '
-    + 'Errors: svc_tag_not_found (404).',
+  description: 'Clients owning at least one site in a tag, each with sites_with_tag. Errors: svc_tag_not_found '
+    + '(404).',
   input: z.object(tagPage).strict(),
   output: z.object({
     tag_id: z.number().int(), tag_name: z.string(), clients: z.array(TagClient), items: z.array(TagClient),

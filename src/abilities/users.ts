@@ -15,7 +15,7 @@ const SELECTORS = 'Pick sites with websites (IDs or domains), groups (tag IDs or
   + 'Disconnected and suspended sites are skipped and listed in skipped[]; values that name nothing are listed in unknown[]. ';
 
 const UserRole = z.enum(USER_ROLES);
-const UserId = z.number().int().min(1).describe('The user\'s ID on the child site.');
+const UserId = z.number().int().min(1).describe('User ID on the site.');
 
 export const UserItem = z.object({
   id: z.number().int(),
@@ -60,14 +60,12 @@ export const listUsers = defineAbility({
   label: 'List users',
   category: 'svc-users',
   toolset: 'users',
-  description: 'List the WordPress users of selected child sites, live from each site, optionally filtered by search text '
-    + '(login, display name or e-mail) and roles. ' + SELECTORS
-    + 'Returns data keyed by site URL (each a list of users: id, website_id, username, name, email, role, posts, registered), '
-    + 'total, and errors[] for sites that failed. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  description: 'List the WordPress users of selected sites, live, filtered by search and roles. Errors: '
+    + 'svc_sites_required (400), svc_sites_not_found (404).',
   input: z.object({
     ...SiteSelectors,
-    search: z.string().max(200).optional().describe('Part of a login, display name or e-mail.'),
-    roles: z.array(UserRole).optional().describe('Only users with one of these roles.'),
+    search: z.string().max(200).optional().describe('Login, name or e-mail.'),
+    roles: z.array(UserRole).optional().describe('Any of these roles.'),
   }).strict(),
   output: z.object({
     data: z.record(z.string(), z.array(UserItem)),
@@ -95,20 +93,18 @@ export const createUser = defineAbility({
   label: 'Create user',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Create one WordPress user on every selected child site. ' + SELECTORS
-    + 'Without a password a random one is set; it is never returned, so set send_password=true to e-mail it to the user. '
-    + 'Returns the user (no password), per-site results (created[] with the user ID on each site, errors[] e.g. svc_child_refused '
-    + 'when the login or e-mail exists there) and totals. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  description: 'Create a WordPress user on every selected site; without a password a random one is set, never '
+    + 'returned. Errors: svc_sites_required (400), svc_sites_not_found (404).',
   input: z.object({
     ...SiteSelectors,
     username: z.string().trim().min(1).max(60),
     email: z.email().max(100),
-    password: z.string().max(255).optional().describe('Leave out for a random password (never returned).'),
+    password: z.string().max(255).optional().describe('Random when absent.'),
     role: UserRole.default('subscriber'),
     first_name: z.string().max(100).optional(),
     last_name: z.string().max(100).optional(),
     user_url: z.string().max(500).optional(),
-    send_password: z.boolean().default(false).describe('E-mail the login details to the new user.'),
+    send_password: z.boolean().default(false).describe('E-mail the login to the user.'),
   }).strict(),
   output: z.object({
     user: z.object({ username: z.string(), email: z.string(), role: z.string(), first_name: z.string(), last_name: z.string(), user_url: z.string() }),
@@ -137,15 +133,14 @@ export const updateUser = defineAbility({
   label: 'Update user',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Change a WordPress user on one child site; only the fields given change (a field cannot be emptied). '
-    + 'The administrator this dashboard connects as cannot be given another role. Returns the user\'s profile after the change '
-    + 'and the names of the fields changed. Errors: svc_missing_fields (400), svc_site_not_found / svc_user_not_found (404), '
-    + 'svc_site_suspended / svc_site_disconnected / svc_connection_admin_protected (409), svc_child_refused (400, e.g. e-mail taken).',
+  description: 'Change a WordPress user on one site; only the fields given change. Errors: svc_missing_fields '
+    + '(400), svc_site_not_found / svc_user_not_found (404), svc_site_suspended / svc_site_disconnected / '
+    + 'svc_connection_admin_protected (409), svc_child_refused (400, e.g. e-mail taken).',
   input: z.object({
     site_id_or_domain: SiteRef,
     user_id: UserId,
     email: z.email().max(100).optional(),
-    password: z.string().max(255).optional().describe('New password (never returned).'),
+    password: z.string().max(255).optional().describe('Never returned.'),
     role: UserRole.optional(),
     first_name: z.string().max(100).optional(),
     last_name: z.string().max(100).optional(),
@@ -173,10 +168,10 @@ export const deleteUser = defineAbility({
   label: 'Delete user',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Delete a WordPress user from one child site; their posts are reassigned to the administrator this dashboard '
-    + 'connects as, who can never be deleted. Call with dry_run=true to preview, then confirm=true. Errors: '
-    + 'svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / svc_user_not_found (404), '
-    + 'svc_connection_admin_protected / svc_site_suspended / svc_site_disconnected (409).',
+  description: 'Delete a WordPress user from one site; their posts go to the connection administrator, who cannot '
+    + 'be deleted. Errors: svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / '
+    + 'svc_user_not_found (404), svc_connection_admin_protected / svc_site_suspended / '
+    + 'svc_site_disconnected (409).',
   input: z.object({ site_id_or_domain: SiteRef, user_id: UserId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -203,10 +198,9 @@ export const updateAdminPassword = defineAbility({
   label: 'Update administrator password',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Set the WordPress password of the administrator this dashboard connects as, on every selected child site '
-    + '(the connection keeps working). ' + SELECTORS + 'The password is never returned. Returns success_websites[], '
-    + 'failed_websites[] (with code and message) and counts. Errors: svc_sites_required (400), svc_sites_not_found (404).',
-  input: z.object({ ...SiteSelectors, password: z.string().min(1).max(255).describe('The new password (never returned).') }).strict(),
+  description: 'Set the connection administrator\'s password on every selected site; the connection keeps working. '
+    + 'Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  input: z.object({ ...SiteSelectors, password: z.string().min(1).max(255).describe('Never returned.') }).strict(),
   output: z.object({
     total_websites: z.number().int(),
     success_count: z.number().int(),
@@ -235,8 +229,8 @@ const CsvText = z.custom<string | CsvUpload>(
   `CSV text is required (1 byte to ${MAX_CSV_BYTES / 1024 / 1024} MB).`,
 ).meta({
   type: 'string', minLength: 1,
-  description: 'The CSV file\'s content: one user per line, 10 columns: username, email, first_name, last_name, user_url, password, '
-    + 'send_password (true/false), role, select_sites (site URLs or domains, ;-separated), select_groups (tag names, ;-separated).',
+  description: 'CSV, a user a line: username, email, first_name, last_name, user_url, password, send_password (true/false), '
+    + 'role, select_sites (domains, ;-separated), select_groups (tag names, ;-separated).',
 });
 
 export const ImportFailure = z.object({
@@ -254,13 +248,8 @@ export const importUsers = defineAbility({
   label: 'Import users from CSV',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Create users from CSV text, each on the sites its row names (select_sites and/or select_groups). Each bad row '
-    + 'fails alone with its line number and reason (missing username or e-mail, invalid e-mail, unknown role, unknown site or group, '
-    + 'wrong column count, the child\'s refusal) and the good rows are imported. has_header (default true) skips the first line. '
-    + 'Rows without a password get a random one (never returned). At most 50,000 rows per import. Returns total, success_count, '
-    + 'failed_count, failed_users[] (the first 100 by line: line_number, error, ...; failed_users_truncated when more failed), stopped {line_number, reason} when the '
-    + 'file was not read to its end, and '
-    + 'skipped_sites[] (disconnected or suspended). Errors: svc_csv_empty / svc_invalid_file_type (400).',
+  description: 'Create users from CSV text on the sites each row names; a bad row fails alone (with its line '
+    + 'number). At most 50,000 rows. Errors: svc_csv_empty / svc_invalid_file_type (400).',
   input: z.object({ csv: CsvText, has_header: z.boolean().default(true) }).strict(),
   output: z.object({
     total: z.number().int(),
