@@ -1,7 +1,7 @@
 // Abilities that talk to child sites: add (registration), sync, check, reconnect, disconnect, and the
 // status of background jobs. Batches over the queue threshold become jobs (services/jobs.ts).
 import { z } from 'zod';
-import { defineAbility, type AbilityContext } from '../core/ability.js';
+import { defineAbility, type AbilityContext } from './context.js';
 import { ServiceError } from '../core/errors.js';
 import { runBatch, jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';

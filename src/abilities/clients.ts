@@ -1,7 +1,7 @@
 // Client abilities: the customers sites belong to (list, read, count, add, update, delete, their sites and
 // costs), and get-site-client-v1 (the client of one site).
 import { z } from 'zod';
-import { defineAbility, type AbilityContext } from '../core/ability.js';
+import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import type { SiteRecord } from '../store/records.js';

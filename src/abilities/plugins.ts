@@ -1,7 +1,7 @@
 // Plugins and themes on each site (lists from the stored data, actions on the child), the fleet's abandoned
 // plugins and themes, a site's security snapshot and its change log.
 import { z } from 'zod';
-import { defineAbility, type AbilityContext } from '../core/ability.js';
+import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';

@@ -2,7 +2,7 @@
 // statuses and deleted on one site. Post passwords are write-only (has_password tells whether one is set).
 import { z } from 'zod';
 import { ChildPostFull, type ChildPost } from '../child/replies.js';
-import { defineAbility } from '../core/ability.js';
+import { defineAbility } from './context.js';
 import { POST_STATUSES, createPost as create, deletePost as remove, getPost as read, listPosts as list, setPostStatus, updatePost as update } from '../services/posts.js';
 import { siteError } from '../services/selectors.js';
 import type { SiteRecord } from '../store/records.js';

@@ -1,5 +1,8 @@
 // Parameter and result schemas shared by several abilities. Declared once, reused everywhere.
 import { z } from 'zod';
+import { ItemError, SkippedSite } from '../core/results.js';
+
+export { ItemError, SkippedSite };
 
 /**
  * Another name a field is accepted under (upstream's): the abilities door and schemas/ show it, the MCP tool list
@@ -49,12 +52,6 @@ export const Tag = z.object({
   updated_at: z.string(),
 });
 
-export const ItemError = z.object({
-  identifier: z.union([z.number(), z.string()]),
-  code: z.string(),
-  message: z.string(),
-  status: z.number().int().optional(),
-});
 
 export const paged = <T extends z.ZodType>(item: T) => z.object({
   items: z.array(item),
@@ -69,12 +66,5 @@ export const SiteSelectors = {
   groups: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).optional().describe('Tag IDs or names.'),
   clients: z.array(z.number().int().min(1)).optional().describe('Client IDs.'),
 };
-/** A selected site left out because it is disconnected or suspended. */
-export const SkippedSite = z.object({
-  site_id: z.number().int(),
-  site_url: z.string(),
-  status: z.enum(['disconnected', 'suspended']),
-  message: z.string(),
-});
 /** What a selection left out: skipped sites, and selector values that name nothing (identifier = the value). */
 export const SelectionNotes = { skipped: z.array(SkippedSite), unknown: z.array(ItemError) };

@@ -1,6 +1,6 @@
 // Site registry abilities: list, read, count, edit, delete, suspend. (Child traffic lives in child-sites.ts.)
 import { z } from 'zod';
-import { defineAbility } from '../core/ability.js';
+import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
@@ -8,7 +8,7 @@ import {
   alias, BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
 } from './schemas.js';
 import { fullSite, listedSite } from './views.js';
-import type { AbilityContext } from '../core/ability.js';
+import type { AbilityContext } from './context.js';
 import type { SiteRecord } from '../store/records.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };

@@ -1,6 +1,6 @@
 // Tag (site group) abilities.
 import { z } from 'zod';
-import { defineAbility } from '../core/ability.js';
+import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { siteStatus } from '../services/sites.js';
@@ -9,7 +9,7 @@ import { byName } from '../core/collate.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, HexColor, SiteStatus, Tag, TagId, TagIds, TagName, paged } from './schemas.js';
 import { tagView } from './views.js';
-import type { AbilityContext } from '../core/ability.js';
+import type { AbilityContext } from './context.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
 

@@ -1,7 +1,7 @@
 // User abilities: users on child sites, listed and created across selected sites, edited and deleted on one
 // site, the connection administrator's password, and CSV import. No answer ever carries a password.
 import { z } from 'zod';
-import { defineAbility } from '../core/ability.js';
+import { defineAbility } from './context.js';
 import type { ChildUserProfile } from '../child/replies.js';
 import type { ChildUser } from '../child/snapshot.js';
 import { siteError, type SiteSelection } from '../services/selectors.js';

@@ -2,7 +2,6 @@
 // the JSON Schemas in schemas/ and (through the route table) the REST v2 routes.
 import type { z } from 'zod';
 import type { Principal } from './principal.js';
-import type { Services } from '../services/index.js';
 
 export interface Annotations {
   readonly: boolean;
@@ -18,7 +17,8 @@ export type ModuleName = 'logs' | 'cost-tracker';
 
 export interface ProgressReport { done: number; total: number; message?: string }
 
-export interface AbilityContext extends Services {
+/** What a door knows of one call, whatever the ability: who asks, when to stop, where progress goes. */
+export interface CallContext {
   principal: Principal;
   /** Aborted when the caller goes away or cancels (MCP notifications/cancelled). */
   signal?: AbortSignal;
@@ -26,7 +26,11 @@ export interface AbilityContext extends Services {
   progress?: (p: ProgressReport) => void | Promise<void>;
 }
 
-export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {
+/**
+ * An ability over a context C: the call (CallContext) plus whatever the layer above core hands every ability —
+ * `abilities/context.ts` binds C to the services, so core never imports a higher layer.
+ */
+export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType, C extends CallContext = CallContext> {
   name: string;
   label: string;
   description: string;
@@ -49,14 +53,14 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
   ignores?: readonly string[];
   /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
   module?: ModuleName;
-  execute(input: z.output<I>, ctx: AbilityContext): Promise<z.input<O>> | z.input<O>;
+  execute(input: z.output<I>, ctx: C): Promise<z.input<O>> | z.input<O>;
 }
 
 /**
  * Every input is strict: a field the ability does not know is refused with its name (WordPress's "is not a valid
  * property of Object"), never silently dropped as zod objects otherwise do.
  */
-export function defineAbility<I extends z.ZodObject, O extends z.ZodType>(a: Ability<I, O>): Ability<I, O> {
+export function defineAbility<I extends z.ZodObject, O extends z.ZodType, C extends CallContext>(a: Ability<I, O, C>): Ability<I, O, C> {
   return { ...a, input: a.input.strict() as unknown as I };
 }
 

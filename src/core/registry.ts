@@ -1,11 +1,10 @@
 // The ability registry: the one place a call is validated, permitted and executed, whatever door it came
 // through. JSON Schemas are generated once per ability and cached (never per request).
 import { z } from 'zod';
-import { annotationMethod, type Ability, type AbilityContext, type ProgressReport } from './ability.js';
+import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError } from './errors.js';
 import { validateInput, type JsonSchema } from './input.js';
 import { assertMayRun, type Principal } from './principal.js';
-import type { Services } from '../services/index.js';
 import { log } from '../log.js';
 
 export interface RunOptions {
@@ -56,11 +55,17 @@ export function renameAliases(a: Ability, raw: unknown): unknown {
   return out;
 }
 
-export class Registry {
+/** What the registry itself needs of the services it hands to abilities. */
+export interface RegistryServices {
+  store: { refreshIfStale(): void };
+  settings: { assertModule(m: ModuleName): void };
+}
+
+export class Registry<S extends RegistryServices = RegistryServices> {
   private readonly byName = new Map<string, Ability>();
   private readonly schemaCache = new Map<string, { input: JsonSchema; output: JsonSchema }>();
 
-  constructor(readonly abilities: readonly Ability[], private readonly services: Services) {
+  constructor(readonly abilities: readonly Ability[], private readonly services: S) {
     for (const a of abilities) {
       if (this.byName.has(a.name)) throw new Error(`Ability ${a.name} is defined twice.`);
       this.byName.set(a.name, a);
@@ -86,7 +91,7 @@ export class Registry {
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
     this.services.store.refreshIfStale();
     if (a.module) this.services.settings.assertModule(a.module);
-    const ctx: AbilityContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
+    const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     try {
       return await a.execute(input, ctx);
     } catch (e) {

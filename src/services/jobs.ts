@@ -4,7 +4,7 @@
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
 import { randomUUID } from 'node:crypto';
 import { ServiceError, asServiceError } from '../core/errors.js';
-import type { AbilityContext } from '../core/ability.js';
+import type { CallContext } from '../core/ability.js';
 import { log } from '../log.js';
 import type { JobRecord, JobType, SiteRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
@@ -16,7 +16,8 @@ export type SiteStep = (site: SiteRecord) => Promise<Outcome<unknown>>;
 
 /** One site's result in a fan-out: its value, or the error that site gave. */
 export type SiteResult<T> = { site: SiteRecord; ok: true; value: T } | { site: SiteRecord; ok: false; error: ServiceError };
-type FanOutCtx = Pick<AbilityContext, 'config' | 'signal' | 'progress'>;
+/** What a fan-out needs of a call: the concurrency setting, and the call's signal and progress. */
+export type FanOutCtx = { config: Config } & Omit<CallContext, 'principal'>;
 
 const LEASE_MS = 30_000;
 const KEEP_MS = 24 * 3600_000;

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { PluginAction, ThemeAction } from '../child/connector.js';
 import type { SitePlugin, SiteSnapshot, SiteTheme } from '../child/snapshot.js';
-import { ItemError } from '../abilities/schemas.js';
+import { ItemError } from '../core/results.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Tx } from '../store/store.js';
 import { childFailure } from './child-sites.js';

@@ -4,12 +4,11 @@
 import type { ChildConnector, SiteCredentials } from '../child/connector.js';
 import type { ChildPostInput } from '../child/inputs.js';
 import type { ChildPost, ChildPostFull } from '../child/replies.js';
-import type { AbilityContext } from '../core/ability.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { gmtFromLocal, localFromGmt } from '../core/site-time.js';
 import type { SiteRecord } from '../store/records.js';
-import { fanOut, onChild, reachableSite, type Fanned, type SiteSelector } from './selectors.js';
+import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
 
 export const POST_STATUSES = ['publish', 'draft', 'pending', 'private', 'future', 'trash'] as const;
 export type PostStatus = (typeof POST_STATUSES)[number];
@@ -47,7 +46,7 @@ export interface PostFields {
   post_custom?: Record<string, string[]>;
 }
 
-type Ctx = Pick<AbilityContext, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
+type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
 
 const realDate = (ymd: string): boolean => {
   const d = new Date(`${ymd.slice(0, 10)}T00:00:00Z`);

@@ -2,15 +2,17 @@
 // or names), clients (client ids), combined as a union — with the bounded fan-out of one child call per site, and
 // the lookup of the one site of a single-site operation.
 import type { z } from 'zod';
-import type { ItemError, SkippedSite } from '../abilities/schemas.js';
+import type { ItemError, SkippedSite } from '../core/results.js';
 import type { ChildConnector, SiteCredentials } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
-import type { AbilityContext } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
 import type { SiteRecord } from '../store/records.js';
 import { childFailure } from './child-sites.js';
-import { siteStatus } from './sites.js';
-import { eachSite, type SiteResult } from './jobs.js';
+import { siteStatus, type SiteService } from './sites.js';
+import { eachSite, type FanOutCtx, type SiteResult } from './jobs.js';
+import type { TagService } from './tags.js';
+import type { ClientService } from './clients.js';
+import type { ChildSiteService } from './child-sites.js';
 
 export interface SiteSelector {
   websites?: ReadonlyArray<number | string>;
@@ -27,9 +29,10 @@ export interface SiteSelection {
   unknown: z.infer<typeof ItemError>[];
 }
 
-type SelectCtx = Pick<AbilityContext, 'sites' | 'tags' | 'clients'>;
-type FanOutCtx = Pick<AbilityContext, 'config' | 'signal' | 'progress'>;
-type ChildCtx = Pick<AbilityContext, 'children'>;
+/** What work over selected child sites needs of a call: the services it reads, and the call's signal and progress. */
+export type FleetCtx = { sites: SiteService; tags: TagService; clients: ClientService; children: ChildSiteService } & FanOutCtx;
+type SelectCtx = Pick<FleetCtx, 'sites' | 'tags' | 'clients'>;
+type ChildCtx = Pick<FleetCtx, 'children'>;
 type Ctx = SelectCtx & FanOutCtx & ChildCtx;
 
 const miss = (identifier: number | string, code: string, message: string) => ({ identifier, code, message, status: 404 });
@@ -128,7 +131,7 @@ export async function fanOut<T>(
 }
 
 /** A single-site operation's site: by id or domain (404), refused when suspended or disconnected (409, no child call). */
-export function reachableSite(ctx: Pick<AbilityContext, 'sites' | 'children'>, ref: number | string): SiteRecord {
+export function reachableSite(ctx: Pick<FleetCtx, 'sites' | 'children'>, ref: number | string): SiteRecord {
   const site = ctx.sites.resolve(ref);
   ctx.children.assertReachable(site);
   return site;

@@ -5,13 +5,12 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { Parser, type CsvError, type Info } from 'csv-parse';
 import type { z } from 'zod';
-import type { SkippedSite } from '../abilities/schemas.js';
-import type { AbilityContext } from '../core/ability.js';
+import type { SkippedSite } from '../core/results.js';
 import { ServiceError } from '../core/errors.js';
 import { clip } from '../child/snapshot.js';
 import { log } from '../log.js';
 import type { SiteRecord } from '../store/records.js';
-import { onChild, skipNote } from './selectors.js';
+import { onChild, skipNote, type FleetCtx } from './selectors.js';
 import { USER_ROLES, generatePassword, isEmail, type UserRole } from './users.js';
 
 /** The spec's ten columns, in order. */
@@ -69,7 +68,7 @@ export interface ImportResult {
   skipped_sites: z.infer<typeof SkippedSite>[];
 }
 
-type Ctx = Pick<AbilityContext, 'sites' | 'tags' | 'children' | 'config' | 'signal' | 'progress'>;
+type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'children' | 'config' | 'signal' | 'progress'>;
 
 /** CRLF and lone CR become LF before csv-parse (its line count is off for CRLF inside quotes); refuses binary files. */
 class NormaliseText extends Transform {

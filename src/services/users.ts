@@ -6,11 +6,10 @@ import { z } from 'zod';
 import type { ChildConnector, SiteCredentials } from '../child/connector.js';
 import type { ChildUserProfile } from '../child/replies.js';
 import type { ChildUser } from '../child/snapshot.js';
-import type { AbilityContext } from '../core/ability.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import type { SiteRecord } from '../store/records.js';
-import { fanOut, onChild, reachableSite, type Fanned, type SiteSelector } from './selectors.js';
+import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
 
 export const USER_ROLES = ['administrator', 'editor', 'author', 'contributor', 'subscriber'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -31,7 +30,7 @@ export interface NewUser {
 export const USER_EDIT_FIELDS = ['email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'nickname', 'display_name', 'description'] as const;
 export type UserChanges = Partial<Record<(typeof USER_EDIT_FIELDS)[number], string>>;
 
-type Ctx = Pick<AbilityContext, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
+type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
 
 /** The same rule as the abilities' email fields (zod's), so that CSV rows and JSON calls agree. */
 const Email = z.email();

@@ -1,0 +1,19 @@
+// Result parts that services produce and abilities show as they are: one item's error in a call over many
+// items, and a selected site left out. Declared here, below the services, so that both layers share one schema.
+import { z } from 'zod';
+
+/** One item (site, slug, user...) that failed in a call over many; the call itself succeeds. */
+export const ItemError = z.object({
+  identifier: z.union([z.number(), z.string()]),
+  code: z.string(),
+  message: z.string(),
+  status: z.number().int().optional(),
+});
+
+/** A selected site left out because it is disconnected or suspended. */
+export const SkippedSite = z.object({
+  site_id: z.number().int(),
+  site_url: z.string(),
+  status: z.enum(['disconnected', 'suspended']),
+  message: z.string(),
+});
