@@ -2,7 +2,7 @@
 // status of background jobs. Batches over the queue threshold become jobs (services/jobs.ts).
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors as catalogue } from '../core/errors.js';
 import { runBatch, jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
@@ -61,7 +61,7 @@ export const addSite = defineAbility({
   execute: async (i, ctx) => {
     const admin = i.admin ?? i.admin_username;
     const ssl_verify = i.ssl_verify ?? (i.verify_certificate === undefined ? true : i.verify_certificate !== 0);
-    if (!admin) throw new ServiceError('ability_invalid_input', 'Ability "svc/add-site-v1" has invalid input. Reason: admin is a required property of input.', 400, { params: { admin: 'admin is a required property of input.' } });
+    if (!admin) throw catalogue.abilityInput('add-site-v1', 'admin is a required property of input.', 'admin');
     const site = await ctx.children.add({
       url: i.url, admin, admin_password: i.admin_password, name: i.name, client_id: i.client_id,
       tags: i.tags ?? i.tag_ids, http_user: i.http_user, http_pass: i.http_pass, ssl_verify,
@@ -147,7 +147,7 @@ export const checkSites = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, () => true);
-    if (!found.length && i.site_ids_or_domains.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
     const queued = await ctx.jobs.queueIfOver('check', found);
     if (queued) return { ...queued, total: found.length, errors };
     const { results: items, notDone } = await runBatch(ctx, found, 'check', (s) => ctx.children.fetchCheck(s));
@@ -231,7 +231,7 @@ export const reconnectSites = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && siteStatus(s) === 'disconnected');
-    if (!found.length && i.site_ids_or_domains.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
     return many(ctx, 'reconnect', 'reconnected', found, errors, (s) => ctx.children.fetchReconnect(s));
   },
 });
@@ -252,14 +252,13 @@ export const disconnectSites = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     if (!i.site_ids_or_domains && !i.all) {
-      throw new ServiceError('ability_invalid_input', 'Ability "svc/disconnect-sites-v1" has invalid input. Reason: site_ids_or_domains is a required property of input.', 400,
-        { params: { site_ids_or_domains: 'site_ids_or_domains is a required property of input.' } });
+      throw catalogue.abilityInput('disconnect-sites-v1', 'site_ids_or_domains is a required property of input.', 'site_ids_or_domains');
     }
     const refs = i.all ? [] : i.site_ids_or_domains!;
     const { found, errors } = i.all || refs.length
       ? selection(ctx, refs, i.exclude_ids, () => true)
       : { found: [], errors: [] };
-    if (!found.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    if (!found.length) throw catalogue.sitesNotFound(errors);
     return many(ctx, 'disconnect', 'disconnected', found, errors, async (s) => {
       const o = await ctx.children.fetchDisconnect(s);
       return o.ok ? { ok: true, commit: (tx) => o.commit(tx).site } : o;

@@ -23,6 +23,6 @@ export const CATEGORIES = [
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 
-export function buildRegistry(services: Services): Registry {
+export function buildRegistry(services: Services): Registry<Services> {
   return new Registry(allAbilities, services);
 }

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { SecurityFinding, SiteChange, type SiteTheme } from '../child/snapshot.js';
 import {
@@ -43,7 +43,7 @@ const where = (s: SiteRecord) => ({ site_id: s.id, site_url: s.url });
 function slugsOf(ability: string, slugs: string[] | undefined): string[] {
   if (slugs) return slugs;
   const reason = 'slugs is a required property of input.';
-  throw new ServiceError('ability_invalid_input', `Ability "svc/${ability}" has invalid input. Reason: ${reason}`, 400, { params: { slugs: reason } });
+  throw catalogue.abilityInput(ability, reason, 'slugs');
 }
 
 // ---- listings (stored data; no child call) ----
@@ -239,7 +239,7 @@ export const activateSiteTheme = defineAbility({
     const slug = i.slug ?? i.theme;
     if (!slug) {
       const reason = 'slug is a required property of input.';
-      throw new ServiceError('ability_invalid_input', `Ability "svc/activate-site-theme-v1" has invalid input. Reason: ${reason}`, 400, { params: { slug: reason } });
+      throw catalogue.abilityInput('activate-site-theme-v1', reason, 'slug');
     }
     const r = await activateTheme(ctx, site, slug);
     return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };

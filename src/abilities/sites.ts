@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
   alias, BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
@@ -262,7 +262,7 @@ export const suspendSites = defineAbility({
   annotations: write,
   execute: async ({ site_ids_or_domains }, ctx) => {
     const { found, errors } = resolveMany(ctx, site_ids_or_domains);
-    if (!found.length) throw new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors });
+    if (!found.length) throw catalogue.sitesNotFound(errors);
     const queued = await ctx.jobs.queueIfOver('suspend', found);
     if (queued) return { ...queued, total: found.length, errors };
     await ctx.store.write((tx) => { for (const s of found) ctx.sites.patch(tx, s.id, { suspended: true }); });

@@ -2,7 +2,7 @@
 // are coerced to the schema's types first; zod then validates, and its first issue becomes the message
 // WordPress would give ("input[per_page] must be between 1 (inclusive) and 100 (inclusive)").
 import { z } from 'zod';
-import { ServiceError } from './errors.js';
+import { ServiceError, errors } from './errors.js';
 
 export type JsonSchema = {
   type?: string | string[];
@@ -212,8 +212,7 @@ export function validateInput<T extends z.ZodObject>(
   opts: ValidateOptions,
 ): z.output<T> {
   const fail = (reason: string, param?: string): never => {
-    throw new ServiceError('ability_invalid_input', `Ability "svc/${abilityName}" has invalid input. Reason: ${reason}`, 400,
-      param ? { params: { [param]: reason } } : {});
+    throw errors.abilityInput(abilityName, reason, param);
   };
   let input = raw;
   if (input === null || input === undefined || input === '') {

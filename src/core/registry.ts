@@ -2,10 +2,9 @@
 // through. JSON Schemas are generated once per ability and cached (never per request).
 import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
-import { ServiceError } from './errors.js';
+import { ServiceError, toServiceError } from './errors.js';
 import { validateInput, type JsonSchema } from './input.js';
 import { assertMayRun, type Principal } from './principal.js';
-import { log } from '../log.js';
 
 export interface RunOptions {
   principal: Principal;
@@ -95,9 +94,7 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     try {
       return await a.execute(input, ctx);
     } catch (e) {
-      if (e instanceof ServiceError) throw e;
-      log('error', 'ability failed', { ability: a.name, err: (e as Error).stack ?? String(e) });
-      throw new ServiceError('svc_internal_error', 'Internal error. See the server log.', 500);
+      throw toServiceError(e, { ability: a.name });
     }
   }
 }

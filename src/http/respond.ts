@@ -1,10 +1,10 @@
 // Writing answers: the {code, message, data:{status}} error envelope, and the JSON body parser errors
 // translated into it (malformed JSON → 400 rest_invalid_json, too large → 413).
 import express, { type ErrorRequestHandler, type Response } from 'express';
-import { ServiceError, asServiceError } from '../core/errors.js';
+import { ServiceError, toServiceError } from '../core/errors.js';
 
 export function sendError(res: Response, e: unknown): void {
-  const err = asServiceError(e);
+  const err = toServiceError(e);
   res.status(err.status).json(err.toBody());
 }
 

@@ -4,7 +4,7 @@
 import express, { type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { Ability } from '../core/ability.js';
-import { ServiceError, asServiceError } from '../core/errors.js';
+import { ServiceError, toServiceError, type Subject } from '../core/errors.js';
 import { keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
@@ -62,18 +62,23 @@ const PARAM_PATTERNS: Record<string, RegExp> = {
 
 export const noRoute = () => new ServiceError('rest_no_route', 'No route was found matching the URL and request method.', 404);
 
+/** Whether an error is about the thing the path names (ids compare as numbers: /sites/007 names site 7). */
+function about(err: ServiceError, kind: Subject['kind'], pathRef: string): boolean {
+  const s = err.detail.subject;
+  if (s?.kind !== kind) return false;
+  return /^\d+$/.test(pathRef) ? Number(s.ref) === Number(pathRef) : String(s.ref).toLowerCase() === pathRef.toLowerCase();
+}
+
 /** REST's own codes where the thing named in the path does not exist (REST v2 reference §0.3). */
 function translate(e: unknown, a: RestArgs): ServiceError {
-  const err = asServiceError(e);
+  const err = toServiceError(e);
   const ref = a.params.id_or_domain;
-  // The path's own site (ids are compared as numbers: /sites/007 names site 7).
-  const aboutPathSite = ref !== undefined && (/^\d+$/.test(ref) ? err.message === `No site found with ID ${Number(ref)}.` : err.message.includes(ref));
-  if (err.code === 'svc_site_not_found' && aboutPathSite) {
+  if (err.code === 'svc_site_not_found' && ref !== undefined && about(err, 'site', ref)) {
     return /^\d+$/.test(ref)
       ? new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404)
       : new ServiceError('svc_rest_invalid_site_data', 'Invalid or not found domain.', 404);
   }
-  if (err.code === 'svc_tag_not_found' && a.params.id !== undefined) {
+  if (err.code === 'svc_tag_not_found' && a.params.id !== undefined && about(err, 'tag', a.params.id)) {
     return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
   }
   if (err.code === 'ability_invalid_input') {
@@ -83,7 +88,7 @@ function translate(e: unknown, a: RestArgs): ServiceError {
     if (a.params.id !== undefined && 'tag_id' in params) return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
     const names = Object.keys(params);
     const clean = Object.fromEntries(names.map((n) => [n, params[n]!.replace(/^input\[([^\]]+)\]/, '$1')]));
-    const reason = err.message.replace(/^.*Reason: /, '').replace(/input\[([^\]]+)\]/g, '$1');
+    const reason = (err.detail.reason ?? err.message).replace(/input\[([^\]]+)\]/g, '$1');
     return new ServiceError('rest_invalid_param', names.length ? `Invalid parameter(s): ${names.join(', ')}` : `Invalid parameter(s): ${reason}`, 400,
       { params: names.length ? clean : {}, reason });
   }

@@ -5,10 +5,9 @@
 import { ChildConnector, type SiteCredentials } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
 import { clip, newestFirst, type SiteChange, type SiteSnapshot } from '../child/snapshot.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, toServiceError } from '../core/errors.js';
 import { normaliseSiteUrl, siteKey } from '../core/site-lookup.js';
 import type { Config } from '../config.js';
-import { log } from '../log.js';
 import type { CheckResult, SiteData, SiteRecord, SiteSecret, SiteStats } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
 import type { ClientService } from './clients.js';
@@ -69,10 +68,8 @@ function mergeChanges(stored: readonly SiteChange[], fresh: readonly SiteChange[
 /** A connector failure as a service error: 4xx/5xx that names the cause, never a bare 500. */
 export function childFailure(err: unknown, site: { url: string }): ServiceError {
   if (err instanceof ServiceError) return err;
-  if (!(err instanceof ChildError)) {
-    log('error', 'unexpected failure in a child call', { site: site.url, err: (err as Error)?.stack ?? String(err) });
-    return new ServiceError('svc_child_error', `Unexpected failure talking to ${site.url}.`, 502);
-  }
+  // Not the child's doing (the connector reports every failure of the site as a ChildError): a defect of ours.
+  if (!(err instanceof ChildError)) return toServiceError(err, { site: site.url });
   const data = { site_url: site.url, reason: err.kind };
   // The message may carry the child's own text: it is stored (sync_error) and echoed, so it is bounded.
   const e = new ChildError(err.kind, clip(err.message, 500), err.childCode);

@@ -1,6 +1,6 @@
 // Clients that sites belong to: lookup by id or e-mail, filtered lists, edits. A site names its client by
 // client_id; deleting a client (abilities/clients.ts removeClient) unassigns its sites and drops it from costs.
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type { ClientRecord, ClientStatus, SiteRecord } from '../store/records.js';
@@ -33,7 +33,7 @@ export class ClientService {
 
   resolve(id: number): ClientRecord {
     const c = this.get(id);
-    if (!c) throw new ServiceError('svc_client_not_found', `No client found with ID ${id}.`, 404);
+    if (!c) throw errors.clientNotFound(id);
     return c;
   }
 
@@ -45,7 +45,7 @@ export class ClientService {
     }
     const email = ref.trim().toLowerCase();
     const found = email ? this.byName().find((c) => c.email.toLowerCase() === email) : undefined;
-    if (!found) throw new ServiceError('svc_client_not_found', `No client found matching "${ref}".`, 404);
+    if (!found) throw errors.clientNotFound(ref);
     return found;
   }
 
@@ -120,7 +120,7 @@ export class ClientService {
 
   update(tx: Tx, id: number, input: ClientInput): ClientRecord {
     const cur = tx.get<ClientRecord>('clients', id);
-    if (!cur) throw new ServiceError('svc_client_not_found', `No client found with ID ${id}.`, 404);
+    if (!cur) throw errors.clientNotFound(id);
     const next: ClientRecord = { ...cur, ...this.fields(input), updated_at: now() };
     if (input.name !== undefined) {
       next.name = cleanName(input.name);
@@ -137,7 +137,7 @@ export class ClientService {
   /** Removes the record only: the caller unassigns sites and costs in the same write (removeClient). */
   delete(tx: Tx, id: number): ClientRecord {
     const cur = tx.get<ClientRecord>('clients', id);
-    if (!cur) throw new ServiceError('svc_client_not_found', `No client found with ID ${id}.`, 404);
+    if (!cur) throw errors.clientNotFound(id);
     tx.delete('clients', id);
     return cur;
   }

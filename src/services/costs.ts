@@ -14,7 +14,7 @@
 //   site it covers, a single_site cost counts in full on each; monthly equivalent = weekly × 52 / 12,
 //   monthly × 1, quarterly / 3, yearly / 12, lifetime 0; total_yearly = 12 × the unrounded monthly sum;
 //   both rounded to cents at the end (so a 130/year cost shows 10.83 a month and 130 a year).
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type {
@@ -162,7 +162,7 @@ export class CostService {
 
   resolve(id: number): CostRecord {
     const c = this.get(id);
-    if (!c) throw new ServiceError('svc_cost_not_found', `No cost found with ID ${id}.`, 404);
+    if (!c) throw errors.costNotFound(id);
     return c;
   }
 
@@ -338,7 +338,7 @@ export class CostService {
   /** Changes only the fields given; a given target list replaces the stored one. */
   update(tx: Tx, id: number, input: Partial<CostFields>): CostRecord {
     const cur = tx.get<CostRecord>('costs', id);
-    if (!cur) throw new ServiceError('svc_cost_not_found', `No cost found with ID ${id}.`, 404);
+    if (!cur) throw errors.costNotFound(id);
     const next: CostRecord = { ...cur, ...this.resolveTargets(tx, input), updated_at: now() };
     if (input.name !== undefined) next.name = input.name.trim();
     if (input.price !== undefined) next.price = input.price;
@@ -362,7 +362,7 @@ export class CostService {
 
   delete(tx: Tx, id: number): CostRecord {
     const cur = tx.get<CostRecord>('costs', id);
-    if (!cur) throw new ServiceError('svc_cost_not_found', `No cost found with ID ${id}.`, 404);
+    if (!cur) throw errors.costNotFound(id);
     tx.delete('costs', id);
     return cur;
   }

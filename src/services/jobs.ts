@@ -3,7 +3,7 @@
 // works through and records site by site, in the same commit as the site's own result, so that a job
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
 import { randomUUID } from 'node:crypto';
-import { ServiceError, asServiceError } from '../core/errors.js';
+import { ServiceError, errors, toServiceError } from '../core/errors.js';
 import type { CallContext } from '../core/ability.js';
 import { log } from '../log.js';
 import type { JobRecord, JobType, SiteRecord } from '../store/records.js';
@@ -140,7 +140,7 @@ export class JobService {
 
   get(jobId: string): JobRecord {
     const j = this.find(jobId);
-    if (!j) throw new ServiceError('svc_job_not_found', 'Batch job not found. Job may have expired (jobs are kept for 24 hours).', 404);
+    if (!j) throw errors.jobNotFound(jobId);
     return j;
   }
 
@@ -249,11 +249,11 @@ export class JobService {
       await eachLimited(todo, this.config.childConcurrency, abort.signal, async (siteId) => {
         const site = this.sites.get(siteId);
         let o: Outcome<unknown>;
-        if (!site) o = { ok: false, error: new ServiceError('svc_site_not_found', `No site found with ID ${siteId}.`, 404) };
+        if (!site) o = { ok: false, error: errors.siteNotFound(siteId) };
         else {
           try { o = await step(site); } catch (e) {
             if (!(e instanceof ServiceError)) log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
-            o = { ok: false, error: asServiceError(e) };
+            o = { ok: false, error: toServiceError(e) };
           }
         }
         // The worker moves on to its next site while this one's result is committed (grouped with others);

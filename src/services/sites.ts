@@ -1,5 +1,5 @@
 // The site registry: lookup by id or domain, status, filtered and paged lists, edits.
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret } from '../store/records.js';
@@ -86,8 +86,7 @@ export class SiteService {
     const site = this.find(ref);
     if (!site) {
       const id = asSiteId(ref);
-      throw new ServiceError('svc_site_not_found',
-        id !== null ? `No site found with ID ${id}.` : `No site found matching "${String(ref)}".`, 404);
+      throw errors.siteNotFound(ref);
     }
     return site;
   }
@@ -136,7 +135,7 @@ export class SiteService {
 
   patch(tx: Tx, id: number, changes: Partial<Omit<SiteRecord, 'id'>>): SiteRecord {
     const cur = tx.get<SiteRecord>('sites', id);
-    if (!cur) throw new ServiceError('svc_site_not_found', `No site found with ID ${id}.`, 404);
+    if (!cur) throw errors.siteNotFound(id);
     return tx.put<SiteRecord>('sites', { ...cur, ...changes, updated_at: now() });
   }
 

@@ -1,5 +1,5 @@
 // Tags (site groups): names unique regardless of case, #RRGGBB colours, membership kept on the tag.
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
 import { byName } from '../core/collate.js';
 import type { TagRecord } from '../store/records.js';
@@ -42,7 +42,7 @@ export class TagService {
 
   resolve(id: number): TagRecord {
     const t = this.get(id);
-    if (!t) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    if (!t) throw errors.tagNotFound(id);
     return t;
   }
 
@@ -92,7 +92,7 @@ export class TagService {
 
   update(tx: Tx, id: number, input: { name?: string; color?: string | null }): TagRecord {
     const cur = tx.get<TagRecord>('tags', id);
-    if (!cur) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    if (!cur) throw errors.tagNotFound(id);
     const name = input.name === undefined ? cur.name : cleanTagName(input.name);
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     if (name !== cur.name) this.assertNameFree(tx, name, id);
@@ -101,7 +101,7 @@ export class TagService {
 
   delete(tx: Tx, id: number): TagRecord {
     const cur = tx.get<TagRecord>('tags', id);
-    if (!cur) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+    if (!cur) throw errors.tagNotFound(id);
     tx.delete('tags', id);
     return cur;
   }
@@ -110,7 +110,7 @@ export class TagService {
   setSiteTags(tx: Tx, siteId: number, tagIds: number[]): void {
     const want = new Set(tagIds);
     for (const id of want) {
-      if (!tx.get('tags', id)) throw new ServiceError('svc_tag_not_found', `No tag found with ID ${id}.`, 404);
+      if (!tx.get('tags', id)) throw errors.tagNotFound(id);
     }
     for (const t of [...tx.all<TagRecord>('tags')]) {
       const has = t.site_ids.includes(siteId);

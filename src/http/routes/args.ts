@@ -1,5 +1,5 @@
 // Shared pieces of REST rows: reading path and body arguments, the simple site view, and batches.
-import { ServiceError, asServiceError } from '../../core/errors.js';
+import { ServiceError, toServiceError } from '../../core/errors.js';
 import type { RestArgs, RestRoute, RowRunner } from '../rest-door.js';
 
 export const site = (a: RestArgs) => a.params.id_or_domain!;
@@ -14,9 +14,9 @@ export const truthy = (v: unknown, def: boolean) => (v === undefined || v === ''
 export const list = (v: unknown): unknown[] | undefined => (v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(','));
 
 /** A per-site error of a batch ability, answered as the single route's own error. */
-export function firstError(r: { errors?: Array<{ code: string; message: string; status?: number }> }): void {
+export function firstError(r: { errors?: Array<{ identifier: number | string; code: string; message: string; status?: number }> }): void {
   const e = r.errors?.[0];
-  if (e) throw new ServiceError(e.code, e.message, e.status ?? 502);
+  if (e) throw new ServiceError(e.code, e.message, e.status ?? 502, {}, { subject: { kind: 'site', ref: e.identifier } });
 }
 
 export const MAX_BATCH = 100;
@@ -64,7 +64,7 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
         try {
           return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
         } catch (e) {
-          return { id: idNum, error: asServiceError(e).toBody() };
+          return { id: idNum, error: toServiceError(e).toBody() };
         }
       }));
     }

@@ -3,7 +3,7 @@ import {
   addClient, countClientSites, countClients, deleteClient, getClient, getClientCosts, getClientSites, getSiteClient, listClients,
   suspendClient, unsuspendClient, updateClient,
 } from '../../abilities/clients.js';
-import { ServiceError, asServiceError } from '../../core/errors.js';
+import { ServiceError, toServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { batch, pathId, pick, site } from './args.js';
 
@@ -23,7 +23,7 @@ function pathClient(row: RestRoute): RestRoute {
       try {
         return await run(row, a);
       } catch (e) {
-        const err = asServiceError(e);
+        const err = toServiceError(e);
         const badPathId = err.code === 'rest_invalid_param' && 'client_id_or_email' in ((err.data.params ?? {}) as object);
         if (err.code === 'svc_client_not_found' || badPathId) throw new ServiceError('svc_rest_invalid_client_id', 'Invalid or not found ID.', 404);
         throw err;

@@ -5,7 +5,7 @@ import {
   addCost, deleteCost, getCost, getCostClients, getCostSites, getSiteCosts, listCosts, updateCost,
 } from '../../abilities/costs.js';
 import { costView } from '../../abilities/cost-views.js';
-import { ServiceError, asServiceError } from '../../core/errors.js';
+import { ServiceError, toServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
 import { batch, pathId, pick } from './args.js';
 
@@ -20,7 +20,7 @@ const moduleGate = route(READ, '/costs', listCosts, { input: () => ({ per_page: 
  * (mainwp_rest_invalid_costs_id), also for an id no record can have.
  */
 async function costError(e: unknown, a: RestArgs, run: RowRunner): Promise<never> {
-  const err = asServiceError(e);
+  const err = toServiceError(e);
   if (err.code !== 'svc_module_not_available' && err.status < 500) await run(moduleGate, { ...a, args: {} });
   const badPathId = err.code === 'rest_invalid_param' && 'cost_id' in ((err.data.params ?? {}) as object);
   if (err.code === 'svc_cost_not_found' || badPathId) throw new ServiceError('svc_rest_invalid_costs_id', 'Invalid or not found ID.', 404);
