@@ -2,10 +2,9 @@
 // sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { buildRegistry } from './abilities/index.js';
+import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
 import type { KeyPermission, UserRole } from './core/principal.js';
-import { listen } from './http/app.js';
 import { buildMcpServer } from './mcp/server.js';
 import { closeServices, openServices, type Services } from './services/index.js';
 import { MODULES } from './services/settings.js';
@@ -109,22 +108,18 @@ async function serve(args: string[]): Promise<void> {
     host: values.host, port: values.port, dataDir: values['data-dir'], restPrefix: values['rest-prefix'],
     abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
   });
-  const services = await openServices(cfg);
-  const registry = buildRegistry(services);
-  const http = await listen(services, registry, cfg.host, cfg.port, {
-    allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean),
+  const { services, http, close } = await boot(cfg, {
+    http: { allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean) },
   });
-  services.jobs.start();
-  await bootstrap(services, http.url, cfg);
-  process.stdout.write(`sitefleet listening on ${http.url} (data: ${cfg.dataDir})\n`);
-  log('info', 'listening', { url: http.url, dataDir: cfg.dataDir });
+  await bootstrap(services, http!.url, cfg);
+  process.stdout.write(`sitefleet listening on ${http!.url} (data: ${cfg.dataDir})\n`);
+  log('info', 'listening', { url: http!.url, dataDir: cfg.dataDir });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log('info', 'stopping', { signal });
-    await Promise.all([http.close(10_000), services.jobs.stop()]);
-    await closeServices(services);
+    await close(10_000);
     log('info', 'stopped', { signal });
     process.exit(0);
   };
@@ -140,13 +135,11 @@ async function mcp(args: string[]): Promise<void> {
   const toolsets = values.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
-  const services = await openServices(loadConfig({ dataDir: values['data-dir'], allowPrivateSites: values['allow-private-sites'] }));
-  const registry = buildRegistry(services);
+  const { services, registry, close } = await boot(loadConfig({ dataDir: values['data-dir'], allowPrivateSites: values['allow-private-sites'] }));
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);
-  services.jobs.start();
   const transport = new StdioServerTransport();
-  transport.onclose = () => { void closeServices(services).then(() => process.exit(0)); };
+  transport.onclose = () => { void close().then(() => process.exit(0)); };
   await server.connect(transport);
   log('info', 'mcp stdio ready', { dataDir: services.config.dataDir });
 }

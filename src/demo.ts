@@ -3,12 +3,10 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildRegistry } from './abilities/index.js';
+import { boot } from './app/boot.js';
 import { startChildSim } from './child/simulator/server.js';
 import { loadConfig } from './config.js';
 import type { Principal } from './core/principal.js';
-import { listen } from './http/app.js';
-import { closeServices, openServices } from './services/index.js';
 
 export const DEMO_HELP = `Usage: sitefleet demo [--port 8787] [--data-dir ./data/demo] [--sites 25]
 
@@ -28,10 +26,8 @@ export async function demo(args: string[]): Promise<void> {
   }
   rmSync(cfg.dataDir, { recursive: true, force: true });
   const sim = await startChildSim({ sites: count, seed: 1 });
-  const services = await openServices(cfg);
-  const registry = buildRegistry(services);
-  const http = await listen(services, registry, cfg.host, cfg.port);
-  services.jobs.start();
+  const { services, registry, http: served, close } = await boot(cfg, { http: {} });
+  const http = served!;
   const local: Principal = { kind: 'local', name: 'cli' };
   const addSite = registry.get('add-site-v1')!;
   for (const s of sim.sites) {
@@ -57,8 +53,7 @@ export async function demo(args: string[]): Promise<void> {
     '',
   ].join('\n'));
   const stop = async () => {
-    await http.close();
-    await closeServices(services);
+    await close();
     await sim.close();
     process.exit(0);
   };

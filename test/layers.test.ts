@@ -16,7 +16,8 @@ export const FLOORS: Record<string, number> = {
   services: 4,
   abilities: 5,
   http: 6, mcp: 6, // doors; the HTTP door carries MCP's HTTP transport
-  tools: 7, 'cli.ts': 7, 'demo.ts': 7,
+  app: 7, // boot: the whole process put together
+  tools: 8, 'cli.ts': 8, 'demo.ts': 8,
 };
 
 function files(dir: string): string[] {

@@ -7,7 +7,7 @@ import {
   UnsubscribeRequestSchema, type LoggingLevel, type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
-import { ServiceError, asServiceError } from '../core/errors.js';
+import { ServiceError, toServiceError } from '../core/errors.js';
 import { keyAllowsMethod, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
@@ -202,7 +202,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
     } catch (e) {
       // The error is the result; it is not also sent as a log line.
-      const body = asServiceError(e).toBody();
+      const body = toServiceError(e).toBody();
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
     }
   });
@@ -212,7 +212,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     try {
       return await run(name, input);
     } catch (e) {
-      const err = asServiceError(e);
+      const err = toServiceError(e);
       throw new RpcError(err.status === 404 ? RESOURCE_NOT_FOUND : err.status < 500 ? ErrorCode.InvalidParams : ErrorCode.InternalError, err.message, err.toBody());
     }
   };

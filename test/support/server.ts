@@ -3,11 +3,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildRegistry } from '../../src/abilities/index.js';
+import { boot } from '../../src/app/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Registry } from '../../src/core/registry.js';
-import { listen, type RunningHttp } from '../../src/http/app.js';
-import { closeServices, openServices, type Services } from '../../src/services/index.js';
+import type { Services } from '../../src/services/index.js';
 import type { SiteRecord } from '../../src/store/records.js';
 
 export function tempDir(prefix = 'sitefleet-test-'): string {
@@ -26,7 +25,7 @@ export interface TestServer {
   url: string;
   dataDir: string;
   services: Services;
-  registry: Registry;
+  registry: Registry<Services>;
   creds: Creds;
   restBase: string;
   abilitiesBase: string;
@@ -57,10 +56,8 @@ async function readJson(res: Response): Promise<any> {
 export async function startServer(opts: { dataDir?: string; config?: Partial<Record<keyof Config, string | boolean>> } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, allowPrivateSites: true, ...opts.config }, {});
-  const services = await openServices(config);
-  const registry = buildRegistry(services);
-  const http: RunningHttp = await listen(services, registry, '127.0.0.1', 0);
-  services.jobs.start(100);
+  const { services, registry, http: served, close } = await boot(config, { http: { port: 0 }, jobTickMs: 100 });
+  const http = served!;
   const auth = services.auth;
   // A reopened data dir already has these users: the second server gets fresh ones.
   const taken = new Set(auth.listUsers().map((u) => u.name));
@@ -107,8 +104,7 @@ export async function startServer(opts: { dataDir?: string; config?: Partial<Rec
       return { status: res.status, body: await readJson(res), headers: res.headers };
     },
     async close() {
-      await http.close();
-      await closeServices(services);
+      await close();
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

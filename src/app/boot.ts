@@ -1,0 +1,42 @@
+// Starting and stopping one sitefleet process, written once for every command that serves (serve, mcp, demo) and
+// for the tests: open the store and services, build the registry, listen when asked, start the job runner; and the
+// reverse, in order, once.
+import { buildRegistry } from '../abilities/index.js';
+import type { Config } from '../config.js';
+import type { Registry } from '../core/registry.js';
+import { listen, type RunningHttp } from '../http/app.js';
+import { closeServices, openServices, type Services } from '../services/index.js';
+
+export interface BootOptions {
+  /** Serve the HTTP doors on the config's host and port (or this port; 0 picks a free one). */
+  http?: { port?: number; allowedHosts?: string[] };
+  /** How often the job runner looks for work, in ms (the default suits a server; tests go faster). */
+  jobTickMs?: number;
+}
+
+export interface Running {
+  services: Services;
+  registry: Registry<Services>;
+  http?: RunningHttp;
+  /** Stops taking requests (up to graceMs for those in flight), stops the job runner, flushes and closes the store. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function boot(config: Config, opts: BootOptions = {}): Promise<Running> {
+  const services = await openServices(config);
+  const registry = buildRegistry(services);
+  let http: RunningHttp | undefined;
+  try {
+    if (opts.http) http = await listen(services, registry, config.host, opts.http.port ?? config.port, { allowedHosts: opts.http.allowedHosts });
+  } catch (e) {
+    await closeServices(services);
+    throw e;
+  }
+  services.jobs.start(opts.jobTickMs);
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = 10_000) => (closing ??= (async () => {
+    await Promise.all([http?.close(graceMs), services.jobs.stop()]);
+    await closeServices(services);
+  })());
+  return { services, registry, http, close };
+}
