@@ -7,6 +7,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn' },
+    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
   },
 });

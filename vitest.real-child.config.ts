@@ -10,6 +10,6 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 300_000,
     pool: 'forks',
-    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn' },
+    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
   },
 });

@@ -47,7 +47,7 @@ else if (scenario === 'abilities_list') figure = await cannon(serve.url, { ...ac
 else if (scenario === 'get_domain') figure = await cannon(serve.url, { ...ac, paths: () => `${REST}/sites/site${1 + ((k = (k + 7919) % n))}.example.com` });
 else if (scenario === 'tag_add') figure = await sequential(serve.url, { token, seconds, pid: serve.pid, make: (i) => ({ path: `${REST}/tags/add`, body: { name: `p-${i}` } }) });
 else if (scenario === 'site_edit') figure = await sequential(serve.url, { token, seconds, pid: serve.pid, make: (i) => ({ path: `${REST}/sites/${1 + ((i * 7919) % n)}/edit`, body: { notes: `e${i}` } }) });
-else if (scenario === 'writers') { const { ackedTags, lastNote, ...w } = await concurrentWriters(serve.url, { token, seconds, pid: serve.pid }); figure = w; }
+else if (scenario === 'writers') { const { ackedTags: _acked, lastNote: _last, ...w } = await concurrentWriters(serve.url, { token, seconds, pid: serve.pid }); figure = w; }
 else if (scenario === 'sync') {
   const q = await call(serve.url, token, 'POST', `${REST}/sites/sync`);
   const end = performance.now() + 300_000;

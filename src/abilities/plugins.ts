@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
-import { ServiceError, errors as catalogue } from '../core/errors.js';
+import { errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { SecurityFinding, SiteChange, type SiteTheme } from '../child/snapshot.js';
 import {

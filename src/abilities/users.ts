@@ -11,8 +11,6 @@ import type { SiteRecord } from '../store/records.js';
 import { BasicSite, Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors, SkippedSite } from './schemas.js';
 
 const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
-const SELECTORS = 'Pick sites with websites (IDs or domains), groups (tag IDs or names) and/or clients (client IDs); they add up. '
-  + 'Disconnected and suspended sites are skipped and listed in skipped[]; values that name nothing are listed in unknown[]. ';
 
 const UserRole = z.enum(USER_ROLES);
 const UserId = z.number().int().min(1).describe('User ID on the site.');

@@ -469,7 +469,7 @@ export class ChildConnector {
   probe(url: string, options: HttpTarget): Promise<{ reachable: boolean; http_status: number; response_time_ms: number }> {
     return this.transport.inSlot(async () => {
       const started = performance.now();
-      let status = 0;
+      let status: number;
       try {
         status = (await this.transport.post(url, 'test=yes', options, Date.now() + Math.min(10_000, this.timeoutMs), false)).status;
       } catch {

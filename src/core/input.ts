@@ -2,7 +2,7 @@
 // are coerced to the schema's types first; zod then validates, and its first issue becomes the message
 // WordPress would give ("input[per_page] must be between 1 (inclusive) and 100 (inclusive)").
 import { z } from 'zod';
-import { ServiceError, errors } from './errors.js';
+import { errors } from './errors.js';
 
 export type JsonSchema = {
   type?: string | string[];

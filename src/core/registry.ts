@@ -6,6 +6,12 @@ import { ServiceError, toServiceError } from './errors.js';
 import { validateInput, type JsonSchema } from './input.js';
 import { assertMayRun, type Principal } from './principal.js';
 
+/**
+ * Every answer checked against the ability's output schema before any door sees it (the test suites turn it on, so a
+ * view that drifts from its schema fails the test that produced it; a server need not pay for it).
+ */
+const CHECK_OUTPUTS = process.env.SITEFLEET_CHECK_OUTPUTS === '1';
+
 export interface RunOptions {
   principal: Principal;
   /** WordPress-style string coercion (abilities and REST doors). */
@@ -91,10 +97,16 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     this.services.store.refreshIfStale();
     if (a.module) this.services.settings.assertModule(a.module);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
+    let result: unknown;
     try {
-      return await a.execute(input, ctx);
+      result = await a.execute(input, ctx);
     } catch (e) {
       throw toServiceError(e, { ability: a.name });
     }
+    if (CHECK_OUTPUTS) {
+      const checked = a.output.safeParse(result);
+      if (!checked.success) throw toServiceError(new Error(`${a.name} answered outside its output schema: ${z.prettifyError(checked.error)}`), { ability: a.name });
+    }
+    return result;
   }
 }

@@ -1,5 +1,5 @@
 // The site registry: lookup by id or domain, status, filtered and paged lists, edits.
-import { ServiceError, errors } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret } from '../store/records.js';
@@ -84,10 +84,7 @@ export class SiteService {
   /** Resolve a site id or domain; a lookup, never a scan. Throws 404 svc_site_not_found. */
   resolve(ref: number | string): SiteRecord {
     const site = this.find(ref);
-    if (!site) {
-      const id = asSiteId(ref);
-      throw errors.siteNotFound(ref);
-    }
+    if (!site) throw errors.siteNotFound(ref);
     return site;
   }
 

@@ -6,7 +6,7 @@ import {
 } from '../../abilities/costs.js';
 import { costView } from '../../abilities/cost-views.js';
 import { ServiceError, toServiceError } from '../../core/errors.js';
-import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
+import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
 import { batch, pathId, pick } from './args.js';
 
 const COST_FIELDS = ['name', 'price', 'payment_type', 'product_type', 'product_slug', 'license_type', 'renewal_type', 'last_renewal',
