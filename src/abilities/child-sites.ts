@@ -7,7 +7,7 @@ import { runBatch, jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
 import { alias, BasicSite, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, TagIds } from './schemas.js';
-import { resolveMany, siteState, siteStateFields } from './sites.js';
+import { siteState, siteStateFields } from './sites.js';
 import { fullSite, listedSite } from './views.js';
 
 const remote = { readonly: false, destructive: false, idempotent: true, openWorld: true };
@@ -26,7 +26,7 @@ const Queued = {
 
 /** Which sites a batch covers: the named ones, or (empty list) the default set, minus exclude_ids. */
 function selection(ctx: AbilityContext, refs: Array<number | string>, exclude: number[] | undefined, byDefault: (s: SiteRecord) => boolean) {
-  const out = refs.length ? resolveMany(ctx, refs) : { found: [...ctx.sites.filter({}, () => new Set())].filter(byDefault), errors: [] as ItemErr[] };
+  const out = refs.length ? ctx.sites.resolveMany(refs) : { found: [...ctx.sites.filter({}, () => new Set())].filter(byDefault), errors: [] as ItemErr[] };
   const ex = new Set(exclude ?? []);
   return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
 }

@@ -181,15 +181,6 @@ export const countClientSites = defineAbility({
   },
 });
 
-/** Deletes a client: its sites are unassigned (kept) and it leaves every cost that names it, in one write. */
-export async function removeClient(ctx: AbilityContext, id: number): Promise<void> {
-  await ctx.store.write((tx) => {
-    for (const s of [...tx.all<SiteRecord>('sites')]) if (s.client_id === id) ctx.sites.patch(tx, s.id, { client_id: null });
-    ctx.costs.forgetClient(tx, id);
-    ctx.clients.delete(tx, id);
-  });
-}
-
 export const deleteClient = defineAbility({
   name: 'delete-client-v1',
   label: 'Delete client',
@@ -230,7 +221,7 @@ export const deleteClient = defineAbility({
       };
     }
     requireConfirm(i, 'Client deletion requires confirmation. Set confirm:true to proceed.');
-    await removeClient(ctx, rec.id);
+    await ctx.clients.remove(rec.id);
     return { deleted: true, dry_run: false, ...base, warnings: [] };
   },
 });

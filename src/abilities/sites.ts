@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
-import { ServiceError, errors as catalogue } from '../core/errors.js';
+import { errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
   alias, BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
@@ -168,21 +168,12 @@ export const deleteSite = defineAbility({
     // Removed here first (all or nothing), then the child is told with the keys read before: a removal that fails to
     // commit leaves the child trusting us, as the answer says; one that commits is never undone by the child call.
     const creds = ctx.sites.secret(site.id) ? ctx.children.credentials(site) : null;
-    await removeSite(ctx, site.id);
+    await ctx.sites.remove(site.id);
     const told = await ctx.children.tellChildToForget(site, creds);
     const warnings = told.child_error ? [`The child was not told to forget this dashboard: ${told.child_error} Clear its connection in wp-admin (MainWP Child settings).`] : [];
     return { dry_run: false, deleted: true, ...base, would_affect: [], warnings, child_notified: told.child_notified };
   },
 });
-
-/** Removes a site and every reference to it. */
-export async function removeSite(ctx: AbilityContext, id: number): Promise<void> {
-  await ctx.store.write((tx) => {
-    ctx.tags.forgetSite(tx, id);
-    ctx.costs.forgetSite(tx, id);
-    ctx.sites.remove(tx, id);
-  });
-}
 
 /** The spec's reply to a state change of one site, plus the full site (upstream's shape). */
 export const siteStateFields = { site_id: z.number().int(), site_url: z.string(), status: SiteStatus, site: FullSite };
@@ -225,22 +216,6 @@ export const unsuspendSite = defineAbility({
   },
 });
 
-/** Resolves every identifier; unknown ones become per-item errors with the raw identifier. */
-export function resolveMany(ctx: AbilityContext, refs: Array<number | string>): { found: SiteRecord[]; errors: z.infer<typeof ItemError>[] } {
-  const found: SiteRecord[] = [];
-  const seen = new Set<number>();
-  const errors: z.infer<typeof ItemError>[] = [];
-  for (const ref of refs) {
-    try {
-      const s = ctx.sites.resolve(ref);
-      if (!seen.has(s.id)) { seen.add(s.id); found.push(s); }
-    } catch (e) {
-      const err = e as ServiceError;
-      errors.push({ identifier: ref, code: err.code, message: err.message, status: err.status });
-    }
-  }
-  return { found, errors };
-}
 
 export const suspendSites = defineAbility({
   name: 'suspend-sites-v1',
@@ -261,7 +236,7 @@ export const suspendSites = defineAbility({
   }),
   annotations: write,
   execute: async ({ site_ids_or_domains }, ctx) => {
-    const { found, errors } = resolveMany(ctx, site_ids_or_domains);
+    const { found, errors } = ctx.sites.resolveMany(site_ids_or_domains);
     if (!found.length) throw catalogue.sitesNotFound(errors);
     const queued = await ctx.jobs.queueIfOver('suspend', found);
     if (queued) return { ...queued, total: found.length, errors };

@@ -112,7 +112,7 @@ export const deleteTag = defineAbility({
       };
     }
     requireConfirm(i, 'Tag deletion requires confirmation. Set confirm:true to proceed.');
-    await ctx.store.write((tx) => { ctx.tags.delete(tx, tag.id); ctx.costs.forgetTag(tx, tag.id); });
+    await ctx.tags.remove(tag.id);
     return { deleted: true, dry_run: false, ...base };
   },
 });

@@ -9,6 +9,7 @@ export const ItemError = z.object({
   message: z.string(),
   status: z.number().int().optional(),
 });
+export type ItemError = z.infer<typeof ItemError>;
 
 /** A selected site left out because it is disconnected or suspended. */
 export const SkippedSite = z.object({
@@ -17,3 +18,4 @@ export const SkippedSite = z.object({
   status: z.enum(['disconnected', 'suspended']),
   message: z.string(),
 });
+export type SkippedSite = z.infer<typeof SkippedSite>;

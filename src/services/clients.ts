@@ -1,9 +1,11 @@
 // Clients that sites belong to: lookup by id or e-mail, filtered lists, edits. A site names its client by
-// client_id; deleting a client (abilities/clients.ts removeClient) unassigns its sites and drops it from costs.
+// client_id; deleting a client (remove, with the cascade wired in services/index.ts) unassigns its sites and drops
+// it from costs.
 import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type { ClientRecord, ClientStatus, SiteRecord } from '../store/records.js';
+import { Cascade } from './cascade.js';
 
 export const CLIENT_TEXT_FIELDS = [
   'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note', 'facebook', 'twitter', 'instagram', 'linkedin',
@@ -24,6 +26,9 @@ export class ClientService {
   private sorted: ClientRecord[] = [];
   private siteCacheVersion = -1;
   private sitesByClient = new Map<number, number[]>();
+
+  /** Who else lets go of a deleted client (its sites, costs). */
+  readonly onRemove = new Cascade();
 
   constructor(private readonly store: Store) {}
 
@@ -134,11 +139,14 @@ export class ClientService {
     return tx.put<ClientRecord>('clients', next);
   }
 
-  /** Removes the record only: the caller unassigns sites and costs in the same write (removeClient). */
-  delete(tx: Tx, id: number): ClientRecord {
-    const cur = tx.get<ClientRecord>('clients', id);
-    if (!cur) throw errors.clientNotFound(id);
-    tx.delete('clients', id);
-    return cur;
+  /** Deletes a client and lets everything that named it go (its sites stay, unassigned), in one durable write. */
+  remove(id: number): Promise<ClientRecord> {
+    return this.store.write((tx) => {
+      const cur = tx.get<ClientRecord>('clients', id);
+      if (!cur) throw errors.clientNotFound(id);
+      this.onRemove.run(tx, id);
+      tx.delete('clients', id);
+      return cur;
+    });
   }
 }

@@ -36,6 +36,12 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
+  // Removing a record lets go of every reference to it, in the same write.
+  sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
+  sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));
+  tags.onRemove.also((tx, id) => costs.forgetTag(tx, id));
+  clients.onRemove.also((tx, id) => sites.unassignClient(tx, id));
+  clients.onRemove.also((tx, id) => costs.forgetClient(tx, id));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
   return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs };
 }

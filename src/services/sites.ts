@@ -3,6 +3,8 @@ import { errors } from '../core/errors.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret } from '../store/records.js';
+import { Cascade } from './cascade.js';
+import type { ItemError } from '../core/results.js';
 
 export type SiteStatus = 'connected' | 'disconnected' | 'suspended';
 export type StatusFilter = SiteStatus | 'any' | 'available_update';
@@ -56,6 +58,9 @@ export class SiteService {
   private cacheVersion = -1;
   private sorted: SiteRecord[] = [];
   private byKey = new Map<string, number>();
+
+  /** Who else forgets a removed site (tags, costs). */
+  readonly onRemove = new Cascade();
 
   constructor(private readonly store: Store) {}
 
@@ -136,10 +141,38 @@ export class SiteService {
     return tx.put<SiteRecord>('sites', { ...cur, ...changes, updated_at: now() });
   }
 
-  remove(tx: Tx, id: number): void {
-    tx.delete('sites', id);
-    tx.putBlob('site-data', id, null);
-    tx.putBlob('secrets', id, null);
+  /** Unassigns every site of a client (kept, with no client). */
+  unassignClient(tx: Tx, clientId: number): void {
+    for (const s of [...tx.all<SiteRecord>('sites')]) if (s.client_id === clientId) this.patch(tx, s.id, { client_id: null });
+  }
+
+  /** Removes a site, its data and keys, and every reference to it, in one durable write. */
+  remove(id: number): Promise<void> {
+    return this.store.write((tx) => {
+      if (!tx.get('sites', id)) throw errors.siteNotFound(id);
+      this.onRemove.run(tx, id);
+      tx.delete('sites', id);
+      tx.putBlob('site-data', id, null);
+      tx.putBlob('secrets', id, null);
+    });
+  }
+
+  /** Resolves every identifier; the unknown ones become per-item errors that keep the identifier as given. */
+  resolveMany(refs: Array<number | string>): { found: SiteRecord[]; errors: ItemError[] } {
+    const found: SiteRecord[] = [];
+    const seen = new Set<number>();
+    const unknown: ItemError[] = [];
+    for (const ref of refs) {
+      const s = this.find(ref);
+      if (!s) {
+        const e = errors.siteNotFound(ref);
+        unknown.push({ identifier: ref, code: e.code, message: e.message, status: e.status });
+      } else if (!seen.has(s.id)) {
+        seen.add(s.id);
+        found.push(s);
+      }
+    }
+    return { found, errors: unknown };
   }
 
   secret(id: number): SiteSecret | null {

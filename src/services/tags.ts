@@ -3,6 +3,7 @@ import { ServiceError, errors } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
 import { byName } from '../core/collate.js';
 import type { TagRecord } from '../store/records.js';
+import { Cascade } from './cascade.js';
 
 export interface TagFilter { search?: string; include?: number[]; exclude?: number[] }
 
@@ -17,6 +18,9 @@ export class TagService {
   private cacheVersion = -1;
   private sorted: TagRecord[] = [];
   private bySite = new Map<number, number[]>();
+
+  /** Who else forgets a deleted tag (costs). */
+  readonly onRemove = new Cascade();
 
   constructor(private readonly store: Store) {}
 
@@ -99,11 +103,15 @@ export class TagService {
     return tx.put<TagRecord>('tags', { ...cur, name, color: input.color === undefined ? cur.color : input.color, updated_at: now() });
   }
 
-  delete(tx: Tx, id: number): TagRecord {
-    const cur = tx.get<TagRecord>('tags', id);
-    if (!cur) throw errors.tagNotFound(id);
-    tx.delete('tags', id);
-    return cur;
+  /** Deletes a tag (its sites stay) and every reference to it, in one durable write. */
+  remove(id: number): Promise<TagRecord> {
+    return this.store.write((tx) => {
+      const cur = tx.get<TagRecord>('tags', id);
+      if (!cur) throw errors.tagNotFound(id);
+      this.onRemove.run(tx, id);
+      tx.delete('tags', id);
+      return cur;
+    });
   }
 
   /** Make `tagIds` exactly the tags of a site. Unknown tag ids → 404 before anything changes. */
