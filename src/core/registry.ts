@@ -62,7 +62,6 @@ export function renameAliases(a: Ability, raw: unknown): unknown {
 
 /** What the registry itself needs of the services it hands to abilities. */
 export interface RegistryServices {
-  store: { refreshIfStale(): void };
   settings: { assertModule(m: ModuleName): void };
 }
 
@@ -94,7 +93,6 @@ export class Registry<S extends RegistryServices = RegistryServices> {
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
     const input = validateInput(a.name, a.input, this.schemas(a).input, renameAliases(a, rawInput), { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
-    this.services.store.refreshIfStale();
     if (a.module) this.services.settings.assertModule(a.module);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;

@@ -17,14 +17,12 @@ export function readPrincipal(services: Services, header: string | undefined, sc
   const scheme = (space === -1 ? header : header.slice(0, space)).toLowerCase();
   const value = space === -1 ? '' : header.slice(space + 1).trim();
   if (scheme === 'bearer' && schemes.includes('bearer')) {
-    services.store.refreshIfStale();
     return services.auth.verifyBearer(value);
   }
   if (scheme === 'basic' && schemes.includes('basic')) {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon <= 0) throw new ServiceError('invalid_username', 'Malformed HTTP Basic credentials.', 401);
-    services.store.refreshIfStale();
     return services.auth.verifyBasic(decoded.slice(0, colon), decoded.slice(colon + 1));
   }
   throw missing();

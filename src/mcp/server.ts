@@ -104,7 +104,6 @@ function watchModules(services: Services, onChange: () => void): () => void {
   if (!moduleTimer) {
     let last = JSON.stringify(services.settings.get().modules);
     moduleTimer = setInterval(() => {
-      services.store.refreshIfStale();
       const now = JSON.stringify(services.settings.get().modules);
       if (now !== last) { last = now; for (const l of moduleListeners) l(); }
     }, 500);

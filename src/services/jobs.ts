@@ -133,7 +133,6 @@ export class JobService {
   }
 
   find(jobId: string): JobRecord | undefined {
-    this.store.refreshIfStale();
     for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return j;
     return undefined;
   }
@@ -181,7 +180,6 @@ export class JobService {
   }
 
   private async claimAndWork(): Promise<void> {
-    this.store.refreshIfStale();
     const now = Date.now();
     // A job this process owns but no longer runs (its last writes failed, e.g. on a full disk) is ours to resume:
     // nothing else will, since its owner looks alive to every other process.

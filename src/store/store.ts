@@ -157,7 +157,11 @@ export class Store {
    * Reload what another process committed since we last looked. Cheap when nothing changed (one stat),
    * and at most one stat a millisecond: a request asks more than once (auth, then the ability).
    */
-  refreshIfStale(): void {
+  /**
+   * Every read first takes in what another process committed (at most one stat of meta.json a millisecond), so no
+   * caller has to remember to; a write does the same under the lock.
+   */
+  private refreshIfStale(): void {
     if (this.flushing || this.closed) return;
     const t = performance.now();
     if (t - this.lastLook < 1) return;
@@ -197,23 +201,28 @@ export class Store {
 
   /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
   version(col: CollectionName): number {
+    this.refreshIfStale();
     return this.versions.get(col) ?? 0;
   }
 
   get<T extends Rec>(col: CollectionName, id: number): T | undefined {
+    this.refreshIfStale();
     return this.data.get(col)!.get(id) as T | undefined;
   }
 
   all<T extends Rec>(col: CollectionName): IterableIterator<T> {
+    this.refreshIfStale();
     return this.data.get(col)!.values() as IterableIterator<T>;
   }
 
   count(col: CollectionName): number {
+    this.refreshIfStale();
     return this.data.get(col)!.size;
   }
 
   /** Heavy per-site data or a site's secrets; read lazily, cached. */
   getBlob<T>(kind: Blob, id: number): T | null {
+    this.refreshIfStale();
     const key = `${kind}/${id}`;
     if (this.blobCache.has(key)) return this.blobCache.get(key) as T | null;
     const file = join(this.dir, kind, `${id}.json`);

@@ -92,7 +92,6 @@ describe('a real child site, from add to remove', () => {
     } finally {
       await strict.close();
     }
-    s.services.store.refreshIfStale();
     expect((await s.rest(`/sites/${id}`)).body.data.status).toBe('connected');
     expect((await s.rest('/sites?status=disconnected')).body.total ?? 0).toBe(0);
   });
