@@ -10,7 +10,7 @@ import { closeServices, openServices, type Services } from './services/index.js'
 import { MODULES } from './services/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
 import { log } from './log.js';
-import type { ModuleName, Toolset } from './core/ability.js';
+import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
 import { childSimCommand } from './child/simulator/command.js';
 import { demo } from './demo.js';
 
@@ -127,7 +127,6 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'];
 
 async function mcp(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, 'allow-private-sites': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });

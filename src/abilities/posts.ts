@@ -13,7 +13,7 @@ const remoteWrite = { readonly: false, destructive: false, idempotent: true, ope
 
 const PostId = z.number().int().min(1).describe('Post ID on the site.');
 const PostStatus = z.enum(POST_STATUSES);
-const WritableStatus = z.enum(['publish', 'draft', 'pending', 'private', 'future']);
+const WritableStatus = PostStatus.exclude(['trash']);
 const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
 const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
 /** A comma-separated string, or a list joined with commas. */

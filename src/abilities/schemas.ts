@@ -1,6 +1,7 @@
 // Parameter and result schemas shared by several abilities. Declared once, reused everywhere.
 import { z } from 'zod';
 import { ItemError, SkippedSite } from '../core/results.js';
+import { SITE_STATUSES } from '../services/sites.js';
 
 export { ItemError, SkippedSite };
 
@@ -20,8 +21,8 @@ export const TagName = z.string().min(1).max(100).describe('Unique, case-insensi
 export const HexColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/).describe('#RRGGBB');
 export const Confirm = z.boolean().default(false).describe('Must be true to really delete (not needed with dry_run).');
 export const DryRun = z.boolean().default(false).describe('Preview what would be deleted; changes nothing.');
-export const SiteStatusFilter = z.enum(['any', 'connected', 'disconnected', 'suspended', 'available_update']);
-export const SiteStatus = z.enum(['connected', 'disconnected', 'suspended']);
+export const SiteStatusFilter = z.enum(['any', ...SITE_STATUSES, 'available_update']);
+export const SiteStatus = z.enum(SITE_STATUSES);
 
 export const BasicSite = z.object({ id: z.number().int(), url: z.string(), name: z.string() });
 export const ListedSite = BasicSite.extend({ status: SiteStatus, client_id: z.number().int().nullable() });

@@ -29,6 +29,7 @@ import {
 import { RawStats, SYNC_OUTDATED_DAYS, securityFindings, toChildUser, toSnapshot, type ChildUser, type SecurityFinding, type SiteSnapshot } from './snapshot.js';
 import { ReplyInterrupted, Transport, type HttpTarget } from './transport.js';
 import { versionAtLeast } from './version.js';
+import { POST_STATUSES, USER_ROLES } from './wordpress.js';
 
 /** What the connector needs to talk to a connected site. The private key lives only in memory here; it is never logged. */
 export interface SiteCredentials extends HttpTarget {
@@ -74,8 +75,6 @@ export type PostAction = 'publish' | 'unpublish' | 'trash' | 'delete' | 'restore
 const DASHBOARD_VERSION = '6.1.2';
 // SHA-256 signatures need child ≥ 4.5 (§4.3, §11).
 const MIN_CHILD_VERSION = '4.5';
-const ALL_ROLES = ['administrator', 'editor', 'author', 'contributor', 'subscriber'];
-const ALL_POST_STATUSES = ['publish', 'draft', 'pending', 'future', 'private', 'trash'];
 // The child persists `syncdata` and reuses it for register replies and embedded `sync` blocks, so every stats call
 // sends the full list, never a reduced one (§9.1).
 const SYNC_DATA = JSON.stringify(
@@ -330,7 +329,7 @@ export class ChildConnector {
     const roles = query.roles && query.roles.length > 0 ? query.roles.join(',') : '';
     const reply = query.search
       ? await this.signed(site, 'search_users', { search: `*${query.search}*`, search_columns: 'user_login,display_name,user_email', role: roles })
-      : await this.signed(site, 'get_all_users', { role: roles || ALL_ROLES.join(',') });
+      : await this.signed(site, 'get_all_users', { role: roles || USER_ROLES.join(',') });
     const users = new Map<number, ChildUser>();
     for (const raw of parseReply(UsersReply, reply, query.search ? 'search_users' : 'get_all_users')) {
       const user = toChildUser(raw);
@@ -408,7 +407,7 @@ export class ChildConnector {
 
   async listPosts(site: SiteCredentials, query: ChildPostQuery = {}): Promise<ChildPost[]> {
     const reply = await this.signed(site, 'get_all_posts', {
-      status: (query.status && query.status.length > 0 ? query.status : ALL_POST_STATUSES).join(','),
+      status: (query.status && query.status.length > 0 ? query.status : POST_STATUSES).join(','),
       post_type: query.post_type ?? 'post',
       keyword: query.search || undefined,
       search_on: query.search ? query.search_on : undefined,

@@ -12,7 +12,9 @@ export interface Annotations {
 }
 
 export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts';
-export type Toolset = 'sites' | 'plugins' | 'tags' | 'users' | 'posts' | 'costs' | 'clients' | 'jobs';
+/** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
+export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'] as const;
+export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';
 
 export interface ProgressReport { done: number; total: number; message?: string }

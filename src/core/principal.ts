@@ -31,12 +31,19 @@ export function keyMethodError(method: string): ServiceError {
  * the call stands for (the request's on REST, the ability's own on the abilities and MCP doors).
  * Throws 403 svc_permission_denied.
  */
-export function assertMayRun(p: Principal, ability: { readonly: boolean }, method: string): void {
+/** Why a principal may not run an ability (its annotations, called with `method`), or null when it may. The one rule. */
+export function refusal(p: Principal, ability: { readonly: boolean }, method: string): ServiceError | null {
   if (p.kind === 'user' && p.role !== 'administrator' && !ability.readonly) {
-    throw new ServiceError('svc_permission_denied', 'You do not have permission to perform this action.', 403);
+    return new ServiceError('svc_permission_denied', 'You do not have permission to perform this action.', 403);
   }
-  if (p.kind === 'key' && !keyAllowsMethod(p.permissions, method)) throw keyMethodError(method);
+  if (p.kind === 'key' && !keyAllowsMethod(p.permissions, method)) return keyMethodError(method);
   if (p.kind === 'local' && p.readOnly && !ability.readonly) {
-    throw new ServiceError('svc_permission_denied', 'This server runs in read-only mode.', 403);
+    return new ServiceError('svc_permission_denied', 'This server runs in read-only mode.', 403);
   }
+  return null;
+}
+
+export function assertMayRun(p: Principal, ability: { readonly: boolean }, method: string): void {
+  const no = refusal(p, ability, method);
+  if (no) throw no;
 }

@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
-import { keyAllowsMethod, type Principal } from '../core/principal.js';
+import { refusal, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { VERSION } from '../version.js';
@@ -56,9 +56,7 @@ export interface ToolFilter {
 export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'settings'>): boolean {
   if (f.toolsets && !f.toolsets.includes(a.toolset)) return false;
   if (f.readOnly && !a.annotations.readonly) return false;
-  const p = f.principal;
-  if (p.kind === 'key' && !keyAllowsMethod(p.permissions, annotationMethod(a.annotations))) return false;
-  if (p.kind === 'user' && p.role !== 'administrator' && !a.annotations.readonly) return false;
+  if (refusal(f.principal, a.annotations, annotationMethod(a.annotations))) return false;
   if (a.module && services && !services.settings.moduleOn(a.module)) return false;
   return true;
 }

@@ -10,10 +10,11 @@ import { gmtFromLocal, localFromGmt } from '../core/site-time.js';
 import type { SiteRecord } from '../store/records.js';
 import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
 
-export const POST_STATUSES = ['publish', 'draft', 'pending', 'private', 'future', 'trash'] as const;
-export type PostStatus = (typeof POST_STATUSES)[number];
+import { POST_STATUSES, type PostStatus } from '../child/wordpress.js';
+
+export { POST_STATUSES, type PostStatus };
 /** What a list shows without a status filter: WordPress's "All" (the trash is left out). */
-const LISTED_BY_DEFAULT: PostStatus[] = ['publish', 'draft', 'pending', 'private', 'future'];
+const LISTED_BY_DEFAULT = POST_STATUSES.filter((s) => s !== 'trash');
 
 export interface PostQuery {
   search?: string;

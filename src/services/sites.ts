@@ -6,7 +6,8 @@ import type { SiteRecord, SiteSecret } from '../store/records.js';
 import { Cascade } from './cascade.js';
 import type { ItemError } from '../core/results.js';
 
-export type SiteStatus = 'connected' | 'disconnected' | 'suspended';
+export const SITE_STATUSES = ['connected', 'disconnected', 'suspended'] as const;
+export type SiteStatus = (typeof SITE_STATUSES)[number];
 export type StatusFilter = SiteStatus | 'any' | 'available_update';
 
 export interface SiteFilter {

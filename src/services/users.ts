@@ -11,8 +11,9 @@ import { ServiceError } from '../core/errors.js';
 import type { SiteRecord } from '../store/records.js';
 import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
 
-export const USER_ROLES = ['administrator', 'editor', 'author', 'contributor', 'subscriber'] as const;
-export type UserRole = (typeof USER_ROLES)[number];
+import { USER_ROLES, type UserRole } from '../child/wordpress.js';
+
+export { USER_ROLES, type UserRole };
 
 export interface NewUser {
   username: string;

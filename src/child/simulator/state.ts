@@ -1,7 +1,8 @@
 // src/child/simulator/state.ts — the in-memory WordPress of one simulated child site, generated deterministically from a seed.
+import { USER_ROLES, type UserRole } from '../wordpress.js';
 
-export type Role = 'administrator' | 'editor' | 'author' | 'contributor' | 'subscriber';
-export const ROLES: readonly Role[] = ['administrator', 'editor', 'author', 'contributor', 'subscriber'];
+export type Role = UserRole;
+export const ROLES: readonly Role[] = USER_ROLES;
 
 export interface SimUser {
   id: number;
