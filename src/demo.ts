@@ -29,11 +29,10 @@ export async function demo(args: string[]): Promise<void> {
   const { services, registry, http: served, close } = await boot(cfg, { http: {} });
   const http = served!;
   const local: Principal = { kind: 'local', name: 'cli' };
-  const addSite = registry.get('add-site-v1')!;
   for (const s of sim.sites) {
-    await registry.run(addSite, { url: s.url, admin: s.admin, admin_password: s.password, name: `Demo site ${s.index}` }, { principal: local, coerce: false });
+    await registry.call('add-site-v1', { url: s.url, admin: s.admin, admin_password: s.password, name: `Demo site ${s.index}` }, { principal: local, coerce: false });
   }
-  const sync = await registry.run(registry.get('sync-sites-v1')!, {}, { principal: local, coerce: false }) as { total_synced?: number };
+  const sync = await registry.call('sync-sites-v1', {}, { principal: local, coerce: false });
   const { token } = await services.auth.createKey(`demo-${Date.now()}`, 'read_write');
   const { password } = await services.auth.createUser('demo', 'administrator');
   const rest = `${http.url}${cfg.restPrefix}`;

@@ -20,11 +20,11 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 const run = (name: string, input: unknown, principal = admin) =>
-  app.registry.run(app.registry.get(name)!, input, { principal, coerce: false });
+  app.registry.call(name as never, input as never, { principal, coerce: false });
 
 describe('registry.run', () => {
-  it('runs an ability and answers within its output schema', async () => {
-    const r = await run('list-sites-v1', { per_page: 2 }) as { items: unknown[]; total: number };
+  it('runs an ability by name with its own input and output types', async () => {
+    const r = await app.registry.call('list-sites-v1', { per_page: 2 }, { principal: admin, coerce: false });
     expect(r.total).toBe(3);
     expect(r.items).toHaveLength(2);
   });
@@ -39,6 +39,7 @@ describe('registry.run', () => {
   });
 
   it('answers not found with the catalogue code and the subject doors map by', async () => {
+    await expect(run('no-such-ability-v1', {})).rejects.toMatchObject({ code: 'svc_ability_not_found', status: 404 });
     await expect(run('get-site-v1', { site_id_or_domain: 999 })).rejects.toMatchObject({
       code: 'svc_site_not_found', status: 404, detail: { subject: { kind: 'site', ref: 999 } },
     });

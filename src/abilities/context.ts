@@ -6,6 +6,6 @@ import type { Services } from '../services/index.js';
 
 export type AbilityContext = Services & CallContext;
 
-export function defineAbility<I extends z.ZodObject, O extends z.ZodType>(a: Ability<I, O, AbilityContext>): Ability<I, O, AbilityContext> {
+export function defineAbility<I extends z.ZodObject, O extends z.ZodType, N extends string>(a: Ability<I, O, AbilityContext, N>): Ability<I, O, AbilityContext, N> {
   return defineCore(a);
 }

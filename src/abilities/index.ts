@@ -1,6 +1,7 @@
 // Every ability sitefleet serves, in discovery order.
 import type { Ability } from '../core/ability.js';
-import { Registry } from '../core/registry.js';
+import type { z } from 'zod';
+import { Registry, type RunOptions } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { siteAbilities } from './sites.js';
 import { tagAbilities } from './tags.js';
@@ -11,7 +12,20 @@ import { costAbilities } from './costs.js';
 import { userAbilities } from './users.js';
 import { postAbilities } from './posts.js';
 
-export const allAbilities: readonly Ability[] = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities] as unknown as Ability[];
+const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities];
+export const allAbilities: readonly Ability[] = families as unknown as Ability[];
+
+/** Every ability by its name, with its own input and output types. */
+type AnyAbility = (typeof families)[number];
+export type AbilityName = AnyAbility['name'];
+type Named<N extends AbilityName> = Extract<AnyAbility, { name: N }>;
+export type InputOf<N extends AbilityName> = z.input<Named<N>['input']>;
+export type OutputOf<N extends AbilityName> = z.output<Named<N>['output']>;
+
+/** The registry of this process, whose `call` knows each ability's input and output types. */
+export interface FleetRegistry extends Registry<Services> {
+  call<N extends AbilityName>(name: N, input: InputOf<N>, opts: RunOptions): Promise<OutputOf<N>>;
+}
 
 export const CATEGORIES = [
   { slug: 'svc-sites', label: 'Sites', description: 'Child sites: registry, status, sync, plugins and themes.' },
@@ -23,6 +37,6 @@ export const CATEGORIES = [
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 
-export function buildRegistry(services: Services): Registry<Services> {
-  return new Registry(allAbilities, services);
+export function buildRegistry(services: Services): FleetRegistry {
+  return new Registry(allAbilities, services) as FleetRegistry;
 }

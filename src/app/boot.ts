@@ -1,9 +1,8 @@
 // Starting and stopping one sitefleet process, written once for every command that serves (serve, mcp, demo) and
 // for the tests: open the store and services, build the registry, listen when asked, start the job runner; and the
 // reverse, in order, once.
-import { buildRegistry } from '../abilities/index.js';
+import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
-import type { Registry } from '../core/registry.js';
 import { listen, type RunningHttp } from '../http/app.js';
 import { closeServices, openServices, type Services } from '../services/index.js';
 
@@ -16,7 +15,7 @@ export interface BootOptions {
 
 export interface Running {
   services: Services;
-  registry: Registry<Services>;
+  registry: FleetRegistry;
   http?: RunningHttp;
   /** Stops taking requests (up to graceMs for those in flight), stops the job runner, flushes and closes the store. */
   close(graceMs?: number): Promise<void>;

@@ -32,8 +32,8 @@ export interface CallContext {
  * An ability over a context C: the call (CallContext) plus whatever the layer above core hands every ability —
  * `abilities/context.ts` binds C to the services, so core never imports a higher layer.
  */
-export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType, C extends CallContext = CallContext> {
-  name: string;
+export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType, C extends CallContext = CallContext, N extends string = string> {
+  name: N;
   label: string;
   description: string;
   category: Category;
@@ -62,7 +62,7 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
  * Every input is strict: a field the ability does not know is refused with its name (WordPress's "is not a valid
  * property of Object"), never silently dropped as zod objects otherwise do.
  */
-export function defineAbility<I extends z.ZodObject, O extends z.ZodType, C extends CallContext>(a: Ability<I, O, C>): Ability<I, O, C> {
+export function defineAbility<I extends z.ZodObject, O extends z.ZodType, C extends CallContext, N extends string>(a: Ability<I, O, C, N>): Ability<I, O, C, N> {
   return { ...a, input: a.input.strict() as unknown as I };
 }
 

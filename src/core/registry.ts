@@ -80,6 +80,13 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     return this.byName.get(name);
   }
 
+  /** Runs an ability by name (abilities/index.ts gives this its types: the input and output of that ability). */
+  call(name: string, rawInput: unknown, opts: RunOptions): Promise<unknown> {
+    const a = this.byName.get(name);
+    if (!a) return Promise.reject(new ServiceError('svc_ability_not_found', `No ability named ${name}.`, 404));
+    return this.run(a, rawInput, opts);
+  }
+
   schemas(a: Ability): { input: JsonSchema; output: JsonSchema } {
     let s = this.schemaCache.get(a.name);
     if (!s) {
