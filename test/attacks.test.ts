@@ -301,7 +301,7 @@ describe('CSV uploads that used to take the server down (findings 1, 2)', () => 
 
   const upload = (bytes: Uint8Array | string, signal?: AbortSignal) => {
     const form = new FormData();
-    form.append('csv_file', new Blob([bytes as BlobPart], { type: 'text/csv' }), 'users.csv');
+    form.append('csv_file', new Blob([bytes as Uint8Array<ArrayBuffer> | string], { type: 'text/csv' }), 'users.csv');
     return f.s.rest('/users/import', { method: 'POST', body: form, signal });
   };
 

@@ -137,7 +137,7 @@ describe('disconnect and reconnect', () => {
     const d = await f.s.rest(`/sites/${id}/disconnect`, { method: 'POST' });
     expect(d.status).toBe(200);
     expect(d.body.child_notified).toBe(true);
-    expect(f.sim.state(3).pubkeyPem).toBeFalsy();
+    expect(f.sim.state(3).connection.pubkeyPem).toBeNull();
     expect((await f.s.rest(`/sites/${id}`)).body.data.status).toBe('disconnected');
     const sync = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [id] });
     expect(sync.body.errors[0].code).toBe('svc_site_disconnected');

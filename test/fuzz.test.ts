@@ -102,7 +102,7 @@ describe('REST door', () => {
       fc.oneof(fc.constant('1'), fc.constant('999999'), fc.stringMatching(/^[A-Za-z0-9._-]{1,20}$/)),
       async (body, query, id) => {
         const path = r.path.replace(/:(\w+)/g, (_, n: string) => (n === 'job_id' ? `sync_${id}` : id));
-        const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+        const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
         const method = r.methods[0]!;
         const before = generation();
         const res = await s.rest(`${path}${qs ? `?${qs}` : ''}`, { method, ...(method === 'GET' ? {} : { json: body }) });

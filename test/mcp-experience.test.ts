@@ -88,9 +88,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     expect(resources.map((x) => x.uri)).toContain('sitefleet://sites');
     const { resourceTemplates } = await c.listResourceTemplates();
     expect(resourceTemplates.map((t) => t.uriTemplate).sort()).toEqual(['sitefleet://jobs/{job_id}', 'sitefleet://sites/{id}']);
-    const fleet = JSON.parse((await c.readResource({ uri: 'sitefleet://sites' })).contents[0]!.text as string);
+    const fleet = JSON.parse(((await c.readResource({ uri: 'sitefleet://sites' })).contents[0] as { text: string }).text);
     expect(fleet.total).toBe(12);
-    const site = JSON.parse((await c.readResource({ uri: 'sitefleet://sites/1' })).contents[0]!.text as string);
+    const site = JSON.parse(((await c.readResource({ uri: 'sitefleet://sites/1' })).contents[0] as { text: string }).text);
     expect(site).toMatchObject({ id: 1, stats: expect.any(Object) });
     await expect(c.readResource({ uri: 'sitefleet://sites/99999' })).rejects.toThrow(/No site found with ID 99999/);
 
@@ -100,7 +100,7 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     await c.subscribeResource({ uri: `sitefleet://jobs/${job.job_id}` });
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const j = JSON.parse((await c.readResource({ uri: `sitefleet://jobs/${job.job_id}` })).contents[0]!.text as string);
+      const j = JSON.parse(((await c.readResource({ uri: `sitefleet://jobs/${job.job_id}` })).contents[0] as { text: string }).text);
       if (j.status === 'completed' && updates.length) break;
       await new Promise((r) => setTimeout(r, 100));
     }

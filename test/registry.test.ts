@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const run = (name: string, input: unknown, principal = admin) =>
+const run = (name: string, input: unknown, principal: Principal = admin) =>
   app.registry.call(name as never, input as never, { principal, coerce: false });
 
 describe('registry.run', () => {
