@@ -26,6 +26,8 @@ async function call(method, path, body) {
   if (!res.ok) {
     const err = new ApiError(res.status, json);
     if (res.status === 401 && path !== '/login') {
+      // The browser drops an expired cookie itself, so the server cannot tell "expired" from "never logged in": we can.
+      if (session && err.code === 'svc_console_login_required') err.message = 'Your console session has ended; log in again.';
       session = null;
       window.dispatchEvent(new CustomEvent('console:logged-out', { detail: err }));
     }
