@@ -280,10 +280,12 @@ describe('a phone', () => {
     await page.getByRole('table').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot(page, 'overview-phone');
+    await shot(page, 'overview-phone-top', false);
     await page.goto(`${srv.url}/console#/sites/5`);
     await page.getByRole('region', { name: 'Plugins' }).getByRole('table').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot(page, 'site-phone');
+    await shot(page, 'site-phone-top', false);
     await ctx.close();
   });
 });

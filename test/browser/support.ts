@@ -22,10 +22,10 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-export async function shot(page: Page, name: string): Promise<string> {
+export async function shot(page: Page, name: string, fullPage = true): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });
   const path = join(ARTIFACTS, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage });
   return path;
 }
 

@@ -83,7 +83,7 @@ export async function render(main, _params, query) {
   const picked = new Set();
   const rows = list.items.map((s) => [
     ...(canSync ? [h('input', { type: 'checkbox', 'aria-label': `Select ${s.name}`, onchange: (ev) => { if (ev.target.checked) picked.add(s.id); else picked.delete(s.id); } })] : []),
-    h('a', { href: `#/sites/${s.id}` }, s.name), h('span', { class: 'url' }, s.url), statusBadge(s.status),
+    h('span', {}, h('a', { href: `#/sites/${s.id}` }, s.name), h('br'), h('span', { class: 'url small' }, s.url)), statusBadge(s.status),
     s.client_id ? (clientName.get(s.client_id) ?? `#${s.client_id}`) : h('span', { class: 'muted' }, '—'),
   ]);
 
@@ -105,6 +105,6 @@ export async function render(main, _params, query) {
     h('section', { class: 'card', 'aria-labelledby': 'h-sites' },
       h('h2', { id: 'h-sites' }, 'Sites'),
       filters, actions,
-      table('Sites', [...(canSync ? [h('span', { class: 'sr-only' }, 'Select')] : []), 'Name', 'URL', 'Status', 'Client'], rows, 'No site matches.'),
+      table('Sites', [...(canSync ? [h('span', { class: 'sr-only' }, 'Select')] : []), 'Site', 'Status', 'Client'], rows, 'No site matches.'),
       pager(page, PER_PAGE, list.total, 'sites', (p) => hrefWith(query, { page: p, t: '' }))));
 }

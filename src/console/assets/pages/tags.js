@@ -23,7 +23,10 @@ export async function render(main, _params, query) {
   };
 
   const rows = r.items.map((t) => {
-    const nameCell = h('div', {}, h('span', { class: 'swatch', style: `background:${/^#[0-9a-f]{6}$/i.test(t.color ?? '') ? t.color : '#777777'}` }), ' ', t.name);
+    const swatch = h('span', { class: 'swatch', 'aria-hidden': 'true' });
+    // Through the CSSOM: the page's content security policy refuses style attributes.
+    swatch.style.backgroundColor = /^#[0-9a-f]{6}$/i.test(t.color ?? '') ? t.color : '#777777';
+    const nameCell = h('div', {}, swatch, ' ', t.name);
     const buttons = h('div', { class: 'actions' },
       canEdit ? h('button', { type: 'button', class: 'btn btn-small', 'aria-label': `Edit ${t.name}`, onclick: () => editForm(t, nameCell) }, 'Edit') : '',
       may('delete-tag-v1') ? actionButton('Delete…', async () => {
