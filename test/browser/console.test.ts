@@ -63,6 +63,8 @@ describe('the overview', () => {
       const api = await srv.rest(`/sites/count${status === 'any' ? '' : `?status=${status}`}`);
       expect(await page.locator(`#count-${status} .count-n`).textContent(), status).toBe(api.body.total.toLocaleString('en-US'));
     }
+    // No update abilities in this registry, so no Updates page.
+    expect(await page.getByRole('link', { name: 'Updates' }).count()).toBe(0);
     expect(await page.locator('#count-disconnected .count-n').textContent()).toBe('1');
     expect(await page.locator('#count-suspended .count-n').textContent()).toBe('1');
     const trouble = page.getByRole('region', { name: 'Disconnected or failing sync' });
@@ -72,6 +74,8 @@ describe('the overview', () => {
     expect(abandoned.total).toBeGreaterThan(8);
     await expect.poll(() => page.getByRole('region', { name: 'Abandoned plugins' }).textContent()).toContain(`${abandoned.total.toLocaleString('en-US')} in all`);
     await shot(page, 'overview');
+    await page.setViewportSize({ width: 1200, height: 760 });
+    await shot(page, 'readme', false); // docs/console.png is a copy of this one
 
     // Search and the status filter go through list-sites-v1, paged on the server.
     await page.getByLabel('Search').fill('Shop 2');
