@@ -64,7 +64,7 @@ describe('the overview', () => {
       expect(await page.locator(`#count-${status} .count-n`).textContent(), status).toBe(api.body.total.toLocaleString('en-US'));
     }
     // No update abilities in this registry, so no Updates page.
-    expect(await page.getByRole('link', { name: 'Updates' }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Updates', exact: true }).count()).toBe(0);
     expect(await page.locator('#count-disconnected .count-n').textContent()).toBe('1');
     expect(await page.locator('#count-suspended .count-n').textContent()).toBe('1');
     const trouble = page.getByRole('region', { name: 'Disconnected or failing sync' });
