@@ -10,8 +10,9 @@ import { clientAbilities } from './clients.js';
 import { costAbilities } from './costs.js';
 import { userAbilities } from './users.js';
 import { postAbilities } from './posts.js';
+import { fleetSecurityAbilities } from './fleet-security.js';
 
-export const allAbilities: readonly Ability[] = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities] as unknown as Ability[];
+export const allAbilities: readonly Ability[] = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities] as unknown as Ability[];
 
 export const CATEGORIES = [
   { slug: 'svc-sites', label: 'Sites', description: 'Child sites: registry, status, sync, plugins and themes.' },

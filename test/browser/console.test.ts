@@ -73,6 +73,10 @@ describe('the overview', () => {
     const abandoned = await (await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/get-abandoned-plugins-v1/run`, { headers: { Authorization: basic } })).json();
     expect(abandoned.total).toBeGreaterThan(8);
     await expect.poll(() => page.getByRole('region', { name: 'Abandoned plugins' }).textContent()).toContain(`${abandoned.total.toLocaleString('en-US')} in all`);
+    const insecure = await (await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/get-security-issues-v1/run?input[per_page]=8`, { headers: { Authorization: basic } })).json();
+    expect(insecure.total).toBeGreaterThan(0);
+    const panel = page.getByRole('region', { name: 'Security issues' });
+    await expect.poll(() => panel.getByRole('link').allTextContents()).toEqual(insecure.items.map((i: { site_name: string }) => i.site_name));
     await shot(page, 'overview');
     await page.setViewportSize({ width: 1200, height: 760 });
     await shot(page, 'readme', false); // docs/console.png is a copy of this one

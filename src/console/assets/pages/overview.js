@@ -1,6 +1,6 @@
 // The fleet at a glance: counts by status, the sites that need attention first, and the whole list with search,
 // filters and server-side paging (every number comes from an ability: count-sites-v1, list-sites-v1, …).
-import { may, run } from '../api.js';
+import { has, may, run } from '../api.js';
 import { actionButton, clear, field, h, notice, pager, section, statusBadge, table } from '../dom.js';
 
 const PER_PAGE = 50;
@@ -41,7 +41,7 @@ function attention() {
     const r = await run('list-sites-v1', { status, per_page: 8 });
     if (!r.total) return h('p', { class: 'muted' }, empty);
     return h('div', {},
-      h('ul', { class: 'plain' }, r.items.map((s) => h('li', {}, h('a', { href: `#/sites/${s.id}` }, s.name), ' ', h('span', { class: 'muted small' }, s.url)))),
+      h('ul', { class: 'plain' }, r.items.map((s) => h('li', {}, h('a', { href: `#/sites/${s.id}`, title: s.url }, s.name)))),
       r.total > r.items.length ? h('a', { href: hrefWith('', { status }) }, `All ${r.total.toLocaleString()} →`) : '');
   };
   const abandoned = async () => {
@@ -52,9 +52,19 @@ function attention() {
         h('span', { class: 'muted small' }, ` last updated ${p.last_updated ? p.last_updated.slice(0, 10) : 'unknown'}`)))),
       r.total > r.items.length ? h('p', { class: 'muted small' }, `${r.total.toLocaleString()} in all`) : '');
   };
+  const security = async () => {
+    const r = await run('get-security-issues-v1', { per_page: 8 });
+    if (!r.total) return h('p', { class: 'muted' }, 'No site reported an issue at its last sync.');
+    const counts = (x) => [['high', x.high], ['medium', x.medium], ['low', x.low]].filter(([, n]) => n)
+      .map(([sev, n]) => h('span', { class: `sev sev-${sev} small` }, ` ${n} ${sev}`));
+    return h('div', {},
+      h('ul', { class: 'plain' }, r.items.map((x) => h('li', {}, h('a', { href: `#/sites/${x.site_id}` }, x.site_name), counts(x)))),
+      r.total > r.items.length ? h('p', { class: 'muted small' }, `${r.total.toLocaleString()} sites in all`) : '');
+  };
   return h('div', { class: 'attention' },
     section('Disconnected or failing sync', siteList('disconnected', 'Every site answers.'), { class: 'warn' }),
     section('Pending updates', siteList('available_update', 'Everything is up to date.')),
+    has('get-security-issues-v1') ? section('Security issues', security) : '',
     section('Abandoned plugins', abandoned));
 }
 
