@@ -309,6 +309,8 @@ describe('an expired session', () => {
       await page.getByRole('link', { name: 'Tags' }).click();
       await page.getByRole('heading', { name: 'Log in' }).waitFor();
       expect(await page.locator('main').textContent()).toContain('Your console session has ended; log in again.');
+      expect(await page.getByRole('button', { name: 'Log out' }).isVisible()).toBe(false);
+      expect(await page.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(false);
       await shot(page, 'session-expired');
       await ctx.close();
     } finally {
