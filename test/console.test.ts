@@ -5,8 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen } from '../src/http/app.js';
 import { ConsoleSessions } from '../src/console/sessions.js';
 import { MAX_STREAMS_PER_SESSION } from '../src/console/door.js';
-import { seedSites, startServer, type TestServer } from './support/server.js';
+import { rmSync } from 'node:fs';
+import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
+import { serveProcess } from './support/process.js';
 
 let s: TestServer;
 beforeAll(async () => { s = await startServer({ config: { loginFailureLimit: '1000' } }); await seedSites(s.services, 3); });
@@ -56,6 +58,21 @@ describe('the shell', () => {
       expect(r.status, path).toBe(404);
       expect((await r.json()).code).toBe('rest_no_route');
     }
+  });
+
+  it('is announced by serve with its address, and --no-console leaves it out', async () => {
+    const dir = tempDir();
+    try {
+      const on = await serveProcess(['--data-dir', dir]);
+      expect(on.stdout()).toContain(`web console: ${on.url}/console\n`);
+      expect(on.stdout()).toContain(`Web console: ${on.url}/console (log in as admin with the password above)`);
+      expect((await fetch(`${on.url}/console`)).status).toBe(200);
+      expect(await on.stop()).toBe(0);
+      const off = await serveProcess(['--data-dir', dir, '--no-console']);
+      expect(off.stdout()).not.toMatch(/console/i);
+      expect((await fetch(`${off.url}/console`)).status).toBe(401);
+      expect(await off.stop()).toBe(0);
+    } finally { rmSync(dir, { recursive: true, force: true }); }
   });
 
   it('is not there with --no-console: /console and / ask for credentials like any unknown path', async () => {
@@ -243,6 +260,18 @@ describe('live job progress', () => {
     const again = await fetch(url, { headers: { Cookie: sess.cookie } });
     expect(again.status).toBe(200);
     expect((await events(again, 'end')).at(-1)!.event).toBe('end');
+  });
+
+  it('tells a stream whose session ended, and closes it', async () => {
+    const { user, password } = await f.s.services.auth.createUser('streamer', 'administrator');
+    const sess = await login(f.s.url, `Basic ${Buffer.from(`${user.name}:${password}`).toString('base64')}`);
+    const started = await run(f.s.url, sess, 'sync-sites-v1', {});
+    expect(started.body.queued).toBe(true);
+    const res = await fetch(`${f.s.url}/console/api/jobs/${started.body.job_id}/events`, { headers: { Cookie: sess.cookie } });
+    expect(res.status).toBe(200);
+    await f.s.services.auth.deleteUser(user.name);
+    const seen = await events(res, 'expired');
+    expect(seen.at(-1)).toMatchObject({ event: 'expired', data: { code: 'svc_console_login_required' } });
   });
 
   it('answers an unknown job and a missing session as JSON errors, not streams', async () => {

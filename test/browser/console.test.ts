@@ -127,6 +127,29 @@ describe('a site page', () => {
   });
 });
 
+describe('site actions', () => {
+  it('checks a site, and removes one only after showing the dry run and asking', async () => {
+    const { ctx, page } = await pageAs(srv.admin);
+    await page.goto(`${srv.url}/console#/sites/8`);
+    await page.getByRole('button', { name: 'Check', exact: true }).click();
+    await expect.poll(() => page.locator('#notice').textContent()).toMatch(/^Reachable \(HTTP 200, \d+ ms\)\.$/);
+
+    await page.goto(`${srv.url}/console#/sites/30`);
+    await page.getByRole('button', { name: 'Remove…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Remove Shop 30?' });
+    await expect.poll(() => dialog.textContent()).toContain('This action is irreversible.');
+    await shot(page, 'site-remove-preview');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect((await srv.rest('/sites/30')).status).toBe(200);
+    await page.getByRole('button', { name: 'Remove…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove site' }).click();
+    await page.getByRole('heading', { name: 'Fleet', level: 1 }).waitFor();
+    await expect.poll(() => page.locator('#notice').textContent()).toContain('Removed Shop 30.');
+    expect((await srv.rest('/sites/30')).status).toBe(404);
+    await ctx.close();
+  });
+});
+
 describe('a background job', () => {
   it('shows its progress live, without reloading, until it completes', async () => {
     const { ctx, page } = await pageAs(srv.admin);
