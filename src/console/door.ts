@@ -201,9 +201,11 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
       return sendError(res, e);
     }
     res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    // A read in flight may finish after the browser left: never write to a closed stream.
+    const write = (text: string) => { if (!res.writableEnded && !res.destroyed) res.write(text); };
+    const send = (event: string, data: unknown) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     let last = JSON.stringify(first);
-    res.write('retry: 2000\n\n');
+    write('retry: 2000\n\n');
     send('job', first);
     session.streams++;
     const started = Date.now();
@@ -228,7 +230,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         if (now !== last) { last = now; send('job', j); }
         if (finished(j)) { send('end', j); return stop(); }
         if (Date.now() - started > STREAM_MAX_MS) return stop(); // the browser reconnects with a fresh stream
-        if (Date.now() - beat > HEARTBEAT_MS) { beat = Date.now(); res.write(': keep-alive\n\n'); }
+        if (Date.now() - beat > HEARTBEAT_MS) { beat = Date.now(); write(': keep-alive\n\n'); }
       } catch (e) {
         const err = e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error.', 500);
         send('failure', err.toBody());
