@@ -15,6 +15,11 @@ export default tseslint.config(
     },
   },
   {
+    // The console's pages run in the browser.
+    files: ['src/console/assets/**'],
+    languageOptions: { globals: globals.browser },
+  },
+  {
     // Tests read loosely typed JSON answers.
     files: ['test/**', 'bench/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -19,7 +19,7 @@ const SERVE_OPTIONS = {
   host: { type: 'string' }, port: { type: 'string' }, ...DATA_DIR,
   'rest-prefix': { type: 'string' }, 'abilities-prefix': { type: 'string' },
   'child-concurrency': { type: 'string' }, 'allow-private-sites': { type: 'boolean' },
-  'allowed-hosts': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  'allowed-hosts': { type: 'string' }, 'no-console': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
 const HELP: Record<string, string> = {
@@ -40,9 +40,11 @@ Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
+                       [--no-console]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR (flags win).
 --allow-private-sites lets sitefleet connect to loopback and private-network sites (refused by default).
+The web console is at /console (log in with a user and its application password); --no-console turns it off.
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
 
@@ -81,7 +83,7 @@ async function withServices<R>(dataDir: string | undefined, fn: (s: Services) =>
   }
 }
 
-async function bootstrap(s: Services, url: string, cfg: Config): Promise<void> {
+async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boolean): Promise<void> {
   if (!s.auth.isEmpty()) return;
   const { password } = await s.auth.createUser('admin', 'administrator');
   const { token } = await s.auth.createKey('default', 'read_write');
@@ -96,6 +98,7 @@ async function bootstrap(s: Services, url: string, cfg: Config): Promise<void> {
     `  curl -H "Authorization: Bearer ${token}" ${url}${cfg.restPrefix}/sites`,
     `  curl -u "admin:${password}" ${url}${cfg.abilitiesPrefix}/abilities/svc/list-sites-v1/run`,
     `  MCP over HTTP: ${url}/mcp with header "Authorization: Bearer ${token}"`,
+    ...(withConsole ? [`  Web console: ${url}/console (log in as admin with the password above)`] : []),
     '',
   ];
   process.stdout.write(out.join('\n') + '\n');
@@ -108,11 +111,13 @@ async function serve(args: string[]): Promise<void> {
     host: values.host, port: values.port, dataDir: values['data-dir'], restPrefix: values['rest-prefix'],
     abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
   });
+  const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {
-    http: { allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean) },
+    http: { allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean), console: withConsole },
   });
-  await bootstrap(services, http!.url, cfg);
+  await bootstrap(services, http!.url, cfg, withConsole);
   process.stdout.write(`sitefleet listening on ${http!.url} (data: ${cfg.dataDir})\n`);
+  if (withConsole) process.stdout.write(`web console: ${http!.url}/console\n`);
   log('info', 'listening', { url: http!.url, dataDir: cfg.dataDir });
   let stopping = false;
   const stop = async (signal: string) => {

@@ -17,6 +17,8 @@ export interface Config {
   queueThreshold: number;
   /** Failed logins from one address within a minute before it must wait (429). */
   loginFailureLimit: number;
+  /** Life of a web console login (an absolute limit from the login; the cookie's Max-Age). */
+  consoleSessionSeconds: number;
   /** Where callers reach this server (for status_url); set by `serve` once it listens. */
   publicUrl: string;
 }
@@ -51,6 +53,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
     loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),
+    consoleSessionSeconds: int('console session seconds', pick('consoleSessionSeconds', 'SITEFLEET_CONSOLE_SESSION_SECONDS', '28800'), 1, 30 * 86_400),
     publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
   };
 }

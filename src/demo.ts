@@ -42,6 +42,7 @@ export async function demo(args: string[]): Promise<void> {
     `sitefleet:            ${http.url}  (data: ${cfg.dataDir})`,
     `API key:              ${token}`,
     `User / password:      demo / ${password}`,
+    `Web console:          ${http.url}/console  (log in as demo)`,
     '',
     'Try:',
     `  curl -H "Authorization: Bearer ${token}" "${rest}/sites?per_page=5"`,

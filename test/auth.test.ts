@@ -45,7 +45,7 @@ describe('no credentials', () => {
     ['abilities unknown path', 'GET', `${AB}/nothing-here`],
     ['MCP', 'POST', '/mcp'],
     ['an unknown path', 'GET', '/no/such/path'],
-    ['the root', 'GET', '/'],
+    ['the console API (the root redirects to the console page)', 'GET', '/console/api/session'],
   ])('answers %s with 401 {code, message, data:{status:401}}', async (_label, method, path) => {
     const r = await call(path, null, method === 'POST' ? { method, body: path === '/mcp' ? MCP_INITIALIZE : '{}', headers: path === '/mcp' ? MCP_HEADERS : {} } : { method });
     expect(r.status).toBe(401);

@@ -15,7 +15,7 @@ export const FLOORS: Record<string, number> = {
   store: 3,
   services: 4,
   abilities: 5,
-  http: 6, mcp: 6, // doors; the HTTP door carries MCP's HTTP transport
+  http: 6, mcp: 6, console: 6, // doors; the HTTP door carries MCP's HTTP transport and the console
   app: 7, // boot: the whole process put together
   tools: 8, 'cli.ts': 8, 'demo.ts': 8,
 };

@@ -11,8 +11,9 @@ import { clientAbilities } from './clients.js';
 import { costAbilities } from './costs.js';
 import { userAbilities } from './users.js';
 import { postAbilities } from './posts.js';
+import { fleetSecurityAbilities } from './fleet-security.js';
 
-const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities];
+const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
 /** Every ability by its name, with its own input and output types. */

@@ -3,12 +3,12 @@
 // reverse, in order, once.
 import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
-import { listen, type RunningHttp } from '../http/app.js';
+import { listen, type HttpOptions, type RunningHttp } from '../http/app.js';
 import { closeServices, openServices, type Services } from '../services/index.js';
 
 export interface BootOptions {
   /** Serve the HTTP doors on the config's host and port (or this port; 0 picks a free one). */
-  http?: { port?: number; allowedHosts?: string[] };
+  http?: HttpOptions & { port?: number };
   /** How often the job runner looks for work, in ms (the default suits a server; tests go faster). */
   jobTickMs?: number;
 }
@@ -26,7 +26,7 @@ export async function boot(config: Config, opts: BootOptions = {}): Promise<Runn
   const registry = buildRegistry(services);
   let http: RunningHttp | undefined;
   try {
-    if (opts.http) http = await listen(services, registry, config.host, opts.http.port ?? config.port, { allowedHosts: opts.http.allowedHosts });
+    if (opts.http) http = await listen(services, registry, config.host, opts.http.port ?? config.port, opts.http);
   } catch (e) {
     await closeServices(services);
     throw e;

@@ -11,6 +11,7 @@ import { restRouter, noRoute } from './rest-door.js';
 import { restRoutes } from './rest-routes.js';
 import { sendError } from './respond.js';
 import { ServiceError } from '../core/errors.js';
+import { consoleDoor } from '../console/door.js';
 
 export interface RunningHttp {
   server: HttpServer;
@@ -19,7 +20,13 @@ export interface RunningHttp {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createHttpApp(services: Services, registry: Registry, opts: { allowedHosts?: string[] } = {}) {
+export interface HttpOptions {
+  allowedHosts?: string[];
+  /** The web console at /console (and / redirecting there); on unless false (`serve --no-console`). */
+  console?: boolean;
+}
+
+export function createHttpApp(services: Services, registry: Registry, opts: HttpOptions = {}) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -43,6 +50,11 @@ export function createHttpApp(services: Services, registry: Registry, opts: { al
   app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle));
   app.use(services.config.restPrefix, restRouter(services, registry, restRoutes, throttle));
   app.use('/mcp', mcp.router);
+  const web = opts.console === false ? null : consoleDoor(services, registry, throttle);
+  if (web) {
+    app.use('/console', web.router);
+    app.get('/', (_req, res) => res.redirect(302, '/console'));
+  }
   // Anything else: credentials first (no path answers without them), then 404.
   app.use(requireAuth(services, ['bearer', 'basic'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   app.use((_req, res) => sendError(res, noRoute()));
@@ -50,11 +62,11 @@ export function createHttpApp(services: Services, registry: Registry, opts: { al
     log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
     sendError(res, err);
   }) as express.ErrorRequestHandler);
-  return { app, mcp };
+  return { app, mcp, web };
 }
 
-export async function listen(services: Services, registry: Registry, host: string, port: number, opts: { allowedHosts?: string[] } = {}): Promise<RunningHttp> {
-  const { app, mcp } = createHttpApp(services, registry, opts);
+export async function listen(services: Services, registry: Registry, host: string, port: number, opts: HttpOptions = {}): Promise<RunningHttp> {
+  const { app, mcp, web } = createHttpApp(services, registry, opts);
   const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
   // Requests the HTTP parser refuses (a URL or headers over 16 KB, garbage) still get the error envelope.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -84,6 +96,7 @@ export async function listen(services: Services, registry: Registry, host: strin
       // Keep-alive connections turn idle as their last response ends: close them as they do.
       const idle = setInterval(() => server.closeIdleConnections(), 25);
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      web?.close();
       await mcp.close();
       await closed;
       clearInterval(idle);

@@ -1,0 +1,37 @@
+// Fleet-wide security: the sites whose last sync reported hardening issues, worst first (one site's issues and its
+// live TLS check are get-site-security-v1).
+import { z } from 'zod';
+import { defineAbility } from './context.js';
+import { Page, paginate, perPage } from '../core/paging.js';
+import { SecurityFinding, Severity } from '../child/snapshot.js';
+import { sitesWithIssues } from '../services/fleet-security.js';
+import { paged } from './schemas.js';
+
+export const getSecurityIssues = defineAbility({
+  name: 'get-security-issues-v1',
+  label: 'Sites with security issues',
+  category: 'svc-sites',
+  toolset: 'sites',
+  description: 'Sites whose last sync reported security issues, most high-severity first, with counts by severity.',
+  input: z.object({
+    page: Page,
+    per_page: perPage(20),
+    min_severity: Severity.default('low').describe('Only sites with an issue this severe or worse.'),
+  }),
+  output: paged(z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    site_name: z.string(),
+    high: z.number().int(),
+    medium: z.number().int(),
+    low: z.number().int(),
+    issues: z.array(SecurityFinding),
+  })),
+  annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
+  execute: ({ page, per_page, min_severity }, ctx) => {
+    const all = sitesWithIssues(ctx, min_severity);
+    return { items: paginate(all, page, per_page), page, per_page, total: all.length };
+  },
+});
+
+export const fleetSecurityAbilities = [getSecurityIssues];

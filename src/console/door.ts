@@ -1,0 +1,268 @@
+// The web console door: the page shell and its static files, a login that makes a session cookie, one thin JSON
+// endpoint that runs any ability through the registry as the session's user, and live job progress as server-sent
+// events. No rule lives here: what a user may do is the registry's answer (a viewer's write is refused by it).
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { ServiceError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import type { Registry } from '../core/registry.js';
+import type { LoginThrottle } from '../http/auth.js';
+import { bodyErrors, jsonBody, sendError } from '../http/respond.js';
+import type { Services } from '../services/index.js';
+import { MODULES } from '../services/settings.js';
+import type { ModuleName } from '../core/ability.js';
+import type { UserRecord } from '../store/records.js';
+import { ConsoleSessions, sameToken, type ConsoleSession } from './sessions.js';
+
+/** The files the browser loads. They sit beside the source and ship with the package (package.json "files"). */
+export const ASSETS_DIR = fileURLToPath(new URL('../../src/console/assets/', import.meta.url));
+
+export const COOKIE = 'sitefleet_console';
+/** Live job streams one session may hold open, and the whole server. */
+export const MAX_STREAMS_PER_SESSION = 4;
+export const MAX_STREAMS = 200;
+/** How often a job stream reads the job, and how long one stream lasts at most (the browser reconnects). */
+const STREAM_POLL_MS = 250;
+const STREAM_MAX_MS = 30 * 60_000;
+const HEARTBEAT_MS = 15_000;
+
+const SECURITY_HEADERS: Record<string, string> = {
+  // Everything comes from this server; no inline script or style, no framing.
+  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    + "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+};
+
+const LoginBody = z.object({
+  name: z.string().min(1).max(200),
+  password: z.string().min(1).max(200),
+}).strict();
+
+const RunBody = z.object({ input: z.unknown().optional() }).strict();
+
+type ConsoleRequest = Request & { consoleSession?: ConsoleSession; consoleSessionId?: string };
+
+function cookieValue(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function invalidBody(e: z.ZodError): ServiceError {
+  const issue = e.issues[0]!;
+  const where = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : 'body');
+  return new ServiceError('svc_invalid_input', `Invalid ${where}: ${issue.message}`, 400, { params: { [where]: issue.message } });
+}
+
+const loginRequired = (expired: boolean) => new ServiceError('svc_console_login_required',
+  expired ? 'Your console session has ended; log in again.' : 'Log in to the console first.', 401);
+
+export interface ConsoleDoor {
+  router: express.Router;
+  sessions: ConsoleSessions;
+  /** Ends the live streams (at shutdown), so that they do not hold the server open. */
+  close(): void;
+}
+
+export function consoleDoor(services: Services, registry: Registry, throttle: LoginThrottle): ConsoleDoor {
+  const r = express.Router();
+  const sessions = new ConsoleSessions(services.config.consoleSessionSeconds * 1000);
+  const streams = new Set<() => void>();
+  const secure = services.config.publicUrl.startsWith('https:');
+  const indexHtml = readFileSync(`${ASSETS_DIR}index.html`);
+
+  const setCookie = (res: Response, value: string, maxAge: number) => {
+    res.setHeader('Set-Cookie', `${COOKIE}=${value}; Path=/console; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
+  };
+
+  r.use((_req, res, next) => {
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    next();
+  });
+
+  // The page shell: the login form and the pages are drawn by the script; no data is in it.
+  const shell = (_req: Request, res: Response) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.type('html').send(indexHtml);
+  };
+  r.get('/', shell);
+  r.use('/assets', express.static(ASSETS_DIR, { index: false, dotfiles: 'deny', redirect: false, cacheControl: true, maxAge: 0, fallthrough: true }));
+
+  const api = express.Router();
+  api.use((_req, res, next) => { res.setHeader('Cache-Control', 'no-store'); next(); });
+  // A cross-site form can post only form encodings: JSON alone (with the CSRF header below) closes that door.
+  api.use((req, _res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !/\bjson\b/i.test(String(req.headers['content-type'] ?? ''))) {
+      return next(new ServiceError('svc_unsupported_media_type', 'Console requests carry JSON (Content-Type: application/json).', 415));
+    }
+    if (req.headers['sec-fetch-site'] === 'cross-site') {
+      return next(new ServiceError('svc_csrf_refused', 'Cross-site requests to the console are refused.', 403));
+    }
+    next();
+  });
+  api.use(jsonBody('1mb'));
+  api.use(bodyErrors);
+
+  api.post('/login', (req, res) => {
+    const addr = req.socket.remoteAddress ?? '';
+    const raw: unknown = req.body;
+    const name = raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string' ? (raw as { name: string }).name : '';
+    const account = name ? `user:${name.slice(0, 200).toLowerCase()}` : null;
+    const wait = throttle.waitFor(addr, account);
+    if (wait) {
+      res.setHeader('Retry-After', String(wait));
+      return sendError(res, new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, { retry_after: wait }));
+    }
+    const body = LoginBody.safeParse(raw ?? {});
+    if (!body.success) return sendError(res, invalidBody(body.error));
+    let principal: Principal;
+    try {
+      principal = services.auth.verifyBasic(body.data.name, body.data.password);
+    } catch (e) {
+      throttle.failed(addr, account);
+      return sendError(res, e);
+    }
+    if (principal.kind !== 'user') return sendError(res, loginRequired(false));
+    const old = cookieValue(req, COOKIE);
+    if (old) sessions.delete(old);
+    const { id, session } = sessions.create(principal.id);
+    setCookie(res, id, services.config.consoleSessionSeconds);
+    res.json(sessionView(principal, session));
+  });
+
+  // Everything below needs a live session; writes need its CSRF token too.
+  api.use((req: ConsoleRequest, _res, next) => {
+    const id = cookieValue(req, COOKIE);
+    const session = sessions.get(id);
+    if (!session) return next(loginRequired(id !== undefined));
+    const user = services.store.get<UserRecord>('users', session.userId);
+    if (!user) { sessions.delete(id!); return next(loginRequired(true)); }
+    req.principal = { kind: 'user', id: user.id, name: user.name, role: user.role };
+    req.consoleSession = session;
+    req.consoleSessionId = id;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const token = req.headers['x-csrf-token'];
+      if (typeof token !== 'string' || !sameToken(token, session.csrf)) {
+        return next(new ServiceError('svc_csrf_token_invalid', 'The console\'s CSRF token is missing or wrong; reload the page.', 403));
+      }
+    }
+    next();
+  });
+
+  api.get('/session', (req: ConsoleRequest, res) => {
+    res.json(sessionView(req.principal!, req.consoleSession!));
+  });
+
+  api.post('/logout', (req: ConsoleRequest, res) => {
+    sessions.delete(req.consoleSessionId!);
+    setCookie(res, '', 0);
+    res.json({ logged_out: true });
+  });
+
+  api.post('/run/:name', async (req: ConsoleRequest, res) => {
+    const ac = new AbortController();
+    res.on('close', () => { if (!res.writableEnded) ac.abort(); });
+    try {
+      const name = String(req.params.name);
+      const a = /^[a-z0-9-]{1,100}$/.test(name) ? registry.get(name) : undefined;
+      if (!a) throw new ServiceError('rest_ability_not_found', 'Ability not found.', 404);
+      const body = RunBody.safeParse(req.body ?? {});
+      if (!body.success) throw invalidBody(body.error);
+      res.json(await registry.run(a, body.data.input ?? null, { principal: req.principal!, coerce: false, signal: ac.signal }));
+    } catch (e) {
+      sendError(res, e);
+    }
+  });
+
+  // Live progress of a background job: an event each time its status changes, until it ends.
+  api.get('/jobs/:job_id/events', async (req: ConsoleRequest, res) => {
+    const session = req.consoleSession!;
+    const sessionId = req.consoleSessionId!;
+    const status = registry.get('get-batch-job-status-v1')!;
+    const read = () => registry.run(status, { job_id: String(req.params.job_id) }, { principal: req.principal!, coerce: false });
+    let first: unknown;
+    try {
+      first = await read();
+      if (session.streams >= MAX_STREAMS_PER_SESSION) {
+        throw new ServiceError('svc_too_many_streams', `A console session follows at most ${MAX_STREAMS_PER_SESSION} jobs at once; close one.`, 429);
+      }
+      if (streams.size >= MAX_STREAMS) throw new ServiceError('svc_too_many_streams', 'Too many live job streams on this server; retry later.', 503);
+    } catch (e) {
+      return sendError(res, e);
+    }
+    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+    // A read in flight may finish after the browser left: never write to a closed stream.
+    const write = (text: string) => { if (!res.writableEnded && !res.destroyed) res.write(text); };
+    const send = (event: string, data: unknown) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    let last = JSON.stringify(first);
+    write('retry: 2000\n\n');
+    send('job', first);
+    session.streams++;
+    const started = Date.now();
+    let beat = Date.now();
+    let busy = false;
+    const finished = (j: unknown) => ['completed', 'failed'].includes((j as { status?: string }).status ?? '');
+    const stop = () => {
+      clearInterval(timer);
+      if (streams.delete(stop)) session.streams--;
+      if (!res.writableEnded) res.end();
+    };
+    const tick = async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        if (sessions.get(sessionId) !== session || !services.store.get<UserRecord>('users', session.userId)) {
+          send('expired', { code: 'svc_console_login_required', message: 'Your console session has ended; log in again.' });
+          return stop();
+        }
+        const j = await read();
+        const now = JSON.stringify(j);
+        if (now !== last) { last = now; send('job', j); }
+        if (finished(j)) { send('end', j); return stop(); }
+        if (Date.now() - started > STREAM_MAX_MS) return stop(); // the browser reconnects with a fresh stream
+        if (Date.now() - beat > HEARTBEAT_MS) { beat = Date.now(); write(': keep-alive\n\n'); }
+      } catch (e) {
+        const err = e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error.', 500);
+        send('failure', err.toBody());
+        stop();
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void tick(), STREAM_POLL_MS);
+    streams.add(stop);
+    res.on('close', stop);
+    if (finished(first)) { send('end', first); stop(); }
+  });
+
+  api.use(() => { throw new ServiceError('rest_no_route', 'No console route was found matching the URL and request method.', 404); });
+  api.use(((err, _req, res, _next) => sendError(res, err)) as express.ErrorRequestHandler);
+
+  r.use('/api', api);
+  r.use((_req: Request, res: Response, _next: NextFunction) => sendError(res, new ServiceError('rest_no_route', 'No console page was found at this URL.', 404)));
+
+  function sessionView(p: Principal, s: ConsoleSession) {
+    const user = p.kind === 'user' ? { name: p.name, role: p.role } : { name: p.name, role: 'viewer' as const };
+    return {
+      user,
+      csrf_token: s.csrf,
+      expires_at: new Date(s.expiresAt).toISOString(),
+      // What the registry offers, so the pages show only what exists (and, for a viewer, nothing that writes).
+      abilities: registry.abilities.map((a) => ({
+        name: a.name, label: a.label, readonly: a.annotations.readonly, destructive: a.annotations.destructive,
+        inputs: Object.keys(a.input.shape),
+      })),
+      modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),
+    };
+  }
+
+  return { router: r, sessions, close: () => { for (const stop of [...streams]) stop(); } };
+}

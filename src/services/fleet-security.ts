@@ -1,0 +1,69 @@
+// Fleet-wide security issues: which sites reported hardening issues at their last sync, the most severe first.
+// Served from an in-memory index, so that a request never reads every site's file: keyed on the sites collection's
+// version, only sites whose last sync or record changed are read again (the first request reads each file once).
+import type { SecurityFinding } from '../child/snapshot.js';
+import type { SiteData, SiteRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
+import type { Services } from './index.js';
+
+export interface SiteSecurity {
+  site_id: number;
+  site_url: string;
+  site_name: string;
+  high: number;
+  medium: number;
+  low: number;
+  issues: SecurityFinding[];
+}
+
+interface Entry { stamp: string; value: SiteSecurity | null }
+
+const stampOf = (s: SiteRecord) => `${s.last_sync}|${s.updated_at}|${s.url}|${s.name}`;
+
+/** Most high issues first, then medium, then low; then by site id. */
+const worstFirst = (a: SiteSecurity, b: SiteSecurity) => b.high - a.high || b.medium - a.medium || b.low - a.low || a.site_id - b.site_id;
+
+class SecurityIndex {
+  private version = -1;
+  private sites = new Map<number, Entry>();
+  private sorted: SiteSecurity[] = [];
+
+  constructor(private readonly store: Store, private readonly read: (id: number) => SiteData | null) {}
+
+  private entry(site: SiteRecord): Entry {
+    const issues = this.read(site.id)?.security ?? [];
+    if (!issues.length) return { stamp: stampOf(site), value: null };
+    const count = (sev: SecurityFinding['severity']) => issues.filter((i) => i.severity === sev).length;
+    return {
+      stamp: stampOf(site),
+      value: { site_id: site.id, site_url: site.url, site_name: site.name, high: count('high'), medium: count('medium'), low: count('low'), issues },
+    };
+  }
+
+  list(): SiteSecurity[] {
+    const v = this.store.version('sites');
+    if (v !== this.version) {
+      const next = new Map<number, Entry>();
+      for (const site of this.store.all<SiteRecord>('sites')) {
+        const cur = this.sites.get(site.id);
+        next.set(site.id, cur && cur.stamp === stampOf(site) ? cur : this.entry(site));
+      }
+      this.sites = next;
+      this.sorted = [...next.values()].flatMap((e) => (e.value ? [e.value] : [])).sort(worstFirst);
+      this.version = v;
+    }
+    return this.sorted;
+  }
+}
+
+const indexes = new WeakMap<Store, SecurityIndex>();
+
+/** Sites with at least one issue of `minSeverity` or worse, worst first. */
+export function sitesWithIssues(ctx: Pick<Services, 'store' | 'children'>, minSeverity: SecurityFinding['severity'] = 'low'): SiteSecurity[] {
+  let index = indexes.get(ctx.store);
+  if (!index) indexes.set(ctx.store, (index = new SecurityIndex(ctx.store, (id) => ctx.children.siteData(id))));
+  const all = index.list();
+  if (minSeverity === 'high') return all.filter((s) => s.high > 0);
+  if (minSeverity === 'medium') return all.filter((s) => s.high + s.medium > 0);
+  return all;
+}

@@ -1,0 +1,15 @@
+// The browser lane: the web console in Debian's headless chromium, driven by playwright-core, against a real
+// `sitefleet serve` with simulated children (npm run test:browser). Installs chromium with apt when missing.
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/browser/**/*.test.ts'],
+    globalSetup: ['test/browser/global-setup.ts'],
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 600_000,
+    pool: 'forks',
+    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn' },
+  },
+});
