@@ -9,6 +9,7 @@ import { mcpHttp } from './mcp-http.js';
 import { LoginThrottle, requireAuth } from './auth.js';
 import { restRouter, noRoute } from './rest-door.js';
 import { restRoutes } from './rest-routes.js';
+import { withDiscovery } from './openapi.js';
 import { sendError } from './respond.js';
 import { ServiceError } from '../core/errors.js';
 
@@ -41,7 +42,7 @@ export function createHttpApp(services: Services, registry: Registry, opts: { al
   const throttle = new LoginThrottle(services.config.loginFailureLimit);
   const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle);
   app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle));
-  app.use(services.config.restPrefix, restRouter(services, registry, restRoutes, throttle));
+  app.use(services.config.restPrefix, restRouter(services, registry, withDiscovery(restRoutes, services.config), throttle));
   app.use('/mcp', mcp.router);
   // Anything else: credentials first (no path answers without them), then 404.
   app.use(requireAuth(services, ['bearer', 'basic'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
