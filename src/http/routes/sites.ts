@@ -13,6 +13,11 @@ import { BasicSite, FullSite, SiteStatus } from '../../abilities/schemas.js';
 const FullData = Flag('Answer full site records (default 0).');
 const WithTags = Flag('Add each site\'s tags (default 0 on lists, 1 on one site).');
 const SiteWithTags = FullSite.extend({ tags: FullSite.shape.tags.optional() });
+const EXAMPLE_SITE = {
+  id: 12, url: 'https://shop.example.com/', name: 'Shop', status: 'connected', client_id: 3, admin_username: 'admin', wp_version: '6.8.2',
+  php_version: '8.2.28', child_version: '6.1', last_sync: '2025-11-20T08:30:00.000Z', notes: '', tags: [{ id: 2, name: 'Production' }],
+  stats: { plugin_updates: 2, theme_updates: 0, wp_update_available: false, health_score: 92 },
+};
 const matchedArgs = {
   include: ListArg(z.union([Int, z.string()]), 'Only these sites (IDs or domains); default: every site the action applies to.'),
   exclude: ListArg(Int, 'Leave these site IDs out.'),
@@ -23,6 +28,14 @@ const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include
 const sitesList = route(READ, '/sites', listSites, {
   input: listArgs,
   args: { full_data: FullData, with_tags: WithTags },
+  example: {
+    response: {
+      success: 1, total: 2, data: [
+        { id: 12, url: 'https://shop.example.com/', name: 'Shop', status: 'connected', client_id: 3 },
+        { id: 14, url: 'https://blog.example.org/', name: 'Blog', status: 'disconnected', client_id: null },
+      ],
+    },
+  },
   answers: listed(z.union([listSites.output.shape.items.element, SiteWithTags, listSites.output.shape.items.element.extend({ tags: FullSite.shape.tags })])),
   output: (r, { services, args }) => {
     const full = truthy(args.args.full_data, false);
@@ -55,6 +68,7 @@ const siteGet = route(READ, '/sites/:id_or_domain', getSite, {
   input: (a) => ({ site_id_or_domain: site(a), include_stats: true }),
   args: { with_tags: WithTags },
   answers: ok({ data: SiteWithTags }),
+  example: { response: { success: 1, data: EXAMPLE_SITE } },
   output: (r, { args }) => ({ success: 1, data: truthy(args.args.with_tags, true) ? r : { ...r, tags: undefined } }),
 });
 

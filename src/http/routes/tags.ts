@@ -5,9 +5,14 @@ import { batch, pathId, pick } from './args.js';
 import { Tag } from '../../abilities/schemas.js';
 import { done, listed } from './answers.js';
 
+const EXAMPLE_TAG = {
+  id: 2, name: 'Production', color: '#21ba45', sites_count: 2, sites_ids: [12, 14], created_at: '2025-11-02T10:00:00.000Z', updated_at: '2025-11-02T10:00:00.000Z',
+};
+
 const tagsList = route(READ, '/tags', listTags, {
   input: (a) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude'),
   answers: listed(Tag),
+  example: { response: { success: 1, total: 1, data: [EXAMPLE_TAG] } },
   output: (r) => ({ success: 1, total: r.total, data: r.items }),
 });
 const tagGet = route(READ, '/tags/:id', getTag, {
@@ -16,6 +21,7 @@ const tagGet = route(READ, '/tags/:id', getTag, {
 const tagAdd = route(CREATE, '/tags/add', addTag, {
   input: (a) => pick(a, 'name', 'color'),
   answers: done(Tag),
+  example: { request: { name: 'Production', color: '#21ba45' }, response: { success: 1, message: 'Tag created successfully.', data: EXAMPLE_TAG } },
   output: (r) => ({ success: 1, message: 'Tag created successfully.', data: r }),
 });
 const tagEdit = route(EDIT, '/tags/:id/edit', updateTag, {
