@@ -510,9 +510,15 @@ const DocumentAnswer = z.looseObject({ openapi: z.string(), info: z.looseObject(
  */
 export function withDiscovery(routes: readonly RestRoute[], config: Pick<Config, 'restPrefix' | 'publicUrl'>): RestRoute[] {
   let doc: Json | undefined;
+  // Built once (per public URL: it is known only once the server listens), never per request.
+  let index: { base: string; body: Json } | undefined;
   const all: RestRoute[] = [
     {
-      methods: READ, path: '/', handler: async () => routeIndex(all, config.publicUrl, config.restPrefix),
+      methods: READ, path: '/',
+      handler: async () => {
+        if (index?.base !== config.publicUrl) index = { base: config.publicUrl, body: routeIndex(all, config.publicUrl, config.restPrefix) };
+        return index.body;
+      },
       doc: { summary: 'Route index', description: 'WordPress-style namespace index: every route with its methods and arguments (type, required).', answers: IndexAnswer },
     },
     {

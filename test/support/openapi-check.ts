@@ -67,6 +67,10 @@ function validator(ptr: string): ValidateFunction {
 /** Throws when an answer does not match the document: its schema for the route, method and status, and its headers. */
 export function checkRestAnswer(method: string, path: string, status: number, body: unknown, headers: Headers): void {
   if (method === 'HEAD' || status === 431) return; // no body; the HTTP parser's own refusal comes before any route
+  // The path as fetch sends it: "." and ".." segments resolved (/sites/. is /sites/); one that leaves the door is not its answer.
+  const sent = new URL(`http://h${PREFIX}${path.startsWith('/') || path === '' ? path : `/${path}`}`);
+  if (sent.pathname !== PREFIX && !sent.pathname.startsWith(`${PREFIX}/`)) return;
+  path = sent.pathname.slice(PREFIX.length) + sent.search;
   const { doc } = load();
   const template = documentedPath(path);
   const op: Json | undefined = template ? doc.paths[template][method.toLowerCase()] : undefined;
