@@ -48,16 +48,8 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     expect(served.response.status).toBe(200);
     mkdirSync(`${root}test/fixtures/openapi`, { recursive: true });
     writeFileSync(`${root}test/fixtures/openapi/paths.d.ts`, await openApiTypes(served.data));
-    writeFileSync(`${root}test/fixtures/openapi/tsconfig.json`, JSON.stringify({
-      extends: '../../../tsconfig.json',
-      compilerOptions: { noEmit: true, rootDir: '../../..' },
-      include: ['paths.d.ts', '../../support/openapi-client.ts'],
-    }));
-    const tsc = await run(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}test/fixtures/openapi/tsconfig.json`], { cwd: root })
-      .catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
-    expect(tsc.stdout).toBe('');
-    // The same compiler refuses calls the document does not describe: a path it lacks, a required field left out, a
-    // field of the wrong type.
+    // One compiler run: the client must compile, and calls the document does not describe must not — a path it
+    // lacks, a required field left out, a field of the wrong type.
     writeFileSync(`${root}test/fixtures/openapi/wrong.ts`, [
       "import type { RestClient } from '../../support/openapi-client.js';",
       "export const noPath = (c: RestClient) => c.GET('/widgets');",
@@ -66,12 +58,15 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
       '',
     ].join('\n'));
     writeFileSync(`${root}test/fixtures/openapi/tsconfig.json`, JSON.stringify({
-      extends: '../../../tsconfig.json', compilerOptions: { noEmit: true, rootDir: '../../..' }, include: ['paths.d.ts', 'wrong.ts'],
+      extends: '../../../tsconfig.json',
+      compilerOptions: { noEmit: true, rootDir: '../../..' },
+      include: ['paths.d.ts', 'wrong.ts', '../../support/openapi-client.ts'],
     }));
-    const bad = await run(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}test/fixtures/openapi/tsconfig.json`], { cwd: root })
+    const tsc = await run(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}test/fixtures/openapi/tsconfig.json`], { cwd: root })
       .then(() => ({ stdout: '' }), (e: { stdout: string }) => ({ stdout: e.stdout }));
-    const errors = bad.stdout.split('\n').filter((l) => l.includes('error TS')).map((l) => l.replace(/^.*wrong\.ts\((\d+),.*$/, '$1'));
-    expect(errors).toEqual(['2', '3', '4']);
+    const errors = tsc.stdout.split('\n').filter((l) => l.includes('error TS'));
+    expect(errors.filter((l) => !l.startsWith('test/fixtures/openapi/wrong.ts'))).toEqual([]);
+    expect(errors.map((l) => l.replace(/^.*wrong\.ts\((\d+),.*$/, '$1'))).toEqual(['2', '3', '4']);
   }, 60_000);
 
   it('sites: list, count, one, edit, sync, check; an unknown id is 404 svc_rest_invalid_site_id', async () => {
