@@ -20,6 +20,11 @@ import { seedSites, startServer, type TestServer } from './support/server.js';
 const PREFIX = '/wp-json/svc/v2';
 const docOf = (routes: readonly RestRoute[]) => openApiDocument(withDiscovery(routes, { restPrefix: PREFIX, publicUrl: 'http://h' }), { restPrefix: PREFIX }) as any;
 const express = (p: string) => p.replace(/:(\w+)/g, '{$1}');
+/** A response of an operation, its $ref to components.responses followed. */
+const resp = (doc: any, op: any, status: number | string) => {
+  const r = op.responses[String(status)];
+  return r?.$ref ? doc.components.responses[r.$ref.split('/').pop()] : r;
+};
 
 describe('the OpenAPI document', () => {
   const doc = docOf(restRoutes);
@@ -61,18 +66,21 @@ describe('the OpenAPI document', () => {
 
     const site = doc.paths['/sites/{id_or_domain}'];
     expect(site.parameters).toEqual([{ name: 'id_or_domain', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]+$' } }]);
-    expect(site.get.responses['404'].description).toContain('svc_rest_invalid_site_id');
+    expect(resp(doc, site.get, 404).description).toContain('svc_rest_invalid_site_id');
+    expect(resp(doc, site.get, 404).content['application/json'].schema.allOf[1].properties.code.enum)
+      .toEqual(['rest_no_route', 'svc_rest_invalid_site_id', 'svc_rest_invalid_site_data', 'svc_site_not_found']);
 
     const add = doc.paths['/tags/add'].post;
     const body = doc.components.schemas[add.requestBody.content['application/json'].schema.$ref.split('/').pop()];
     expect(body).toMatchObject({ type: 'object', required: ['name'], additionalProperties: false });
     expect(Object.keys(body.properties)).toEqual(['name', 'color']);
-    expect(add.responses['409'].description).toContain('svc_tag_exists');
+    expect(resp(doc, add, 409).description).toContain('svc_tag_exists');
 
     const cost = doc.paths['/costs'].get;
-    expect(cost.responses['501'].description).toBe('svc_module_not_available');
-    expect(doc.paths['/sites/{id_or_domain}/sync'].post.responses['504'].description).toBe('svc_child_timeout');
-    expect(doc.paths['/tags/batch'].post.responses['413'].description).toContain('svc_rest_request_entity_too_large');
+    expect(resp(doc, cost, 501).description).toBe('svc_module_not_available');
+    expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 504).description).toBe('svc_child_timeout');
+    expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 409).description).toBe('svc_site_suspended, svc_site_disconnected');
+    expect(resp(doc, doc.paths['/tags/batch'].post, 413).description).toContain('svc_rest_request_entity_too_large');
     expect(doc.paths['/users/import'].post.requestBody.content['multipart/form-data'].schema.properties.csv_file).toEqual({ type: 'string', format: 'binary' });
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
@@ -136,6 +144,9 @@ describe('the answer check of the test support', () => {
     expect(() => checkRestAnswer('GET', '/tags', 200, { success: 1, total: 0, data: [], extra: 1 }, h)).toThrow(/documented schema/);
     expect(() => checkRestAnswer('GET', '/tags', 200, { success: 1, total: 0, data: [] }, new Headers())).toThrow(/X-WP-Total/);
     expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'x', message: 'y' }, h)).toThrow(/documented schema/);
+    // An error code the route does not document for that status.
+    expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'svc_rest_invalid_tag_id', message: 'y', data: { status: 404 } }, h)).not.toThrow();
+    expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'svc_cost_not_found', message: 'y', data: { status: 404 } }, h)).toThrow(/documented schema/);
     expect(() => checkRestAnswer('GET', '/nowhere', 200, {}, h)).toThrow(/does not have/);
     expect(Object.keys(restDocument().paths)).toContain('/sites/{id_or_domain}/plugins');
   });

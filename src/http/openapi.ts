@@ -35,8 +35,9 @@ const MAX_BATCH_ITEMS = 100;
 const KEY_LEVELS: readonly KeyPermission[] = ['read', 'write', 'read_write', 'delete'];
 const METHOD_PERMISSION: Record<string, string> = { GET: 'read', HEAD: 'read', POST: 'write', PUT: 'write', PATCH: 'write', DELETE: 'delete' };
 
-/** Child-site failures (services/child-sites.ts childFailure) of a route whose ability talks to sites. */
+/** Child-site failures (services/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
 const CHILD_ERRORS: Record<number, string[]> = {
+  409: ['svc_site_suspended', 'svc_site_disconnected'],
   502: ['svc_child_unreachable', 'svc_child_auth_failed', 'svc_child_not_detected', 'svc_child_bad_reply', 'svc_child_error', 'svc_child_wrong_site'],
   504: ['svc_child_timeout'],
 };
@@ -224,7 +225,13 @@ export function rowErrors(row: RestRoute): Map<number, Set<string>> {
   const add = (status: number, ...codes: string[]) => { const s = out.get(status) ?? new Set<string>(); codes.forEach((c) => s.add(c)); out.set(status, s); };
   const writes = row.methods.some((m) => WRITE.has(m));
   add(400, 'rest_invalid_param');
-  if (writes) add(400, 'rest_invalid_json');
+  if (row.ability) add(400, 'svc_invalid_input');
+  // The door's body readers (respond.ts, multipart.ts) and the store's refusal to take writes it cannot keep.
+  if (writes) {
+    add(400, 'rest_invalid_json', 'svc_no_file_expected');
+    add(415, 'rest_invalid_json');
+    add(503, 'svc_store_unavailable');
+  }
   add(401, 'svc_rest_authentication_error');
   add(403, 'svc_permission_denied');
   add(404, 'rest_no_route');
@@ -239,8 +246,12 @@ export function rowErrors(row: RestRoute): Map<number, Set<string>> {
     if (params.includes('id') && 'tag_id' in a.input.shape) add(404, 'svc_rest_invalid_tag_id');
     if (a.module) add(501, 'svc_module_not_available');
     if (a.annotations.openWorld) for (const [s, codes] of Object.entries(CHILD_ERRORS)) add(Number(s), ...codes);
-    // The codes an ability's description names, "svc_tag_exists (409)".
-    for (const m of a.description.matchAll(/\b((?:svc|rest|ability)_[a-z_]+)\s*\((\d{3})/g)) add(Number(m[2]), m[1]!);
+    // The codes an ability's description names: "svc_tag_exists (409)", "svc_site_suspended / svc_site_disconnected (409)".
+    const code = '(?:svc|rest|ability)_[a-z_]+';
+    const sep = '(?:\\s*[/,]\\s*|\\s+or\\s+)';
+    for (const m of a.description.matchAll(new RegExp(`\\b(${code}(?:${sep}${code})*)\\s*\\((\\d{3})`, 'g'))) {
+      add(Number(m[2]), ...m[1]!.split(new RegExp(sep)));
+    }
   }
   if (row.doc?.batch || row.doc?.controllers) add(413, 'svc_rest_request_entity_too_large');
   for (const [s, codes] of Object.entries(row.doc?.errors ?? {})) add(Number(s), ...codes);
@@ -292,6 +303,11 @@ function operationIds(routes: readonly RestRoute[]): Map<RestRoute, string[]> {
   return out;
 }
 
+const STATUS_WORDS: Record<number, string> = {
+  400: 'BadRequest', 404: 'NotFound', 409: 'Conflict', 413: 'TooLarge', 415: 'UnsupportedType', 501: 'NotImplemented', 502: 'BadGateway',
+  503: 'Unavailable', 504: 'GatewayTimeout',
+};
+
 /** Error responses that read the same on every route: one definition in components.responses. */
 const SHARED_ERRORS: Record<number, [string, string]> = {
   401: ['Unauthorized', 'svc_rest_authentication_error: no credentials, or a key that is unknown, revoked or malformed.'],
@@ -321,7 +337,26 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
       return { $ref: `#/components/schemas/${name}` };
     },
   };
-  const errorResponse = (description: string, headers?: Json) => ({ description, ...(headers ? { headers } : {}), content: { 'application/json': { schema: ERROR_REF } } });
+  // The envelope, with the codes this status carries on this route when they are known.
+  const errorResponse = (description: string, headers?: Json, codes?: string[]) => ({
+    description,
+    ...(headers ? { headers } : {}),
+    content: { 'application/json': { schema: codes ? { allOf: [ERROR_REF, { properties: { code: { enum: codes } } }] } : ERROR_REF } },
+  });
+  // Error responses with the same codes for the same status are one component (BadRequest1, NotFound2, …).
+  const errorResponses: Record<string, Json> = {};
+  const errorNames = new Map<string, string>();
+  const errorRef = (status: number, codes: string[]) => {
+    const key = `${status} ${codes.join(',')}`;
+    let name = errorNames.get(key);
+    if (!name) {
+      const word = STATUS_WORDS[status] ?? `Status${status}`;
+      name = `${word}${[...errorNames.keys()].filter((k) => k.startsWith(`${status} `)).length + 1}`;
+      errorNames.set(key, name);
+      errorResponses[name] = errorResponse(codes.join(', '), undefined, codes);
+    }
+    return { $ref: `#/components/responses/${name}` };
+  };
   for (const row of routes) {
     const p = openApiPath(row.path);
     const item = (paths[p] ??= {});
@@ -388,7 +423,7 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
       for (const status of [...errors.keys()].sort((x, y) => x - y)) {
         const codes = [...errors.get(status)!];
         const shared = SHARED_ERRORS[status];
-        responses[status] = shared && codes.length === 1 ? { $ref: `#/components/responses/${shared[0]}` } : errorResponse(codes.join(', '));
+        responses[status] = shared && codes.length === 1 ? { $ref: `#/components/responses/${shared[0]}` } : errorRef(status, codes);
       }
       responses.default = { $ref: '#/components/responses/Error' };
       op.responses = responses;
@@ -420,8 +455,10 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
       schemas: { ...referenced({ paths, rowSchemas }), ...rowSchemas },
       responses: {
         ...Object.fromEntries(Object.entries(SHARED_ERRORS).map(([status, [name, description]]) => [name, errorResponse(description,
-          status === '401' ? { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } } : status === '429' ? { 'Retry-After': { schema: { type: 'integer' } } } : undefined)])),
+          status === '401' ? { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } } : status === '429' ? { 'Retry-After': { schema: { type: 'integer' } } } : undefined,
+          [description.split(':')[0]!])])),
         Error: errorResponse('Any other error, in the same envelope.'),
+        ...errorResponses,
       },
       headers: {
         Total: header('Items in the whole list.', true),

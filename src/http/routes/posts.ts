@@ -30,6 +30,7 @@ const postsList = route(READ, '/posts', listPosts, {
     search_on: z.string().optional().describe('title, content (body), or all (both, "title and body").'),
     status: ListArg(z.string(), 'Post statuses (publish, draft, …).'),
   },
+  errors: { 400: ['svc_invalid_date', 'svc_invalid_date_range'] },
   answers: done(listPosts.output.shape.data, { total: Int, errors: z.array(ItemError), skipped: z.array(SkippedSite), unknown: z.array(ItemError) }),
   output: (r) => ({ success: 1, message: 'Get posts successfully.', total: r.total, data: r.data, errors: r.errors, skipped: r.skipped, unknown: r.unknown }),
 });

@@ -79,6 +79,7 @@ const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
     tags: ListArg(Int, 'The site\'s tag IDs (replaces them).'),
   },
   answers: done(FullSite),
+  errors: { 404: ['svc_client_not_found'] },
   input: (a) => {
     const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'notes', 'client_id') };
     if (a.args.note !== undefined) i.notes = a.args.note;

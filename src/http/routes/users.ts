@@ -87,6 +87,7 @@ const userEdit = route(EDIT, '/users/:id_or_domain/:user_id/edit', updateUser, {
 const userDelete = route(REMOVE, '/users/:id_or_domain/:user_id/delete', deleteUser, {
   input: (a) => ({ site_id_or_domain: site(a), user_id: a.params.user_id, confirm: true }),
   answers: done(z.object({ website_id: Int, website_url: z.string(), user_id: Int })),
+  errors: { 409: ['svc_connection_admin_protected'] },
   output: (r) => ({ success: 1, message: 'User deleted successfully.', data: { website_id: r.site_id, website_url: r.site_url, user_id: r.user_id } }),
 });
 
@@ -111,6 +112,7 @@ const usersImport = route(CREATE, '/users/import', importUsers, {
     return { csv: new CsvUpload(upload.file, upload.lateFields), ...pick(a, 'has_header') };
   },
   upload: { file: 'csv_file', maxBytes: MAX_CSV_BYTES },
+  errors: { 400: ['svc_no_file_uploaded', 'svc_csv_empty', 'svc_invalid_multipart'], 413: ['svc_upload_too_large'] },
   args: { has_header: importUsers.input.shape.has_header },
   answers: ok({ message: z.string(), ...importUsers.output.omit({ stopped: true }).shape, stopped: importUsers.output.shape.stopped }),
   output: (r) => ({
