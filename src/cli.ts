@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo.
+// sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo | openapi.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { boot } from './app/boot.js';
@@ -35,6 +35,7 @@ Commands:
   modules    list | enable | disable optional modules (logs, cost-tracker)
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
+  openapi    print the OpenAPI 3.1 document of the REST API (JSON)
 
 Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
@@ -59,6 +60,10 @@ Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir
        sitefleet users delete NAME [--data-dir DIR]
 
 "create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
+  openapi: `Usage: sitefleet openapi [--rest-prefix /wp-json/svc/v2]
+
+Prints the OpenAPI 3.1 document of the REST v2 API, as GET <rest prefix>/openapi.json serves it (docs/openapi.json
+is this output for the default prefix).`,
   modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
@@ -213,8 +218,17 @@ async function modules(args: string[]): Promise<void> {
   });
 }
 
+async function openapi(args: string[]): Promise<void> {
+  const { values } = parse(args, { 'rest-prefix': { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  if (values.help) return void console.log(HELP.openapi);
+  const { restDocumentJson } = await import('./http/openapi.js');
+  const { restRoutes } = await import('./http/rest-routes.js');
+  const config = loadConfig({ restPrefix: values['rest-prefix'] }, {});
+  process.stdout.write(restDocumentJson(restRoutes, config));
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
-  serve, mcp, keys, users, modules,
+  serve, mcp, keys, users, modules, openapi,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
 };

@@ -7,6 +7,8 @@ import { allowedMethods, annotationMethod } from '../src/core/ability.js';
 import type { JsonSchema } from '../src/core/input.js';
 import { jsonSchemaOf } from '../src/core/registry.js';
 import { restRoutes } from '../src/http/rest-routes.js';
+import { withDiscovery } from '../src/http/openapi.js';
+import { checkRestAnswer } from './support/openapi-check.js';
 import { basic, startServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -15,14 +17,18 @@ afterAll(async () => { await s.close(); });
 
 const SAMPLE: Record<string, string> = { id_or_domain: '1', id: '1', user_id: '1', post_id: '1', job_id: 'sync_00000000-0000-4000-8000-000000000000' };
 const pathOf = (p: string) => p.replace(/:(\w+)/g, (_, n: string) => SAMPLE[n] ?? '1');
-const routes = restRoutes.flatMap((r) => r.methods.map((m) => [m, r.path] as const));
+// The door's own routes (the index, the OpenAPI document) too.
+const routes = withDiscovery(restRoutes, { restPrefix: '', publicUrl: '' }).flatMap((r) => r.methods.map((m) => [m, r.path] as const));
 
 async function call(method: string, url: string, auth?: string) {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (auth) headers.authorization = auth;
   const res = await fetch(url, { method, headers, body: method === 'GET' || method === 'HEAD' ? undefined : '{}' });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
+  const body = text ? JSON.parse(text) : null;
+  // A REST answer matches what the OpenAPI document says the route answers with that status.
+  if (url.startsWith(s.restBase)) checkRestAnswer(method, url.slice(s.restBase.length), res.status, body, res.headers);
+  return { status: res.status, body };
 }
 
 /** A value that passes the schema, so that the permission check (after validation) is what answers. */

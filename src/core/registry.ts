@@ -23,7 +23,7 @@ export interface RunOptions {
 }
 
 /** zod writes the safe-integer range into every integer; those bounds say nothing and read as noise. */
-function dropSafeIntBounds(node: unknown): void {
+export function dropSafeIntBounds(node: unknown): void {
   if (Array.isArray(node)) return node.forEach(dropSafeIntBounds);
   if (!node || typeof node !== 'object') return;
   const o = node as Record<string, unknown>;

@@ -68,6 +68,40 @@ export function instructionsOf(a: Ability): string {
   return openWorld ? `${how} Talks to child sites; a site that fails is reported on its own and never fails the call.` : how;
 }
 
+const NAME_ARG = { type: 'string', pattern: '^[a-z0-9-]+$', required: true };
+const PAGING_ARGS = {
+  page: { type: 'integer', minimum: 1, default: 1, required: false },
+  per_page: { type: 'integer', minimum: 1, maximum: 100, default: 50, required: false },
+};
+
+/**
+ * GET {abilities}: the WordPress namespace index of this door, as WordPress serves it for wp-abilities/v1. The door's
+ * routes are the five below (written out here next to the handlers they describe); the abilities themselves are
+ * described by GET /abilities.
+ */
+function abilitiesIndex(base: string, prefix: string) {
+  const ns = prefix.replace(/^\/wp-json\//, '').replace(/^\/+|\/+$/g, '');
+  const routes: Array<[string, string[], Record<string, unknown>, boolean]> = [
+    ['', ['GET'], {}, true],
+    ['/abilities', ['GET'], { ...PAGING_ARGS, category: { type: 'string', required: false, description: 'Only abilities of this category.' } }, true],
+    ['/abilities/(?P<namespace>[a-z0-9-]+)/(?P<name>[a-z0-9-]+)', ['GET'], { namespace: NAME_ARG, name: NAME_ARG }, false],
+    ['/abilities/(?P<namespace>[a-z0-9-]+)/(?P<name>[a-z0-9-]+)/run', ['GET', 'POST', 'DELETE'], {
+      namespace: NAME_ARG, name: NAME_ARG,
+      input: { type: ['object', 'string', 'null'], required: false, description: 'The ability\'s input: the query string (input[key]=v or JSON) for GET and DELETE, the JSON body\'s input key for POST. The method follows the ability\'s annotations.' },
+    }, false],
+    ['/categories', ['GET'], PAGING_ARGS, true],
+    ['/categories/(?P<slug>[a-z0-9-]+)', ['GET'], { slug: NAME_ARG }, false],
+  ];
+  return {
+    namespace: ns,
+    routes: Object.fromEntries(routes.map(([path, methods, args, self]) => [`/${ns}${path}`, {
+      namespace: ns, methods, endpoints: [{ methods, args }],
+      ...(self ? { _links: { self: [{ href: `${base}${prefix}${path}` }] } } : {}),
+    }])),
+    _links: { up: [{ href: `${base}/wp-json/` }] },
+  };
+}
+
 export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
@@ -117,6 +151,8 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
     if (!a) throw new ServiceError('rest_ability_not_found', 'Ability not found.', 404);
     return a;
   };
+
+  r.get('/', (_req, res) => { res.json(abilitiesIndex(services.config.publicUrl, prefix)); });
 
   r.get('/abilities', (req, res) => {
     try {

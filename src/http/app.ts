@@ -9,6 +9,7 @@ import { mcpHttp } from './mcp-http.js';
 import { LoginThrottle, requireAuth } from './auth.js';
 import { restRouter, noRoute } from './rest-door.js';
 import { restRoutes } from './rest-routes.js';
+import { withDiscovery } from './openapi.js';
 import { sendError } from './respond.js';
 import { ServiceError } from '../core/errors.js';
 import { consoleDoor } from '../console/door.js';
@@ -48,7 +49,7 @@ export function createHttpApp(services: Services, registry: Registry, opts: Http
   const throttle = new LoginThrottle(services.config.loginFailureLimit);
   const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle);
   app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle));
-  app.use(services.config.restPrefix, restRouter(services, registry, restRoutes, throttle));
+  app.use(services.config.restPrefix, restRouter(services, registry, withDiscovery(restRoutes, services.config), throttle));
   app.use('/mcp', mcp.router);
   const web = opts.console === false ? null : consoleDoor(services, registry, throttle);
   if (web) {

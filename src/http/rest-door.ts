@@ -23,6 +23,36 @@ export interface RestArgs {
 
 export interface RestContext { services: Services; args: RestArgs }
 
+/**
+ * What the OpenAPI document and the route index (http/openapi.ts) cannot see in a row's functions. Everything else
+ * is derived: the arguments a row's `input` reads (observed the way `readingOnly` observes them) typed by its
+ * ability's input schema, the path parameters, the errors, the paging headers.
+ */
+export interface RouteDoc {
+  /** Arguments the row reads that are not ability input fields of the same name (or alias): their schemas. */
+  args?: Record<string, z.ZodType>;
+  /** The success body when `output` reshapes the result; without `output` it is {success: 1, data: <ability output>}. */
+  answers?: z.ZodType;
+  /** A multipart/form-data upload: the file field (the other fields are `args`). */
+  upload?: { file: string; maxBytes: number };
+  /** A request and its answer, shown in the document (a test validates them against the schemas). */
+  example?: { request?: Record<string, unknown>; response: unknown };
+  /** Rows without an ability (batches, the door's own routes). */
+  summary?: string;
+  description?: string;
+  /** A batch route: the rows each operation runs (routes/args.ts `batch`), or one such shape per controller. */
+  batch?: BatchShape;
+  controllers?: Readonly<Record<string, BatchShape>>;
+  /** Error codes beyond those derived (per HTTP status). */
+  errors?: Readonly<Record<number, readonly string[]>>;
+}
+
+/** The rows a batch runs: create/update/delete and per-site actions (lists of ids). */
+export interface BatchShape {
+  rows: { create?: RestRoute; update: RestRoute; delete: RestRoute };
+  actions: Readonly<Record<string, RestRoute>>;
+}
+
 export interface RestRoute {
   methods: readonly string[];
   path: string;
@@ -33,17 +63,20 @@ export interface RestRoute {
   body?: (req: Request, res: Response) => Promise<Record<string, unknown>>;
   /** A route that is not one ability call (batches); it runs rows itself. */
   handler?: (a: RestArgs, run: RowRunner) => Promise<unknown>;
+  doc?: RouteDoc;
 }
 
 export type RowRunner = (route: RestRoute, a: RestArgs) => Promise<unknown>;
 
-export function route<A extends Ability>(
-  methods: readonly string[],
-  path: string,
-  ability: A,
-  io: { input?: (a: RestArgs) => unknown; output?: (result: z.output<A['output']>, ctx: RestContext) => unknown; body?: RestRoute['body'] } = {},
-): RestRoute {
-  return { methods, path, ability, input: io.input, output: io.output as RestRoute['output'], body: io.body };
+type RowIo<A extends Ability> = {
+  input?: (a: RestArgs) => unknown;
+  output?: (result: z.output<A['output']>, ctx: RestContext) => unknown;
+  body?: RestRoute['body'];
+} & Pick<RouteDoc, 'args' | 'answers' | 'upload' | 'example' | 'errors'>;
+
+export function route<A extends Ability>(methods: readonly string[], path: string, ability: A, io: RowIo<A> = {}): RestRoute {
+  const { input, output, body, ...doc } = io;
+  return { methods, path, ability, input, output: output as RestRoute['output'], body, doc };
 }
 
 export const READ = ['GET'] as const;
@@ -51,7 +84,7 @@ export const CREATE = ['POST'] as const;
 export const EDIT = ['POST', 'PUT', 'PATCH'] as const;
 export const REMOVE = ['DELETE'] as const;
 
-const PARAM_PATTERNS: Record<string, RegExp> = {
+export const PARAM_PATTERNS: Record<string, RegExp> = {
   id_or_domain: /^[A-Za-z0-9._-]+$/,
   id: /^\d+$/,
   job_id: /^[a-z]+_[0-9a-f-]{36}$/,
@@ -127,6 +160,17 @@ function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
   return mapped;
 }
 
+/**
+ * WordPress's collection headers on a paged answer (an ability result with `total` and `per_page`): X-WP-Total and
+ * X-WP-TotalPages, as WordPress's own lists and our abilities door send them.
+ */
+function pagingHeaders(res: Response, result: unknown): void {
+  const r = result as { total?: unknown; per_page?: unknown } | null;
+  if (!r || typeof r !== 'object' || typeof r.total !== 'number' || typeof r.per_page !== 'number' || r.per_page < 1) return;
+  res.setHeader('X-WP-Total', String(r.total));
+  res.setHeader('X-WP-TotalPages', String(Math.ceil(r.total / r.per_page)));
+}
+
 export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle): express.Router {
   const r = express.Router();
   r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
@@ -140,6 +184,8 @@ export function restRouter(services: Services, registry: Registry, routes: reado
   r.use(express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }));
   r.use(bodyErrors);
 
+  // The response of a request's own arguments (not of a batch item's): a paged result sets its list headers there.
+  const responses = new WeakMap<RestArgs, Response>();
   const runRow: RowRunner = async (row, a) => {
     if (row.handler) return row.handler(a, runRow);
     const ability = row.ability!;
@@ -148,6 +194,8 @@ export function restRouter(services: Services, registry: Registry, routes: reado
       const result = await registry.run(ability, input, {
         principal: a.principal, coerce: true, method: a.method,
       });
+      const res = responses.get(a);
+      if (res) pagingHeaders(res, result);
       return row.output ? row.output(result as never, { services, args: a }) : { success: 1, data: result };
     } catch (e) {
       throw translate(e, a);
@@ -174,6 +222,7 @@ export function restRouter(services: Services, registry: Registry, routes: reado
         const body = row.body ? await row.body(req, res) : await bodyArgs(req);
         const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
         const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
+        responses.set(args, res);
         res.json(await runRow(row, args));
       } catch (e) {
         sendError(res, e);

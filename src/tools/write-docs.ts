@@ -1,5 +1,6 @@
-// `npm run docs`: docs/tools.md (every MCP tool: name, title, hints, inputs, REST routes) and
-// docs/tools-list.json (the tools/list snapshot that review diffs). A test fails when either is stale.
+// `npm run docs`: docs/tools.md (every MCP tool: name, title, hints, inputs, REST routes),
+// docs/tools-list.json (the tools/list snapshot that review diffs) and docs/openapi.json (the REST door's OpenAPI
+// document). A test fails when any is stale.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { allAbilities } from '../abilities/index.js';
@@ -8,6 +9,8 @@ import { toolOf } from '../mcp/server.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchema } from '../core/input.js';
 import { restRoutes } from '../http/rest-routes.js';
+import { restDocumentJson } from '../http/openapi.js';
+import { loadConfig } from '../config.js';
 import { allowedMethods } from '../core/ability.js';
 
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
@@ -66,7 +69,10 @@ export function toolsSnapshot(): string {
   return `${JSON.stringify([...toolsList()].sort((x, y) => x.name.localeCompare(y.name)), null, 2)}\n`;
 }
 
-export const DOC_FILES = { 'tools.md': toolsMarkdown, 'tools-list.json': toolsSnapshot } as const;
+/** docs/openapi.json: the REST door's OpenAPI document for the default prefix (GET /wp-json/svc/v2/openapi.json). */
+export const openApiSnapshot = () => restDocumentJson(restRoutes, loadConfig({}, {}));
+
+export const DOC_FILES = { 'tools.md': toolsMarkdown, 'tools-list.json': toolsSnapshot, 'openapi.json': openApiSnapshot } as const;
 
 export function staleDocs(): string[] {
   return Object.entries(DOC_FILES).filter(([f, make]) => {

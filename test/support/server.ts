@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import type { Registry } from '../../src/core/registry.js';
 import type { Services } from '../../src/services/index.js';
 import type { SiteRecord } from '../../src/store/records.js';
+import { checkRestAnswer } from './openapi-check.js';
 
 export function tempDir(prefix = 'sitefleet-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -29,7 +30,7 @@ export interface TestServer {
   creds: Creds;
   restBase: string;
   abilitiesBase: string;
-  /** fetch against the REST door with a Bearer token (default: the read_write key). */
+  /** fetch against the REST door with a Bearer token (default: the read_write key); the answer is checked against the OpenAPI document. */
   rest(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<{ status: number; body: any; headers: Headers }>;
   /** Run an ability over the abilities door. GET/DELETE put input in the bracketed query string. */
   ability(name: string, input?: unknown, opts?: { method?: string; auth?: string | null; query?: string }): Promise<{ status: number; body: any; headers: Headers }>;
@@ -85,7 +86,10 @@ export async function startServer(opts: { dataDir?: string; config?: Partial<Rec
       let body = init.body;
       if (init.json !== undefined) { headers.set('content-type', 'application/json'); body = JSON.stringify(init.json); }
       const res = await fetch(`${restBase}${path}`, { ...init, headers, body });
-      return { status: res.status, body: await readJson(res), headers: res.headers };
+      const answer = { status: res.status, body: await readJson(res), headers: res.headers };
+      // Every answer matches what the OpenAPI document says this route answers (test/support/openapi-check.ts).
+      if (config.restPrefix === '/wp-json/svc/v2') checkRestAnswer((init.method ?? 'GET').toUpperCase(), path, answer.status, answer.body, answer.headers);
+      return answer;
     },
     async ability(name, input, o = {}) {
       const method = o.method ?? 'POST';

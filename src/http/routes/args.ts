@@ -1,6 +1,6 @@
 // Shared pieces of REST rows: reading path and body arguments, the simple site view, and batches.
 import { ServiceError, toServiceError } from '../../core/errors.js';
-import type { RestArgs, RestRoute, RowRunner } from '../rest-door.js';
+import type { BatchShape, RestArgs, RestRoute, RowRunner } from '../rest-door.js';
 
 export const site = (a: RestArgs) => a.params.id_or_domain!;
 export const pathId = (a: RestArgs) => a.params.id!;
@@ -36,7 +36,8 @@ export function batchItems(args: Record<string, unknown>, keys: readonly string[
  */
 export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record<string, RestRoute>> = {}) {
   const phaseKeys = ['create', 'update', 'delete', ...Object.keys(actions)];
-  return async (a: RestArgs, run: RowRunner) => {
+  const shape: BatchShape = { rows, actions };
+  return Object.assign(async (a: RestArgs, run: RowRunner) => {
     const unknown = Object.keys(a.args).filter((k) => !phaseKeys.includes(k) && !k.startsWith('_'));
     if (unknown.length) {
       throw new ServiceError('rest_invalid_param', `Unknown batch operation(s): ${unknown.join(', ')}. This batch takes: ${phaseKeys.join(', ')}.`, 400,
@@ -69,5 +70,5 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
       }));
     }
     return out;
-  };
+  }, { shape });
 }

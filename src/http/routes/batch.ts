@@ -1,7 +1,7 @@
 // Batches: /sites/batch (create, update, delete and the per-site actions of upstream: sync, check, plugins, …) and
 // upstream's combined POST /batch, one request holding site, tag, client and cost operations.
 import { ServiceError } from '../../core/errors.js';
-import { EDIT, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
+import { EDIT, type BatchShape, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
 import { MAX_BATCH, batch, batchItems } from './args.js';
 import { runClientsBatch } from './clients.js';
 import { costsBatch } from './costs.js';
@@ -12,14 +12,17 @@ import { runTagsBatch } from './tags.js';
 const siteActions = { ...siteBatchRows.actions, ...siteBatchReads };
 const runSitesBatch = batch(siteBatchRows.rows, 'id_or_domain', siteActions);
 
-export const sitesBatch: RestRoute = { methods: EDIT, path: '/sites/batch', handler: runSitesBatch };
+export const sitesBatch: RestRoute = {
+  methods: EDIT, path: '/sites/batch', handler: runSitesBatch,
+  doc: { summary: 'Site batch', description: 'Add, edit and remove sites, and run per-site actions, in one request.', batch: runSitesBatch.shape },
+};
 
 /** Each controller of the combined batch: its own batch, and the operations counted towards the limit. */
-const CONTROLLERS: Record<string, { run: (a: RestArgs, run: RowRunner) => Promise<unknown>; ops: readonly string[] }> = {
-  sites: { run: runSitesBatch, ops: ['create', 'update', 'delete', ...Object.keys(siteActions)] },
-  tags: { run: runTagsBatch, ops: ['create', 'update', 'delete'] },
-  clients: { run: runClientsBatch, ops: ['create', 'update', 'delete'] },
-  costs: { run: (a, run) => costsBatch.handler!(a, run), ops: ['create', 'update', 'delete'] },
+const CONTROLLERS: Record<string, { run: (a: RestArgs, run: RowRunner) => Promise<unknown>; ops: readonly string[]; shape: BatchShape }> = {
+  sites: { run: runSitesBatch, ops: ['create', 'update', 'delete', ...Object.keys(siteActions)], shape: runSitesBatch.shape },
+  tags: { run: runTagsBatch, ops: ['create', 'update', 'delete'], shape: runTagsBatch.shape },
+  clients: { run: runClientsBatch, ops: ['create', 'update', 'delete'], shape: runClientsBatch.shape },
+  costs: { run: (a, run) => costsBatch.handler!(a, run), ops: ['create', 'update', 'delete'], shape: costsBatch.doc!.batch! },
 };
 
 /**
@@ -30,6 +33,11 @@ const CONTROLLERS: Record<string, { run: (a: RestArgs, run: RowRunner) => Promis
 export const globalBatch: RestRoute = {
   methods: EDIT,
   path: '/batch',
+  doc: {
+    summary: 'Combined batch',
+    description: 'Site, tag, client and cost batches in one request, keyed by controller.',
+    controllers: Object.fromEntries(Object.entries(CONTROLLERS).map(([k, c]) => [k, c.shape])),
+  },
   handler: async (a, run) => {
     const unknown = Object.keys(a.args).filter((k) => !(k in CONTROLLERS) && !k.startsWith('_'));
     if (unknown.length) {

@@ -6,6 +6,11 @@ import {
 import { ServiceError, toServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { batch, pathId, pick, site } from './args.js';
+import { z } from 'zod';
+import { Client } from '../../abilities/client-views.js';
+import { Cost } from '../../abilities/cost-views.js';
+import { ListedSite } from '../../abilities/schemas.js';
+import { Int, done, listed, ok } from './answers.js';
 
 const CLIENT_FIELDS = ['name', 'email', 'status', 'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note',
   'facebook', 'twitter', 'instagram', 'linkedin', 'suspended', 'selected_sites',
@@ -19,6 +24,7 @@ const CLIENT_FIELDS = ['name', 'email', 'status', 'phone', 'address_1', 'address
 function pathClient(row: RestRoute): RestRoute {
   return {
     ...row,
+    doc: { ...row.doc, errors: { 404: ['svc_rest_invalid_client_id'] } },
     handler: async (a: RestArgs, run) => {
       try {
         return await run(row, a);
@@ -38,56 +44,69 @@ const clientByIdOrEmail = (a: RestArgs) => ({ client_id_or_email: /^\d+$/.test(a
 
 const clientsList = route(READ, '/clients', listClients, {
   input: (a) => pick(a, 'page', 'per_page', 'search', 'status', 'include', 'exclude'),
+  answers: listed(Client),
   output: (r) => ({ success: 1, total: r.total, data: r.items }),
 });
 const clientsCount = route(READ, '/clients/count', countClients, {
   input: (a) => pick(a, 'status'),
+  answers: ok({ total: Int }),
   output: (r) => ({ success: 1, total: r.total }),
 });
 const clientGet = pathClient(route(READ, '/clients/:id_or_email', getClient, {
   input: clientByIdOrEmail,
-  output: (r) => ({ success: 1, data: r }),
 }));
 const clientSuspend = pathClient(route(EDIT, '/clients/:id/suspend', suspendClient, {
   input: clientRef,
+  answers: done(Client, { suspended: z.literal(1), sites_count: Int }),
   output: (r) => ({ success: 1, message: 'Client suspended.', suspended: 1, sites_count: r.sites_count, data: r.client }),
 }));
 const clientUnsuspend = pathClient(route(EDIT, '/clients/:id/unsuspend', unsuspendClient, {
   input: clientRef,
+  answers: done(Client, { suspended: z.literal(0), sites_count: Int }),
   output: (r) => ({ success: 1, message: 'Client unsuspended.', suspended: 0, sites_count: r.sites_count, data: r.client }),
 }));
 const clientSitesCount = pathClient(route(READ, '/clients/:id/sites/count', countClientSites, {
   input: clientRef,
+  answers: ok({ total: Int }),
   output: (r) => ({ success: 1, total: r.total }),
 }));
 const clientAdd = route(CREATE, '/clients/add', addClient, {
   input: (a) => pick(a, ...CLIENT_FIELDS),
+  answers: done(Client),
   output: (r) => ({ success: 1, message: 'Client created successfully.', data: r }),
 });
 const clientEdit = pathClient(route(EDIT, '/clients/:id/edit', updateClient, {
   input: (a) => ({ ...clientRef(a), ...pick(a, ...CLIENT_FIELDS), ...(a.args.email === null ? { email: null } : {}) }),
+  answers: done(Client),
   output: (r) => ({ success: 1, message: 'Client updated successfully.', data: r }),
 }));
 const clientRemove = pathClient(route(REMOVE, '/clients/:id/remove', deleteClient, {
   input: (a) => ({ ...clientRef(a), confirm: true }),
+  answers: done(Client, { sites_unassigned: Int }),
   output: (r) => ({ success: 1, message: 'Client deleted successfully.', sites_unassigned: r.sites_unassigned, data: r.client }),
 }));
 const clientSites = pathClient(route(READ, '/clients/:id/sites', getClientSites, {
   input: (a) => ({ ...clientRef(a), ...pick(a, 'page', 'per_page') }),
+  answers: listed(ListedSite),
   output: (r) => ({ success: 1, total: r.total, data: r.sites }),
 }));
 const clientCosts = pathClient(route(READ, '/clients/:id/costs', getClientCosts, {
   input: (a) => ({ ...clientRef(a), ...pick(a, 'page', 'per_page') }),
+  answers: listed(Cost),
   output: (r) => ({ success: 1, total: r.total, data: r.costs }),
 }));
 
 const siteClient = route(READ, '/sites/:id_or_domain/client', getSiteClient, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: done(Client.nullable()),
   output: (r) => ({ success: 1, message: r.message, data: r.client }),
 });
 
 export const runClientsBatch = batch({ create: clientAdd, update: clientEdit, delete: clientRemove }, 'id');
-const clientsBatch: RestRoute = { methods: EDIT, path: '/clients/batch', handler: runClientsBatch };
+const clientsBatch: RestRoute = {
+  methods: EDIT, path: '/clients/batch', handler: runClientsBatch,
+  doc: { summary: 'Client batch', description: 'Create, edit and delete clients in one request.', batch: runClientsBatch.shape },
+};
 
 /** Static paths before parameterised ones. */
 export const clientRoutes: readonly RestRoute[] = [

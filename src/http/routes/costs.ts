@@ -8,6 +8,9 @@ import { costView } from '../../abilities/cost-views.js';
 import { ServiceError, toServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
 import { batch, pathId, pick } from './args.js';
+import { z } from 'zod';
+import { Cost, SiteCostItem } from '../../abilities/cost-views.js';
+import { done, listed } from './answers.js';
 
 const COST_FIELDS = ['name', 'price', 'payment_type', 'product_type', 'product_slug', 'license_type', 'renewal_type', 'last_renewal',
   'payment_method', 'cost_tracker_status', 'url', 'note', 'product_color', 'icon_hidden', 'sites', 'groups', 'clients'] as const;
@@ -28,7 +31,7 @@ async function costError(e: unknown, a: RestArgs, run: RowRunner): Promise<never
 }
 
 function costRow(row: RestRoute): RestRoute {
-  return { ...row, handler: (a, run) => run(row, a).catch((e) => costError(e, a, run)) };
+  return { ...row, doc: { ...row.doc, errors: { 404: ['svc_rest_invalid_costs_id'] } }, handler: (a, run) => run(row, a).catch((e) => costError(e, a, run)) };
 }
 
 const costId = (a: RestArgs) => ({ cost_id: pathId(a) });
@@ -40,30 +43,35 @@ const costFields = (a: RestArgs) => ({
 
 const costsList = costRow(route(READ, '/costs', listCosts, {
   input: (a) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status', 'category', 'type'),
+  answers: listed(Cost),
   output: (r) => ({ success: 1, total: r.total, data: r.items }),
 }));
 const costAdd = costRow(route(EDIT, '/costs/add', addCost, {
   input: costFields,
+  answers: done(Cost),
   output: (r) => ({ success: 1, message: 'Cost created successfully.', data: r }),
 }));
 const costGet = costRow(route(READ, '/costs/:id', getCost, {
   input: costId,
-  output: (r) => ({ success: 1, data: r }),
 }));
 const costEdit = costRow(route(EDIT, '/costs/:id/edit', updateCost, {
   input: (a) => ({ ...costId(a), ...costFields(a) }),
+  answers: done(Cost),
   output: (r) => ({ success: 1, message: 'Cost updated successfully.', data: r }),
 }));
 const costRemove = costRow(route(REMOVE, '/costs/:id/remove', deleteCost, {
   input: (a) => ({ ...costId(a), confirm: true }),
+  answers: done(Cost),
   output: (r) => ({ success: 1, message: 'Cost deleted successfully.', data: r.cost }),
 }));
 const costSites = costRow(route(READ, '/costs/:id/sites', getCostSites, {
   input: (a) => ({ ...costId(a), ...pick(a, 'page', 'per_page') }),
+  answers: listed(getCostSites.output.shape.sites.element),
   output: (r) => ({ success: 1, total: r.total, data: r.sites }),
 }));
 const costClients = costRow(route(READ, '/costs/:id/clients', getCostClients, {
   input: (a) => ({ ...costId(a), ...pick(a, 'page', 'per_page') }),
+  answers: listed(getCostClients.output.shape.clients.element),
   output: (r) => ({ success: 1, total: r.total, data: r.clients }),
 }));
 
@@ -72,6 +80,7 @@ const runBatch = batch({ create: costAdd, update: costEdit, delete: costRemove }
 export const costsBatch: RestRoute = {
   methods: EDIT,
   path: '/costs/batch',
+  doc: { summary: 'Cost batch', description: 'Create, edit and delete costs in one request.', batch: runBatch.shape, errors: { 501: ['svc_module_not_available'] } },
   handler: async (a, run) => {
     await run(moduleGate, { ...a, args: {} });
     const out = await runBatch(a, run);
@@ -83,6 +92,7 @@ export const costsBatch: RestRoute = {
 
 const siteCosts = route(READ, '/sites/:id_or_domain/costs', getSiteCosts, {
   input: (a) => ({ site_id_or_domain: a.params.id_or_domain! }),
+  answers: listed(z.object({ ...Cost.shape, ...SiteCostItem.shape }), { total_monthly: z.number(), total_yearly: z.number() }),
   output: (r, { services }) => ({
     success: 1,
     total: r.total,

@@ -6,6 +6,17 @@ import {
 import type { Services } from '../../services/index.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { list, pick, simple, site, truthy } from './args.js';
+import { z } from 'zod';
+import { Flag, Int, ListArg, SimpleSite, listed, ok, okOrNot } from './answers.js';
+
+const Slug = ListArg(z.string(), 'One slug, a comma-separated list or an array.');
+const SlugErrors = activateSitePlugins.output.shape.errors;
+const Item = activateSitePlugins.output.shape.activated;
+const deleteAnswer = z.union([
+  ok({ dry_run: z.literal(true), message: z.string(), data: deleteSitePlugins.output.shape.would_affect, warnings: z.array(z.string()), errors: SlugErrors, site: SimpleSite }),
+  okOrNot({ message: z.string(), data: deleteSitePlugins.output.shape.deleted, errors: SlugErrors, site: SimpleSite }),
+]);
+const abandonedAnswer = listed(getAbandonedPlugins.output.shape.items.element, { page: Int, per_page: Int, site: SimpleSite });
 
 /** The simple view of the site a per-site answer is about (REST v2 reference §0.4). */
 const siteView = (services: Services, id: number) => {
@@ -31,11 +42,14 @@ const listInput = (a: RestArgs, extra: string[] = []) =>
 
 const plugins = route(READ, '/sites/:id_or_domain/plugins', getSitePlugins, {
   input: (a) => listInput(a, ['must_use']),
+  answers: listed(getSitePlugins.output.shape.plugins.element, { site: SimpleSite }),
   output: (r, { services }) => ({ success: 1, total: r.total, data: r.plugins, site: siteView(services, r.site_id) }),
 });
 
 const pluginsActivate = route(EDIT, '/sites/:id_or_domain/plugins/activate', activateSitePlugins, {
   input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a, 'plugins') }),
+  args: { slug: Slug },
+  answers: okOrNot({ message: z.string(), data: Item, errors: SlugErrors, site: SimpleSite }),
   output: (r, { services }) => ({
     success: r.activated.length ? 1 : 0,
     message: `${r.activated.length} plugin(s) activated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
@@ -45,6 +59,8 @@ const pluginsActivate = route(EDIT, '/sites/:id_or_domain/plugins/activate', act
 
 const pluginsDeactivate = route(EDIT, '/sites/:id_or_domain/plugins/deactivate', deactivateSitePlugins, {
   input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a, 'plugins') }),
+  args: { slug: Slug },
+  answers: okOrNot({ message: z.string(), data: Item, errors: SlugErrors, site: SimpleSite }),
   output: (r, { services }) => ({
     success: r.deactivated.length ? 1 : 0,
     message: `${r.deactivated.length} plugin(s) deactivated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
@@ -67,6 +83,8 @@ const deleteOutput = (what: string) => (r: { dry_run: boolean; site_id: number; 
 
 const pluginsDelete = route(REMOVE, '/sites/:id_or_domain/plugins/delete', deleteSitePlugins, {
   input: deleteInput('plugins'),
+  args: { slug: Slug, dry_run: Flag('Preview what would be deleted; deletes nothing.') },
+  answers: deleteAnswer,
   output: deleteOutput('plugin'),
 });
 
@@ -74,6 +92,7 @@ const abandonedInput = (a: RestArgs) => ({ site_id_or_domain: site(a), ...pick(a
 
 const pluginsAbandoned = route(READ, '/sites/:id_or_domain/plugins/abandoned', getAbandonedPlugins, {
   input: abandonedInput,
+  answers: abandonedAnswer,
   output: (r, { services, args }) => ({
     success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items,
     site: siteView(services, services.sites.resolve(site(args)).id),
@@ -82,6 +101,7 @@ const pluginsAbandoned = route(READ, '/sites/:id_or_domain/plugins/abandoned', g
 
 const themes = route(READ, '/sites/:id_or_domain/themes', getSiteThemes, {
   input: (a) => listInput(a),
+  answers: listed(getSiteThemes.output.shape.themes.element, { active_theme: z.string(), site: SimpleSite }),
   output: (r, { services }) => ({ success: 1, total: r.total, active_theme: r.active_theme, data: r.themes, site: siteView(services, r.site_id) }),
 });
 
@@ -90,6 +110,10 @@ const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activa
     const slug = a.args.slug ?? a.args.theme;
     return { site_id_or_domain: site(a), ...(slug === undefined || slug === '' ? {} : { slug }) };
   },
+  answers: okOrNot({
+    message: z.string(), data: z.object({ activate: activateSiteTheme.output.shape.theme, deactivate: z.string().nullable() }),
+    previous_theme: z.string().nullable(), errors: SlugErrors, site: SimpleSite,
+  }),
   output: (r, { services }) => ({
     success: r.activated ? 1 : 0,
     message: r.activated ? `Theme ${r.activated} activated.` : `Theme not activated: ${r.errors[0]?.message ?? 'unknown reason'}`,
@@ -100,11 +124,14 @@ const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activa
 
 const themesDelete = route(REMOVE, '/sites/:id_or_domain/themes/delete', deleteSiteThemes, {
   input: deleteInput('themes'),
+  args: { slug: Slug, dry_run: Flag('Preview what would be deleted; deletes nothing.') },
+  answers: deleteAnswer,
   output: deleteOutput('theme'),
 });
 
 const themesAbandoned = route(READ, '/sites/:id_or_domain/themes/abandoned', getAbandonedThemes, {
   input: abandonedInput,
+  answers: abandonedAnswer,
   output: (r, { services, args }) => ({
     success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items,
     site: siteView(services, services.sites.resolve(site(args)).id),
@@ -113,6 +140,7 @@ const themesAbandoned = route(READ, '/sites/:id_or_domain/themes/abandoned', get
 
 const security = route(READ, '/sites/:id_or_domain/security', getSiteSecurity, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: ok({ data: getSiteSecurity.output.omit({ site_id: true, site_url: true }), site: SimpleSite }),
   output: (r, { services }) => ({
     success: 1,
     data: { security_issues: r.security_issues, total_issues: r.total_issues, ssl_status: r.ssl_status, synced_at: r.synced_at },
@@ -126,6 +154,15 @@ const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteCh
     ...(list(a.args.actions) ? { actions: list(a.args.actions) } : {}),
     ...(list(a.args.contexts) ? { contexts: list(a.args.contexts) } : {}),
   }),
+  args: {
+    actions: ListArg(z.string(), 'Only these actions (activated, updated, …).'),
+    contexts: ListArg(z.string(), 'Only these contexts ("allevents" = all).'),
+    total_count: Flag('Answer only the count: {data: {total}}.'),
+  },
+  answers: z.union([
+    ok({ data: z.object({ total: Int }), site: SimpleSite }),
+    listed(getSiteChanges.output.shape.changes.element, { page: Int, per_page: Int, site: SimpleSite }),
+  ]),
   output: (r, { services, args }) => (truthy(args.args.total_count, false)
     ? { success: 1, data: { total: r.total }, site: siteView(services, r.site_id) }
     : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(services, r.site_id) }),

@@ -6,11 +6,37 @@ import {
 import { fullSite } from '../../abilities/views.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { firstError, list, pick, simple, site, truthy } from './args.js';
+import { Errors, Flag, Int, ListArg, Queued, SimpleSite, done, listed, ok } from './answers.js';
+import { z } from 'zod';
+import { BasicSite, FullSite, SiteStatus } from '../../abilities/schemas.js';
+
+const FullData = Flag('Answer full site records (default 0).');
+const WithTags = Flag('Add each site\'s tags (default 0 on lists, 1 on one site).');
+const SiteWithTags = FullSite.extend({ tags: FullSite.shape.tags.optional() });
+const EXAMPLE_SITE = {
+  id: 12, url: 'https://shop.example.com/', name: 'Shop', status: 'connected', client_id: 3, admin_username: 'admin', wp_version: '6.8.2',
+  php_version: '8.2.28', child_version: '6.1', last_sync: '2025-11-20T08:30:00.000Z', notes: '', tags: [{ id: 2, name: 'Production' }],
+  stats: { plugin_updates: 2, theme_updates: 0, wp_update_available: false, health_score: 92 },
+};
+const matchedArgs = {
+  include: ListArg(z.union([Int, z.string()]), 'Only these sites (IDs or domains); default: every site the action applies to.'),
+  exclude: ListArg(Int, 'Leave these site IDs out.'),
+};
 
 const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status');
 
 const sitesList = route(READ, '/sites', listSites, {
   input: listArgs,
+  args: { full_data: FullData, with_tags: WithTags },
+  example: {
+    response: {
+      success: 1, total: 2, data: [
+        { id: 12, url: 'https://shop.example.com/', name: 'Shop', status: 'connected', client_id: 3 },
+        { id: 14, url: 'https://blog.example.org/', name: 'Blog', status: 'disconnected', client_id: null },
+      ],
+    },
+  },
+  answers: listed(z.union([listSites.output.shape.items.element, SiteWithTags, listSites.output.shape.items.element.extend({ tags: FullSite.shape.tags })])),
   output: (r, { services, args }) => {
     const full = truthy(args.args.full_data, false);
     const withTags = truthy(args.args.with_tags, false);
@@ -28,20 +54,32 @@ const sitesList = route(READ, '/sites', listSites, {
 
 const sitesBasic = route(READ, '/sites/basic', listSites, {
   input: listArgs,
+  answers: listed(SimpleSite),
   output: (r) => ({ success: 1, total: r.total, data: r.items.map(simple) }),
 });
 
 const sitesCount = route(READ, '/sites/count', countSites, {
   input: (a) => pick(a, 'include', 'exclude', 'status'),
+  answers: ok({ total: Int, count: Int }),
   output: (r) => ({ success: 1, total: r.total, count: r.total }),
 });
 
 const siteGet = route(READ, '/sites/:id_or_domain', getSite, {
   input: (a) => ({ site_id_or_domain: site(a), include_stats: true }),
+  args: { with_tags: WithTags },
+  answers: ok({ data: SiteWithTags }),
+  example: { response: { success: 1, data: EXAMPLE_SITE } },
   output: (r, { args }) => ({ success: 1, data: truthy(args.args.with_tags, true) ? r : { ...r, tags: undefined } }),
 });
 
 const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
+  args: {
+    note: z.string().max(5000).optional().describe('Upstream\'s name for notes.'),
+    groupids: ListArg(Int, 'Upstream\'s name for tags: the site\'s tag IDs (replaces them).'),
+    tags: ListArg(Int, 'The site\'s tag IDs (replaces them).'),
+  },
+  answers: done(FullSite),
+  errors: { 404: ['svc_client_not_found'] },
   input: (a) => {
     const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'notes', 'client_id') };
     if (a.args.note !== undefined) i.notes = a.args.note;
@@ -55,16 +93,19 @@ const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
 
 const siteSuspend = route(EDIT, '/sites/:id_or_domain/suspend', suspendSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: done(SimpleSite, { suspended: z.literal(1) }),
   output: (r) => ({ success: 1, message: 'Site suspended.', suspended: 1, data: simple(r.site) }),
 });
 
 const siteUnsuspend = route(EDIT, '/sites/:id_or_domain/unsuspend', unsuspendSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: done(SimpleSite, { suspended: z.literal(0) }),
   output: (r) => ({ success: 1, message: 'Site unsuspended.', suspended: 0, data: simple(r.site) }),
 });
 
 const siteRemove = route(REMOVE, '/sites/:id_or_domain/remove', deleteSite, {
   input: (a) => ({ site_id_or_domain: site(a), confirm: true }),
+  answers: done(BasicSite, { child_notified: z.boolean(), warnings: z.array(z.string()).optional() }),
   output: (r) => ({
     success: 1, message: 'The site has been removed.', data: { id: r.site.id, name: r.site.name, url: r.site.url },
     child_notified: r.child_notified ?? false, ...(r.warnings.length ? { warnings: r.warnings } : {}),
@@ -72,6 +113,12 @@ const siteRemove = route(REMOVE, '/sites/:id_or_domain/remove', deleteSite, {
 });
 
 const siteAdd = route(CREATE, '/sites/add', addSite, {
+  args: {
+    ssl_verify: z.union([z.boolean(), z.literal(0), z.literal(1), z.literal(2)]).optional().describe('Verify TLS (default true).'),
+    groupids: ListArg(Int, 'Upstream\'s name for tags.'),
+    tags: ListArg(Int, 'Tag IDs to put the site in.'),
+  },
+  answers: done(FullSite),
   input: (a) => {
     const i: Record<string, unknown> = pick(a, 'url', 'name', 'admin', 'admin_username', 'admin_password', 'client_id', 'http_user', 'http_pass');
     if (a.args.adminpassword !== undefined) i.admin_password = a.args.adminpassword;
@@ -85,6 +132,7 @@ const siteAdd = route(CREATE, '/sites/add', addSite, {
 
 const siteSync = route(EDIT, '/sites/:id_or_domain/sync', syncSites, {
   input: (a) => ({ site_ids_or_domains: [site(a)] }),
+  answers: done(FullSite),
   output: (r, { services }) => {
     firstError(r);
     return { success: 1, message: 'Site synced.', data: fullSite(services, services.sites.get(r.synced![0]!.id)!, true) };
@@ -101,12 +149,15 @@ const queuedReply = (r: { job_id?: string; status_url?: string; total?: number; 
 
 const sitesSync = route(EDIT, '/sites/sync', syncSites, {
   input: allMatched,
+  args: matchedArgs,
+  answers: z.union([Queued, ok({ total: Int, total_synced: Int.optional(), total_errors: Int.optional(), data: z.array(BasicSite).optional(), errors: Errors })]),
   output: (r) => (r.queued ? queuedReply(r, 'Sync')
     : { success: 1, total: (r.total_synced ?? 0) + (r.total_errors ?? 0), total_synced: r.total_synced, total_errors: r.total_errors, data: r.synced, errors: r.errors }),
 });
 
 const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: done(SimpleSite.extend({ status: SiteStatus, reachable: z.boolean(), http_status: Int, response_time_ms: Int })),
   output: (r) => ({
     success: 1, message: r.reachable ? 'Site is reachable.' : 'Site is not reachable.',
     data: { ...simple(r.site), status: r.site.status, reachable: r.reachable, http_status: r.http_status, response_time_ms: r.response_time_ms },
@@ -114,30 +165,37 @@ const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
 });
 const sitesCheck = route(EDIT, '/sites/check', checkSites, {
   input: allMatched,
+  args: matchedArgs,
+  answers: z.union([Queued, ok({ total: Int, summary: checkSites.output.shape.summary, data: checkSites.output.shape.results, errors: Errors })]),
   output: (r) => (r.queued ? queuedReply(r, 'Check') : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
 });
 
 const siteReconnect = route(EDIT, '/sites/:id_or_domain/reconnect', reconnectSite, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'admin_password') }),
+  answers: done(SimpleSite, { reconnected: z.literal(true) }),
   output: (r) => ({ success: 1, message: 'Site reconnected.', reconnected: true, data: simple(r.site) }),
 });
 const sitesReconnect = route(EDIT, '/sites/reconnect', reconnectSites, {
   input: allMatched,
+  args: matchedArgs,
+  answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
   output: (r) => (r.queued ? queuedReply(r, 'Reconnect') : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
 });
 
 const siteDisconnect = route(EDIT, '/sites/:id_or_domain/disconnect', disconnectSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: done(SimpleSite, { child_notified: z.boolean() }),
   output: (r) => ({ success: 1, message: r.child_notified ? 'Site disconnected.' : `Site disconnected here; the child was not told: ${r.child_error ?? 'it was already disconnected'}.`, child_notified: r.child_notified, data: simple(r.site) }),
 });
 const sitesDisconnect = route(EDIT, '/sites/disconnect', disconnectSites, {
+  args: matchedArgs,
+  answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
   input: (a) => { const m = allMatched(a); return m.site_ids_or_domains ? m : { ...m, all: true }; },
   output: (r) => (r.queued ? queuedReply(r, 'Disconnect') : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
 });
 
 const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
   input: (a) => ({ job_id: a.params.job_id }),
-  output: (r) => ({ success: 1, data: r }),
 });
 
 /** The rows a site batch runs (routes/batch.ts): create/update/delete and the per-site actions of this file. */

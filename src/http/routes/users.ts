@@ -5,6 +5,17 @@ import { CsvUpload, MAX_CSV_BYTES } from '../../services/users-import.js';
 import { readUpload, type Upload } from '../multipart.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
 import { list, pick, site } from './args.js';
+import { z } from 'zod';
+import { ItemError, SkippedSite } from '../../abilities/schemas.js';
+import { Int, ListArg, done, ok } from './answers.js';
+
+/** The selectors as REST takes them: comma-separated strings or arrays. */
+export const SelectorArgs = {
+  websites: ListArg(z.union([Int, z.string()]), 'Sites by ID or domain.'),
+  groups: ListArg(z.union([Int, z.string()]), 'Tag IDs or names.'),
+  clients: ListArg(Int, 'Client IDs.'),
+};
+const Notes = { skipped: z.array(SkippedSite), unknown: z.array(ItemError) };
 
 const PUT_PATCH = ['PUT', 'PATCH'] as const;
 
@@ -25,11 +36,20 @@ const usersList = route(READ, '/users', listUsers, {
     if (roles) i.roles = roles.map((r) => (typeof r === 'string' ? r.trim() : r));
     return i;
   },
+  args: { ...SelectorArgs, roles: ListArg(z.string(), 'Only users with one of these roles.') },
+  answers: ok({ total: Int, data: listUsers.output.shape.data, errors: z.array(ItemError), ...Notes }),
   output: (r) => ({ success: 1, total: r.total, data: r.data, errors: r.errors, skipped: r.skipped, unknown: r.unknown }),
 });
 
 const usersCreate = route(CREATE, '/users/create', createUser, {
   input: (a) => ({ ...selectors(a), ...pick(a, 'username', 'email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'send_password') }),
+  args: SelectorArgs,
+  answers: done(z.object({
+    user_info: createUser.output.shape.user, total_sites: Int, total_success: Int, total_failed: Int,
+    created_sites: z.record(z.string(), z.object({ url: z.string(), user_id: Int, message: z.string() })),
+    failed_sites: z.record(z.string(), z.object({ code: z.string(), message: z.string() })),
+    ...Notes,
+  })),
   output: (r) => {
     const n = r.total_sites;
     const message = r.total_failed === 0 ? `User created successfully on all ${n} website(s).`
@@ -57,6 +77,7 @@ const userEdit = route(EDIT, '/users/:id_or_domain/:user_id/edit', updateUser, {
     site_id_or_domain: site(a), user_id: a.params.user_id,
     ...pick(a, 'email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'nickname', 'display_name', 'description'),
   }),
+  answers: done(z.object({ website_id: Int, website_url: z.string(), user_id: Int, updated_fields: z.array(z.string()), user: updateUser.output.shape.user })),
   output: (r) => ({
     success: 1, message: 'User updated successfully.',
     data: { website_id: r.site_id, website_url: r.site_url, user_id: r.user_id, updated_fields: r.updated, user: r.user },
@@ -65,11 +86,15 @@ const userEdit = route(EDIT, '/users/:id_or_domain/:user_id/edit', updateUser, {
 
 const userDelete = route(REMOVE, '/users/:id_or_domain/:user_id/delete', deleteUser, {
   input: (a) => ({ site_id_or_domain: site(a), user_id: a.params.user_id, confirm: true }),
+  answers: done(z.object({ website_id: Int, website_url: z.string(), user_id: Int })),
+  errors: { 409: ['svc_connection_admin_protected'] },
   output: (r) => ({ success: 1, message: 'User deleted successfully.', data: { website_id: r.site_id, website_url: r.site_url, user_id: r.user_id } }),
 });
 
 const adminPassword = route(PUT_PATCH, '/users/update-admin-password', updateAdminPassword, {
   input: (a) => ({ ...selectors(a), ...(a.args.password !== undefined ? { password: a.args.password } : {}) }),
+  args: SelectorArgs,
+  answers: updateAdminPassword.output.extend({ success: z.literal(1), message: z.string() }),
   output: (r) => ({
     success: 1,
     message: `Admin password updated on ${r.success_count} of ${r.total_websites} websites.`,
@@ -86,6 +111,10 @@ const usersImport = route(CREATE, '/users/import', importUsers, {
     const upload = a.args.csv_file as Upload;
     return { csv: new CsvUpload(upload.file, upload.lateFields), ...pick(a, 'has_header') };
   },
+  upload: { file: 'csv_file', maxBytes: MAX_CSV_BYTES },
+  errors: { 400: ['svc_no_file_uploaded', 'svc_csv_empty', 'svc_invalid_multipart'], 413: ['svc_upload_too_large'] },
+  args: { has_header: importUsers.input.shape.has_header },
+  answers: ok({ message: z.string(), ...importUsers.output.omit({ stopped: true }).shape, stopped: importUsers.output.shape.stopped }),
   output: (r) => ({
     success: 1,
     message: `Imported ${r.success_count} of ${r.total} user(s).`,
