@@ -132,7 +132,7 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'];
+const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings'];
 
 async function mcp(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, 'allow-private-sites': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
