@@ -186,6 +186,7 @@ export async function removeClient(ctx: AbilityContext, id: number): Promise<voi
   await ctx.store.write((tx) => {
     for (const s of [...tx.all<SiteRecord>('sites')]) if (s.client_id === id) ctx.sites.patch(tx, s.id, { client_id: null });
     ctx.costs.forgetClient(tx, id);
+    ctx.clientFields.dropClient(tx, id);
     ctx.clients.delete(tx, id);
   });
 }

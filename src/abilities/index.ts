@@ -11,9 +11,10 @@ import { costAbilities } from './costs.js';
 import { userAbilities } from './users.js';
 import { postAbilities } from './posts.js';
 import { pageAbilities } from './pages.js';
+import { clientFieldAbilities } from './client-fields.js';
 
 export const allAbilities: readonly Ability[] = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities,
-  ...pageAbilities] as unknown as Ability[];
+  ...pageAbilities, ...clientFieldAbilities] as unknown as Ability[];
 
 export const CATEGORIES = [
   { slug: 'svc-sites', label: 'Sites', description: 'Child sites: registry, status, sync, plugins and themes.' },

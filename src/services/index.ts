@@ -6,6 +6,7 @@ import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
 import { TagService } from './tags.js';
 import { ClientService } from './clients.js';
+import { ClientFieldService } from './client-fields.js';
 import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
@@ -16,6 +17,7 @@ export interface Services {
   sites: SiteService;
   tags: TagService;
   clients: ClientService;
+  clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
   settings: SettingsService;
@@ -37,7 +39,7 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs };
+  return { config, store, sites, tags, clients, clientFields: new ClientFieldService(store), costs, auth: new AuthService(store), settings, children, jobs };
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */

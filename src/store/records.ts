@@ -78,6 +78,21 @@ export interface ClientRecord {
   linkedin?: string;
 }
 
+/** A custom field defined for clients (issue 21). */
+export interface ClientFieldRecord {
+  id: number;
+  name: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A client's custom field values: id = the client's id; values by field id (as a string key). */
+export interface ClientFieldValuesRecord {
+  id: number;
+  values: Record<string, string>;
+}
+
 export const PAYMENT_TYPES = ['subscription', 'lifetime'] as const;
 export const PRODUCT_TYPES = ['plugin', 'theme', 'hosting', 'service', 'other'] as const;
 export const LICENSE_TYPES = ['single_site', 'multi_site'] as const;
