@@ -12,9 +12,11 @@ import { userAbilities } from './users.js';
 import { postAbilities } from './posts.js';
 import { pageAbilities } from './pages.js';
 import { clientFieldAbilities } from './client-fields.js';
+import { settingsAbilities } from './settings.js';
+import { fleetToolAbilities } from './fleet-tools.js';
 
 export const allAbilities: readonly Ability[] = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities,
-  ...pageAbilities, ...clientFieldAbilities] as unknown as Ability[];
+  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities] as unknown as Ability[];
 
 export const CATEGORIES = [
   { slug: 'svc-sites', label: 'Sites', description: 'Child sites: registry, status, sync, plugins and themes.' },
@@ -24,6 +26,7 @@ export const CATEGORIES = [
   { slug: 'svc-users', label: 'Users', description: 'WordPress users on child sites: list, create, edit, delete, CSV import, administrator passwords.' },
   { slug: 'svc-posts', label: 'Posts', description: 'Posts on child sites: list across sites, read, create, edit, change status, delete.' },
   { slug: 'svc-pages', label: 'Pages', description: 'Pages on child sites: list across sites, read, create, edit, change status, delete.' },
+  { slug: 'svc-settings', label: 'Settings', description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types and payment methods.' },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 

@@ -11,6 +11,7 @@ import { userRoutes } from './routes/users.js';
 import { postRoutes } from './routes/posts.js';
 import { pageRoutes } from './routes/pages.js';
 import { clientFieldRoutes } from './routes/client-fields.js';
+import { settingsRoutes } from './routes/settings.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -23,4 +24,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...userRoutes,
   ...postRoutes,
   ...pageRoutes,
+  ...settingsRoutes,
 ];

@@ -1,6 +1,7 @@
 // The services every ability receives in its context, built once per process over one store.
 import type { Config } from '../config.js';
 import { Store } from '../store/store.js';
+import { ServiceError } from '../core/errors.js';
 import { AuthService } from './auth.js';
 import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
@@ -10,6 +11,7 @@ import { ClientFieldService } from './client-fields.js';
 import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
+import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
 
 export interface Services {
   config: Config;
@@ -23,6 +25,7 @@ export interface Services {
   settings: SettingsService;
   children: ChildSiteService;
   jobs: JobService;
+  dashboard: DashboardSettings;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -30,16 +33,23 @@ export async function openServices(config: Config): Promise<Services> {
   const sites = new SiteService(store);
   const tags = new TagService(store);
   const clients = new ClientService(store);
-  const costs = new CostService(store, sites, tags, clients);
+  const dashboard = new DashboardSettings(store, config);
+  const costs = new CostService(store, sites, tags, clients, dashboard);
   const settings = new SettingsService(store);
   const children = new ChildSiteService(store, config, sites, tags, clients, settings);
   const jobs = new JobService(store, sites, config);
-  jobs.define('sync', (s) => children.fetchSync(s));
+  jobs.threshold = () => dashboard.queueThreshold();
+  jobs.define('sync', (s) => children.fetchSync(s), () => dashboard.syncConcurrency());
+  jobs.onTick(async () => { await scheduledSync(dashboard, jobs, sites); });
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
+  // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
+  jobs.define('renew', async (s) => (s.disconnected
+    ? { ok: false, error: new ServiceError('svc_site_disconnected', `Site ${s.id} (${s.url}) was disconnected meanwhile; reconnect it instead.`, 409) }
+    : children.fetchReconnect(s)));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, clientFields: new ClientFieldService(store), costs, auth: new AuthService(store), settings, children, jobs };
+  return { config, store, sites, tags, clients, clientFields: new ClientFieldService(store), costs, auth: new AuthService(store), settings, children, jobs, dashboard };
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */

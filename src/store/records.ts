@@ -99,7 +99,8 @@ export const LICENSE_TYPES = ['single_site', 'multi_site'] as const;
 export const RENEWAL_TYPES = ['weekly', 'monthly', 'quarterly', 'yearly'] as const;
 export const COST_STATUSES = ['active', 'canceled', 'onhold', 'expired', 'pending_cancelation'] as const;
 export type PaymentType = (typeof PAYMENT_TYPES)[number];
-export type ProductType = (typeof PRODUCT_TYPES)[number];
+/** The default product types are PRODUCT_TYPES; more are defined in the cost-tracker settings (issue 21). */
+export type ProductType = string;
 export type LicenseType = (typeof LICENSE_TYPES)[number];
 export type RenewalType = (typeof RENEWAL_TYPES)[number];
 export type CostStatus = (typeof COST_STATUSES)[number];
@@ -181,7 +182,7 @@ export interface SiteData {
   synced_at: string;
 }
 
-export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend';
+export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend' | 'renew';
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
 
 export interface JobRecord {
