@@ -76,7 +76,6 @@ describe('add-cost-v1 and get-cost-v1', () => {
 
   it.each([
     ['payment_type', 'monthly', 'subscription and lifetime'],
-    ['product_type', 'software', 'plugin, theme, hosting, service, and other'],
     ['license_type', 'unlimited', 'single_site and multi_site'],
     ['renewal_type', 'daily', 'weekly, monthly, quarterly, and yearly'],
     ['cost_tracker_status', 'paused', 'active, canceled, onhold, expired, and pending_cancelation'],
@@ -86,6 +85,14 @@ describe('add-cost-v1 and get-cost-v1', () => {
     const r = await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], [field]: bad });
     expectError(r, 400, 'ability_invalid_input', invalidInput('add-cost-v1', `input[${field}] is not one of ${allowed}.`));
     expect(r.body.data.params).toEqual({ [field]: `input[${field}] is not one of ${allowed}.` });
+    expect(costCount(s)).toBe(before);
+  });
+
+  it('refuses a product_type that is not one of the cost-tracker settings\' product types, listing them', async () => {
+    const { s } = w;
+    const before = costCount(s);
+    const r = await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], product_type: 'software' });
+    expectError(r, 400, 'svc_invalid_product_type', 'Unknown product_type "software". Product types: plugin, theme, hosting, service, other (settings: cost-tracker product types).');
     expect(costCount(s)).toBe(before);
   });
 
@@ -261,7 +268,7 @@ describe('list-costs-v1 and GET /costs', () => {
     const st = await w.s.rest('/costs?status=bogus');
     expectError(st, 400, 'rest_invalid_param', 'Invalid parameter(s): status');
     expect(st.body.data.params.status).toMatch(/is not one of active, canceled, onhold, expired, and pending_cancelation\./);
-    expectError(await w.s.rest('/costs?category=software'), 400, 'rest_invalid_param', 'Invalid parameter(s): category');
+    expectError(await w.s.rest('/costs?category=software'), 400, 'svc_invalid_product_type', 'Unknown product_type "software". Product types: plugin, theme, hosting, service, other (settings: cost-tracker product types).');
   });
 });
 
@@ -695,8 +702,8 @@ describe('MCP: the key flows', () => {
 
     const bad = await tool(mcp, 'add-cost-v1', { name: 'X', price: 1, ...hosting, product_type: 'saas', sites: [1] });
     expect(bad.isError).toBe(true);
-    expect(bad.structuredContent).toMatchObject({ code: 'ability_invalid_input', data: { status: 400 } });
-    expect(bad.structuredContent.message).toMatch(/input\[product_type\] is not one of plugin, theme, hosting, service, and other\./);
+    expect(bad.structuredContent).toMatchObject({ code: 'svc_invalid_product_type', data: { status: 400 } });
+    expect(bad.structuredContent.message).toMatch(/Unknown product_type "saas"\. Product types: plugin, theme, hosting, service, other/);
     const none = await tool(mcp, 'add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [999] });
     expect(none.structuredContent).toMatchObject({ code: 'svc_invalid_input', message: 'Invalid sites: no site found with ID 999.' });
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAbilities } from '../src/abilities/index.js';
 import { annotationMethod } from '../src/core/ability.js';
 import { restRoutes } from '../src/http/rest-routes.js';
+import { NOT_SUPPORTED } from '../src/http/routes/settings.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -40,7 +41,14 @@ describe('every ability', () => {
 });
 
 describe('every REST write route', () => {
-  const writes = restRoutes.filter((r) => !r.methods.includes('GET') && r.path !== '/users/import');
+  const writes = restRoutes.filter((r) => !r.methods.includes('GET') && r.path !== '/users/import' && !NOT_SUPPORTED.has(r.path));
+  it.each([...NOT_SUPPORTED].map((p) => [p]))('%s (not supported) answers 501 svc_not_supported whatever it is sent, changing nothing', async (p) => {
+    const r = restRoutes.find((x) => x.path === p)!;
+    const before = generation();
+    const res = await s.rest(p.replace(/:(\w+)/g, '1'), { method: r.methods[0], ...(r.methods[0] === 'GET' ? {} : { json: { [UNKNOWN]: 1 } }) });
+    expect([res.status, res.body.code]).toEqual([501, 'svc_not_supported']);
+    expect(generation()).toBe(before);
+  });
   it.each(writes.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))('%s refuses an argument it does not read, naming it', async (_n, r) => {
     const path = r.path.replace(/:(\w+)/g, (_, p: string) => (p === 'job_id' ? 'sync_00000000-0000-4000-8000-000000000000' : '1'));
     const before = generation();

@@ -94,7 +94,9 @@ export const syncSites = defineAbility({
     const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
     const queued = await ctx.jobs.queueIfOver('sync', found);
     if (queued) return { ...queued, sites_queued: found.length, errors };
-    const { results: items, notDone } = await runBatch(ctx, found, 'sync', (s) => ctx.children.fetchSync(s));
+    // At most the sync concurrency of the dashboard settings at once (issue 21).
+    const limited = { ...ctx, config: { ...ctx.config, childConcurrency: ctx.dashboard.syncConcurrency() } };
+    const { results: items, notDone } = await runBatch(limited, found, 'sync', (s) => ctx.children.fetchSync(s));
     const synced = items.filter((x) => x.ok).map((x) => basic(x.site));
     const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.id, x.error))];
     return { queued: false, synced, errors: all, total_synced: synced.length, total_errors: all.length, ...notProcessed(notDone) };
@@ -273,7 +275,7 @@ export const getBatchJobStatus = defineAbility({
   toolset: 'jobs',
   description: 'Progress of a background job (a batch over 200 sites). Errors: svc_job_not_found (404; finished '
     + 'jobs are kept 24 hours).',
-  input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend)_/) }).strict(),
+  input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend|renew)_/) }).strict(),
   output: z.object({
     job_id: z.string(), type: z.string(), status: z.enum(['queued', 'processing', 'completed', 'failed']),
     progress: z.number().int(), processed: z.number().int(), total: z.number().int(), succeeded: z.number().int(), failed: z.number().int(),

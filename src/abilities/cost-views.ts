@@ -11,7 +11,8 @@ import { ClientIds } from './client-views.js';
 
 export const CostId = z.number().int().min(1);
 export const PaymentType = z.enum(PAYMENT_TYPES).describe('lifetime: paid once.');
-export const ProductType = z.enum(PRODUCT_TYPES);
+/** A product type slug: plugin, theme, hosting, service, other, or one added in the cost-tracker settings. */
+export const ProductType = z.string().regex(/^[a-z0-9_-]{1,100}$/).describe(`${PRODUCT_TYPES.join(', ')} or one added in settings.`);
 export const LicenseType = z.enum(LICENSE_TYPES).describe('single_site: the price is per site; multi_site: shared.');
 export const RenewalType = z.enum(RENEWAL_TYPES).describe('How often a subscription renews.');
 export const CostStatus = z.enum(COST_STATUSES).describe('Only active costs count in totals.');

@@ -25,12 +25,13 @@ export const listCosts = defineAbility({
     include: z.array(z.number().int().min(1)).optional(),
     exclude: z.array(z.number().int().min(1)).optional(),
     status: z.array(CostStatus).optional().describe('Cost statuses.'),
-    category: z.array(z.enum(['any', ...ProductType.options])).optional().describe('Product types (any: all).'),
+    category: z.array(ProductType).optional().describe('Product types (any: all).'),
     type: z.enum(['any', ...PaymentType.options]).default('any').describe('Payment type.'),
   }).strict(),
   output: paged(Cost),
   annotations: ro,
   execute: ({ page, per_page, ...f }, ctx) => {
+    for (const c of f.category ?? []) if (c !== 'any') ctx.dashboard.assertProductType(c);
     const all = ctx.costs.list(f);
     return { items: paginate(all, page, per_page).map((c) => costView(ctx, c)), page, per_page, total: all.length };
   },

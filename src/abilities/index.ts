@@ -12,8 +12,13 @@ import { costAbilities } from './costs.js';
 import { userAbilities } from './users.js';
 import { postAbilities } from './posts.js';
 import { fleetSecurityAbilities } from './fleet-security.js';
+import { pageAbilities } from './pages.js';
+import { clientFieldAbilities } from './client-fields.js';
+import { settingsAbilities } from './settings.js';
+import { fleetToolAbilities } from './fleet-tools.js';
 
-const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities];
+const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities,
+  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
 /** Every ability by its name, with its own input and output types. */
@@ -35,6 +40,8 @@ export const CATEGORIES = [
   { slug: 'svc-costs', label: 'Costs', description: 'Cost tracker: licences, hosting and services linked to sites, tags and clients (module cost-tracker).' },
   { slug: 'svc-users', label: 'Users', description: 'WordPress users on child sites: list, create, edit, delete, CSV import, administrator passwords.' },
   { slug: 'svc-posts', label: 'Posts', description: 'Posts on child sites: list across sites, read, create, edit, change status, delete.' },
+  { slug: 'svc-pages', label: 'Pages', description: 'Pages on child sites: list across sites, read, create, edit, change status, delete.' },
+  { slug: 'svc-settings', label: 'Settings', description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types and payment methods.' },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 

@@ -8,14 +8,14 @@ import { siteError } from '../services/selectors.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 
-const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
-const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
+export const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
+export const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
 
 const PostId = z.number().int().min(1).describe('Post ID on the site.');
-const PostStatus = z.enum(POST_STATUSES);
-const WritableStatus = PostStatus.exclude(['trash']);
-const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
-const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
+export const PostStatus = z.enum(POST_STATUSES);
+export const WritableStatus = PostStatus.exclude(['trash']);
+export const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+export const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
 /** A comma-separated string, or a list joined with commas. */
 const NameList = z.union([z.string().max(5000), z.array(z.string().max(200)).max(100)]);
 const joined = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
@@ -42,7 +42,7 @@ export const Post = ChildPostFull.omit({ post_password: true }).extend({
   post_date_gmt: z.string().describe('ISO 8601 UTC; empty for a draft without a date.'),
 });
 
-const postItem = (site: SiteRecord, p: ChildPost): z.infer<typeof PostItem> => ({
+export const postItem = (site: SiteRecord, p: ChildPost): z.infer<typeof PostItem> => ({
   id: p.id, website_id: site.id, title: p.title, post_status: p.status, post_type: p.post_type, author: p.author,
   comment_count: p.comment_count, date: p.date, categories: p.categories, tags: p.tags,
 });
@@ -52,7 +52,7 @@ export function postView(site: SiteRecord, p: ChildPostFull): z.infer<typeof Pos
   return { ...rest, website_id: site.id, website_url: site.url, has_password: post_password !== '' };
 }
 
-const postFields = {
+export const postFields = {
   post_content: z.string().max(1_000_000).optional(),
   post_name: z.string().max(200).optional().describe('Slug (default: from the title).'),
   post_excerpt: z.string().max(10_000).optional(),
@@ -129,7 +129,7 @@ export const getPost = defineAbility({
   },
 });
 
-const Saved = z.object({
+export const Saved = z.object({
   site_id: z.number().int(),
   site_url: z.string(),
   post_id: z.number().int(),

@@ -11,9 +11,10 @@ export interface Annotations {
   openWorld: boolean;
 }
 
-export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts';
+export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts'
+  | 'svc-pages' | 'svc-settings';
 /** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
-export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'] as const;
+export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings'] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';
 

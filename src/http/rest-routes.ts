@@ -9,14 +9,20 @@ import { clientRoutes } from './routes/clients.js';
 import { costRoutes } from './routes/costs.js';
 import { userRoutes } from './routes/users.js';
 import { postRoutes } from './routes/posts.js';
+import { pageRoutes } from './routes/pages.js';
+import { clientFieldRoutes } from './routes/client-fields.js';
+import { settingsRoutes } from './routes/settings.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
   ...siteRoutes,
   ...pluginRoutes,
   ...tagRoutes,
+  ...clientFieldRoutes, // /clients/fields before /clients/:id_or_email
   ...clientRoutes,
   ...costRoutes,
   ...userRoutes,
   ...postRoutes,
+  ...pageRoutes,
+  ...settingsRoutes,
 ];

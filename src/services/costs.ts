@@ -150,6 +150,8 @@ export class CostService {
     private readonly sites: SiteService,
     private readonly tags: TagService,
     private readonly clients: ClientService,
+    /** The product types and payment methods costs may name (dashboard settings, issue 21); unchecked without. */
+    private readonly lists?: { assertProductType(slug: string): void; assertPaymentMethod(slug: string): void },
   ) {}
 
   today(): string {
@@ -291,7 +293,10 @@ export class CostService {
   }
 
   /** What every stored cost must satisfy, checked after create and after each edit. */
-  private check(c: Omit<CostRecord, 'id'>): void {
+  private check(c: Omit<CostRecord, 'id'>, changed: { product_type?: unknown; payment_method?: unknown } = c): void {
+    // Only what is being written is checked against the lists: a stored value whose type was later renamed stays readable.
+    if (changed.product_type !== undefined) this.lists?.assertProductType(c.product_type);
+    if (changed.payment_method !== undefined) this.lists?.assertPaymentMethod(c.payment_method);
     if (!c.name) throw new ServiceError('svc_invalid_input', 'Cost name must not be empty.', 400, { params: { name: 'must not be empty' } });
     if (!c.sites.length && !c.groups.length && !c.clients.length) throw new ServiceError('svc_invalid_input', NO_TARGET, 400);
     if (c.payment_type === 'subscription' && !c.renewal_type) {
@@ -356,7 +361,7 @@ export class CostService {
     if (input.icon_hidden !== undefined) next.icon_hidden = input.icon_hidden;
     // Targets deleted since the cost was written do not count as targets.
     const live = { ...next, sites: next.sites.filter((s) => tx.get('sites', s)), groups: next.groups.filter((g) => tx.get('tags', g)), clients: next.clients.filter((c) => tx.get('clients', c)) };
-    this.check(live);
+    this.check(live, input);
     return tx.put<CostRecord>('costs', live);
   }
 

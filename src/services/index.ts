@@ -1,14 +1,17 @@
 // The services every ability receives in its context, built once per process over one store.
 import type { Config } from '../config.js';
 import { Store } from '../store/store.js';
+import { ServiceError } from '../core/errors.js';
 import { AuthService } from './auth.js';
 import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
 import { TagService } from './tags.js';
 import { ClientService } from './clients.js';
+import { ClientFieldService } from './client-fields.js';
 import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
+import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
 
 export interface Services {
   config: Config;
@@ -16,11 +19,13 @@ export interface Services {
   sites: SiteService;
   tags: TagService;
   clients: ClientService;
+  clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
   settings: SettingsService;
   children: ChildSiteService;
   jobs: JobService;
+  dashboard: DashboardSettings;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -28,11 +33,15 @@ export async function openServices(config: Config): Promise<Services> {
   const sites = new SiteService(store);
   const tags = new TagService(store);
   const clients = new ClientService(store);
-  const costs = new CostService(store, sites, tags, clients);
+  const clientFields = new ClientFieldService(store);
+  const dashboard = new DashboardSettings(store, config);
+  const costs = new CostService(store, sites, tags, clients, dashboard);
   const settings = new SettingsService(store);
   const children = new ChildSiteService(store, config, sites, tags, clients, settings);
   const jobs = new JobService(store, sites, config);
-  jobs.define('sync', (s) => children.fetchSync(s));
+  jobs.threshold = () => dashboard.queueThreshold();
+  jobs.define('sync', (s) => children.fetchSync(s), () => dashboard.syncConcurrency());
+  jobs.onTick(async () => { await scheduledSync(dashboard, jobs, sites); });
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
@@ -42,8 +51,13 @@ export async function openServices(config: Config): Promise<Services> {
   tags.onRemove.also((tx, id) => costs.forgetTag(tx, id));
   clients.onRemove.also((tx, id) => sites.unassignClient(tx, id));
   clients.onRemove.also((tx, id) => costs.forgetClient(tx, id));
+  clients.onRemove.also((tx, id) => clientFields.dropClient(tx, id));
+  // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
+  jobs.define('renew', async (s) => (s.disconnected
+    ? { ok: false, error: new ServiceError('svc_site_disconnected', `Site ${s.id} (${s.url}) was disconnected meanwhile; reconnect it instead.`, 409) }
+    : children.fetchReconnect(s)));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs };
+  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard };
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */

@@ -109,18 +109,36 @@ export class JobService {
   private aborts = new Set<AbortController>();
   private stopping = false;
   private ticking = false;
+  private limits = new Map<JobType, () => number>();
+  private hooks: Array<() => Promise<void>> = [];
+  /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
+  threshold: () => number = () => this.config.queueThreshold;
 
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
 
   /** The queue rule: more sites than the threshold → a persisted job, answered with where to follow it. */
   async queueIfOver(type: JobType, sites: readonly SiteRecord[]): Promise<{ queued: true; job_id: string; status_url: string } | null> {
-    if (sites.length <= this.config.queueThreshold) return null;
+    if (sites.length <= this.threshold()) return null;
     const job = await this.enqueue(type, sites.map((s) => s.id));
     return { queued: true, job_id: job.job_id, status_url: `${this.config.publicUrl}${this.config.restPrefix}/jobs/${job.job_id}` };
   }
 
-  define(type: JobType, step: SiteStep): void {
+  /** `limit`: sites of such a job worked on at once (read when a job starts; the child concurrency by default). */
+  define(type: JobType, step: SiteStep, limit?: () => number): void {
     this.steps.set(type, step);
+    if (limit) this.limits.set(type, limit);
+  }
+
+  /** The step a job type runs on each site: also what the same batch runs inline under the queue threshold. */
+  stepOf(type: JobType): SiteStep {
+    const step = this.steps.get(type);
+    if (!step) throw new Error(`no step defined for ${type} jobs`);
+    return step;
+  }
+
+  /** Work every runner does on each tick besides jobs (the sync schedule); it must be cheap when there is nothing to do. */
+  onTick(hook: () => Promise<void>): void {
+    this.hooks.push(hook);
   }
 
   async enqueue(type: JobType, siteIds: number[]): Promise<JobRecord> {
@@ -173,6 +191,7 @@ export class JobService {
     if (this.stopping || this.ticking) return;
     this.ticking = true;
     try {
+      for (const h of this.hooks) await h().catch((e: unknown) => log('error', 'job runner hook failed', { err: String(e) }));
       await this.claimAndWork();
     } finally {
       this.ticking = false;
@@ -244,7 +263,8 @@ export class JobService {
     }, LEASE_MS / 3);
     heartbeat.unref();
     try {
-      await eachLimited(todo, this.config.childConcurrency, abort.signal, async (siteId) => {
+      const limit = Math.max(1, Math.min(this.limits.get(job.type)?.() ?? this.config.childConcurrency, this.config.childConcurrency));
+      await eachLimited(todo, limit, abort.signal, async (siteId) => {
         const site = this.sites.get(siteId);
         let o: Outcome<unknown>;
         if (!site) o = { ok: false, error: errors.siteNotFound(siteId) };

@@ -49,6 +49,15 @@ export interface PostFields {
 
 type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
 
+/**
+ * Posts and pages go through the same child calls (§9.11–9.13, `post_type=page`); a Kind names which one a call is
+ * about. A page is read through the child's post reader: its page reader (get_edit with post_type=page) answers
+ * post_type "page" for any id, a post's too, while the post reader reports the real type, which is then checked.
+ */
+export interface Kind { type: 'post' | 'page'; defaultMaximum: number }
+export const POST_KIND: Kind = { type: 'post', defaultMaximum: 50 };
+export const PAGE_KIND: Kind = { type: 'page', defaultMaximum: 10 };
+
 const realDate = (ymd: string): boolean => {
   const d = new Date(`${ymd.slice(0, 10)}T00:00:00Z`);
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === ymd.slice(0, 10);
@@ -64,7 +73,7 @@ function checkDates(q: PostQuery): void {
   }
 }
 
-export function listPosts(ctx: Ctx, sel: SiteSelector, q: PostQuery): Promise<Fanned<ChildPost[]>> {
+export function listPosts(ctx: Ctx, sel: SiteSelector, q: PostQuery, kind: Kind = POST_KIND): Promise<Fanned<ChildPost[]>> {
   checkDates(q);
   const query = {
     status: [...(q.status?.length ? q.status : LISTED_BY_DEFAULT)],
@@ -74,24 +83,25 @@ export function listPosts(ctx: Ctx, sel: SiteSelector, q: PostQuery): Promise<Fa
     // Whole days: the child compares full timestamps.
     dtsstart: q.dtsstart ? `${q.dtsstart} 00:00:00` : undefined,
     dtsstop: q.dtsstop ? `${q.dtsstop} 23:59:59` : undefined,
-    maximum: q.maximum ?? 50,
-    post_type: q.post_type ?? 'post',
+    maximum: q.maximum ?? kind.defaultMaximum,
+    post_type: kind.type === 'page' ? 'page' : q.post_type ?? 'post',
   };
-  return fanOut(ctx, sel, 'list posts', (c, creds) => c.listPosts(creds, query));
+  return fanOut(ctx, sel, `list ${kind.type}s`, (c, creds) => c.listPosts(creds, query));
 }
 
-const postNotFound = (site: SiteRecord, id: number) =>
-  new ServiceError('svc_post_not_found', `No post with ID ${id} on ${site.url}.`, 404, { site_id: site.id, post_id: id });
+const postNotFound = (site: SiteRecord, id: number, kind: Kind = POST_KIND) => kind.type === 'page'
+  ? new ServiceError('svc_page_not_found', `No page with ID ${id} on ${site.url}.`, 404, { site_id: site.id, page_id: id })
+  : new ServiceError('svc_post_not_found', `No post with ID ${id} on ${site.url}.`, 404, { site_id: site.id, post_id: id });
 
-async function readPost(c: ChildConnector, creds: SiteCredentials, site: SiteRecord, id: number, postType = 'post'): Promise<ChildPostFull> {
-  const post = await c.getPost(creds, id, postType);
-  if (!post) throw postNotFound(site, id);
+async function readPost(c: ChildConnector, creds: SiteCredentials, site: SiteRecord, id: number, postType = 'post', kind: Kind = POST_KIND): Promise<ChildPostFull> {
+  const post = await c.getPost(creds, id, kind.type === 'page' ? 'post' : postType);
+  if (!post || (kind.type === 'page' && post.post_type !== 'page')) throw postNotFound(site, id, kind);
   return post;
 }
 
-export async function getPost(ctx: Ctx, ref: number | string, id: number, postType = 'post'): Promise<{ site: SiteRecord; post: ChildPostFull }> {
+export async function getPost(ctx: Ctx, ref: number | string, id: number, postType = 'post', kind: Kind = POST_KIND): Promise<{ site: SiteRecord; post: ChildPostFull }> {
   const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType) }));
+  return onChild(ctx, site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType, kind) }));
 }
 
 const mysqlFromIso = (iso: string): string => iso.slice(0, 19).replace('T', ' ');
@@ -116,8 +126,9 @@ function checkFieldDates(f: PostFields): void {
   }
 }
 
-function newPostInput(f: PostFields & { post_title: string }): ChildPostInput {
+function newPostInput(f: PostFields & { post_title: string }, kind: Kind): ChildPostInput {
   return {
+    post_type: kind.type === 'page' ? 'page' : undefined,
     post_title: f.post_title, post_content: f.post_content ?? '', post_status: f.post_status ?? 'draft', post_name: f.post_name,
     post_excerpt: f.post_excerpt, post_password: f.post_password, comment_status: f.comment_status ?? 'open', ping_status: f.ping_status ?? 'closed',
     post_date: f.post_date, post_date_gmt: f.post_date_gmt, post_tags: f.post_tags, post_category: f.post_category,
@@ -165,10 +176,10 @@ function withBothDates<T extends { post_date?: string; post_date_gmt?: string }>
   return input;
 }
 
-export async function createPost(ctx: Ctx, ref: number | string, f: PostFields & { post_title: string }): Promise<SavedPost> {
+export async function createPost(ctx: Ctx, ref: number | string, f: PostFields & { post_title: string }, kind: Kind = POST_KIND): Promise<SavedPost> {
   checkFieldDates(f);
   const site = reachableSite(ctx, ref);
-  const input = withBothDates(newPostInput(f), site);
+  const input = withBothDates(newPostInput(f, kind), site);
   checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
   return onChild(ctx, site, async (c, creds) => {
     const saved = await c.savePost(creds, input);
@@ -182,14 +193,18 @@ export const POST_EDIT_FIELDS = [
   'post_date', 'post_date_gmt', 'post_tags', 'post_category', 'post_featured_image', 'is_sticky', 'post_custom',
 ] as const;
 
-export async function updatePost(ctx: Ctx, ref: number | string, id: number, f: PostFields): Promise<SavedPost & { updated: string[] }> {
-  const updated = POST_EDIT_FIELDS.filter((k) => f[k] !== undefined);
-  if (updated.length === 0) throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the post: ${POST_EDIT_FIELDS.join(', ')}.`, 400);
+/** What a page can be given: no tags, categories or stickiness (WordPress pages have none). */
+export const PAGE_EDIT_FIELDS = POST_EDIT_FIELDS.filter((k) => k !== 'post_tags' && k !== 'post_category' && k !== 'is_sticky');
+
+export async function updatePost(ctx: Ctx, ref: number | string, id: number, f: PostFields, kind: Kind = POST_KIND): Promise<SavedPost & { updated: string[] }> {
+  const fieldNames: readonly (keyof PostFields)[] = kind.type === 'page' ? PAGE_EDIT_FIELDS : POST_EDIT_FIELDS;
+  const updated = fieldNames.filter((k) => f[k] !== undefined);
+  if (updated.length === 0) throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the ${kind.type}: ${fieldNames.join(', ')}.`, 400);
   checkFieldDates(f);
   const site = reachableSite(ctx, ref);
   return onChild(ctx, site, async (c, creds) => {
     const datesGiven = f.post_date !== undefined || f.post_date_gmt !== undefined;
-    const edited = editInput(await readPost(c, creds, site, id), f);
+    const edited = editInput(await readPost(c, creds, site, id, 'post', kind), f);
     const input = datesGiven ? withBothDates(edited, site) : edited;
     checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
     const saved = await c.savePost(creds, input);
@@ -203,26 +218,26 @@ export interface StatusChange { site: SiteRecord; post_id: number; previous_stat
  * publish, draft and trash are the child's own post actions (draft from the trash is a restore); pending, private
  * and future are an edit of the status alone. A future status needs the post to carry a future date already.
  */
-export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, status: PostStatus): Promise<StatusChange> {
+export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, status: PostStatus, kind: Kind = POST_KIND): Promise<StatusChange> {
   const site = reachableSite(ctx, ref);
   return onChild(ctx, site, async (c, creds) => {
-    const cur = await readPost(c, creds, site, id);
+    const cur = await readPost(c, creds, site, id, 'post', kind);
     const out = { site, post_id: id, previous_status: cur.post_status, post_status: status };
     if (cur.post_status === status) return out;
     if (status === 'publish' || status === 'trash' || status === 'draft') {
       const action = status === 'draft' ? (cur.post_status === 'trash' ? 'restore' : 'unpublish') : status;
       const done = await c.postAction(creds, action, id);
-      if (!done) throw postNotFound(site, id);
+      if (!done) throw postNotFound(site, id, kind);
       // The child reports the status the post has now: trust it, not the request.
       if (done.post_status && done.post_status !== status) {
-        throw new ServiceError('svc_status_not_changed', `${site.url} left post ${id} ${done.post_status} instead of ${status}.`, 422,
+        throw new ServiceError('svc_status_not_changed', `${site.url} left ${kind.type} ${id} ${done.post_status} instead of ${status}.`, 422,
           { previous_status: cur.post_status, post_status: done.post_status });
       }
       return out;
     }
     if (status === 'future' && !(cur.post_date_gmt && Date.parse(cur.post_date_gmt) > Date.now())) {
       throw new ServiceError('svc_invalid_status_change',
-        `Post ${id} has no future date to be scheduled for; set post_status future with a post_date through update-post-v1 instead.`, 400);
+        `${kind.type === 'page' ? 'Page' : 'Post'} ${id} has no future date to be scheduled for; set post_status future with a post_date through update-${kind.type}-v1 instead.`, 400);
     }
     await c.savePost(creds, editInput(cur, { post_status: status }));
     return out;
@@ -232,14 +247,14 @@ export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, 
 export interface DeletedPost { site: SiteRecord; post: ChildPostFull; deleted: boolean; dry_run: boolean }
 
 /** Permanent (the child's `delete`); moving to the trash is a status change. */
-export async function deletePost(ctx: Ctx, ref: number | string, id: number, flags: { confirm?: boolean; dry_run?: boolean }): Promise<DeletedPost> {
+export async function deletePost(ctx: Ctx, ref: number | string, id: number, flags: { confirm?: boolean; dry_run?: boolean }, kind: Kind = POST_KIND): Promise<DeletedPost> {
   refuseBothFlags(flags);
   const site = reachableSite(ctx, ref);
   return onChild(ctx, site, async (c, creds) => {
-    const post = await readPost(c, creds, site, id);
+    const post = await readPost(c, creds, site, id, 'post', kind);
     if (flags.dry_run) return { site, post, deleted: false, dry_run: true };
-    requireConfirm(flags, 'Deleting a post requires confirm=true (preview with dry_run=true; update-post-status-v1 with trash is undoable).');
-    if (!(await c.postAction(creds, 'delete', id))) throw postNotFound(site, id);
+    requireConfirm(flags, `Deleting a ${kind.type} requires confirm=true (preview with dry_run=true; update-${kind.type}-status-v1 with trash is undoable).`);
+    if (!(await c.postAction(creds, 'delete', id))) throw postNotFound(site, id, kind);
     return { site, post, deleted: true, dry_run: false };
   });
 }

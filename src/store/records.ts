@@ -78,13 +78,29 @@ export interface ClientRecord {
   linkedin?: string;
 }
 
+/** A custom field defined for clients (issue 21). */
+export interface ClientFieldRecord {
+  id: number;
+  name: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A client's custom field values: id = the client's id; values by field id (as a string key). */
+export interface ClientFieldValuesRecord {
+  id: number;
+  values: Record<string, string>;
+}
+
 export const PAYMENT_TYPES = ['subscription', 'lifetime'] as const;
 export const PRODUCT_TYPES = ['plugin', 'theme', 'hosting', 'service', 'other'] as const;
 export const LICENSE_TYPES = ['single_site', 'multi_site'] as const;
 export const RENEWAL_TYPES = ['weekly', 'monthly', 'quarterly', 'yearly'] as const;
 export const COST_STATUSES = ['active', 'canceled', 'onhold', 'expired', 'pending_cancelation'] as const;
 export type PaymentType = (typeof PAYMENT_TYPES)[number];
-export type ProductType = (typeof PRODUCT_TYPES)[number];
+/** The default product types are PRODUCT_TYPES; more are defined in the cost-tracker settings (issue 21). */
+export type ProductType = string;
 export type LicenseType = (typeof LICENSE_TYPES)[number];
 export type RenewalType = (typeof RENEWAL_TYPES)[number];
 export type CostStatus = (typeof COST_STATUSES)[number];
@@ -166,7 +182,7 @@ export interface SiteData {
   synced_at: string;
 }
 
-export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend';
+export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend' | 'renew';
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
 
 export interface JobRecord {

@@ -29,6 +29,9 @@ export const COLLECTIONS = {
   keys: 0,
   jobs: 0,
   settings: 0,
+  client_fields: 0,
+  /** One record per client that has custom field values, with the client's id. */
+  client_field_values: 0,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 

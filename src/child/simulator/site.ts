@@ -781,7 +781,8 @@ export class SimSite {
     const newPost: Record<string, unknown> = {
       edit_id: String(p.id), post_title: p.title, post_content: p.content, post_status: p.status, post_date: mysql(p.date || p.modified),
       post_date_gmt: p.date ? mysql(p.date) : '0000-00-00 00:00:00', post_name: p.name, post_excerpt: p.excerpt, comment_status: p.commentStatus,
-      ping_status: p.pingStatus, post_type: p.type, post_password: p.password,
+      // The real child's page reader says "page" whatever the id names (a post too).
+      ping_status: p.pingStatus, post_type: asPost ? p.type : 'page', post_password: p.password,
     };
     if (asPost) Object.assign(newPost, { is_sticky: p.sticky ? 1 : 0, post_tags: p.tags.join(', ') });
     const uploads = { path: '/var/www/html/wp-content/uploads', url: `${this.state.siteUrl}/wp-content/uploads`, subdir: '', basedir: '/var/www/html/wp-content/uploads', baseurl: `${this.state.siteUrl}/wp-content/uploads`, error: false };

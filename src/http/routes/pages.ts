@@ -1,0 +1,60 @@
+// REST v2 page routes (upstream's six, as the post routes; pages on child sites).
+import { createPage, deletePage, getPage, listPages, updatePage, updatePageStatus } from '../../abilities/pages.js';
+import { CREATE, EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
+import { list, pick, site } from './args.js';
+import { selectors } from './users.js';
+
+const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
+const WRITE_FIELDS = [
+  'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
+  'post_date', 'post_date_gmt', 'post_featured_image', 'post_custom',
+];
+const SEARCH_ON: Record<string, string> = { title: 'title', content: 'content', body: 'content', all: 'all', both: 'all', 'title and body': 'all' };
+const pageRef = (a: RestArgs) => ({ site_id_or_domain: site(a), page_id: a.params.post_id });
+
+const pagesList = route(READ, '/pages', listPages, {
+  input: (a: RestArgs) => {
+    const i: Record<string, unknown> = { ...selectors(a), ...pick(a, 'search', 'dtsstart', 'dtsstop', 'maximum') };
+    const on = a.args.search_on;
+    if (on !== undefined && on !== '') i.search_on = SEARCH_ON[String(on).trim().toLowerCase()] ?? on;
+    const status = list(a.args.status);
+    if (status) i.status = status.map((s) => (typeof s === 'string' ? s.trim() : s));
+    // Upstream takes post_type here and lists pages whatever it says; only "page" means anything.
+    if (a.args.post_type !== undefined && a.args.post_type !== 'page') i.post_type = a.args.post_type;
+    return i;
+  },
+  output: (r) => ({ success: 1, message: 'Get pages successfully.', total: r.total, data: r.data, errors: r.errors, skipped: r.skipped, unknown: r.unknown }),
+});
+
+const pageCreate = route(CREATE, '/pages/:id_or_domain/create', createPage, {
+  input: (a) => ({ site_id_or_domain: site(a), ...pick(a, ...WRITE_FIELDS) }),
+  output: (r) => ({
+    success: 1, message: 'Create page successfully.',
+    data: { id: r.page_id, post_id: r.page_id, name: r.post_title, post_status: r.post_status, link: r.link, website_id: r.site_id },
+  }),
+});
+
+const pageGet = route(READ, '/pages/:id_or_domain/:post_id', getPage, {
+  input: pageRef,
+  output: (r) => ({ success: 1, message: 'Get page successfully.', data: r }),
+});
+
+const pageEdit = route(EDIT, '/pages/:id_or_domain/:post_id/edit', updatePage, {
+  input: (a) => ({ ...pageRef(a), ...pick(a, ...WRITE_FIELDS) }),
+  output: (r) => ({
+    success: 1, message: 'Edit page successfully.',
+    data: { id: r.page_id, post_id: r.page_id, name: r.post_title, post_status: r.post_status, link: r.link, updated_fields: r.updated },
+  }),
+});
+
+const pageStatus = route(STATUS_METHODS, '/pages/:id_or_domain/:post_id/update-status', updatePageStatus, {
+  input: (a) => ({ ...pageRef(a), ...pick(a, 'status') }),
+  output: (r) => ({ success: 1, message: 'Update page status successfully.', data: { id: r.page_id, previous_status: r.previous_status, post_status: r.post_status } }),
+});
+
+const pageDelete = route(REMOVE, '/pages/:id_or_domain/:post_id/delete', deletePage, {
+  input: (a) => ({ ...pageRef(a), confirm: true }),
+  output: (r) => ({ success: 1, message: 'Delete page successfully.', data: { id: r.page_id, name: r.page.post_title } }),
+});
+
+export const pageRoutes = [pagesList, pageCreate, pageGet, pageEdit, pageStatus, pageDelete];

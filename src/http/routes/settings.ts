@@ -1,0 +1,165 @@
+// REST v2 settings routes (upstream's 30 under /settings, issue 21). Those that mean something here run abilities
+// (general: the sync schedule; advanced: sync concurrency and the queue threshold; the cost tracker's product types
+// and payment methods; the fleet tools renew-connections and disconnect-all-sites with their status routes). Every
+// other one answers 501 svc_not_supported saying why — never a silent no-op. Upstream keys a supported route does
+// not apply are refused the same way, naming them, and nothing is changed.
+import { disconnectAllSites, renewConnections, STATUS_PATHS } from '../../abilities/fleet-tools.js';
+import { getBatchJobStatus } from '../../abilities/child-sites.js';
+import {
+  addCostProductType, addPaymentMethod, deleteCostProductType, deletePaymentMethod, getSettings, updateCostProductType, updatePaymentMethod, updateSettings,
+} from '../../abilities/settings.js';
+import { ServiceError } from '../../core/errors.js';
+import type { JobType } from '../../store/records.js';
+import { CREATE, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { pick } from './args.js';
+
+const EDIT = ['PUT', 'PATCH', 'POST'] as const;
+
+const notSupported = (why: string) => new ServiceError('svc_not_supported', `Not supported by sitefleet: ${why}`, 501);
+/** A route sitefleet answers 501 (the reason names what it would need). */
+const unsupported = (methods: readonly string[], path: string, why: string): RestRoute => {
+  NOT_SUPPORTED.add(path);
+  return { methods, path, handler: async () => { throw notSupported(why); } };
+};
+/** Paths of the upstream routes sitefleet answers 501 (the sweeps in test/ check they answer exactly that). */
+export const NOT_SUPPORTED = new Set<string>();
+
+/** Upstream keys a supported route does not apply: refused with 501 (naming them) before anything is written. */
+function refuseKeys(a: RestArgs, keys: readonly string[], why: string): void {
+  const given = keys.filter((k) => a.args[k] !== undefined);
+  if (given.length) throw notSupported(`${given.join(', ')} — ${why} Nothing was changed.`);
+}
+
+const GENERAL_UNSUPPORTED = [
+  'date_format', 'time_format', 'timezone_string', 'sidebar_position', 'hide_update_everything', 'mainwp_widgets', 'plugin_automatic_daily_update',
+  'theme_automatic_daily_update', 'trans_automatic_daily_update', 'automatic_daily_update', 'frequency_auto_update', 'time_auto_update',
+  'show_language_updates', 'disable_update_confirmations', 'check_http_response', 'check_http_response_method', 'backup_before_upgrade',
+  'backup_before_upgrade_days', 'numberdays_outdate_plugin_theme', 'dayinweek_auto_update', 'dayinmonth_auto_update', 'delay_autoupdate',
+  'mainwp_primary_backup', 'mainwp_enable_legacy_backup_feature', 'mainwp_backups_on_server',
+];
+const ADVANCED_UNSUPPORTED = [
+  'mainwp_maximum_requests', 'mainwp_minimum_delay', 'mainwp_maximum_ip_requests', 'mainwp_minimum_ip_delay', 'mainwp_chunksitesnumber',
+  'mainwp_chunksleepinterval', 'mainwp_maximum_install_update_requests', 'mainwp_maximum_uptime_monitoring_requests', 'mainwp_optimize', 'mainwp_wp_cron',
+  'mainwp_ssl_verify_certificate', 'mainwp_verify_connection_method', 'mainwp_connect_signature_algo', 'mainwp_force_use_ipv4', 'sync_data',
+];
+
+const general = (r: { sync_frequency: number; sync_time: string; next_scheduled_sync: string | null }) =>
+  ({ frequency_daily_update: r.sync_frequency, time_daily_update: r.sync_time, next_scheduled_sync: r.next_scheduled_sync });
+const generalGet = route(READ, '/settings/general', getSettings, { output: (r) => ({ success: 1, data: general(r) }) });
+const generalEdit = route(EDIT, '/settings/general/edit', updateSettings, {
+  input: (a) => {
+    refuseKeys(a, GENERAL_UNSUPPORTED, 'sitefleet has no dashboard UI, no automatic updates and no backups; of the general settings it applies the automatic sync schedule (frequency_daily_update 0–12 a day, 0 = off; time_daily_update HH:MM UTC).');
+    return { sync_frequency: a.args.frequency_daily_update, sync_time: a.args.time_daily_update };
+  },
+  output: (r) => ({ success: 1, message: 'General settings updated successfully.', data: general(r) }),
+});
+
+const advanced = (r: { sync_concurrency: number; queue_threshold: number }) =>
+  ({ mainwp_maximum_sync_requests: r.sync_concurrency, queue_threshold: r.queue_threshold });
+const advancedGet = route(READ, '/settings/advanced', getSettings, { output: (r) => ({ success: 1, data: advanced(r) }) });
+const advancedEdit = route(EDIT, '/settings/advanced/edit', updateSettings, {
+  input: (a) => {
+    refuseKeys(a, ADVANCED_UNSUPPORTED, 'sitefleet bounds its child traffic with --child-concurrency and --child-timeout-ms and always syncs everything; of the advanced settings it applies mainwp_maximum_sync_requests (sites synced at once) and queue_threshold (sites above which batches run as jobs).');
+    return { sync_concurrency: a.args.mainwp_maximum_sync_requests, queue_threshold: a.args.queue_threshold };
+  },
+  output: (r) => ({ success: 1, message: 'Advanced settings updated successfully.', data: advanced(r) }),
+});
+
+const costTracker = (r: { product_types: Array<{ slug: string; title: string; color: string; icon: string }>; payment_methods: Array<{ slug: string; title: string }> }) => ({
+  product_categories: r.product_types,
+  // Always an object (upstream sends [] when empty).
+  payment_methods: Object.fromEntries(r.payment_methods.map((p) => [p.slug, p.title])),
+});
+const costGet = route(READ, '/settings/cost-tracker', getSettings, { output: (r) => ({ success: 1, data: costTracker(r) }) });
+const slug = (a: RestArgs) => ({ slug: a.params.slug });
+const typeAdd = route(CREATE, '/settings/cost-tracker/product-types/add', addCostProductType, {
+  input: (a) => pick(a, 'title', 'color', 'icon'),
+  output: (r) => ({ success: 1, message: 'Product type added successfully.', data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } } }),
+});
+const typeEdit = route(EDIT, '/settings/cost-tracker/product-types/:slug/edit', updateCostProductType, {
+  input: (a) => ({ ...slug(a), ...pick(a, 'title', 'color', 'icon') }),
+  output: (r) => ({ success: 1, message: 'Product type updated successfully.', data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } } }),
+});
+const typeDelete = route(REMOVE, '/settings/cost-tracker/product-types/:slug/delete', deleteCostProductType, {
+  input: (a) => ({ ...slug(a), confirm: true }),
+  output: () => ({ success: 1, message: 'Product type deleted successfully.' }),
+});
+const methodAdd = route(CREATE, '/settings/cost-tracker/payment-methods/add', addPaymentMethod, {
+  input: (a) => pick(a, 'title'),
+  output: (r) => ({ success: 1, message: 'Payment method added successfully.', data: { [r.slug]: r.title } }),
+});
+const methodEdit = route(EDIT, '/settings/cost-tracker/payment-methods/:slug/edit', updatePaymentMethod, {
+  input: (a) => ({ ...slug(a), ...pick(a, 'title') }),
+  output: (r) => ({ success: 1, message: 'Payment method updated successfully.', data: { [r.slug]: r.title } }),
+});
+const methodDelete = route(REMOVE, '/settings/cost-tracker/payment-methods/:slug/delete', deletePaymentMethod, {
+  input: (a) => ({ ...slug(a), confirm: true }),
+  output: () => ({ success: 1, message: 'Payment method deleted successfully.' }),
+});
+
+/** A job's status on its tool's own route: another tool's job id is not found here. */
+function jobStatus(type: JobType, notFound: string): RestRoute {
+  return route(READ, `${STATUS_PATHS[type]}:job_id`, getBatchJobStatus, {
+    input: (a) => ({ job_id: a.params.job_id }),
+    output: (r) => {
+      if (r.type !== type) throw new ServiceError('svc_job_not_found', notFound, 404);
+      return {
+        success: r.status === 'completed' && r.failed === 0, status: r.status, total: r.total, processed: r.processed, succeeded: r.succeeded,
+        failed: r.failed, progress: r.progress, errors: r.errors.slice(0, 10), started_at: r.started_at, completed_at: r.completed_at,
+      };
+    },
+  });
+}
+/** An unknown job id, or one of the wrong shape, is 404 here (upstream: 500). */
+const statusRow = (type: JobType, notFound: string): RestRoute => {
+  const row = jobStatus(type, notFound);
+  return {
+    ...row,
+    handler: async (a, run) => {
+      try { return await run(row, a); } catch (e) {
+        const err = e instanceof ServiceError ? e : null;
+        if (err && (err.code === 'svc_job_not_found' || err.code === 'rest_invalid_param')) throw new ServiceError('svc_job_not_found', notFound, 404);
+        throw e;
+      }
+    },
+  };
+};
+
+// Over the queue threshold: upstream's answer (an id and a status_url); under it, the batch's result at once.
+const renew = route(CREATE, '/settings/tools/renew-connections', renewConnections, {
+  input: () => ({}),
+  output: (r) => (r.queued
+    ? { success: 1, message: 'Renew connection process started in background.', renew_id: r.job_id, status_url: r.status_url, data: r }
+    : { success: 1, message: `Connections renewed: ${r.succeeded} of ${r.total} site(s).`, data: r }),
+});
+const disconnectAll = route(CREATE, '/settings/tools/disconnect-all-sites', disconnectAllSites, {
+  input: (a) => pick(a, 'confirm', 'dry_run'),
+  output: (r) => (r.dry_run
+    ? { success: 1, message: `${r.total} site(s) would be disconnected.`, data: r }
+    : r.queued
+      ? { success: 1, message: 'Disconnect process started in background.', disconnect_id: r.job_id, status_url: r.status_url, data: r }
+      : { success: 1, message: `Sites disconnected: ${r.succeeded} of ${r.total}.`, data: r }),
+});
+
+export const settingsRoutes: readonly RestRoute[] = [
+  generalGet, generalEdit, advancedGet, advancedEdit,
+  unsupported(READ, '/settings/monitoring', 'uptime monitoring settings belong to the monitors (issue 22), not to this route.'),
+  unsupported(EDIT, '/settings/monitoring/edit', 'uptime monitoring settings belong to the monitors (issue 22), not to this route.'),
+  unsupported(READ, '/settings/emails', 'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).'),
+  unsupported(EDIT, '/settings/emails/:mail_type/edit', 'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).'),
+  costGet,
+  unsupported(EDIT, '/settings/cost-tracker/edit', 'sitefleet keeps prices as plain numbers and formats no amounts, so currency and number format would change nothing. Product types and payment methods are supported.'),
+  typeAdd, typeEdit, typeDelete, methodAdd, methodEdit, methodDelete,
+  unsupported(READ, '/settings/dashboard-insights', 'sitefleet keeps no dashboard insights log.'),
+  unsupported(EDIT, '/settings/dashboard-insights/edit', 'sitefleet keeps no dashboard insights log.'),
+  unsupported(READ, '/settings/api-backups', 'sitefleet has no backups, so no hosting-provider backup API keys.'),
+  unsupported(EDIT, '/settings/api-backups/:api_slug/edit', 'sitefleet has no backups, so no hosting-provider backup API keys.'),
+  unsupported(READ, '/settings/tools', 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.'),
+  unsupported(EDIT, '/settings/tools/edit', 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.'),
+  unsupported(CREATE, '/settings/tools/destroy-sessions', 'MainWP Child 6.1 has no call that destroys user sessions (upstream\'s job sends nothing to the children); log users out per site with update-user-v1 (a new password).'),
+  unsupported(READ, '/settings/tools/destroy-sessions-status/:destroy_id', 'MainWP Child 6.1 has no call that destroys user sessions, so there are no such jobs.'),
+  renew, statusRow('renew', 'Renew connection job not found.'),
+  disconnectAll, statusRow('disconnect', 'Disconnect job not found.'),
+  unsupported(CREATE, '/settings/tools/clear-activation-data', 'sitefleet has no extension licences or shop login to clear.'),
+  unsupported(CREATE, '/settings/tools/restore-info-messages', 'sitefleet has no UI with dismissible info messages.'),
+];
