@@ -12,8 +12,8 @@ export interface Annotations {
   openWorld: boolean;
 }
 
-export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts';
-export type Toolset = 'sites' | 'plugins' | 'tags' | 'users' | 'posts' | 'costs' | 'clients' | 'jobs';
+export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts' | 'svc-updates';
+export type Toolset = 'sites' | 'plugins' | 'tags' | 'users' | 'posts' | 'costs' | 'clients' | 'jobs' | 'updates';
 export type ModuleName = 'logs' | 'cost-tracker';
 
 export interface ProgressReport { done: number; total: number; message?: string }
@@ -47,6 +47,11 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
   aliases?: Readonly<Record<string, string>>;
   /** Keys clients send that mean nothing here, accepted and set aside where upstream's schema is open (user_confirmed). */
   ignores?: readonly string[];
+  /**
+   * A non-destructive ability that MCP still confirms by elicitation (as destructive ones are) when its dry-run preview
+   * says so — e.g. an update run that spans more than one site. The ability takes dry_run and confirm.
+   */
+  confirmPreview?: (preview: unknown) => boolean;
   /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
   module?: ModuleName;
   execute(input: z.output<I>, ctx: AbilityContext): Promise<z.input<O>> | z.input<O>;

@@ -166,12 +166,16 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     try {
       // Confirmation by elicitation: a destructive call without confirm (and not a dry run) from a client
       // that can ask its user gets the dry-run preview put to the person; only "accept" goes ahead.
-      if (a.annotations.destructive && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation) {
-        const preview = await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal });
+      // Some others (an update run over several sites) are asked about when their preview says so.
+      const asks = a.annotations.destructive || !!a.confirmPreview;
+      const preview = asks && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation
+        ? await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal })
+        : undefined;
+      if (preview !== undefined && (a.annotations.destructive || a.confirmPreview!(preview))) {
         const answer = await extra.sendRequest({
           method: 'elicitation/create',
           params: {
-            message: `${a.label}: this cannot be undone. Preview of what would change:\n${JSON.stringify(preview, null, 2)}\nProceed?`,
+            message: `${a.label}: ${a.annotations.destructive ? 'this cannot be undone' : 'this changes several sites'}. Preview of what would change:\n${JSON.stringify(preview, null, 2)}\nProceed?`,
             requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Yes, do it', description: 'Confirm the deletion.' } }, required: ['confirm'] },
           },
         }, ElicitResultSchema);

@@ -9,6 +9,7 @@ import { ClientService } from './clients.js';
 import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
+import { UpdateService } from './updates.js';
 
 export interface Services {
   config: Config;
@@ -21,6 +22,7 @@ export interface Services {
   settings: SettingsService;
   children: ChildSiteService;
   jobs: JobService;
+  updates: UpdateService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -36,8 +38,10 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
+  const updates = new UpdateService(store, config, sites, tags, children);
+  jobs.define('update', (s, job) => updates.jobStep(s, job));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs };
+  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs, updates };
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */

@@ -12,7 +12,8 @@ import { childFailure, type Outcome } from './child-sites.js';
 import type { SiteService } from './sites.js';
 import type { Config } from '../config.js';
 
-export type SiteStep = (site: SiteRecord) => Promise<Outcome<unknown>>;
+/** One site's work in a job; `job` carries the job's params and what earlier attempts recorded (update jobs). */
+export type SiteStep = (site: SiteRecord, job: JobRecord) => Promise<Outcome<unknown>>;
 
 /** One site's result in a fan-out: its value, or the error that site gave. */
 export type SiteResult<T> = { site: SiteRecord; ok: true; value: T } | { site: SiteRecord; ok: false; error: ServiceError };
@@ -83,7 +84,13 @@ export interface JobView {
   errors: JobRecord['errors'];
   job_timed_out: boolean;
   failure?: string;
+  /** Update jobs: the per-item results recorded so far (the first MAX_JOB_ITEMS_VIEW), and how many there are. */
+  items?: unknown[];
+  items_total?: number;
 }
+
+/** Per-item results a job status shows at most (the rest are counted in items_total). */
+export const MAX_JOB_ITEMS_VIEW = 500;
 
 const iso = (s: string | null) => (s ? s.replace(/\.\d{3}Z$/, 'Z') : null);
 
@@ -98,6 +105,7 @@ export function jobView(j: JobRecord): JobView {
     job_timed_out: j.failure === 'timeout',
   };
   if (j.failure) view.failure = j.failure;
+  if (j.items) { view.items = j.items.slice(0, MAX_JOB_ITEMS_VIEW); view.items_total = j.items.length; }
   return view;
 }
 
@@ -112,9 +120,11 @@ export class JobService {
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
 
   /** The queue rule: more sites than the threshold → a persisted job, answered with where to follow it. */
-  async queueIfOver(type: JobType, sites: readonly SiteRecord[]): Promise<{ queued: true; job_id: string; status_url: string } | null> {
-    if (sites.length <= this.config.queueThreshold) return null;
-    const job = await this.enqueue(type, sites.map((s) => s.id));
+  async queueIfOver(
+    type: JobType, sites: readonly SiteRecord[], params?: Record<string, unknown>, threshold = this.config.queueThreshold,
+  ): Promise<{ queued: true; job_id: string; status_url: string } | null> {
+    if (sites.length <= threshold) return null;
+    const job = await this.enqueue(type, sites.map((s) => s.id), params);
     return { queued: true, job_id: job.job_id, status_url: `${this.config.publicUrl}${this.config.restPrefix}/jobs/${job.job_id}` };
   }
 
@@ -122,8 +132,9 @@ export class JobService {
     this.steps.set(type, step);
   }
 
-  async enqueue(type: JobType, siteIds: number[]): Promise<JobRecord> {
+  async enqueue(type: JobType, siteIds: number[], params?: Record<string, unknown>): Promise<JobRecord> {
     const job = await this.store.write((tx) => tx.insert<JobRecord>('jobs', {
+      ...(params ? { params } : {}),
       job_id: `${type}_${randomUUID()}`, type, status: 'queued', sites: siteIds, done: [], succeeded: 0, errors: [],
       created_at: new Date().toISOString(), started_at: null, completed_at: null, owner: null, lease_until: 0, attempts: 0, failure: null,
     }));
@@ -250,7 +261,7 @@ export class JobService {
         let o: Outcome<unknown>;
         if (!site) o = { ok: false, error: new ServiceError('svc_site_not_found', `No site found with ID ${siteId}.`, 404) };
         else {
-          try { o = await step(site); } catch (e) {
+          try { o = await step(site, this.find(job.job_id) ?? job); } catch (e) {
             if (!(e instanceof ServiceError)) log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
             o = { ok: false, error: asServiceError(e) };
           }

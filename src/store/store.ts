@@ -29,6 +29,7 @@ export const COLLECTIONS = {
   keys: 0,
   jobs: 0,
   settings: 0,
+  ignores: 0,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 
