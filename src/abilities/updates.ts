@@ -39,14 +39,14 @@ const SummaryCounts = z.object({ core: z.number().int(), plugins: z.number().int
 
 /** Site selectors of the fleet-wide abilities (upstream has site_ids_or_domains; tags and clients are ours). */
 const Selectors = {
-  site_ids_or_domains: SiteRefs.max(5000).default([]),
-  tags: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).max(100).optional().describe('Tag IDs or names.'),
-  clients: z.array(z.number().int().min(1)).max(100).optional().describe('Client IDs.'),
+  site_ids_or_domains: SiteRefs.max(5000).optional(),
+  tags: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).max(100).optional(),
+  clients: z.array(z.number().int().min(1)).max(100).optional(),
 };
-const selector = (i: { site_ids_or_domains: Array<number | string>; tags?: Array<number | string>; clients?: number[] }): Selector =>
+const selector = (i: { site_ids_or_domains?: Array<number | string>; tags?: Array<number | string>; clients?: number[] }): Selector =>
   ({ sites: i.site_ids_or_domains, tags: i.tags, clients: i.clients });
-const Refresh = z.boolean().default(false).describe('Sync the sites first (at most 200).');
-const DryRun = z.boolean().default(false).describe('List what would be updated; changes nothing.');
+const Refresh = z.boolean().default(false);
+const DryRun = z.boolean().default(false);
 const Confirm = z.boolean().optional();
 
 const RunOutput = z.object({
@@ -84,11 +84,11 @@ export const listUpdates = defineAbility({
   label: 'List Available Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: 'Pending core, plugin, theme and translation updates across the fleet (ignored ones left out), paged, with '
-    + 'a summary by type. From the last sync; refresh=true syncs first.',
+  description: 'Pending core, plugin, theme and translation updates of the fleet (not ignored ones), paged, with a summary. '
+    + 'As of the last sync; refresh syncs first.',
   input: z.object({
     ...Selectors,
-    types: Types.default([]).describe('Empty = all.'),
+    types: Types.optional(),
     page: z.number().int().min(1).default(1),
     per_page: z.number().int().min(1).max(200).default(50),
     refresh: Refresh,
@@ -101,7 +101,7 @@ export const listUpdates = defineAbility({
   execute: async (i, ctx) => {
     const sel = selector(i);
     const refreshErrors = i.refresh ? await refreshSites(ctx, ctx.updates.select(sel).sites) : [];
-    const r = ctx.updates.list(sel, i.types, i.page, i.per_page);
+    const r = ctx.updates.list(sel, i.types ?? [], i.page, i.per_page);
     return { ...r, errors: [...r.errors, ...refreshErrors] };
   },
 });
@@ -143,7 +143,7 @@ export const listIgnoredUpdates = defineAbility({
   description: 'Ignore rules per site (slug "*" = a whole type; scope fleet = every site), paged.',
   input: z.object({
     site_ids_or_domains: Selectors.site_ids_or_domains,
-    types: IgnoreTypes.default([]).describe('Empty = all.'),
+    types: IgnoreTypes.optional(),
     page: z.number().int().min(1).default(1),
     per_page: z.number().int().min(1).max(200).default(100),
   }),
@@ -155,7 +155,7 @@ export const listIgnoredUpdates = defineAbility({
   acceptsPost: true,
   execute: (i, ctx) => {
     const { sites, errors } = ctx.updates.select({ sites: i.site_ids_or_domains });
-    const all = ctx.updates.ignored(sites, i.types.length ? i.types : ['core', 'plugins', 'themes']);
+    const all = ctx.updates.ignored(sites, i.types?.length ? i.types : ['core', 'plugins', 'themes']);
     return { ignored: all.slice((i.page - 1) * i.per_page, i.page * i.per_page), total: all.length, page: i.page, per_page: i.per_page, errors };
   },
 });
@@ -319,18 +319,18 @@ export const runUpdates = defineAbility({
   label: 'Run Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: 'Apply pending updates on many sites (types, or only specific_items slugs). Over 200 sites with updates: '
-    + 'a job. Per item: updated, errors, skipped.',
+  description: 'Apply pending updates on many sites (types; specific_items: only these slugs); over 200 sites: a job. '
+    + 'Per item: updated, errors, skipped.',
   input: z.object({
     ...Selectors,
-    types: Types.default([]).describe('Empty = all.'),
-    specific_items: Slugs.default([]).describe('Only these slugs.'),
+    types: Types.optional(),
+    specific_items: Slugs.optional(),
     dry_run: DryRun,
     confirm: Confirm,
   }),
   output: RunOutput,
   annotations: apply,
-  execute: (i, ctx) => runMany(ctx, selector(i), { types: i.types.length ? i.types : [...TYPES], only: i.specific_items }, i.dry_run, ctx.config.queueThreshold),
+  execute: (i, ctx) => runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items }, i.dry_run, ctx.config.queueThreshold),
 });
 
 export const updateAll = defineAbility({
@@ -339,10 +339,10 @@ export const updateAll = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description: `Apply every pending update (of the types) on the sites (empty = all); over ${UPDATE_ALL_QUEUE_OVER} sites with updates: a job.`,
-  input: z.object({ ...Selectors, types: Types.default([]).describe('Empty = all.'), dry_run: DryRun, confirm: Confirm }),
+  input: z.object({ ...Selectors, types: Types.optional(), dry_run: DryRun, confirm: Confirm }),
   output: RunOutput,
   annotations: apply,
-  execute: (i, ctx) => runMany(ctx, selector(i), { types: i.types.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
+  execute: (i, ctx) => runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
 });
 
 /** Asked over MCP by elicitation before it runs (services: a run that spans more than one site). */
