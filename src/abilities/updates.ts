@@ -299,7 +299,8 @@ async function runMany(ctx: AbilityContext, sel: Selector, plan: Plan, dryRun: b
   const tick = itemProgress(work.reduce((n, p) => n + p.todo.length, 0), ctx.progress);
   const { results, notDone } = await eachSite({ ...ctx, progress: undefined }, work.map((p) => p.site), 'update',
     (site) => ctx.updates.runSite(site, plan, { progress: (p) => tick(p, site) }));
-  const run: SiteRun = { updated: [] as UpdatedView[], errors: [...errors], skipped };
+  // Sites that run re-plan under their lock and report their own skipped items; the others' are reported from here.
+  const run: SiteRun = { updated: [] as UpdatedView[], errors: [...errors], skipped: plans.filter((p) => !p.todo.length).flatMap((p) => p.skipped) };
   for (const r of results) {
     if (r.ok) { run.updated.push(...r.value.updated); run.errors.push(...r.value.errors); run.skipped.push(...r.value.skipped); continue; }
     // A site-level failure (locked, no keys): one error per item it was to update.
