@@ -140,12 +140,31 @@ class PendingIndex {
   }
 
   all(): PendingView[] { this.refresh(); return this.flat; }
+
+  private byTypes = new Map<string, { items: PendingView[]; summary: Summary }>();
+  private byTypesAt = '';
+
+  /** The fleet's items of some types and their summary, computed once per change of sites or rules. */
+  allOf(types: ReadonlySet<TypeName>): { items: PendingView[]; summary: Summary } {
+    this.refresh();
+    const at = `${this.sitesVersion}|${this.rulesVersion}`;
+    if (at !== this.byTypesAt) { this.byTypes.clear(); this.byTypesAt = at; }
+    const key = [...types].sort().join(',');
+    let hit = this.byTypes.get(key);
+    if (!hit) {
+      const items = types.size === TYPES.length ? this.flat : this.flat.filter((i) => types.has(TYPE_NAME[i.type]));
+      hit = { items, summary: summarise(items) };
+      this.byTypes.set(key, hit);
+    }
+    return hit;
+  }
   ofSite(id: number): PendingView[] { this.refresh(); return this.bySite.get(id) ?? []; }
 }
 
+const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
 export function summarise(items: readonly { type: string }[]): Summary {
   const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: items.length };
-  for (const i of items) s[`${i.type}s` === 'cores' ? 'core' : (`${i.type}s` as 'plugins')]++;
+  for (const i of items) s[COUNT_KEY[i.type]!]++;
   return s;
 }
 
@@ -205,8 +224,13 @@ export class UpdateService {
 
   /** The fleet's pending items (or the selected sites'), paged; summary counts every item. */
   list(sel: Selector, types: readonly TypeName[], page: number, perPage: number) {
-    const { sites, errors, all } = this.select(sel);
     const t = new Set(types.length ? types : TYPES);
+    if (!sel.sites?.length && !sel.tags?.length && !sel.clients?.length) {
+      // The whole fleet: served from the index (the busy case — an assistant asking "what needs updating?").
+      const { items, summary } = this.index.allOf(t);
+      return { updates: paginate(items, page, perPage), summary, page, per_page: perPage, total: items.length, errors: [] as ErrorView[] };
+    }
+    const { sites, errors, all } = this.select(sel);
     let items: PendingView[] = all ? this.index.all() : sites.flatMap((s) => this.index.ofSite(s.id));
     if (t.size < TYPES.length) items = items.filter((i) => t.has(TYPE_NAME[i.type]));
     return { updates: paginate(items, page, perPage), summary: summarise(items), page, per_page: perPage, total: items.length, errors };
