@@ -229,6 +229,53 @@ describe('applying updates on one site', () => {
   });
 });
 
+describe('stale and phantom data', () => {
+  it('an offer that is not newer than what is installed is not listed (the phantom theme update, D3)', async () => {
+    const k = siteWith((p) => p.themes.length > 0);
+    const t = sim.state(k).themes.find((x) => x.updateVersion)!;
+    const saved = t.updateVersion;
+    t.updateVersion = t.version;
+    bump(k);
+    await sync([sites[k - 1]!.id]);
+    const r = await f.s.ability('list-updates-v1', { site_ids_or_domains: [sites[k - 1]!.id], types: ['themes'] }, { method: 'GET' });
+    expect(r.body.updates.some((u: any) => u.slug === t.slug)).toBe(false);
+    t.updateVersion = saved;
+    bump(k);
+    await sync([sites[k - 1]!.id]);
+  });
+
+  it('a failed item whose offer vanished from the child\'s fresh data stays pending: unknown is not done (D17)', async () => {
+    const k = siteWith((p) => p.plugins.length > 0 && p.themes.length > 0);
+    const id = sites[k - 1]!.id;
+    const slug = simPending(k).plugins[0]!;
+    // WordPress drops the plugin offer after a failed upgrade; the theme call's sync block then lacks it.
+    sim.state(k).plugins.find((p) => p.slug === slug)!.updateVersion = null;
+    bump(k);
+    const r = await f.s.ability('run-updates-v1', { site_ids_or_domains: [id], types: ['plugins', 'themes'] });
+    expect(r.body.errors).toContainEqual(expect.objectContaining({ slug, code: 'svc_update_not_applied' }));
+    expect(r.body.updated.some((u: any) => u.type === 'theme')).toBe(true);
+    const still = await f.s.ability('list-updates-v1', { site_ids_or_domains: [id], types: ['plugins'] }, { method: 'GET' });
+    expect(still.body.updates.some((u: any) => u.slug === slug)).toBe(true);
+    const fresh = await f.s.ability('list-updates-v1', { site_ids_or_domains: [id], types: ['plugins'], refresh: true }, { method: 'GET' });
+    expect(fresh.body.updates.some((u: any) => u.slug === slug)).toBe(false);
+  });
+
+  it('a whole-type rule (REST ignore without slug) hides every plugin update of the site and lists as slug "*" (D11)', async () => {
+    const k = siteWith((p) => p.plugins.length > 0);
+    const id = sites[k - 1]!.id;
+    const r = await f.s.rest(`/updates/${id}/ignore/plugins`, { method: 'POST' });
+    expect(r.body).toMatchObject({ success: 1, changed: 1 });
+    const listed = await f.s.ability('list-updates-v1', { site_ids_or_domains: [id], types: ['plugins'] }, { method: 'GET' });
+    expect(listed.body.total).toBe(0);
+    const ignored = await f.s.ability('list-ignored-updates-v1', { site_ids_or_domains: [id], types: ['plugins'] }, { method: 'GET' });
+    expect(ignored.body.ignored).toEqual([expect.objectContaining({ slug: '*', name: 'All plugins', type: 'plugin' })]);
+    const un = await f.s.rest(`/updates/${id}/ignore/plugins`, { method: 'DELETE', token: f.s.creds.key.delete });
+    expect(un.body).toMatchObject({ success: 1, changed: 1 });
+    const back = await f.s.ability('list-updates-v1', { site_ids_or_domains: [id], types: ['plugins'] }, { method: 'GET' });
+    expect(back.body.total).toBe(simPending(k).plugins.length);
+  });
+});
+
 describe('ignore rules', () => {
   it('an ignored plugin is not listed, not updated by run-updates-v1 or update-site-plugins-v1, and listed as ignored with its real name (D4, D10)', async () => {
     const k = siteWith((p) => p.plugins.length >= 1);
@@ -352,6 +399,9 @@ describe('jobs', () => {
         await new Promise((x) => setTimeout(x, 50));
       }
       expect(job.status).toBe('completed');
+      // The status_url it answered is served (upstream's pointed at a missing route, D14).
+      const viaUrl = await fetch(r.body.status_url, { headers: { authorization: `Bearer ${g.s.creds.key.read}` } });
+      expect(viaUrl.status).toBe(200);
       expect(job.items.filter((i: any) => i.status === 'updated').length).toBe(pending.reduce((a, b) => a + b, 0));
       for (let i = 1; i <= 6; i++) expect(g.sim.state(i).upgradeLog.length).toBe(pending[i - 1]);
     } finally {
