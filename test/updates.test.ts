@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildSim } from '../src/child/simulator/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp } from './support/mcp.js';
+import { seedSites, startServer } from './support/server.js';
 
 let f: Fleet;
 let sites: Array<{ id: number; url: string }>;
@@ -68,6 +69,12 @@ describe('list-updates-v1 and get-site-updates-v1 (from the sync, no child call)
     expect(bad.body.message).toContain('types');
     expect((await f.s.ability('list-updates-v1', { per_page: 201 }, { method: 'GET' })).status).toBe(400);
     expect((await f.s.ability('list-updates-v1', { nope: 1 }, { method: 'GET' })).status).toBe(400);
+    // Bounds, just past them: 200 slugs a call, 5,000 site identifiers.
+    const many = await f.s.ability('update-site-plugins-v1', { site_id_or_domain: sites[0]!.id, slugs: Array.from({ length: 201 }, (_, i) => `p${i}/p.php`), dry_run: true });
+    expect(many.status).toBe(400);
+    expect(many.body.message).toContain('slugs');
+    const refs = await f.s.ability('run-updates-v1', { site_ids_or_domains: Array.from({ length: 5001 }, (_, i) => i + 1), dry_run: true });
+    expect(refs.status).toBe(400);
     const scalar = await f.s.ability('list-updates-v1', null, { method: 'GET', query: 'input[types]=themes' });
     expect(scalar.status).toBe(200);
     expect(scalar.body.updates.every((u: any) => u.type === 'theme')).toBe(true);
@@ -428,6 +435,11 @@ describe('MCP', () => {
     expect((r.structuredContent as any).code).toBe('svc_confirmation_declined');
     expect(asked).toHaveLength(1);
     expect(asked[0]).toContain('would_update');
+    // A run on one site is not asked about.
+    const k = siteWith((p) => p.plugins.length > 0);
+    const one = await client.callTool({ name: 'run-updates-v1', arguments: { site_ids_or_domains: [sites[k - 1]!.id], types: ['plugins'], dry_run: true } });
+    expect((one.structuredContent as any).sites_to_update).toBe(1);
+    expect(asked).toHaveLength(1);
     expect(sites.map((_, i) => sim.state(i + 1).upgradeLog.length)).toEqual(logs);
     await client.close();
   });
@@ -475,5 +487,32 @@ describe('REST v2', () => {
     const up = await f.s.rest(`/updates/${id}/update/plugins?slug=${encodeURIComponent(slug)}`, { method: 'POST' });
     expect(up.status).toBe(200);
     expect(up.body).toMatchObject({ success: 1, data: { updated: [expect.objectContaining({ slug })] }, summary: { total_updated: 1 } });
+  });
+});
+
+describe('bounds', () => {
+  it('a fleet-wide dry run lists at most 1,000 items and counts them all; the listing pages them (1,200 items on 300 sites)', async () => {
+    const s = await startServer();
+    try {
+      const recs = await seedSites(s.services, 300, (i) => ({ url: `https://b${i}.example/`, last_sync: new Date().toISOString() }));
+      await s.services.store.write((tx) => {
+        for (const r of recs) {
+          tx.putBlob('site-data', r.id, {
+            plugins: [], themes: [], security: [], changes: [], users: [], synced_at: '',
+            updates: { core: null, themes: [], translations: [], plugins: [1, 2, 3, 4].map((k) => ({ slug: `p${k}/p.php`, name: `P${k}`, current_version: '1.0', new_version: '1.1' })) },
+          });
+        }
+      });
+      const dry = await s.ability('update-all-v1', { dry_run: true });
+      expect(dry.status).toBe(200);
+      expect(dry.body).toMatchObject({ dry_run: true, would_update_total: 1200, sites_to_update: 300, truncated: true });
+      expect(dry.body.would_update).toHaveLength(1000);
+      const page = await s.ability('list-updates-v1', { page: 7, per_page: 200 }, { method: 'GET' });
+      expect(page.body).toMatchObject({ total: 1200, summary: { plugins: 1200, total: 1200 } });
+      expect(page.body.updates).toHaveLength(0);
+      expect((await s.ability('list-updates-v1', { page: 6, per_page: 200 }, { method: 'GET' })).body.updates).toHaveLength(200);
+    } finally {
+      await s.close();
+    }
   });
 });

@@ -52,6 +52,11 @@ const Confirm = z.boolean().optional();
 const RunOutput = z.object({
   dry_run: z.boolean().optional(),
   would_update: z.array(Pending).optional(),
+  /** Dry run: how many items and sites would be updated (would_update lists at most MAX_LISTED). */
+  would_update_total: z.number().int().optional(),
+  sites_to_update: z.number().int().optional(),
+  /** True when would_update or skipped was cut at MAX_LISTED entries (the summary still counts them all). */
+  truncated: z.boolean().optional(),
   queued: z.boolean().optional(),
   job_id: z.string().optional(),
   status_url: z.string().optional(),
@@ -64,6 +69,10 @@ const RunOutput = z.object({
   not_processed: z.array(z.number().int()).optional(),
 });
 type RunOutput = z.input<typeof RunOutput>;
+
+/** Entries of would_update and of skipped a fleet-wide answer lists at most; the counts cover every item. */
+export const MAX_LISTED = 1000;
+const cap = <T>(list: T[]) => list.slice(0, MAX_LISTED);
 
 const summary = (r: SiteRun, sites = false) => ({
   total_updated: r.updated.length, total_errors: r.errors.length, total_skipped: r.skipped.length,
@@ -292,8 +301,13 @@ async function runMany(ctx: AbilityContext, sel: Selector, plan: Plan, dryRun: b
   const plans = sites.map((s) => ({ site: s, ...ctx.updates.planSite(s, plan) }));
   const skipped: SkippedView[] = plans.flatMap((p) => p.skipped);
   const work = plans.filter((p) => p.todo.length);
-  const empty = { updated: [], skipped, errors, summary: { total_updated: 0, total_errors: errors.length, total_skipped: skipped.length, sites_updated: 0 } };
-  if (dryRun) return { dry_run: true, would_update: work.flatMap((p) => p.todo), ...empty };
+  const todo = work.flatMap((p) => p.todo);
+  const truncated = todo.length > MAX_LISTED || skipped.length > MAX_LISTED;
+  const empty = {
+    updated: [], skipped: cap(skipped), errors, ...(truncated ? { truncated } : {}),
+    summary: { total_updated: 0, total_errors: errors.length, total_skipped: skipped.length, sites_updated: 0 },
+  };
+  if (dryRun) return { dry_run: true, would_update: cap(todo), would_update_total: todo.length, sites_to_update: work.length, ...empty };
   const queued = await ctx.jobs.queueIfOver('update', work.map((p) => p.site), plan as unknown as Record<string, unknown>, queueOver);
   if (queued) return { ...queued, updates_queued: work.reduce((n, p) => n + p.todo.length, 0), sites_queued: work.length, ...empty };
   const tick = itemProgress(work.reduce((n, p) => n + p.todo.length, 0), ctx.progress);
@@ -312,7 +326,10 @@ async function runMany(ctx: AbilityContext, sel: Selector, plan: Plan, dryRun: b
       run.skipped.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, reason: 'cancelled', message: 'Not started: the run was cancelled.' });
     }
   }
-  return { ...run, summary: summary(run, true), ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}) };
+  return {
+    ...run, skipped: cap(run.skipped), ...(run.skipped.length > MAX_LISTED ? { truncated: true } : {}), summary: summary(run, true),
+    ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}),
+  };
 }
 
 export const runUpdates = defineAbility({
@@ -348,8 +365,7 @@ export const updateAll = defineAbility({
 
 /** Asked over MCP by elicitation before it runs (services: a run that spans more than one site). */
 export function spansSites(preview: unknown): boolean {
-  const w = (preview as { would_update?: Array<{ site_id: number }> }).would_update ?? [];
-  return new Set(w.map((x) => x.site_id)).size > 1;
+  return ((preview as { sites_to_update?: number }).sites_to_update ?? 0) > 1;
 }
 
 // Upstream's discovery order.
