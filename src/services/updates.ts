@@ -528,18 +528,15 @@ export class UpdateService {
 
   // ---- jobs ----
 
-  /** The job step: one site of an update job, recorded with its items in the same write; a resumed site is re-read first. */
+  /** The job step: one site of an update job, recorded with its items in the same write as its data; a resumed job re-reads first. */
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
     const items = (job.items ?? []) as Array<{ site_id: number }>;
     if (items.some((i) => i.site_id === site.id)) return { ok: true, commit: () => null }; // recorded before a crash
     const plan = job.params as unknown as Plan;
-    const resumed = (job.started ?? []).includes(site.id);
-    if (!resumed) {
-      await this.store.write((tx) => {
-        const cur = tx.get<JobRecord>('jobs', job.id);
-        if (cur) tx.put<JobRecord>('jobs', { ...cur, started: [...(cur.started ?? []), site.id] });
-      });
-    }
+    // A job claimed before (its process died or stopped) may have updated this site without recording it: every site
+    // it has not recorded is re-read from its child first. (No per-site "started" write: resuming is rare, the extra
+    // write on every site of every job is not.)
+    const resumed = job.attempts > 1;
     const record = (tx: Tx, r: SiteRun) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       if (!cur) return;

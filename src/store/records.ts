@@ -203,8 +203,6 @@ export interface JobRecord {
   failure: string | null;
   /** What the job was asked to do, for job types that take more than a site list (update: types, items). */
   params?: Record<string, unknown>;
-  /** Site ids whose remote work began (update jobs): a resumed job re-reads those sites before touching them. */
-  started?: number[];
   /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
   items?: unknown[];
 }
