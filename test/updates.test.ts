@@ -484,6 +484,10 @@ describe('REST v2', () => {
     expect((await f.s.rest('/updates/ignored')).status).toBe(200);
     const un = await f.s.rest(`/updates/${id}/ignore/plugins?slug=${encodeURIComponent(slug)}`, { method: 'DELETE', token: f.s.creds.key.delete });
     expect(un.status, JSON.stringify(un.body)).toBe(200);
+    const dryAll = await f.s.rest(`/updates/${id}/update?dry_run=1`, { method: 'POST' });
+    expect(dryAll.status, JSON.stringify(dryAll.body)).toBe(200);
+    expect(dryAll.body.would_update.some((u: any) => u.slug === slug)).toBe(true);
+    expect((await f.s.rest('/updates/999999/update', { method: 'POST' })).body.code).toBe('svc_rest_invalid_site_id');
     const up = await f.s.rest(`/updates/${id}/update/plugins?slug=${encodeURIComponent(slug)}`, { method: 'POST' });
     expect(up.status).toBe(200);
     expect(up.body).toMatchObject({ success: 1, data: { updated: [expect.objectContaining({ slug })] }, summary: { total_updated: 1 } });
@@ -511,8 +515,35 @@ describe('bounds', () => {
       expect(page.body).toMatchObject({ total: 1200, summary: { plugins: 1200, total: 1200 } });
       expect(page.body.updates).toHaveLength(0);
       expect((await s.ability('list-updates-v1', { page: 6, per_page: 200 }, { method: 'GET' })).body.updates).toHaveLength(200);
+      // refresh syncs at most 200 sites: 300 is refused before any child call.
+      const refresh = await s.ability('list-updates-v1', { refresh: true }, { method: 'GET' });
+      expect(refresh.status).toBe(400);
+      expect(refresh.body.code).toBe('svc_refresh_too_many');
     } finally {
       await s.close();
+    }
+  });
+});
+
+describe('cancellation', () => {
+  it('no site starts after a cancel; the result says what was done and what was not', async () => {
+    const g = await startFleet({ sim: { sites: 6, seed: 21, latencyMs: 60 }, config: { childConcurrency: '1' } });
+    try {
+      const ids = (await registerSites(g)).map((x) => x.id);
+      const abort = new AbortController();
+      const r = await g.s.registry.run(g.s.registry.get('run-updates-v1')!, { site_ids_or_domains: ids, types: ['plugins'] }, {
+        principal: { kind: 'local', name: 'test' }, coerce: false, signal: abort.signal,
+        progress: () => { abort.abort(); },
+      }) as any;
+      expect(r.not_processed.length).toBeGreaterThan(0);
+      const started = ids.filter((id) => !r.not_processed.includes(id));
+      const cancelled = r.skipped.filter((x: any) => x.reason === 'cancelled');
+      expect(new Set(cancelled.map((x: any) => x.site_id))).toEqual(new Set(r.not_processed));
+      for (const id of r.not_processed) expect(g.sim.state(ids.indexOf(id) + 1).upgradeLog).toEqual([]);
+      expect(r.updated.every((u: any) => started.includes(u.site_id))).toBe(true);
+      expect(r.updated.length).toBeGreaterThan(0);
+    } finally {
+      await g.close();
     }
   });
 });
