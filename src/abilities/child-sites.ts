@@ -281,6 +281,8 @@ export const getBatchJobStatus = defineAbility({
     started_at: z.string().nullable(), completed_at: z.string().nullable(),
     errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })),
     job_timed_out: z.boolean(), failure: z.string().optional(),
+    /** Update jobs: per-item results (updated / failed / skipped), the first 500, and how many there are. */
+    items: z.array(z.record(z.string(), z.unknown())).optional(), items_total: z.number().int().optional(),
   }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: ({ job_id }, ctx) => jobView(ctx.jobs.get(job_id)),
