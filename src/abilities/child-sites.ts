@@ -282,7 +282,7 @@ export const getBatchJobStatus = defineAbility({
     errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })),
     job_timed_out: z.boolean(), failure: z.string().optional(),
     /** Update jobs: per-item results (updated / failed / skipped), the first 500, and how many there are. */
-    items: z.array(z.record(z.string(), z.unknown())).optional(), items_total: z.number().int().optional(),
+    items: z.array(z.unknown()).optional(), items_total: z.number().int().optional(),
   }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: ({ job_id }, ctx) => jobView(ctx.jobs.get(job_id)),
