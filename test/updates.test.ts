@@ -519,6 +519,12 @@ describe('bounds', () => {
       const refresh = await s.ability('list-updates-v1', { refresh: true }, { method: 'GET' });
       expect(refresh.status).toBe(400);
       expect(refresh.body.code).toBe('svc_refresh_too_many');
+      // A removed site's ignore rules go with it.
+      await s.ability('ignore-site-plugins-v1', { site_id_or_domain: recs[0]!.id, slugs: ['p1/p.php'] });
+      expect([...s.services.store.all<{ id: number; site_id: number }>('ignores')].some((r) => r.site_id === recs[0]!.id)).toBe(true);
+      const del = await s.rest(`/sites/${recs[0]!.id}/remove`, { method: 'DELETE', token: s.creds.key.delete });
+      expect(del.status, JSON.stringify(del.body)).toBe(200);
+      expect([...s.services.store.all<{ id: number; site_id: number }>('ignores')].some((r) => r.site_id === recs[0]!.id)).toBe(false);
     } finally {
       await s.close();
     }

@@ -144,6 +144,8 @@ export class SiteService {
     tx.delete('sites', id);
     tx.putBlob('site-data', id, null);
     tx.putBlob('secrets', id, null);
+    // Its update ignore rules go with it.
+    for (const r of [...tx.all<{ id: number; site_id: number }>('ignores')]) if (r.site_id === id) tx.delete('ignores', r.id);
   }
 
   secret(id: number): SiteSecret | null {
