@@ -417,6 +417,40 @@ describe('jobs', () => {
   });
 });
 
+describe('cancelling a job', () => {
+  it('starts no site after the cancel, ends as failed "cancelled" and says which sites were not started', async () => {
+    const g = await startFleet({ sim: { sites: 6, seed: 5, latencyMs: 150 }, config: { queueThreshold: '2', childConcurrency: '1' } });
+    try {
+      await registerSites(g);
+      const r = await g.s.rest('/updates/update', { method: 'POST' });
+      expect(r.body.queued, JSON.stringify(r.body)).toBe(true);
+      const id = r.body.job_id;
+      const status = async () => (await g.s.rest(`/jobs/${id}`)).body.data;
+      for (let t = 0; t < 200 && (await status()).processed < 1; t++) await new Promise((x) => setTimeout(x, 25));
+      expect((await g.s.rest(`/jobs/${id}/cancel`, { method: 'POST', token: g.s.creds.key.read })).status).toBe(403);
+      const c = await g.s.rest(`/jobs/${id}/cancel`, { method: 'POST' });
+      expect(c.status, JSON.stringify(c.body)).toBe(200);
+      let end: any;
+      for (let t = 0; t < 200; t++) {
+        end = await status();
+        if (end.status !== 'processing' && end.status !== 'queued') break;
+        await new Promise((x) => setTimeout(x, 25));
+      }
+      expect(end).toMatchObject({ status: 'failed', failure: 'cancelled' });
+      expect(end.processed).toBeLessThan(end.total);
+      expect(end.errors.at(-1)).toMatchObject({ code: 'cancelled', message: expect.stringContaining('not started') });
+      const doneSites = new Set(end.items.map((i: any) => i.site_id));
+      const logs = Array.from({ length: 6 }, (_, i) => g.sim.state(i + 1).upgradeLog.length);
+      expect(logs.filter((n) => n > 0).length).toBe(doneSites.size);
+      const again = await g.s.rest(`/jobs/${id}/cancel`, { method: 'POST' });
+      expect(again.body).toMatchObject({ success: 1, data: { status: 'failed', failure: 'cancelled' } });
+      expect((await g.s.ability('cancel-batch-job-v1', { job_id: 'update_00000000-0000-4000-8000-000000000000' })).status).toBe(404);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
 describe('MCP', () => {
   it('asks the user by elicitation before a run over several sites, and does nothing when declined', async () => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');

@@ -288,5 +288,17 @@ export const getBatchJobStatus = defineAbility({
   execute: ({ job_id }, ctx) => jobView(ctx.jobs.get(job_id)),
 });
 
+export const cancelBatchJob = defineAbility({
+  name: 'cancel-batch-job-v1',
+  label: 'Cancel batch job',
+  category: 'svc-batch',
+  toolset: 'jobs',
+  description: 'Stop a background job: no site starts after this; what was done stays recorded. Returns its status.',
+  input: getBatchJobStatus.input,
+  output: getBatchJobStatus.output,
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  execute: async ({ job_id }, ctx) => jobView(await ctx.jobs.cancel(job_id)),
+});
+
 export const childSiteAbilities = [addSite, syncSites, checkSite, checkSites, reconnectSite, reconnectSites, disconnectSite, disconnectSites];
-export const jobAbilities = [getBatchJobStatus];
+export const jobAbilities = [getBatchJobStatus, cancelBatchJob];

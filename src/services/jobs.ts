@@ -114,6 +114,8 @@ export class JobService {
   private timer: NodeJS.Timeout | null = null;
   private running = new Map<string, Promise<void>>();
   private aborts = new Set<AbortController>();
+  /** Running jobs of this process by id, so that a cancel here stops them at once (another process's runner polls). */
+  private cancels = new Map<string, AbortController>();
   private stopping = false;
   private ticking = false;
 
@@ -152,6 +154,31 @@ export class JobService {
     const j = this.find(jobId);
     if (!j) throw new ServiceError('svc_job_not_found', 'Batch job not found. Job may have expired (jobs are kept for 24 hours).', 404);
     return j;
+  }
+
+  /**
+   * Asks a queued or running job to stop: no site starts after this (sites in flight finish and are recorded). A queued
+   * job ends at once; a running one when its runner sees the request, in this or another process. Idempotent.
+   */
+  async cancel(jobId: string): Promise<JobRecord> {
+    const j = this.get(jobId);
+    await this.store.write((tx) => {
+      const cur = tx.get<JobRecord>('jobs', j.id);
+      if (!cur || cur.status === 'completed' || cur.status === 'failed') return;
+      if (cur.status === 'queued') this.finish(tx, cur.id, 'cancelled', this.cancelNote(cur));
+      else tx.put<JobRecord>('jobs', { ...cur, cancel_requested: true });
+    });
+    for (const [id, abort] of this.cancels) if (id === jobId) abort.abort();
+    return this.get(jobId);
+  }
+
+  private cancelNote(j: JobRecord): JobRecord['errors'][number] {
+    const done = new Set(j.done);
+    const left = j.sites.filter((id) => !done.has(id));
+    return {
+      site_id: 0, code: 'cancelled',
+      message: `Cancelled: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
+    };
   }
 
   /** Start claiming and working jobs (every sitefleet process on the data dir does). */
@@ -246,9 +273,13 @@ export class JobService {
     const todo = job.sites.filter((id) => !done.has(id));
     const abort = new AbortController();
     this.aborts.add(abort);
+    this.cancels.set(job.job_id, abort);
+    let cancelled = job.cancel_requested === true;
+    if (cancelled) abort.abort();
     const pending = new Set<Promise<void>>();
     const heartbeat = setInterval(() => {
       if (Date.now() - started > TIMEOUT_MS) abort.abort();
+      if (this.find(job.job_id)?.cancel_requested) { cancelled = true; abort.abort(); }
       void this.store.write((tx) => {
         const cur = tx.get<JobRecord>('jobs', job.id);
         if (cur && cur.owner === OWNER) tx.put<JobRecord>('jobs', { ...cur, lease_until: Date.now() + LEASE_MS });
@@ -257,6 +288,8 @@ export class JobService {
     heartbeat.unref();
     try {
       await eachLimited(todo, this.config.childConcurrency, abort.signal, async (siteId) => {
+        // A cancel made in another process is seen here, before the next site starts.
+        if (this.find(job.job_id)?.cancel_requested) { cancelled = true; abort.abort(); return; }
         const site = this.sites.get(siteId);
         let o: Outcome<unknown>;
         if (!site) o = { ok: false, error: new ServiceError('svc_site_not_found', `No site found with ID ${siteId}.`, 404) };
@@ -287,11 +320,13 @@ export class JobService {
       await Promise.all(pending);
       clearInterval(heartbeat);
       this.aborts.delete(abort);
+      this.cancels.delete(job.job_id);
     }
     await this.store.write((tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       if (!cur || cur.owner !== OWNER) return;
       if (cur.done.length >= cur.sites.length) this.finish(tx, job.id, null);
+      else if (cancelled || cur.cancel_requested) this.finish(tx, job.id, 'cancelled', this.cancelNote(cur));
       else if (Date.now() - started > TIMEOUT_MS) {
         this.finish(tx, job.id, 'timeout', { site_id: 0, code: 'timeout', message: 'Job timed out after 4 hours.' });
       } else {

@@ -203,6 +203,8 @@ export interface JobRecord {
   failure: string | null;
   /** What the job was asked to do, for job types that take more than a site list (update: types, items). */
   params?: Record<string, unknown>;
+  /** Set by a cancel: the runner starts no further site and ends the job as failed ("cancelled"). */
+  cancel_requested?: boolean;
   /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
   items?: unknown[];
 }

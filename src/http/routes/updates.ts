@@ -5,6 +5,7 @@ import {
   getSiteUpdates, ignoreSiteCore, ignoreSitePlugins, ignoreSiteThemes, listIgnoredUpdates, listUpdates, runUpdates,
   updateSiteCore, updateSitePlugins, updateSiteThemes, updateSiteTranslations,
 } from '../../abilities/updates.js';
+import { cancelBatchJob } from '../../abilities/child-sites.js';
 import { ServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
 import { list, pick, site, truthy } from './args.js';
@@ -92,7 +93,14 @@ const ignoreCore = (methods: readonly string[], path: string, action: 'add' | 'r
   output: (r) => ({ success: 1, message: r.message, changed: r.ignored_count }),
 });
 
+/** Any background job (updates are the long ones): no site starts after this. */
+const jobCancel = route(EDIT, '/jobs/:job_id/cancel', cancelBatchJob, {
+  input: (a) => ({ job_id: a.params.job_id }),
+  output: (r) => ({ success: 1, message: r.status === 'failed' && r.failure === 'cancelled' ? 'Job cancelled.' : r.status === 'completed' ? 'The job had already completed.' : 'Cancel requested; no further site will start.', data: r }),
+});
+
 export const updateRoutes = [
+  jobCancel,
   updates, ignored, updateFleet, siteUpdates, siteIgnored, updateSite,
   core('/updates/:id_or_domain/update/wp'), core('/updates/:id_or_domain/update/core'),
   items('/updates/:id_or_domain/update/plugins', updateSitePlugins),
