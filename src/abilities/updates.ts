@@ -307,7 +307,11 @@ async function runMany(ctx: AbilityContext, sel: Selector, plan: Plan, dryRun: b
     updated: [], skipped: cap(skipped), errors, ...(truncated ? { truncated } : {}),
     summary: { total_updated: 0, total_errors: errors.length, total_skipped: skipped.length, sites_updated: 0 },
   };
-  if (dryRun) return { dry_run: true, would_update: cap(todo), would_update_total: todo.length, sites_to_update: work.length, ...empty };
+  // Counts first: a preview shown to a person may be cut after some thousands of characters.
+  if (dryRun) {
+    const { summary: sum, ...rest } = empty;
+    return { dry_run: true, would_update_total: todo.length, sites_to_update: work.length, summary: sum, ...rest, would_update: cap(todo) };
+  }
   const queued = await ctx.jobs.queueIfOver('update', work.map((p) => p.site), plan as unknown as Record<string, unknown>, queueOver);
   if (queued) return { ...queued, updates_queued: work.reduce((n, p) => n + p.todo.length, 0), sites_queued: work.length, ...empty };
   const tick = itemProgress(work.reduce((n, p) => n + p.todo.length, 0), ctx.progress);

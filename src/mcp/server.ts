@@ -64,6 +64,13 @@ export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'se
   return true;
 }
 
+/** Characters of a dry-run preview put to the user at most (a fleet-wide update preview can list 1,000 items). */
+const MAX_PREVIEW_CHARS = 20_000;
+function previewText(preview: unknown): string {
+  const text = JSON.stringify(preview, null, 2);
+  return text.length <= MAX_PREVIEW_CHARS ? text : `${text.slice(0, MAX_PREVIEW_CHARS)}\n… (preview cut at ${MAX_PREVIEW_CHARS.toLocaleString('en')} characters; the counts above cover everything)`;
+}
+
 const toolCache = new WeakMap<Ability, Tool>();
 
 /** The four MCP hints, always all given (a client should not have to know the specification's defaults). */
@@ -176,7 +183,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
         const answer = await extra.sendRequest({
           method: 'elicitation/create',
           params: {
-            message: `${a.label}: ${a.annotations.destructive ? 'this cannot be undone' : 'this changes several sites'}. Preview of what would change:\n${JSON.stringify(preview, null, 2)}\nProceed?`,
+            message: `${a.label}: ${a.annotations.destructive ? 'this cannot be undone' : 'this changes several sites'}. Preview of what would change:\n${previewText(preview)}\nProceed?`,
             requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Yes, do it', description: 'Confirm the deletion.' } }, required: ['confirm'] },
           },
         }, ElicitResultSchema);

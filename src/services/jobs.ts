@@ -168,7 +168,7 @@ export class JobService {
       if (cur.status === 'queued') this.finish(tx, cur.id, 'cancelled', this.cancelNote(cur));
       else tx.put<JobRecord>('jobs', { ...cur, cancel_requested: true });
     });
-    for (const [id, abort] of this.cancels) if (id === jobId) abort.abort();
+    this.cancels.get(jobId)?.abort();
     return this.get(jobId);
   }
 
