@@ -491,6 +491,54 @@ describe('MCP', () => {
   });
 });
 
+describe('every update ability answers on MCP, and every update route on REST', () => {
+  it('MCP: each of the 13 tools, with a dry run where it applies', async () => {
+    const mcp = await connectMcp(f.s);
+    try {
+      const id = sites[0]!.id;
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ['list-updates-v1', {}], ['get-site-updates-v1', { site_id_or_domain: id }], ['list-ignored-updates-v1', {}],
+        ['set-ignored-updates-v1', { action: 'unignore', site_id_or_domain: id, type: 'plugin', slug: 'x/x.php' }],
+        ['ignore-site-core-v1', { site_id_or_domain: id, action: 'remove' }], ['ignore-site-plugins-v1', { site_id_or_domain: id, slugs: ['x/x.php'], action: 'remove' }],
+        ['ignore-site-themes-v1', { site_id_or_domain: id, slugs: ['x'], action: 'remove' }],
+        ['update-site-plugins-v1', { site_id_or_domain: id, dry_run: true }], ['update-site-themes-v1', { site_id_or_domain: id, dry_run: true }],
+        ['update-site-translations-v1', { site_id_or_domain: id, dry_run: true }], ['run-updates-v1', { dry_run: true }], ['update-all-v1', { dry_run: true }],
+      ];
+      for (const [name, args] of calls) {
+        const r = await mcp.call(name, args);
+        expect(r.isError, `${name}: ${JSON.stringify(r.body)}`).toBe(false);
+      }
+      const tools = (await mcp.client.listTools()).tools.map((t) => t.name);
+      for (const [name] of calls) expect(tools).toContain(name);
+      expect(tools).toContain('update-site-core-v1');
+      const core = await mcp.call('update-site-core-v1', { site_id_or_domain: 999999 });
+      expect(core).toMatchObject({ isError: true, body: { code: 'svc_site_not_found' } });
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('REST: core, translations, the fleet run and the core ignore routes', async () => {
+    const k = siteWith((p) => !!p.core || p.translations.length > 0 || true);
+    const id = sites[k - 1]!.id;
+    for (const path of ['update/wp', 'update/core', 'update/translations', 'update/themes', 'update']) {
+      const r = await f.s.rest(`/updates/${id}/${path}?dry_run=1`, { method: 'POST' });
+      expect([200, 404], `${path}: ${JSON.stringify(r.body)}`).toContain(r.status);
+      if (r.status === 404) expect(r.body.code).toBe('svc_no_updates');
+      else expect(r.body.dry_run).toBe(true);
+    }
+    const fleet = await f.s.rest('/updates/update?dry_run=1&type=plugins', { method: 'POST' });
+    expect(fleet.body).toMatchObject({ dry_run: true, success: 1 });
+    expect(fleet.body.would_update.every((u: any) => u.type === 'plugin')).toBe(true);
+    const ig = await f.s.rest(`/updates/${id}/ignore/wp`, { method: 'POST' });
+    expect(ig.body).toMatchObject({ success: 1, changed: 1 });
+    expect((await f.s.rest(`/updates/${id}/ignored?type=wp`)).body.data).toEqual([expect.objectContaining({ type: 'core', slug: 'wordpress' })]);
+    const un = await f.s.rest(`/updates/${id}/ignore/core`, { method: 'DELETE', token: f.s.creds.key.delete });
+    expect(un.body).toMatchObject({ success: 1, changed: 1 });
+    expect((await f.s.rest(`/updates/${id}/ignore/core`, { method: 'DELETE', token: f.s.creds.key.read })).status).toBe(403);
+  });
+});
+
 describe('REST v2', () => {
   it('GET /updates pages and excludes by site id (D15); GET /updates/:id; POST …/update/plugins; ignore and unignore routes; read keys cannot write', async () => {
     const all = await f.s.rest('/updates?per_page=200');
