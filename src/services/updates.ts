@@ -90,18 +90,26 @@ class PendingIndex {
 
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly read: (id: number) => SiteData | null) {}
 
+  private loadedRules = -1;
+
+  /** The rules alone (what planning one site needs): no pass over the fleet. */
+  private refreshRules(): void {
+    const rv = this.store.version('ignores');
+    if (rv === this.loadedRules) return;
+    this.rules = new Map();
+    for (const r of this.store.all<IgnoreRecord>('ignores')) {
+      const list = this.rules.get(r.site_id) ?? [];
+      list.push(r);
+      this.rules.set(r.site_id, list);
+    }
+    this.loadedRules = rv;
+  }
+
   private refresh(): void {
     const sv = this.store.version('sites');
     const rv = this.store.version('ignores');
     if (sv === this.sitesVersion && rv === this.rulesVersion) return;
-    if (rv !== this.rulesVersion) {
-      this.rules = new Map();
-      for (const r of this.store.all<IgnoreRecord>('ignores')) {
-        const list = this.rules.get(r.site_id) ?? [];
-        list.push(r);
-        this.rules.set(r.site_id, list);
-      }
-    }
+    this.refreshRules();
     const next = new Map<number, { stamp: string; all: PendingView[] }>();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
@@ -122,7 +130,7 @@ class PendingIndex {
   }
 
   rulesOf(siteId: number): IgnoreRecord[] {
-    this.refresh();
+    this.refreshRules();
     return [...(this.rules.get(siteId) ?? []), ...(this.rules.get(0) ?? [])];
   }
 
@@ -135,7 +143,7 @@ class PendingIndex {
 
   /** ignoredBy with the rules brought up to date first. */
   ignoredNow(siteId: number, i: { type: string; slug: string; new_version: string }): IgnoreRecord | null {
-    this.refresh();
+    this.refreshRules();
     return this.ignoredBy(siteId, i);
   }
 
