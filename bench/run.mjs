@@ -1,7 +1,7 @@
 // bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
-//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack)
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack, updates)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { calibrate } from './lib/calibrate.mjs';
 import { cleanupAll, snapshotDist } from './lib/proc.mjs';
 import { call, fleetRound, rssAfterSync, syncAndCheck, underAttack } from './lib/scenarios.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
+import { listUpdatesBench, runUpdatesBench } from './lib/updates.mjs';
 import { renderTable, targets } from './lib/table.mjs';
 
 const { values } = parseArgs({
@@ -84,6 +85,13 @@ if (run('sync')) {
 if (run('rss')) {
   log('RSS after a full sync of 5,000 simulated sites');
   results.rss = await step('rss 5000', () => rssAfterSync(5000, 0, d, log));
+}
+if (run('updates')) {
+  log('updates (issue 15): list-updates-v1 over 5,000 synced sites; run-updates-v1 over 1,000 simulated sites, 50 ms latency');
+  results.updates = {
+    list: await step('list-updates 5000', () => listUpdatesBench(5000, d, log)),
+    run: await step('run-updates 1000', () => runUpdatesBench(1000, 50, d, log)),
+  };
 }
 if (run('attack')) {
   log('reads while the worst CSV upload and a hostile child run (issue 18)');

@@ -40,8 +40,16 @@ beforeAll(async () => {
   expect(index).toBeGreaterThan(0);
   const st = fx.sim.state(index);
   const child = st.themes.find((t) => t.active && t.parent)!;
+  // Updates on offer like the kit's: a plugin (other than the one the script deletes) and the child theme.
+  const deleted = st.plugins.find((p) => !p.active && !p.mu && !p.isChild)!.slug;
+  const upd = st.plugins.find((p) => !p.isChild && !p.mu && p.slug !== deleted)!;
+  upd.updateVersion = '99.0.0';
+  child.updateVersion = '1.1.0';
+  st.rev++;
   const script = {
-    plugin: st.plugins.find((p) => !p.active && !p.mu && !p.isChild)!.slug,
+    updatePlugin: upd.slug,
+    updateTheme: child.slug,
+    plugin: deleted,
     theme: st.themes.find((t) => !t.active && t.slug !== child.parent)!.slug,
     childTheme: child.slug,
     parentTheme: child.parent!,
@@ -106,6 +114,23 @@ describe('the simulator, against the real child\'s recorded replies', () => {
       expect(r.newpost_backdated.other_data.new_post_data.new_status).toBe('publish');
     }
     expect(sim.newpost_backdated.other_data.new_post_data.post_date_gmt).toBe('2020-03-04 05:06:07');
+  });
+
+  it('answers upgrades as the real child does: updated_data carries the version on disk; an item already up to date is "true" again', () => {
+    for (const r of [real, sim]) {
+      const [slug, d] = Object.entries(r.upgrade_plugin.other_data.updated_data)[0] as [string, any];
+      expect(r.upgrade_plugin.upgrades[slug]).toBe(true);
+      expect(d).toMatchObject({ success: 1, version: expect.any(String), old_version: expect.any(String) });
+      expect(d.version).not.toBe(d.old_version);
+      const again = r.upgrade_plugin_again.other_data.updated_data[slug];
+      expect(r.upgrade_plugin_again.upgrades[slug]).toBe(true);
+      expect(again.version).toBe(d.version);
+      const theme = Object.values(r.upgrade_theme.other_data.updated_data)[0] as any;
+      expect(theme).toMatchObject({ success: 1 });
+      expect(typeof r.upgrade_theme.sync).toBe('object');
+      expect(r.upgrade_translation_none.upgrades).toEqual([]);
+      expect(Object.keys(r.stats_after_updates.plugin_updates ?? {})).not.toContain(slug);
+    }
   });
 
   it('sends its changes log only when params_logs asks for it, and the site\'s time zone', () => {

@@ -58,6 +58,11 @@ export function targets(res) {
   add('cold start to first answer', '≤ 1 s', 20000, cs && `${num(cs.first_answer_ms)} ms`, cs && cs.first_answer_ms <= 1000);
   const rss = res.rss;
   add('RSS after a full sync of 5,000 sites', '≤ 300 MB', 5000, rss && `${num(rss.rss_after_mb)} MB (HWM ${num(rss.hwm_mb)})`, rss && rss.completed && rss.rss_after_mb <= 300);
+  const ul = res.updates?.list;
+  add('list-updates-v1 over 5,000 synced sites, page of 100', '≥ 1,000 req/s', 5000, ul && `${num(ul.rps)} req/s, p99 ${ms(ul.p99)} ms`, ul && ul.rps >= 1000 && !ul.non2xx);
+  const ur = res.updates?.run;
+  add('run-updates-v1, 1,000 sites × 1 plugin, 50 ms latency', '≤ 5 s to job completion', 1000, ur && `${num(ur.seconds, 2)} s (${ur.child_upgrades} upgrades)`,
+    ur && ur.completed && ur.seconds <= 5 && ur.failed === 0 && ur.child_upgrades === ur.sites);
   const at2 = res.attack;
   add('GET /sites while the worst CSV and a hostile child run', 'reader p99 ≤ 100 ms', 20, at2 && `p99 ${ms(at2.p99)} ms (${num(at2.reads)} reads, HWM ${num(at2.hwm_mb)} MB)`, at2 && at2.p99 <= 100 && at2.csv.status === 200);
   return t;
@@ -84,6 +89,8 @@ export function renderTable(res) {
   if (sc?.sync) one('sync, 50 ms child latency (queued job)', 's to done', 1000, `${num(sc.sync.seconds, 2)}`);
   if (sc?.check) one('check-sites-v1 (immediate, threshold 1e5)', 's', 1000, `${num(sc.check.seconds, 2)}`);
   if (res.rss) one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
+  if (res.updates?.list) one('list-updates-v1 per_page=100, 16 conn', 'req/s (p99 ms)', 5000, `${num(res.updates.list.rps)} (${ms(res.updates.list.p99)})`);
+  if (res.updates?.run) one('run-updates-v1, 1 plugin/site, 50 ms (job)', 's to done', 1000, `${num(res.updates.run.seconds, 2)}`);
   if (res.attack) {
     rows.push(['GET /sites under attack (20 sites; worst CSV', 'p50 / p99 / max ms', ...cols.map((c, i) => (i === 0 ? `${ms(res.attack.p50)} / ${ms(res.attack.p99)} / ${ms(res.attack.max)}` : ''))]);
     rows.push(['+ 14 MB hostile child at once)', 'CSV s / serve HWM MB', ...cols.map((c, i) => (i === 0 ? `${num(res.attack.csv.seconds, 2)} / ${num(res.attack.hwm_mb)}` : ''))]);

@@ -282,10 +282,24 @@ export const getBatchJobStatus = defineAbility({
     started_at: z.string().nullable(), completed_at: z.string().nullable(),
     errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })),
     job_timed_out: z.boolean(), failure: z.string().optional(),
+    /** Update jobs: per-item results (updated / failed / skipped), the first 500, and how many there are. */
+    items: z.array(z.unknown()).optional(), items_total: z.number().int().optional(),
   }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: ({ job_id }, ctx) => jobView(ctx.jobs.get(job_id)),
 });
 
+export const cancelBatchJob = defineAbility({
+  name: 'cancel-batch-job-v1',
+  label: 'Cancel batch job',
+  category: 'svc-batch',
+  toolset: 'jobs',
+  description: 'Stop a background job: no site starts after this; what was done stays recorded. Returns its status.',
+  input: getBatchJobStatus.input,
+  output: getBatchJobStatus.output,
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  execute: async ({ job_id }, ctx) => jobView(await ctx.jobs.cancel(job_id)),
+});
+
 export const childSiteAbilities = [addSite, syncSites, checkSite, checkSites, reconnectSite, reconnectSites, disconnectSite, disconnectSites];
-export const jobAbilities = [getBatchJobStatus];
+export const jobAbilities = [getBatchJobStatus, cancelBatchJob];

@@ -32,7 +32,8 @@ async function run(ctx: AbilityContext, type: JobType, sites: readonly SiteRecor
   if (queued) {
     return { queued: true, job_id: queued.job_id, status_url: `${ctx.config.publicUrl}${ctx.config.restPrefix}${STATUS_PATHS[type]}${queued.job_id}`, total: sites.length };
   }
-  const { results, notDone } = await runBatch(ctx, sites, type, ctx.jobs.stepOf(type));
+  const step = ctx.jobs.stepOf(type);
+  const { results, notDone } = await runBatch(ctx, sites, type, (s) => step(s));
   return {
     queued: false, total: sites.length, succeeded: results.filter((r) => r.ok).length,
     errors: results.flatMap((r) => (r.ok ? [] : [{ site_id: r.site.id, code: r.error.code, message: r.error.message }])),

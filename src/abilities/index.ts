@@ -16,9 +16,10 @@ import { pageAbilities } from './pages.js';
 import { clientFieldAbilities } from './client-fields.js';
 import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
+import { updateAbilities } from './updates.js';
 
 const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities,
-  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities];
+  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities, ...updateAbilities];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
 /** Every ability by its name, with its own input and output types. */
@@ -42,6 +43,7 @@ export const CATEGORIES = [
   { slug: 'svc-posts', label: 'Posts', description: 'Posts on child sites: list across sites, read, create, edit, change status, delete.' },
   { slug: 'svc-pages', label: 'Pages', description: 'Pages on child sites: list across sites, read, create, edit, change status, delete.' },
   { slug: 'svc-settings', label: 'Settings', description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types and payment methods.' },
+  { slug: 'svc-updates', label: 'Updates', description: 'Core, plugin, theme and translation updates across the fleet: list, apply, ignore.' },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 

@@ -7,6 +7,8 @@ import type { ChildPostInput, ChildPostQuery, ChildUserQuery, ChildUserUpdate, N
 import { DEFAULT_SIGN_ALGO, newKeyPair, newNonce, signRequest, type KeyPair } from './keys.js';
 import {
   AdminPasswordReply,
+  CoreUpgradeReply,
+  UpgradeReply,
   DeactivateReply,
   DisconnectReply,
   NewPostReply,
@@ -68,6 +70,19 @@ export interface Registration extends KeyPair {
 }
 
 export type PluginAction = 'activate' | 'deactivate' | 'delete';
+
+/** What the child says it did with one item of an upgrade call. */
+export interface UpgradeItem {
+  /** The child's own flag (`upgrades[slug]` true, or updated_data success 1). Not proof: see the updates service. */
+  success: boolean;
+  /** The version on disk after the call (updated_data.version), when the child reported one. */
+  version: string | null;
+  old_version: string | null;
+  /** The child's reason when it failed (upgrades_error, or updated_data.error for themes). */
+  error: string | null;
+}
+export interface UpgradeResult { items: Record<string, UpgradeItem>; snapshot: SiteSnapshot | null }
+export interface CoreUpgradeResult { status: string; old_version: string | null; version: string | null; error_codes: string[] }
 export type ThemeAction = 'activate' | 'delete';
 export type PostAction = 'publish' | 'unpublish' | 'trash' | 'delete' | 'restore';
 
@@ -319,6 +334,37 @@ export class ChildConnector {
       refused,
       previous,
       snapshot: reply.sync ? toSnapshot(reply.sync, site.admin) : null,
+    };
+  }
+
+  // ---- updates (updates reference §5) ----
+
+  /** `upgradeplugintheme` (type plugin or theme) or `upgradetranslation`: one call for every slug of one type. */
+  async upgrade(site: SiteCredentials, type: 'plugin' | 'theme' | 'translation', slugs: readonly string[]): Promise<UpgradeResult> {
+    if (slugs.length === 0 || slugs.some((s) => s === '' || s.includes(','))) throw new RangeError('slugs must be non-empty and contain no ","');
+    const fn = type === 'translation' ? 'upgradetranslation' : 'upgradeplugintheme';
+    const reply = parseReply(UpgradeReply, await this.signed(site, fn, { type, list: slugs.join(',') }), fn);
+    const data = reply.other_data?.updated_data ?? {};
+    const items: Record<string, UpgradeItem> = {};
+    for (const slug of new Set(slugs)) {
+      const d = data[slug];
+      const flag = reply.upgrades?.[slug];
+      const error = reply.upgrades_error?.[slug] ?? d?.error ?? null;
+      items[slug] = {
+        success: !error && (flag === true || flag === 1 || flag === '1' || d?.success === true),
+        version: d?.version || null, old_version: d?.old_version || null, error,
+      };
+    }
+    return { items, snapshot: reply.sync ? toSnapshot(reply.sync, site.admin) : null };
+  }
+
+  /** `upgrade`: installs the core update WordPress has on offer. */
+  async upgradeCore(site: SiteCredentials): Promise<CoreUpgradeResult> {
+    const reply = parseReply(CoreUpgradeReply, await this.signed(site, 'upgrade'), 'upgrade');
+    const codes = reply.other_data && typeof reply.other_data === 'object' ? (reply.other_data as { upgrade_error_codes?: unknown }).upgrade_error_codes : undefined;
+    return {
+      status: reply.upgrade ?? '', old_version: reply.old_version || null, version: reply.version || null,
+      error_codes: codes && typeof codes === 'object' ? Object.values(codes as Record<string, unknown>).map(String).slice(0, 20) : [],
     };
   }
 

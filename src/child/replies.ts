@@ -32,6 +32,31 @@ export const ThemeActionReply = z.object({
   }).optional(),
 });
 
+/** One item of an upgrade reply's other_data.updated_data: `version` is what is on disk after the upgrade. */
+const UpdatedData = z.object({
+  name: Text.optional(), old_version: Text.optional(), slug: Text.optional(), success: Flag.optional(), version: Text.optional(),
+  error: Text.optional(),
+});
+
+/** `upgradeplugintheme` and `upgradetranslation` (updates reference §5.2). A top-level string `error` is handled by openReply. */
+export const UpgradeReply = z.object({
+  upgrades: phpMap(z.union([z.boolean(), z.number(), z.string(), z.null()])).optional(),
+  upgrades_error: phpMap(Text).optional(),
+  other_data: phpObject({
+    updated_data: phpMap(UpdatedData).optional(),
+    upgrade_error_codes: phpMap(z.unknown()).optional(),
+  }).optional(),
+  sync: RawStats.optional(),
+});
+
+/** `upgrade` (core): SUCCESS, WPERROR, NORESPONSE or LOCALIZATION; versions only when an offer was installed. */
+export const CoreUpgradeReply = z.object({
+  upgrade: Text.optional(),
+  old_version: Text.optional(),
+  version: Text.optional(),
+  other_data: z.unknown().optional(),
+});
+
 export const UsersReply = z.array(RawUser);
 
 export const UserActionReply = z.object({

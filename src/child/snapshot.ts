@@ -1,6 +1,7 @@
 // src/child/snapshot.ts — the normalised SiteSnapshot, the lenient zod schema of a raw `stats` reply, and the mapping between them (§9.1).
 import { z } from 'zod';
 import { zoneOf } from '../core/site-time.js';
+import { versionAtLeast } from './version.js';
 
 // ---- lenient readers for PHP-encoded JSON (§3.1: numbers often arrive as strings, empty maps as []) ----
 
@@ -94,6 +95,26 @@ export const SiteChange = z.object({
 });
 export type SiteChange = z.infer<typeof SiteChange>;
 
+/** One pending update as the child reported it at sync (updates reference §1.1); translations carry their language. */
+export const PendingItem = z.object({
+  slug: z.string(),
+  name: z.string(),
+  /** Installed version; null for a translation (a language pack has no installed version the child reports). */
+  current_version: z.string().nullable(),
+  new_version: z.string(),
+  /** Translations only: the locale of the pack, and what it translates (plugin, theme or core). */
+  language: z.string().optional(),
+  kind: z.string().optional(),
+});
+export type PendingItem = z.infer<typeof PendingItem>;
+export const SitePending = z.object({
+  core: z.object({ current_version: z.string(), new_version: z.string() }).nullable(),
+  plugins: z.array(PendingItem),
+  themes: z.array(PendingItem),
+  translations: z.array(PendingItem),
+});
+export type SitePending = z.infer<typeof SitePending>;
+
 export const SiteSnapshot = z.object({
   child_version: z.string(),
   wp_version: z.string(),
@@ -112,6 +133,8 @@ export const SiteSnapshot = z.object({
   /** created_on of the newest changes-log event read (the child's float seconds, as text); the next sync asks for newer ones. */
   changes_cursor: z.string().nullable(),
   users: z.array(ChildUser),
+  /** What the child offers to update (wp_updates, plugin_updates, theme_updates, translation_updates). */
+  updates: SitePending,
 });
 export type SiteSnapshot = z.infer<typeof SiteSnapshot>;
 
@@ -137,7 +160,13 @@ export const RawUser = z.object({
 const RawItem = z.object({ slug: Text, name: Text, version: Text.default(''), active: Flag.default(false) });
 const RawPlugin = RawItem.extend({ mu: Flag.default(false) });
 const RawTheme = RawItem.extend({ parent_active: Flag.default(false) });
-const RawUpdate = z.object({ update: z.object({ new_version: Text.optional() }).optional() });
+const RawUpdate = z.object({
+  update: z.object({ new_version: Text.optional() }).optional(),
+  new_version: Text.optional(),
+  Name: Text.optional(),
+  Version: Text.optional(),
+});
+const RawTranslation = z.object({ type: Text.default(''), slug: Text.default(''), language: Text.default(''), version: Text.default(''), name: Text.optional() });
 const RawOutdated = z.object({ last_updated: z.union([z.number(), z.string()]).optional() });
 /** One event of the child's changes log (`changes_logs_data`, child ≥ 5.4.1, sent only when params_logs asks). */
 const RawLog = z.object({
@@ -186,6 +215,7 @@ export const RawStats = z.object({
   wp_updates: z.union([Text, z.null(), z.boolean()]).optional(),
   plugin_updates: phpMap(RawUpdate).optional(),
   theme_updates: phpMap(RawUpdate).optional(),
+  translation_updates: z.union([z.array(RawTranslation), phpMap(RawTranslation).transform((m) => Object.values(m))]).optional(),
   securityStats: phpMap(z.string()).optional(),
   plugins: z.array(RawPlugin).optional(),
   themes: z.array(RawTheme).optional(),
@@ -243,6 +273,36 @@ export function toChildUser(raw: z.infer<typeof RawUser>): ChildUser {
 /** Newest first; equal times by id, highest first. */
 export const newestFirst = (a: SiteChange, b: SiteChange): number => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : b.id - a.id);
 
+/** True when `b` is a newer version than `a` (PHP version_compare order on the dotted numbers; equal is not newer). */
+export function isNewer(b: string, a: string | null): boolean {
+  if (!a) return b !== '';
+  return b !== '' && !versionAtLeast(a, b);
+}
+
+/**
+ * The pending updates of a stats reply. An item whose offered version is not newer than the installed one is left
+ * out (upstream lists such "phantom" updates after a theme update restores a stale cache: updates reference §7 D3).
+ */
+export function pendingOf(raw: RawStats): SitePending {
+  const installed = new Map<string, { name: string; version: string }>();
+  for (const p of [...(raw.plugins ?? []), ...(raw.themes ?? [])]) installed.set(p.slug, { name: p.name, version: p.version });
+  const items = (map: Record<string, z.infer<typeof RawUpdate>>) => Object.entries(map).flatMap(([slug, u]) => {
+    const next = u.update?.new_version ?? u.new_version ?? '';
+    const current = u.Version ?? installed.get(slug)?.version ?? '';
+    if (!slug || !next || (current && !isNewer(next, current))) return [];
+    return [{ slug, name: u.Name || installed.get(slug)?.name || slug, current_version: current, new_version: next }];
+  });
+  const wpNew = typeof raw.wp_updates === 'string' ? raw.wp_updates : '';
+  return {
+    core: wpNew && isNewer(wpNew, raw.wpversion) ? { current_version: raw.wpversion, new_version: wpNew } : null,
+    plugins: items(raw.plugin_updates ?? {}),
+    themes: items(raw.theme_updates ?? {}),
+    translations: (raw.translation_updates ?? []).filter((t) => t.slug).map((t) => ({
+      slug: t.slug, name: t.name || t.slug, current_version: null, new_version: t.version, language: t.language, kind: t.type,
+    })),
+  };
+}
+
 /** Normalises a validated `stats` reply (or the stats part of register / plugin_action / theme_action replies). */
 export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
   const pluginUpdates = raw.plugin_updates ?? {};
@@ -296,5 +356,6 @@ export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
     ].sort(newestFirst),
     changes_cursor: logs.reduce<string | null>((max, l) => (max === null || Number(l.created_on) > Number(max) ? l.created_on : max), null),
     users: (raw.users ?? []).map(toChildUser),
+    updates: pendingOf(raw),
   };
 }

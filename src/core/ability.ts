@@ -12,9 +12,9 @@ export interface Annotations {
 }
 
 export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts'
-  | 'svc-pages' | 'svc-settings';
+  | 'svc-pages' | 'svc-settings' | 'svc-updates';
 /** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
-export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings'] as const;
+export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings', 'updates'] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';
 
@@ -54,6 +54,11 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
   aliases?: Readonly<Record<string, string>>;
   /** Keys clients send that mean nothing here, accepted and set aside where upstream's schema is open (user_confirmed). */
   ignores?: readonly string[];
+  /**
+   * A non-destructive ability that MCP still confirms by elicitation (as destructive ones are) when its dry-run preview
+   * says so — e.g. an update run that spans more than one site. The ability takes dry_run and confirm.
+   */
+  confirmPreview?: (preview: unknown) => boolean;
   /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
   module?: ModuleName;
   execute(input: z.output<I>, ctx: C): Promise<z.input<O>> | z.input<O>;

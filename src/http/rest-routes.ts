@@ -12,6 +12,7 @@ import { postRoutes } from './routes/posts.js';
 import { pageRoutes } from './routes/pages.js';
 import { clientFieldRoutes } from './routes/client-fields.js';
 import { settingsRoutes } from './routes/settings.js';
+import { updateRoutes } from './routes/updates.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -25,4 +26,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...updateRoutes,
 ];

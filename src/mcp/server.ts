@@ -42,6 +42,7 @@ export const INSTRUCTIONS = [
   'A cost applies to its sites, to every site carrying one of its groups (tags) and to every site of its clients.',
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
+  'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped).',
   'Batches over 200 sites become background jobs: follow them with get-batch-job-status-v1 or the resource sitefleet://jobs/{job_id}.',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
 ].join('\n');
@@ -59,6 +60,13 @@ export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'se
   if (refusal(f.principal, a.annotations, annotationMethod(a.annotations))) return false;
   if (a.module && services && !services.settings.moduleOn(a.module)) return false;
   return true;
+}
+
+/** Characters of a dry-run preview put to the user at most (a fleet-wide update preview can list 1,000 items). */
+const MAX_PREVIEW_CHARS = 20_000;
+function previewText(preview: unknown): string {
+  const text = JSON.stringify(preview, null, 2);
+  return text.length <= MAX_PREVIEW_CHARS ? text : `${text.slice(0, MAX_PREVIEW_CHARS)}\n… (preview cut at ${MAX_PREVIEW_CHARS.toLocaleString('en')} characters; the counts above cover everything)`;
 }
 
 const toolCache = new WeakMap<Ability, Tool>();
@@ -163,12 +171,16 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     try {
       // Confirmation by elicitation: a destructive call without confirm (and not a dry run) from a client
       // that can ask its user gets the dry-run preview put to the person; only "accept" goes ahead.
-      if (a.annotations.destructive && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation) {
-        const preview = await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal });
+      // Some others (an update run over several sites) are asked about when their preview says so.
+      const asks = a.annotations.destructive || !!a.confirmPreview;
+      const preview = asks && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation
+        ? await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal })
+        : undefined;
+      if (preview !== undefined && (a.annotations.destructive || a.confirmPreview!(preview))) {
         const answer = await extra.sendRequest({
           method: 'elicitation/create',
           params: {
-            message: `${a.label}: this cannot be undone. Preview of what would change:\n${JSON.stringify(preview, null, 2)}\nProceed?`,
+            message: `${a.label}: ${a.annotations.destructive ? 'this cannot be undone' : 'this changes several sites'}. Preview of what would change:\n${previewText(preview)}\nProceed?`,
             requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Yes, do it', description: 'Confirm the deletion.' } }, required: ['confirm'] },
           },
         }, ElicitResultSchema);

@@ -135,7 +135,7 @@ export class ChildSiteService {
     const prev = this.siteData(id);
     const data: SiteData = {
       plugins: snap.plugins, themes: snap.themes, security: snap.security, changes: mergeChanges(prev?.changes ?? [], snap.changes),
-      changes_cursor: snap.changes_cursor ?? prev?.changes_cursor ?? null, users: snap.users, synced_at: now(),
+      changes_cursor: snap.changes_cursor ?? prev?.changes_cursor ?? null, users: snap.users, updates: snap.updates, synced_at: now(),
     };
     tx.putBlob('site-data', id, data);
     return this.sites.patch(tx, id, {

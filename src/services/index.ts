@@ -12,6 +12,7 @@ import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
 import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
+import { UpdateService } from './updates.js';
 
 export interface Services {
   config: Config;
@@ -26,6 +27,7 @@ export interface Services {
   children: ChildSiteService;
   jobs: JobService;
   dashboard: DashboardSettings;
+  updates: UpdateService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -45,6 +47,7 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
+  const updates = new UpdateService(store, config, sites, tags, children);
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));
@@ -52,12 +55,14 @@ export async function openServices(config: Config): Promise<Services> {
   clients.onRemove.also((tx, id) => sites.unassignClient(tx, id));
   clients.onRemove.also((tx, id) => costs.forgetClient(tx, id));
   clients.onRemove.also((tx, id) => clientFields.dropClient(tx, id));
+  sites.onRemove.also((tx, id) => updates.forgetSite(tx, id));
   // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
   jobs.define('renew', async (s) => (s.disconnected
     ? { ok: false, error: new ServiceError('svc_site_disconnected', `Site ${s.id} (${s.url}) was disconnected meanwhile; reconnect it instead.`, 409) }
     : children.fetchReconnect(s)));
+  jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard };
+  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates };
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */

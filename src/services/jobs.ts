@@ -12,7 +12,8 @@ import { childFailure, type Outcome } from './child-sites.js';
 import type { SiteService } from './sites.js';
 import type { Config } from '../config.js';
 
-export type SiteStep = (site: SiteRecord) => Promise<Outcome<unknown>>;
+/** One site's work in a job; `job` carries the job's params and what earlier attempts recorded (update jobs). */
+export type SiteStep = (site: SiteRecord, job?: JobRecord) => Promise<Outcome<unknown>>;
 
 /** One site's result in a fan-out: its value, or the error that site gave. */
 export type SiteResult<T> = { site: SiteRecord; ok: true; value: T } | { site: SiteRecord; ok: false; error: ServiceError };
@@ -84,7 +85,13 @@ export interface JobView {
   errors: JobRecord['errors'];
   job_timed_out: boolean;
   failure?: string;
+  /** Update jobs: the per-item results recorded so far (the first MAX_JOB_ITEMS_VIEW), and how many there are. */
+  items?: unknown[];
+  items_total?: number;
 }
+
+/** Per-item results a job status shows at most (the rest are counted in items_total). */
+export const MAX_JOB_ITEMS_VIEW = 500;
 
 const iso = (s: string | null) => (s ? s.replace(/\.\d{3}Z$/, 'Z') : null);
 
@@ -99,6 +106,7 @@ export function jobView(j: JobRecord): JobView {
     job_timed_out: j.failure === 'timeout',
   };
   if (j.failure) view.failure = j.failure;
+  if (j.items) { view.items = j.items.slice(0, MAX_JOB_ITEMS_VIEW); view.items_total = j.items.length; }
   return view;
 }
 
@@ -107,6 +115,8 @@ export class JobService {
   private timer: NodeJS.Timeout | null = null;
   private running = new Map<string, Promise<void>>();
   private aborts = new Set<AbortController>();
+  /** Running jobs of this process by id, so that a cancel here stops them at once (another process's runner polls). */
+  private cancels = new Map<string, AbortController>();
   private stopping = false;
   private ticking = false;
   private limits = new Map<JobType, () => number>();
@@ -117,9 +127,11 @@ export class JobService {
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
 
   /** The queue rule: more sites than the threshold → a persisted job, answered with where to follow it. */
-  async queueIfOver(type: JobType, sites: readonly SiteRecord[]): Promise<{ queued: true; job_id: string; status_url: string } | null> {
-    if (sites.length <= this.threshold()) return null;
-    const job = await this.enqueue(type, sites.map((s) => s.id));
+  async queueIfOver(
+    type: JobType, sites: readonly SiteRecord[], params?: Record<string, unknown>, threshold = this.threshold(),
+  ): Promise<{ queued: true; job_id: string; status_url: string } | null> {
+    if (sites.length <= threshold) return null;
+    const job = await this.enqueue(type, sites.map((s) => s.id), params);
     return { queued: true, job_id: job.job_id, status_url: `${this.config.publicUrl}${this.config.restPrefix}/jobs/${job.job_id}` };
   }
 
@@ -141,8 +153,9 @@ export class JobService {
     this.hooks.push(hook);
   }
 
-  async enqueue(type: JobType, siteIds: number[]): Promise<JobRecord> {
+  async enqueue(type: JobType, siteIds: number[], params?: Record<string, unknown>): Promise<JobRecord> {
     const job = await this.store.write((tx) => tx.insert<JobRecord>('jobs', {
+      ...(params ? { params } : {}),
       job_id: `${type}_${randomUUID()}`, type, status: 'queued', sites: siteIds, done: [], succeeded: 0, errors: [],
       created_at: new Date().toISOString(), started_at: null, completed_at: null, owner: null, lease_until: 0, attempts: 0, failure: null,
     }));
@@ -159,6 +172,31 @@ export class JobService {
     const j = this.find(jobId);
     if (!j) throw errors.jobNotFound(jobId);
     return j;
+  }
+
+  /**
+   * Asks a queued or running job to stop: no site starts after this (sites in flight finish and are recorded). A queued
+   * job ends at once; a running one when its runner sees the request, in this or another process. Idempotent.
+   */
+  async cancel(jobId: string): Promise<JobRecord> {
+    const j = this.get(jobId);
+    await this.store.write((tx) => {
+      const cur = tx.get<JobRecord>('jobs', j.id);
+      if (!cur || cur.status === 'completed' || cur.status === 'failed') return;
+      if (cur.status === 'queued') this.finish(tx, cur.id, 'cancelled', this.cancelNote(cur));
+      else tx.put<JobRecord>('jobs', { ...cur, cancel_requested: true });
+    });
+    this.cancels.get(jobId)?.abort();
+    return this.get(jobId);
+  }
+
+  private cancelNote(j: JobRecord): JobRecord['errors'][number] {
+    const done = new Set(j.done);
+    const left = j.sites.filter((id) => !done.has(id));
+    return {
+      site_id: 0, code: 'cancelled',
+      message: `Cancelled: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
+    };
   }
 
   /** Start claiming and working jobs (every sitefleet process on the data dir does). */
@@ -253,9 +291,13 @@ export class JobService {
     const todo = job.sites.filter((id) => !done.has(id));
     const abort = new AbortController();
     this.aborts.add(abort);
+    this.cancels.set(job.job_id, abort);
+    let cancelled = job.cancel_requested === true;
+    if (cancelled) abort.abort();
     const pending = new Set<Promise<void>>();
     const heartbeat = setInterval(() => {
       if (Date.now() - started > TIMEOUT_MS) abort.abort();
+      if (this.find(job.job_id)?.cancel_requested) { cancelled = true; abort.abort(); }
       void this.store.write((tx) => {
         const cur = tx.get<JobRecord>('jobs', job.id);
         if (cur && cur.owner === OWNER) tx.put<JobRecord>('jobs', { ...cur, lease_until: Date.now() + LEASE_MS });
@@ -265,11 +307,13 @@ export class JobService {
     try {
       const limit = Math.max(1, Math.min(this.limits.get(job.type)?.() ?? this.config.childConcurrency, this.config.childConcurrency));
       await eachLimited(todo, limit, abort.signal, async (siteId) => {
+        // A cancel made in another process is seen here, before the next site starts.
+        if (this.find(job.job_id)?.cancel_requested) { cancelled = true; abort.abort(); return; }
         const site = this.sites.get(siteId);
         let o: Outcome<unknown>;
         if (!site) o = { ok: false, error: errors.siteNotFound(siteId) };
         else {
-          try { o = await step(site); } catch (e) {
+          try { o = await step(site, this.find(job.job_id) ?? job); } catch (e) {
             if (!(e instanceof ServiceError)) log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
             o = { ok: false, error: toServiceError(e) };
           }
@@ -295,11 +339,13 @@ export class JobService {
       await Promise.all(pending);
       clearInterval(heartbeat);
       this.aborts.delete(abort);
+      this.cancels.delete(job.job_id);
     }
     await this.store.write((tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       if (!cur || cur.owner !== OWNER) return;
       if (cur.done.length >= cur.sites.length) this.finish(tx, job.id, null);
+      else if (cancelled || cur.cancel_requested) this.finish(tx, job.id, 'cancelled', this.cancelNote(cur));
       else if (Date.now() - started > TIMEOUT_MS) {
         this.finish(tx, job.id, 'timeout', { site_id: 0, code: 'timeout', message: 'Job timed out after 4 hours.' });
       } else {

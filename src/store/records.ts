@@ -1,6 +1,6 @@
 // Shapes of what the store keeps. These are storage records, not API views: the abilities' zod
 // schemas describe what callers see, and services map one onto the other.
-import type { ChildUser, SecurityFinding, SiteChange, SitePlugin, SiteTheme } from '../child/snapshot.js';
+import type { ChildUser, SecurityFinding, SiteChange, SitePending, SitePlugin, SiteTheme } from '../child/snapshot.js';
 
 export interface SiteStats {
   plugin_updates: number;
@@ -179,10 +179,24 @@ export interface SiteData {
   /** Where the child's changes log was read up to (see SiteSnapshot.changes_cursor). */
   changes_cursor?: string | null;
   users: ChildUser[];
+  /** Pending updates as of the last sync or update reply; absent in data stored before updates were kept. */
+  updates?: SitePending;
   synced_at: string;
 }
 
-export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend' | 'renew';
+/** An ignore rule: a site's (site_id > 0) or the whole fleet's (site_id 0). slug '*' ignores the whole type. */
+export interface IgnoreRecord {
+  id: number;
+  site_id: number;
+  type: 'core' | 'plugin' | 'theme';
+  slug: string;
+  name: string;
+  /** ['*'] = every version, else the versions ignored. */
+  versions: string[];
+  created_at: string;
+}
+
+export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend' | 'renew' | 'update';
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
 
 export interface JobRecord {
@@ -203,4 +217,10 @@ export interface JobRecord {
   lease_until: number;
   attempts: number;
   failure: string | null;
+  /** What the job was asked to do, for job types that take more than a site list (update: types, items). */
+  params?: Record<string, unknown>;
+  /** Set by a cancel: the runner starts no further site and ends the job as failed ("cancelled"). */
+  cancel_requested?: boolean;
+  /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
+  items?: unknown[];
 }

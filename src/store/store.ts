@@ -32,6 +32,7 @@ export const COLLECTIONS = {
   client_fields: 0,
   /** One record per client that has custom field values, with the client's id. */
   client_field_values: 0,
+  ignores: 0,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 

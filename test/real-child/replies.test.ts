@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ChildConnector } from '../../src/child/connector.js';
 import { rawSignedCall } from '../support/child-sim.js';
 import { normalise, replyScript, shape } from '../support/reply-script.js';
-import { realSite, resetSite } from './kit.js';
+import { offer, realSite, resetSite } from './kit.js';
 
 const K = 1;
 const DIR = join(import.meta.dirname, '..', 'fixtures', 'child-replies');
@@ -18,6 +18,8 @@ let replies: Record<string, unknown>;
 
 beforeAll(async () => {
   resetSite(K);
+  // rc-gamma 1.0.0 → 1.1.0 is on offer on every kit site; the theme is offered here.
+  offer(K, '--theme', 'rc-tt5-child', '--to', '1.1.0');
   const site = realSite(K);
   const connector = new ChildConnector({ serverUrl: 'https://fleet.example/wp-admin/', allowPrivateAddresses: true });
   try {
@@ -25,6 +27,7 @@ beforeAll(async () => {
     const creds = { url: site.url, admin: site.admin, privateKeyPem: reg.privateKeyPem };
     replies = await replyScript((fn, fields) => rawSignedCall(creds, fn, { signAlgo: reg.signAlgo, fields }), {
       plugin: 'rc-beta/rc-beta.php', theme: 'twentytwentyfour', childTheme: 'rc-tt5-child', parentTheme: 'twentytwentyfive',
+      updatePlugin: 'rc-gamma/rc-gamma.php', updateTheme: 'rc-tt5-child',
     });
   } finally {
     await connector.close();

@@ -14,6 +14,9 @@ export interface ScriptSite {
   /** A child theme and its parent: the child is activated, then the parent's deletion is refused. */
   childTheme: string;
   parentTheme: string;
+  /** A plugin and a theme with an update on offer: updated by the script (the theme may be childTheme). */
+  updatePlugin: string;
+  updateTheme: string;
 }
 
 const SYNCDATA = JSON.stringify(Object.fromEntries(['plugins', 'themes', 'users', 'child_site_actions_data', 'securityStats'].map((k) => [k, 1])));
@@ -48,6 +51,13 @@ export async function replyScript(call: RawCall, site: ScriptSite): Promise<Reco
   r.post_get_edit = await call('post_action', { action: 'get_edit', id, post_type: 'post' });
   r.post_delete = await call('post_action', { action: 'delete', id });
   r.post_publish_missing = await call('post_action', { action: 'publish', id });
+  // Updates (updates reference §5.2): an update, the same again once up to date (the child still says true), a theme,
+  // a translation that is not on offer, and core.
+  r.upgrade_plugin = await call('upgradeplugintheme', { type: 'plugin', list: site.updatePlugin });
+  r.upgrade_plugin_again = await call('upgradeplugintheme', { type: 'plugin', list: site.updatePlugin });
+  r.upgrade_theme = await call('upgradeplugintheme', { type: 'theme', list: site.updateTheme });
+  r.upgrade_translation_none = await call('upgradetranslation', { type: 'translation', list: 'no-such-domain' });
+  r.stats_after_updates = await call('stats', { syncdata: JSON.stringify({ wp_updates: 1, plugin_updates: 1, theme_updates: 1, translation_updates: 1, plugins: 1, themes: 1 }) });
   return r;
 }
 
@@ -64,6 +74,7 @@ export function normalise(v: unknown, key = ''): unknown {
 
 /** Objects keyed by slugs, names or ids (PHP associative arrays), not by field names. */
 const MAPS = new Set([
+  'upgrades', 'updated_data', 'upgrade_error_codes', 'upgrades_error',
   'plugin_action_data', 'plugin_deactivated_data', 'theme_action_data', 'theme_deactivate_data', 'plugin_updates', 'theme_updates',
   'plugins_outdate_info', 'themes_outdate_info', 'changes_logs_data', 'child_site_actions_data', 'securityStats', 'translation_updates',
 ]);

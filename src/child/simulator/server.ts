@@ -31,7 +31,8 @@ export type SimFault =
   | { type: 'other_site' } // a valid reply, but about another WordPress (its siteurl names another host)
   | { type: 'long_text'; bytes: number } // a valid reply whose texts (wpversion, plugin names) are this long
   | { type: 'long_error'; bytes: number } // an error reply whose message is this long
-  | { type: 'down' }; // connection reset: socket destroyed
+  | { type: 'down' } // connection reset: socket destroyed
+  | { type: 'hang_after_work' }; // the site does the work (an update is installed), then never answers
 
 export interface ChildSim {
   baseUrl: string;
@@ -39,6 +40,8 @@ export interface ChildSim {
   /** The live in-memory WordPress of a site, for assertions. Treat it as read-only (changes would bypass the reply cache). */
   state(index: number): SimSiteState;
   setFault(index: number, fault: SimFault | null): void;
+  /** Makes the package of `slug` (or "wordpress" for core) fail to install on a site with this message; null heals it. */
+  failUpdate(index: number, slug: string, message: string | null): void;
   /** Requests received by a site (any path, method or fault), for "no child call" assertions. */
   requests(index: number): number;
   /** Most requests the whole server held open at once since start. */
@@ -182,6 +185,7 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     if (!adminAjax && rest !== '/' && rest !== '/index.php') return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
     const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);
     const reply = siteAt(index).handle(form, adminAjax);
+    if (fault?.type === 'hang_after_work') return;
     if (reply.envelope && fault?.type === 'huge') return sendHuge(res, reply.body);
     if (reply.envelope && fault?.type === 'slow_drip') return sendSlowly(res, reply.body);
     if (reply.envelope && fault?.type === 'garbage_json') {
@@ -237,6 +241,12 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       if (fault?.type === 'disconnected') site.clearConnection();
       if (fault) faults.set(index, fault);
       else faults.delete(index);
+    },
+    failUpdate: (index, slug, message) => {
+      const st = siteAt(index).state;
+      if (message === null) delete st.failingUpdates[slug];
+      else st.failingUpdates[slug] = message;
+      st.rev++;
     },
     requests: (index) => {
       siteAt(index);

@@ -49,6 +49,11 @@ const text = (form: FormMap, name: string): string | undefined => {
 /** PHP truthiness of a POST value. */
 const truthy = (v: string | undefined): boolean => v !== undefined && v !== '' && v !== '0';
 const now = (): number => Math.floor(Date.now() / 1000);
+/** Keys the real child's upgrade replies end with (its cache-control module, off on every site it reports). */
+const CACHE_CONTROL = {
+  mainwp_cache_control_last_purged: 0, mainwp_cache_control_cache_solution: 'Plugin Not Found',
+  mainwp_cache_control_logs: '{"status":"Disabled","action":"SUCCESS","do_purge":"0"}',
+};
 /** MySQL DATETIME of unix seconds (the simulated sites run in UTC). */
 const mysql = (seconds: number): string => new Date(seconds * 1000).toISOString().slice(0, 19).replace('T', ' ');
 const fromMysql = (value: string): number | null => {
@@ -110,6 +115,9 @@ export class SimSite {
     plugin_action: (f, u) => this.pluginAction(f, u),
     theme_action: (f, u) => this.themeAction(f, u),
     security: () => reply(this.securityStats()),
+    upgradeplugintheme: (f, u) => this.upgradePluginTheme(f, u),
+    upgradetranslation: (f, u) => this.upgradeTranslation(f, u),
+    upgrade: () => this.upgradeCore(),
     search_users: (f) => this.searchUsers(f),
     get_all_users: (f) => reply(this.usersWithRoles(text(f, 'role') ?? '')),
     user_action: (f, u) => this.userAction(f, u),
@@ -432,7 +440,7 @@ export class SimSite {
       }
       out.theme_updates = phpAssoc(updates);
     }
-    if (include('translation_updates')) out.translation_updates = [];
+    if (include('translation_updates')) out.translation_updates = s.translations.map((t) => ({ ...t }));
     if (include('recent_comments')) out.recent_comments = [];
     const recent = (type: 'post' | 'page') =>
       s.posts
@@ -521,6 +529,98 @@ export class SimSite {
       out[kind === 'plugins' ? 'installed_plugins' : 'installed_themes'] = all.map((i) => (kind === 'plugins' ? this.pluginItem(i as SimPlugin) : this.themeItem(i as SimTheme)));
     }
     return reply(out);
+  }
+
+  // ---- updates (updates reference §5.2, checked against the real child 6.1 in the real-site lane) ----
+
+  private pendingPlugins(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const p of this.state.plugins) {
+      if (!p.updateVersion) continue;
+      const dir = p.slug.split('/')[0]!.replace(/\.php$/, '');
+      out[p.slug] = { Name: p.name, Version: p.version, update: { slug: dir, plugin: p.slug, new_version: p.updateVersion, package: `https://downloads.wordpress.org/plugin/${dir}.${p.updateVersion}.zip` } };
+    }
+    return out;
+  }
+
+  private pendingThemes(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const t of this.state.themes) {
+      if (t.updateVersion) out[t.slug] = { update: { theme: t.slug, new_version: t.updateVersion, package: `https://downloads.wordpress.org/theme/${t.slug}.${t.updateVersion}.zip` }, Name: t.name, Version: t.version, active: t.active ? 1 : 0 };
+    }
+    return out;
+  }
+
+  /**
+   * Plugins: a failure is in upgrades_error; an item that is up to date or not installed is reported as `true` (the
+   * real child does). Themes: a failure is `false` with the reason only in updated_data; the reply embeds a sync.
+   */
+  private upgradePluginTheme(form: FormMap, user: SimUser): SimReply {
+    const type = text(form, 'type');
+    const list = (text(form, 'list') ?? '').split(',').filter(Boolean);
+    if ((type !== 'plugin' && type !== 'theme') || (type === 'theme' && !list.length)) return fail('Invalid request!');
+    const items: Array<SimPlugin | SimTheme> = type === 'plugin' ? this.state.plugins : this.state.themes;
+    const before = type === 'plugin' ? this.pendingPlugins() : this.pendingThemes();
+    const upgrades: Record<string, boolean> = {};
+    const errors: Record<string, string> = {};
+    const codes: Record<string, string> = {};
+    const data: Record<string, Record<string, unknown>> = {};
+    for (const slug of list) {
+      const item = items.find((i) => i.slug === slug);
+      const failure = this.state.failingUpdates[slug];
+      if (item?.updateVersion && failure) {
+        if (type === 'plugin') errors[slug] = failure;
+        else upgrades[slug] = false;
+        codes[slug] = 'download_failed';
+        data[slug] = { name: type === 'plugin' ? item.name : '', old_version: '', slug, success: 0, error: failure, version: item.version };
+      } else if (item?.updateVersion) {
+        data[slug] = { name: item.name, old_version: item.version, slug, success: 1, version: item.updateVersion };
+        item.version = item.updateVersion;
+        item.updateVersion = null;
+        upgrades[slug] = true;
+        this.state.upgradeLog.push(`${type}:${slug}`);
+      } else {
+        upgrades[slug] = true;
+        data[slug] = { name: item?.name ?? '', old_version: '', slug, success: 1, ...(item ? { version: item.version } : {}) };
+      }
+    }
+    this.changed();
+    const out: Record<string, unknown> = {
+      upgrades: phpAssoc(upgrades),
+      other_data: { updated_data: data, ...(Object.keys(codes).length ? { upgrade_error_codes: codes } : {}) },
+    };
+    if (Object.keys(errors).length) out.upgrades_error = errors;
+    out[type === 'plugin' ? 'plugin_updates' : 'theme_updates'] = phpAssoc(before);
+    if (type === 'theme') out.sync = this.embeddedSync(form, user);
+    return reply({ ...out, ...CACHE_CONTROL });
+  }
+
+  private upgradeTranslation(form: FormMap, user: SimUser): SimReply {
+    const list = new Set((text(form, 'list') ?? '').split(',').filter(Boolean));
+    const upgrades: Record<string, boolean> = {};
+    const data: Record<string, unknown> = {};
+    for (const t of this.state.translations.filter((x) => list.has(x.slug))) {
+      const failure = this.state.failingUpdates[t.slug];
+      upgrades[t.slug] = !failure;
+      data[t.slug] = { name: t.name, slug: t.slug, type: t.type, version: t.version, success: failure ? 0 : 1 };
+      if (!failure) this.state.upgradeLog.push(`translation:${t.slug}:${t.language}`);
+    }
+    this.state.translations = this.state.translations.filter((t) => !upgrades[t.slug]);
+    this.changed();
+    return reply({ upgrades: phpAssoc(upgrades), other_data: { updated_data: phpAssoc(data) }, sync: this.embeddedSync(form, user) });
+  }
+
+  /** Nothing on offer: SUCCESS without versions (WordPress says "latest"), as the real child answers. */
+  private upgradeCore(): SimReply {
+    const s = this.state;
+    if (!s.wpUpdate) return reply({ upgrade: 'SUCCESS', ...CACHE_CONTROL });
+    if (s.failingUpdates.wordpress) return reply({ upgrade: 'WPERROR', ...CACHE_CONTROL });
+    const old = s.wpVersion;
+    s.wpVersion = s.wpUpdate;
+    s.wpUpdate = null;
+    s.upgradeLog.push('core:wordpress');
+    this.changed();
+    return reply({ upgrade: 'SUCCESS', old_version: old, version: s.wpVersion, ...CACHE_CONTROL });
   }
 
   private pluginAction(form: FormMap, user: SimUser): SimReply {

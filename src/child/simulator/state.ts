@@ -47,6 +47,15 @@ export interface SimTheme {
   lastUpdated: number;
 }
 
+/** A language pack on offer (`translation_updates`): `slug` is the text domain of what it translates. */
+export interface SimTranslation {
+  type: 'plugin' | 'theme' | 'core';
+  slug: string;
+  language: string;
+  version: string;
+  name: string;
+}
+
 export interface SimPost {
   id: number;
   type: 'post' | 'page';
@@ -95,6 +104,11 @@ export interface SimSiteState {
   childVersion: string;
   /** Newer WordPress core version, or null. */
   wpUpdate: string | null;
+  translations: SimTranslation[];
+  /** Packages that fail to install here (slug or "wordpress" → the upgrader's message), for failure scenarios. */
+  failingUpdates: Record<string, string>;
+  /** Every item an upgrade call installed, in order ("plugin:akismet/akismet.php", "core:wordpress"): tests count them. */
+  upgradeLog: string[];
   users: SimUser[];
   plugins: SimPlugin[];
   themes: SimTheme[];
@@ -290,6 +304,12 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
     phpVersion,
     childVersion: '6.1',
     wpUpdate: wpVersion === WP_VERSIONS[WP_VERSIONS.length - 1] ? null : WP_VERSIONS[WP_VERSIONS.length - 1]!,
+    // Every third site has a German language pack on offer for its first plugin (no draw from rand: other data stays as it was).
+    translations: input.index % 3 === 0 && plugins[1]
+      ? [{ type: 'plugin', slug: plugins[1].slug.split('/')[0]!.replace(/\.php$/, ''), language: 'de_DE', version: plugins[1].version, name: plugins[1].name }]
+      : [],
+    failingUpdates: {},
+    upgradeLog: [],
     users,
     plugins,
     themes,

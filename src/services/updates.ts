@@ -1,0 +1,581 @@
+// Updates across the fleet (issue 15; updates reference): what is pending on each site (stored from its sync, filtered
+// by ignore rules), the ignore rules themselves, and applying updates through the child. The child is the authority:
+// an item counts as updated only when the child's own fresh data shows the new version (its updated_data, read from
+// disk after the upgrade, or a sync block / a sync right after the call) — never because the request was sent.
+// One update run per site at a time; many sites run as a persisted job that never updates an item twice.
+import type { ChildConnector, SiteCredentials, UpgradeResult } from '../child/connector.js';
+import { ChildError } from '../child/child-error.js';
+import { isNewer, type PendingItem, type SitePending, type SiteSnapshot } from '../child/snapshot.js';
+import type { ProgressReport } from '../core/ability.js';
+import { ServiceError } from '../core/errors.js';
+import { paginate } from '../core/paging.js';
+import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import type { Store, Tx } from '../store/store.js';
+import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
+import { siteStatus, type SiteService } from './sites.js';
+import type { TagService } from './tags.js';
+import type { Config } from '../config.js';
+
+export const TYPES = ['core', 'plugins', 'themes', 'translations'] as const;
+export type TypeName = (typeof TYPES)[number];
+export type ItemType = 'core' | 'plugin' | 'theme' | 'translation';
+export const SINGULAR: Record<TypeName, ItemType> = { core: 'core', plugins: 'plugin', themes: 'theme', translations: 'translation' };
+
+interface Where { site_id: number; site_url: string; site_name: string }
+export interface PendingView extends Where { type: ItemType; slug: string; name: string; current_version: string | null; new_version: string; language?: string }
+export interface UpdatedView extends Where { type: ItemType; slug: string; name: string; old_version: string | null; new_version: string; language?: string }
+export interface ErrorView extends Where { type: ItemType | 'site'; slug: string; code: string; message: string }
+export type SkipReason = 'ignored' | 'not_pending' | 'site_suspended' | 'site_disconnected' | 'cancelled';
+export interface SkippedView extends Where { type: ItemType | 'site'; slug: string; reason: SkipReason; message: string }
+export interface IgnoredView extends Where { type: 'core' | 'plugin' | 'theme'; slug: string; name: string; ignored_version: string; scope: 'site' | 'fleet' }
+
+export interface SiteRun { updated: UpdatedView[]; errors: ErrorView[]; skipped: SkippedView[] }
+export interface Summary { core: number; plugins: number; themes: number; translations: number; total: number }
+
+/** Selection of sites for fleet-wide listing and applying: the union of the selectors; none = every site. */
+export interface Selector { sites?: ReadonlyArray<number | string>; tags?: ReadonlyArray<number | string>; clients?: readonly number[] }
+
+/** What one run updates: the types (in the fixed order core → plugins → themes → translations) and, optionally, only these slugs. */
+export interface Plan { types: readonly TypeName[]; only?: readonly string[] }
+
+/** update-all-v1 becomes a job above this many sites with something pending ("more than a few sites"). */
+export const UPDATE_ALL_QUEUE_OVER = 5;
+/** A list-updates refresh syncs at most this many sites first (more: use sync-sites-v1, which queues). */
+export const MAX_REFRESH_SITES = 200;
+
+const where = (s: SiteRecord): Where => ({ site_id: s.id, site_url: s.url, site_name: s.name });
+const EMPTY: SitePending = { core: null, plugins: [], themes: [], translations: [] };
+const ALL_VERSIONS = '*';
+
+/** The pending updates stored for a site; data stored before updates were kept falls back on the plugin/theme lists. */
+export function storedPending(data: SiteData | null): SitePending {
+  if (!data) return EMPTY;
+  if (data.updates) return data.updates;
+  const from = (list: SiteData['plugins'] | SiteData['themes']): PendingItem[] => list
+    .filter((i) => i.update_version && isNewer(i.update_version, i.version))
+    .map((i) => ({ slug: i.slug, name: i.name || i.slug, current_version: i.version, new_version: i.update_version! }));
+  return { core: null, plugins: from(data.plugins), themes: from(data.themes), translations: [] };
+}
+
+function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): PendingView[] {
+  const w = where(site);
+  const out: PendingView[] = [];
+  if (types.has('core') && p.core) out.push({ ...w, type: 'core', slug: 'wordpress', name: 'WordPress', ...p.core });
+  const add = (t: TypeName, list: PendingItem[]) => {
+    if (!types.has(t)) return;
+    for (const i of list) {
+      const v: PendingView = { ...w, type: SINGULAR[t], slug: i.slug, name: i.name, current_version: i.current_version, new_version: i.new_version };
+      if (t === 'translations') v.language = i.language ?? '';
+      out.push(v);
+    }
+  };
+  add('plugins', p.plugins);
+  add('themes', p.themes);
+  add('translations', p.translations);
+  return out;
+}
+
+const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_version: string }) =>
+  r.type === i.type && (r.slug === ALL_VERSIONS || r.slug === i.slug) && (r.versions.includes(ALL_VERSIONS) || r.versions.includes(i.new_version));
+
+/** In-memory view of the fleet's pending updates, rebuilt only for sites whose record changed (every sync patches it). */
+class PendingIndex {
+  private sitesVersion = -1;
+  private rulesVersion = -1;
+  private entries = new Map<number, { stamp: string; all: PendingView[] }>();
+  private rules = new Map<number, IgnoreRecord[]>();
+  /** Every site's pending items after ignores, in site-list order, and their counts. */
+  private flat: PendingView[] = [];
+  private bySite = new Map<number, PendingView[]>();
+
+  constructor(private readonly store: Store, private readonly sites: SiteService, private readonly read: (id: number) => SiteData | null) {}
+
+  private loadedRules = -1;
+
+  /** The rules alone (what planning one site needs): no pass over the fleet. */
+  private refreshRules(): void {
+    const rv = this.store.version('ignores');
+    if (rv === this.loadedRules) return;
+    this.rules = new Map();
+    for (const r of this.store.all<IgnoreRecord>('ignores')) {
+      const list = this.rules.get(r.site_id) ?? [];
+      list.push(r);
+      this.rules.set(r.site_id, list);
+    }
+    this.loadedRules = rv;
+  }
+
+  private refresh(): void {
+    const sv = this.store.version('sites');
+    const rv = this.store.version('ignores');
+    if (sv === this.sitesVersion && rv === this.rulesVersion) return;
+    this.refreshRules();
+    const next = new Map<number, { stamp: string; all: PendingView[] }>();
+    const flat: PendingView[] = [];
+    const bySite = new Map<number, PendingView[]>();
+    for (const site of this.sites.filter({}, () => new Set())) {
+      const stamp = `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`;
+      let e = this.entries.get(site.id);
+      if (!e || e.stamp !== stamp) e = { stamp, all: views(site, storedPending(this.read(site.id)), new Set(TYPES)) };
+      next.set(site.id, e);
+      const kept = e.all.filter((i) => !this.ignoredBy(site.id, i));
+      bySite.set(site.id, kept);
+      for (const i of kept) flat.push(i);
+    }
+    this.entries = next;
+    this.flat = flat;
+    this.bySite = bySite;
+    this.sitesVersion = sv;
+    this.rulesVersion = rv;
+  }
+
+  rulesOf(siteId: number): IgnoreRecord[] {
+    this.refreshRules();
+    return [...(this.rules.get(siteId) ?? []), ...(this.rules.get(0) ?? [])];
+  }
+
+  /** The rule that hides an item on a site (the site's own first, then the fleet's), or null. */
+  ignoredBy(siteId: number, i: { type: string; slug: string; new_version: string }): IgnoreRecord | null {
+    if (i.type === 'translation') return null;
+    for (const id of [siteId, 0]) for (const r of this.rules.get(id) ?? []) if (ruleMatches(r, i)) return r;
+    return null;
+  }
+
+  /** ignoredBy with the rules brought up to date first. */
+  ignoredNow(siteId: number, i: { type: string; slug: string; new_version: string }): IgnoreRecord | null {
+    this.refreshRules();
+    return this.ignoredBy(siteId, i);
+  }
+
+  all(): PendingView[] { this.refresh(); return this.flat; }
+
+  private byTypes = new Map<string, { items: PendingView[]; summary: Summary }>();
+  private byTypesAt = '';
+
+  /** The fleet's items of some types and their summary, computed once per change of sites or rules. */
+  allOf(types: ReadonlySet<TypeName>): { items: PendingView[]; summary: Summary } {
+    this.refresh();
+    const at = `${this.sitesVersion}|${this.rulesVersion}`;
+    if (at !== this.byTypesAt) { this.byTypes.clear(); this.byTypesAt = at; }
+    const key = [...types].sort().join(',');
+    let hit = this.byTypes.get(key);
+    if (!hit) {
+      const items = types.size === TYPES.length ? this.flat : this.flat.filter((i) => types.has(TYPE_NAME[i.type]));
+      hit = { items, summary: summarise(items) };
+      this.byTypes.set(key, hit);
+    }
+    return hit;
+  }
+  ofSite(id: number): PendingView[] { this.refresh(); return this.bySite.get(id) ?? []; }
+}
+
+const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+export function summarise(items: readonly { type: string }[]): Summary {
+  const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: items.length };
+  for (const i of items) s[COUNT_KEY[i.type]!]++;
+  return s;
+}
+
+const siteError = (ref: number | string, e: ServiceError): ErrorView =>
+  ({ site_id: 0, site_url: String(ref), site_name: '', type: 'site', slug: '', code: e.code, message: e.message });
+
+export class UpdateService {
+  private readonly index: PendingIndex;
+  /** Sites with an update run in this process: one run per site at a time. */
+  private readonly busy = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly sites: SiteService,
+    private readonly tags: TagService,
+    private readonly children: ChildSiteService,
+  ) {
+    this.index = new PendingIndex(store, sites, (id) => children.siteData(id));
+  }
+  /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in services/index.ts). */
+  forgetSite(tx: Tx, siteId: number): void {
+    for (const r of [...tx.all<IgnoreRecord>('ignores')]) if (r.site_id === siteId) tx.delete('ignores', r.id);
+  }
+
+
+  // ---- selection ----
+
+  /** Sites named by the selectors (deduplicated, site-list order), and one error item per value that names nothing. */
+  select(sel: Selector): { sites: SiteRecord[]; errors: ErrorView[]; all: boolean } {
+    const refs = sel.sites ?? [];
+    const tags = sel.tags ?? [];
+    const clients = sel.clients ?? [];
+    const ordered = this.sites.filter({}, () => new Set());
+    if (!refs.length && !tags.length && !clients.length) return { sites: ordered, errors: [], all: true };
+    const ids = new Set<number>();
+    const errors: ErrorView[] = [];
+    for (const ref of refs) {
+      try { ids.add(this.sites.resolve(ref).id); } catch (e) { errors.push(siteError(ref, e as ServiceError)); }
+    }
+    for (const ref of tags) {
+      const asId = typeof ref === 'number' ? ref : /^\s*\d+\s*$/.test(ref) ? Number(ref) : null;
+      const tag = (asId !== null ? this.tags.get(asId) : undefined) ?? this.tags.findByName(String(ref));
+      if (!tag) errors.push(siteError(ref, new ServiceError('svc_tag_not_found', `No tag found with ID or name "${ref}".`, 404)));
+      else for (const id of tag.site_ids) ids.add(id);
+    }
+    for (const id of clients) {
+      const mine = ordered.filter((s) => s.client_id === id);
+      if (!mine.length) errors.push(siteError(id, new ServiceError('svc_client_not_found', `No client with ID ${id} has sites.`, 404)));
+      for (const s of mine) ids.add(s.id);
+    }
+    return { sites: ordered.filter((s) => ids.has(s.id)), errors, all: false };
+  }
+
+  // ---- pending ----
+
+  /** A site's pending items after ignore rules, of the given types (no child call). */
+  pending(site: SiteRecord, types: readonly TypeName[] = TYPES): PendingView[] {
+    const t = new Set(types);
+    return this.index.ofSite(site.id).filter((i) => t.has(TYPE_NAME[i.type]));
+  }
+
+  /** The fleet's pending items (or the selected sites'), paged; summary counts every item. */
+  list(sel: Selector, types: readonly TypeName[], page: number, perPage: number) {
+    const t = new Set(types.length ? types : TYPES);
+    if (!sel.sites?.length && !sel.tags?.length && !sel.clients?.length) {
+      // The whole fleet: served from the index (the busy case — an assistant asking "what needs updating?").
+      const { items, summary } = this.index.allOf(t);
+      return { updates: paginate(items, page, perPage), summary, page, per_page: perPage, total: items.length, errors: [] as ErrorView[] };
+    }
+    const { sites, errors, all } = this.select(sel);
+    let items: PendingView[] = all ? this.index.all() : sites.flatMap((s) => this.index.ofSite(s.id));
+    if (t.size < TYPES.length) items = items.filter((i) => t.has(TYPE_NAME[i.type]));
+    return { updates: paginate(items, page, perPage), summary: summarise(items), page, per_page: perPage, total: items.length, errors };
+  }
+
+  /** Syncs the selected sites first (connected ones, at most MAX_REFRESH_SITES), so that a listing is not stale. */
+  async refresh(sites: readonly SiteRecord[], fanOut: (sites: SiteRecord[]) => Promise<ErrorView[]>): Promise<ErrorView[]> {
+    const live = sites.filter((s) => siteStatus(s) !== 'suspended' && !s.disconnected);
+    if (live.length > MAX_REFRESH_SITES) {
+      throw new ServiceError('svc_refresh_too_many', `refresh syncs at most ${MAX_REFRESH_SITES} sites (${live.length} selected); run sync-sites-v1 first, or select fewer sites.`, 400);
+    }
+    return fanOut(live);
+  }
+
+  // ---- ignore rules ----
+
+  private findRule(siteId: number, type: IgnoreRecord['type'], slug: string): IgnoreRecord | undefined {
+    return [...this.store.all<IgnoreRecord>('ignores')].find((r) => r.site_id === siteId && r.type === type && r.slug === slug);
+  }
+
+  /** The display name of an item on a site: pending data first, then the installed lists (never just the slug, D10). */
+  private nameOf(site: SiteRecord, type: IgnoreRecord['type'], slug: string): string {
+    if (type === 'core') return 'WordPress';
+    if (slug === ALL_VERSIONS) return type === 'plugin' ? 'All plugins' : 'All themes';
+    const data = this.children.siteData(site.id);
+    const p = storedPending(data);
+    const hit = (type === 'plugin' ? p.plugins : p.themes).find((i) => i.slug === slug)
+      ?? (type === 'plugin' ? data?.plugins : data?.themes)?.find((i) => i.slug === slug);
+    return hit?.name || slug;
+  }
+
+  /** Ignores (every version) or unignores one item on a site; true when a rule was added or removed. */
+  async setIgnored(site: SiteRecord, type: IgnoreRecord['type'], slug: string, ignore: boolean): Promise<boolean> {
+    const key = type === 'core' ? 'wordpress' : slug.trim();
+    if (!key || key.length > 500) throw new ServiceError('svc_invalid_slug', `"${slug}" is not a ${type} slug.`, 400);
+    const name = this.nameOf(site, type, key);
+    return this.store.write((tx) => {
+      if (!tx.get('sites', site.id)) throw new ServiceError('svc_site_not_found', `No site found with ID ${site.id}.`, 404);
+      const cur = this.findRule(site.id, type, key);
+      if (ignore) {
+        if (cur && cur.versions.includes(ALL_VERSIONS)) return false;
+        if (cur) tx.put<IgnoreRecord>('ignores', { ...cur, versions: [ALL_VERSIONS], name });
+        else tx.insert<IgnoreRecord>('ignores', { site_id: site.id, type, slug: key, name, versions: [ALL_VERSIONS], created_at: new Date().toISOString() });
+        return true;
+      }
+      if (!cur) return false;
+      tx.delete('ignores', cur.id);
+      return true;
+    });
+  }
+
+  /** Ignore rules that apply to the selected sites (a fleet rule is shown on every site, marked scope "fleet"). */
+  ignored(sites: readonly SiteRecord[], types: readonly ('core' | 'plugins' | 'themes')[]): IgnoredView[] {
+    const t = new Set(types.map((x) => SINGULAR[x]));
+    const out: IgnoredView[] = [];
+    const order = { core: 0, plugin: 1, theme: 2 } as const;
+    for (const site of sites) {
+      const rules = this.index.rulesOf(site.id).filter((r) => t.has(r.type))
+        .sort((a, b) => order[a.type] - order[b.type] || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
+      for (const r of rules) {
+        out.push({
+          ...where(site), type: r.type, slug: r.slug, name: r.name, ignored_version: r.versions.includes(ALL_VERSIONS) ? 'all_versions' : r.versions.join(', '),
+          scope: r.site_id === 0 ? 'fleet' : 'site',
+        });
+      }
+    }
+    return out;
+  }
+
+  // ---- applying ----
+
+  /**
+   * What a run would do on one site: the pending items it would update, and what it skips (ignored, not pending,
+   * site suspended or disconnected). `only` slugs are matched against every type.
+   */
+  planSite(site: SiteRecord, plan: Plan): { todo: PendingView[]; skipped: SkippedView[] } {
+    const types = new Set(plan.types);
+    const w = where(site);
+    const only = plan.only?.length ? new Set(plan.only) : null;
+    const all = views(site, storedPending(this.children.siteData(site.id)), types);
+    const todo: PendingView[] = [];
+    const skipped: SkippedView[] = [];
+    const status = site.suspended ? 'site_suspended' : site.disconnected ? 'site_disconnected' : null;
+    for (const i of all) {
+      if (only && !only.has(i.slug)) continue;
+      const rule = this.index.ignoredNow(site.id, i);
+      if (rule) {
+        skipped.push({ ...w, type: i.type, slug: i.slug, reason: 'ignored', message: `${i.name} ${i.new_version} is ignored ${rule.site_id ? 'on this site' : 'on every site'}.` });
+      } else if (status) {
+        skipped.push({
+          ...w, type: i.type, slug: i.slug, reason: status,
+          message: status === 'site_suspended' ? `Site ${site.id} is suspended; unsuspend it to update it.` : `Site ${site.id} is disconnected; reconnect it to update it.`,
+        });
+      } else todo.push(i);
+    }
+    if (only) {
+      for (const slug of only) {
+        if (!all.some((i) => i.slug === slug)) {
+          skipped.push({ ...w, type: 'site', slug, reason: 'not_pending', message: `No ${[...types].join('/')} update of "${slug}" is pending on ${site.url} (as of its last sync).` });
+        }
+      }
+    }
+    return { todo, skipped };
+  }
+
+  /** Runs `fn` holding the site's update lock; a second run on the same site waits (wait) or is refused (409). */
+  async withSiteLock<T>(site: SiteRecord, wait: boolean, fn: () => Promise<T>): Promise<T> {
+    while (this.busy.has(site.id)) {
+      if (!wait) throw new ServiceError('svc_update_in_progress', `An update run is already in progress on site ${site.id} (${site.url}); try again when it ends.`, 409, { site_id: site.id });
+      await this.busy.get(site.id);
+    }
+    let release!: () => void;
+    this.busy.set(site.id, new Promise<void>((r) => { release = r; }));
+    try {
+      return await fn();
+    } finally {
+      this.busy.delete(site.id);
+      release();
+    }
+  }
+
+  /**
+   * Updates one site: one child call per type, in the order core → plugins → themes → translations, then one store
+   * write with what the child reported. Every planned item ends in exactly one of updated / errors (D1).
+   */
+  async runSite(site: SiteRecord, plan: Plan, opts: { wait?: boolean; progress?: (p: { item: string; ok: boolean }) => void; extraCommit?: (tx: Tx, r: SiteRun) => void; resumed?: boolean } = {}): Promise<SiteRun> {
+    return this.withSiteLock(site, opts.wait ?? false, async () => {
+      let verified: UpdatedView[] = [];
+      if (opts.resumed) verified = await this.verifyAfterResume(site, plan);
+      const fresh = this.sites.get(site.id) ?? site;
+      const { todo, skipped } = this.planSite(fresh, plan);
+      const run: SiteRun = { updated: [...verified], errors: [], skipped };
+      if (!todo.length) {
+        if (opts.extraCommit) await this.store.write((tx) => opts.extraCommit!(tx, run));
+        return run;
+      }
+      const connector = await this.children.connector();
+      const creds = this.children.credentials(fresh);
+      let snapshot: SiteSnapshot | null = null;
+      let snapshotAt = -1;
+      const byType = (t: ItemType) => todo.filter((i) => i.type === t);
+      const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
+      for (const [n, type] of order.entries()) {
+        const items = byType(type);
+        if (!items.length) continue;
+        const r = type === 'core'
+          ? await this.callCore(connector, creds, fresh, items[0]!)
+          : await this.callItems(connector, creds, fresh, type, items);
+        run.updated.push(...r.updated);
+        run.errors.push(...r.errors);
+        if (r.snapshot) { snapshot = r.snapshot; snapshotAt = n; }
+        for (const u of r.updated) opts.progress?.({ item: `${u.type} ${u.slug}`, ok: true });
+        for (const e of r.errors) opts.progress?.({ item: `${e.type} ${e.slug}`, ok: false });
+      }
+      await this.store.write((tx) => {
+        this.commitSite(tx, fresh, snapshot, snapshotAt, run, todo);
+        opts.extraCommit?.(tx, run);
+      });
+      return run;
+    });
+  }
+
+  /** A job resumed after a crash: the site may have been updated before the crash was recorded. Re-read it first. */
+  private async verifyAfterResume(site: SiteRecord, plan: Plan): Promise<UpdatedView[]> {
+    const before = this.planSite(site, plan).todo;
+    const o = await this.children.fetchSync(site);
+    if (!o.ok) return [];
+    await this.store.write(o.commit);
+    const now = this.planSite(this.sites.get(site.id) ?? site, plan).todo;
+    const data = this.children.siteData(site.id);
+    const installed = (i: PendingView): string | null => i.type === 'core' ? (this.sites.get(site.id)?.wp_version ?? null)
+      : i.type === 'plugin' ? data?.plugins.find((p) => p.slug === i.slug)?.version ?? null
+        : i.type === 'theme' ? data?.themes.find((t) => t.slug === i.slug)?.version ?? null : null;
+    return before.filter((b) => !now.some((x) => x.type === b.type && x.slug === b.slug && x.language === b.language)).flatMap((b) => {
+      const v = installed(b);
+      return v && b.current_version && isNewer(v, b.current_version)
+        ? [{ ...where(site), type: b.type, slug: b.slug, name: b.name, old_version: b.current_version, new_version: v }]
+        : [];
+    });
+  }
+
+  private failed(site: SiteRecord, items: readonly PendingView[], e: unknown): ErrorView[] {
+    // A top-level `error` from the child is its refusal of the update (requirements, "Invalid request!", the core lock).
+    const err = e instanceof ChildError && e.kind === 'child_error'
+      ? new ServiceError('svc_update_failed', `${site.url} refused the update: ${e.message.replace(/^ERROR: /, '')}`, 502)
+      : childFailure(e, site);
+    return items.map((i) => ({ ...where(site), type: i.type, slug: i.slug, code: err.code, message: err.message }));
+  }
+
+  private async callItems(connector: ChildConnector, creds: SiteCredentials, site: SiteRecord, type: 'plugin' | 'theme' | 'translation', items: PendingView[]) {
+    const updated: UpdatedView[] = [];
+    const errors: ErrorView[] = [];
+    let r: UpgradeResult;
+    try {
+      r = await connector.upgrade(creds, type, [...new Set(items.map((i) => i.slug))]);
+    } catch (e) {
+      return { updated, errors: this.failed(site, items, e), snapshot: null };
+    }
+    const w = where(site);
+    for (const i of items) {
+      const got = r.items[i.slug];
+      const fail = (code: string, message: string) => errors.push({ ...w, type: i.type, slug: i.slug, code, message });
+      if (!got) { fail('svc_update_failed', `${site.url} did not report on ${i.slug}.`); continue; }
+      if (got.error) { fail('svc_update_failed', got.error); continue; }
+      if (type === 'translation') {
+        const still = r.snapshot?.updates.translations.some((t) => t.slug === i.slug && t.language === i.language);
+        if (got.success && !still) updated.push({ ...w, type: i.type, slug: i.slug, name: i.name, old_version: null, new_version: i.new_version, language: i.language ?? '' });
+        else fail(got.success ? 'svc_update_not_applied' : 'svc_update_failed', got.success
+          ? `${site.url} reported the ${i.language} translation of ${i.slug} as updated, but still offers it.`
+          : `${site.url} did not install the ${i.language} translation of ${i.slug} (no reason given).`);
+        continue;
+      }
+      // Success is the child's version on disk, newer than what was installed (D2): not its success flag alone.
+      if (got.success && got.version && i.current_version && isNewer(got.version, i.current_version)) {
+        updated.push({ ...w, type: i.type, slug: i.slug, name: i.name, old_version: i.current_version, new_version: got.version });
+      } else if (got.success) {
+        fail('svc_update_not_applied', `${site.url} reported ${i.slug} as updated, but its version on disk is ${got.version ?? 'unknown'} (was ${i.current_version}, offered ${i.new_version}).`);
+      } else {
+        fail('svc_update_failed', `${site.url} did not update ${i.slug} (no reason given).`);
+      }
+    }
+    return { updated, errors, snapshot: r.snapshot };
+  }
+
+  /** Core: the child reports the offered version, not the one on disk; a sync right after the call tells the truth. */
+  private async callCore(connector: ChildConnector, creds: SiteCredentials, site: SiteRecord, item: PendingView) {
+    const w = where(site);
+    const err = (code: string, message: string) => ({ updated: [], errors: [{ ...w, type: 'core' as const, slug: 'wordpress', code, message }], snapshot: null });
+    let status: string;
+    try {
+      const r = await connector.upgradeCore(creds);
+      status = r.status;
+      if (r.status !== 'SUCCESS') {
+        const why = { WPERROR: 'WordPress could not install the update', NORESPONSE: 'WordPress has no core update on offer', LOCALIZATION: 'no update found for the site\'s locale' }[r.status] ?? 'unexpected answer';
+        return err('svc_update_failed', `${site.url} did not update WordPress: ${r.status} (${why})${r.error_codes.length ? `: ${r.error_codes.join(', ')}` : ''}.`);
+      }
+    } catch (e) {
+      return { updated: [], errors: this.failed(site, [item], e), snapshot: null };
+    }
+    let snap: SiteSnapshot;
+    try {
+      snap = await connector.sync(creds);
+    } catch (e) {
+      return err('svc_update_unverified', `${site.url} answered ${status} but could not be synced to check the version: ${childFailure(e, site).message}`);
+    }
+    if (item.current_version && isNewer(snap.wp_version, item.current_version)) {
+      return { updated: [{ ...w, type: 'core' as const, slug: 'wordpress', name: 'WordPress', old_version: item.current_version, new_version: snap.wp_version }], errors: [], snapshot: snap };
+    }
+    return { updated: [], errors: [{ ...w, type: 'core' as const, slug: 'wordpress', code: 'svc_update_not_applied', message: `${site.url} answered ${status}, but WordPress is still ${snap.wp_version}.` }], snapshot: snap };
+  }
+
+  /**
+   * Stores what the child reported: its latest sync block, then the items updated after it, with the stored versions
+   * moved on. A failed item whose offer vanished from the child's data stays pending (D17: unknown is not done).
+   */
+  private commitSite(tx: Tx, site: SiteRecord, snapshot: SiteSnapshot | null, snapshotAt: number, run: SiteRun, todo: PendingView[]): void {
+    if (!tx.get('sites', site.id)) return;
+    if (snapshot) this.children.recordSnapshot(tx, site.id, snapshot);
+    const data = this.children.siteData(site.id);
+    if (!data) return;
+    const order: Record<ItemType, number> = { core: 0, plugin: 1, theme: 2, translation: 3 };
+    const p = storedPending(data);
+    const next: SitePending = { core: p.core, plugins: [...p.plugins], themes: [...p.themes], translations: [...p.translations] };
+    let plugins = data.plugins;
+    let themes = data.themes;
+    let wp: string | undefined;
+    for (const u of run.updated) {
+      if (order[u.type] <= snapshotAt) continue; // the sync block already shows it
+      if (u.type === 'core') { next.core = null; wp = u.new_version; }
+      if (u.type === 'plugin') {
+        next.plugins = next.plugins.filter((i) => i.slug !== u.slug);
+        plugins = plugins.map((i) => (i.slug === u.slug ? { ...i, version: u.new_version, update_version: null } : i));
+      }
+      if (u.type === 'theme') {
+        next.themes = next.themes.filter((i) => i.slug !== u.slug);
+        themes = themes.map((i) => (i.slug === u.slug ? { ...i, version: u.new_version, update_version: null } : i));
+      }
+      if (u.type === 'translation') next.translations = next.translations.filter((i) => !(i.slug === u.slug && i.language === u.language));
+    }
+    for (const e of run.errors) {
+      const was = todo.find((i) => i.type === e.type && i.slug === e.slug);
+      if (!was) continue;
+      const item: PendingItem = { slug: was.slug, name: was.name, current_version: was.current_version, new_version: was.new_version, ...(was.language !== undefined ? { language: was.language } : {}) };
+      if (was.type === 'core' && !next.core && was.current_version) next.core = { current_version: was.current_version, new_version: was.new_version };
+      const key = ({ plugin: 'plugins', theme: 'themes', translation: 'translations' } as const)[was.type as 'plugin'];
+      if (key && !next[key].some((i) => i.slug === was.slug && i.language === was.language)) next[key] = [...next[key], item];
+    }
+    tx.putBlob('site-data', site.id, { ...data, plugins, themes, updates: next });
+    const cur = tx.get<SiteRecord>('sites', site.id)!;
+    this.sites.patch(tx, site.id, {
+      ...(wp ? { wp_version: wp } : {}),
+      stats: { ...cur.stats, plugin_updates: next.plugins.length, theme_updates: next.themes.length, wp_update_available: next.core !== null },
+    });
+  }
+
+  // ---- jobs ----
+
+  /** The job step: one site of an update job, recorded with its items in the same write as its data; a resumed job re-reads first. */
+  async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
+    const items = (job.items ?? []) as Array<{ site_id: number }>;
+    if (items.some((i) => i.site_id === site.id)) return { ok: true, commit: () => null }; // recorded before a crash
+    const plan = job.params as unknown as Plan;
+    // A job claimed before (its process died or stopped) may have updated this site without recording it: every site
+    // it has not recorded is re-read from its child first. (No per-site "started" write: resuming is rare, the extra
+    // write on every site of every job is not.)
+    const resumed = job.attempts > 1;
+    const record = (tx: Tx, r: SiteRun) => {
+      const cur = tx.get<JobRecord>('jobs', job.id);
+      if (!cur) return;
+      const rows = [
+        ...r.updated.map((u) => ({ ...u, status: 'updated' })),
+        ...r.errors.map((e) => ({ ...e, status: 'failed' })),
+        ...r.skipped.map((s) => ({ ...s, status: 'skipped' })),
+      ];
+      // A site with nothing to report still gets a row: it is how a resumed job knows the site was done.
+      tx.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), ...(rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }])] });
+    };
+    const r = await this.runSite(site, plan, { wait: true, resumed, extraCommit: record });
+    if (r.errors.length) {
+      return { ok: false, error: new ServiceError('svc_update_failed', `${r.errors.length} update(s) failed on ${site.url}: ${r.errors.map((e) => `${e.slug}: ${e.message}`).join('; ').slice(0, 500)}`, 502) };
+    }
+    return { ok: true, commit: () => r };
+  }
+}
+
+const TYPE_NAME: Record<ItemType, TypeName> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/** Per-item progress over a whole run: `done` of `total` items, for MCP progress notifications. */
+export function itemProgress(total: number, report?: (p: ProgressReport) => void | Promise<void>) {
+  let done = 0;
+  return (p: { item: string; ok: boolean }, site: SiteRecord) => {
+    done++;
+    void report?.({ done, total, message: `${site.url} ${p.item}: ${p.ok ? 'ok' : 'failed'}` });
+  };
+}

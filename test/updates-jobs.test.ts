@@ -1,0 +1,88 @@
+// An update job killed with SIGKILL mid-way resumes in a new process and never updates an item twice: each site's
+// items are recorded in the same write as its data, and a resumed job re-reads every site it has not recorded from its
+// child before sending it anything again.
+import { afterAll, describe, expect, it } from 'vitest';
+import { newKeyPair } from '../src/child/keys.js';
+import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
+import { closeServices, openServices } from '../src/services/index.js';
+import { loadConfig } from '../src/config.js';
+import type { JobRecord } from '../src/store/records.js';
+import { Store } from '../src/store/store.js';
+import { serveProcess } from './support/process.js';
+import { seedSites, tempDir } from './support/server.js';
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const closers: Array<() => Promise<unknown>> = [];
+afterAll(async () => { for (const c of closers.reverse()) await c(); });
+
+const pendingOf = (sim: ChildSim, i: number) => {
+  const st = sim.state(i);
+  return st.plugins.filter((p) => p.updateVersion).length + st.themes.filter((t) => t.updateVersion).length + (st.wpUpdate ? 1 : 0) + st.translations.length;
+};
+
+describe('update job after SIGKILL', () => {
+  it('resumes and finishes with every item updated exactly once', async () => {
+    const N = 24;
+    const dataDir = tempDir();
+    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    const { token } = await services.auth.createKey('k', 'read_write');
+    const keys = await newKeyPair();
+    const sim = await startChildSim({ sites: N, latencyMs: 120, seed: 3, preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() } });
+    closers.push(() => sim.close());
+    const recs = await seedSites(services, N, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
+    await services.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+    await Promise.all(recs.map(async (r) => services.children.apply(await services.children.fetchSync(r))));
+    const want = Array.from({ length: N }, (_, i) => pendingOf(sim, i + 1));
+    const total = want.reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThan(N);
+    await closeServices(services);
+
+    const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '3' };
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const first = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
+    const q = await (await fetch(`${first.url}/wp-json/svc/v2/updates/update`, { method: 'POST', headers: auth })).json() as { job_id: string; queued: boolean };
+    expect(q).toMatchObject({ queued: true });
+    const status = (url: string) => async () => (await (await fetch(`${url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: any }).data;
+    await until(status(first.url), (d) => d.processed >= 6);
+    await first.stop('SIGKILL');
+
+    const store = await Store.open(dataDir);
+    const mid = [...store.all<JobRecord>('jobs')][0]!;
+    await store.close();
+    expect(mid.status).toBe('processing');
+    expect(mid.done.length).toBeLessThan(N);
+    // Sites the killed process had updated on the child but not recorded: the case that must not be updated twice.
+    const updatedBefore = Array.from({ length: N }, (_, i) => sim.state(i + 1).upgradeLog.length > 0 ? i + 1 : 0).filter(Boolean);
+    const recorded = new Set((mid.items as Array<{ site_id: number }> | undefined ?? []).map((x) => x.site_id));
+    const inFlight = updatedBefore.filter((id) => !recorded.has(id));
+
+    const second = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
+    closers.push(() => second.stop());
+    const end = await until(status(second.url), (d) => d.status === 'completed');
+    expect(end.processed).toBe(N);
+    for (let i = 1; i <= N; i++) {
+      const log = sim.state(i).upgradeLog;
+      expect(new Set(log).size, `site ${i}: ${log.join(' ')}`).toBe(log.length);
+      expect(log.length, `site ${i}`).toBe(want[i - 1]);
+    }
+    // Every item is reported once, as updated, including those of sites that were in flight at the kill.
+    const after = await Store.open(dataDir);
+    const job = [...after.all<JobRecord>('jobs')][0]!;
+    await after.close();
+    const updated = (job.items as Array<{ status: string; site_id: number; type: string; slug: string; language?: string }>).filter((x) => x.status === 'updated');
+    expect(new Set(updated.map((x) => `${x.site_id} ${x.type} ${x.slug} ${x.language ?? ''}`)).size).toBe(updated.length);
+    expect(updated.length).toBe(total);
+    expect(job.attempts).toBe(2);
+    expect(inFlight.length).toBeLessThanOrEqual(3);
+    if (process.env.SHOW_INFLIGHT) console.log('updated on the child but not recorded at the kill:', inFlight.length);
+  });
+});
