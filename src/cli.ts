@@ -7,7 +7,7 @@ import { loadConfig, type Config } from './config.js';
 import type { KeyPermission, UserRole } from './core/principal.js';
 import { listen } from './http/app.js';
 import { buildMcpServer } from './mcp/server.js';
-import { closeServices, openServices, type Services } from './services/index.js';
+import { closeServices, openServices, startMonitoring, type Services } from './services/index.js';
 import { MODULES } from './services/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
 import { log } from './log.js';
@@ -20,7 +20,7 @@ const SERVE_OPTIONS = {
   host: { type: 'string' }, port: { type: 'string' }, ...DATA_DIR,
   'rest-prefix': { type: 'string' }, 'abilities-prefix': { type: 'string' },
   'child-concurrency': { type: 'string' }, 'allow-private-sites': { type: 'boolean' },
-  'allowed-hosts': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  'allowed-hosts': { type: 'string' }, 'monitor-interval': { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
 const HELP: Record<string, string> = {
@@ -41,9 +41,12 @@ Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
+                       [--monitor-interval SECONDS]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR (flags win).
 --allow-private-sites lets sitefleet connect to loopback and private-network sites (refused by default).
+Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
+--monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
 
@@ -108,6 +111,7 @@ async function serve(args: string[]): Promise<void> {
   const cfg = loadConfig({
     host: values.host, port: values.port, dataDir: values['data-dir'], restPrefix: values['rest-prefix'],
     abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
+    monitorIntervalS: values['monitor-interval'],
   });
   const services = await openServices(cfg);
   const registry = buildRegistry(services);
@@ -115,6 +119,7 @@ async function serve(args: string[]): Promise<void> {
     allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean),
   });
   services.jobs.start();
+  startMonitoring(services);
   await bootstrap(services, http.url, cfg);
   process.stdout.write(`sitefleet listening on ${http.url} (data: ${cfg.dataDir})\n`);
   log('info', 'listening', { url: http.url, dataDir: cfg.dataDir });
@@ -123,7 +128,7 @@ async function serve(args: string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     log('info', 'stopping', { signal });
-    await Promise.all([http.close(10_000), services.jobs.stop()]);
+    await Promise.all([http.close(10_000), services.jobs.stop(), services.monitors.stop()]);
     await closeServices(services);
     log('info', 'stopped', { signal });
     process.exit(0);
@@ -132,7 +137,7 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs'];
+const TOOLSETS: readonly Toolset[] = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'monitors'];
 
 async function mcp(args: string[]): Promise<void> {
   const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, 'allow-private-sites': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });

@@ -12,8 +12,8 @@ export interface Annotations {
   openWorld: boolean;
 }
 
-export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts';
-export type Toolset = 'sites' | 'plugins' | 'tags' | 'users' | 'posts' | 'costs' | 'clients' | 'jobs';
+export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts' | 'svc-monitors';
+export type Toolset = 'sites' | 'plugins' | 'tags' | 'users' | 'posts' | 'costs' | 'clients' | 'jobs' | 'monitors';
 export type ModuleName = 'logs' | 'cost-tracker';
 
 export interface ProgressReport { done: number; total: number; message?: string }

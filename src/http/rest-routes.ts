@@ -9,6 +9,7 @@ import { clientRoutes } from './routes/clients.js';
 import { costRoutes } from './routes/costs.js';
 import { userRoutes } from './routes/users.js';
 import { postRoutes } from './routes/posts.js';
+import { monitorRoutes } from './routes/monitors.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -19,4 +20,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...costRoutes,
   ...userRoutes,
   ...postRoutes,
+  ...monitorRoutes,
 ];

@@ -9,6 +9,8 @@ import { ClientService } from './clients.js';
 import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
+import { MonitorService } from './monitors.js';
+import { WebhookService } from './webhooks.js';
 
 export interface Services {
   config: Config;
@@ -21,6 +23,8 @@ export interface Services {
   settings: SettingsService;
   children: ChildSiteService;
   jobs: JobService;
+  monitors: MonitorService;
+  webhooks: WebhookService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -37,12 +41,26 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs };
+  const monitors = new MonitorService(store, config, sites);
+  const webhooks = new WebhookService(store, config);
+  monitors.onEvent((e) => void webhooks.emit(e.event, { site: e.site, incident: e.incident }).catch(() => {}));
+  children.syncFailureListeners.add((site, error) => void webhooks.emit('site.sync_failed', {
+    site: { id: site.id, url: site.url, name: site.name }, error: { code: error.code, message: error.message },
+  }).catch(() => {}));
+  return { config, store, sites, tags, clients, costs, auth: new AuthService(store), settings, children, jobs, monitors, webhooks };
+}
+
+/** Scheduled uptime checks and webhook retries (serve does; tests that need them too). */
+export function startMonitoring(s: Services): void {
+  s.monitors.start();
+  s.webhooks.start();
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */
 export async function closeServices(s: Services): Promise<void> {
   await s.jobs.stop();
+  await s.monitors.stop();
+  await s.webhooks.stop();
   await s.children.close();
   await s.store.close();
 }

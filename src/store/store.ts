@@ -29,6 +29,13 @@ export const COLLECTIONS = {
   keys: 0,
   jobs: 0,
   settings: 0,
+  // Uptime monitoring (monitor-records.ts): a monitor per site (id = site id, 0 = fleet defaults), incidents,
+  // webhooks and their delivery log, and leases (who runs which checks, across processes).
+  monitors: 250,
+  incidents: 500,
+  webhooks: 0,
+  deliveries: 500,
+  leases: 0,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 
