@@ -27,6 +27,8 @@ export const DAYS_KEPT = 31;
 export const INCIDENTS_KEPT = 10_000;
 export const PARTITIONS = 16;
 export const LEASE_TTL_MS = 15_000;
+/** How often a process renews its leases and rebalances: a second process gets its share within two rounds. */
+export const LEASE_ROUND_MS = 2_000;
 /** Fleet defaults (upstream's: HTTP, 200–206 up, no keyword), but every 5 minutes rather than every hour. */
 export const DEFAULT_SETTINGS: Required<MonitorSettings> = {
   active: true, interval_s: 300, timeout_s: 30, expected_status: [200, 201, 202, 203, 204, 205, 206], keyword: '', method: 'get',
@@ -299,7 +301,7 @@ export class MonitorService {
     try {
       const now = Date.now();
       if (now >= this.nextRound) {
-        this.nextRound = now + LEASE_TTL_MS / 3;
+        this.nextRound = now + LEASE_ROUND_MS;
         const plan = await this.leases.round((tx, p) => this.flushInTx(tx, (id) => id % PARTITIONS === p));
         for (const id of this.due.keys()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
       }
