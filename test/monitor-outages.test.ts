@@ -1,0 +1,73 @@
+// The simulator's outages drive the uptime check's causes: scheduled down windows, slow answers past the timeout,
+// and a certificate the check does not trust (TLS).
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
+import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
+
+let openssl = true;
+try { execFileSync('openssl', ['version'], { stdio: 'ignore' }); } catch { openssl = false; }
+
+let sim: ChildSim;
+let s: TestServer;
+const ids: Record<string, number> = {};
+
+beforeAll(async () => {
+  let tls: { key: string; cert: string } | undefined;
+  if (openssl) {
+    const dir = tempDir('sitefleet-monitor-tls-');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'),
+      '-days', '30', '-subj', '/CN=sitefleet-test', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    tls = { key: readFileSync(join(dir, 'k.pem'), 'utf8'), cert: readFileSync(join(dir, 'c.pem'), 'utf8') };
+  } else {
+    console.warn('monitor-outages.test.ts: openssl not found; the TLS case is skipped.');
+  }
+  sim = await startChildSim({ sites: 3, tls });
+  s = await startServer();
+  const rows = [
+    { key: 'windows', url: sim.sites[0]!.url, ssl_verify: true },
+    { key: 'slow', url: sim.sites[1]!.url, ssl_verify: true },
+    ...(sim.httpsBaseUrl ? [
+      { key: 'tls', url: `${sim.httpsBaseUrl}/s/3/`, ssl_verify: true },
+      { key: 'tls-unverified', url: `${sim.httpsBaseUrl}/s/3/index.php`, ssl_verify: false },
+    ] : []),
+  ];
+  const recs = await seedSites(s.services, rows.length, (i) => ({ url: rows[i]!.url, ssl_verify: rows[i]!.ssl_verify }));
+  rows.forEach((r, i) => { ids[r.key] = recs[i]!.id; });
+});
+afterAll(async () => { await s?.close(); await sim?.close(); });
+
+const check = async (key: string) => (await s.ability('check-monitor-v1', { site_id_or_domain: ids[key] })).body;
+
+describe('simulated outages', () => {
+  it('is down inside a scheduled window and up outside it', async () => {
+    const now = Date.now();
+    sim.setFault(1, { type: 'outage', windows: [{ from: now - 1000, to: now + 1500 }, { from: now + 60_000, to: now + 61_000 }] });
+    expect(await check('windows')).toMatchObject({ uptime_status: 'down', cause: 'connection', http_code: 0 });
+    await new Promise((r) => setTimeout(r, 1600));
+    expect(await check('windows')).toMatchObject({ uptime_status: 'up', http_code: 200 });
+    const inc = await s.ability('list-incidents-v1', { site_id_or_domain: ids.windows }, { method: 'GET' });
+    expect(inc.body.items).toHaveLength(1);
+    expect(inc.body.items[0]).toMatchObject({ resolved: true, cause: 'connection' });
+  });
+
+  it('is up when slow but within the timeout, and down past it', async () => {
+    sim.setFault(2, { type: 'latency', ms: 300 });
+    const slow = await check('slow');
+    expect(slow).toMatchObject({ uptime_status: 'up' });
+    expect(slow.response_ms).toBeGreaterThanOrEqual(300);
+    sim.setFault(2, { type: 'latency', ms: 1500 });
+    await s.ability('update-monitor-settings-v1', { site_id_or_domain: ids.slow, timeout: 1 });
+    expect(await check('slow')).toMatchObject({ uptime_status: 'down', cause: 'timeout' });
+    sim.setFault(2, null);
+  });
+
+  it.skipIf(!openssl)('is down with cause tls when the certificate is not trusted, up when the site is not verified', async () => {
+    const bad = await check('tls');
+    expect(bad).toMatchObject({ uptime_status: 'down', cause: 'tls', http_code: 0 });
+    expect(bad.message).toMatch(/^TLS: (DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/);
+    expect(await check('tls-unverified')).toMatchObject({ uptime_status: 'up', http_code: 200 });
+  });
+});
