@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startMonitoring } from '../src/services/index.js';
 import { RAW_KEPT, summarise } from '../src/services/monitors.js';
-import { HIST_MS } from '../src/store/monitor-records.js';
+import { HIST_MS, type DeliveryRecord } from '../src/store/monitor-records.js';
+import { DELIVERIES_KEPT, MAX_PENDING } from '../src/services/webhooks.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 
@@ -293,6 +294,40 @@ describe('bounds', () => {
     for (let i = 0; i < RAW_KEPT + 1; i++) await f.s.services.monitors.check(f.s.services.sites.get(id)!);
     const hb = await f.s.ability('list-heartbeats-v1', { site_id_or_domain: id, per_page: 100 }, { method: 'GET' });
     expect(hb.body.total).toBe(RAW_KEPT);
+  });
+
+  const fill = (n: number, status: DeliveryRecord['status'], webhookId: number) => f.s.services.store.write((tx) => {
+    for (let i = 0; i < n; i++) {
+      tx.insert<DeliveryRecord>('deliveries', {
+        webhook_id: webhookId, event: 'site.down', event_id: `filler-${i}`, body: '{}', status, attempts: 0,
+        next_attempt_at: Date.now() + 3600_000, claim_owner: null, claim_until: 0, last_http_status: null, last_error: null,
+        created_at: new Date().toISOString(), delivered_at: null,
+      });
+    }
+  });
+  const clear = () => f.s.services.store.write((tx) => {
+    for (const d of [...tx.all<DeliveryRecord>('deliveries')]) if (d.event_id.startsWith('filler-')) tx.delete('deliveries', d.id);
+  });
+
+  it(`keeps the last ${DELIVERIES_KEPT} deliveries in the log`, async () => {
+    const w = (await f.s.rest('/webhooks')).body.data[0];
+    await fill(DELIVERIES_KEPT, 'delivered', w.id);
+    await f.s.rest(`/webhooks/${w.id}/test`, { method: 'POST' });
+    expect(f.s.services.store.count('deliveries')).toBe(DELIVERIES_KEPT);
+    await clear();
+  });
+
+  it(`drops (and logs) an event when ${MAX_PENDING} deliveries already wait`, async () => {
+    const w = (await f.s.rest('/webhooks')).body.data[0];
+    await fill(MAX_PENDING, 'pending', w.id);
+    const before = f.s.services.store.count('deliveries');
+    await f.s.services.webhooks.emit('site.down', { site: { id: 1 } });
+    expect(f.s.services.store.count('deliveries')).toBe(before);
+    await clear();
+    await f.s.services.webhooks.emit('site.down', { site: { id: 1 } });
+    expect(f.s.services.store.count('deliveries')).toBeGreaterThan(0);
+    const hooks = (await f.s.rest('/webhooks')).body.data;
+    expect(hooks[0].deliveries[0]).toMatchObject({ event: 'site.down' });
   });
 
   it('reads percentiles from the histogram buckets', () => {

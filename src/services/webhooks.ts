@@ -21,6 +21,8 @@ export const MAX_ATTEMPTS = 5;
 /** Deliveries kept in the log (newest); older finished ones are deleted. */
 export const DELIVERIES_KEPT = 1000;
 export const SEND_TIMEOUT_MS = 10_000;
+/** Deliveries waiting at once, over all webhooks: past it, new events are dropped (and logged) rather than queued. */
+export const MAX_PENDING = 5000;
 const CLAIM_MS = SEND_TIMEOUT_MS * 3;
 
 export const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
@@ -101,7 +103,14 @@ export class WebhookService {
     const hooks = this.list().filter((w) => w.events.includes(event));
     if (!hooks.length) return;
     const ids = await this.store.write((tx) => {
-      const made = hooks.filter((w) => tx.get('webhooks', w.id)).map((w) => this.newDelivery(tx, w.id, event, data).id);
+      let pending = 0;
+      for (const d of tx.all<DeliveryRecord>('deliveries')) if (d.status === 'pending') pending++;
+      const live = hooks.filter((w) => tx.get('webhooks', w.id));
+      if (pending + live.length > MAX_PENDING) {
+        log('error', 'webhook event dropped: too many deliveries waiting', { event, pending, limit: MAX_PENDING });
+        return [];
+      }
+      const made = live.map((w) => this.newDelivery(tx, w.id, event, data).id);
       this.trim(tx);
       return made;
     });
