@@ -71,3 +71,23 @@ describe('simulated outages', () => {
     expect(await check('tls-unverified')).toMatchObject({ uptime_status: 'up', http_code: 200 });
   });
 });
+
+describe('the address policy', () => {
+  it('refuses to check or notify private addresses unless the server allows them', async () => {
+    const strict = await startServer({ config: { allowPrivateSites: false } });
+    try {
+      const [rec] = await seedSites(strict.services, 1, () => ({ url: sim.sites[0]!.url }));
+      const n = sim.requests(1);
+      const c = await strict.ability('check-monitor-v1', { site_id_or_domain: rec!.id });
+      expect(c.body).toMatchObject({ uptime_status: 'down', cause: 'blocked', http_code: 0 });
+      expect(sim.requests(1)).toBe(n); // nothing was sent
+      for (const url of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://[::1]:9/', 'http://10.0.0.1/']) {
+        const w = await strict.rest('/webhooks/add', { method: 'POST', json: { url } });
+        expect(w.status, url).toBe(400);
+        expect(w.body.code).toBe('svc_address_not_allowed');
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+});

@@ -58,6 +58,10 @@ export function targets(res) {
   add('cold start to first answer', '≤ 1 s', 20000, cs && `${num(cs.first_answer_ms)} ms`, cs && cs.first_answer_ms <= 1000);
   const rss = res.rss;
   add('RSS after a full sync of 5,000 sites', '≤ 300 MB', 5000, rss && `${num(rss.rss_after_mb)} MB (HWM ${num(rss.hwm_mb)})`, rss && rss.completed && rss.rss_after_mb <= 300);
+  const mo = res.monitors;
+  add('5,000 monitored sites at a 60 s interval', 'no check late by > 1 interval', 5000,
+    mo && `${num(mo.checks_per_s, 1)} checks/s, serve ${num(mo.serve_cpu_percent_of_one_core, 1)}% of a core, ${num(mo.serve_peak_rss_mb)} MB, ${mo.checks_late_by_more_than_one_interval} late`,
+    mo && mo.checks_late_by_more_than_one_interval === 0 && mo.sites_never_checked === 0);
   const at2 = res.attack;
   add('GET /sites while the worst CSV and a hostile child run', 'reader p99 ≤ 100 ms', 20, at2 && `p99 ${ms(at2.p99)} ms (${num(at2.reads)} reads, HWM ${num(at2.hwm_mb)} MB)`, at2 && at2.p99 <= 100 && at2.csv.status === 200);
   return t;
@@ -84,6 +88,7 @@ export function renderTable(res) {
   if (sc?.sync) one('sync, 50 ms child latency (queued job)', 's to done', 1000, `${num(sc.sync.seconds, 2)}`);
   if (sc?.check) one('check-sites-v1 (immediate, threshold 1e5)', 's', 1000, `${num(sc.check.seconds, 2)}`);
   if (res.rss) one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
+  if (res.monitors) one('uptime monitors of 5,000 sites, 60 s interval', 'serve CPU % / RSS MB', cols.includes(5000) ? 5000 : cols[0], `${num(res.monitors.serve_cpu_percent_of_one_core, 1)} / ${num(res.monitors.serve_peak_rss_mb)}`);
   if (res.attack) {
     rows.push(['GET /sites under attack (20 sites; worst CSV', 'p50 / p99 / max ms', ...cols.map((c, i) => (i === 0 ? `${ms(res.attack.p50)} / ${ms(res.attack.p99)} / ${ms(res.attack.max)}` : ''))]);
     rows.push(['+ 14 MB hostile child at once)', 'CSV s / serve HWM MB', ...cols.map((c, i) => (i === 0 ? `${num(res.attack.csv.seconds, 2)} / ${num(res.attack.hwm_mb)}` : ''))]);

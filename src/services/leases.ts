@@ -52,9 +52,9 @@ export class PartitionLeases {
   /**
    * One round: renew our member lease and the partitions we keep, release those over our share, take free or
    * expired ones up to it. `beforeRelease` runs in the same transaction for each partition given up, so its
-   * state is written before anyone else can hold it.
+   * state is written before anyone else can hold it; a partition `canRelease` refuses is kept for this round.
    */
-  async round(beforeRelease: (tx: Tx, partition: number) => void = () => {}): Promise<PartitionPlan> {
+  async round(beforeRelease: (tx: Tx, partition: number) => void = () => {}, canRelease: (partition: number) => boolean = () => true): Promise<PartitionPlan> {
     const plan = await this.store.write((tx) => {
       const now = Date.now();
       const until = now + this.ttlMs;
@@ -78,6 +78,7 @@ export class PartitionLeases {
       // Give back the highest-numbered partitions over our share, keep the rest.
       for (const p of [...held].sort((a, b) => b - a)) {
         if (held.size <= share) break;
+        if (!canRelease(p)) continue; // work in hand (a check running): give it back next round
         beforeRelease(tx, p);
         putLease(tx, `${this.prefix}:${p}`, null, 0);
         held.delete(p);

@@ -302,7 +302,11 @@ export class MonitorService {
       const now = Date.now();
       if (now >= this.nextRound) {
         this.nextRound = now + LEASE_ROUND_MS;
-        const plan = await this.leases.round((tx, p) => this.flushInTx(tx, (id) => id % PARTITIONS === p));
+        const plan = await this.leases.round(
+          (tx, p) => this.flushInTx(tx, (id) => id % PARTITIONS === p),
+          // A check still running would be written after the hand-over: keep the partition until it is done.
+          (p) => ![...this.inflight.keys()].some((id) => id % PARTITIONS === p),
+        );
         for (const id of this.due.keys()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
       }
       this.store.refreshIfStale();
