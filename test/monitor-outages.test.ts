@@ -64,6 +64,21 @@ describe('simulated outages', () => {
     sim.setFault(2, null);
   });
 
+  it('runs one check of a site at a time: a second request joins the one in flight', async () => {
+    sim.setFault(2, { type: 'latency', ms: 400 });
+    await s.ability('update-monitor-settings-v1', { site_id_or_domain: ids.slow, timeout: 'useglobal' });
+    const beats = async () => (await s.ability('list-heartbeats-v1', { site_id_or_domain: ids.slow }, { method: 'GET' })).body.total;
+    const recorded = await beats();
+    const n = sim.requests(2);
+    const [a, b, c] = await Promise.all([check('slow'), check('slow'), s.rest(`/monitors/${ids.slow}/check`, { method: 'POST' })]);
+    expect(sim.requests(2)).toBe(n + 1);
+    expect(a).toMatchObject({ uptime_status: 'up' });
+    expect(b.response_ms).toBe(a.response_ms);
+    expect(c.body.data.response_ms).toBe(a.response_ms);
+    expect(await beats()).toBe(recorded + 1);
+    sim.setFault(2, null);
+  });
+
   it.skipIf(!openssl)('is down with cause tls when the certificate is not trusted, up when the site is not verified', async () => {
     const bad = await check('tls');
     expect(bad).toMatchObject({ uptime_status: 'down', cause: 'tls', http_code: 0 });
