@@ -43,6 +43,7 @@ const Monitor = z.object({
   incidents_30d: Int,
   hourly: z.array(z.object({ hour: z.string(), status: z.union([z.literal(0), z.literal(1)]).nullable(), up: Int, down: Int })),
 });
+export type MonitorView = z.output<typeof Monitor>;
 const Settings = z.object({
   active: z.boolean(), interval_s: Int, timeout_s: Int, expected_status: z.array(Int), keyword: z.string(), method: z.enum(['get', 'head']),
 });

@@ -144,6 +144,9 @@ export class SiteService {
     tx.delete('sites', id);
     tx.putBlob('site-data', id, null);
     tx.putBlob('secrets', id, null);
+    // Its uptime monitor and incidents go with it (monitor id = site id; site ids are never reused).
+    tx.delete('monitors', id);
+    for (const i of [...tx.all<{ id: number; site_id: number }>('incidents')]) if (i.site_id === id) tx.delete('incidents', i.id);
   }
 
   secret(id: number): SiteSecret | null {

@@ -3,7 +3,7 @@
 // answer the usual 404 and count what they say (reference: [defect] notes).
 import {
   addWebhook, checkMonitor, deleteWebhook, getSiteUptime, listHeartbeats, listIncidents, listMonitors, listWebhooks, testWebhook,
-  updateMonitorSettings,
+  updateMonitorSettings, type MonitorView,
 } from '../../abilities/monitors.js';
 import { ServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
@@ -22,8 +22,7 @@ const listArgs = (a: RestArgs) => {
 /** "YYYY-MM-DD HH:MM:SS" UTC, as upstream writes last_check_at. */
 const sqlTime = (s: string | null) => (s ? s.replace('T', ' ').replace(/Z$/, '') : '');
 
-type MonitorOut = Parameters<NonNullable<Parameters<typeof route<typeof listMonitors>>[3]>['output'] & {}>[0]['items'][number];
-const upstreamMonitor = (m: MonitorOut) => ({
+const upstreamMonitor = (m: MonitorView) => ({
   id: m.id, name: m.name, url: m.url, type: 'http', last_status: m.status, check_frequency: m.interval_s % 60 ? `${m.interval_s}s` : `${m.interval_s / 60}m`,
   last_check_at: sqlTime(m.last_check_at), last_status_code: m.last_http_code, last_cause: m.last_cause, down_since: m.down_since,
   uptime_24h: m.hourly.map((h) => ({ timestamp: h.hour, status: h.status })),
