@@ -53,3 +53,25 @@ describe('two serve processes on one data dir', () => {
     }
   }, 40_000);
 });
+
+describe('partition leases', () => {
+  it('are taken over once their holder stops renewing them, and shared while both renew', async () => {
+    const { PartitionLeases } = await import('../src/services/leases.js');
+    const store = await Store.open(tempDir());
+    closers.push(() => store.close());
+    const dead = new PartitionLeases(store, 'p', 4, 150, 'dead-owner');
+    expect((await dead.round()).held.size).toBe(4);
+    const live = new PartitionLeases(store, 'p', 4, 150, 'live-owner');
+    // While the first one's leases hold, the newcomer gets nothing (its share is 2, none is free).
+    expect((await live.round()).held.size).toBe(0);
+    // The holder renews: it sees two members and gives back what is over its share.
+    const back = await dead.round();
+    expect(back.released.sort()).toEqual([2, 3]);
+    expect((await live.round()).taken.sort()).toEqual([2, 3]);
+    // The first one stops renewing: after the time to live its partitions and membership are free.
+    await sleep(200);
+    const all = await live.round();
+    expect([...all.held].sort()).toEqual([0, 1, 2, 3]);
+    expect(all.members).toBe(1);
+  });
+});

@@ -415,10 +415,15 @@ export class MonitorService {
     let m = tx.get<MonitorRecord>('monitors', id) ?? emptyMonitor(id);
     m = { ...m };
     for (const { beat, message } of beats) {
-      m.recent = [...m.recent, beat].slice(-RAW_KEPT);
       m.hours = addBeat(m.hours, 3600, HOURS_KEPT, beat);
       m.days = addBeat(m.days, 86_400, DAYS_KEPT, beat);
-      if (!m.last_check || beat[0] >= m.last_check[0]) m.last_check = beat;
+      if (m.last_check && beat[0] < m.last_check[0]) {
+        // Older than what is recorded (another process wrote a later check first): history only, no change of state.
+        m.recent = [...m.recent, beat].sort((a, b) => a[0] - b[0]).slice(-RAW_KEPT);
+        continue;
+      }
+      m.recent = [...m.recent, beat].slice(-RAW_KEPT);
+      m.last_check = beat;
       const info = { id: site.id, url: site.url, name: site.name };
       if (!beat[1]) {
         if (m.status !== 'down') {
