@@ -4,7 +4,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
+import { KEYWORD_SCAN_BYTES } from '../src/services/uptime-check.js';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 
 let openssl = true;
@@ -103,6 +106,34 @@ describe('the address policy', () => {
       }
     } finally {
       await strict.close();
+    }
+  });
+});
+
+describe('the keyword bound', () => {
+  it(`finds a keyword within the first ${KEYWORD_SCAN_BYTES} bytes of a page (across chunks), and not past them`, async () => {
+    // /near: the keyword ends exactly at the bound; /far: it starts just past it.
+    const page = (path: string) => {
+      const word = 'Needle-Word';
+      const pad = path === '/near' ? KEYWORD_SCAN_BYTES - word.length : KEYWORD_SCAN_BYTES + 1;
+      return Buffer.concat([Buffer.alloc(pad, 'x'), Buffer.from(word)]);
+    };
+    const srv = createServer((req, res) => {
+      const body = page(req.url ?? '/');
+      res.writeHead(200, { 'content-type': 'text/html' });
+      // In 1000-byte writes, so the word may straddle chunks.
+      for (let i = 0; i < body.length; i += 1000) res.write(body.subarray(i, i + 1000));
+      res.end();
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    try {
+      const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+      const [near, far] = await seedSites(s.services, 2, (i) => ({ url: `${base}/${i ? 'far' : 'near'}` }));
+      for (const rec of [near!, far!]) await s.ability('update-monitor-settings-v1', { site_id_or_domain: rec.id, keyword: 'needle-word' });
+      expect((await s.ability('check-monitor-v1', { site_id_or_domain: near!.id })).body).toMatchObject({ uptime_status: 'up' });
+      expect((await s.ability('check-monitor-v1', { site_id_or_domain: far!.id })).body).toMatchObject({ uptime_status: 'down', cause: 'keyword' });
+    } finally {
+      await new Promise<void>((r) => { srv.close(() => r()); srv.closeAllConnections(); });
     }
   });
 });

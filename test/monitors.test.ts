@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startMonitoring } from '../src/services/index.js';
-import { RAW_KEPT, summarise } from '../src/services/monitors.js';
-import { HIST_MS, type DeliveryRecord } from '../src/store/monitor-records.js';
-import { DELIVERIES_KEPT, MAX_PENDING } from '../src/services/webhooks.js';
+import { DAYS_KEPT, HOURS_KEPT, INCIDENTS_KEPT, MAX_EXPECTED, RAW_KEPT, addBeat, summarise } from '../src/services/monitors.js';
+import { HIST_MS, type Beat, type Bucket, type DeliveryRecord, type IncidentRecord } from '../src/store/monitor-records.js';
+import { DELIVERIES_KEPT, MAX_PENDING, MAX_WEBHOOKS } from '../src/services/webhooks.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 
@@ -341,6 +341,56 @@ describe('bounds', () => {
     expect(f.s.services.store.count('deliveries')).toBeGreaterThan(0);
     const hooks = (await f.s.rest('/webhooks')).body.data;
     expect(hooks[0].deliveries[0]).toMatchObject({ event: 'site.down' });
+  });
+
+  it(`keeps ${HOURS_KEPT} hourly and ${DAYS_KEPT} daily buckets, no more`, () => {
+    let hours: Bucket[] = [];
+    let days: Bucket[] = [];
+    for (let h = 0; h <= 24 * (DAYS_KEPT + 1); h++) {
+      const beat: Beat = [h * 3600 + 30, 1, 120, 200, -1];
+      hours = addBeat(hours, 3600, HOURS_KEPT, beat);
+      days = addBeat(days, 86_400, DAYS_KEPT, beat);
+    }
+    expect(hours).toHaveLength(HOURS_KEPT);
+    expect(days).toHaveLength(DAYS_KEPT);
+    expect(hours.at(-1)![0]).toBe(24 * (DAYS_KEPT + 1) * 3600);
+    // A beat older than the window is dropped, not a new bucket.
+    expect(addBeat(hours, 3600, HOURS_KEPT, [0, 0, 5, 0, 0])).toEqual(hours);
+  });
+
+  it(`keeps ${INCIDENTS_KEPT} incidents: the oldest resolved one goes when another opens`, async () => {
+    const store = f.s.services.store;
+    await store.write((tx) => {
+      const n = INCIDENTS_KEPT - store.count('incidents');
+      for (let i = 0; i < n; i++) {
+        tx.insert<IncidentRecord>('incidents', {
+          site_id: ids[1]!, started_at: '2020-01-01T00:00:00Z', ended_at: '2020-01-01T00:01:00Z', cause: 'timeout', message: 'filler', http_code: null, down_count: 1,
+        });
+      }
+    });
+    expect(store.count('incidents')).toBe(INCIDENTS_KEPT);
+    const oldest = Math.min(...[...store.all<IncidentRecord>('incidents')].map((i) => i.id));
+    f.sim.setFault(3, { type: 'http500' });
+    await f.s.ability('check-monitor-v1', { site_id_or_domain: ids[2] });
+    f.sim.setFault(3, null);
+    await f.s.ability('check-monitor-v1', { site_id_or_domain: ids[2] });
+    expect(store.count('incidents')).toBe(INCIDENTS_KEPT);
+    expect(store.get('incidents', oldest)).toBeUndefined();
+    await store.write((tx) => { for (const i of [...tx.all<IncidentRecord>('incidents')]) if (i.message === 'filler') tx.delete('incidents', i.id); });
+  });
+
+  it(`refuses a webhook past ${MAX_WEBHOOKS} and an expected-status list past ${MAX_EXPECTED}`, async () => {
+    const have = (await f.s.rest('/webhooks')).body.total;
+    for (let i = have; i < MAX_WEBHOOKS; i++) {
+      expect((await f.s.ability('add-webhook-v1', { url: `${hook.url}?n=${i}`, events: ['site.sync_failed'] })).status).toBe(200);
+    }
+    const over = await f.s.ability('add-webhook-v1', { url: hook.url });
+    expect(over.status).toBe(409);
+    expect(over.body.code).toBe('svc_webhook_limit');
+    const codes = Array.from({ length: MAX_EXPECTED + 1 }, (_, i) => 200 + i);
+    const r = await f.s.ability('update-monitor-settings-v1', { expected_status: codes });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe('svc_invalid_status_code');
   });
 
   it('reads percentiles from the histogram buckets', () => {

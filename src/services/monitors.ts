@@ -98,7 +98,7 @@ function addToBucket(b: Bucket, beat: Beat): void {
   }
 }
 
-function addBeat(list: Bucket[], width: number, keep: number, beat: Beat): Bucket[] {
+export function addBeat(list: Bucket[], width: number, keep: number, beat: Beat): Bucket[] {
   const start = Math.floor(beat[0] / width) * width;
   const out = list.map((b) => b.slice());
   let last: Bucket | undefined = out[out.length - 1];

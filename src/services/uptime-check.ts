@@ -98,8 +98,10 @@ export class UptimeChecker {
         let tail = '';
         let size = 0;
         for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          size += chunk.length;
-          const text = tail + chunk.toString('utf8').toLowerCase();
+          // Only the bytes within the bound are read: a chunk that crosses it is cut there.
+          const part = chunk.length > KEYWORD_SCAN_BYTES - size ? chunk.subarray(0, KEYWORD_SCAN_BYTES - size) : chunk;
+          size += part.length;
+          const text = tail + part.toString('utf8').toLowerCase();
           if (text.includes(needle)) { found = true; break; }
           tail = text.slice(-needle.length);
           if (size >= KEYWORD_SCAN_BYTES) break;
