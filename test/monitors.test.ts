@@ -181,6 +181,7 @@ describe('settings', () => {
     const ok = await f.s.rest('/monitors/settings', { method: 'PUT', json: { interval: '10m', timeout: '45s', expected_status: [200, 301] } });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.data).toMatchObject({ monitor_id: 0, interval_s: 600, timeout_s: 45, expected_status: [200, 301], active: true });
+    expect((await f.s.rest('/monitors/settings', { token: f.s.creds.key.read })).body.data).toEqual(ok.body.data);
     const bad = async (json: unknown, code: string) => {
       const r = await f.s.rest('/monitors/settings', { method: 'PUT', json });
       expect(r.status, JSON.stringify(r.body)).toBe(400);

@@ -118,7 +118,7 @@ export const listMonitors = defineAbility({
   ...base,
   name: 'list-monitors-v1',
   label: 'List monitors',
-  description: 'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts. Use it to see which sites are down.',
+  description: 'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings. Use it to see which sites are down.',
   input: z.object({
     status: Status.optional(),
     search: z.string().max(200).default(''),
@@ -127,7 +127,7 @@ export const listMonitors = defineAbility({
     page: Page,
     per_page: perPage(20),
   }),
-  output: paged(Monitor),
+  output: paged(Monitor).extend({ fleet_settings: Settings }),
   annotations: ro,
   execute: (i, ctx) => {
     ctx.store.refreshIfStale();
@@ -135,7 +135,10 @@ export const listMonitors = defineAbility({
       .filter((s) => !i.status || ctx.monitors.statusOf(s) === i.status);
     const now = MonitorService.now();
     const counts = { d7: ctx.monitors.incidentCounts(now - 7 * DAY), d30: ctx.monitors.incidentCounts(now - 30 * DAY) };
-    return { items: paginate(all, i.page, i.per_page).map((s) => monitorView(ctx, s, counts)), page: i.page, per_page: i.per_page, total: all.length };
+    return {
+      items: paginate(all, i.page, i.per_page).map((s) => monitorView(ctx, s, counts)), page: i.page, per_page: i.per_page, total: all.length,
+      fleet_settings: ctx.monitors.fleetSettings(),
+    };
   },
 });
 

@@ -55,6 +55,10 @@ const settingsArgs = (a: RestArgs) => {
   if (typeof i.keyword !== 'string' && a.args.keyword === '') i.keyword = '';
   return i;
 };
+const fleetSettingsGet = route(READ, '/monitors/settings', listMonitors, {
+  input: () => ({ per_page: 1 }),
+  output: (r) => ({ success: 1, data: { monitor_id: 0, ...r.fleet_settings } }),
+});
 const fleetSettings = route(EDIT, '/monitors/settings', updateMonitorSettings, {
   input: settingsArgs,
   output: (r) => ({ success: 1, data: { monitor_id: 0, ...r.settings } }),
@@ -131,7 +135,7 @@ const webhookTest = route(CREATE, '/webhooks/:id/test', testWebhook, {
 });
 
 export const monitorRoutes: readonly RestRoute[] = [
-  monitorsList, monitorsBasic, monitorsCount, fleetSettings, // before /monitors/:id_or_domain
+  monitorsList, monitorsBasic, monitorsCount, fleetSettingsGet, fleetSettings, // before /monitors/:id_or_domain
   monitorGet, monitorBasic, heartbeat, incidents, incidentsCount, siteSettings, check,
   webhooksList, webhookAdd, webhookRemove, webhookTest,
 ];
