@@ -56,6 +56,23 @@ describe('simulated outages', () => {
     expect(inc.body.items[0]).toMatchObject({ resolved: true, cause: 'connection' });
   });
 
+  it('does not declare an up site down for a blip: it checks again first (retries)', async () => {
+    const incidents = async () => (await s.ability('list-incidents-v1', { site_id_or_domain: ids.windows }, { method: 'GET' })).body.total;
+    const before = await incidents();
+    const n = sim.requests(1);
+    sim.setFault(1, { type: 'outage', windows: [{ from: Date.now(), to: Date.now() + 300 }] });
+    expect(await check('windows')).toMatchObject({ uptime_status: 'up' });
+    expect(sim.requests(1)).toBe(n + 2); // the failed check and the one that confirmed it was up
+    expect(await incidents()).toBe(before);
+    // Without retries the same blip is an incident.
+    await s.ability('update-monitor-settings-v1', { site_id_or_domain: ids.windows, retries: 0 });
+    sim.setFault(1, { type: 'outage', windows: [{ from: Date.now(), to: Date.now() + 300 }] });
+    expect(await check('windows')).toMatchObject({ uptime_status: 'down' });
+    expect(await incidents()).toBe(before + 1);
+    sim.setFault(1, null);
+    await check('windows');
+  });
+
   it('is up when slow but within the timeout, and down past it', async () => {
     sim.setFault(2, { type: 'latency', ms: 300 });
     const slow = await check('slow');

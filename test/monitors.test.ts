@@ -192,7 +192,8 @@ describe('settings', () => {
     await bad({ timeout: '3h' }, 'svc_invalid_timeout');
     await bad({ expected_status: [200, 999] }, 'svc_invalid_status_code');
     await bad({ keyword: 'useglobal' }, 'svc_invalid_input');
-    await bad({ maxretries: 1 }, 'rest_invalid_param'); // not ours: refused by name, not dropped
+    await bad({ maxretries: 5 }, 'invalid_maxretries');
+    await bad({ type: 'ping' }, 'rest_invalid_param'); // not ours: refused by name, not dropped
     await bad({}, 'svc_invalid_input');
     await f.s.rest('/monitors/settings', { method: 'PUT', json: { interval: '5m', timeout: 30, expected_status: [200, 201, 202, 203, 204, 205, 206] } });
   });

@@ -6,7 +6,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
-  DEFAULT_SETTINGS, INTERVAL_MAX_S, INTERVAL_MIN_S, MAX_KEYWORD, MonitorService, TIMEOUT_MAX_S, checkExpected, parseDuration, summarise,
+  DEFAULT_SETTINGS, INTERVAL_MAX_S, INTERVAL_MIN_S, MAX_KEYWORD, MAX_RETRIES, MonitorService, TIMEOUT_MAX_S, checkExpected, parseDuration, summarise,
 } from '../services/monitors.js';
 import { CAUSES, WEBHOOK_EVENTS, type Beat, type DeliveryRecord, type IncidentRecord, type MonitorSettings, type WebhookRecord } from '../store/monitor-records.js';
 import type { SiteRecord } from '../store/records.js';
@@ -45,7 +45,7 @@ const Monitor = z.object({
 });
 export type MonitorView = z.output<typeof Monitor>;
 const Settings = z.object({
-  active: z.boolean(), interval_s: Int, timeout_s: Int, expected_status: z.array(Int), keyword: z.string(), method: z.enum(['get', 'head']),
+  active: z.boolean(), interval_s: Int, timeout_s: Int, expected_status: z.array(Int), keyword: z.string(), method: z.enum(['get', 'head']), retries: Int,
 });
 const Incident = z.object({
   id: Int, site_id: Int, site_url: z.string(), started_at: z.string(), ended_at: z.string().nullable(), resolved: z.boolean(),
@@ -220,6 +220,7 @@ export const updateMonitorSettings = defineAbility({
     expected_status: z.union([z.array(Int), UseGlobal]).optional().describe('HTTP codes that mean up.'),
     keyword: z.string().max(MAX_KEYWORD).optional().describe('Text the page must contain; "" for none.'),
     method: z.enum(['get', 'head', 'useglobal']).optional(),
+    retries: z.union([Int.min(0).max(MAX_RETRIES), UseGlobal]).optional().describe('Re-checks before declaring an up site down.'),
   }),
   output: z.object({ site_id: NInt, own_settings: Settings.partial(), settings: Settings }),
   annotations: write,
@@ -238,6 +239,7 @@ export const updateMonitorSettings = defineAbility({
     if (i.expected_status !== undefined) patch.expected_status = glob(i.expected_status) ? null : checkExpected(i.expected_status as number[]);
     if (i.keyword !== undefined) patch.keyword = glob(i.keyword) ? null : i.keyword;
     if (i.method !== undefined) patch.method = glob(i.method) ? null : i.method as 'get' | 'head';
+    if (i.retries !== undefined) patch.retries = glob(i.retries) ? null : i.retries as number;
     if (!Object.keys(patch).length) throw new ServiceError('svc_invalid_input', 'Nothing to change: give at least one setting.', 400);
     const rec = await ctx.monitors.updateSettings(siteId, patch);
     return { site_id: fleet ? null : siteId, own_settings: rec.settings, settings: fleet ? { ...DEFAULT_SETTINGS, ...rec.settings } : ctx.monitors.effective(siteId) };

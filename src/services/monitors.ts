@@ -31,8 +31,11 @@ export const LEASE_TTL_MS = 15_000;
 export const LEASE_ROUND_MS = 2_000;
 /** Fleet defaults (upstream's: HTTP, 200–206 up, no keyword), but every 5 minutes rather than every hour. */
 export const DEFAULT_SETTINGS: Required<MonitorSettings> = {
-  active: true, interval_s: 300, timeout_s: 30, expected_status: [200, 201, 202, 203, 204, 205, 206], keyword: '', method: 'get',
+  active: true, interval_s: 300, timeout_s: 30, expected_status: [200, 201, 202, 203, 204, 205, 206], keyword: '', method: 'get', retries: 1,
 };
+export const MAX_RETRIES = 3;
+/** Wait before a confirming re-check: a quarter of the interval, at most 2 s. */
+const retryDelayMs = (intervalS: number) => Math.min(2_000, (intervalS * 1000) / 4);
 export const INTERVAL_MIN_S = 60;
 export const INTERVAL_MAX_S = 86_400;
 export const TIMEOUT_MAX_S = 120;
@@ -350,12 +353,19 @@ export class MonitorService {
         this.due.set(site.id, next > started ? next : started + eff.interval_s * 1000);
       }
       this.stats.checks++;
-      const outcome = await this.checker.check({
+      const target = {
         url: site.url, method: eff.method, timeoutMs: eff.timeout_s * 1000, expected: eff.expected_status, keyword: eff.keyword,
         sslVerify: site.ssl_verify, httpUser: site.http_user, httpPass: this.sites.secret(site.id)?.http_pass ?? null,
-      });
-      const beat: Beat = [Math.floor(started / 1000), outcome.up ? 1 : 0, outcome.ms, outcome.http_code, outcome.cause ? CAUSES.indexOf(outcome.cause) : -1];
+      };
+      let outcome = await this.checker.check(target);
       const prev = this.lastBeat(site.id);
+      // A site that was up is declared down only if it is still down when checked again (retries, a moment apart).
+      const wasUp = prev ? prev[1] === 1 : this.record(site.id)?.status === 'up';
+      for (let n = 0; !outcome.up && wasUp && n < eff.retries; n++) {
+        await new Promise((r) => setTimeout(r, retryDelayMs(eff.interval_s)));
+        outcome = await this.checker.check(target);
+      }
+      const beat: Beat = [Math.floor(started / 1000), outcome.up ? 1 : 0, outcome.ms, outcome.http_code, outcome.cause ? CAUSES.indexOf(outcome.cause) : -1];
       const list = this.pending.get(site.id) ?? [];
       list.push({ beat, message: outcome.message });
       if (list.length > RAW_KEPT * 4) list.splice(0, list.length - RAW_KEPT * 4);

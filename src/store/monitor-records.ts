@@ -27,6 +27,8 @@ export interface MonitorSettings {
   /** Text the page must contain ('' = no keyword check). */
   keyword?: string;
   method?: 'get' | 'head';
+  /** Checks again (this many times, a moment apart) before a site that was up is declared down: no alarm for a blip. */
+  retries?: number;
 }
 
 export interface MonitorRecord {

@@ -47,7 +47,13 @@ const monitorsCount = route(READ, '/monitors/count', listMonitors, {
 
 /** Settings from upstream's body: labels or seconds, `active` as "0"/"1"/"useglobal", status lists as arrays or commas. */
 const settingsArgs = (a: RestArgs) => {
-  const i: Record<string, unknown> = pick(a, 'interval', 'timeout', 'keyword', 'method');
+  const i: Record<string, unknown> = pick(a, 'interval', 'timeout', 'keyword', 'method', 'retries');
+  // Upstream's maxretries: -1, 0 or 1 (-1 and 0 both mean no re-check here).
+  if (a.args.maxretries !== undefined && a.args.maxretries !== '' && i.retries === undefined) {
+    const n = Number(a.args.maxretries);
+    if (![-1, 0, 1].includes(n)) throw new ServiceError('invalid_maxretries', 'The maxretries value must be -1, 0, or 1.', 400);
+    i.retries = Math.max(0, n);
+  }
   const active = a.args.active;
   if (active !== undefined && active !== '') i.active = active === 'useglobal' ? active : ['1', 'true', 1, true].includes(active as never);
   const codes = a.args.expected_status;
