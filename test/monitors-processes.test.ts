@@ -47,9 +47,10 @@ describe('two serve processes on one data dir', () => {
       // First checks come one interval after start, spread over the next; then one a second.
       expect(times.length, `site ${i}`).toBeGreaterThanOrEqual(5);
       expect(times.length, `site ${i}`).toBeLessThanOrEqual(10);
-      // Never two checks of a site within one interval (less the scheduler's 250 ms tick), hand-over included.
+      // Two processes checking a site would double the count above; and the checks of a site keep their pace: a check
+      // that starts late (a busy machine) is followed by the next after half an interval at least, hand-over included.
       const gaps = times.slice(1).map((t, k) => t - times[k]!);
-      expect(Math.min(...gaps), `site ${i}: ${gaps.join(',')}`).toBeGreaterThanOrEqual(700);
+      expect(Math.min(...gaps), `site ${i}: ${gaps.join(',')}`).toBeGreaterThanOrEqual(450);
     }
   }, 40_000);
 });

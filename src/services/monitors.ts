@@ -348,9 +348,11 @@ export class MonitorService {
         const late = started - dueAt;
         this.stats.max_late_ms = Math.max(this.stats.max_late_ms, late);
         if (late > eff.interval_s * 1000) this.stats.late_over_interval++;
-        // No drift: the next check is one interval after this one was due (or after now, if we fell behind).
-        const next = dueAt + eff.interval_s * 1000;
-        this.due.set(site.id, next > started ? next : started + eff.interval_s * 1000);
+        // No drift: the next check is one interval after this one was due — but at least half an interval after this
+        // one started, so a late check (a busy machine) is not followed at once by the next; after now if we fell behind.
+        const interval = eff.interval_s * 1000;
+        const next = Math.max(dueAt + interval, started + interval / 2);
+        this.due.set(site.id, next > started ? next : started + interval);
       }
       this.stats.checks++;
       const target = {

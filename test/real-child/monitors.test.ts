@@ -58,7 +58,7 @@ describe('a real site going down and coming back', () => {
     await stopSitePhp(K);
     const stoppedAt = Date.now();
     const inc = await until(async () => (await s.rest(`/monitors/${id}/incidents`)).body.data, (l) => l.length === 1);
-    expect(Date.parse(inc[0].started_at)).toBeLessThanOrEqual(stoppedAt + INTERVAL_S * 1000 + 250);
+    expect(Date.parse(inc[0].started_at)).toBeLessThanOrEqual(stoppedAt + INTERVAL_S * 1000 + 500);
     expect(inc[0]).toMatchObject({ resolved: false, cause: 'connection' });
     const down = await until(async () => got.filter((g) => JSON.parse(g.body).event === 'site.down'), (l) => l.length === 1);
     expect(down[0]!.signature).toBe(`sha256=${createHmac('sha256', secret).update(down[0]!.body).digest('hex')}`);
