@@ -1,7 +1,7 @@
 // bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
-//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack, updates)
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack, updates, monitors)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { calibrate } from './lib/calibrate.mjs';
 import { cleanupAll, snapshotDist } from './lib/proc.mjs';
 import { call, fleetRound, rssAfterSync, syncAndCheck, underAttack } from './lib/scenarios.mjs';
+import { monitorsRound } from './lib/monitors.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
 import { listUpdatesBench, runUpdatesBench } from './lib/updates.mjs';
 import { renderTable, targets } from './lib/table.mjs';
@@ -92,6 +93,12 @@ if (run('updates')) {
     list: await step('list-updates 5000', () => listUpdatesBench(5000, d, log)),
     run: await step('run-updates 1000', () => runUpdatesBench(1000, 50, d, log)),
   };
+}
+
+// 5,000 monitored sites at a 60 s interval (issue 22): two and a half intervals, so not in --quick unless asked.
+if (run('monitors') && (!quick || only?.has('monitors'))) {
+  log('uptime monitoring of 5,000 simulated sites at a 60 s interval (150 s)');
+  results.monitors = await step('monitors 5000', () => monitorsRound({ sites: 5000, interval: 60, seconds: 150, latency: 20 }, log));
 }
 if (run('attack')) {
   log('reads while the worst CSV upload and a hostile child run (issue 18)');

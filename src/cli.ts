@@ -19,7 +19,7 @@ const SERVE_OPTIONS = {
   host: { type: 'string' }, port: { type: 'string' }, ...DATA_DIR,
   'rest-prefix': { type: 'string' }, 'abilities-prefix': { type: 'string' },
   'child-concurrency': { type: 'string' }, 'allow-private-sites': { type: 'boolean' },
-  'allowed-hosts': { type: 'string' }, 'no-console': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  'allowed-hosts': { type: 'string' }, 'no-console': { type: 'boolean' }, 'monitor-interval': { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
 const HELP: Record<string, string> = {
@@ -41,11 +41,13 @@ Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
-                       [--no-console]
+                       [--no-console] [--monitor-interval SECONDS]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR (flags win).
 --allow-private-sites lets sitefleet connect to loopback and private-network sites (refused by default).
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
+Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
+--monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
 
@@ -115,10 +117,12 @@ async function serve(args: string[]): Promise<void> {
   const cfg = loadConfig({
     host: values.host, port: values.port, dataDir: values['data-dir'], restPrefix: values['rest-prefix'],
     abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
+    monitorIntervalS: values['monitor-interval'],
   });
   const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {
     http: { allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean), console: withConsole },
+    monitoring: true,
   });
   await bootstrap(services, http!.url, cfg, withConsole);
   process.stdout.write(`sitefleet listening on ${http!.url} (data: ${cfg.dataDir})\n`);

@@ -21,6 +21,14 @@ export interface Config {
   consoleSessionSeconds: number;
   /** Where callers reach this server (for status_url); set by `serve` once it listens. */
   publicUrl: string;
+  /** Uptime checks: every monitor's interval in seconds when set (tests, operators); null = the monitor settings. */
+  monitorIntervalS: number | null;
+  /** Uptime checks in flight at once, over all sites. */
+  monitorConcurrency: number;
+  /** How often checked monitors' history is written (state changes are written at once). */
+  monitorFlushMs: number;
+  /** First webhook retry delay; each next one is five times longer. */
+  webhookRetryMs: number;
 }
 
 export type ConfigFlags = Partial<Record<Exclude<keyof Config, 'publicUrl'>, string | boolean | undefined>>;
@@ -54,6 +62,11 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
     loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),
     consoleSessionSeconds: int('console session seconds', pick('consoleSessionSeconds', 'SITEFLEET_CONSOLE_SESSION_SECONDS', '28800'), 1, 30 * 86_400),
+    monitorIntervalS: pick('monitorIntervalS', 'SITEFLEET_MONITOR_INTERVAL', '') === '' ? null
+      : int('--monitor-interval', pick('monitorIntervalS', 'SITEFLEET_MONITOR_INTERVAL', ''), 1, 86_400),
+    monitorConcurrency: int('monitor concurrency', pick('monitorConcurrency', 'SITEFLEET_MONITOR_CONCURRENCY', '64'), 1, 1024),
+    monitorFlushMs: int('monitor flush', pick('monitorFlushMs', 'SITEFLEET_MONITOR_FLUSH_MS', '30000'), 50, 600_000),
+    webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
     publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
   };
 }

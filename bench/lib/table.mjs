@@ -63,6 +63,10 @@ export function targets(res) {
   const ur = res.updates?.run;
   add('run-updates-v1, 1,000 sites × 1 plugin, 50 ms latency', '≤ 5 s to job completion', 1000, ur && `${num(ur.seconds, 2)} s (${ur.child_upgrades} upgrades)`,
     ur && ur.completed && ur.seconds <= 5 && ur.failed === 0 && ur.child_upgrades === ur.sites);
+  const mo = res.monitors;
+  add('5,000 monitored sites at a 60 s interval', 'no check late by > 1 interval', 5000,
+    mo && `${num(mo.checks_per_s, 1)} checks/s, serve ${num(mo.serve_cpu_percent_of_one_core, 1)}% of a core, ${num(mo.serve_peak_rss_mb)} MB, ${mo.checks_late_by_more_than_one_interval} late`,
+    mo && mo.checks_late_by_more_than_one_interval === 0 && mo.sites_never_checked === 0);
   const at2 = res.attack;
   add('GET /sites while the worst CSV and a hostile child run', 'reader p99 ≤ 100 ms', 20, at2 && `p99 ${ms(at2.p99)} ms (${num(at2.reads)} reads, HWM ${num(at2.hwm_mb)} MB)`, at2 && at2.p99 <= 100 && at2.csv.status === 200);
   return t;
@@ -91,6 +95,7 @@ export function renderTable(res) {
   if (res.rss) one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
   if (res.updates?.list) one('list-updates-v1 per_page=100, 16 conn', 'req/s (p99 ms)', 5000, `${num(res.updates.list.rps)} (${ms(res.updates.list.p99)})`);
   if (res.updates?.run) one('run-updates-v1, 1 plugin/site, 50 ms (job)', 's to done', 1000, `${num(res.updates.run.seconds, 2)}`);
+  if (res.monitors) one('uptime monitors of 5,000 sites, 60 s interval', 'serve CPU % / RSS MB', cols.includes(5000) ? 5000 : cols[0], `${num(res.monitors.serve_cpu_percent_of_one_core, 1)} / ${num(res.monitors.serve_peak_rss_mb)}`);
   if (res.attack) {
     rows.push(['GET /sites under attack (20 sites; worst CSV', 'p50 / p99 / max ms', ...cols.map((c, i) => (i === 0 ? `${ms(res.attack.p50)} / ${ms(res.attack.p99)} / ${ms(res.attack.max)}` : ''))]);
     rows.push(['+ 14 MB hostile child at once)', 'CSV s / serve HWM MB', ...cols.map((c, i) => (i === 0 ? `${num(res.attack.csv.seconds, 2)} / ${num(res.attack.hwm_mb)}` : ''))]);

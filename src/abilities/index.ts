@@ -17,9 +17,10 @@ import { clientFieldAbilities } from './client-fields.js';
 import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
+import { monitorAbilities } from './monitors.js';
 
 const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities,
-  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities, ...updateAbilities];
+  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities, ...updateAbilities, ...monitorAbilities];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
 /** Every ability by its name, with its own input and output types. */
@@ -44,6 +45,7 @@ export const CATEGORIES = [
   { slug: 'svc-pages', label: 'Pages', description: 'Pages on child sites: list across sites, read, create, edit, change status, delete.' },
   { slug: 'svc-settings', label: 'Settings', description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types and payment methods.' },
   { slug: 'svc-updates', label: 'Updates', description: 'Core, plugin, theme and translation updates across the fleet: list, apply, ignore.' },
+  { slug: 'svc-monitors', label: 'Monitoring', description: 'Uptime monitors of every site: heartbeats, incidents, uptime, and the webhooks that announce them.' },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 

@@ -4,13 +4,15 @@
 import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
 import { listen, type HttpOptions, type RunningHttp } from '../http/app.js';
-import { closeServices, openServices, type Services } from '../services/index.js';
+import { closeServices, openServices, startMonitoring, type Services } from '../services/index.js';
 
 export interface BootOptions {
   /** Serve the HTTP doors on the config's host and port (or this port; 0 picks a free one). */
   http?: HttpOptions & { port?: number };
   /** How often the job runner looks for work, in ms (the default suits a server; tests go faster). */
   jobTickMs?: number;
+  /** Run the scheduled uptime checks and webhook deliveries (serve does). */
+  monitoring?: boolean;
 }
 
 export interface Running {
@@ -32,6 +34,7 @@ export async function boot(config: Config, opts: BootOptions = {}): Promise<Runn
     throw e;
   }
   services.jobs.start(opts.jobTickMs);
+  if (opts.monitoring) startMonitoring(services);
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000) => (closing ??= (async () => {
     await Promise.all([http?.close(graceMs), services.jobs.stop()]);

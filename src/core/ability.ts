@@ -12,9 +12,9 @@ export interface Annotations {
 }
 
 export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts'
-  | 'svc-pages' | 'svc-settings' | 'svc-updates';
+  | 'svc-pages' | 'svc-settings' | 'svc-updates' | 'svc-monitors';
 /** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
-export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings', 'updates'] as const;
+export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings', 'updates', 'monitors'] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';
 

@@ -13,6 +13,7 @@ import { pageRoutes } from './routes/pages.js';
 import { clientFieldRoutes } from './routes/client-fields.js';
 import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
+import { monitorRoutes } from './routes/monitors.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -27,4 +28,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...pageRoutes,
   ...settingsRoutes,
   ...updateRoutes,
+  ...monitorRoutes,
 ];

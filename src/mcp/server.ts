@@ -29,6 +29,8 @@ const RESOURCE_NOT_FOUND = -32002;
 /** Jobs one MCP session may follow at once (resources/subscribe). */
 export const MAX_SUBSCRIPTIONS = 100;
 const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}`;
+/** Downtime incidents: a subscriber hears when one opens or closes (in this or another process on the data dir). */
+export const INCIDENTS_URI = 'sitefleet://incidents';
 
 export const INSTRUCTIONS = [
   'sitefleet manages a fleet of WordPress child sites from one dashboard.',
@@ -43,6 +45,7 @@ export const INSTRUCTIONS = [
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
   'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped).',
+  'Uptime: list-monitors-v1 says which sites are down; subscribe to sitefleet://incidents to hear of incidents opening and closing.',
   'Batches over 200 sites become background jobs: follow them with get-batch-job-status-v1 or the resource sitefleet://jobs/{job_id}.',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
 ].join('\n');
@@ -138,9 +141,11 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   const subscriptions = new Map<string, string>();
   let pollTimer: NodeJS.Timeout | null = null;
   const stopWatching = services ? watchModules(services, () => { void server.sendToolListChanged().catch(() => {}); }) : () => {};
+  let incidentTimer: NodeJS.Timeout | null = null;
   server.onclose = () => {
     stopWatching();
     if (pollTimer) clearInterval(pollTimer);
+    if (incidentTimer) clearInterval(incidentTimer);
     subscriptions.clear();
   };
 
@@ -227,7 +232,10 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   };
 
   server.setRequestHandler(ListResourcesRequestSchema, () => ({
-    resources: [{ uri: 'sitefleet://sites', name: 'sites', title: 'The fleet', description: 'Every managed site (id, url, name, status), 100 per page: sitefleet://sites?page=2 for more.', mimeType: 'application/json' }],
+    resources: [
+      { uri: 'sitefleet://sites', name: 'sites', title: 'The fleet', description: 'Every managed site (id, url, name, status), 100 per page: sitefleet://sites?page=2 for more.', mimeType: 'application/json' },
+      { uri: INCIDENTS_URI, name: 'incidents', title: 'Downtime incidents', description: 'Open incidents and the 50 latest; subscribe to hear when one opens or closes.', mimeType: 'application/json' },
+    ],
   }));
 
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
@@ -239,6 +247,12 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
 
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
     const uri = req.params.uri;
+    if (uri === INCIDENTS_URI) {
+      const [open, latest] = await Promise.all([
+        readAbility('list-incidents-v1', { state: 'open', per_page: 100 }), readAbility('list-incidents-v1', { per_page: 50 }),
+      ]);
+      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ open, latest }) }] };
+    }
     const m = /^sitefleet:\/\/(sites|jobs)(?:\/([^/?]+))?(?:\?page=(\d+))?$/.exec(uri);
     let body: unknown;
     if (m?.[1] === 'sites' && !m[2]) body = await readAbility('list-sites-v1', { page: Number(m[3] ?? 1), per_page: 100 });
@@ -264,10 +278,36 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     if (!subscriptions.size && pollTimer) { clearInterval(pollTimer); pollTimer = null; }
   };
 
+  // Incidents: a digest of (id, end) of the newest ones, recomputed only when the incidents collection changed.
+  const incidentDigest = () => {
+    let d = '';
+    for (const i of services!.monitors.incidents().slice(0, 200)) d += `${i.id}:${i.ended_at ?? ''};`;
+    return d;
+  };
+  const subscribeIncidents = async () => {
+    if (!services) throw new RpcError(ErrorCode.InvalidParams, 'Incident subscriptions need a server with services.');
+    await readAbility('list-incidents-v1', { per_page: 1 }); // the caller may read them
+    if (incidentTimer) return {};
+    let version = services.store.version('incidents');
+    let digest = incidentDigest();
+    incidentTimer = setInterval(() => {
+      const v = services.store.version('incidents');
+      if (v === version) return;
+      version = v;
+      const d = incidentDigest();
+      if (d === digest) return; // a down run counted one more failed check: no incident opened or closed
+      digest = d;
+      void server.sendResourceUpdated({ uri: INCIDENTS_URI }).catch(() => {});
+    }, 250);
+    incidentTimer.unref();
+    return {};
+  };
+
   server.setRequestHandler(SubscribeRequestSchema, async (req) => {
     const uri = req.params.uri;
+    if (uri === INCIDENTS_URI) return subscribeIncidents();
     const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(uri);
-    if (!m) throw new RpcError(ErrorCode.InvalidParams, `Only job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
+    if (!m) throw new RpcError(ErrorCode.InvalidParams, `Only ${INCIDENTS_URI} and job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
     // One subscription per job, however its id is percent-encoded; the job must exist.
     const jobId = decodeURIComponent(m[1]!);
     const status = await readAbility('get-batch-job-status-v1', { job_id: jobId }) as JobStatus;
@@ -286,6 +326,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   });
 
   server.setRequestHandler(UnsubscribeRequestSchema, (req) => {
+    if (req.params.uri === INCIDENTS_URI && incidentTimer) { clearInterval(incidentTimer); incidentTimer = null; }
     const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(req.params.uri);
     if (m) subscriptions.delete(decodeURIComponent(m[1]!));
     return {};

@@ -86,6 +86,8 @@ export function childFailure(err: unknown, site: { url: string }): ServiceError 
 
 export class ChildSiteService {
   private connectorP: Promise<ChildConnector> | null = null;
+  /** Told of every sync that failed at the site (notifications). */
+  readonly syncFailureListeners = new Set<(site: SiteRecord, error: ServiceError) => void>();
 
   constructor(
     private readonly store: Store,
@@ -211,6 +213,7 @@ export class ChildSiteService {
       // Only a failed contact marks the site: a refusal by our own address policy never reached it (another process
       // on the same data dir may be allowed to), and a ServiceError raised here is about the request.
       const remote = (!(e instanceof ServiceError) && error.code !== 'svc_address_not_allowed') || error.code === 'svc_child_wrong_site';
+      if (remote) for (const l of this.syncFailureListeners) l(site, error);
       return {
         ok: false, error,
         commit: remote ? (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { sync_error: error.message }); } : undefined,

@@ -13,6 +13,8 @@ import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
 import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
 import { UpdateService } from './updates.js';
+import { MonitorService } from './monitors.js';
+import { WebhookService } from './webhooks.js';
 
 export interface Services {
   config: Config;
@@ -28,6 +30,8 @@ export interface Services {
   jobs: JobService;
   dashboard: DashboardSettings;
   updates: UpdateService;
+  monitors: MonitorService;
+  webhooks: WebhookService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -62,12 +66,27 @@ export async function openServices(config: Config): Promise<Services> {
     : children.fetchReconnect(s)));
   jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
-  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates };
+  const monitors = new MonitorService(store, config, sites);
+  const webhooks = new WebhookService(store, config);
+  monitors.onEvent((e) => void webhooks.emit(e.event, { site: e.site, incident: e.incident }).catch(() => {}));
+  children.syncFailureListeners.add((site, error) => void webhooks.emit('site.sync_failed', {
+    site: { id: site.id, url: site.url, name: site.name }, error: { code: error.code, message: error.message },
+  }).catch(() => {}));
+  sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
+  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks };
+}
+
+/** Scheduled uptime checks and webhook retries (serve does; tests that need them too). */
+export function startMonitoring(s: Services): void {
+  s.monitors.start();
+  s.webhooks.start();
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */
 export async function closeServices(s: Services): Promise<void> {
   await s.jobs.stop();
+  await s.monitors.stop();
+  await s.webhooks.stop();
   await s.children.close();
   await s.store.close();
 }

@@ -33,6 +33,13 @@ export const COLLECTIONS = {
   /** One record per client that has custom field values, with the client's id. */
   client_field_values: 0,
   ignores: 0,
+  // Uptime monitoring (monitor-records.ts): a monitor per site (id = site id, 0 = fleet defaults), incidents,
+  // webhooks and their delivery log, and leases (who runs which checks, across processes).
+  monitors: 250,
+  incidents: 500,
+  webhooks: 0,
+  deliveries: 500,
+  leases: 0,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 

@@ -97,3 +97,26 @@ export async function serverWithRealSite(k: number, startServer: () => Promise<i
   if (r.status !== 200) throw new Error(`registering real site ${k}: ${r.status} ${JSON.stringify(r.body)}`);
   return { s, id: r.body.data.id as number };
 }
+
+/**
+ * Takes site k off the air: its `php -S` master and workers (one process group, recorded in $RC_DIR/run) get SIGTERM.
+ * Only a group whose leader's command line names this site's directory is touched. `startSitesAgain()` brings it
+ * back on the same URL.
+ */
+export async function stopSitePhp(k: number): Promise<void> {
+  const { readFileSync } = await import('node:fs');
+  const pid = Number(readFileSync(`${RC_DIR}/run/site-${k}.pid`, 'utf8').trim());
+  const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  if (!cmd.includes(`${RC_DIR}/sites/${k}`)) throw new Error(`pid ${pid} is not site ${k}'s php -S`);
+  process.kill(-pid, 'SIGTERM');
+  for (let i = 0; i < 100; i++) {
+    try { process.kill(pid, 0); } catch { return; }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`site ${k}'s php -S (pid ${pid}) did not stop`);
+}
+
+/** start.sh again on the lane's dir: stopped sites come back on their URLs, running ones are left alone. */
+export function startSitesAgain(): void {
+  execFileSync(`${KIT}/start.sh`, ['--dir', RC_DIR, '--sites', String(RC_SITES)], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
+}

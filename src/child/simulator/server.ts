@@ -1,5 +1,6 @@
 // src/child/simulator/server.ts — the child simulator: one node:http server on loopback serving N virtual sites at /s/<n>/, with latency and faults.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { encodeEnvelope } from '../envelope.js';
 import { decodeForm } from '../form.js';
@@ -32,10 +33,14 @@ export type SimFault =
   | { type: 'long_text'; bytes: number } // a valid reply whose texts (wpversion, plugin names) are this long
   | { type: 'long_error'; bytes: number } // an error reply whose message is this long
   | { type: 'down' } // connection reset: socket destroyed
-  | { type: 'hang_after_work' }; // the site does the work (an update is installed), then never answers
+  | { type: 'hang_after_work' } // the site does the work (an update is installed), then never answers
+
+  | { type: 'outage'; windows: Array<{ from: number; to: number }> }; // down (reset) inside scheduled windows (epoch ms), up outside
 
 export interface ChildSim {
   baseUrl: string;
+  /** With the `tls` option: the same sites over HTTPS (`${httpsBaseUrl}/s/<n>/`), with the certificate given. */
+  httpsBaseUrl: string | null;
   sites: SimSiteInfo[];
   /** The live in-memory WordPress of a site, for assertions. Treat it as read-only (changes would bypass the reply cache). */
   state(index: number): SimSiteState;
@@ -44,6 +49,8 @@ export interface ChildSim {
   failUpdate(index: number, slug: string, message: string | null): void;
   /** Requests received by a site (any path, method or fault), for "no child call" assertions. */
   requests(index: number): number;
+  /** When a site's latest requests arrived (epoch ms, the last 100). */
+  requestTimes(index: number): number[];
   /** Most requests the whole server held open at once since start. */
   peakInFlight(): number;
   close(): Promise<void>;
@@ -62,6 +69,8 @@ export interface ChildSimOptions {
   password?: string;
   /** Start every site already registered to this key and dashboard URL (benchmarks; skips 1,000 key generations). */
   preconnect?: { publicKeyPem: string; server: string };
+  /** Also serve every site over HTTPS on a second port, with this key and certificate (PEM). */
+  tls?: { key: string; cert: string };
 }
 
 const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
@@ -148,6 +157,7 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
   let sites: SimSite[] = [];
   const faults = new Map<number, SimFault>();
   const counters = new Array<number>(count + 1).fill(0);
+  const times = new Map<number, number[]>();
   let inFlight = 0;
   let peak = 0;
   let baseUrl = '';
@@ -165,11 +175,19 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     const index = match ? Number(match[1]) : 0;
     if (!match || index < 1 || index > count) return send(res, 404, '<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
     counters[index]!++;
+    const log = times.get(index) ?? [];
+    log.push(Date.now());
+    if (log.length > 100) log.shift();
+    times.set(index, log);
     inFlight++;
     peak = Math.max(peak, inFlight);
     res.on('close', () => inFlight--);
     const fault = faults.get(index) ?? null;
     if (fault?.type === 'down') return void req.socket.destroy();
+    if (fault?.type === 'outage') {
+      const t = Date.now();
+      if (fault.windows.some((w) => t >= w.from && t < w.to)) return void req.socket.destroy();
+    }
     const body = await readBody(req);
     if (body === null) return send(res, 413, '<h1>Request Entity Too Large</h1>');
     const delay = latencyMs + (fault?.type === 'latency' ? fault.ms : 0);
@@ -211,18 +229,22 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     send(res, reply.status, reply.body);
   };
 
-  const server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch(() => {
       if (!res.headersSent) send(res, 500, FATAL_PAGE);
       else res.destroy();
     });
+  };
+  const listen = (srv: Server, port: number) => new Promise<number>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(port, host, () => resolve((srv.address() as AddressInfo).port));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  const server = createServer(listener);
+  const port = await listen(server, options.port ?? 0);
+  baseUrl = `http://${hostPart}:${port}`;
+  const tlsServer = options.tls ? createHttpsServer({ key: options.tls.key, cert: options.tls.cert }, listener) : null;
+  const httpsBaseUrl = tlsServer ? `https://${hostPart}:${await listen(tlsServer, 0)}` : null;
   // Built up front (~0.1 ms a site) so the first request to a site pays only for its stats reply.
   sites = Array.from({ length: count }, (_, i) => {
     const { index, url, password } = info(i + 1);
@@ -233,6 +255,7 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
   return {
     baseUrl,
+    httpsBaseUrl,
     sites: Array.from({ length: count }, (_, i) => info(i + 1)),
     state: (index) => siteAt(index).state,
     setFault: (index, fault) => {
@@ -252,11 +275,13 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       siteAt(index);
       return counters[index]!;
     },
+    requestTimes: (index) => [...(times.get(index) ?? [])],
     peakInFlight: () => peak,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      await Promise.all([server, tlsServer].filter((x): x is Server => x !== null).map((srv) => new Promise<void>((resolve) => {
+        srv.close(() => resolve());
+        srv.closeAllConnections();
+      })));
+    },
   };
 }

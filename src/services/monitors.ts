@@ -1,0 +1,501 @@
+// Uptime monitoring: a monitor per site (on by default; fleet defaults and per-site settings), checked on a schedule
+// with bounded concurrency and jitter, one check of a site at a time, by one process at a time (partition leases in
+// the store, leases.ts). Heartbeats fold into bounded, compacted history on the monitor record (the last RAW_KEPT
+// beats, HOURS_KEPT hourly and DAYS_KEPT daily buckets with a response-time histogram); a change of state opens or
+// closes an incident in the same transaction and is announced (webhooks, MCP subscribers).
+//
+// Writes: beats wait in memory and are written every `monitorFlushMs` in one commit; a beat that changes a site's
+// state is written at once. A partition given to another process is flushed in the transaction that releases it,
+// so its next check is scheduled from the true last check. If a process dies, the beats it had not written yet
+// (at most one flush period) are lost and the taker may check those sites again early.
+import { ServiceError } from '../core/errors.js';
+import type { Config } from '../config.js';
+import { log } from '../log.js';
+import {
+  CAUSES, HIST_MS, type Beat, type Bucket, type Cause, type IncidentRecord, type MonitorRecord, type MonitorSettings,
+} from '../store/monitor-records.js';
+import type { SiteRecord } from '../store/records.js';
+import type { Store, Tx } from '../store/store.js';
+import { PartitionLeases } from './leases.js';
+import type { SiteService } from './sites.js';
+import { UptimeChecker, type CheckOutcome } from './uptime-check.js';
+
+export const RAW_KEPT = 60;
+export const HOURS_KEPT = 25;
+export const DAYS_KEPT = 31;
+/** Incidents kept (newest); older resolved ones are deleted. */
+export const INCIDENTS_KEPT = 10_000;
+export const PARTITIONS = 16;
+export const LEASE_TTL_MS = 15_000;
+/** How often a process renews its leases and rebalances: a second process gets its share within two rounds. */
+export const LEASE_ROUND_MS = 2_000;
+/** Fleet defaults (upstream's: HTTP, 200–206 up, no keyword), but every 5 minutes rather than every hour. */
+export const DEFAULT_SETTINGS: Required<MonitorSettings> = {
+  active: true, interval_s: 300, timeout_s: 30, expected_status: [200, 201, 202, 203, 204, 205, 206], keyword: '', method: 'get', retries: 1,
+};
+export const MAX_RETRIES = 3;
+/** Wait before a confirming re-check: a quarter of the interval, at most 2 s. */
+const retryDelayMs = (intervalS: number) => Math.min(2_000, (intervalS * 1000) / 4);
+export const INTERVAL_MIN_S = 60;
+export const INTERVAL_MAX_S = 86_400;
+export const TIMEOUT_MAX_S = 120;
+export const MAX_EXPECTED = 50;
+export const MAX_KEYWORD = 200;
+
+export type MonitorStatus = 'up' | 'down' | 'pending' | 'paused';
+
+/**
+ * Seconds from a number of seconds or a label ("5m", "1h", "30s", "2min"; upstream's labels and any like them),
+ * within [min, max]; anything else is the named error.
+ */
+export function parseDuration(v: number | string, min: number, max: number, code: string, what: string): number {
+  let s: number | null = null;
+  if (typeof v === 'number') s = v;
+  else {
+    const m = /^\s*(\d{1,6})\s*(s|sec|m|min|h)?\s*$/i.exec(v);
+    if (m) s = Number(m[1]) * ({ s: 1, sec: 1, m: 60, min: 60, h: 3600 }[(m[2] ?? 's').toLowerCase() as 's'] ?? 1);
+  }
+  if (s === null || !Number.isInteger(s) || s < min || s > max) {
+    throw new ServiceError(code, `Invalid ${what} value: give seconds from ${min} to ${max}, or a label such as "${what === 'interval' ? '5m' : '30s'}".`, 400, { value: v });
+  }
+  return s;
+}
+
+/** HTTP statuses that may count as up: known codes only (100–599), at most MAX_EXPECTED. */
+export function checkExpected(codes: number[]): number[] {
+  if (!codes.length || codes.length > MAX_EXPECTED) throw new ServiceError('svc_invalid_status_code', `Give 1 to ${MAX_EXPECTED} HTTP status codes.`, 400);
+  const bad = codes.find((c) => !Number.isInteger(c) || c < 100 || c > 599);
+  if (bad !== undefined) throw new ServiceError('svc_invalid_status_code', `Invalid HTTP status code: ${bad}. Allowed codes: 100–599.`, 400, { value: bad });
+  return [...new Set(codes)].sort((a, b) => a - b);
+}
+
+export interface MonitorEvent {
+  event: 'site.down' | 'site.up';
+  site: { id: number; url: string; name: string };
+  incident: IncidentRecord;
+}
+
+interface PendingBeat { beat: Beat; message: string | null }
+
+const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const nowS = () => Math.floor(Date.now() / 1000);
+
+export function emptyMonitor(id: number): MonitorRecord {
+  return { id, settings: {}, status: 'pending', last_check: null, down_since: null, open_incident: null, recent: [], hours: [], days: [] };
+}
+
+function newBucket(start: number): Bucket {
+  return [start, 0, 0, 0, -1, 0, ...HIST_MS.map(() => 0), 0];
+}
+
+function addToBucket(b: Bucket, beat: Beat): void {
+  const [, up, ms] = beat;
+  if (up) b[1]!++; else b[2]!++;
+  if (ms >= 0) {
+    b[3]! += ms;
+    b[4] = b[4]! < 0 ? ms : Math.min(b[4]!, ms);
+    b[5] = Math.max(b[5]!, ms);
+    let i = HIST_MS.findIndex((limit) => ms <= limit);
+    if (i < 0) i = HIST_MS.length;
+    b[6 + i]!++;
+  }
+}
+
+export function addBeat(list: Bucket[], width: number, keep: number, beat: Beat): Bucket[] {
+  const start = Math.floor(beat[0] / width) * width;
+  const out = list.map((b) => b.slice());
+  let last: Bucket | undefined = out[out.length - 1];
+  if (!last || last[0]! < start) { last = newBucket(start); out.push(last); }
+  else if (last[0]! > start) {
+    // An older beat (a process that wrote late): find its bucket, or drop it if it is out of the window.
+    last = out.find((b) => b[0] === start);
+    if (!last) return out;
+  }
+  addToBucket(last, beat);
+  return out.length > keep ? out.slice(out.length - keep) : out;
+}
+
+export interface Summary {
+  checks: number;
+  up: number;
+  uptime: number | null;
+  avg_ms: number | null;
+  min_ms: number | null;
+  max_ms: number | null;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+}
+
+/** Uptime and response times over the buckets that start at or after `since` (epoch s). */
+export function summarise(buckets: readonly Bucket[], since: number): Summary {
+  let up = 0, down = 0, sum = 0, timed = 0, min = Infinity, max = -Infinity;
+  const hist = new Array<number>(HIST_MS.length + 1).fill(0);
+  for (const b of buckets) {
+    if (b[0]! < since) continue;
+    up += b[1]!; down += b[2]!;
+    const n = hist.reduce((acc, _, i) => acc + b[6 + i]!, 0);
+    if (n && b[4]! >= 0) { sum += b[3]!; timed += n; min = Math.min(min, b[4]!); max = Math.max(max, b[5]!); }
+    for (let i = 0; i < hist.length; i++) hist[i]! += b[6 + i]!;
+  }
+  const pct = (q: number): number | null => {
+    if (!timed) return null;
+    const rank = Math.ceil(q * timed);
+    let seen = 0;
+    for (let i = 0; i < hist.length; i++) {
+      seen += hist[i]!;
+      if (seen >= rank) return Math.min(i < HIST_MS.length ? HIST_MS[i]! : max, max);
+    }
+    return max;
+  };
+  const checks = up + down;
+  return {
+    checks, up,
+    uptime: checks ? Math.round((10_000 * up) / checks) / 100 : null,
+    avg_ms: timed ? Math.round(sum / timed) : null,
+    min_ms: timed ? min : null,
+    max_ms: timed ? max : null,
+    p50_ms: pct(0.5), p95_ms: pct(0.95), p99_ms: pct(0.99),
+  };
+}
+
+/** Stable spread of first checks over an interval (so 5,000 sites do not all go at once). */
+function jitter(id: number, span: number): number {
+  let h = id * 2654435761;
+  h = (h ^ (h >>> 16)) >>> 0;
+  return span > 0 ? h % span : 0;
+}
+
+export interface SchedulerStats {
+  checks: number;
+  /** Checks that started later than their due time by more than one interval. */
+  late_over_interval: number;
+  max_late_ms: number;
+  in_flight: number;
+  partitions_held: number;
+}
+
+export class MonitorService {
+  readonly checker: UptimeChecker;
+  readonly leases: PartitionLeases;
+  private pending = new Map<number, PendingBeat[]>();
+  private due = new Map<number, number>();
+  private inflight = new Map<number, Promise<CheckOutcome>>();
+  private listeners = new Set<(e: MonitorEvent) => void>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking = false;
+  private startedAt = Date.now();
+  private nextRound = 0;
+  private nextFlush = 0;
+  private flushing: Promise<void> = Promise.resolve();
+  private stats: SchedulerStats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0 };
+
+  constructor(private readonly store: Store, private readonly config: Config, private readonly sites: SiteService) {
+    this.checker = new UptimeChecker({ allowPrivate: config.allowPrivateSites, connections: config.monitorConcurrency });
+    this.leases = new PartitionLeases(store, 'monitor', PARTITIONS, LEASE_TTL_MS);
+  }
+
+  /** Hear of incidents opening and closing in this process (the one that ran the check). */
+  onEvent(fn: (e: MonitorEvent) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  // ---- settings -------------------------------------------------------------------------------------------
+
+  record(id: number): MonitorRecord | undefined {
+    return this.store.get<MonitorRecord>('monitors', id);
+  }
+
+  fleetSettings(): Required<MonitorSettings> {
+    return { ...DEFAULT_SETTINGS, ...(this.record(0)?.settings ?? {}) };
+  }
+
+  /** The settings a site's checks use: its own over the fleet's; an operator's --monitor-interval over both. */
+  effective(siteId: number): Required<MonitorSettings> {
+    const eff = { ...this.fleetSettings(), ...(this.record(siteId)?.settings ?? {}) };
+    if (this.config.monitorIntervalS) eff.interval_s = this.config.monitorIntervalS;
+    eff.timeout_s = Math.min(eff.timeout_s, eff.interval_s);
+    return eff;
+  }
+
+  monitored(site: SiteRecord): boolean {
+    return !site.suspended && !site.disconnected && this.effective(site.id).active;
+  }
+
+  statusOf(site: SiteRecord): MonitorStatus {
+    if (!this.monitored(site)) return 'paused';
+    return this.record(site.id)?.status ?? 'pending';
+  }
+
+  /** Writes settings: site 0 = the fleet defaults. `null` for a field removes the site's own value (use the fleet's). */
+  async updateSettings(siteId: number, patch: { [K in keyof MonitorSettings]?: MonitorSettings[K] | null }): Promise<MonitorRecord> {
+    return this.store.write((tx) => {
+      if (siteId !== 0 && !tx.get('sites', siteId)) throw new ServiceError('svc_site_not_found', `No site found with ID ${siteId}.`, 404);
+      const cur = tx.get<MonitorRecord>('monitors', siteId) ?? emptyMonitor(siteId);
+      const settings: MonitorSettings = { ...cur.settings };
+      for (const [k, v] of Object.entries(patch) as Array<[keyof MonitorSettings, unknown]>) {
+        if (v === undefined) continue;
+        if (v === null) delete settings[k];
+        else (settings as Record<string, unknown>)[k] = v;
+      }
+      const next = tx.put<MonitorRecord>('monitors', { ...cur, settings });
+      // A new interval takes effect from the next scheduling of the site.
+      if (siteId === 0) this.due.clear(); else this.due.delete(siteId);
+      return next;
+    });
+  }
+
+  // ---- scheduling -----------------------------------------------------------------------------------------
+
+  private intervalMs(siteId: number): number {
+    return this.effective(siteId).interval_s * 1000;
+  }
+
+  private firstDue(site: SiteRecord, now: number): number {
+    const interval = this.intervalMs(site.id);
+    const last = this.lastBeat(site.id);
+    if (last) {
+      // Beats keep whole seconds: the next second is the earliest the last check may have been.
+      const next = (last[0] + 1) * 1000 + interval;
+      return next > now ? next : now + jitter(site.id, Math.min(interval, 10_000));
+    }
+    // Never checked: one interval after this process began, spread over the next one.
+    return Math.max(now, this.startedAt + interval) + jitter(site.id, interval);
+  }
+
+  private lastBeat(id: number): Beat | null {
+    const p = this.pending.get(id);
+    if (p?.length) return p[p.length - 1]!.beat;
+    return this.record(id)?.last_check ?? null;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.startedAt = Date.now();
+    const every = Math.max(50, Math.min(250, ((this.config.monitorIntervalS ?? INTERVAL_MIN_S) * 1000) / 4));
+    this.timer = setInterval(() => void this.tick(), every);
+    this.timer.unref();
+    setImmediate(() => void this.tick());
+  }
+
+  /** A removed site's monitor and incidents go with it (monitor id = site id; site ids are never reused). */
+  forgetSite(tx: Tx, siteId: number): void {
+    tx.delete('monitors', siteId);
+    for (const i of [...tx.all<{ id: number; site_id: number }>('incidents')]) if (i.site_id === siteId) tx.delete('incidents', i.id);
+  }
+
+    async stop(): Promise<void> {
+    if (!this.timer) return this.checker.close();
+    clearInterval(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.inflight.values()]);
+    while (this.ticking) await new Promise((r) => setTimeout(r, 10));
+    await this.flush().catch(() => {});
+    await this.leases.releaseAll().catch(() => {});
+    await this.checker.close();
+  }
+
+  schedulerStats(): SchedulerStats {
+    return { ...this.stats, in_flight: this.inflight.size, partitions_held: this.leases.heldPartitions().size };
+  }
+
+  resetStats(): void {
+    this.stats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0 };
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking || !this.timer) return;
+    this.ticking = true;
+    try {
+      const now = Date.now();
+      if (now >= this.nextRound) {
+        this.nextRound = now + LEASE_ROUND_MS;
+        const plan = await this.leases.round(
+          (tx, p) => this.flushInTx(tx, (id) => id % PARTITIONS === p),
+          // A check still running would be written after the hand-over: keep the partition until it is done.
+          (p) => ![...this.inflight.keys()].some((id) => id % PARTITIONS === p),
+        );
+        for (const id of this.due.keys()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
+      }
+      let room = this.config.monitorConcurrency - this.inflight.size;
+      for (const site of this.store.all<SiteRecord>('sites')) {
+        if (!this.leases.holds(site.id % PARTITIONS)) continue;
+        if (!this.monitored(site)) { this.due.delete(site.id); continue; }
+        let d = this.due.get(site.id);
+        if (d === undefined) { d = this.firstDue(site, now); this.due.set(site.id, d); }
+        if (d > now || this.inflight.has(site.id)) continue;
+        if (room <= 0) break; // the rest wait for the next tick (counted late if they wait too long)
+        room--;
+        void this.runCheck(site, d).catch((e) => log('error', 'uptime check failed', { site: site.id, err: String(e) }));
+      }
+      if (now >= this.nextFlush) {
+        this.nextFlush = now + this.config.monitorFlushMs;
+        await this.flush();
+      }
+    } catch (e) {
+      log('error', 'monitor tick failed', { err: String((e as Error)?.message ?? e) });
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Runs a check of the site now (or joins the one in flight: never two at once) and records it. */
+  check(site: SiteRecord): Promise<CheckOutcome> {
+    return this.inflight.get(site.id) ?? this.runCheck(site, null);
+  }
+
+  private runCheck(site: SiteRecord, dueAt: number | null): Promise<CheckOutcome> {
+    const p = (async () => {
+      const eff = this.effective(site.id);
+      const started = Date.now();
+      if (dueAt !== null) {
+        const late = started - dueAt;
+        this.stats.max_late_ms = Math.max(this.stats.max_late_ms, late);
+        if (late > eff.interval_s * 1000) this.stats.late_over_interval++;
+        // No drift: the next check is one interval after this one was due — but at least half an interval after this
+        // one started, so a late check (a busy machine) is not followed at once by the next; after now if we fell behind.
+        const interval = eff.interval_s * 1000;
+        const next = Math.max(dueAt + interval, started + interval / 2);
+        this.due.set(site.id, next > started ? next : started + interval);
+      }
+      this.stats.checks++;
+      const target = {
+        url: site.url, method: eff.method, timeoutMs: eff.timeout_s * 1000, expected: eff.expected_status, keyword: eff.keyword,
+        sslVerify: site.ssl_verify, httpUser: site.http_user, httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+      };
+      let outcome = await this.checker.check(target);
+      const prev = this.lastBeat(site.id);
+      // A site that was up is declared down only if it is still down when checked again (retries, a moment apart).
+      const wasUp = prev ? prev[1] === 1 : this.record(site.id)?.status === 'up';
+      for (let n = 0; !outcome.up && wasUp && n < eff.retries; n++) {
+        await new Promise((r) => setTimeout(r, retryDelayMs(eff.interval_s)));
+        outcome = await this.checker.check(target);
+      }
+      const beat: Beat = [Math.floor(started / 1000), outcome.up ? 1 : 0, outcome.ms, outcome.http_code, outcome.cause ? CAUSES.indexOf(outcome.cause) : -1];
+      const list = this.pending.get(site.id) ?? [];
+      list.push({ beat, message: outcome.message });
+      if (list.length > RAW_KEPT * 4) list.splice(0, list.length - RAW_KEPT * 4);
+      this.pending.set(site.id, list);
+      const status = this.record(site.id)?.status;
+      const changed = prev ? prev[1] !== beat[1] : status !== (beat[1] ? 'up' : 'down');
+      // A change of state is written (and announced) now; the rest waits for the next flush.
+      if (changed || dueAt === null) await this.flush([site.id]);
+      return outcome;
+    })();
+    this.inflight.set(site.id, p);
+    void p.finally(() => { if (this.inflight.get(site.id) === p) this.inflight.delete(site.id); }).catch(() => {});
+    return p;
+  }
+
+  // ---- history --------------------------------------------------------------------------------------------
+
+  /** Writes waiting beats (of `ids`, or all) in one commit, then announces the incidents it opened or closed. */
+  flush(ids?: number[]): Promise<void> {
+    const run = async () => {
+      const events: MonitorEvent[] = [];
+      const taken = new Map<number, PendingBeat[]>();
+      for (const id of ids ?? [...this.pending.keys()]) {
+        const list = this.pending.get(id);
+        if (list?.length) { taken.set(id, list); this.pending.delete(id); }
+      }
+      if (!taken.size) return;
+      try {
+        await this.store.write((tx) => { events.length = 0; for (const [id, list] of taken) this.fold(tx, id, list, events); });
+      } catch (e) {
+        // Not written: put them back in front of newer beats, for the next flush.
+        for (const [id, list] of taken) this.pending.set(id, [...list, ...(this.pending.get(id) ?? [])].slice(-RAW_KEPT * 4));
+        throw e;
+      }
+      for (const e of events) for (const l of this.listeners) { try { l(e); } catch (err) { log('error', 'monitor listener failed', { err: String(err) }); } }
+    };
+    // Flushes run one after another, so beats of a site are folded in order.
+    const p = this.flushing.then(run, run);
+    this.flushing = p.catch(() => {});
+    return p;
+  }
+
+  /** Inside a transaction (a lease release): fold the waiting beats of the sites `which` selects. */
+  private flushInTx(tx: Tx, which: (id: number) => boolean): void {
+    const events: MonitorEvent[] = [];
+    for (const [id, list] of [...this.pending]) {
+      if (!which(id)) continue;
+      this.fold(tx, id, list, events);
+      this.pending.delete(id);
+    }
+    queueMicrotask(() => { for (const e of events) for (const l of this.listeners) { try { l(e); } catch { /* logged elsewhere */ } } });
+  }
+
+  private fold(tx: Tx, id: number, beats: PendingBeat[], events: MonitorEvent[]): void {
+    const site = tx.get<SiteRecord>('sites', id);
+    if (!site) return; // removed meanwhile
+    let m = tx.get<MonitorRecord>('monitors', id) ?? emptyMonitor(id);
+    m = { ...m };
+    for (const { beat, message } of beats) {
+      m.hours = addBeat(m.hours, 3600, HOURS_KEPT, beat);
+      m.days = addBeat(m.days, 86_400, DAYS_KEPT, beat);
+      if (m.last_check && beat[0] < m.last_check[0]) {
+        // Older than what is recorded (another process wrote a later check first): history only, no change of state.
+        m.recent = [...m.recent, beat].sort((a, b) => a[0] - b[0]).slice(-RAW_KEPT);
+        continue;
+      }
+      m.recent = [...m.recent, beat].slice(-RAW_KEPT);
+      m.last_check = beat;
+      const info = { id: site.id, url: site.url, name: site.name };
+      if (!beat[1]) {
+        if (m.status !== 'down') {
+          const cause = CAUSES[beat[4]] ?? 'connection';
+          const inc = tx.insert<IncidentRecord>('incidents', {
+            site_id: id, started_at: iso(beat[0]), ended_at: null, cause, message: message ?? cause, http_code: beat[3] || null, down_count: 1,
+          });
+          this.trimIncidents(tx);
+          m.status = 'down'; m.down_since = beat[0]; m.open_incident = inc.id;
+          events.push({ event: 'site.down', site: info, incident: inc });
+        } else if (m.open_incident) {
+          const inc = tx.get<IncidentRecord>('incidents', m.open_incident);
+          if (inc) tx.put<IncidentRecord>('incidents', { ...inc, down_count: inc.down_count + 1 });
+        }
+      } else {
+        if (m.status === 'down' && m.open_incident) {
+          const inc = tx.get<IncidentRecord>('incidents', m.open_incident);
+          if (inc) events.push({ event: 'site.up', site: info, incident: tx.put<IncidentRecord>('incidents', { ...inc, ended_at: iso(beat[0]) }) });
+        }
+        m.status = 'up'; m.down_since = null; m.open_incident = null;
+      }
+    }
+    tx.put<MonitorRecord>('monitors', m);
+  }
+
+  private trimIncidents(tx: Tx): void {
+    if (this.store.count('incidents') <= INCIDENTS_KEPT) return;
+    const resolved = [...tx.all<IncidentRecord>('incidents')].filter((i) => i.ended_at).sort((a, b) => a.id - b.id);
+    for (const i of resolved.slice(0, this.store.count('incidents') - INCIDENTS_KEPT)) tx.delete('incidents', i.id);
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------------------
+
+  /** Incidents newest first, of one site or all, open / resolved / any. */
+  incidents(filter: { siteId?: number; state?: 'open' | 'resolved' | 'any' } = {}): IncidentRecord[] {
+    const out: IncidentRecord[] = [];
+    for (const i of this.store.all<IncidentRecord>('incidents')) {
+      if (filter.siteId !== undefined && i.site_id !== filter.siteId) continue;
+      if (filter.state === 'open' && i.ended_at) continue;
+      if (filter.state === 'resolved' && !i.ended_at) continue;
+      out.push(i);
+    }
+    return out.sort((a, b) => b.id - a.id);
+  }
+
+  /** Incidents started since `since` (epoch s), per site: one pass for a whole list. */
+  incidentCounts(since: number): Map<number, number> {
+    const m = new Map<number, number>();
+    const from = iso(since);
+    for (const i of this.store.all<IncidentRecord>('incidents')) if (i.started_at >= from) m.set(i.site_id, (m.get(i.site_id) ?? 0) + 1);
+    return m;
+  }
+
+  static readonly iso = iso;
+  static readonly now = nowS;
+}
+
+export type { CheckOutcome, Cause };
