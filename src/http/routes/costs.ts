@@ -31,8 +31,12 @@ async function costError(e: unknown, a: RestArgs, run: RowRunner): Promise<never
 }
 
 function costRow(row: RestRoute): RestRoute {
-  return { ...row, doc: { ...row.doc, errors: { 404: ['svc_rest_invalid_costs_id'] } }, handler: (a, run) => run(row, a).catch((e) => costError(e, a, run)) };
+  const errors = { ...row.doc?.errors, 404: [...(row.doc?.errors?.[404] ?? []), 'svc_rest_invalid_costs_id'] };
+  return { ...row, doc: { ...row.doc, errors }, handler: (a, run) => run(row, a).catch((e) => costError(e, a, run)) };
 }
+
+/** Product types and payment methods must be ones of the cost-tracker settings (services/dashboard-settings.ts). */
+const LIST_ERRORS = { 400: ['svc_invalid_product_type', 'svc_invalid_payment_method'] } as const;
 
 const costId = (a: RestArgs) => ({ cost_id: pathId(a) });
 /** Fields the caller gave; null clears the nullable ones (renewal_type, last_renewal, url, product_color). */
@@ -43,11 +47,14 @@ const costFields = (a: RestArgs) => ({
 
 const costsList = costRow(route(READ, '/costs', listCosts, {
   input: (a) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status', 'category', 'type'),
+  // category: a product type.
+  errors: { 400: ['svc_invalid_product_type'] },
   answers: listed(Cost),
   output: (r) => ({ success: 1, total: r.total, data: r.items }),
 }));
 const costAdd = costRow(route(EDIT, '/costs/add', addCost, {
   input: costFields,
+  errors: LIST_ERRORS,
   answers: done(Cost),
   output: (r) => ({ success: 1, message: 'Cost created successfully.', data: r }),
 }));
@@ -56,6 +63,7 @@ const costGet = costRow(route(READ, '/costs/:id', getCost, {
 }));
 const costEdit = costRow(route(EDIT, '/costs/:id/edit', updateCost, {
   input: (a) => ({ ...costId(a), ...costFields(a) }),
+  errors: LIST_ERRORS,
   answers: done(Cost),
   output: (r) => ({ success: 1, message: 'Cost updated successfully.', data: r }),
 }));

@@ -6,20 +6,28 @@
 import { disconnectAllSites, renewConnections, STATUS_PATHS } from '../../abilities/fleet-tools.js';
 import { getBatchJobStatus } from '../../abilities/child-sites.js';
 import {
-  addCostProductType, addPaymentMethod, deleteCostProductType, deletePaymentMethod, getSettings, updateCostProductType, updatePaymentMethod, updateSettings,
+  addCostProductType, addPaymentMethod, deleteCostProductType, deletePaymentMethod, getSettings, Settings, SettingsInput, updateCostProductType, updatePaymentMethod,
+  updateSettings,
 } from '../../abilities/settings.js';
 import { ServiceError } from '../../core/errors.js';
 import type { JobType } from '../../store/records.js';
 import { CREATE, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { pick } from './args.js';
+import { z } from 'zod';
+import { done, ok } from './answers.js';
 
 const EDIT = ['PUT', 'PATCH', 'POST'] as const;
 
 const notSupported = (why: string) => new ServiceError('svc_not_supported', `Not supported by sitefleet: ${why}`, 501);
+const NOT_SUPPORTED_ERROR = { 501: ['svc_not_supported'] } as const;
 /** A route sitefleet answers 501 (the reason names what it would need). */
 const unsupported = (methods: readonly string[], path: string, why: string): RestRoute => {
   NOT_SUPPORTED.add(path);
-  return { methods, path, handler: async () => { throw notSupported(why); } };
+  return {
+    methods, path, handler: async () => { throw notSupported(why); },
+    // It never succeeds: no success body.
+    doc: { summary: 'Not supported', description: `Always answers 501 svc_not_supported: ${why}`, answers: z.never(), errors: NOT_SUPPORTED_ERROR },
+  };
 };
 /** Paths of the upstream routes sitefleet answers 501 (the sweeps in test/ check they answer exactly that). */
 export const NOT_SUPPORTED = new Set<string>();
@@ -29,6 +37,8 @@ function refuseKeys(a: RestArgs, keys: readonly string[], why: string): void {
   const given = keys.filter((k) => a.args[k] !== undefined);
   if (given.length) throw notSupported(`${given.join(', ')} — ${why} Nothing was changed.`);
 }
+const Refused = z.unknown().optional().describe('Upstream\'s; not applied here: given, it is refused with 501 svc_not_supported naming it, and nothing is changed.');
+const refusedArgs = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => [k, Refused]));
 
 const GENERAL_UNSUPPORTED = [
   'date_format', 'time_format', 'timezone_string', 'sidebar_position', 'hide_update_everything', 'mainwp_widgets', 'plugin_automatic_daily_update',
@@ -45,8 +55,18 @@ const ADVANCED_UNSUPPORTED = [
 
 const general = (r: { sync_frequency: number; sync_time: string; next_scheduled_sync: string | null }) =>
   ({ frequency_daily_update: r.sync_frequency, time_daily_update: r.sync_time, next_scheduled_sync: r.next_scheduled_sync });
-const generalGet = route(READ, '/settings/general', getSettings, { output: (r) => ({ success: 1, data: general(r) }) });
+const General = z.object({
+  frequency_daily_update: Settings.shape.sync_frequency, time_daily_update: Settings.shape.sync_time, next_scheduled_sync: Settings.shape.next_scheduled_sync,
+});
+const generalGet = route(READ, '/settings/general', getSettings, { answers: ok({ data: General }), output: (r) => ({ success: 1, data: general(r) }) });
 const generalEdit = route(EDIT, '/settings/general/edit', updateSettings, {
+  args: {
+    frequency_daily_update: SettingsInput.sync_frequency.describe('Upstream\'s name for sync_frequency: automatic syncs a day, 0 = off.'),
+    time_daily_update: SettingsInput.sync_time.describe('Upstream\'s name for sync_time: the first sync, HH:MM UTC.'),
+    ...refusedArgs(GENERAL_UNSUPPORTED),
+  },
+  errors: { 400: ['svc_missing_fields'], ...NOT_SUPPORTED_ERROR },
+  answers: done(General),
   input: (a) => {
     refuseKeys(a, GENERAL_UNSUPPORTED, 'sitefleet has no dashboard UI, no automatic updates and no backups; of the general settings it applies the automatic sync schedule (frequency_daily_update 0–12 a day, 0 = off; time_daily_update HH:MM UTC).');
     return { sync_frequency: a.args.frequency_daily_update, sync_time: a.args.time_daily_update };
@@ -56,8 +76,15 @@ const generalEdit = route(EDIT, '/settings/general/edit', updateSettings, {
 
 const advanced = (r: { sync_concurrency: number; queue_threshold: number }) =>
   ({ mainwp_maximum_sync_requests: r.sync_concurrency, queue_threshold: r.queue_threshold });
-const advancedGet = route(READ, '/settings/advanced', getSettings, { output: (r) => ({ success: 1, data: advanced(r) }) });
+const Advanced = z.object({ mainwp_maximum_sync_requests: Settings.shape.sync_concurrency, queue_threshold: Settings.shape.queue_threshold });
+const advancedGet = route(READ, '/settings/advanced', getSettings, { answers: ok({ data: Advanced }), output: (r) => ({ success: 1, data: advanced(r) }) });
 const advancedEdit = route(EDIT, '/settings/advanced/edit', updateSettings, {
+  args: {
+    mainwp_maximum_sync_requests: SettingsInput.sync_concurrency.describe('Upstream\'s name for sync_concurrency: sites synced at once; null = default.'),
+    ...refusedArgs(ADVANCED_UNSUPPORTED),
+  },
+  errors: { 400: ['svc_missing_fields'], ...NOT_SUPPORTED_ERROR },
+  answers: done(Advanced),
   input: (a) => {
     refuseKeys(a, ADVANCED_UNSUPPORTED, 'sitefleet bounds its child traffic with --child-concurrency and --child-timeout-ms and always syncs everything; of the advanced settings it applies mainwp_maximum_sync_requests (sites synced at once) and queue_threshold (sites above which batches run as jobs).');
     return { sync_concurrency: a.args.mainwp_maximum_sync_requests, queue_threshold: a.args.queue_threshold };
@@ -70,37 +97,64 @@ const costTracker = (r: { product_types: Array<{ slug: string; title: string; co
   // Always an object (upstream sends [] when empty).
   payment_methods: Object.fromEntries(r.payment_methods.map((p) => [p.slug, p.title])),
 });
-const costGet = route(READ, '/settings/cost-tracker', getSettings, { output: (r) => ({ success: 1, data: costTracker(r) }) });
+const CostTracker = z.object({ product_categories: Settings.shape.product_types, payment_methods: z.record(z.string(), z.string()).describe('slug → title') });
+const costGet = route(READ, '/settings/cost-tracker', getSettings, { answers: ok({ data: CostTracker }), output: (r) => ({ success: 1, data: costTracker(r) }) });
+/** {slug: {title, color, icon}} and {slug: title}: upstream's shapes of one product type and one payment method. */
+const ProductTypeAnswer = done(z.record(z.string(), addCostProductType.output.omit({ slug: true })));
+const PaymentMethodAnswer = done(z.record(z.string(), z.string()));
+const Deleted = ok({ message: z.string() });
+const NO_SLUG = { 404: ['svc_invalid_slug'] } as const;
 const slug = (a: RestArgs) => ({ slug: a.params.slug });
 const typeAdd = route(CREATE, '/settings/cost-tracker/product-types/add', addCostProductType, {
   input: (a) => pick(a, 'title', 'color', 'icon'),
+  errors: { 409: ['svc_duplicate_title', 'svc_limit'] },
+  answers: ProductTypeAnswer,
   output: (r) => ({ success: 1, message: 'Product type added successfully.', data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } } }),
 });
 const typeEdit = route(EDIT, '/settings/cost-tracker/product-types/:slug/edit', updateCostProductType, {
   input: (a) => ({ ...slug(a), ...pick(a, 'title', 'color', 'icon') }),
+  errors: { ...NO_SLUG, 400: ['svc_missing_fields', 'svc_invalid_title'] },
+  answers: ProductTypeAnswer,
   output: (r) => ({ success: 1, message: 'Product type updated successfully.', data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } } }),
 });
 const typeDelete = route(REMOVE, '/settings/cost-tracker/product-types/:slug/delete', deleteCostProductType, {
   input: (a) => ({ ...slug(a), confirm: true }),
+  // 400 svc_invalid_slug: a default product type.
+  errors: { ...NO_SLUG, 400: ['svc_invalid_slug'], 409: ['svc_in_use'] },
+  answers: Deleted,
   output: () => ({ success: 1, message: 'Product type deleted successfully.' }),
 });
 const methodAdd = route(CREATE, '/settings/cost-tracker/payment-methods/add', addPaymentMethod, {
   input: (a) => pick(a, 'title'),
+  errors: { 409: ['svc_duplicate_title', 'svc_limit'] },
+  answers: PaymentMethodAnswer,
   output: (r) => ({ success: 1, message: 'Payment method added successfully.', data: { [r.slug]: r.title } }),
 });
 const methodEdit = route(EDIT, '/settings/cost-tracker/payment-methods/:slug/edit', updatePaymentMethod, {
   input: (a) => ({ ...slug(a), ...pick(a, 'title') }),
+  errors: NO_SLUG,
+  answers: PaymentMethodAnswer,
   output: (r) => ({ success: 1, message: 'Payment method updated successfully.', data: { [r.slug]: r.title } }),
 });
 const methodDelete = route(REMOVE, '/settings/cost-tracker/payment-methods/:slug/delete', deletePaymentMethod, {
   input: (a) => ({ ...slug(a), confirm: true }),
+  errors: { ...NO_SLUG, 409: ['svc_in_use'] },
+  answers: Deleted,
   output: () => ({ success: 1, message: 'Payment method deleted successfully.' }),
+});
+
+const Job = getBatchJobStatus.output.shape;
+/** success: the job completed and no site failed; errors: the first 10. */
+const JobStatusAnswer = z.object({
+  success: z.boolean(), status: Job.status, total: Job.total, processed: Job.processed, succeeded: Job.succeeded, failed: Job.failed,
+  progress: Job.progress, errors: Job.errors.max(10), started_at: Job.started_at, completed_at: Job.completed_at,
 });
 
 /** A job's status on its tool's own route: another tool's job id is not found here. */
 function jobStatus(type: JobType, notFound: string): RestRoute {
   return route(READ, `${STATUS_PATHS[type]}:job_id`, getBatchJobStatus, {
     input: (a) => ({ job_id: a.params.job_id }),
+    answers: JobStatusAnswer,
     output: (r) => {
       if (r.type !== type) throw new ServiceError('svc_job_not_found', notFound, 404);
       return {
@@ -126,14 +180,25 @@ const statusRow = (type: JobType, notFound: string): RestRoute => {
 };
 
 // Over the queue threshold: upstream's answer (an id and a status_url); under it, the batch's result at once.
+const NO_SITE = { 404: ['svc_site_not_found'] } as const;
 const renew = route(CREATE, '/settings/tools/renew-connections', renewConnections, {
   input: () => ({}),
+  errors: NO_SITE,
+  answers: z.union([
+    ok({ message: z.string(), renew_id: z.string(), status_url: z.string(), data: renewConnections.output }),
+    done(renewConnections.output),
+  ]),
   output: (r) => (r.queued
     ? { success: 1, message: 'Renew connection process started in background.', renew_id: r.job_id, status_url: r.status_url, data: r }
     : { success: 1, message: `Connections renewed: ${r.succeeded} of ${r.total} site(s).`, data: r }),
 });
 const disconnectAll = route(CREATE, '/settings/tools/disconnect-all-sites', disconnectAllSites, {
   input: (a) => pick(a, 'confirm', 'dry_run'),
+  errors: { ...NO_SITE, 400: ['svc_confirmation_required'] },
+  answers: z.union([
+    ok({ message: z.string(), disconnect_id: z.string(), status_url: z.string(), data: disconnectAllSites.output }),
+    done(disconnectAllSites.output),
+  ]),
   output: (r) => (r.dry_run
     ? { success: 1, message: `${r.total} site(s) would be disconnected.`, data: r }
     : r.queued
