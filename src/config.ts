@@ -5,6 +5,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** postgres://… runs the PostgreSQL store engine instead of the data dir's files (several processes, one fleet). */
+  databaseUrl: string | null;
   restPrefix: string;
   abilitiesPrefix: string;
   /** Calls to child sites in flight at once, over all sites. */
@@ -44,6 +46,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     host,
     port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
+    databaseUrl: databaseUrl(pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
@@ -53,4 +56,10 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),
     publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
   };
+}
+
+function databaseUrl(v: string): string | null {
+  if (!v) return null;
+  if (!/^postgres(ql)?:\/\/\S+$/.test(v)) throw new Error('--database-url must be a postgres:// or postgresql:// URL.');
+  return v;
 }
