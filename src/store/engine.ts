@@ -46,6 +46,11 @@ export interface Store {
    * that throws leaves no trace and rejects; concurrent writes may be grouped into one commit.
    */
   write<R>(fn: (tx: Tx) => R): Promise<R>;
+  /**
+   * Resolves once memory holds every commit acknowledged, by any process, before the call. The HTTP doors await it as
+   * a request arrives, so a request sees every write acknowledged before it (read-your-writes across processes).
+   */
+  sync(): Promise<void>;
   /** Waits for queued writes, then refuses new ones. */
   close(): Promise<void>;
 }

@@ -221,6 +221,38 @@ export class PgStore implements Store {
     return (this.blobs.get(kind)!.get(id) as T | undefined) ?? null;
   }
 
+  private checking: Promise<void> | null = null;
+  private nextCheck: Promise<void> | null = null;
+
+  /**
+   * One `SELECT max(seq)` (an index lookup) tells whether another process committed something this one has not
+   * applied yet; if so, catch up. Calls that arrive while a check runs share the next one (a check that started
+   * before a call cannot vouch for it), so there is at most one check in flight and one waiting, whatever the rate.
+   */
+  sync(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.checking) {
+      this.checking = this.check().finally(() => { this.checking = null; });
+      return this.checking;
+    }
+    this.nextCheck ??= this.checking.catch(() => {}).then(() => {
+      this.nextCheck = null;
+      return this.sync();
+    });
+    return this.nextCheck;
+  }
+
+  private async check(): Promise<void> {
+    try {
+      const c = this.listener ?? this.writer;
+      const head = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s);
+      while (this.seq < head && !this.closed) await this.serial(() => this.catchUp(this.writer));
+    } catch (e) {
+      log('error', 'postgres sync failed', { err: String((e as Error).message ?? e) });
+      throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+    }
+  }
+
   /** The last commit seq this process has applied (tests and the bench compare processes by it). */
   get appliedSeq(): number {
     return this.seq;

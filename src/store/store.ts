@@ -212,6 +212,11 @@ export class LowdbStore implements StoreEngine {
     return value;
   }
 
+  /** Every read already takes in other processes' commits (refreshIfStale): nothing to wait for. */
+  sync(): Promise<void> {
+    return Promise.resolve();
+  }
+
   write<R>(fn: (tx: Tx) => R): Promise<R> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     return new Promise<R>((resolve, reject) => {
