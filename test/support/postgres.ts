@@ -30,12 +30,9 @@ export async function startPostgres(): Promise<PgServer> {
   const bin = pgBin();
   const dir = mkdtempSync(join(tmpdir(), 'sitefleet-pg-'));
   const asRoot = userInfo().uid === 0;
-  let uid = 0;
-  let gid = 0;
   if (asRoot) {
-    uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
-    gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
-    chownSync(dir, uid, gid);
+    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres']).toString().trim());
+    chownSync(dir, id('-u'), id('-g'));
   }
   const run = (cmd: string, args: string[]) => {
     const r = asRoot
