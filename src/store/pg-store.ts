@@ -163,18 +163,24 @@ export class PgStore implements Store {
   }
 
   private backgroundCatchUp(): Promise<void> {
-    if (this.closed || this.catchingUp) return Promise.resolve();
+    // A commit under way catches up first anyway (under the lock): no need to queue another round trip before it.
+    if (this.closed || this.catchingUp || this.flushing) return Promise.resolve();
     this.catchingUp = true;
     return this.serial(() => this.catchUp(this.writer))
       .catch((e: Error) => log('warn', 'postgres catch-up failed', { err: e.message }))
       .finally(() => { this.catchingUp = false; });
   }
 
-  /** Applies every row committed after `this.seq` (by any process) to memory. */
+  /** Applies every row committed after `this.seq` (by any process), and the id counters, to memory: one round trip. */
   private async catchUp(client: pg.ClientBase): Promise<void> {
-    const res = await client.query<Row>('SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > $1 ORDER BY seq', [this.seq]);
-    const counters = (await client.query(`SELECT value FROM sitefleet_meta WHERE key = 'counters'`)).rows[0]?.value as Record<string, number> | undefined;
-    this.apply(res.rows);
+    const res = await client.query<Row>(
+      `SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > $1
+       UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
+       ORDER BY seq`,
+      [this.seq],
+    );
+    const counters = res.rows.find((r) => r.kind === '#counters')?.data as Record<string, number> | undefined;
+    this.apply(res.rows.filter((r) => r.kind !== '#counters'));
     for (const col of COLLECTION_NAMES) this.counters[col] = Math.max(this.counters[col] ?? 0, counters?.[col] ?? 0);
   }
 
@@ -289,9 +295,9 @@ export class PgStore implements Store {
     const c = this.writer;
     let began = false;
     try {
-      await c.query('BEGIN');
+      // Four round trips a commit: begin and lock, catch up, write and notify, commit.
       began = true;
-      await c.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+      await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
       await this.catchUp(c);
       const dirty = new Map<string, { kind: Kind; id: number }>();
       const countersBefore = { ...this.counters };
@@ -311,16 +317,19 @@ export class PgStore implements Store {
           kind, id,
           data: kind in COLLECTIONS ? this.data.get(kind as CollectionName)!.get(id) ?? null : this.blobs.get(kind as Blob)!.get(id) ?? null,
         }));
+        const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
         await c.query(
-          `INSERT INTO sitefleet_rows (kind, id, seq, data)
-             SELECT x.kind, x.id, $2, x.data FROM jsonb_to_recordset($1::jsonb) AS x(kind text, id integer, data jsonb)
-           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data`,
-          [JSON.stringify(rows), seq],
+          `WITH written AS (
+             INSERT INTO sitefleet_rows (kind, id, seq, data)
+               SELECT x.kind, x.id, $2, x.data FROM jsonb_to_recordset($1::jsonb) AS x(kind text, id integer, data jsonb)
+             ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data
+             RETURNING 1
+           ), counted AS (
+             UPDATE sitefleet_meta SET value = $3::jsonb WHERE key = 'counters' AND $4::boolean RETURNING 1
+           )
+           SELECT pg_notify($5, $6), (SELECT count(*) FROM written), (SELECT count(*) FROM counted)`,
+          [JSON.stringify(rows), seq, JSON.stringify(this.counters), countersChanged, CHANNEL, String(seq)],
         );
-        if (COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col])) {
-          await c.query(`UPDATE sitefleet_meta SET value = $1::jsonb WHERE key = 'counters'`, [JSON.stringify(this.counters)]);
-        }
-        await c.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
         await c.query('COMMIT');
         began = false;
         this.seq = seq;
