@@ -138,7 +138,12 @@ export class PgStore implements Store {
 
   private async listen(): Promise<void> {
     const l = this.newClient();
-    await l.connect();
+    try {
+      await l.connect();
+    } catch (e) {
+      await l.end().catch(() => {});
+      throw e;
+    }
     l.on('notification', (n) => {
       if (n.channel !== CHANNEL || Number(n.payload) <= this.seq) return;
       const t = performance.now();
@@ -146,13 +151,25 @@ export class PgStore implements Store {
         if (this.notifyLagMs.length < 10_000) this.notifyLagMs.push(performance.now() - t);
       });
     });
-    l.on('error', () => {
+    const lost = () => {
       // The poll keeps this process current meanwhile; try to listen again shortly.
+      if (this.listener !== l) return;
       this.listener = null;
-      if (!this.closed) setTimeout(() => { if (!this.closed && !this.listener) this.listen().catch(() => {}); }, 500).unref();
-    });
-    await l.query(`LISTEN ${CHANNEL}`);
+      this.relisten();
+    };
+    l.on('error', lost);
+    l.on('end', lost);
     this.listener = l;
+    await l.query(`LISTEN ${CHANNEL}`);
+  }
+
+  /** Listens again after a lost connection, every 500 ms until it works (the poll covers the gap). */
+  private relisten(): void {
+    if (this.closed) return;
+    setTimeout(() => {
+      if (this.closed || this.listener) return;
+      this.listen().catch(() => this.relisten());
+    }, 500).unref();
   }
 
   /** Runs `fn` after every catch-up and commit queued before it. */
@@ -171,16 +188,21 @@ export class PgStore implements Store {
       .finally(() => { this.catchingUp = false; });
   }
 
+  /** The rows committed after `this.seq` (by any process) and the id counters: one statement (seq is our own integer). */
+  private catchUpSql(): string {
+    return `SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > ${Math.trunc(this.seq)}
+            UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
+            ORDER BY seq`;
+  }
+
   /** Applies every row committed after `this.seq` (by any process), and the id counters, to memory: one round trip. */
   private async catchUp(client: pg.ClientBase): Promise<void> {
-    const res = await client.query<Row>(
-      `SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > $1
-       UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
-       ORDER BY seq`,
-      [this.seq],
-    );
-    const counters = res.rows.find((r) => r.kind === '#counters')?.data as Record<string, number> | undefined;
-    this.apply(res.rows.filter((r) => r.kind !== '#counters'));
+    this.applyCatchUp((await client.query<Row>(this.catchUpSql())).rows);
+  }
+
+  private applyCatchUp(rows: Row[]): void {
+    const counters = rows.find((r) => r.kind === '#counters')?.data as Record<string, number> | undefined;
+    this.apply(rows.filter((r) => r.kind !== '#counters'));
     for (const col of COLLECTION_NAMES) this.counters[col] = Math.max(this.counters[col] ?? 0, counters?.[col] ?? 0);
   }
 
@@ -295,10 +317,12 @@ export class PgStore implements Store {
     const c = this.writer;
     let began = false;
     try {
-      // Four round trips a commit: begin and lock, catch up, write and notify, commit.
+      // Two round trips a commit, to keep the shared lock short: (begin, lock, catch up) and (write, notify, commit).
+      // Both are simple-protocol multi-statement queries, so values are inlined: integers we own, and JSON through
+      // escapeLiteral. An error in any statement skips the rest, COMMIT included.
       began = true;
-      await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
-      await this.catchUp(c);
+      const opened = (await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`)) as unknown as pg.QueryResult<Row>[];
+      this.applyCatchUp(opened[2]!.rows);
       const dirty = new Map<string, { kind: Kind; id: number }>();
       const countersBefore = { ...this.counters };
       for (const p of batch) {
@@ -318,19 +342,15 @@ export class PgStore implements Store {
           data: kind in COLLECTIONS ? this.data.get(kind as CollectionName)!.get(id) ?? null : this.blobs.get(kind as Blob)!.get(id) ?? null,
         }));
         const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
+        const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
         await c.query(
-          `WITH written AS (
-             INSERT INTO sitefleet_rows (kind, id, seq, data)
-               SELECT x.kind, x.id, $2, x.data FROM jsonb_to_recordset($1::jsonb) AS x(kind text, id integer, data jsonb)
-             ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data
-             RETURNING 1
-           ), counted AS (
-             UPDATE sitefleet_meta SET value = $3::jsonb WHERE key = 'counters' AND $4::boolean RETURNING 1
-           )
-           SELECT pg_notify($5, $6), (SELECT count(*) FROM written), (SELECT count(*) FROM counted)`,
-          [JSON.stringify(rows), seq, JSON.stringify(this.counters), countersChanged, CHANNEL, String(seq)],
+          `INSERT INTO sitefleet_rows (kind, id, seq, data)
+             SELECT x.kind, x.id, ${seq}, x.data FROM jsonb_to_recordset(${lit(rows)}::jsonb) AS x(kind text, id integer, data jsonb)
+           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data;
+           ${countersChanged ? `UPDATE sitefleet_meta SET value = ${lit(this.counters)}::jsonb WHERE key = 'counters';` : ''}
+           SELECT pg_notify('${CHANNEL}', '${seq}');
+           COMMIT`,
         );
-        await c.query('COMMIT');
         began = false;
         this.seq = seq;
       } else {

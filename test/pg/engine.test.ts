@@ -128,6 +128,33 @@ describe('PostgreSQL store engine', () => {
     expect(next.id).toBe(2);
   });
 
+  it('stores any text exactly: quotes, backslashes, newlines, dollar signs, non-ASCII', async () => {
+    const url = await freshDatabase(server);
+    const s = await open(url);
+    const name = `it's "quoted" \\ back\\slash\n'; DROP TABLE sitefleet_rows; -- $1 $$ \${x} ☃ 😀 \u2028 E'\\x'`;
+    const rec = await s.write((tx) => tx.insert<TagRecord>('tags', { ...tag(name), color: '\\' }));
+    await s.write((tx) => tx.putBlob('site-data', rec.id, { note: name, nested: [{ q: "'" }] }));
+    const again = await open(url);
+    expect(again.get<TagRecord>('tags', rec.id)).toEqual(rec);
+    expect(again.getBlob('site-data', rec.id)).toEqual({ note: name, nested: [{ q: "'" }] });
+  });
+
+  it('answers 503 while its connection is gone and works again on the next write', async () => {
+    const url = await freshDatabase(server);
+    const s = await open(url);
+    await s.write((tx) => tx.insert<TagRecord>('tags', tag('before')));
+    // The server ends every connection of this database (a restart or failover looks the same to the client).
+    await query(server, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [new URL(url).pathname.slice(1)]);
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(s.write((tx) => tx.insert<TagRecord>('tags', tag('lost')))).rejects.toMatchObject({ code: 'svc_store_unavailable', status: 503 });
+    expect(s.count('tags')).toBe(1);
+    const after = await s.write((tx) => tx.insert<TagRecord>('tags', tag('after')));
+    expect(after.id).toBe(2);
+    await s.sync();
+    const other = await open(url);
+    expect([...other.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['before', 'after']);
+  });
+
   it('creates the schema at the current format and refuses one written by a newer sitefleet', async () => {
     const url = await freshDatabase(server);
     await (await PgStore.open(url)).close();
