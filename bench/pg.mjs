@@ -21,7 +21,7 @@ import { startChildSim } from '../dist/child/simulator/server.js';
 import { cannon, sequential } from './lib/load.mjs';
 import { startPostgres } from './lib/postgres.mjs';
 import { cleanupAll, removeDir, startServe, tempDir } from './lib/proc.mjs';
-import { machine, percentiles, round } from './lib/sys.mjs';
+import { cpuAccount, machine, percentiles, round } from './lib/sys.mjs';
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, sites: { type: 'string' } } });
 const quick = values.quick === true;
@@ -109,7 +109,15 @@ async function engineRow(label, procs, usePg) {
     row.write = { p50: w.p50, p99: w.p99, per_s: w.per_s, failures: w.failures };
     log(`  durable write (one client): p50 ${w.p50} ms, p99 ${w.p99} ms, ${w.per_s}/s, ${w.failures} failed`);
 
+    const pgPids = usePg ? pgServer.pids() : [];
+    const acct = cpuAccount([...serves.map((s) => s.pid), ...pgPids]);
     const cw = await writersAcross(serves.map((s) => s.url), token, 50, d.writers);
+    const cpu = acct.stop();
+    const cores = cpu.measured_cores;
+    row.writers_cpu = {
+      serve_cores: cores.slice(0, serves.length), postgres_cores: round(cores.slice(serves.length).reduce((a, b) => a + b, 0), 2),
+      bench_cores: cpu.bench_cores, others_cores: cpu.others_cores, machine_cores: cpu.machine_cores,
+    };
     await Promise.all(serves.map((s) => s.stop('SIGKILL')));
     const store = await openStore(where);
     const names = new Set();
@@ -120,6 +128,8 @@ async function engineRow(label, procs, usePg) {
     await store.close();
     row.writers = { writes_per_s: cw.writes_per_s, p50: cw.latency.p50, p99: cw.latency.p99, failures: cw.failures, lost };
     log(`  50 writers: ${cw.writes_per_s} writes/s (p50 ${cw.latency.p50}, p99 ${cw.latency.p99} ms), ${cw.failures} failed, ${lost} lost after SIGKILL${cw.firstFailure ? `; first failure ${cw.firstFailure}` : ''}`);
+    const wc = row.writers_cpu;
+    log(`    CPU (cores): serve ${wc.serve_cores.join(' + ')}, postgres ${wc.postgres_cores}, bench ${wc.bench_cores}, others ${wc.others_cores}, machine ${wc.machine_cores}`);
   } finally {
     removeDir(dataDir);
   }
@@ -215,8 +225,8 @@ const pad = (s, n) => String(s).padEnd(n);
 const lines = [
   '',
   `sitefleet store engines at ${N.toLocaleString('en')} sites — ${results.machine.cpus} CPUs, load ${results.machine.loadavg_at_start.join(' ')} at start (shared machine: noisy figures)`,
-  `${pad('engine', 24)}${pad('list req/s (per process)', 28)}${pad('write p50/p99 ms', 20)}${pad('50 writers: writes/s', 22)}lost`,
-  ...results.rows.map((r) => `${pad(r.label, 24)}${pad(`${r.list_rps.reduce((a, b) => a + b, 0)} (${r.list_rps.join(' + ')})`, 28)}${pad(`${r.write.p50} / ${r.write.p99}`, 20)}${pad(r.writers.writes_per_s, 22)}${r.writers.lost}`),
+  `${pad('engine', 24)}${pad('list req/s (per process)', 28)}${pad('write p50/p99 ms', 20)}${pad('50 writers: writes/s', 22)}${pad('lost', 6)}CPU while writing (cores: serve | postgres | whole machine)`,
+  ...results.rows.map((r) => `${pad(r.label, 24)}${pad(`${r.list_rps.reduce((a, b) => a + b, 0)} (${r.list_rps.join(' + ')})`, 28)}${pad(`${r.write.p50} / ${r.write.p99}`, 20)}${pad(r.writers.writes_per_s, 22)}${pad(r.writers.lost, 6)}${r.writers_cpu.serve_cores.join(' + ')} | ${r.writers_cpu.postgres_cores} | ${r.writers_cpu.machine_cores}`),
   '',
   `postgres: NOTIFY lag p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms; job takeover after SIGKILL ${results.takeover.takeover_ms} ms (recorded sites redone: ${results.takeover.redone_recorded})`,
   `targets: list >= 2,000 req/s per process; write p50 <= 5 ms; 2 processes >= 1.6x the writes/s of 1 (postgres ${round(results.rows[3].writers.writes_per_s / results.rows[2].writers.writes_per_s, 2)}x, lowdb ${round(results.rows[1].writers.writes_per_s / results.rows[0].writers.writes_per_s, 2)}x)`,

@@ -2,7 +2,7 @@
 // initdb into a temp dir and pg_ctl start on a free loopback port, as the postgres user when run as root; fsync and
 // synchronous_commit stay on, since the figures are about durable writes.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,14 @@ export async function startPostgres() {
       await c.connect();
       try { await c.query(`CREATE DATABASE ${name}`); } finally { await c.end(); }
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    /** The server's processes now (postmaster and its children: one backend per connection), for CPU accounting. */
+    pids() {
+      const main = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const kids = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+        try { return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === main; } catch { return false; }
+      }).map(Number);
+      return [main, ...kids];
     },
     stop() {
       try { run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); }

@@ -302,8 +302,7 @@ export class PgStore implements Store {
   private async flushLoop(): Promise<void> {
     await Promise.resolve(); // let writes issued in the same tick join this commit
     while (this.queue.length) {
-      const batch = this.queue.splice(0);
-      const outcomes = await this.serial(() => this.commit(batch));
+      const { batch, outcomes } = await this.serial(() => this.commit());
       batch.forEach((p, i) => {
         const o = outcomes[i]!;
         if (o.ok) p.resolve(o.value); else p.reject(o.error);
@@ -311,7 +310,12 @@ export class PgStore implements Store {
     }
   }
 
-  private async commit(batch: Pending[]): Promise<Array<{ ok: true; value: unknown } | { ok: false; error: unknown }>> {
+  /**
+   * Commits the writes queued by the time this process holds the shared lock: writes that arrive while another
+   * process holds it join this commit, so that waiting for the lock makes commits bigger rather than more.
+   */
+  private async commit(): Promise<{ batch: Pending[]; outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> }> {
+    let batch: Pending[] = [];
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     const undoAll: Array<() => void> = [];
     const c = this.writer;
@@ -323,6 +327,7 @@ export class PgStore implements Store {
       began = true;
       const opened = (await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`)) as unknown as pg.QueryResult<Row>[];
       this.applyCatchUp(opened[2]!.rows);
+      batch = this.queue.splice(0);
       const dirty = new Map<string, { kind: Kind; id: number }>();
       const countersBefore = { ...this.counters };
       for (const p of batch) {
@@ -357,7 +362,7 @@ export class PgStore implements Store {
         await c.query('COMMIT');
         began = false;
       }
-      return outcomes;
+      return { batch, outcomes };
     } catch (e) {
       // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
       if (began) await c.query('ROLLBACK').catch(() => {});
@@ -365,7 +370,9 @@ export class PgStore implements Store {
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
       const error = new ServiceError('svc_store_unavailable', 'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.', 503);
       if (this.writerBroken) await this.reconnect();
-      return batch.map(() => ({ ok: false as const, error }));
+      // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
+      if (!batch.length) batch = this.queue.splice(0);
+      return { batch, outcomes: batch.map(() => ({ ok: false as const, error })) };
     }
   }
 
