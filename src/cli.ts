@@ -54,7 +54,8 @@ can share it; without one it lives in the data dir's files.
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
 
-Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir.`,
+Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
+--database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
   keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR]
        sitefleet keys list [--data-dir DIR]
        sitefleet keys revoke ID [--data-dir DIR]

@@ -2,6 +2,8 @@
 // request, concurrent writers across them neither duplicate a unique name nor lose an update, and a background job is
 // claimed by exactly one of them and, when that one is killed with SIGKILL, resumed by the other without redoing the
 // sites it recorded.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newKeyPair } from '../../src/child/keys.js';
 import { startChildSim } from '../../src/child/simulator/server.js';
@@ -12,6 +14,8 @@ import { cli, lastLine, serveProcess } from '../support/process.js';
 import { seedSites, testFleetStore, type TestFleetStore } from '../support/server.js';
 
 type Serve = Awaited<ReturnType<typeof serveProcess>>;
+/** The two processes of the first suite (the MCP suite reuses them). */
+let urls: { a: string; b: string; token: string };
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => { for (const c of closers.reverse()) await c().catch(() => {}); });
 
@@ -58,6 +62,7 @@ describe('two serve processes on one PostgreSQL database', () => {
     expect(a.stdout()).toMatch(/data: postgres:\/\//);
     A = client(a.url, token);
     B = client(b.url, token);
+    urls = { a: a.url, b: b.url, token };
     for (let i = 0; i < 25; i++) {
       const [writer, reader] = i % 2 ? [A, B] : [B, A];
       const made = await writer('/tags/add', { method: 'POST', json: { name: `seen-${i}` } });
@@ -94,6 +99,32 @@ describe('two serve processes on one PostgreSQL database', () => {
     const store = await fleet.open();
     expect([...store.all<TagRecord>('tags')].find((t) => t.id === tag.id)!.site_ids).toHaveLength(40);
     await store.close();
+  });
+});
+
+describe('MCP over HTTP with two processes', () => {
+  it('keeps a session in the process that made it; its writes reach the other; the other answers 404 to its id', async () => {
+    const { a, b, token } = urls;
+    const mcp = new Client({ name: 'lb-test', version: '1' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${a}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    await mcp.connect(transport);
+    closers.push(() => mcp.close());
+    const made = await mcp.callTool({ name: 'add-tag-v1', arguments: { name: 'via-mcp' } });
+    expect(made.isError).not.toBe(true);
+    const id = (made.structuredContent as { id: number }).id;
+    expect((await client(b, token)(`/tags/${id}`)).body.data.name).toBe('via-mcp');
+    // The session lives in process A only: B does not know its id (the proxy must keep a session on one process).
+    const sid = transport.sessionId!;
+    expect(sid).toBeTruthy();
+    const onB = await fetch(`${b}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }),
+    });
+    expect(onB.status).toBe(404);
+    expect(await onB.text()).toMatch(/Session not found/);
+    const listed = await mcp.callTool({ name: 'get-tag-v1', arguments: { tag_id: id } });
+    expect((listed.structuredContent as { name: string }).name).toBe('via-mcp');
   });
 });
 
