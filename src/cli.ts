@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo | openapi.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
@@ -9,12 +10,14 @@ import { buildMcpServer } from './mcp/server.js';
 import { closeServices, openServices, type Services } from './services/index.js';
 import { MODULES } from './services/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
+import { storeLocation } from './store/open.js';
+import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
 import { childSimCommand } from './child/simulator/command.js';
 import { demo } from './demo.js';
 
-const DATA_DIR = { 'data-dir': { type: 'string' } } as const;
+const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
   host: { type: 'string' }, port: { type: 'string' }, ...DATA_DIR,
   'rest-prefix': { type: 'string' }, 'abilities-prefix': { type: 'string' },
@@ -33,6 +36,7 @@ Commands:
   keys       create | list | revoke API keys (Bearer tokens)
   users      create | list | delete users (HTTP Basic with an application password)
   modules    list | enable | disable optional modules (logs, cost-tracker)
+  migrate    create/migrate the PostgreSQL schema, or move a data dir's fleet into PostgreSQL
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
@@ -43,7 +47,11 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS]
 
-Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR (flags win).
+       [--database-url postgres://user:pass@host/db]
+
+Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
+With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
+can share it; without one it lives in the data dir's files.
 --allow-private-sites lets sitefleet connect to loopback and private-network sites (refused by default).
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
 Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
@@ -51,7 +59,8 @@ Uptime monitors check every connected site on their interval (settings: update-m
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
 
-Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir.`,
+Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
+--database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
   keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR]
        sitefleet keys list [--data-dir DIR]
        sitefleet keys revoke ID [--data-dir DIR]
@@ -66,6 +75,13 @@ Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir
 
 Prints the OpenAPI 3.1 document of the REST v2 API, as GET <rest prefix>/openapi.json serves it (docs/openapi.json
 is this output for the default prefix).`,
+  migrate: `Usage: sitefleet migrate [--database-url postgres://…]
+       sitefleet migrate --from ./data --to postgres://… [--force]
+
+The first form creates the PostgreSQL schema or migrates it to this version (SITEFLEET_DATABASE_URL works too).
+The second copies a data dir's fleet (sites, secrets, site data, keys, users, tags, clients, costs, jobs,
+settings) into PostgreSQL in one transaction and checks the counts; a database that already holds a fleet is
+refused unless --force (which replaces it). Stop the processes using the data dir first.`,
   modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
@@ -81,8 +97,8 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   }
 }
 
-async function withServices<R>(dataDir: string | undefined, fn: (s: Services) => Promise<R>): Promise<R> {
-  const services = await openServices(loadConfig({ dataDir }));
+async function withServices<R>(where: { 'data-dir'?: string; 'database-url'?: string }, fn: (s: Services) => Promise<R>): Promise<R> {
+  const services = await openServices(loadConfig({ dataDir: where['data-dir'], databaseUrl: where['database-url'] }));
   try {
     return await fn(services);
   } finally {
@@ -115,7 +131,7 @@ async function serve(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS);
   if (values.help) return void console.log(HELP.serve);
   const cfg = loadConfig({
-    host: values.host, port: values.port, dataDir: values['data-dir'], restPrefix: values['rest-prefix'],
+    host: values.host, port: values.port, dataDir: values['data-dir'], databaseUrl: values['database-url'], restPrefix: values['rest-prefix'],
     abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
     monitorIntervalS: values['monitor-interval'],
   });
@@ -125,9 +141,9 @@ async function serve(args: string[]): Promise<void> {
     monitoring: true,
   });
   await bootstrap(services, http!.url, cfg, withConsole);
-  process.stdout.write(`sitefleet listening on ${http!.url} (data: ${cfg.dataDir})\n`);
+  process.stdout.write(`sitefleet listening on ${http!.url} (data: ${storeLocation(cfg)})\n`);
   if (withConsole) process.stdout.write(`web console: ${http!.url}/console\n`);
-  log('info', 'listening', { url: http!.url, dataDir: cfg.dataDir });
+  log('info', 'listening', { url: http!.url, data: storeLocation(cfg) });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -148,7 +164,7 @@ async function mcp(args: string[]): Promise<void> {
   const toolsets = values.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
-  const { services, registry, close } = await boot(loadConfig({ dataDir: values['data-dir'], allowPrivateSites: values['allow-private-sites'] }));
+  const { services, registry, close } = await boot(loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'], allowPrivateSites: values['allow-private-sites'] }));
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);
   const transport = new StdioServerTransport();
@@ -161,7 +177,7 @@ async function keys(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { ...DATA_DIR, name: { type: 'string' }, permissions: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.keys);
-  await withServices(values['data-dir'], async (s) => {
+  await withServices(values, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('keys create needs --name NAME.');
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
@@ -187,7 +203,7 @@ async function users(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { ...DATA_DIR, name: { type: 'string' }, role: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.users);
-  await withServices(values['data-dir'], async (s) => {
+  await withServices(values, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('users create needs --name NAME.');
       const role = (values.role ?? 'administrator') as UserRole;
@@ -210,7 +226,7 @@ async function modules(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
   const [sub, name] = positionals;
   if (values.help || !sub) return void console.log(HELP.modules);
-  await withServices(values['data-dir'], async (s) => {
+  await withServices(values, async (s) => {
     if (sub === 'list') {
       for (const m of Object.keys(MODULES) as ModuleName[]) process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
       return;
@@ -220,6 +236,26 @@ async function modules(args: string[]): Promise<void> {
     await s.settings.setModule(name as ModuleName, sub === 'enable');
     process.stdout.write(`Module ${name} ${sub}d.\n`);
   });
+}
+
+async function migrateCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, { 'database-url': { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  if (values.help) return void console.log(HELP.migrate);
+  const pgUrl = (flag: string, v: string | undefined) => {
+    if (!v || !/^postgres(ql)?:\/\/\S+$/.test(v)) throw new UsageError(`${flag} must be a postgres:// URL.\n${HELP.migrate}`);
+    return v;
+  };
+  if (values.from !== undefined || values.to !== undefined) {
+    if (!values.from) throw new UsageError(`--to needs --from DATA_DIR.\n${HELP.migrate}`);
+    const to = pgUrl('--to', values.to);
+    const report = await copyLowdbToPg(resolve(values.from), to, values.force === true);
+    process.stdout.write(`Copied ${resolve(values.from)} to ${storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
+    for (const r of report) process.stdout.write(`  ${r.kind.padEnd(10)} ${String(r.source).padStart(7)} → ${r.target}\n`);
+    return;
+  }
+  const url = pgUrl('--database-url', values['database-url'] ?? process.env.SITEFLEET_DATABASE_URL);
+  const { from, to } = await migratePg(url);
+  process.stdout.write(from === to ? `Schema is at format ${to}; nothing to do.\n` : `Schema migrated from format ${from} to ${to}.\n`);
 }
 
 async function openapi(args: string[]): Promise<void> {
@@ -232,7 +268,7 @@ async function openapi(args: string[]): Promise<void> {
 }
 
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
-  serve, mcp, keys, users, modules, openapi,
+  serve, mcp, keys, users, modules, openapi, migrate: migrateCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
 };

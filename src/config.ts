@@ -5,6 +5,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** postgres://… runs the PostgreSQL store engine instead of the data dir's files (several processes, one fleet). */
+  databaseUrl: string | null;
   restPrefix: string;
   abilitiesPrefix: string;
   /** Calls to child sites in flight at once, over all sites. */
@@ -54,6 +56,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     host,
     port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
+    databaseUrl: databaseUrl(pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
@@ -69,4 +72,10 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
     publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
   };
+}
+
+function databaseUrl(v: string): string | null {
+  if (!v) return null;
+  if (!/^postgres(ql)?:\/\/\S+$/.test(v)) throw new Error('--database-url must be a postgres:// or postgresql:// URL.');
+  return v;
 }

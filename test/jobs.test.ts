@@ -6,9 +6,8 @@ import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import { closeServices, openServices, type Services } from '../src/services/index.js';
 import { loadConfig } from '../src/config.js';
 import type { JobRecord } from '../src/store/records.js';
-import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
-import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
+import { seedSites, startServer, testFleetStore, type TestServer } from './support/server.js';
 
 /** A simulator whose sites already trust one key, and sites in the data dir that use it (no 201 handshakes). */
 async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
@@ -96,15 +95,16 @@ describe('claims', () => {
 
 describe('restart', () => {
   it('resumes a job after SIGKILL without redoing the sites it recorded', async () => {
-    const dataDir = tempDir();
-    const services = await openServices(loadConfig({ dataDir }, {}));
+    // On whichever engine the lane runs (a data dir, or a fresh PostgreSQL database in the pg lane).
+    const fleet = await testFleetStore();
+    const services = await openServices(loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl }, {}));
     const { token } = await services.auth.createKey('k', 'read_write');
     const sim = await preconnectedFleet(services, 40, 150);
     closers.push(() => sim.close());
     await closeServices(services);
 
     const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '4' };
-    const first = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
+    const first = await serveProcess([...fleet.args, '--allow-private-sites'], env);
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const q = await (await fetch(`${first.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers: auth })).json() as { job_id: string };
     expect(q.job_id).toMatch(/^sync_/);
@@ -112,18 +112,18 @@ describe('restart', () => {
       (n) => n >= 8);
     await first.stop('SIGKILL');
 
-    const store = await Store.open(dataDir);
+    const store = await fleet.open();
     const mid = [...store.all<JobRecord>('jobs')][0]!;
     await store.close();
     expect(mid.status).toBe('processing');
     expect(mid.done.length).toBeLessThan(40);
 
-    const second = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
+    const second = await serveProcess([...fleet.args, '--allow-private-sites'], env);
     closers.push(() => second.stop());
     const end = await until(async () => (await (await fetch(`${second.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: { status: string; processed: number; succeeded: number } }).data,
       (d) => d.status === 'completed');
     expect(end).toMatchObject({ processed: 40, succeeded: 40 });
-    const after = await Store.open(dataDir);
+    const after = await fleet.open();
     const job = [...after.all<JobRecord>('jobs')][0]!;
     expect(new Set(job.done).size).toBe(40);
     expect(job.attempts).toBe(2);

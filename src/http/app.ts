@@ -43,7 +43,8 @@ export function createHttpApp(services: Services, registry: Registry, opts: Http
       });
     });
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    next();
+    // With several processes on one database: see every write acknowledged before this request (a no-op on lowdb).
+    services.store.sync().then(() => next(), next);
   });
 
   const throttle = new LoginThrottle(services.config.loginFailureLimit);

@@ -1,6 +1,7 @@
 // The services every ability receives in its context, built once per process over one store.
 import type { Config } from '../config.js';
-import { Store } from '../store/store.js';
+import type { Store } from '../store/engine.js';
+import { openStore } from '../store/open.js';
 import { ServiceError } from '../core/errors.js';
 import { AuthService } from './auth.js';
 import { SettingsService } from './settings.js';
@@ -35,7 +36,7 @@ export interface Services {
 }
 
 export async function openServices(config: Config): Promise<Services> {
-  const store = await Store.open(config.dataDir);
+  const store = await openStore(config);
   const sites = new SiteService(store);
   const tags = new TagService(store);
   const clients = new ClientService(store);

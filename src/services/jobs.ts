@@ -3,6 +3,7 @@
 // works through and records site by site, in the same commit as the site's own result, so that a job
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { ServiceError, errors, toServiceError } from '../core/errors.js';
 import type { CallContext } from '../core/ability.js';
 import { log } from '../log.js';
@@ -24,7 +25,10 @@ const LEASE_MS = 30_000;
 const KEEP_MS = 24 * 3600_000;
 const TIMEOUT_MS = 4 * 3600_000;
 const MAX_ATTEMPTS = 5;
-const OWNER = `${process.pid}-${randomUUID().slice(0, 8)}`;
+// pid-random@host: a process on this host is known dead when its pid is gone; one on another host (several machines on
+// one PostgreSQL database) only when its lease runs out.
+const HOST = hostname();
+const OWNER = `${process.pid}-${randomUUID().slice(0, 8)}@${HOST}`;
 
 /** Runs `limit` promises at a time; stops starting new ones once `signal` aborts. */
 async function eachLimited<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
@@ -221,6 +225,8 @@ export class JobService {
     const pid = Number(owner?.split('-')[0]);
     if (!owner || !Number.isInteger(pid)) return false;
     if (owner === OWNER) return true;
+    const at = owner.indexOf('@');
+    if (at >= 0 && owner.slice(at + 1) !== HOST) return true;
     try { process.kill(pid, 0); return true; } catch { return false; }
   }
 

@@ -19,29 +19,9 @@ import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, w
 import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
+import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
 
-export const COLLECTIONS = {
-  sites: 250,
-  tags: 0,
-  clients: 0,
-  costs: 0,
-  users: 0,
-  keys: 0,
-  jobs: 0,
-  settings: 0,
-  client_fields: 0,
-  /** One record per client that has custom field values, with the client's id. */
-  client_field_values: 0,
-  ignores: 0,
-  // Uptime monitoring (monitor-records.ts): a monitor per site (id = site id, 0 = fleet defaults), incidents,
-  // webhooks and their delivery log, and leases (who runs which checks, across processes).
-  monitors: 250,
-  incidents: 500,
-  webhooks: 0,
-  deliveries: 500,
-  leases: 0,
-} as const;
-export type CollectionName = keyof typeof COLLECTIONS;
+export { COLLECTIONS, type CollectionName, type Tx, type Blob };
 
 export interface Meta {
   format: number;
@@ -51,26 +31,14 @@ export interface Meta {
 }
 
 interface ShardFile<T> { collection: string; records: T[] }
-type Rec = { id: number };
-
-type Blob = 'site-data' | 'secrets';
-
-export interface Tx {
-  get<T extends Rec>(col: CollectionName, id: number): T | undefined;
-  all<T extends Rec>(col: CollectionName): Iterable<T>;
-  /** Inserts with the next id of the collection; returns the stored record. */
-  insert<T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T;
-  put<T extends Rec>(col: CollectionName, rec: T): T;
-  delete(col: CollectionName, id: number): boolean;
-  putBlob(kind: Blob, id: number, value: unknown | null): void;
-}
 
 interface Pending { fn: (tx: Tx) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
 
 const fileOf = (col: CollectionName, id: number): string =>
   COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
 
-export class Store {
+export class LowdbStore implements StoreEngine {
+  readonly engine = 'lowdb' as const;
   private data = new Map<CollectionName, Map<number, Rec>>();
   private versions = new Map<CollectionName, number>();
   private meta!: Meta;
@@ -83,8 +51,8 @@ export class Store {
 
   private constructor(readonly dir: string) {}
 
-  static async open(dir: string): Promise<Store> {
-    const s = new Store(dir);
+  static async open(dir: string): Promise<LowdbStore> {
+    const s = new LowdbStore(dir);
     await s.init();
     return s;
   }
@@ -242,6 +210,11 @@ export class Store {
     if (this.blobCache.size > 2000) this.blobCache.clear();
     this.blobCache.set(key, value);
     return value;
+  }
+
+  /** Every read already takes in other processes' commits (refreshIfStale): nothing to wait for. */
+  sync(): Promise<void> {
+    return Promise.resolve();
   }
 
   write<R>(fn: (tx: Tx) => R): Promise<R> {
@@ -416,3 +389,10 @@ function storeFailure(e: unknown): ServiceError {
 }
 
 export { StoreCorruptError };
+
+/**
+ * `Store` the type is the engine interface the services use (engine.ts); `Store` the value opens the lowdb engine on a
+ * data dir (`Store.open(dir)`), as the tools and tests that work on a data dir directly always have.
+ */
+export type Store = StoreEngine;
+export const Store = LowdbStore;

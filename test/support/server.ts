@@ -9,6 +9,9 @@ import type { Registry } from '../../src/core/registry.js';
 import type { Services } from '../../src/services/index.js';
 import type { SiteRecord } from '../../src/store/records.js';
 import { checkRestAnswer } from './openapi-check.js';
+import type { Store } from '../../src/store/engine.js';
+import { openStore } from '../../src/store/open.js';
+import { freshDatabase, testPgUrl } from './postgres.js';
 
 export function tempDir(prefix = 'sitefleet-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -25,6 +28,8 @@ export interface Creds {
 export interface TestServer {
   url: string;
   dataDir: string;
+  /** Set when the test runs on the PostgreSQL engine (the pg lane): the server's own database. */
+  databaseUrl?: string;
   services: Services;
   registry: Registry<Services>;
   creds: Creds;
@@ -54,9 +59,27 @@ async function readJson(res: Response): Promise<any> {
   try { return text ? JSON.parse(text) : null; } catch { return text; }
 }
 
-export async function startServer(opts: { dataDir?: string; config?: Partial<Record<keyof Config, string | boolean>> } = {}): Promise<TestServer> {
+/**
+ * Where a test keeps its fleet: a temp data dir, and in the pg lane (SITEFLEET_TEST_PG_URL set by its global setup) a
+ * fresh database as well, which then holds the fleet. `args` are the CLI flags that point a process at it.
+ */
+export interface TestFleetStore { dataDir: string; databaseUrl?: string; args: string[]; open(): Promise<Store> }
+
+export async function testFleetStore(dataDir = tempDir()): Promise<TestFleetStore> {
+  const pg = testPgUrl();
+  const databaseUrl = pg ? await freshDatabase(pg) : undefined;
+  return {
+    dataDir, databaseUrl,
+    args: ['--data-dir', dataDir, ...(databaseUrl ? ['--database-url', databaseUrl] : [])],
+    open: () => openStore({ dataDir, databaseUrl: databaseUrl ?? null }),
+  };
+}
+
+export async function startServer(opts: { dataDir?: string; databaseUrl?: string; config?: Partial<Record<keyof Config, string | boolean>> } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
-  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, allowPrivateSites: true, ...opts.config }, {});
+  const pg = testPgUrl();
+  const databaseUrl = opts.databaseUrl ?? (pg && !opts.dataDir ? await freshDatabase(pg) : undefined);
+  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, databaseUrl, allowPrivateSites: true, ...opts.config }, {});
   const { services, registry, http: served, close } = await boot(config, { http: { port: 0 }, jobTickMs: 100 });
   const http = served!;
   const auth = services.auth;
@@ -78,7 +101,7 @@ export async function startServer(opts: { dataDir?: string; config?: Partial<Rec
   const restBase = `${http.url}${config.restPrefix}`;
   const abilitiesBase = `${http.url}${config.abilitiesPrefix}`;
   return {
-    url: http.url, dataDir, services, registry, creds, restBase, abilitiesBase,
+    url: http.url, dataDir, databaseUrl, services, registry, creds, restBase, abilitiesBase,
     async rest(path, init = {}) {
       const headers = new Headers(init.headers);
       const token = init.token === undefined ? creds.key.read_write : init.token;

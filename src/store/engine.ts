@@ -1,0 +1,67 @@
+// The store engine interface: what the services use, whichever engine keeps the records. Two engines implement it:
+// the lowdb engine (store.ts: JSON files under the data dir, the default) and the PostgreSQL engine (pg-store.ts,
+// chosen by a database URL). Both keep the working set in memory so reads stay synchronous; a write runs a
+// synchronous function against that memory copy and resolves only once its changes are durable.
+
+export const COLLECTIONS = {
+  sites: 250,
+  tags: 0,
+  clients: 0,
+  costs: 0,
+  users: 0,
+  keys: 0,
+  jobs: 0,
+  settings: 0,
+  client_fields: 0,
+  /** One record per client that has custom field values, with the client's id. */
+  client_field_values: 0,
+  ignores: 0,
+  // Uptime monitoring (monitor-records.ts): a monitor per site (id = site id, 0 = fleet defaults), incidents,
+  // webhooks and their delivery log, and leases (who runs which checks, across processes).
+  monitors: 250,
+  incidents: 500,
+  webhooks: 0,
+  deliveries: 500,
+  leases: 0,
+} as const;
+export type CollectionName = keyof typeof COLLECTIONS;
+export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
+
+export type Rec = { id: number };
+
+/** Heavy per-site data (site-data) and a site's private key and passwords (secrets), kept apart from the records. */
+export type Blob = 'site-data' | 'secrets';
+export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets'];
+
+export interface Tx {
+  get<T extends Rec>(col: CollectionName, id: number): T | undefined;
+  all<T extends Rec>(col: CollectionName): Iterable<T>;
+  /** Inserts with the next id of the collection; returns the stored record. */
+  insert<T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T;
+  put<T extends Rec>(col: CollectionName, rec: T): T;
+  delete(col: CollectionName, id: number): boolean;
+  putBlob(kind: Blob, id: number, value: unknown | null): void;
+}
+
+export interface Store {
+  /** Which engine this is, for logs and the startup line. */
+  readonly engine: 'lowdb' | 'postgres';
+  /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
+  version(col: CollectionName): number;
+  get<T extends Rec>(col: CollectionName, id: number): T | undefined;
+  all<T extends Rec>(col: CollectionName): IterableIterator<T>;
+  count(col: CollectionName): number;
+  getBlob<T>(kind: Blob, id: number): T | null;
+  /**
+   * Runs `fn` (synchronous) against the store and resolves with its result once its changes are durable. A function
+   * that throws leaves no trace and rejects; concurrent writes may be grouped into one commit.
+   */
+  write<R>(fn: (tx: Tx) => R): Promise<R>;
+  /**
+   * Resolves once memory holds every commit acknowledged, by any process, before the call. The HTTP doors await it as
+   * a request arrives, so a request sees every write acknowledged before it (read-your-writes across processes).
+   */
+  sync(): Promise<void>;
+  /** Waits for queued writes, then refuses new ones. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,438 @@
+// The PostgreSQL store engine: PostgreSQL is the durable truth, shared by every sitefleet process that points at it;
+// each process keeps the same in-memory working set as the lowdb engine, so reads stay synchronous.
+//
+// Tables (schema created and migrated by `open`, versioned by sitefleet_meta.format):
+//   sitefleet_rows(kind, id, seq, data)  every record and blob: kind is a collection name ('sites', 'tags', ...) or a
+//                                        blob kind ('site-data', 'secrets'); data NULL marks a deleted row (kept, so a
+//                                        process that missed the delete learns of it); seq is the commit that last
+//                                        wrote the row.
+//   sitefleet_meta(key, value)           'format' and 'counters' (last id handed out per collection; ids are never
+//                                        reused, as in the lowdb engine).
+//
+// Writes: queued functions run together (group commit) in one PostgreSQL transaction that first takes a transaction
+// advisory lock shared by every process, then reads what other processes committed since this one last looked
+// (rows with a higher seq), applies it to memory, runs the functions against memory under undo logs, writes the
+// changed rows with seq = last seq + 1 and NOTIFYs it. Callers are resolved only after COMMIT. Because commits are
+// serial across processes and each starts from the latest committed state, a uniqueness rule checked in a write
+// (tag names, client emails) or a read-modify-write (a job claim, a counter) holds across processes exactly as it
+// does within one: no duplicate, no lost update. Commit order equals seq order, so "rows with seq > last" never
+// misses a commit.
+//
+// Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
+// poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
+// arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
+// is, since it catches up under the lock first.
+import pg from 'pg';
+import { ServiceError } from '../core/errors.js';
+import { log } from '../log.js';
+import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
+
+/** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
+export const PG_FORMAT = 1;
+const LOCK_KEY = 0x5f1ee7; // pg_advisory_xact_lock key every sitefleet process uses for commits and migrations
+const CHANNEL = 'sitefleet_commits';
+const POLL_MS = 1000;
+
+/** Schema steps: PG_MIGRATIONS[n] turns format n into n + 1 (0 is an empty database). */
+const PG_MIGRATIONS: Record<number, string> = {
+  0: `
+    CREATE TABLE IF NOT EXISTS sitefleet_meta (key text PRIMARY KEY, value jsonb NOT NULL);
+    CREATE TABLE IF NOT EXISTS sitefleet_rows (
+      kind text NOT NULL, id integer NOT NULL, seq bigint NOT NULL, data jsonb,
+      PRIMARY KEY (kind, id)
+    );
+    CREATE INDEX IF NOT EXISTS sitefleet_rows_seq ON sitefleet_rows (seq);`,
+};
+
+type Kind = CollectionName | Blob;
+interface Pending { fn: (tx: Tx) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
+interface Row { kind: string; id: number; seq: string; data: unknown }
+
+/** A redacted form of the URL for messages: never print a password. */
+export const redactUrl = (url: string): string => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//.test(url);
+}
+
+/** Creates or migrates the schema under the shared lock; returns the format it found. Refuses a newer one. */
+export async function migrateSchema(client: pg.ClientBase): Promise<{ from: number; to: number }> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+    const exists = (await client.query(`SELECT to_regclass('sitefleet_meta') AS t`)).rows[0].t !== null;
+    const from = exists ? Number((await client.query(`SELECT value FROM sitefleet_meta WHERE key = 'format'`)).rows[0]?.value ?? 0) : 0;
+    if (from > PG_FORMAT) {
+      throw new Error(`The database holds sitefleet schema format ${from}, written by a newer sitefleet (this one reads ${PG_FORMAT}). Nothing was changed.`);
+    }
+    for (let f = from; f < PG_FORMAT; f++) await client.query(PG_MIGRATIONS[f]!);
+    await client.query(`INSERT INTO sitefleet_meta (key, value) VALUES ('format', $1::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(PG_FORMAT)]);
+    await client.query(`INSERT INTO sitefleet_meta (key, value) VALUES ('counters', '{}'::jsonb) ON CONFLICT (key) DO NOTHING`);
+    await client.query('COMMIT');
+    return { from, to: PG_FORMAT };
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw e;
+  }
+}
+
+export class PgStore implements Store {
+  readonly engine = 'postgres' as const;
+  private data = new Map<CollectionName, Map<number, Rec>>();
+  private blobs = new Map<Blob, Map<number, unknown>>();
+  private versions = new Map<CollectionName, number>();
+  private counters: Partial<Record<CollectionName, number>> = {};
+  /** The highest commit seq applied to memory. */
+  private seq = 0;
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+  /** Catch-ups and commits touch memory one at a time: this chain orders them. */
+  private chain: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private writer!: pg.Client;
+  private listener: pg.Client | null = null;
+  private poll: NodeJS.Timeout | null = null;
+  private catchingUp = false;
+  /** Times (ms) from a NOTIFY's arrival to its rows being in memory; the bench reads them. */
+  readonly notifyLagMs: number[] = [];
+
+  private constructor(readonly url: string) {}
+
+  static async open(url: string): Promise<PgStore> {
+    const s = new PgStore(url);
+    await s.init();
+    return s;
+  }
+
+  private writerBroken = false;
+
+  private newClient(): pg.Client {
+    const c = new pg.Client({ connectionString: this.url, application_name: 'sitefleet' });
+    c.on('error', (e) => {
+      log('error', 'postgres connection error', { err: e.message });
+      if (c === this.writer) this.writerBroken = true;
+    });
+    c.on('end', () => { if (c === this.writer && !this.closed) this.writerBroken = true; });
+    return c;
+  }
+
+  private async init(): Promise<void> {
+    this.writer = this.newClient();
+    await this.writer.connect().catch((e: Error) => {
+      throw new Error(`Cannot reach the database at ${redactUrl(this.url)}: ${e.message}`);
+    });
+    try {
+      await migrateSchema(this.writer);
+      for (const col of COLLECTION_NAMES) { this.data.set(col, new Map()); this.bump(col); }
+      for (const kind of BLOB_KINDS) this.blobs.set(kind, new Map());
+      await this.listen();
+      await this.catchUp(this.writer);
+    } catch (e) {
+      await this.writer.end().catch(() => {});
+      await this.listener?.end().catch(() => {});
+      throw e;
+    }
+    this.poll = setInterval(() => { void this.backgroundCatchUp(); }, POLL_MS);
+    this.poll.unref();
+  }
+
+  private async listen(): Promise<void> {
+    const l = this.newClient();
+    try {
+      await l.connect();
+    } catch (e) {
+      await l.end().catch(() => {});
+      throw e;
+    }
+    l.on('notification', (n) => {
+      if (n.channel !== CHANNEL || Number(n.payload) <= this.seq) return;
+      const t = performance.now();
+      void this.backgroundCatchUp().then(() => {
+        if (this.notifyLagMs.length < 10_000) this.notifyLagMs.push(performance.now() - t);
+      });
+    });
+    const lost = () => {
+      // The poll keeps this process current meanwhile; try to listen again shortly.
+      if (this.listener !== l) return;
+      this.listener = null;
+      this.relisten();
+    };
+    l.on('error', lost);
+    l.on('end', lost);
+    this.listener = l;
+    await l.query(`LISTEN ${CHANNEL}`);
+  }
+
+  /** Listens again after a lost connection, every 500 ms until it works (the poll covers the gap). */
+  private relisten(): void {
+    if (this.closed) return;
+    setTimeout(() => {
+      if (this.closed || this.listener) return;
+      this.listen().catch(() => this.relisten());
+    }, 500).unref();
+  }
+
+  /** Runs `fn` after every catch-up and commit queued before it. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.chain.then(fn, fn);
+    this.chain = p.catch(() => {});
+    return p;
+  }
+
+  private backgroundCatchUp(): Promise<void> {
+    // A commit under way catches up first anyway (under the lock): no need to queue another round trip before it.
+    if (this.closed || this.catchingUp || this.flushing) return Promise.resolve();
+    this.catchingUp = true;
+    return this.serial(() => this.catchUp(this.writer))
+      .catch((e: Error) => log('warn', 'postgres catch-up failed', { err: e.message }))
+      .finally(() => { this.catchingUp = false; });
+  }
+
+  /** The rows committed after `this.seq` (by any process) and the id counters: one statement (seq is our own integer). */
+  private catchUpSql(): string {
+    return `SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > ${Math.trunc(this.seq)}
+            UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
+            ORDER BY seq`;
+  }
+
+  /** Applies every row committed after `this.seq` (by any process), and the id counters, to memory: one round trip. */
+  private async catchUp(client: pg.ClientBase): Promise<void> {
+    this.applyCatchUp((await client.query<Row>(this.catchUpSql())).rows);
+  }
+
+  private applyCatchUp(rows: Row[]): void {
+    const counters = rows.find((r) => r.kind === '#counters')?.data as Record<string, number> | undefined;
+    this.apply(rows.filter((r) => r.kind !== '#counters'));
+    for (const col of COLLECTION_NAMES) this.counters[col] = Math.max(this.counters[col] ?? 0, counters?.[col] ?? 0);
+  }
+
+  private apply(rows: Row[]): void {
+    const touched = new Set<CollectionName>();
+    for (const r of rows) {
+      const seq = Number(r.seq);
+      if (seq > this.seq) this.seq = seq;
+      if (r.kind in COLLECTIONS) {
+        const col = r.kind as CollectionName;
+        const map = this.data.get(col)!;
+        if (r.data === null) map.delete(r.id); else map.set(r.id, r.data as Rec);
+        if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
+        touched.add(col);
+      } else if ((BLOB_KINDS as string[]).includes(r.kind)) {
+        const map = this.blobs.get(r.kind as Blob)!;
+        if (r.data === null) map.delete(r.id); else map.set(r.id, r.data);
+      }
+    }
+    for (const col of touched) this.bump(col);
+  }
+
+  private bump(col: CollectionName): void {
+    this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
+  }
+
+  version(col: CollectionName): number {
+    return this.versions.get(col) ?? 0;
+  }
+
+  get<T extends Rec>(col: CollectionName, id: number): T | undefined {
+    return this.data.get(col)!.get(id) as T | undefined;
+  }
+
+  all<T extends Rec>(col: CollectionName): IterableIterator<T> {
+    return this.data.get(col)!.values() as IterableIterator<T>;
+  }
+
+  count(col: CollectionName): number {
+    return this.data.get(col)!.size;
+  }
+
+  getBlob<T>(kind: Blob, id: number): T | null {
+    return (this.blobs.get(kind)!.get(id) as T | undefined) ?? null;
+  }
+
+  private checking: Promise<void> | null = null;
+  private nextCheck: Promise<void> | null = null;
+
+  /**
+   * One `SELECT max(seq)` (an index lookup) tells whether another process committed something this one has not
+   * applied yet; if so, catch up. Calls that arrive while a check runs share the next one (a check that started
+   * before a call cannot vouch for it), so there is at most one check in flight and one waiting, whatever the rate.
+   */
+  sync(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.checking) {
+      this.checking = this.check().finally(() => { this.checking = null; });
+      return this.checking;
+    }
+    this.nextCheck ??= this.checking.catch(() => {}).then(() => {
+      this.nextCheck = null;
+      return this.sync();
+    });
+    return this.nextCheck;
+  }
+
+  private async check(): Promise<void> {
+    try {
+      const c = this.listener ?? this.writer;
+      const head = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s);
+      while (this.seq < head && !this.closed) await this.serial(() => this.catchUp(this.writer));
+    } catch (e) {
+      log('error', 'postgres sync failed', { err: String((e as Error).message ?? e) });
+      throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+    }
+  }
+
+  /** The last commit seq this process has applied (tests and the bench compare processes by it). */
+  get appliedSeq(): number {
+    return this.seq;
+  }
+
+  write<R>(fn: (tx: Tx) => R): Promise<R> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.flushing || !this.queue.length) return;
+    this.flushing = this.flushLoop().finally(() => { this.flushing = null; this.kick(); });
+  }
+
+  private async flushLoop(): Promise<void> {
+    await Promise.resolve(); // let writes issued in the same tick join this commit
+    while (this.queue.length) {
+      const { batch, outcomes } = await this.serial(() => this.commit());
+      batch.forEach((p, i) => {
+        const o = outcomes[i]!;
+        if (o.ok) p.resolve(o.value); else p.reject(o.error);
+      });
+    }
+  }
+
+  /**
+   * Commits the writes queued by the time this process holds the shared lock: writes that arrive while another
+   * process holds it join this commit, so that waiting for the lock makes commits bigger rather than more.
+   */
+  private async commit(): Promise<{ batch: Pending[]; outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> }> {
+    let batch: Pending[] = [];
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    const undoAll: Array<() => void> = [];
+    const c = this.writer;
+    let began = false;
+    try {
+      // Two round trips a commit, to keep the shared lock short: (begin, lock, catch up) and (write, notify, commit).
+      // Both are simple-protocol multi-statement queries, so values are inlined: integers we own, and JSON through
+      // escapeLiteral. An error in any statement skips the rest, COMMIT included.
+      began = true;
+      const opened = (await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`)) as unknown as pg.QueryResult<Row>[];
+      this.applyCatchUp(opened[2]!.rows);
+      batch = this.queue.splice(0);
+      const dirty = new Map<string, { kind: Kind; id: number }>();
+      const countersBefore = { ...this.counters };
+      for (const p of batch) {
+        const undo: Array<() => void> = [];
+        try {
+          outcomes.push({ ok: true, value: p.fn(this.tx(undo, dirty)) });
+          undoAll.push(...undo);
+        } catch (error) {
+          for (const u of undo.reverse()) u();
+          outcomes.push({ ok: false, error });
+        }
+      }
+      if (dirty.size) {
+        const seq = this.seq + 1;
+        const rows = [...dirty.values()].map(({ kind, id }) => ({
+          kind, id,
+          data: kind in COLLECTIONS ? this.data.get(kind as CollectionName)!.get(id) ?? null : this.blobs.get(kind as Blob)!.get(id) ?? null,
+        }));
+        const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
+        const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
+        await c.query(
+          `INSERT INTO sitefleet_rows (kind, id, seq, data)
+             SELECT x.kind, x.id, ${seq}, x.data FROM jsonb_to_recordset(${lit(rows)}::jsonb) AS x(kind text, id integer, data jsonb)
+           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data;
+           ${countersChanged ? `UPDATE sitefleet_meta SET value = ${lit(this.counters)}::jsonb WHERE key = 'counters';` : ''}
+           SELECT pg_notify('${CHANNEL}', '${seq}');
+           COMMIT`,
+        );
+        began = false;
+        this.seq = seq;
+      } else {
+        await c.query('COMMIT');
+        began = false;
+      }
+      return { batch, outcomes };
+    } catch (e) {
+      // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
+      if (began) await c.query('ROLLBACK').catch(() => {});
+      for (const u of undoAll.reverse()) u();
+      log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
+      const error = new ServiceError('svc_store_unavailable', 'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.', 503);
+      if (this.writerBroken) await this.reconnect();
+      // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
+      if (!batch.length) batch = this.queue.splice(0);
+      return { batch, outcomes: batch.map(() => ({ ok: false as const, error })) };
+    }
+  }
+
+  private async reconnect(): Promise<void> {
+    await this.writer.end().catch(() => {});
+    this.writer = this.newClient();
+    this.writerBroken = false;
+    await this.writer.connect().catch((e: Error) => log('error', 'postgres reconnect failed', { err: e.message }));
+  }
+
+  private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>): Tx {
+    const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
+    const set = (col: CollectionName, rec: Rec) => {
+      const map = this.data.get(col)!;
+      const prev = map.get(rec.id);
+      map.set(rec.id, rec);
+      undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); this.bump(col); });
+      mark(col, rec.id);
+      this.bump(col);
+    };
+    return {
+      get: (col, id) => this.get(col, id),
+      all: (col) => this.all(col),
+      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
+        const prevCounter = this.counters[col];
+        const id = (prevCounter ?? 0) + 1;
+        this.counters[col] = id;
+        undo.push(() => { this.counters[col] = prevCounter; });
+        const full = { id, ...rec } as unknown as T;
+        set(col, full);
+        return full;
+      },
+      put: (col, rec) => { set(col, rec); return rec; },
+      delete: (col, id) => {
+        const map = this.data.get(col)!;
+        const prev = map.get(id);
+        if (!prev) return false;
+        map.delete(id);
+        undo.push(() => { map.set(id, prev); this.bump(col); });
+        mark(col, id);
+        this.bump(col);
+        return true;
+      },
+      putBlob: (kind, id, value) => {
+        const map = this.blobs.get(kind)!;
+        const had = map.has(id);
+        const prev = map.get(id);
+        if (value === null) map.delete(id); else map.set(id, value);
+        undo.push(() => { if (had) map.set(id, prev); else map.delete(id); });
+        mark(kind, id);
+      },
+    };
+  }
+
+  /** Waits for queued writes, then refuses new ones and closes both connections. */
+  async close(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    this.closed = true;
+    if (this.poll) clearInterval(this.poll);
+    await this.chain;
+    await Promise.all([this.writer.end().catch(() => {}), this.listener?.end().catch(() => {})]);
+  }
+}

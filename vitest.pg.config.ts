@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config';
+
+// The PostgreSQL lane (npm run test:pg): the behaviour suites that do not look at the data dir's files, run on the
+// PostgreSQL engine, plus the engine's own and the multi-process tests in test/pg/. The global setup starts a real
+// PostgreSQL server from the system's binaries (apt-get install -y postgresql) and removes it at the end.
+export default defineConfig({
+  test: {
+    include: [
+      'test/pg/**/*.test.ts',
+      'test/jobs.test.ts', 'test/rest-sites.test.ts', 'test/rest-tags.test.ts', 'test/clients.test.ts', 'test/costs.test.ts',
+      'test/auth.test.ts', 'test/users.test.ts', 'test/existing-clients.test.ts',
+    ],
+    globalSetup: ['test/pg/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
+  },
+});
