@@ -8,6 +8,8 @@ import {
 import { ServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { list, pathId, pick, site } from './args.js';
+import { z } from 'zod';
+import { Int, ListArg, done, listed, ok, okOrNot } from './answers.js';
 
 // Upstream's status filter takes names or their numbers.
 const STATUS_NUMBERS: Record<string, string> = { 1: 'up', 0: 'down', 2: 'pending', 3: 'pending', first: 'pending', '-1': 'paused' };
@@ -32,16 +34,52 @@ const upstreamMonitor = (m: MonitorView) => ({
   response_time_p50_ms: m.response_ms.p50, response_time_p95_ms: m.response_ms.p95, response_time_p99_ms: m.response_ms.p99,
 });
 
+// What the rows read beyond their abilities' fields, and what they answer.
+const M = listMonitors.output.shape.items.element.shape;
+const Settings = listMonitors.output.shape.fleet_settings;
+const NInt = Int.nullable();
+const UpstreamMonitor = z.object({
+  id: Int, name: z.string(), url: z.string(), type: z.literal('http'), last_status: M.status,
+  check_frequency: z.string().describe('The interval: "5m" (minutes) or "90s".'),
+  last_check_at: z.string().describe('"YYYY-MM-DD HH:MM:SS" UTC; "" before the first check.'), last_status_code: NInt, last_cause: M.last_cause,
+  down_since: M.down_since, uptime_24h: z.array(z.object({ timestamp: z.string(), status: M.hourly.element.shape.status })),
+  uptime_ratio_24h: M.uptime_24h, uptime_ratio_7d: M.uptime_7d, uptime_ratio_30d: M.uptime_30d, incidents_count_7d: Int, incidents_count_30d: Int,
+  response_time_avg_ms: NInt, response_time_min_ms: NInt, response_time_max_ms: NInt, response_time_p50_ms: NInt, response_time_p95_ms: NInt,
+  response_time_p99_ms: NInt,
+});
+const BasicMonitor = z.object({ id: Int, url: z.string(), last_status: M.status });
+const Counted = ok({ count: Int });
+/** Upstream's status filter: the names, or their numbers (as text in a query). */
+const StatusArg = (names: readonly [string, ...string[]], numbers: readonly [string, ...string[]], said: string) =>
+  z.union([z.enum(names), z.enum(numbers), z.union(numbers.filter((n) => /^-?\d+$/.test(n)).map((n) => z.literal(Number(n))) as [z.ZodLiteral<number>, ...z.ZodLiteral<number>[]])])
+    .optional().describe(`${names.join(', ')}, or upstream's numbers: ${said}.`);
+const MonitorStatus = StatusArg(['up', 'down', 'pending', 'paused'], ['1', '0', '2', '3', 'first', '-1'], '1 up, 0 down, 2 / 3 / first pending, -1 paused');
+const settingsDocArgs = {
+  maxretries: z.union([z.literal(-1), z.literal(0), z.literal(1), z.enum(['-1', '0', '1'])]).optional()
+    .describe('Upstream\'s re-check count: -1, 0 (both: none) or 1; retries wins when both are given.'),
+  active: z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'useglobal'])]).optional().describe('Check the site: 1/0, or "useglobal" (a site only).'),
+  expected_status: z.union([z.array(z.union([Int, z.string()])), z.string()]).optional()
+    .describe('HTTP codes that mean up, a list or comma-separated; "useglobal" (a site only).'),
+};
+const SETTINGS_ERRORS = { 400: ['invalid_maxretries', 'svc_invalid_interval', 'svc_invalid_timeout', 'svc_invalid_status_code'] };
+const WEBHOOK_NOT_FOUND = { 404: ['svc_webhook_not_found'] };
+
 const monitorsList = route(READ, '/monitors', listMonitors, {
   input: listArgs,
+  args: { status: MonitorStatus },
+  answers: listed(UpstreamMonitor),
   output: (r) => ({ success: 1, total: r.total, data: r.items.map(upstreamMonitor) }),
 });
 const monitorsBasic = route(READ, '/monitors/basic', listMonitors, {
   input: listArgs,
+  args: { status: MonitorStatus },
+  answers: listed(BasicMonitor),
   output: (r) => ({ success: 1, total: r.total, data: r.items.map((m) => ({ id: m.id, url: m.url, last_status: m.status })) }),
 });
 const monitorsCount = route(READ, '/monitors/count', listMonitors, {
   input: (a) => ({ ...listArgs(a), page: 1, per_page: 1 }),
+  args: { status: MonitorStatus },
+  answers: Counted,
   output: (r) => ({ success: 1, count: r.total }),
 });
 
@@ -63,19 +101,25 @@ const settingsArgs = (a: RestArgs) => {
 };
 const fleetSettingsGet = route(READ, '/monitors/settings', listMonitors, {
   input: () => ({ per_page: 1 }),
+  answers: ok({ data: Settings.extend({ monitor_id: z.literal(0) }) }),
   output: (r) => ({ success: 1, data: { monitor_id: 0, ...r.fleet_settings } }),
 });
 const fleetSettings = route(EDIT, '/monitors/settings', updateMonitorSettings, {
   input: settingsArgs,
+  args: settingsDocArgs,
+  answers: ok({ data: Settings.extend({ monitor_id: z.literal(0) }) }),
+  errors: SETTINGS_ERRORS,
   output: (r) => ({ success: 1, data: { monitor_id: 0, ...r.settings } }),
 });
 
 const monitorGet = route(READ, '/monitors/:id_or_domain', getSiteUptime, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: ok({ data: UpstreamMonitor.extend({ settings: Settings, open_incident: getSiteUptime.output.shape.open_incident }) }),
   output: (r) => ({ success: 1, data: { ...upstreamMonitor(r), settings: r.settings, open_incident: r.open_incident } }),
 });
 const monitorBasic = route(READ, '/monitors/:id_or_domain/basic', getSiteUptime, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: ok({ data: BasicMonitor }),
   output: (r) => ({ success: 1, data: { id: r.id, url: r.url, last_status: r.status } }),
 });
 const PERIODS = new Set(['24h', '7d', '30d']);
@@ -90,6 +134,19 @@ const heartbeat = route(READ, '/monitors/:id_or_domain/heartbeat', listHeartbeat
     if (i.status !== undefined) i.status = STATUS_NUMBERS[String(i.status)] ?? i.status;
     return i;
   },
+  args: {
+    period: z.enum(['24h', '7d', '30d']).optional().describe('Upstream\'s period: checked, but the answer is the latest checks whatever it is.'),
+    limit: Int.optional().describe('Upstream\'s name for per_page (0 or less: ignored).'),
+    status: StatusArg(['up', 'down'], ['1', '0'], '1 up, 0 down'),
+  },
+  answers: ok({
+    data: z.array(z.object({
+      monitor_id: Int.optional().describe('When the path names the monitor by id.'), status: z.union([z.literal(1), z.literal(0)]), time: z.string(),
+      ping_ms: NInt, http_code: NInt, msg: z.string(),
+    })),
+    meta: z.object({ page: Int, per_page: Int, total: Int, total_pages: Int }),
+  }),
+  errors: { 400: ['invalid_period'] },
   output: (r, { args }) => ({
     success: 1,
     data: r.items.map((b) => ({
@@ -101,6 +158,7 @@ const heartbeat = route(READ, '/monitors/:id_or_domain/heartbeat', listHeartbeat
 });
 const incidents = route(READ, '/monitors/:id_or_domain/incidents', listIncidents, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'page', 'per_page', 'state') }),
+  answers: listed(listIncidents.output.shape.items.element.omit({ duration_s: true }).extend({ duration_sec: Int })),
   output: (r) => ({
     success: 1, total: r.total,
     data: r.items.map((i) => ({ ...i, duration_sec: i.duration_s, duration_s: undefined })),
@@ -108,19 +166,26 @@ const incidents = route(READ, '/monitors/:id_or_domain/incidents', listIncidents
 });
 const incidentsCount = route(READ, '/monitors/:id_or_domain/incidents/count', listIncidents, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'state'), page: 1, per_page: 1 }),
+  answers: Counted,
   output: (r) => ({ success: 1, count: r.total }),
 });
 const siteSettings = route(EDIT, '/monitors/:id_or_domain/settings', updateMonitorSettings, {
   input: (a) => ({ site_id_or_domain: site(a), ...settingsArgs(a) }),
+  args: settingsDocArgs,
+  answers: ok({ data: updateMonitorSettings.output.shape.own_settings.extend({ monitor_id: Int }), settings: Settings }),
+  // The site removed while its settings were being written.
+  errors: { ...SETTINGS_ERRORS, 404: ['svc_site_not_found'] },
   output: (r) => ({ success: 1, data: { monitor_id: r.site_id, ...r.own_settings }, settings: r.settings }),
 });
 const check = route(CREATE, '/monitors/:id_or_domain/check', checkMonitor, {
   input: (a) => ({ site_id_or_domain: site(a) }),
+  answers: ok({ data: checkMonitor.output }),
   output: (r) => ({ success: 1, data: r }),
 });
 
 const webhooksList = route(READ, '/webhooks', listWebhooks, {
   input: (a) => pick(a, 'deliveries'),
+  answers: listed(listWebhooks.output.shape.items.element),
   output: (r) => ({ success: 1, total: r.total, data: r.items }),
 });
 const webhookAdd = route(CREATE, '/webhooks/add', addWebhook, {
@@ -129,14 +194,20 @@ const webhookAdd = route(CREATE, '/webhooks/add', addWebhook, {
     if (list(a.args.events)) i.events = list(a.args.events);
     return i;
   },
+  answers: done(addWebhook.output),
+  errors: { 400: ['svc_invalid_url', 'svc_address_not_allowed'], 409: ['svc_webhook_limit'] },
   output: (r) => ({ success: 1, message: 'Webhook created. Keep the secret: it is not shown again.', data: r }),
 });
 const webhookRemove = route([...REMOVE, 'POST'], '/webhooks/:id/remove', deleteWebhook, {
   input: (a) => ({ webhook_id: pathId(a), confirm: true }),
+  answers: done(deleteWebhook.output.shape.webhook),
+  errors: WEBHOOK_NOT_FOUND,
   output: (r) => ({ success: 1, message: 'Webhook deleted.', data: r.webhook }),
 });
 const webhookTest = route(CREATE, '/webhooks/:id/test', testWebhook, {
   input: (a) => ({ webhook_id: pathId(a) }),
+  answers: okOrNot({ data: testWebhook.output }),
+  errors: WEBHOOK_NOT_FOUND,
   output: (r) => ({ success: r.status === 'delivered' ? 1 : 0, data: r }),
 });
 

@@ -9,6 +9,8 @@ import { cancelBatchJob } from '../../abilities/child-sites.js';
 import { ServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
 import { list, pick, site, truthy } from './args.js';
+import { z } from 'zod';
+import { Int, ListArg, done, ok, okOrNot } from './answers.js';
 
 /** `type`: REST's own names (wp, plugins, themes, translations, all), one or a comma list. */
 function types(a: RestArgs): string[] | undefined {
@@ -20,6 +22,36 @@ const ids = (v: unknown) => list(v)?.map((x) => (/^\s*\d+\s*$/.test(String(x)) ?
 const slugs = (a: RestArgs) => list(a.args.slug ?? a.args.slugs)?.map((v) => String(v).trim()).filter(Boolean);
 const flags = (a: RestArgs) => ({ dry_run: truthy(a.args.dry_run, false) });
 
+// What the rows read beyond their abilities' fields, and what they answer.
+const SiteIds = ListArg(z.union([Int, z.string()]), 'Only these sites (IDs or domains); default: every site.');
+const TypeArg = ListArg(z.enum(['wp', 'core', 'plugins', 'themes', 'translations', 'all']), 'Update types, one or a comma list (wp = core; all or none: every type).');
+const IgnoreTypeArg = ListArg(z.enum(['wp', 'core', 'plugins', 'themes', 'all']), 'Rule types, one or a comma list (wp = core; all or none: every type).');
+const typeArgs = { type: TypeArg, types: TypeArg.describe('Same as type.') };
+const ignoreTypeArgs = { type: IgnoreTypeArg, types: IgnoreTypeArg.describe('Same as type.') };
+const SlugArg = ListArg(z.string(), 'Only these items (plugin files, theme stylesheets, translation slugs), one or a comma list.');
+const slugArgs = { slug: SlugArg, slugs: SlugArg.describe('Same as slug.') };
+const ignoreSlugArg = { slug: ListArg(z.string(), 'The plugin files or theme stylesheets, one or a comma list; none: the whole type (a "*" rule).') };
+
+const L = listUpdates.output.shape;
+const R = runUpdates.output.shape;
+/** runOutput: success 0 when an item failed; a dry run lists what would be updated; a queued run names its job. */
+const runAnswer = (updated: z.ZodType = R.updated) => okOrNot({
+  dry_run: z.literal(true).optional(), would_update: R.would_update, queued: z.literal(true).optional(), job_id: z.string().optional(),
+  data: z.object({ updated, errors: R.errors, skipped: R.skipped }), summary: R.summary,
+});
+const RunAnswer = runAnswer();
+const ruleAnswer = okOrNot({ message: z.string(), changed: Int });
+
+// Errors the abilities' descriptions do not name. The child's failures of a refresh (a read ability: not derived).
+const REFRESH_ERRORS = {
+  400: ['svc_address_not_allowed'],
+  409: ['svc_site_suspended', 'svc_site_disconnected'],
+  502: ['svc_child_unreachable', 'svc_child_auth_failed', 'svc_child_not_detected', 'svc_child_bad_reply', 'svc_child_error', 'svc_child_wrong_site'],
+  504: ['svc_child_timeout'],
+};
+/** A site removed while its rule was being written. */
+const RULE_ERRORS = { 404: ['svc_site_not_found'] };
+
 const runOutput = (r: { dry_run?: boolean; updated: unknown; errors: unknown[]; skipped: unknown[]; summary: unknown; would_update?: unknown[]; queued?: boolean; job_id?: string }) => ({
   success: r.errors.length ? 0 : 1,
   ...(r.dry_run ? { dry_run: true, would_update: r.would_update } : {}),
@@ -27,12 +59,25 @@ const runOutput = (r: { dry_run?: boolean; updated: unknown; errors: unknown[]; 
   data: { updated: r.updated, errors: r.errors, skipped: r.skipped }, summary: r.summary,
 });
 
+/**
+ * The path's site, not found: an error item of the one site selected, raised about that site, so that the door
+ * answers REST's own code for it (svc_rest_invalid_site_id / _data), as for every route with a site in its path.
+ */
+const pathSiteError = (e: { code: string; message: string }, a: RestArgs) =>
+  new ServiceError(e.code, e.message, 404, {}, { subject: { kind: 'site', ref: site(a) } });
+
 const updates = route(READ, '/updates', listUpdates, {
   input: (a) => ({
     site_ids_or_domains: ids(a.args.include) ?? [], ...(types(a) ? { types: types(a) } : {}),
     ...(a.args.tags !== undefined ? { tags: ids(a.args.tags) } : {}), ...(a.args.clients !== undefined ? { clients: ids(a.args.clients) } : {}),
     ...pick(a, 'page', 'per_page', 'refresh'),
   }),
+  args: {
+    include: SiteIds, ...typeArgs,
+    exclude: ListArg(Int, 'Leave these site IDs out of the page (total and summary still count them).'),
+  },
+  answers: ok({ total: Int, page: Int, per_page: Int, summary: L.summary, data: L.updates, errors: L.errors }),
+  errors: { 400: ['svc_refresh_too_many'] },
   output: (r, { args }) => {
     // exclude: site ids (upstream removed list positions instead, D15).
     const ex = new Set((ids(args.args.exclude) ?? []).map(Number));
@@ -43,6 +88,8 @@ const updates = route(READ, '/updates', listUpdates, {
 
 const ignored = route(READ, '/updates/ignored', listIgnoredUpdates, {
   input: (a) => ({ site_ids_or_domains: ids(a.args.include) ?? [], ...(types(a) ? { types: types(a) } : {}), ...pick(a, 'page', 'per_page') }),
+  args: { include: SiteIds, ...ignoreTypeArgs },
+  answers: ok({ total: Int, page: Int, per_page: Int, data: listIgnoredUpdates.output.shape.ignored, errors: listIgnoredUpdates.output.shape.errors }),
   output: (r) => ({ success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.ignored, errors: r.errors }),
 });
 
@@ -51,51 +98,82 @@ const updateFleet = route(EDIT, '/updates/update', runUpdates, {
     site_ids_or_domains: ids(a.args.include) ?? [], ...(types(a) ? { types: types(a) } : {}),
     ...(slugs(a) ? { specific_items: slugs(a) } : {}), ...flags(a),
   }),
+  args: { include: SiteIds, ...typeArgs, ...slugArgs },
+  answers: RunAnswer,
   output: runOutput,
 });
 
 const siteUpdates = route(READ, '/updates/:id_or_domain', getSiteUpdates, {
   input: (a) => ({ site_id_or_domain: site(a), ...(types(a) ? { types: types(a) } : {}), ...pick(a, 'refresh') }),
+  args: typeArgs,
+  answers: ok({
+    total: Int, summary: getSiteUpdates.output.shape.summary, data: getSiteUpdates.output.shape.updates, ignored: getSiteUpdates.output.shape.ignored,
+    synced_at: getSiteUpdates.output.shape.synced_at,
+  }),
+  errors: REFRESH_ERRORS,
   output: (r) => ({ success: 1, total: r.summary.total, summary: r.summary, data: r.updates, ignored: r.ignored, synced_at: r.synced_at }),
 });
 
 const siteIgnored = route(READ, '/updates/:id_or_domain/ignored', listIgnoredUpdates, {
   input: (a) => ({ site_ids_or_domains: [site(a)], ...(types(a) ? { types: types(a) } : {}), ...pick(a, 'page', 'per_page') }),
-  output: (r) => {
+  args: ignoreTypeArgs,
+  answers: ok({ total: Int, data: listIgnoredUpdates.output.shape.ignored }),
+  output: (r, { args }) => {
     const e = r.errors[0];
-    if (e) throw new ServiceError(e.code, e.message, 404);
+    if (e) throw pathSiteError(e, args);
     return { success: 1, total: r.total, data: r.ignored };
   },
 });
 
 const updateSite = route(EDIT, '/updates/:id_or_domain/update', runUpdates, {
   input: (a) => ({ site_ids_or_domains: [site(a)], ...(types(a) ? { types: types(a) } : {}), ...(slugs(a) ? { specific_items: slugs(a) } : {}), ...flags(a) }),
-  output: (r) => {
+  args: { ...typeArgs, ...slugArgs },
+  answers: RunAnswer,
+  output: (r, { args }) => {
     const e = r.errors.find((x) => x.type === 'site' && x.site_id === 0);
-    if (e) throw new ServiceError(e.code, e.message, 404);
+    if (e) throw pathSiteError(e, args);
     return runOutput(r);
   },
 });
 
-const core = (path: string) => route(EDIT, path, updateSiteCore, { input: (a) => ({ site_id_or_domain: site(a), ...flags(a) }), output: runOutput });
+/** The run's failure is the answer (502, or 504 for a timeout: updates-service codes or the child's). */
+const core = (path: string) => route(EDIT, path, updateSiteCore, {
+  input: (a) => ({ site_id_or_domain: site(a), ...flags(a) }),
+  answers: runAnswer(updateSiteCore.output.shape.updated),
+  errors: {
+    404: ['svc_no_updates'], 409: ['svc_update_in_progress'],
+    502: ['svc_update_failed', 'svc_update_not_applied', 'svc_update_unverified', 'svc_address_not_allowed'],
+  },
+  output: runOutput,
+});
 const items = (path: string, ability: typeof updateSitePlugins) => route(EDIT, path, ability, {
   input: (a) => ({ site_id_or_domain: site(a), ...(slugs(a) ? { slugs: slugs(a) } : {}), ...flags(a) }),
+  args: slugArgs,
+  answers: RunAnswer,
+  errors: { 409: ['svc_update_in_progress'] },
   output: runOutput,
 });
 
 /** Without `slug`: the whole type (a "*" rule). */
 const ignoreItems = (methods: readonly string[], path: string, ability: typeof ignoreSitePlugins, action: 'add' | 'remove') => route(methods, path, ability, {
   input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a) ?? ['*'], action }),
+  args: { ...ignoreSlugArg, slugs: ignoreSlugArg.slug.describe('Same as slug.') },
+  answers: ruleAnswer,
+  errors: { 400: ['svc_invalid_slug'], ...RULE_ERRORS },
   output: (r) => ({ success: r.success ? 1 : 0, message: r.message, changed: r.ignored_count }),
 });
 const ignoreCore = (methods: readonly string[], path: string, action: 'add' | 'remove') => route(methods, path, ignoreSiteCore, {
   input: (a) => ({ site_id_or_domain: site(a), action }),
+  answers: ok({ message: z.string(), changed: Int }),
+  errors: RULE_ERRORS,
   output: (r) => ({ success: 1, message: r.message, changed: r.ignored_count }),
 });
 
 /** Any background job (updates are the long ones): no site starts after this. */
 const jobCancel = route(EDIT, '/jobs/:job_id/cancel', cancelBatchJob, {
   input: (a) => ({ job_id: a.params.job_id }),
+  answers: done(cancelBatchJob.output),
+  errors: { 404: ['svc_job_not_found'] },
   output: (r) => ({ success: 1, message: r.status === 'failed' && r.failure === 'cancelled' ? 'Job cancelled.' : r.status === 'completed' ? 'The job had already completed.' : 'Cancel requested; no further site will start.', data: r }),
 });
 
