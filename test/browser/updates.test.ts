@@ -114,11 +114,11 @@ describe('the Updates page', () => {
     await page.getByRole('button', { name: 'Preview and apply selected…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Apply updates' }).click();
     await expect.poll(() => page.locator('#notice').textContent()).toBe('Updated 1; 0 failed; 0 skipped.');
-    const updated = page.locator('#result-updated');
+    const updated = page.locator('#result-now .result-updated');
     expect(await updated.getByRole('heading').textContent()).toBe('Updated (1)');
     expect((await updated.locator('tbody tr').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim()))
       .toEqual([`${u.site_name} plugin ${u.name} ${u.current_version} → ${u.new_version}`]);
-    expect(await page.locator('#result-errors').textContent()).toContain('No failure.');
+    expect(await page.locator('#result-now .result-errors').textContent()).toContain('No failure.');
     // The child's own plugin is at the new version, the list no longer offers it, and the selection is spent.
     expect(sim()).toMatchObject({ version: u.new_version, updateVersion: null });
     const after: ListAnswer = await ability('list-updates-v1', { types: ['plugins'], per_page: 200 });
@@ -135,6 +135,7 @@ describe('the Updates page', () => {
     const live = themes.updates.filter((x) => x.site_id !== 4);
     expect(new Set(live.map((x) => x.site_id)).size).toBeGreaterThan(5); // update-all-v1 queues over 5 sites
     const suspended = themes.updates.filter((x) => x.site_id === 4);
+    expect(suspended.length).toBeGreaterThan(0);
     // One theme's package fails to install on its child: an error item, the rest updated.
     const bad = live[live.length - 1]!;
     srv.sim.failUpdate(simIndex(bad), bad.slug, 'Download failed. Not Found');
@@ -166,6 +167,8 @@ describe('the Updates page', () => {
     const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
     const counts = seen.map((t) => /: (\d+) of (\d+)/.exec(t)).filter(Boolean).map((m) => [Number(m![1]), Number(m![2])] as const);
     expect(counts.some(([n, total]) => n > 0 && n < total), seen.join(' | ')).toBe(true);
+    const sitesWithWork = new Set(live.map((x) => x.site_id)).size;
+    await expect.poll(() => page.locator('#notice').textContent()).toBe(`Job ${jobId} completed: ${sitesWithWork - 1} of ${sitesWithWork} sites updated without error.`);
 
     // Per item: every live theme updated but the bad one, which failed with the child's reason; the suspended site's
     // themes skipped (from the run's own answer).
@@ -174,13 +177,13 @@ describe('the Updates page', () => {
     expect(status.status).toBe('completed');
     const itemRows = (status.items as Array<{ status: string }>);
     expect(itemRows.filter((i) => i.status === 'updated')).toHaveLength(live.length - 1);
-    expect(await job.locator('#result-updated h3').textContent()).toBe(`Updated (${live.length - 1})`);
-    expect(await job.locator('#result-errors h3').textContent()).toBe(`Failed (${1 + status.errors.filter((e: { site_id: number }) => !itemRows.some((i) => i.status === 'failed' && (i as unknown as { site_id: number }).site_id === e.site_id)).length})`);
-    expect(await job.locator('#result-errors').textContent()).toContain('Download failed. Not Found');
-    if (suspended.length) {
-      expect(await page.locator('#result-now #result-skipped h3').textContent()).toBe(`Skipped (${suspended.length})`);
-      expect(await page.locator('#result-now #result-skipped').textContent()).toContain('Site suspended');
-    }
+    expect(await job.locator('.result-updated h3').textContent()).toBe(`Updated (${live.length - 1})`);
+    expect(await job.locator('.result-errors h3').textContent()).toBe(`Failed (${1 + status.errors.filter((e: { site_id: number }) => !itemRows.some((i) => i.status === 'failed' && (i as unknown as { site_id: number }).site_id === e.site_id)).length})`);
+    expect(await job.locator('.result-errors').textContent()).toContain(`${bad.name}Download failed. Not Found`);
+    expect(await page.locator('#result-now').textContent()).toContain(`Not queued: 0 failed; ${suspended.length} skipped.`);
+    expect(await page.locator('#result-now .result-skipped h3').textContent()).toBe(`Skipped (${suspended.length})`);
+    expect(await page.locator('#result-now .result-skipped').textContent()).toContain(`Site suspended: Site 4 is suspended`);
+    expect(await page.locator('#result-now .result-updated').count()).toBe(0);
     for (const t of live.filter((x) => x !== bad)) {
       expect(srv.sim.state(simIndex(t)).themes.find((x) => x.slug === t.slug), t.slug).toMatchObject({ version: t.new_version, updateVersion: null });
     }

@@ -21,6 +21,10 @@ const picked = new Map();
 const key = (u) => `${u.site_id}|${u.type}|${u.slug}|${u.language ?? ''}`;
 window.addEventListener('console:logged-out', () => picked.clear());
 
+/** Items' names by site and slug, from the list and the previews (failed and skipped items carry only the slug). */
+const names = new Map();
+const learn = (u) => { if (u.name) names.set(`${u.site_id}|${u.slug}`, u.name); };
+const nameOf = (x) => (x.slug ? names.get(`${x.site_id}|${x.slug}`) ?? x.slug : '—');
 const itemName = (u) => `${u.name ?? u.slug}${u.language ? ` (${u.language})` : ''}`;
 const siteLink = (u) => (u.site_id ? h('a', { href: `#/sites/${u.site_id}` }, u.site_name || u.site_url) : u.site_url);
 const versions = (from, to) => `${from ?? '—'} → ${to ?? '—'}`;
@@ -52,18 +56,18 @@ function batches(items) {
 }
 
 /** The result tables of a run: updated, failed, skipped (each the first MAX_LINES, with the count). */
-function resultTables(r) {
+function resultTables(r, { hideEmpty = false } = {}) {
   const more = (list, total) => (total > list.length ? h('p', { class: 'muted small' }, `The first ${list.length} of ${total}.`) : '');
-  const part = (title, id, list, total, head, row, empty) => h('div', { class: 'result-part', id },
+  const part = (title, id, list, total, head, row, empty) => (hideEmpty && !total ? '' : h('div', { class: `result-part ${id}` },
     h('h3', {}, `${title} (${total})`),
-    table(title, head, list.slice(0, MAX_LINES).map(row), empty), more(list.slice(0, MAX_LINES), total));
+    table(title, head, list.slice(0, MAX_LINES).map(row), empty), more(list.slice(0, MAX_LINES), total)));
   return [
     part('Updated', 'result-updated', r.updated, r.updatedTotal ?? r.updated.length, ['Site', 'Type', 'Item', 'Version'],
       (u) => [siteLink(u), u.type, itemName(u), versions(u.old_version, u.new_version)], 'Nothing updated.'),
     part('Failed', 'result-errors', r.errors, r.errorsTotal ?? r.errors.length, ['Site', 'Type', 'Item', 'Why'],
-      (e) => [siteLink(e), e.type, e.slug || '—', h('span', {}, e.message, h('span', { class: 'code' }, ` (${e.code})`))], 'No failure.'),
+      (e) => [siteLink(e), e.type, nameOf(e), h('span', {}, e.message, h('span', { class: 'code' }, ` (${e.code})`))], 'No failure.'),
     part('Skipped', 'result-skipped', r.skipped, r.skippedTotal ?? r.skipped.length, ['Site', 'Type', 'Item', 'Why'],
-      (s) => [siteLink(s), s.type, s.slug || '—', `${REASON[s.reason] ?? s.reason}: ${s.message}`], 'Nothing skipped.'),
+      (s) => [siteLink(s), s.type, nameOf(s), `${REASON[s.reason] ?? s.reason}: ${s.message}`], 'Nothing skipped.'),
   ];
 }
 
@@ -119,6 +123,7 @@ export async function render(main, _params, query) {
     summaryLine.textContent = `${s.total.toLocaleString()} pending${type ? '' : `: ${s.core} core, ${s.plugins} plugins, ${s.themes} themes, ${s.translations} translations`}.`;
     const boxes = [];
     const rows = r.updates.map((u) => {
+      learn(u);
       const cells = [siteLink(u), u.type, h('span', {}, itemName(u), h('br'), h('span', { class: 'muted small' }, u.slug)), u.current_version ?? '—', u.new_version];
       if (!canRun) return cells;
       const box = h('input', { type: 'checkbox', checked: picked.has(key(u)), 'aria-label': `Select ${itemName(u)} on ${u.site_name || u.site_url}`,
@@ -148,6 +153,7 @@ export async function render(main, _params, query) {
   const preview = async (calls, title, applied = () => {}) => {
     const dry = await Promise.all(calls.map((c) => run(c.ability, { ...c.input, dry_run: true })));
     const would = dry.flatMap((d) => d.would_update ?? []);
+    would.forEach(learn);
     const wouldTotal = dry.reduce((n, d) => n + (d.would_update_total ?? d.would_update?.length ?? 0), 0);
     const sites = dry.reduce((n, d) => n + (d.sites_to_update ?? 0), 0);
     const skipped = dry.flatMap((d) => d.skipped);
@@ -181,11 +187,14 @@ export async function render(main, _params, query) {
     const jobBoxes = jobs.map((o) => h('div', { class: 'job-box', 'data-job-id': o.job_id }));
     clear(results, h('h2', { id: 'h-results' }, 'Result'),
       failed.map((e) => errorText(e)),
-      anyNow ? h('div', { id: 'result-now' }, h('p', {}, `Updated ${r.updatedTotal}; ${r.errorsTotal} failed; ${r.skippedTotal} skipped.`), resultTables(r)) : '',
+      now.length ? h('div', { id: 'result-now' }, h('p', {}, `Updated ${r.updatedTotal}; ${r.errorsTotal} failed; ${r.skippedTotal} skipped.`), resultTables(r))
+        : anyNow ? h('div', { id: 'result-now' }, h('p', {}, `Not queued: ${r.errorsTotal} failed; ${r.skippedTotal} skipped.`), resultTables(r, { hideEmpty: true })) : '',
       jobs.length ? h('p', {}, `${jobs.reduce((n, o) => n + (o.updates_queued ?? 0), 0)} update(s) on ${jobs.reduce((n, o) => n + (o.sites_queued ?? 0), 0)} site(s) run in the background:`) : '',
       jobBoxes);
-    if (anyNow || failed.length) {
+    if (now.length || failed.length) {
       notice(`Updated ${r.updatedTotal}; ${r.errorsTotal + failed.length} failed; ${r.skippedTotal} skipped.`, r.errorsTotal || failed.length ? 'error' : 'ok');
+    } else if (jobs.length) {
+      notice(`${jobs.reduce((n, o) => n + (o.updates_queued ?? 0), 0)} update(s) queued as a background job; its progress shows below.`);
     }
     jobs.forEach((o, i) => closers.push(followJob(o.job_id, jobBoxes[i], (j) => {
       if (j) notice(`Job ${o.job_id} ${j.status}: ${j.succeeded} of ${j.total} sites updated without error.`, j.status === 'completed' && !j.failed ? 'ok' : 'error');
