@@ -50,7 +50,7 @@ async function pageAs(who: { name: string; password: string }, viewport = { widt
 async function rowsOf(page: Page, checkbox: boolean): Promise<string[][]> {
   const table = page.getByRole('region', { name: 'Pending updates' }).getByRole('table');
   await table.waitFor();
-  const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText.replace(/\s+/g, ' ').trim())));
+  const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => td.innerText.replace(/\s+/g, ' ').trim())));
   return rows.map((r) => (checkbox ? r.slice(1) : r));
 }
 const expected = (list: Pending[]) => list.map((u) => [u.site_name, u.type, `${u.name}${u.language ? ` (${u.language})` : ''} ${u.slug}`, u.current_version ?? '—', u.new_version]);
