@@ -130,6 +130,38 @@ describe('the Updates page', () => {
     await ctx.close();
   });
 
+  it('applies items picked on two pages and two sites, each only where it was picked', async () => {
+    const all: ListAnswer = await ability('list-updates-v1', { types: ['plugins'], per_page: 200 });
+    const live = all.updates.filter((x) => x.site_id !== 4);
+    const at = (u: Pending) => all.updates.findIndex((x) => x === u);
+    // u1 on page 1 and u2 on page 2 (50 a page), u2's plugin also pending on u1's site: the run must leave that one.
+    const pairs = live.flatMap((u1) => live.filter((u2) => u2.site_id !== u1.site_id && at(u1) < 50 && at(u2) >= 50 && at(u2) < 100
+      && live.some((x) => x.site_id === u1.site_id && x.slug === u2.slug)).map((u2) => [u1, u2] as const));
+    expect(pairs.length).toBeGreaterThan(0);
+    const [u1, u2] = pairs[0]!;
+    const bystander = live.find((x) => x.site_id === u1.site_id && x.slug === u2.slug)!;
+    const version = (u: Pending) => srv.sim.state(simIndex(u)).plugins.find((p) => p.slug === u.slug)!.version;
+
+    const { ctx, page } = await pageAs(srv.admin);
+    await page.goto(`${srv.url}/console#/updates?type=plugins`);
+    // The selection holds across pages.
+    await page.getByRole('checkbox', { name: `Select ${u1.name} on ${u1.site_name}`, exact: true }).check();
+    await page.getByRole('link', { name: 'Next →' }).click();
+    await page.getByRole('checkbox', { name: `Select ${u2.name} on ${u2.site_name}`, exact: true }).check();
+    await expect.poll(() => page.locator('#picked-count').textContent()).toBe('2 selected (on 2 site(s)).');
+    await page.getByRole('button', { name: 'Preview and apply selected…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Apply the selected updates: 2 update(s) on 2 site(s)?' });
+    await dialog.waitFor();
+    expect((await dialog.getByRole('listitem').allTextContents()).sort()).toEqual([u1, u2]
+      .map((u) => `${u.name} on ${u.site_name}: ${u.current_version} → ${u.new_version}`).sort());
+    await dialog.getByRole('button', { name: 'Apply updates' }).click();
+    await expect.poll(() => page.locator('#notice').textContent()).toBe('Updated 2; 0 failed; 0 skipped.');
+    expect(version(u1)).toBe(u1.new_version);
+    expect(version(u2)).toBe(u2.new_version);
+    expect(version(bystander)).toBe(bystander.current_version);
+    await ctx.close();
+  });
+
   it('applies every pending theme as a background job, its progress and per-item results arriving live', async () => {
     const themes: ListAnswer = await ability('list-updates-v1', { types: ['themes'], per_page: 200 });
     const live = themes.updates.filter((x) => x.site_id !== 4);
