@@ -5,7 +5,8 @@ import { clear, errorText, field, h, table, when } from '../dom.js';
 
 const KEY = 'sitefleet.jobs';
 const remembered = () => { try { return JSON.parse(sessionStorage.getItem(KEY) ?? '[]'); } catch { return []; } };
-function remember(id) {
+/** A job started from this browser, listed on the Jobs page (the Updates page's queued runs too). */
+export function remember(id) {
   const list = remembered().filter((x) => x !== id);
   sessionStorage.setItem(KEY, JSON.stringify([id, ...list].slice(0, 20)));
 }
