@@ -9,7 +9,7 @@ import { ServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { list, pathId, pick, site } from './args.js';
 import { z } from 'zod';
-import { Int, ListArg, done, listed, ok, okOrNot } from './answers.js';
+import { Int, done, listed, ok, okOrNot } from './answers.js';
 
 // Upstream's status filter takes names or their numbers.
 const STATUS_NUMBERS: Record<string, string> = { 1: 'up', 0: 'down', 2: 'pending', 3: 'pending', first: 'pending', '-1': 'paused' };
