@@ -170,6 +170,10 @@ async function mcp(args: string[]): Promise<void> {
   const transport = new StdioServerTransport();
   transport.onclose = () => { void close().then(() => process.exit(0)); };
   await server.connect(transport);
+  // As the HTTP doors do per request: a message sees every write acknowledged (by any process) before it arrived.
+  // In order: each message waits for a check that started after it (store.sync coalesces them).
+  const deliver = transport.onmessage;
+  transport.onmessage = (msg) => { void services.store.sync().catch(() => {}).then(() => deliver?.(msg)); };
   log('info', 'mcp stdio ready', { dataDir: services.config.dataDir });
 }
 

@@ -25,7 +25,7 @@ async function connect(door: Door, opts: { elicit?: 'accept' | 'decline' | 'canc
     client.setRequestHandler(ElicitRequestSchema, () => (opts.elicit === 'accept' ? { action: 'accept', content: { confirm: true } } : { action: opts.elicit! }));
   }
   const transport = door === 'stdio'
-    ? new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--data-dir', f.s.dataDir, ...(opts.args ?? [])], env: { ...process.env, SITEFLEET_LOG: 'warn', SITEFLEET_CHILD_CONCURRENCY: '2', SITEFLEET_ALLOW_PRIVATE_SITES: '1' } as Record<string, string> })
+    ? new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--data-dir', f.s.dataDir, ...(f.s.databaseUrl ? ['--database-url', f.s.databaseUrl] : []), ...(opts.args ?? [])], env: { ...process.env, SITEFLEET_LOG: 'warn', SITEFLEET_CHILD_CONCURRENCY: '2', SITEFLEET_ALLOW_PRIVATE_SITES: '1' } as Record<string, string> })
     : new StreamableHTTPClientTransport(new URL(`${f.s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${f.s.creds.key.read_write}` } } });
   await client.connect(transport);
   clients.push(client);

@@ -29,7 +29,7 @@ async function connectStdio(): Promise<Client> {
   const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
   await client.connect(new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, 'mcp', '--data-dir', s.dataDir],
+    args: [CLI, 'mcp', '--data-dir', s.dataDir, ...(s.databaseUrl ? ['--database-url', s.databaseUrl] : [])],
     env: { ...env, SITEFLEET_LOG: 'warn' },
     stderr: 'inherit',
   }));

@@ -9,6 +9,8 @@ import { PG_FORMAT, PgStore } from '../../src/store/pg-store.js';
 import type { Tx } from '../../src/store/engine.js';
 import type { TagRecord } from '../../src/store/records.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
+import { storeLocation } from '../../src/store/open.js';
+import { loadConfig } from '../../src/config.js';
 
 const PG_STORE_JS = fileURLToPath(new URL('../../dist/store/pg-store.js', import.meta.url));
 const server = testPgUrl()!;
@@ -153,6 +155,14 @@ describe('PostgreSQL store engine', () => {
     await s.sync();
     const other = await open(url);
     expect([...other.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['before', 'after']);
+  });
+
+  it('never shows the database password, and takes the URL from SITEFLEET_DATABASE_URL', () => {
+    const cfg = loadConfig({}, { SITEFLEET_DATABASE_URL: 'postgres://fleet:s3cr%40t@db.internal:5432/sitefleet' });
+    expect(cfg.databaseUrl).toBe('postgres://fleet:s3cr%40t@db.internal:5432/sitefleet');
+    expect(storeLocation(cfg)).toBe('postgres://fleet:***@db.internal:5432/sitefleet');
+    expect(loadConfig({}, {}).databaseUrl).toBeNull();
+    expect(() => loadConfig({ databaseUrl: 'mysql://x/y' }, {})).toThrow(/--database-url must be a postgres:\/\/ or postgresql:\/\/ URL/);
   });
 
   it('creates the schema at the current format and refuses one written by a newer sitefleet', async () => {
