@@ -152,6 +152,90 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     expect(r.error.error?.code).toBe('svc_job_not_found');
   });
 
+  it('updates: the fleet\'s, a site\'s, a dry run, one plugin applied, ignore and unignore; an unknown site is 404 svc_rest_invalid_site_id', async () => {
+    const r = await families.updatesFamily(client, siteId);
+    expect(r.plugins.length).toBeGreaterThanOrEqual(2);
+    expect(r.list.data?.data.every((u: { site_id: number }) => u.site_id === siteId)).toBe(true);
+    expect(r.list.data?.summary.plugins).toBe(r.plugins.length);
+    expect(r.one.data?.summary.plugins).toBe(r.plugins.length);
+    expect(r.dryRun.data?.dry_run).toBe(true);
+    expect(r.dryRun.data?.would_update?.length).toBe(r.plugins.length);
+    expect(r.apply.data?.success).toBe(1);
+    expect(r.apply.data?.data.updated).toHaveLength(1);
+    expect(r.ignore.data?.changed).toBe(1);
+    expect(r.ignored.data?.data.map((i: { slug: string }) => i.slug)).toEqual([r.plugins[1]]);
+    expect(r.after.data?.data.map((u: { slug: string }) => u.slug)).toEqual(r.plugins.slice(2));
+    expect(r.after.data?.ignored.map((u: { slug: string }) => u.slug)).toEqual([r.plugins[1]]);
+    expect(r.unignore.data?.changed).toBe(1);
+    expect(r.fleetIgnored.data?.total).toBe(0);
+    expect(r.error.response.status).toBe(404);
+    expect(r.error.error?.code).toBe('svc_rest_invalid_site_id');
+  });
+
+  it('pages on child sites: create, get, edit, update status, list, delete; an unknown page is 404 svc_page_not_found', async () => {
+    const r = await families.pagesFamily(client, siteId);
+    expect(r.create.data?.data.post_status).toBe('draft');
+    expect(r.one.data?.data.post_title).toBe('Typed page');
+    expect(r.edit.data?.data.name).toBe('Typed page, edited');
+    expect(r.status.data?.data).toMatchObject({ previous_status: 'draft', post_status: 'publish' });
+    expect(r.list.data?.total).toBeGreaterThan(0);
+    expect(r.remove.data?.data.name).toBe('Typed page, edited');
+    expect(r.error.response.status).toBe(404);
+    expect(r.error.error?.code).toBe('svc_page_not_found');
+  });
+
+  it('client custom fields: add, list, edit, a client\'s values, clients by value, delete; the deleted one is 404 svc_client_field_not_found', async () => {
+    const r = await families.clientFieldsFamily(client);
+    expect(r.add.data?.data.name).toBe('Contract');
+    expect(r.list.data?.total).toBe(1);
+    expect(r.edit.data?.data.description).toBe('The signed contract');
+    expect(r.set.error).toBeUndefined();
+    expect(r.values.data?.data.fields.map((x: { name: string; value: string | null }) => `${x.name}=${x.value}`)).toEqual(['Contract=C-1042']);
+    expect(r.clients.data?.data.map((x: { name: string }) => x.name)).toEqual(['Fielded Client']);
+    expect(r.remove.data?.values_removed).toBe(1);
+    expect(r.error.response.status).toBe(404);
+    expect(r.error.error?.code).toBe('svc_client_field_not_found');
+  });
+
+  it('settings: general, advanced, the cost tracker\'s types and methods, disconnect-all as a dry run, a 501 route; no confirmation is 400', async () => {
+    const r = await families.settingsFamily(client);
+    expect(r.general.data?.data.frequency_daily_update).toBeTypeOf('number');
+    expect(r.advanced.data?.data.mainwp_maximum_sync_requests).toBeTypeOf('number');
+    expect(r.generalEdit.data?.data).toMatchObject({ frequency_daily_update: 2, time_daily_update: '03:30' });
+    expect(r.advancedEdit.data?.data.mainwp_maximum_sync_requests).toBe(4);
+    expect(Object.values(r.typeAdd.data?.data ?? {})[0]).toMatchObject({ title: 'Typed support', color: '#123456' });
+    expect(Object.values(r.methodAdd.data?.data ?? {})).toEqual(['Typed transfer']);
+    expect(r.methodDelete.data?.success).toBe(1);
+    expect(r.costTracker.data?.data.product_categories.map((t: { title: string }) => t.title)).toContain('Typed support');
+    expect(Object.values(r.costTracker.data?.data.payment_methods ?? {})).not.toContain('Typed transfer');
+    expect(r.disconnectDryRun.data?.data.total).toBe(2);
+    expect(r.unsupported.response.status).toBe(501);
+    expect(r.unsupported.error?.code).toBe('svc_not_supported');
+    expect(r.error.response.status).toBe(400);
+    expect(r.error.error?.code).toBe('svc_confirmation_required');
+  });
+
+  it('monitors and webhooks: a check, the lists, count, one, heartbeats, incidents, settings; a webhook added, tested, removed; an unknown site is 404', async () => {
+    const r = await families.monitorsFamily(client, siteId);
+    expect(r.check.data?.data.uptime_status).toBe('up');
+    expect(r.list.data?.total).toBe(2);
+    expect(r.basic.data?.data.map((m: { id: number }) => m.id)).toContain(siteId);
+    expect(r.count.data?.count).toBeGreaterThanOrEqual(1);
+    expect(r.one.data?.data).toMatchObject({ id: siteId, last_status: 'up' });
+    expect(r.heartbeat.data?.data.length).toBeGreaterThan(0);
+    expect(r.incidents.data?.total).toBe(0);
+    expect(r.siteSettings.data?.data.monitor_id).toBe(siteId);
+    expect(r.siteSettings.data?.data.interval_s).toBe(600);
+    expect(r.fleetSettings.data?.data.monitor_id).toBe(0);
+    expect(r.webhookAdd.data?.data.secret).toMatch(/^whsec_/);
+    expect(r.webhooks.data?.total).toBe(1);
+    expect(r.webhookTest.data?.success).toBe(0);
+    expect(r.webhookTest.data?.data.status).toBe('failed');
+    expect(r.webhookRemove.data?.success).toBe(1);
+    expect(r.error.response.status).toBe(404);
+    expect(r.error.error?.code).toBe('svc_rest_invalid_site_id');
+  });
+
   it('discovery: the index and the document themselves', async () => {
     const r = await families.discoveryFamily(client);
     expect(r.index.data?.namespace).toBe('svc/v2');
