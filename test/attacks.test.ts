@@ -9,6 +9,7 @@ import { startServer, tempDir } from './support/server.js';
 import { connectMcp } from './support/mcp.js';
 import { MAX_SUBSCRIPTIONS } from '../src/mcp/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
+import { until as waitUntil } from './support/wait.js';
 
 /** Makes the next write of `file` (in this process) hit a full disk: its temp name points at /dev/full. */
 function fullDiskFor(file: string): () => void {
@@ -29,14 +30,7 @@ async function brokenDiskFor(file: string): Promise<() => void> {
   return () => rmSync(tmp, { recursive: true, force: true });
 }
 
-async function until<T>(get: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await get();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 10_000) => waitUntil(fn, ok, ms);
 
 describe('a commit that cannot reach the disk (finding 3)', () => {
   let f: Fleet;

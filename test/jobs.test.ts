@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js';
 import type { JobRecord } from '../src/store/records.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, startServer, testFleetStore, type TestServer } from './support/server.js';
+import { until } from './support/wait.js';
 
 /** A simulator whose sites already trust one key, and sites in the data dir that use it (no 201 handshakes). */
 async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
@@ -18,15 +19,6 @@ async function preconnectedFleet(services: Services, n: number, latencyMs = 0): 
   return sim;
 }
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => { for (const c of closers.reverse()) await c(); });

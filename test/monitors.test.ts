@@ -11,6 +11,7 @@ import { HIST_MS, type Beat, type Bucket, type DeliveryRecord, type IncidentReco
 import { DELIVERIES_KEPT, MAX_PENDING, MAX_WEBHOOKS } from '../src/services/webhooks.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
+import { until as waitUntil } from './support/wait.js';
 
 interface Received { headers: IncomingHttpHeaders; body: string; at: number }
 
@@ -30,15 +31,7 @@ async function receiver(status: () => number = () => 204): Promise<{ url: string
   };
 }
 
-async function until<T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 10_000) => waitUntil(fn, ok, ms);
 
 const INTERVAL_S = 1;
 let f: Fleet;

@@ -7,21 +7,13 @@ import { DashboardSettings, scheduledSync } from '../src/services/dashboard-sett
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 import { startServer } from './support/server.js';
+import { until } from './support/wait.js';
 
 let f: Fleet;
 let ids: Array<{ id: number; url: string }>;
 let mcp: McpTestClient;
 const LATENCY = 150;
 
-async function until<T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 beforeAll(async () => {
   f = await startFleet({ sim: { sites: 4, latencyMs: LATENCY } });

@@ -10,16 +10,9 @@ import type { JobRecord } from '../src/store/records.js';
 import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, tempDir } from './support/server.js';
+import { until as waitUntil } from './support/wait.js';
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 30_000) => waitUntil(fn, ok, ms);
 
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => { for (const c of closers.reverse()) await c(); });

@@ -12,6 +12,7 @@ import { closeServices, openServices } from '../../src/services/index.js';
 import type { JobRecord, TagRecord } from '../../src/store/records.js';
 import { cli, lastLine, serveProcess } from '../support/process.js';
 import { seedSites, testFleetStore, type TestFleetStore } from '../support/server.js';
+import { until as waitUntil } from '../support/wait.js';
 
 type Serve = Awaited<ReturnType<typeof serveProcess>>;
 /** The two processes of the first suite (the MCP suite reuses them). */
@@ -19,15 +20,7 @@ let urls: { a: string; b: string; token: string };
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => { for (const c of closers.reverse()) await c().catch(() => {}); });
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 30_000) => waitUntil(fn, ok, ms);
 
 async function twoProcesses(fleet: TestFleetStore, env: Record<string, string> = {}): Promise<{ a: Serve; b: Serve; token: string }> {
   const token = lastLine((await cli(['keys', 'create', '--name', 'k', ...fleet.args])).stdout);

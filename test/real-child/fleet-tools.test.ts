@@ -4,21 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { realSite, resetSite, wpJson } from './kit.js';
+import { until as waitUntil } from '../support/wait.js';
 
 const SITES = [3, 4] as const;
 let s: TestServer;
 
 const pubkey = (k: number) => wpJson<string | false>(k, `return get_option('mainwp_child_pubkey');`);
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 60_000) => waitUntil(fn, ok, ms);
 
 beforeAll(async () => {
   for (const k of SITES) resetSite(k);

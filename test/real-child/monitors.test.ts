@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMonitoring } from '../../src/services/index.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { realSite, resetSite, startSitesAgain, stopSitePhp } from './kit.js';
+import { until } from '../support/wait.js';
 
 const K = 4;
 const INTERVAL_S = 2;
@@ -20,15 +21,6 @@ const hook = createServer((req, res) => {
   req.on('end', () => { got.push({ signature: String(req.headers['x-sitefleet-signature']), body }); res.end(); });
 });
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 beforeAll(async () => {
   resetSite(K);
