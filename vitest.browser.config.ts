@@ -9,7 +9,10 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 600_000,
+    // A page answers when the server and chromium get CPU: on a loaded 2-core machine 1 s (vitest's default) is not
+    // enough for a poll to see a change that does come.
+    expect: { poll: { timeout: 15_000 } },
     pool: 'forks',
-    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn' },
+    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
   },
 });

@@ -12,7 +12,13 @@ export default defineConfig({
       'test/abilities-door.test.ts', 'test/child-sites.test.ts', 'test/plugins.test.ts', 'test/posts.test.ts', 'test/site-data.test.ts',
       'test/users-import.test.ts', 'test/site-time.test.ts', 'test/auth-sweep.test.ts', 'test/smoke.test.ts',
       'test/mcp.test.ts', 'test/mcp-experience.test.ts',
+      'test/updates.test.ts', 'test/updates-jobs.test.ts', 'test/pages.test.ts', 'test/client-fields.test.ts', 'test/settings.test.ts',
+      'test/fleet-tools.test.ts', 'test/fleet-security.test.ts', 'test/monitors.test.ts', 'test/monitor-outages.test.ts',
+      'test/console.test.ts', 'test/openapi.test.ts', 'test/openapi-client.test.ts',
     ],
+    // Not here, because they read the lowdb engine's own files to prove a point: fuzz and unknown-fields ("a refusal
+    // changes nothing" by meta.json's generation), attacks and hardening (the files on disk), store (the lowdb engine
+    // itself); the child-* suites touch no store.
     globalSetup: ['test/pg/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

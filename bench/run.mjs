@@ -1,10 +1,10 @@
 // bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
-//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack, updates, monitors)
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack, updates, monitors, pg)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -103,6 +103,18 @@ if (run('monitors') && (!quick || only?.has('monitors'))) {
 if (run('attack')) {
   log('reads while the worst CSV upload and a hostile child run (issue 18)');
   results.attack = await step('under attack', () => underAttack(d, log));
+}
+
+// The store engines side by side (issue 16): bench/pg.mjs in a process of its own, with the PostgreSQL server it
+// starts from Debian's binaries (apt-get install -y postgresql); where they are missing the row says so.
+if (run('pg')) {
+  log('store engines, lowdb and PostgreSQL, one and two processes at 5,000 sites (issue 16): bench/pg.mjs');
+  results.pg = await step('pg engines', async () => {
+    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./pg.mjs', import.meta.url)), ...(quick ? ['--quick'] : [])],
+      { stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0) return { skipped: `bench/pg.mjs exited ${r.status} (PostgreSQL server binaries missing?)` };
+    return JSON.parse(readFileSync(fileURLToPath(new URL('./pg-results.json', import.meta.url)), 'utf8'));
+  });
 }
 
 const load = whole.stop();

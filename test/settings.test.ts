@@ -33,7 +33,7 @@ describe('general: the sync schedule', () => {
     expect(next).toBeGreaterThan(Date.now());
     expect(next - Date.now()).toBeLessThanOrEqual(6 * 3600_000);
     expect(new Date(next).toISOString().slice(14, 16)).toBe('30');
-    const other = await startServer({ dataDir: f.s.dataDir });
+    const other = await startServer({ dataDir: f.s.dataDir, databaseUrl: f.s.databaseUrl });
     try {
       expect((await other.ability('get-settings-v1', {}, { method: 'GET' })).body).toMatchObject({ sync_frequency: 4, sync_time: '06:30' });
     } finally { await other.close(); }

@@ -95,6 +95,16 @@ export function renderTable(res) {
   if (res.rss) one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
   if (res.updates?.list) one('list-updates-v1 per_page=100, 16 conn', 'req/s (p99 ms)', 5000, `${num(res.updates.list.rps)} (${ms(res.updates.list.p99)})`);
   if (res.updates?.run) one('run-updates-v1, 1 plugin/site, 50 ms (job)', 's to done', 1000, `${num(res.updates.run.seconds, 2)}`);
+  const pgRows = res.pg?.rows;
+  if (pgRows?.length === 4) {
+    const at = cols.includes(5000) ? 5000 : cols[0];
+    for (const r of pgRows) {
+      one(`${r.label}: list, write, 50 writers`, 'req/s · p50/p99 ms · writes/s (lost)', at,
+        `${r.list_rps.join(' + ')} · ${r.write.p50}/${r.write.p99} · ${r.writers.writes_per_s} (${r.writers.lost})`);
+    }
+    const ratio = (a, b) => (b.writers.writes_per_s ? (a.writers.writes_per_s / b.writers.writes_per_s).toFixed(2) : '—');
+    one('2 processes vs 1, writes/s (target ≥ 1.6×)', 'ratio pg · lowdb', at, `${ratio(pgRows[3], pgRows[2])}× · ${ratio(pgRows[1], pgRows[0])}×`);
+  } else if (res.pg?.skipped) one('store engines (lowdb, PostgreSQL)', 'skipped', cols[0], res.pg.skipped);
   if (res.monitors) one('uptime monitors of 5,000 sites, 60 s interval', 'serve CPU % / RSS MB', cols.includes(5000) ? 5000 : cols[0], `${num(res.monitors.serve_cpu_percent_of_one_core, 1)} / ${num(res.monitors.serve_peak_rss_mb)}`);
   if (res.attack) {
     rows.push(['GET /sites under attack (20 sites; worst CSV', 'p50 / p99 / max ms', ...cols.map((c, i) => (i === 0 ? `${ms(res.attack.p50)} / ${ms(res.attack.p99)} / ${ms(res.attack.max)}` : ''))]);

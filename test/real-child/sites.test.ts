@@ -85,7 +85,7 @@ describe('a real child site, from add to remove', () => {
   });
 
   it('a process refused by its own address policy answers the error and leaves the site connected for everyone (defect 8)', async () => {
-    const strict = await startServer({ dataDir: s.dataDir, config: { allowPrivateSites: false } });
+    const strict = await startServer({ dataDir: s.dataDir, databaseUrl: s.databaseUrl, config: { allowPrivateSites: false } });
     try {
       const r = await strict.ability('sync-sites-v1', { site_ids_or_domains: [id] });
       expect(r.body.errors?.[0]?.code, JSON.stringify(r.body)).toBe('svc_address_not_allowed');
