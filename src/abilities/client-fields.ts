@@ -51,7 +51,7 @@ export const addClientField = defineAbility({
   input: z.object({ name: Name, description: Description.default('') }).strict(),
   output: ClientField,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
-  execute: async (i, ctx) => fieldView(ctx, await ctx.store.write((tx) => ctx.clientFields.create(tx, i))),
+  execute: async (i, ctx) => fieldView(ctx, await ctx.clientFields.add(i)),
 });
 
 export const updateClientField = defineAbility({
@@ -68,7 +68,7 @@ export const updateClientField = defineAbility({
     if (i.name === undefined && i.description === undefined) {
       throw new ServiceError('svc_missing_fields', 'Give name or description to change.', 400);
     }
-    return fieldView(ctx, await ctx.store.write((tx) => ctx.clientFields.update(tx, ctx.clientFields.resolveRef(f.id, tx).id, i)));
+    return fieldView(ctx, await ctx.clientFields.edit(f.id, i));
   },
 });
 
@@ -87,7 +87,7 @@ export const deleteClientField = defineAbility({
     const f = fieldView(ctx, ctx.clientFields.resolveRef(field));
     if (dry_run) return { deleted: false, dry_run: true, field: f, values_removed: f.clients_count };
     requireConfirm({ confirm }, 'Deleting a client field (and its values) requires confirm=true (preview with dry_run=true).');
-    const removed = await ctx.store.write((tx) => ctx.clientFields.delete(tx, ctx.clientFields.resolveRef(f.id, tx).id));
+    const removed = await ctx.clientFields.remove(f.id);
     return { deleted: true, dry_run: false, field: f, values_removed: removed };
   },
 });
@@ -123,10 +123,7 @@ export const setClientFieldValues = defineAbility({
   execute: async ({ client_id_or_email, values }, ctx) => {
     const c = ctx.clients.resolveRef(client_id_or_email);
     if (Object.keys(values).length === 0) throw new ServiceError('svc_missing_fields', 'Give at least one field value in values.', 400);
-    const updated = await ctx.store.write((tx) => {
-      if (!tx.get('clients', c.id)) throw new ServiceError('svc_client_not_found', `No client found with ID ${c.id}.`, 404);
-      return ctx.clientFields.setValues(tx, c.id, values);
-    });
+    const updated = await ctx.clientFields.setClientValues(c.id, values);
     return { client_id: c.id, fields: ctx.clientFields.valuesOf(c.id), updated };
   },
 });

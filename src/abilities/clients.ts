@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
-import type { SiteRecord } from '../store/records.js';
 import { Client, ClientFields, ClientIds, ClientName, ClientRef, ClientStatus, clientView } from './client-views.js';
 import { Cost, costView } from './cost-views.js';
 import { alias, Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
@@ -93,11 +92,7 @@ export const addClient = defineAbility({
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
   execute: async ({ suspended, selected_sites, ...i }, ctx) => {
     const { status, siteIds } = fromUpstream(ctx, { ...i, suspended, selected_sites });
-    return clientView(ctx, await ctx.store.write((tx) => {
-      const c = ctx.clients.create(tx, { ...i, ...(status ? { status } : {}) });
-      for (const id of siteIds) ctx.sites.patch(tx, id, { client_id: c.id });
-      return c;
-    }));
+    return clientView(ctx, await ctx.clients.add({ ...i, ...(status ? { status } : {}) }, siteIds));
   },
 });
 
@@ -115,30 +110,14 @@ export const updateClient = defineAbility({
   execute: async ({ client_id_or_email, suspended, selected_sites, ...fields }, ctx) => {
     const c = ctx.clients.resolveRef(client_id_or_email);
     const { status, siteIds } = fromUpstream(ctx, { ...fields, suspended, selected_sites });
-    return clientView(ctx, await ctx.store.write((tx) => {
-      const next = ctx.clients.update(tx, c.id, { ...fields, ...(status ? { status } : {}) });
-      for (const id of siteIds) ctx.sites.patch(tx, id, { client_id: c.id });
-      return next;
-    }));
+    return clientView(ctx, await ctx.clients.edit(c.id, { ...fields, ...(status ? { status } : {}) }, siteIds));
   },
 });
 
-/**
- * Suspending a client suspends every site assigned to it (left out of syncs and updates, as a suspended site is);
- * unsuspending makes the client active and unsuspends its sites. Both in one write.
- */
+/** A client (un)suspended with its sites (services/clients.ts setSuspended), in upstream's answer shape. */
 async function setClientSuspended(ctx: AbilityContext, ref: number | string, suspend: boolean) {
-  const c = ctx.clients.resolveRef(ref);
-  return ctx.store.write((tx) => {
-    const client = ctx.clients.update(tx, c.id, { status: suspend ? 'suspended' : 'active' });
-    let sites_count = 0;
-    for (const s of [...tx.all<SiteRecord>('sites')]) {
-      if (s.client_id !== c.id) continue;
-      sites_count++;
-      if (s.suspended !== suspend) ctx.sites.patch(tx, s.id, { suspended: suspend });
-    }
-    return { client: clientView(ctx, client), sites_count };
-  });
+  const { client, sites_count } = await ctx.clients.setSuspended(ctx.clients.resolveRef(ref).id, suspend);
+  return { client: clientView(ctx, client), sites_count };
 }
 
 export const suspendClient = defineAbility({

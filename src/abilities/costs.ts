@@ -59,7 +59,7 @@ export const addCost = defineAbility({
   input: z.object(CostFields).partial().required({ name: true, price: true, payment_type: true, product_type: true }).strict(),
   output: Cost,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
-  execute: async (i, ctx) => costView(ctx, await ctx.store.write((tx) => ctx.costs.create(tx, i))),
+  execute: async (i, ctx) => costView(ctx, await ctx.costs.add(i)),
 });
 
 export const updateCost = defineAbility({
@@ -71,7 +71,7 @@ export const updateCost = defineAbility({
   input: z.object({ cost_id: CostId, ...CostFields }).partial().required({ cost_id: true }).strict(),
   output: Cost,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: async ({ cost_id, ...fields }, ctx) => costView(ctx, await ctx.store.write((tx) => ctx.costs.update(tx, cost_id, fields))),
+  execute: async ({ cost_id, ...fields }, ctx) => costView(ctx, await ctx.costs.edit(cost_id, fields)),
 });
 
 export const deleteCost = defineAbility({
@@ -100,7 +100,7 @@ export const deleteCost = defineAbility({
       return { deleted: false, dry_run: true, ...base, would_affect: { id: cost.id, name: cost.name, sites_count: cost.sites_count }, warnings: [] };
     }
     requireConfirm(i, 'Cost deletion requires confirmation. Set confirm:true to proceed.');
-    await ctx.store.write((tx) => ctx.costs.delete(tx, cost.id));
+    await ctx.costs.remove(cost.id);
     return { deleted: true, dry_run: false, ...base, warnings: [] };
   },
 });

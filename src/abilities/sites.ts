@@ -194,7 +194,7 @@ export const suspendSite = defineAbility({
   annotations: write,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const s = await ctx.store.write((tx) => ctx.sites.patch(tx, site.id, { suspended: true }));
+    const [s] = await ctx.sites.setSuspended([site.id], true);
     return { suspended: true as const, ...siteState(ctx, s) };
   },
 });
@@ -211,7 +211,7 @@ export const unsuspendSite = defineAbility({
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     // The spec's state table: unsuspend → connected. A failed sync afterwards will say otherwise.
-    const s = await ctx.store.write((tx) => ctx.sites.patch(tx, site.id, { suspended: false, sync_error: '' }));
+    const [s] = await ctx.sites.setSuspended([site.id], false);
     return { unsuspended: true as const, ...siteState(ctx, s) };
   },
 });
@@ -240,7 +240,7 @@ export const suspendSites = defineAbility({
     if (!found.length) throw catalogue.sitesNotFound(errors);
     const queued = await ctx.jobs.queueIfOver('suspend', found);
     if (queued) return { ...queued, total: found.length, errors };
-    await ctx.store.write((tx) => { for (const s of found) ctx.sites.patch(tx, s.id, { suspended: true }); });
+    await ctx.sites.setSuspended(found.map((s) => s.id), true);
     await ctx.progress?.({ done: found.length, total: found.length, message: `suspended ${found.length} sites` });
     const suspended = found.map((s) => ({ id: s.id, url: s.url, name: s.name, suspended: 1 as const }));
     return { queued: false, suspended, errors, total_suspended: suspended.length, total_errors: errors.length };

@@ -56,7 +56,7 @@ export const addTag = defineAbility({
   input: z.object({ name: TagName, color: HexColor.optional() }).strict(),
   output: Tag,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
-  execute: async ({ name, color }, ctx) => tagView(ctx, await ctx.store.write((tx) => ctx.tags.create(tx, { name, color }))),
+  execute: async ({ name, color }, ctx) => tagView(ctx, await ctx.tags.add({ name, color })),
 });
 
 export const updateTag = defineAbility({
@@ -69,7 +69,7 @@ export const updateTag = defineAbility({
   output: Tag,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
   execute: async ({ tag_id, name, color }, ctx) =>
-    tagView(ctx, await ctx.store.write((tx) => ctx.tags.update(tx, tag_id, { name, color }))),
+    tagView(ctx, await ctx.tags.edit(tag_id, { name, color })),
 });
 
 function clientsOfSites(ctx: AbilityContext, siteIds: number[]): Map<number, number> {

@@ -2,7 +2,7 @@
 // client and used to find clients. Values live in their own collection (one record per client, with the client's
 // id), so a client record and its views stay as they are; deleting a field removes its values, deleting a client
 // removes the client's.
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { ClientFieldRecord, ClientFieldValuesRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
@@ -52,6 +52,29 @@ export class ClientFieldService {
       }
     }
     return name;
+  }
+
+  /** Defines a field in one durable write (409 when the name is taken, whatever its case). */
+  add(input: { name: string; description: string }): Promise<ClientFieldRecord> {
+    return this.store.write((tx) => this.create(tx, input));
+  }
+
+  /** Renames or redescribes a field (by id or name, as it is when the write runs). */
+  edit(ref: number | string, input: { name?: string; description?: string }): Promise<ClientFieldRecord> {
+    return this.store.write((tx) => this.update(tx, this.resolveRef(ref, tx).id, input));
+  }
+
+  /** Deletes a field and its values; answers how many values went. */
+  remove(ref: number | string): Promise<number> {
+    return this.store.write((tx) => this.delete(tx, this.resolveRef(ref, tx).id));
+  }
+
+  /** Sets a client's values (null or "" clears one); one unknown field changes nothing. Answers the fields changed. */
+  setClientValues(clientId: number, values: Record<string, string | null>): Promise<string[]> {
+    return this.store.write((tx) => {
+      if (!tx.get('clients', clientId)) throw errors.clientNotFound(clientId);
+      return this.setValues(tx, clientId, values);
+    });
   }
 
   create(tx: Tx, input: { name: string; description: string }): ClientFieldRecord {

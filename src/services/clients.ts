@@ -6,6 +6,7 @@ import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type { ClientRecord, ClientStatus, SiteRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
+import type { SiteService } from './sites.js';
 
 export const CLIENT_TEXT_FIELDS = [
   'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note', 'facebook', 'twitter', 'instagram', 'linkedin',
@@ -30,7 +31,42 @@ export class ClientService {
   /** Who else lets go of a deleted client (its sites, costs). */
   readonly onRemove = new Cascade();
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store, private readonly sites: SiteService) {}
+
+  /** Creates a client and assigns it the sites given, in one durable write. */
+  add(input: ClientInput & { name: string }, siteIds: readonly number[] = []): Promise<ClientRecord> {
+    return this.store.write((tx) => {
+      const c = this.create(tx, input);
+      for (const id of siteIds) this.sites.patch(tx, id, { client_id: c.id });
+      return c;
+    });
+  }
+
+  /** Changes the fields given and assigns the sites given, in one durable write. */
+  edit(id: number, input: ClientInput, siteIds: readonly number[] = []): Promise<ClientRecord> {
+    return this.store.write((tx) => {
+      const c = this.update(tx, id, input);
+      for (const s of siteIds) this.sites.patch(tx, s, { client_id: id });
+      return c;
+    });
+  }
+
+  /**
+   * Suspending a client suspends every site assigned to it (left out of syncs and updates, as a suspended site is);
+   * unsuspending makes the client active and unsuspends its sites. Both in one write.
+   */
+  setSuspended(id: number, suspend: boolean): Promise<{ client: ClientRecord; sites_count: number }> {
+    return this.store.write((tx) => {
+      const client = this.update(tx, id, { status: suspend ? 'suspended' : 'active' });
+      let sites_count = 0;
+      for (const s of [...tx.all<SiteRecord>('sites')]) {
+        if (s.client_id !== id) continue;
+        sites_count++;
+        if (s.suspended !== suspend) this.sites.patch(tx, s.id, { suspended: suspend });
+      }
+      return { client, sites_count };
+    });
+  }
 
   get(id: number): ClientRecord | undefined {
     return this.store.get<ClientRecord>('clients', id);

@@ -312,6 +312,21 @@ export class CostService {
     return d;
   }
 
+  /** Records a cost in one durable write. */
+  add(input: CostFields): Promise<CostRecord> {
+    return this.store.write((tx) => this.create(tx, input));
+  }
+
+  /** Changes the fields given of a cost in one durable write. */
+  edit(id: number, input: Partial<CostFields>): Promise<CostRecord> {
+    return this.store.write((tx) => this.update(tx, id, input));
+  }
+
+  /** Deletes a cost (its sites, tags and clients are not touched). */
+  remove(id: number): Promise<CostRecord> {
+    return this.store.write((tx) => this.delete(tx, id));
+  }
+
   create(tx: Tx, input: CostFields): CostRecord {
     const t = now();
     const rec: Omit<CostRecord, 'id'> = {

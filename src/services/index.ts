@@ -39,7 +39,7 @@ export async function openServices(config: Config): Promise<Services> {
   const store = await openStore(config);
   const sites = new SiteService(store);
   const tags = new TagService(store);
-  const clients = new ClientService(store);
+  const clients = new ClientService(store, sites);
   const clientFields = new ClientFieldService(store);
   const dashboard = new DashboardSettings(store, config);
   const costs = new CostService(store, sites, tags, clients, dashboard);

@@ -142,6 +142,14 @@ export class SiteService {
     return tx.put<SiteRecord>('sites', { ...cur, ...changes, updated_at: now() });
   }
 
+  /**
+   * Suspends sites (left out of syncs and updates) or lifts it, in one durable write; lifting also clears the last
+   * sync error, so the site is judged afresh.
+   */
+  setSuspended(ids: readonly number[], suspended: boolean): Promise<SiteRecord[]> {
+    return this.store.write((tx) => ids.map((id) => this.patch(tx, id, suspended ? { suspended } : { suspended, sync_error: '' })));
+  }
+
   /** Unassigns every site of a client (kept, with no client). */
   unassignClient(tx: Tx, clientId: number): void {
     for (const s of [...tx.all<SiteRecord>('sites')]) if (s.client_id === clientId) this.patch(tx, s.id, { client_id: null });

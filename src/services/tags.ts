@@ -86,6 +86,16 @@ export class TagService {
     }
   }
 
+  /** Creates a tag in one durable write (409 when the name is taken). */
+  add(input: { name: string; color?: string | null }): Promise<TagRecord> {
+    return this.store.write((tx) => this.create(tx, input));
+  }
+
+  /** Renames or recolours a tag in one durable write. */
+  edit(id: number, input: { name?: string; color?: string | null }): Promise<TagRecord> {
+    return this.store.write((tx) => this.update(tx, id, input));
+  }
+
   create(tx: Tx, input: { name: string; color?: string | null }): TagRecord {
     const name = cleanTagName(input.name);
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
