@@ -116,15 +116,7 @@ export const updateSite = defineAbility({
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const tags = i.tags ?? i.tag_ids;
-    const updated = await ctx.store.write((tx) => {
-      if (i.client_id) ctx.clients.resolve(i.client_id);
-      if (tags) ctx.tags.setSiteTags(tx, site.id, tags);
-      const changes: Partial<SiteRecord> = {};
-      if (i.name !== undefined) changes.name = i.name.replace(/https?:\/\//g, '');
-      if (i.notes !== undefined) changes.notes = i.notes;
-      if (i.client_id !== undefined) changes.client_id = i.client_id;
-      return ctx.sites.patch(tx, site.id, changes);
-    });
+    const updated = await ctx.sites.edit(site.id, { name: i.name, notes: i.notes, client_id: i.client_id, tags });
     return fullSite(ctx, updated);
   },
 });

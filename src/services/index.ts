@@ -37,8 +37,8 @@ export interface Services {
 
 export async function openServices(config: Config): Promise<Services> {
   const store = await openStore(config);
-  const sites = new SiteService(store);
   const tags = new TagService(store);
+  const sites = new SiteService(store, tags);
   const clients = new ClientService(store, sites);
   const clientFields = new ClientFieldService(store);
   const dashboard = new DashboardSettings(store, config);

@@ -4,6 +4,7 @@ import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret } from '../store/records.js';
 import { Cascade } from './cascade.js';
+import type { TagService } from './tags.js';
 import type { ItemError } from '../core/results.js';
 
 export const SITE_STATUSES = ['connected', 'disconnected', 'suspended'] as const;
@@ -63,7 +64,23 @@ export class SiteService {
   /** Who else forgets a removed site (tags, costs). */
   readonly onRemove = new Cascade();
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store, private readonly tags: TagService) {}
+
+  /**
+   * Changes a site's name, notes, client (null unassigns; an unknown one is 404) and tags (the list replaces them;
+   * an unknown tag is 404), in one durable write: all or nothing.
+   */
+  edit(id: number, input: { name?: string; notes?: string; client_id?: number | null; tags?: number[] }): Promise<SiteRecord> {
+    return this.store.write((tx) => {
+      if (input.client_id && !tx.get('clients', input.client_id)) throw errors.clientNotFound(input.client_id);
+      if (input.tags) this.tags.setSiteTags(tx, id, input.tags);
+      const changes: Partial<SiteRecord> = {};
+      if (input.name !== undefined) changes.name = input.name.replace(/https?:\/\//g, '');
+      if (input.notes !== undefined) changes.notes = input.notes;
+      if (input.client_id !== undefined) changes.client_id = input.client_id;
+      return this.patch(tx, id, changes);
+    });
+  }
 
   /** Sites sorted by URL (scheme and www. ignored) and the domain index; rebuilt only when sites change. */
   private indexes(): { sorted: SiteRecord[]; byKey: Map<string, number> } {
