@@ -12,6 +12,7 @@ import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 import { formArgs, readFormFields } from './multipart.js';
 import { decodeForm } from '../child/form.js';
+import { AnswerCache, principalKey, represent, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 /** What a row sees of a request: path params, and query and body arguments merged (body wins). */
 export interface RestArgs {
@@ -202,6 +203,9 @@ export function restRouter(services: Services, registry: Registry, routes: reado
     }
   };
 
+  // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint.
+  const answers = new AnswerCache();
+
   const byPath = new Map<string, RestRoute[]>();
   for (const row of routes) byPath.set(row.path, [...(byPath.get(row.path) ?? []), row]);
 
@@ -223,7 +227,16 @@ export function restRouter(services: Services, registry: Registry, routes: reado
         const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
         const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
         responses.set(args, res);
-        res.json(await runRow(row, args));
+        if (method !== 'GET') return res.json(await runRow(row, args));
+        // A GET: conditional (ETag, 304), and served from the answer cache when the row's ability is store-pure and
+        // the request carries nothing beyond its URL.
+        const key = row.ability && STORE_PURE.has(row.ability.name) && !Object.keys(body).length ? `${principalKey(args.principal)} ${req.originalUrl}` : undefined;
+        const fp = key ? storeFingerprint(services.store) : '';
+        const hit = key ? answers.get(key, fp) : undefined;
+        if (hit) return sendRepresentation(req, res, hit);
+        const rep = represent(res, await runRow(row, args));
+        if (key && storeFingerprint(services.store) === fp) answers.set(key, fp, rep);
+        sendRepresentation(req, res, rep);
       } catch (e) {
         sendError(res, e);
       }
