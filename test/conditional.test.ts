@@ -159,6 +159,33 @@ describe('abilities door conditional GETs', () => {
   });
 });
 
+describe('the cached fast path keeps every check', () => {
+  it('a revoked key is refused even for an answer it had cached; other keys still get it', async () => {
+    const k = await s.services.auth.createKey('short-lived', 'read');
+    const get = (token: string, etag?: string) => fetch(`${s.restBase}${LIST}`, { headers: { authorization: `Bearer ${token}`, ...(etag ? { 'if-none-match': etag } : {}) } });
+    const first = await get(k.token);
+    expect(first.status).toBe(200);
+    expect((await get(k.token, first.headers.get('etag')!)).status).toBe(304);
+    await s.services.auth.revokeKey(k.key.id);
+    expect((await get(k.token)).status).toBe(401);
+    expect((await get(k.token, first.headers.get('etag')!)).status).toBe(401);
+    expect((await get(s.creds.key.read)).status).toBe(200);
+  });
+
+  it('a write-only key may not read a page another key has cached', async () => {
+    expect((await s.rest(LIST, { token: s.creds.key.read })).status).toBe(200);
+    expect((await s.rest(LIST, { token: s.creds.key.write })).status).toBe(403);
+  });
+
+  it('HEAD on an ability run answers the same before and after its GET answer is cached', async () => {
+    const url = `${s.abilitiesBase}/abilities/svc/list-sites-v1/run?input[per_page]=7`;
+    const before = await fetch(url, { method: 'HEAD', headers: { authorization: s.creds.admin } });
+    expect((await fetch(url, { headers: { authorization: s.creds.admin } })).status).toBe(200);
+    const after = await fetch(url, { method: 'HEAD', headers: { authorization: s.creds.admin } });
+    expect(after.status).toBe(before.status);
+  });
+});
+
 describe('the answer cache is bounded', () => {
   const rep = (bytes: number): Representation => ({ body: Buffer.alloc(bytes, 120), etag: '"e"', headers: [] });
 

@@ -9,7 +9,7 @@ import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
-import { AnswerCache, principalKey, represent, sendConditional, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
+import { AnswerCache, cacheKey, cachedAnswers, represent, sendConditional, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 const METHOD_MESSAGE = {
   GET: 'Read-only abilities require GET method.',
@@ -112,6 +112,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
 
   r.use(requireAuth(services, ['basic', 'bearer'],
     () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401), throttle));
+  r.use(cachedAnswers(services.store, answers, ['GET']));
   r.use(jsonBody('1mb'));
   r.use(bodyErrors);
 
@@ -206,7 +207,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
         return res.json(result);
       }
       // A GET run: conditional (ETag, 304), served from the answer cache when the ability is store-pure.
-      const key = STORE_PURE.has(a.name) ? `${principalKey(req.principal!)} ${req.originalUrl}` : undefined;
+      const key = STORE_PURE.has(a.name) ? cacheKey(req) : undefined;
       const fp = key ? storeFingerprint(services.store) : '';
       res.setHeader('Allow', 'GET, POST, PUT, PATCH, DELETE');
       const hit = key ? answers.get(key, fp) : undefined;

@@ -24,8 +24,10 @@ export const PAGE_CACHE_ENTRIES = 256;
 export const PAGE_CACHE_BYTES = 16 * 1024 * 1024;
 export const MAX_ENTRY_BYTES = 1024 * 1024;
 
-/** Headers that are part of the representation (folded into the ETag, kept with a cached answer). */
+/** Headers that are part of the representation (folded into the ETag, kept with a cached answer, left out of a 304). */
 const DESCRIBING = ['X-WP-Total', 'X-WP-TotalPages', 'Link'] as const;
+/** Headers a door sets that a cached answer sends again. */
+const REPLAYED = ['Allow', ...DESCRIBING] as const;
 
 export interface Representation {
   body: Buffer;
@@ -52,7 +54,7 @@ export function represent(res: Response, value: unknown): Representation {
   const body = Buffer.from(JSON.stringify(value) ?? '');
   const headers: Array<[string, string]> = [];
   const h = createHash('sha1');
-  for (const name of DESCRIBING) {
+  for (const name of REPLAYED) {
     const v = res.getHeader(name);
     if (v === undefined) continue;
     headers.push([name, String(v)]);
@@ -88,6 +90,31 @@ export function sendRepresentation(req: Request, res: Response, r: Representatio
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', String(r.body.length));
   if (req.method === 'HEAD') res.end(); else res.end(r.body);
+}
+
+/**
+ * The fast path of a door for a GET or HEAD that carries nothing beyond its URL, run right after authentication:
+ * a cached answer for this principal and URL at the current store fingerprint is sent without body parsing, routing,
+ * validation or serialisation. Anything else goes on to the door's routes. `methods`: those the door answers from its
+ * GET routes (REST: GET and HEAD; the abilities door refuses HEAD on a run).
+ */
+export function cachedAnswers(store: Store, answers: AnswerCache, methods: readonly string[]) {
+  return (req: Request, res: Response, next: () => void): void => {
+    if (!methods.includes(req.method) || hasBody(req) || !answers.entries) return next();
+    const hit = answers.get(cacheKey(req), storeFingerprint(store));
+    if (!hit) return next();
+    sendRepresentation(req, res, hit);
+  };
+}
+
+/** The cache key of a request: who asks (principal and permission level) and the full URL. */
+export function cacheKey(req: Request): string {
+  return `${principalKey(req.principal!)} ${req.originalUrl}`;
+}
+
+function hasBody(req: Request): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** Sends a JSON value as a conditional GET answer. */

@@ -12,7 +12,7 @@ import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 import { formArgs, readFormFields } from './multipart.js';
 import { decodeForm } from '../child/form.js';
-import { AnswerCache, principalKey, represent, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
+import { AnswerCache, cacheKey, cachedAnswers, represent, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 /** What a row sees of a request: path params, and query and body arguments merged (body wins). */
 export interface RestArgs {
@@ -180,6 +180,9 @@ export function restRouter(services: Services, registry: Registry, routes: reado
     if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
     next();
   });
+  // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint; a hit is sent here.
+  const answers = new AnswerCache();
+  r.use(cachedAnswers(services.store, answers, ['GET', 'HEAD']));
   r.use(jsonBody('1mb'));
   // Form bodies, as WordPress reads them into $_POST: urlencoded here (parsed below), multipart in the handler.
   r.use(express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }));
@@ -202,9 +205,6 @@ export function restRouter(services: Services, registry: Registry, routes: reado
       throw translate(e, a);
     }
   };
-
-  // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint.
-  const answers = new AnswerCache();
 
   const byPath = new Map<string, RestRoute[]>();
   for (const row of routes) byPath.set(row.path, [...(byPath.get(row.path) ?? []), row]);
@@ -230,7 +230,7 @@ export function restRouter(services: Services, registry: Registry, routes: reado
         if (method !== 'GET') return res.json(await runRow(row, args));
         // A GET: conditional (ETag, 304), and served from the answer cache when the row's ability is store-pure and
         // the request carries nothing beyond its URL.
-        const key = row.ability && STORE_PURE.has(row.ability.name) && !Object.keys(body).length ? `${principalKey(args.principal)} ${req.originalUrl}` : undefined;
+        const key = row.ability && STORE_PURE.has(row.ability.name) && !Object.keys(body).length ? cacheKey(req) : undefined;
         const fp = key ? storeFingerprint(services.store) : '';
         const hit = key ? answers.get(key, fp) : undefined;
         if (hit) return sendRepresentation(req, res, hit);
