@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { AnswerCache, MAX_ENTRY_BYTES, matches, PAGE_CACHE_BYTES, PAGE_CACHE_ENTRIES, type Representation } from '../src/http/conditional.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 import { CLI } from './support/process.js';
+import { captureLogs } from './support/logs.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -175,6 +176,32 @@ describe('the cached fast path keeps every check', () => {
   it('a write-only key may not read a page another key has cached', async () => {
     expect((await s.rest(LIST, { token: s.creds.key.read })).status).toBe(200);
     expect((await s.rest(LIST, { token: s.creds.key.write })).status).toBe(403);
+  });
+
+  it('an address past the failed-login limit waits (429) even for an answer cached for a valid key', async () => {
+    const t = await startServer({ config: { loginFailureLimit: '3' } });
+    try {
+      await seedSites(t.services, 3);
+      const get = (token: string) => fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer ${token}` } });
+      expect((await get(t.creds.key.read)).status).toBe(200);
+      expect((await get(t.creds.key.read)).status).toBe(200); // from the cache
+      for (let i = 0; i < 4; i++) expect((await get(`sf_000000000000_${'x'.repeat(32)}`)).status).toBe(401);
+      const after = await get(t.creds.key.read);
+      expect(after.status).toBe(429);
+      expect(after.headers.get('retry-after')).toBeTruthy();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('logs a request answered from the cache like any other, with nosniff', async () => {
+    await s.rest(LIST);
+    let res: Response | undefined;
+    const logs = await captureLogs(async () => { res = await fetch(`${s.restBase}${LIST}`, { headers: { authorization: `Bearer ${s.creds.key.read_write}` } }); });
+    expect(res!.status).toBe(200);
+    expect(res!.headers.get('x-content-type-options')).toBe('nosniff');
+    const line = logs.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === 'request' || l.message === 'request');
+    expect(line).toMatchObject({ method: 'GET', path: '/wp-json/svc/v2/sites', status: 200, who: 'rw' });
   });
 
   it('HEAD on an ability run answers the same before and after its GET answer is cached', async () => {

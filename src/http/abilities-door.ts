@@ -103,12 +103,10 @@ function abilitiesIndex(base: string, prefix: string) {
   };
 }
 
-export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle): express.Router {
+export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
   const docCache = new Map<string, unknown>();
-  // Serialised answers of store-pure GET runs (http/conditional.ts), valid for one store fingerprint.
-  const answers = new AnswerCache();
 
   r.use(requireAuth(services, ['basic', 'bearer'],
     () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401), throttle));

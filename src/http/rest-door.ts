@@ -172,7 +172,7 @@ function pagingHeaders(res: Response, result: unknown): void {
   res.setHeader('X-WP-TotalPages', String(Math.ceil(r.total / r.per_page)));
 }
 
-export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle): express.Router {
+export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
   const r = express.Router();
   r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   r.use((req, res, next) => {
@@ -180,8 +180,8 @@ export function restRouter(services: Services, registry: Registry, routes: reado
     if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
     next();
   });
-  // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint; a hit is sent here.
-  const answers = new AnswerCache();
+  // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint; a hit is sent here
+  // (when the server's fast path did not already send it).
   r.use(cachedAnswers(services.store, answers, ['GET', 'HEAD']));
   r.use(jsonBody('1mb'));
   // Form bodies, as WordPress reads them into $_POST: urlencoded here (parsed below), multipart in the handler.
