@@ -2,7 +2,7 @@
 import { createServer, type Server as HttpServer } from 'node:http';
 import express from 'express';
 import type { Registry } from '../core/registry.js';
-import { log } from '../log.js';
+import { log, logs } from '../log.js';
 import type { Services } from '../services/index.js';
 import { abilitiesRouter } from './abilities-door.js';
 import { mcpHttp } from './mcp-http.js';
@@ -65,6 +65,9 @@ export function createHttpApp(services: Services, registry: Registry, opts: Http
 
 /** What every request gets first: its log line when it ends, and nosniff. */
 function everyRequest(req: express.Request, res: express.Response): void {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  // The level is read as the request arrives (a level set later does not log requests already in flight).
+  if (!logs('info')) return;
   const start = process.hrtime.bigint();
   res.on('finish', () => {
     log('info', 'request', {
@@ -72,7 +75,6 @@ function everyRequest(req: express.Request, res: express.Response): void {
       ms: Number(process.hrtime.bigint() - start) / 1e6, who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
     });
   });
-  res.setHeader('X-Content-Type-Options', 'nosniff');
 }
 
 export async function listen(services: Services, registry: Registry, host: string, port: number, opts: HttpOptions = {}): Promise<RunningHttp> {
