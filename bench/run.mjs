@@ -1,7 +1,7 @@
 // bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
-//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, sync, rss, attack, updates, monitors, pg)
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, onboard, sync, rss, attack, updates, monitors, pg)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -12,9 +12,10 @@ import { calibrate } from './lib/calibrate.mjs';
 import { cleanupAll, snapshotDist } from './lib/proc.mjs';
 import { call, fleetRound, rssAfterSync, syncAndCheck, underAttack } from './lib/scenarios.mjs';
 import { monitorsRound } from './lib/monitors.mjs';
+import { onboardBench } from './lib/onboard.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
 import { listUpdatesBench, runUpdatesBench } from './lib/updates.mjs';
-import { renderTable, targets } from './lib/table.mjs';
+import { nearTheLimit, renderTable, targets } from './lib/table.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -83,6 +84,10 @@ if (run('sync')) {
   log('sync and check of 1,000 simulated sites, 50 ms child latency');
   results.sync_check = await step('sync/check 1000', () => syncAndCheck(1000, 50, d, log));
 }
+if (run('onboard')) {
+  log('onboarding: register 1,000 simulated sites, 100 per batch request (issue 19)');
+  results.onboard = await step('onboard 1000', () => onboardBench({ sites: 1000, perRequest: 100 }, log));
+}
 if (run('rss')) {
   log('RSS after a full sync of 5,000 simulated sites');
   results.rss = await step('rss 5000', () => rssAfterSync(5000, 0, d, log));
@@ -121,6 +126,7 @@ const load = whole.stop();
 results.load = { ...load, note: 'others_cores: CPU used on this machine by processes other than the bench and the processes it started (servers, MCP stdio server, simulator), averaged over the run' };
 results.elapsed_s = Math.round((performance.now() - started) / 1000);
 results.targets = targets(results);
+results.near_the_limit = nearTheLimit(results);
 writeFileSync(outFile, JSON.stringify(results, null, 2) + '\n');
 process.stdout.write(renderTable(results) + '\n');
 log(`wrote ${outFile} (${results.elapsed_s} s)`);

@@ -8,6 +8,11 @@ function threshold(): number {
   return ORDER[v] ?? ORDER.info;
 }
 
+/** Whether a line of this level would be written now (lets a hot path skip building one). */
+export function logs(level: Level): boolean {
+  return ORDER[level] >= threshold();
+}
+
 export function log(level: Level, msg: string, fields: Record<string, unknown> = {}): void {
   if (ORDER[level] < threshold()) return;
   process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields })}\n`);

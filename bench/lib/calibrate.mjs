@@ -3,6 +3,7 @@
 // (same autocannon settings as the REST scenarios), and a durable write (write + fsync + rename +
 // directory fsync) in the data dir's filesystem.
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cannon } from './load.mjs';
@@ -29,8 +30,8 @@ const SERVERS = {
     const s = app.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + s.address().port));`,
 };
 
-async function startInline(code) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
+async function startInline(code, env = {}) {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   track(child);
   const url = await new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('calibration server did not start')), 15_000);
@@ -74,4 +75,37 @@ export async function calibrate(d, log) {
     removeDir(dir);
   }
   return out;
+}
+
+// A bare node:http server sending the very bytes sitefleet sent for one request (status, headers, body): the limit
+// of this machine for that answer (issue 19). Started per figure, measured with the same autocannon settings.
+const SAME_BYTES = `
+  import { createServer } from 'node:http';
+  import { readFileSync } from 'node:fs';
+  const { status, headers } = JSON.parse(readFileSync(process.env.ANSWER_HEAD, 'utf8'));
+  const body = readFileSync(process.env.ANSWER_BODY);
+  const s = createServer((req, res) => { res.writeHead(status, headers); res.end(status === 304 ? undefined : body); });
+  s.keepAliveTimeout = 65000;
+  s.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + s.address().port));`;
+
+/** Fetches `path` from sitefleet (with `extraHeaders`), then measures a bare server sending that same answer. */
+export async function sameBytes(serveUrl, token, path, extraHeaders, d) {
+  const res = await fetch(serveUrl + path, { headers: { authorization: `Bearer ${token}`, ...extraHeaders } });
+  const body = Buffer.from(await res.arrayBuffer());
+  const headers = {};
+  for (const [k, v] of res.headers) if (!['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(k)) headers[k] = v;
+  const dir = tempDir('same-bytes');
+  try {
+    writeFileSync(join(dir, 'head.json'), JSON.stringify({ status: res.status, headers }));
+    writeFileSync(join(dir, 'body'), body);
+    const s = await startInline(SAME_BYTES, { ANSWER_HEAD: join(dir, 'head.json'), ANSWER_BODY: join(dir, 'body') });
+    try {
+      const r = await cannon(s.url, { path, token: 'x', connections: 16, duration: d.readSeconds, warmup: d.warmupSeconds, pid: s.pid });
+      return { ...r, status: res.status, bytes: body.length };
+    } finally {
+      await s.stop();
+    }
+  } finally {
+    removeDir(dir);
+  }
 }

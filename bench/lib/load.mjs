@@ -14,9 +14,9 @@ export function assertLoopback(url) {
  * autocannon against one server: `paths` is a path or a function returning the next path (spread over
  * a fleet). Returns req/s, latency p50/p99 (ms), non-2xx and errors, and CPU accounting.
  */
-export async function cannon(url, { path, paths, token, connections = 16, duration = 5, warmup = 1, pid }) {
+export async function cannon(url, { path, paths, token, connections = 16, duration = 5, warmup = 1, pid, extraHeaders = {} }) {
   const u = assertLoopback(url);
-  const headers = { authorization: `Bearer ${token}` };
+  const headers = { authorization: `Bearer ${token}`, ...extraHeaders };
   const requests = paths
     ? [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths() }) }]
     : [{ method: 'GET', path }];
@@ -29,7 +29,7 @@ export async function cannon(url, { path, paths, token, connections = 16, durati
   return {
     rps: round(r.requests.average, 0),
     p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
-    requests: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
+    requests: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, status_3xx: r['3xx'], errors: r.errors, timeouts: r.timeouts,
     duration_s: duration, connections,
     // Serve CPU (all threads) per answered request: far less sensitive to other load on the machine than req/s.
     serve_us_per_req: pid && r.requests.total ? round((cpu.measured_cpu_s[0] * 1e6) / r.requests.total, 0) : null,

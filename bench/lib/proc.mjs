@@ -33,6 +33,8 @@ export function snapshotDist() {
   const d = tempDir('dist');
   cpSync(join(ROOT, 'dist'), join(d, 'dist'), { recursive: true });
   cpSync(join(ROOT, 'package.json'), join(d, 'package.json'));
+  // The web console serves its assets from src/console/assets (console/door.ts ASSETS_DIR, relative to dist/).
+  cpSync(join(ROOT, 'src', 'console', 'assets'), join(d, 'src', 'console', 'assets'), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(d, 'node_modules'), 'dir');
   CLI = join(d, 'dist', 'cli.js');
   return d;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { Store } from '../../dist/store/store.js';
 import { cannon, concurrentWriters, sequential, assertLoopback } from './load.mjs';
+import { sameBytes } from './calibrate.mjs';
 import { mcpHttp, mcpStdio } from './mcp.mjs';
 import { removeDir, startServe, tempDir } from './proc.mjs';
 import { seedFleet, seedPreconnected } from './seed.mjs';
@@ -75,6 +76,22 @@ export async function fleetRound(n, d, log, only = null) {
     if (want('abilities_list')) {
       out.abilities_list = await cannon(serve.url, { ...ac, path: ABILITY_LIST_PATH });
       log(`  abilities list: ${out.abilities_list.rps} req/s p50 ${out.abilities_list.p50} p99 ${out.abilities_list.p99} ms`);
+    }
+    // Issue 19: the same answers from a bare node:http server (the machine's limit for those bytes), and 304s.
+    if (want('rest_list')) {
+      const etag = (await fetch(serve.url + LIST_PATH, { headers: { authorization: `Bearer ${token}` } })).headers.get('etag');
+      expect(etag, 'GET /sites sends an ETag');
+      const inm = { 'if-none-match': etag };
+      out.not_modified = await cannon(serve.url, { ...ac, path: LIST_PATH, extraHeaders: inm });
+      log(`  REST list, If-None-Match → 304: ${out.not_modified.rps} req/s (${out.not_modified.status_3xx} 3xx of ${out.not_modified.requests})`);
+      out.limit_rest_list = await sameBytes(serve.url, token, LIST_PATH, {}, d);
+      log(`  bare node:http, the same ${out.limit_rest_list.bytes} bytes: ${out.limit_rest_list.rps} req/s`);
+      out.limit_not_modified = await sameBytes(serve.url, token, LIST_PATH, inm, d);
+      log(`  bare node:http, the same 304: ${out.limit_not_modified.rps} req/s`);
+    }
+    if (want('abilities_list')) {
+      out.limit_abilities_list = await sameBytes(serve.url, token, ABILITY_LIST_PATH, {}, d);
+      log(`  bare node:http, the same ${out.limit_abilities_list.bytes} bytes (abilities): ${out.limit_abilities_list.rps} req/s`);
     }
     if (want('get_domain')) {
       let k = 0;

@@ -9,6 +9,7 @@ import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
+import { AnswerCache, cacheKey, cachedAnswers, represent, sendConditional, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 const METHOD_MESSAGE = {
   GET: 'Read-only abilities require GET method.',
@@ -56,7 +57,7 @@ function sendPaged<T>(req: Request, res: Response, publicUrl: string, all: T[], 
   if (page > 1) links.push(`<${link(page - 1)}>; rel="prev"`);
   if (page < pages) links.push(`<${link(page + 1)}>; rel="next"`);
   if (links.length) res.setHeader('Link', links.join(', '));
-  res.json(all.slice((page - 1) * per_page, page * per_page));
+  sendConditional(req, res, all.slice((page - 1) * per_page, page * per_page));
 }
 
 /** How a caller should use an ability, from its annotations (upstream's meta.annotations.instructions). */
@@ -102,13 +103,14 @@ function abilitiesIndex(base: string, prefix: string) {
   };
 }
 
-export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle): express.Router {
+export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
   const docCache = new Map<string, unknown>();
 
   r.use(requireAuth(services, ['basic', 'bearer'],
     () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401), throttle));
+  r.use(cachedAnswers(services.store, answers, ['GET']));
   r.use(jsonBody('1mb'));
   r.use(bodyErrors);
 
@@ -152,7 +154,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
     return a;
   };
 
-  r.get('/', (_req, res) => { res.json(abilitiesIndex(services.config.publicUrl, prefix)); });
+  r.get('/', (req, res) => { sendConditional(req, res, abilitiesIndex(services.config.publicUrl, prefix)); });
 
   r.get('/abilities', (req, res) => {
     try {
@@ -164,7 +166,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
   });
 
   r.get('/abilities/:ns/:name', (req, res) => {
-    try { res.json(describe(req, find(req.params.ns, req.params.name))); } catch (e) { sendError(res, e); }
+    try { sendConditional(req, res, describe(req, find(req.params.ns, req.params.name))); } catch (e) { sendError(res, e); }
   });
 
   r.get('/categories', (req, res) => {
@@ -187,7 +189,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
   r.get('/categories/:slug', (req, res) => {
     const c = CATEGORIES.find((x) => x.slug === req.params.slug);
     if (!c) return sendError(res, new ServiceError('rest_ability_category_not_found', 'Ability category not found.', 404));
-    res.json({ ...c, meta: [] });
+    sendConditional(req, res, { ...c, meta: [] });
   });
 
   r.all('/abilities/:ns/:name/run', async (req, res) => {
@@ -197,9 +199,20 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
       if (!methods.includes(req.method)) {
         throw new ServiceError('rest_ability_invalid_method', METHOD_MESSAGE[annotationMethod(a.annotations)], 405);
       }
-      const result = await registry.run(a, readInput(req), { principal: req.principal!, coerce: true });
+      if (req.method !== 'GET') {
+        const result = await registry.run(a, readInput(req), { principal: req.principal!, coerce: true });
+        res.setHeader('Allow', 'GET, POST, PUT, PATCH, DELETE');
+        return res.json(result);
+      }
+      // A GET run: conditional (ETag, 304), served from the answer cache when the ability is store-pure.
+      const key = STORE_PURE.has(a.name) ? cacheKey(req) : undefined;
+      const fp = key ? storeFingerprint(services.store) : '';
       res.setHeader('Allow', 'GET, POST, PUT, PATCH, DELETE');
-      res.json(result);
+      const hit = key ? answers.get(key, fp) : undefined;
+      if (hit) return sendRepresentation(req, res, hit);
+      const rep = represent(res, await registry.run(a, readInput(req), { principal: req.principal!, coerce: true }));
+      if (key && storeFingerprint(services.store) === fp) answers.set(key, fp, rep);
+      sendRepresentation(req, res, rep);
     } catch (e) {
       sendError(res, e);
     }

@@ -2,7 +2,7 @@
 import { createServer, type Server as HttpServer } from 'node:http';
 import express from 'express';
 import type { Registry } from '../core/registry.js';
-import { log } from '../log.js';
+import { log, logs } from '../log.js';
 import type { Services } from '../services/index.js';
 import { abilitiesRouter } from './abilities-door.js';
 import { mcpHttp } from './mcp-http.js';
@@ -13,6 +13,7 @@ import { withDiscovery } from './openapi.js';
 import { sendError } from './respond.js';
 import { ServiceError } from '../core/errors.js';
 import { consoleDoor } from '../console/door.js';
+import { doorCaches, fastPath } from './fast-path.js';
 
 export interface RunningHttp {
   server: HttpServer;
@@ -35,22 +36,17 @@ export function createHttpApp(services: Services, registry: Registry, opts: Http
   app.set('trust proxy', false);
 
   app.use((req, res, next) => {
-    const start = process.hrtime.bigint();
-    res.on('finish', () => {
-      log('info', 'request', {
-        method: req.method, path: req.path, status: res.statusCode,
-        ms: Number(process.hrtime.bigint() - start) / 1e6, who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
-      });
-    });
-    res.setHeader('X-Content-Type-Options', 'nosniff');
+    everyRequest(req, res);
     // With several processes on one database: see every write acknowledged before this request (a no-op on lowdb).
     services.store.sync().then(() => next(), next);
   });
 
   const throttle = new LoginThrottle(services.config.loginFailureLimit);
   const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle);
-  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle));
-  app.use(services.config.restPrefix, restRouter(services, registry, withDiscovery(restRoutes, services.config), throttle));
+  // Cached answers of the doors; the server's fast path (http/fast-path.ts) sends them before express runs.
+  const caches = doorCaches();
+  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle, caches.abilities));
+  app.use(services.config.restPrefix, restRouter(services, registry, withDiscovery(restRoutes, services.config), throttle, caches.rest));
   app.use('/mcp', mcp.router);
   const web = opts.console === false ? null : consoleDoor(services, registry, throttle);
   if (web) {
@@ -64,12 +60,26 @@ export function createHttpApp(services: Services, registry: Registry, opts: Http
     log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
     sendError(res, err);
   }) as express.ErrorRequestHandler);
-  return { app, mcp, web };
+  return { app, mcp, web, fast: fastPath(services, caches, throttle, everyRequest) };
+}
+
+/** What every request gets first: its log line when it ends, and nosniff. */
+function everyRequest(req: express.Request, res: express.Response): void {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  // The level is read as the request arrives (a level set later does not log requests already in flight).
+  if (!logs('info')) return;
+  const start = process.hrtime.bigint();
+  res.on('finish', () => {
+    log('info', 'request', {
+      method: req.method, path: req.path ?? new URL(req.url, 'http://x').pathname, status: res.statusCode,
+      ms: Number(process.hrtime.bigint() - start) / 1e6, who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
+    });
+  });
 }
 
 export async function listen(services: Services, registry: Registry, host: string, port: number, opts: HttpOptions = {}): Promise<RunningHttp> {
-  const { app, mcp, web } = createHttpApp(services, registry, opts);
-  const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
+  const { app, mcp, web, fast } = createHttpApp(services, registry, opts);
+  const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => { if (!fast(req, res)) app(req, res); });
   // Requests the HTTP parser refuses (a URL or headers over 16 KB, garbage) still get the error envelope.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();

@@ -420,6 +420,11 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
         };
       }
       const responses: Json = { 200: ok };
+      if (method === 'GET') {
+        // Conditional GETs (http/conditional.ts): every success carries an ETag (and Cache-Control: private, no-cache);
+        // If-None-Match naming it gets 304 with no body.
+        responses[304] = { $ref: '#/components/responses/NotModified' };
+      }
       for (const status of [...errors.keys()].sort((x, y) => x - y)) {
         const codes = [...errors.get(status)!];
         const shared = SHARED_ERRORS[status];
@@ -458,11 +463,17 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
           status === '401' ? { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } } : status === '429' ? { 'Retry-After': { schema: { type: 'integer' } } } : undefined,
           [description.split(':')[0]!])])),
         Error: errorResponse('Any other error, in the same envelope.'),
+        NotModified: {
+          description: 'The answer is the one the If-None-Match header names (its ETag): no body.',
+          headers: { ETag: { $ref: '#/components/headers/ETag' }, 'Cache-Control': { $ref: '#/components/headers/CacheControl' } },
+        },
         ...errorResponses,
       },
       headers: {
         Total: header('Items in the whole list.', true),
         TotalPages: header('Pages at this per_page.', true),
+        ETag: { description: 'A strong validator of this answer (its body and list headers): send it back in If-None-Match.', required: true, schema: { type: 'string' } },
+        CacheControl: { description: 'private, no-cache: keep the answer, and revalidate it (If-None-Match) before reuse.', required: true, schema: { type: 'string', const: 'private, no-cache' } },
         TotalIfPaged: header('Items in the whole list (when page or per_page is given).', false),
         TotalPagesIfPaged: header('Pages at this per_page (when page or per_page is given).', false),
       },

@@ -12,6 +12,7 @@ import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 import { formArgs, readFormFields } from './multipart.js';
 import { decodeForm } from '../child/form.js';
+import { AnswerCache, cacheKey, cachedAnswers, represent, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 /** What a row sees of a request: path params, and query and body arguments merged (body wins). */
 export interface RestArgs {
@@ -171,7 +172,7 @@ function pagingHeaders(res: Response, result: unknown): void {
   res.setHeader('X-WP-TotalPages', String(Math.ceil(r.total / r.per_page)));
 }
 
-export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle): express.Router {
+export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
   const r = express.Router();
   r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   r.use((req, res, next) => {
@@ -179,6 +180,9 @@ export function restRouter(services: Services, registry: Registry, routes: reado
     if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
     next();
   });
+  // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint; a hit is sent here
+  // (when the server's fast path did not already send it).
+  r.use(cachedAnswers(services.store, answers, ['GET', 'HEAD']));
   r.use(jsonBody('1mb'));
   // Form bodies, as WordPress reads them into $_POST: urlencoded here (parsed below), multipart in the handler.
   r.use(express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }));
@@ -223,7 +227,16 @@ export function restRouter(services: Services, registry: Registry, routes: reado
         const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
         const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
         responses.set(args, res);
-        res.json(await runRow(row, args));
+        if (method !== 'GET') return res.json(await runRow(row, args));
+        // A GET: conditional (ETag, 304), and served from the answer cache when the row's ability is store-pure and
+        // the request carries nothing beyond its URL.
+        const key = row.ability && STORE_PURE.has(row.ability.name) && !Object.keys(body).length ? cacheKey(req) : undefined;
+        const fp = key ? storeFingerprint(services.store) : '';
+        const hit = key ? answers.get(key, fp) : undefined;
+        if (hit) return sendRepresentation(req, res, hit);
+        const rep = represent(res, await runRow(row, args));
+        if (key && storeFingerprint(services.store) === fp) answers.set(key, fp, rep);
+        sendRepresentation(req, res, rep);
       } catch (e) {
         sendError(res, e);
       }

@@ -272,13 +272,14 @@ export class LowdbStore implements StoreEngine {
         const error = storeFailure(e);
         for (let i = 0; i < batch.length; i++) outcomes[i] = { ok: false, error };
         try { this.loadAll(); this.blobCache.clear(); } catch { /* keep serving what we have */ }
-      } finally {
-        if (release) await release().catch(() => {});
       }
+      // The commit is durable (or failed and was rolled back) here: callers hear of it while the lock goes (issue 19:
+      // one file-system round trip less on every acknowledged write); the next commit still waits for the release.
       batch.forEach((p, i) => {
         const o = outcomes[i]!;
         if (o.ok) p.resolve(o.value); else p.reject(o.error);
       });
+      if (release) await release().catch(() => {});
     }
   }
 

@@ -94,6 +94,11 @@ export function checkRestAnswer(method: string, path: string, status: number, bo
     const header = h.$ref ? doc.components.headers[h.$ref.split('/').pop()] : h;
     if (header.required && !headers.has(name)) throw new Error(`${where}: header ${name} is documented as required and missing.`);
   }
+  if (!response.content) {
+    // A documented answer without a body (304 Not Modified).
+    if (body !== null && body !== '') throw new Error(`${where}: answered a body where the document says there is none.`);
+    return;
+  }
   const validate = validator(`${ptr}/content/application~1json/schema`);
   if (!validate(body)) {
     throw new Error(`${where}: the answer does not match its documented schema (${template ?? 'no route'}):\n`

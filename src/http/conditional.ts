@@ -1,0 +1,160 @@
+// Conditional GETs (issue 19): every successful GET answer of the REST and abilities doors carries a strong ETag and
+// `Cache-Control: private, no-cache`; a request whose If-None-Match names it gets 304 and no body. The ETag is a hash of
+// what is sent (the body and the headers that describe it), so it changes exactly when the answer does, whatever
+// changed it: a write here or in another process, the clock, a child site. Pollers then pay for bytes only when the
+// fleet changed.
+//
+// Beside it, a bounded cache of serialised answers for the abilities whose answer is a function of their input and the
+// store's collections only (STORE_PURE): keyed by the principal and the full request URL, valid for one store
+// fingerprint (every collection's `version`, which both engines bump on any change here or in another process). A hit
+// skips validation, the view building and the serialisation; a 304 for it costs a map lookup.
+import { createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { Principal } from '../core/principal.js';
+import { COLLECTION_NAMES, type Store } from '../store/engine.js';
+
+/**
+ * Abilities whose answer depends only on their input and the store's collection records (no blobs, no clock, no child
+ * traffic, nothing kept only in memory): their serialised answers may be reused while the store fingerprint is the same.
+ */
+export const STORE_PURE: ReadonlySet<string> = new Set(['list-sites-v1', 'count-sites-v1']);
+
+/** The bound of the answer cache: at most this many answers, this many bytes in all (bodies and keys), none larger than MAX_ENTRY_BYTES. */
+export const PAGE_CACHE_ENTRIES = 256;
+export const PAGE_CACHE_BYTES = 16 * 1024 * 1024;
+export const MAX_ENTRY_BYTES = 1024 * 1024;
+
+/** Headers that are part of the representation (folded into the ETag, kept with a cached answer, left out of a 304). */
+const DESCRIBING = ['X-WP-Total', 'X-WP-TotalPages', 'Link'] as const;
+/** Headers a door sets that a cached answer sends again. */
+const REPLAYED = ['Allow', ...DESCRIBING] as const;
+
+export interface Representation {
+  body: Buffer;
+  etag: string;
+  headers: Array<[string, string]>;
+}
+
+/** Every collection's version: changes whenever any record changes, in this process or another. */
+export function storeFingerprint(store: Store): string {
+  let s = '';
+  for (const c of COLLECTION_NAMES) s += `${store.version(c)}.`;
+  return s;
+}
+
+/** Who is asking, as far as it can change an answer: the principal and its permission level. */
+export function principalKey(p: Principal): string {
+  if (p.kind === 'key') return `k${p.id}:${p.permissions}`;
+  if (p.kind === 'user') return `u${p.id}:${p.role}`;
+  return `l:${p.name}:${p.readOnly ? 'ro' : 'rw'}`;
+}
+
+/** The representation of a JSON value with the describing headers already set on `res`. */
+export function represent(res: Response, value: unknown): Representation {
+  const body = Buffer.from(JSON.stringify(value) ?? '');
+  const headers: Array<[string, string]> = [];
+  const h = createHash('sha1');
+  for (const name of REPLAYED) {
+    const v = res.getHeader(name);
+    if (v === undefined) continue;
+    headers.push([name, String(v)]);
+    h.update(`${name}:${String(v)}\n`);
+  }
+  h.update(body);
+  return { body, headers, etag: `"${h.digest('base64url')}"` };
+}
+
+/** Whether an If-None-Match header names this ETag (weak comparison, as RFC 9110 §13.1.2 asks for GET). */
+export function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === '*') return true;
+  for (const t of ifNoneMatch.split(',')) {
+    const tag = t.trim().replace(/^W\//, '');
+    if (tag === etag) return true;
+  }
+  return false;
+}
+
+/** Sends a representation: 304 when the request already holds it, else 200 with the body (none for HEAD). */
+export function sendRepresentation(req: Request, res: Response, r: Representation): void {
+  for (const [name, value] of r.headers) res.setHeader(name, value);
+  res.setHeader('ETag', r.etag);
+  res.setHeader('Cache-Control', 'private, no-cache');
+  if (matches(req.headers['if-none-match'], r.etag)) {
+    for (const name of DESCRIBING) res.removeHeader(name);
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(r.body.length));
+  if (req.method === 'HEAD') res.end(); else res.end(r.body);
+}
+
+/**
+ * The fast path of a door for a GET or HEAD that carries nothing beyond its URL, run right after authentication:
+ * a cached answer for this principal and URL at the current store fingerprint is sent without body parsing, routing,
+ * validation or serialisation. Anything else goes on to the door's routes. `methods`: those the door answers from its
+ * GET routes (REST: GET and HEAD; the abilities door refuses HEAD on a run).
+ */
+export function cachedAnswers(store: Store, answers: AnswerCache, methods: readonly string[]) {
+  return (req: Request, res: Response, next: () => void): void => {
+    if (!methods.includes(req.method) || hasBody(req) || !answers.entries) return next();
+    const hit = answers.get(cacheKey(req), storeFingerprint(store));
+    if (!hit) return next();
+    sendRepresentation(req, res, hit);
+  };
+}
+
+/** The cache key of a request: who asks (principal and permission level) and the full URL. */
+export function cacheKey(req: Request): string {
+  return `${principalKey(req.principal!)} ${req.originalUrl}`;
+}
+
+function hasBody(req: Request): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/** Sends a JSON value as a conditional GET answer. */
+export function sendConditional(req: Request, res: Response, value: unknown): void {
+  sendRepresentation(req, res, represent(res, value));
+}
+
+interface Entry { fp: string; rep: Representation; cost: number }
+
+/** Serialised answers, least recently used out first; bounded by PAGE_CACHE_ENTRIES and PAGE_CACHE_BYTES. */
+export class AnswerCache {
+  private readonly map = new Map<string, Entry>();
+  private size = 0;
+
+  constructor(private readonly maxEntries = PAGE_CACHE_ENTRIES, private readonly maxBytes = PAGE_CACHE_BYTES) {}
+
+  get entries(): number { return this.map.size; }
+  get bytes(): number { return this.size; }
+
+  get(key: string, fp: string): Representation | undefined {
+    const e = this.map.get(key);
+    if (!e) return undefined;
+    this.map.delete(key);
+    if (e.fp !== fp) { this.size -= e.cost; return undefined; }
+    this.map.set(key, e);
+    return e.rep;
+  }
+
+  set(key: string, fp: string, rep: Representation): void {
+    // The key (a URL of up to 16 KB) counts too.
+    const cost = rep.body.length + key.length;
+    if (rep.body.length > MAX_ENTRY_BYTES || cost > this.maxBytes) return;
+    const old = this.map.get(key);
+    if (old) { this.map.delete(key); this.size -= old.cost; }
+    this.map.set(key, { fp, rep, cost });
+    this.size += cost;
+    for (const [k, e] of this.map) {
+      if (this.map.size <= this.maxEntries && this.size <= this.maxBytes) break;
+      this.map.delete(k);
+      this.size -= e.cost;
+    }
+  }
+}
