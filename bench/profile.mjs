@@ -2,7 +2,7 @@
 // that took the time (self and inclusive), by function and by file. For finding what bounds a figure.
 //   node bench/profile.mjs --scenario get_domain --sites 20000 [--seconds 10] [--keep]
 //   node bench/profile.mjs --scenario sync --sites 1000 --strace    (syscall counts instead: fsync, open, rename… per scenario)
-// Scenarios: rest_list, abilities_list, get_domain, tag_add, site_edit, writers, sync, check.
+// Scenarios: rest_list, abilities_list, get_domain, tag_add, site_edit, writers, sync, check, mcp_call.
 import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -11,6 +11,7 @@ import { cleanupAll, removeDir, startServe, tempDir, track } from './lib/proc.mj
 import { cannon, concurrentWriters, sequential } from './lib/load.mjs';
 import { seedFleet, seedPreconnected } from './lib/seed.mjs';
 import { call, REST, ABILITIES } from './lib/scenarios.mjs';
+import { mcpHttp } from './lib/mcp.mjs';
 
 const { values } = parseArgs({ options: { scenario: { type: 'string' }, sites: { type: 'string' }, seconds: { type: 'string' }, top: { type: 'string' }, keep: { type: 'boolean' }, latency: { type: 'string' }, strace: { type: 'boolean' }, trace: { type: 'boolean' } } });
 const scenario = values.scenario ?? 'rest_list';
@@ -58,6 +59,9 @@ else if (scenario === 'sync') {
     await new Promise((r) => setTimeout(r, 50));
   }
   figure = { seconds: (performance.now() - t0) / 1000, succeeded: job?.succeeded, failed: job?.failed };
+} else if (scenario === 'mcp_call') {
+  // One MCP SDK client over streamable HTTP, tools/call list-sites-v1 back to back (the bench's MCP HTTP row).
+  figure = await mcpHttp(serve.url, token, { seconds, maxCount: 1_000_000, pid: serve.pid, expectTotal: n });
 } else if (scenario === 'check') {
   const c = await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/check-sites-v1/run`, { input: {} });
   figure = { seconds: (performance.now() - t0) / 1000, summary: c.json?.summary };
