@@ -4,8 +4,7 @@
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { PAGE_KIND, createPost as create, deletePost as remove, getPost as read, listPosts as list, setPostStatus, updatePost as update } from '../services/posts.js';
-import { siteError } from '../services/selectors.js';
-import { DateTime, Day, Post, PostItem, PostStatus, Saved, WritableStatus, postFields, postItem, postView, remoteRead, remoteWrite } from './posts.js';
+import { DateTime, Day, Post, PostItem, PostStatus, Saved, WritableStatus, bySiteUrl, postFields, postItem, postView, remoteRead, remoteWrite } from './posts.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 
 const PageId = z.number().int().min(1);
@@ -59,18 +58,7 @@ export const listPages = defineAbility({
   }),
   annotations: remoteRead,
   execute: async (i, ctx) => {
-    const r = await list(ctx, i, i, PAGE_KIND);
-    const data: Record<string, z.infer<typeof PageItem>[]> = {};
-    let total = 0;
-    for (const x of r.results) {
-      if (!x.ok) continue;
-      data[x.site.url] = x.value.map((p) => pageItem(x.site, p));
-      total += x.value.length;
-    }
-    return {
-      data, total, errors: r.results.filter((x) => !x.ok).map(siteError), skipped: r.selection.skipped, unknown: r.selection.unknown,
-      ...(r.notDone.length ? { not_processed: r.notDone.map((s) => s.id) } : {}),
-    };
+    return bySiteUrl(await list(ctx, i, i, PAGE_KIND), pageItem);
   },
 });
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from './context.js';
 import { POST_STATUSES, createPost as create, deletePost as remove, getPost as read, listPosts as list, setPostStatus, updatePost as update } from '../services/posts.js';
-import { siteError } from '../services/selectors.js';
+import { siteError, type Fanned } from '../services/selectors.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 
@@ -97,20 +97,27 @@ export const listPosts = defineAbility({
   }),
   annotations: remoteRead,
   execute: async (i, ctx) => {
-    const r = await list(ctx, i, i);
-    const data: Record<string, z.infer<typeof PostItem>[]> = {};
-    let total = 0;
-    for (const x of r.results) {
-      if (!x.ok) continue;
-      data[x.site.url] = x.value.map((p) => postItem(x.site, p));
-      total += x.value.length;
-    }
-    return {
-      data, total, errors: r.results.filter((x) => !x.ok).map(siteError), skipped: r.selection.skipped, unknown: r.selection.unknown,
-      ...(r.notDone.length ? { not_processed: r.notDone.map((s) => s.id) } : {}),
-    };
+    return bySiteUrl(await list(ctx, i, i), postItem);
   },
 });
+
+/**
+ * A fan-out's answers in upstream's list shape: the items keyed by site URL, their total, and the sites that failed,
+ * were skipped or named nothing (posts and pages alike).
+ */
+export function bySiteUrl<P, T>(r: Fanned<P[]>, item: (site: SiteRecord, p: P) => T) {
+  const data: Record<string, T[]> = {};
+  let total = 0;
+  for (const x of r.results) {
+    if (!x.ok) continue;
+    data[x.site.url] = x.value.map((p) => item(x.site, p));
+    total += x.value.length;
+  }
+  return {
+    data, total, errors: r.results.filter((x) => !x.ok).map(siteError), skipped: r.selection.skipped, unknown: r.selection.unknown,
+    ...(r.notDone.length ? { not_processed: r.notDone.map((s) => s.id) } : {}),
+  };
+}
 
 export const getPost = defineAbility({
   name: 'get-post-v1',
