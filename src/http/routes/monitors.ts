@@ -63,6 +63,8 @@ const settingsDocArgs = {
 };
 const SETTINGS_ERRORS = { 400: ['invalid_maxretries', 'svc_invalid_interval', 'svc_invalid_timeout', 'svc_invalid_status_code'] };
 const WEBHOOK_NOT_FOUND = { 404: ['svc_webhook_not_found'] };
+/** A path site the door cannot tell REST's own code for (a number it does not read as the id, such as -0). */
+const SITE_NOT_FOUND = { 404: ['svc_site_not_found'] };
 
 const monitorsList = route(READ, '/monitors', listMonitors, {
   input: listArgs,
@@ -115,11 +117,13 @@ const fleetSettings = route(EDIT, '/monitors/settings', updateMonitorSettings, {
 const monitorGet = route(READ, '/monitors/:id_or_domain', getSiteUptime, {
   input: (a) => ({ site_id_or_domain: site(a) }),
   answers: ok({ data: UpstreamMonitor.extend({ settings: Settings, open_incident: getSiteUptime.output.shape.open_incident }) }),
+  errors: SITE_NOT_FOUND,
   output: (r) => ({ success: 1, data: { ...upstreamMonitor(r), settings: r.settings, open_incident: r.open_incident } }),
 });
 const monitorBasic = route(READ, '/monitors/:id_or_domain/basic', getSiteUptime, {
   input: (a) => ({ site_id_or_domain: site(a) }),
   answers: ok({ data: BasicMonitor }),
+  errors: SITE_NOT_FOUND,
   output: (r) => ({ success: 1, data: { id: r.id, url: r.url, last_status: r.status } }),
 });
 const PERIODS = new Set(['24h', '7d', '30d']);
@@ -146,7 +150,7 @@ const heartbeat = route(READ, '/monitors/:id_or_domain/heartbeat', listHeartbeat
     })),
     meta: z.object({ page: Int, per_page: Int, total: Int, total_pages: Int }),
   }),
-  errors: { 400: ['invalid_period'] },
+  errors: { 400: ['invalid_period'], ...SITE_NOT_FOUND },
   output: (r, { args }) => ({
     success: 1,
     data: r.items.map((b) => ({
@@ -159,6 +163,7 @@ const heartbeat = route(READ, '/monitors/:id_or_domain/heartbeat', listHeartbeat
 const incidents = route(READ, '/monitors/:id_or_domain/incidents', listIncidents, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'page', 'per_page', 'state') }),
   answers: listed(listIncidents.output.shape.items.element.omit({ duration_s: true }).extend({ duration_sec: Int })),
+  errors: SITE_NOT_FOUND,
   output: (r) => ({
     success: 1, total: r.total,
     data: r.items.map((i) => ({ ...i, duration_sec: i.duration_s, duration_s: undefined })),
@@ -167,19 +172,21 @@ const incidents = route(READ, '/monitors/:id_or_domain/incidents', listIncidents
 const incidentsCount = route(READ, '/monitors/:id_or_domain/incidents/count', listIncidents, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, 'state'), page: 1, per_page: 1 }),
   answers: Counted,
+  errors: SITE_NOT_FOUND,
   output: (r) => ({ success: 1, count: r.total }),
 });
 const siteSettings = route(EDIT, '/monitors/:id_or_domain/settings', updateMonitorSettings, {
   input: (a) => ({ site_id_or_domain: site(a), ...settingsArgs(a) }),
   args: settingsDocArgs,
   answers: ok({ data: updateMonitorSettings.output.shape.own_settings.extend({ monitor_id: Int }), settings: Settings }),
-  // The site removed while its settings were being written.
-  errors: { ...SETTINGS_ERRORS, 404: ['svc_site_not_found'] },
+  // Also the site removed while its settings were being written.
+  errors: { ...SETTINGS_ERRORS, ...SITE_NOT_FOUND },
   output: (r) => ({ success: 1, data: { monitor_id: r.site_id, ...r.own_settings }, settings: r.settings }),
 });
 const check = route(CREATE, '/monitors/:id_or_domain/check', checkMonitor, {
   input: (a) => ({ site_id_or_domain: site(a) }),
   answers: ok({ data: checkMonitor.output }),
+  errors: SITE_NOT_FOUND,
   output: (r) => ({ success: 1, data: r }),
 });
 

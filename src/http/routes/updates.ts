@@ -49,8 +49,11 @@ const REFRESH_ERRORS = {
   502: ['svc_child_unreachable', 'svc_child_auth_failed', 'svc_child_not_detected', 'svc_child_bad_reply', 'svc_child_error', 'svc_child_wrong_site'],
   504: ['svc_child_timeout'],
 };
-/** A site removed while its rule was being written. */
-const RULE_ERRORS = { 404: ['svc_site_not_found'] };
+/**
+ * A path site the door cannot tell REST's own code for (a number it does not read as the id, such as -0); on the
+ * ignore routes also a site removed while its rule was being written.
+ */
+const SITE_NOT_FOUND = { 404: ['svc_site_not_found'] };
 
 const runOutput = (r: { dry_run?: boolean; updated: unknown; errors: unknown[]; skipped: unknown[]; summary: unknown; would_update?: unknown[]; queued?: boolean; job_id?: string }) => ({
   success: r.errors.length ? 0 : 1,
@@ -110,7 +113,7 @@ const siteUpdates = route(READ, '/updates/:id_or_domain', getSiteUpdates, {
     total: Int, summary: getSiteUpdates.output.shape.summary, data: getSiteUpdates.output.shape.updates, ignored: getSiteUpdates.output.shape.ignored,
     synced_at: getSiteUpdates.output.shape.synced_at,
   }),
-  errors: REFRESH_ERRORS,
+  errors: { ...REFRESH_ERRORS, ...SITE_NOT_FOUND },
   output: (r) => ({ success: 1, total: r.summary.total, summary: r.summary, data: r.updates, ignored: r.ignored, synced_at: r.synced_at }),
 });
 
@@ -141,7 +144,7 @@ const core = (path: string) => route(EDIT, path, updateSiteCore, {
   input: (a) => ({ site_id_or_domain: site(a), ...flags(a) }),
   answers: runAnswer(updateSiteCore.output.shape.updated),
   errors: {
-    404: ['svc_no_updates'], 409: ['svc_update_in_progress'],
+    404: ['svc_no_updates', 'svc_site_not_found'], 409: ['svc_update_in_progress'],
     502: ['svc_update_failed', 'svc_update_not_applied', 'svc_update_unverified', 'svc_address_not_allowed'],
   },
   output: runOutput,
@@ -150,7 +153,7 @@ const items = (path: string, ability: typeof updateSitePlugins) => route(EDIT, p
   input: (a) => ({ site_id_or_domain: site(a), ...(slugs(a) ? { slugs: slugs(a) } : {}), ...flags(a) }),
   args: slugArgs,
   answers: RunAnswer,
-  errors: { 409: ['svc_update_in_progress'] },
+  errors: { 409: ['svc_update_in_progress'], ...SITE_NOT_FOUND },
   output: runOutput,
 });
 
@@ -159,13 +162,13 @@ const ignoreItems = (methods: readonly string[], path: string, ability: typeof i
   input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a) ?? ['*'], action }),
   args: { ...ignoreSlugArg, slugs: ignoreSlugArg.slug.describe('Same as slug.') },
   answers: ruleAnswer,
-  errors: { 400: ['svc_invalid_slug'], ...RULE_ERRORS },
+  errors: { 400: ['svc_invalid_slug'], ...SITE_NOT_FOUND },
   output: (r) => ({ success: r.success ? 1 : 0, message: r.message, changed: r.ignored_count }),
 });
 const ignoreCore = (methods: readonly string[], path: string, action: 'add' | 'remove') => route(methods, path, ignoreSiteCore, {
   input: (a) => ({ site_id_or_domain: site(a), action }),
   answers: ok({ message: z.string(), changed: Int }),
-  errors: RULE_ERRORS,
+  errors: SITE_NOT_FOUND,
   output: (r) => ({ success: 1, message: r.message, changed: r.ignored_count }),
 });
 
