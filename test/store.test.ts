@@ -1,6 +1,5 @@
 // The store keeps every acknowledged write, groups concurrent writes, refuses a corrupt data dir
 // without touching it, and lets two processes share one data dir.
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +8,7 @@ import { Store } from '../src/store/store.js';
 import type { TagRecord } from '../src/store/records.js';
 import { cli } from './support/process.js';
 import { tempDir as tmp } from './support/server.js';
+import { acknowledgedBeforeKill } from './support/sigkill.js';
 
 const STORE_JS = fileURLToPath(new URL('../dist/store/store.js', import.meta.url));
 
@@ -99,26 +99,7 @@ describe('store', () => {
   it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
     for (let round = 0; round < 3; round++) {
       const dir = tmp();
-      // A writer process: acknowledges each write on stdout only after the store resolved it.
-      const code = `
-        const { Store } = await import(${JSON.stringify(STORE_JS)});
-        const s = await Store.open(${JSON.stringify(dir)});
-        let i = 0;
-        for (;;) {
-          const batch = Array.from({ length: 5 }, () => ++i);
-          await Promise.all(batch.map((n) => s.write((tx) => tx.insert('tags', { name: 'w' + n })).then(() => process.stdout.write('ack ' + n + '\\n'))));
-        }`;
-      const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      const target = 30 + round * 40;
-      await new Promise<void>((resolve) => {
-        child.stdout.on('data', (d) => {
-          out += d;
-          if ((out.match(/^ack /gm) ?? []).length >= target) { child.kill('SIGKILL'); resolve(); }
-        });
-      });
-      await new Promise((r) => child.once('exit', r));
-      const acked = [...out.matchAll(/^ack (\d+)$/gm)].map((m) => `w${m[1]}`);
+      const acked = await acknowledgedBeforeKill(`(await import(${JSON.stringify(STORE_JS)})).Store.open(${JSON.stringify(dir)})`, 30 + round * 40);
       const s = await Store.open(dir);
       const names = new Set([...s.all<{ id: number; name: string }>('tags')].map((t) => t.name));
       for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);

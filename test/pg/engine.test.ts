@@ -1,7 +1,6 @@
 // The PostgreSQL engine keeps every acknowledged write, rolls back a write that throws, groups concurrent writes,
 // lets stores (in this process and others) see each other's commits, keeps uniqueness and counters under concurrent
 // writers, refuses a newer schema, and keeps every acknowledged write through SIGKILL.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { PG_FORMAT, PgStore } from '../../src/store/pg-store.js';
 import type { Tx } from '../../src/store/engine.js';
 import type { TagRecord } from '../../src/store/records.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
+import { acknowledgedBeforeKill } from '../support/sigkill.js';
 import { storeLocation } from '../../src/store/open.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -177,25 +177,7 @@ describe('PostgreSQL store engine', () => {
   it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
     for (let round = 0; round < 2; round++) {
       const url = await freshDatabase(server);
-      const code = `
-        const { PgStore } = await import(${JSON.stringify(PG_STORE_JS)});
-        const s = await PgStore.open(${JSON.stringify(url)});
-        let i = 0;
-        for (;;) {
-          const batch = Array.from({ length: 5 }, () => ++i);
-          await Promise.all(batch.map((n) => s.write((tx) => tx.insert('tags', { name: 'w' + n })).then(() => process.stdout.write('ack ' + n + '\\n'))));
-        }`;
-      const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      const target = 30 + round * 40;
-      await new Promise<void>((resolve) => {
-        child.stdout.on('data', (d) => {
-          out += d;
-          if ((out.match(/^ack /gm) ?? []).length >= target) { child.kill('SIGKILL'); resolve(); }
-        });
-      });
-      await new Promise((r) => child.once('exit', r));
-      const acked = [...out.matchAll(/^ack (\d+)$/gm)].map((m) => `w${m[1]}`);
+      const acked = await acknowledgedBeforeKill(`(await import(${JSON.stringify(PG_STORE_JS)})).PgStore.open(${JSON.stringify(url)})`, 30 + round * 40);
       const s = await open(url);
       const names = new Set([...s.all<{ id: number; name: string }>('tags')].map((t) => t.name));
       for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);
