@@ -1,6 +1,8 @@
 // Group commit, shared by both store engines: writes queued while a commit is under way run together in the next
 // one, so that many concurrent writers cost one fsync (lowdb) or one transaction (PostgreSQL), not one each.
-// The engine says how a commit is made (`commit`); this file owns the queue, the loop and what callers are told.
+// The engine says how a commit is made (`commit`); this file owns the queue, the loop and what callers are told,
+// and the record half of a write's Tx over the tables both engines hold in memory.
+import type { CollectionName, Rec, Tx } from './engine.js';
 
 /** What became of one queued write. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -86,4 +88,52 @@ export function applyBatch<T>(batch: readonly Pending<T>[], txOf: (undo: Array<(
       return { ok: false, error };
     }
   });
+}
+
+/** A store's records in memory: one map a collection, its id counters, and a version bump for derived caches. */
+export interface Tables {
+  data: Map<CollectionName, Map<number, Rec>>;
+  counters: Partial<Record<CollectionName, number>>;
+  bump(col: CollectionName): void;
+  get: Tx['get'];
+  all: Tx['all'];
+}
+
+/**
+ * The record operations of a write's Tx over the tables in memory: every change is logged in `undo` and reported to
+ * `touched` (which file or row the engine must persist). Blobs are the engine's own (`putBlob`).
+ */
+export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: CollectionName, id: number) => void): Omit<Tx, 'putBlob'> {
+  const set = (col: CollectionName, rec: Rec) => {
+    const map = t.data.get(col)!;
+    const prev = map.get(rec.id);
+    map.set(rec.id, rec);
+    undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); t.bump(col); });
+    touched(col, rec.id);
+    t.bump(col);
+  };
+  return {
+    get: t.get,
+    all: t.all,
+    insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
+      const prevCounter = t.counters[col];
+      const id = (prevCounter ?? 0) + 1;
+      t.counters[col] = id;
+      undo.push(() => { t.counters[col] = prevCounter; });
+      const full = { id, ...rec } as unknown as T;
+      set(col, full);
+      return full;
+    },
+    put: (col, rec) => { set(col, rec); return rec; },
+    delete: (col, id) => {
+      const map = t.data.get(col)!;
+      const prev = map.get(id);
+      if (!prev) return false;
+      map.delete(id);
+      undo.push(() => { map.set(id, prev); t.bump(col); });
+      touched(col, id);
+      t.bump(col);
+      return true;
+    },
+  };
 }

@@ -25,7 +25,7 @@
 import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
-import { GroupCommit, applyBatch, type Commit, type Pending } from './group-commit.js';
+import { GroupCommit, applyBatch, tableTx, type Commit, type Pending, type Tables } from './group-commit.js';
 import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
@@ -354,37 +354,9 @@ export class PgStore implements Store {
 
   private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>): Tx {
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
-    const set = (col: CollectionName, rec: Rec) => {
-      const map = this.data.get(col)!;
-      const prev = map.get(rec.id);
-      map.set(rec.id, rec);
-      undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); this.bump(col); });
-      mark(col, rec.id);
-      this.bump(col);
-    };
+    const tables: Tables = { data: this.data, counters: this.counters, bump: (col) => this.bump(col), get: (col, id) => this.get(col, id), all: (col) => this.all(col) };
     return {
-      get: (col, id) => this.get(col, id),
-      all: (col) => this.all(col),
-      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
-        const prevCounter = this.counters[col];
-        const id = (prevCounter ?? 0) + 1;
-        this.counters[col] = id;
-        undo.push(() => { this.counters[col] = prevCounter; });
-        const full = { id, ...rec } as unknown as T;
-        set(col, full);
-        return full;
-      },
-      put: (col, rec) => { set(col, rec); return rec; },
-      delete: (col, id) => {
-        const map = this.data.get(col)!;
-        const prev = map.get(id);
-        if (!prev) return false;
-        map.delete(id);
-        undo.push(() => { map.set(id, prev); this.bump(col); });
-        mark(col, id);
-        this.bump(col);
-        return true;
-      },
+      ...tableTx(tables, undo, mark),
       putBlob: (kind, id, value) => {
         const map = this.blobs.get(kind)!;
         const had = map.has(id);

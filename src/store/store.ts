@@ -20,7 +20,7 @@ import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
 import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
-import { GroupCommit, applyBatch, type Commit, type Outcome, type Pending } from './group-commit.js';
+import { GroupCommit, applyBatch, tableTx, type Commit, type Outcome, type Pending, type Tables } from './group-commit.js';
 
 export { COLLECTIONS, type CollectionName, type Tx, type Blob };
 
@@ -171,6 +171,10 @@ export class LowdbStore implements StoreEngine {
     this.meta = { ...meta, counters: { ...this.meta.counters } };
   }
 
+  private tables(): Tables {
+    return { data: this.data, counters: this.meta.counters, bump: (col) => this.bump(col), get: (col, id) => this.get(col, id), all: (col) => this.all(col) };
+  }
+
   private bump(col: CollectionName): void {
     this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
   }
@@ -257,37 +261,8 @@ export class LowdbStore implements StoreEngine {
   }
 
   private tx(undo: Array<() => void>, dirty: Set<string>, blobs: Map<string, unknown>): Tx {
-    const set = (col: CollectionName, rec: Rec) => {
-      const map = this.data.get(col)!;
-      const prev = map.get(rec.id);
-      map.set(rec.id, rec);
-      undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); this.bump(col); });
-      dirty.add(fileOf(col, rec.id));
-      this.bump(col);
-    };
     return {
-      get: (col, id) => this.get(col, id),
-      all: (col) => this.all(col),
-      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
-        const id = (this.meta.counters[col] ?? 0) + 1;
-        const prevCounter = this.meta.counters[col];
-        this.meta.counters[col] = id;
-        undo.push(() => { this.meta.counters[col] = prevCounter; });
-        const full = { id, ...rec } as unknown as T;
-        set(col, full);
-        return full;
-      },
-      put: (col, rec) => { set(col, rec); return rec; },
-      delete: (col, id) => {
-        const map = this.data.get(col)!;
-        const prev = map.get(id);
-        if (!prev) return false;
-        map.delete(id);
-        undo.push(() => { map.set(id, prev); this.bump(col); });
-        dirty.add(fileOf(col, id));
-        this.bump(col);
-        return true;
-      },
+      ...tableTx(this.tables(), undo, (col, id) => dirty.add(fileOf(col, id))),
       putBlob: (kind, id, value) => {
         const key = `${kind}/${id}`;
         const had = this.blobCache.has(key);
