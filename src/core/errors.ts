@@ -12,8 +12,11 @@ export class ServiceError extends Error {
     message: string,
     readonly status: number,
     readonly data: Record<string, unknown> = {},
-    /** Not part of the body: what the error is about, and the bare reason of an invalid input. */
-    readonly detail: { subject?: Subject; reason?: string } = {},
+    /**
+     * Not part of the body: what the error is about; for an invalid input, its bare reason, and the same reason with
+     * the parameter named by itself (`a[b]`, as WordPress's REST API says) rather than inside `input[a][b]`.
+     */
+    readonly detail: { subject?: Subject; reason?: string; paramReason?: string } = {},
   ) {
     super(message);
     this.name = 'ServiceError';
@@ -54,7 +57,10 @@ export const errors = {
   /** None of the sites a call over several named exists; `errors` says why for each. */
   sitesNotFound: (itemErrors: unknown[]) => new ServiceError('svc_site_not_found', 'No valid sites found.', 404, { errors: itemErrors }),
   invalidInput: (message: string, data: Record<string, unknown> = {}) => new ServiceError('svc_invalid_input', message, 400, data),
-  /** An ability's input that fails its schema, in WordPress's words; `param` names the field when there is one. */
-  abilityInput: (ability: string, reason: string, param?: string) => new ServiceError('ability_invalid_input',
-    `Ability "svc/${ability}" has invalid input. Reason: ${reason}`, 400, param ? { params: { [param]: reason } } : {}, { reason }),
+  /**
+   * An ability's input that fails its schema, in WordPress's words; `param` names the field when there is one, and
+   * `paramReason` is the reason as told of that parameter alone (when it differs).
+   */
+  abilityInput: (ability: string, reason: string, param?: string, paramReason = reason) => new ServiceError('ability_invalid_input',
+    `Ability "svc/${ability}" has invalid input. Reason: ${reason}`, 400, param ? { params: { [param]: reason } } : {}, { reason, paramReason }),
 };

@@ -121,8 +121,9 @@ function translate(e: unknown, a: RestArgs): ServiceError {
     if (ref !== undefined && 'site_id_or_domain' in params) return new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404);
     if (a.params.id !== undefined && 'tag_id' in params) return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
     const names = Object.keys(params);
-    const clean = Object.fromEntries(names.map((n) => [n, params[n]!.replace(/^input\[([^\]]+)\]/, '$1')]));
-    const reason = (err.detail.reason ?? err.message).replace(/input\[([^\]]+)\]/g, '$1');
+    // REST names a parameter by itself (`a[b]`), where the abilities API says `input[a][b]`: the error carries both.
+    const reason = err.detail.paramReason ?? err.message;
+    const clean = Object.fromEntries(names.map((n) => [n, err.detail.paramReason ?? params[n]!]));
     return new ServiceError('rest_invalid_param', names.length ? `Invalid parameter(s): ${names.join(', ')}` : `Invalid parameter(s): ${reason}`, 400,
       { params: names.length ? clean : {}, reason });
   }
