@@ -4,7 +4,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListResourceTemplatesRequestSchema, ListResourcesRequestSchema,
   ListToolsRequestSchema, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema,
-  UnsubscribeRequestSchema, type LoggingLevel, type Tool,
+  UnsubscribeRequestSchema, type CallToolResult, type LoggingLevel, type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
@@ -29,6 +29,15 @@ const RESOURCE_NOT_FOUND = -32002;
 /** Jobs one MCP session may follow at once (resources/subscribe). */
 export const MAX_SUBSCRIPTIONS = 100;
 const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}`;
+
+/** A queued result's pointer on this door: a link to its job resource (no HTTP URL: over stdio none may answer). */
+function jobLink(result: Record<string, unknown>): CallToolResult['content'] {
+  if (result.queued !== true || typeof result.job_id !== 'string') return [];
+  return [{
+    type: 'resource_link', uri: jobUri(result.job_id), name: result.job_id, title: 'Background job', mimeType: 'application/json',
+    description: 'Read for its progress; subscribe to hear when it moves.',
+  }];
+}
 /** Downtime incidents: a subscriber hears when one opens or closes (in this or another process on the data dir). */
 export const INCIDENTS_URI = 'sitefleet://incidents';
 
@@ -213,7 +222,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       // notification read in the same chunk as the result would find its handler gone. A short pause
       // puts them in separate reads.
       if (token !== undefined) await new Promise((r) => setTimeout(r, 15));
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+      return { content: [{ type: 'text', text: JSON.stringify(result) }, ...jobLink(result)], structuredContent: result };
     } catch (e) {
       // The error is the result; it is not also sent as a log line.
       const body = toServiceError(e).toBody();
