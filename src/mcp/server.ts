@@ -55,7 +55,7 @@ export const INSTRUCTIONS = [
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
   'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped).',
   'Uptime: list-monitors-v1 says which sites are down; subscribe to sitefleet://incidents to hear of incidents opening and closing.',
-  'Batches over 200 sites become background jobs: follow them with get-batch-job-status-v1 or the resource sitefleet://jobs/{job_id}.',
+  'Batches over 200 sites become background jobs: the result links the resource sitefleet://jobs/{job_id} (read or subscribe to follow it; or get-batch-job-status-v1).',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
 ].join('\n');
 
