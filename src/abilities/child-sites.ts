@@ -19,7 +19,6 @@ const itemError = (identifier: number | string, e: ServiceError): ItemErr => ({ 
 const Queued = {
   queued: z.boolean(),
   job_id: z.string().optional(),
-  status_url: z.string().optional(),
   /** Sites not processed because the caller cancelled (MCP notifications/cancelled). */
   not_processed: z.array(z.number().int()).optional(),
 };

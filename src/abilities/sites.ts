@@ -219,7 +219,6 @@ export const suspendSites = defineAbility({
   output: z.object({
     queued: z.boolean(),
     job_id: z.string().optional(),
-    status_url: z.string().optional(),
     total: z.number().int().optional(),
     suspended: z.array(BasicSite.extend({ suspended: z.literal(1) })).optional(),
     errors: z.array(ItemError),

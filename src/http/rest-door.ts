@@ -22,7 +22,12 @@ export interface RestArgs {
   method: string;
 }
 
-export interface RestContext { services: Services; args: RestArgs }
+export interface RestContext {
+  services: Services;
+  args: RestArgs;
+  /** This door's base URL with its prefix (the server's public base: where a row's job `status_url` leads). */
+  restBase: string;
+}
 
 /**
  * What the OpenAPI document and the route index (http/openapi.ts) cannot see in a row's functions. Everything else
@@ -173,7 +178,11 @@ function pagingHeaders(res: Response, result: unknown): void {
   res.setHeader('X-WP-TotalPages', String(Math.ceil(r.total / r.per_page)));
 }
 
-export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
+/** `base`: the server's public base URL (SITEFLEET_PUBLIC_URL, else the address it listens on). */
+export function restRouter(
+  services: Services, registry: Registry, routes: readonly RestRoute[], base: string, throttle?: LoginThrottle, answers = new AnswerCache(),
+): express.Router {
+  const restBase = `${base}${services.config.restPrefix}`;
   const r = express.Router();
   r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   r.use((req, res, next) => {
@@ -201,7 +210,7 @@ export function restRouter(services: Services, registry: Registry, routes: reado
       });
       const res = responses.get(a);
       if (res) pagingHeaders(res, result);
-      return row.output ? row.output(result as never, { services, args: a }) : { success: 1, data: result };
+      return row.output ? row.output(result as never, { services, args: a, restBase }) : { success: 1, data: result };
     } catch (e) {
       throw translate(e, a);
     }

@@ -4,7 +4,8 @@ import {
   addSite, checkSite, checkSites, disconnectSite, disconnectSites, getBatchJobStatus, reconnectSite, reconnectSites, syncSites,
 } from '../../abilities/child-sites.js';
 import { fullSite } from '../../abilities/views.js';
-import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestContext, type RestRoute } from '../rest-door.js';
+import { jobStatusUrl } from '../job-links.js';
 import { firstError, list, pick, simple, site, truthy } from './args.js';
 import { Errors, Flag, Int, ListArg, Queued, SimpleSite, done, listed, ok } from './answers.js';
 import { z } from 'zod';
@@ -144,14 +145,17 @@ const allMatched = (a: RestArgs) => {
   const include = list(a.args.include);
   return { ...(include ? { site_ids_or_domains: include } : {}), ...(list(a.args.exclude) ? { exclude_ids: list(a.args.exclude) } : {}) };
 };
-const queuedReply = (r: { job_id?: string; status_url?: string; total?: number; sites_queued?: number }, what: string) =>
-  ({ success: 1, message: `${what} queued for background processing.`, job_id: r.job_id, status_url: r.status_url, total: r.sites_queued ?? r.total });
+/** A queued batch: its job id and where this door serves the job's status. */
+const queuedReply = (r: { job_id?: string; total?: number; sites_queued?: number }, what: string, ctx: RestContext) => ({
+  success: 1, message: `${what} queued for background processing.`, job_id: r.job_id,
+  status_url: r.job_id ? jobStatusUrl(ctx.restBase, r.job_id) : undefined, total: r.sites_queued ?? r.total,
+});
 
 const sitesSync = route(EDIT, '/sites/sync', syncSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, total_synced: Int.optional(), total_errors: Int.optional(), data: z.array(BasicSite).optional(), errors: Errors })]),
-  output: (r) => (r.queued ? queuedReply(r, 'Sync')
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Sync', ctx)
     : { success: 1, total: (r.total_synced ?? 0) + (r.total_errors ?? 0), total_synced: r.total_synced, total_errors: r.total_errors, data: r.synced, errors: r.errors }),
 });
 
@@ -167,7 +171,7 @@ const sitesCheck = route(EDIT, '/sites/check', checkSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, summary: checkSites.output.shape.summary, data: checkSites.output.shape.results, errors: Errors })]),
-  output: (r) => (r.queued ? queuedReply(r, 'Check') : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Check', ctx) : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
 });
 
 const siteReconnect = route(EDIT, '/sites/:id_or_domain/reconnect', reconnectSite, {
@@ -179,7 +183,7 @@ const sitesReconnect = route(EDIT, '/sites/reconnect', reconnectSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
-  output: (r) => (r.queued ? queuedReply(r, 'Reconnect') : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Reconnect', ctx) : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
 });
 
 const siteDisconnect = route(EDIT, '/sites/:id_or_domain/disconnect', disconnectSite, {
@@ -191,7 +195,7 @@ const sitesDisconnect = route(EDIT, '/sites/disconnect', disconnectSites, {
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
   input: (a) => { const m = allMatched(a); return m.site_ids_or_domains ? m : { ...m, all: true }; },
-  output: (r) => (r.queued ? queuedReply(r, 'Disconnect') : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Disconnect', ctx) : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
 });
 
 const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
