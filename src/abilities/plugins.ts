@@ -13,7 +13,8 @@ import {
   AbandonedItem, abandonedPage, activeTheme, filterChanges, filterItems, siteData, type ItemKind,
 } from '../services/site-data.js';
 import { certificateStatus } from '../services/tls.js';
-import { alias, Confirm, DryRun, SiteRef, paged } from './schemas.js';
+import { alias, Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { listedSite } from './views.js';
 import type { SiteRecord } from '../store/records.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -37,7 +38,10 @@ const listItem = (i: SiteTheme): z.infer<typeof ListItem> =>
 const actionItem = (i: SiteTheme): z.infer<typeof ActionItem> =>
   ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, has_update: i.update_version !== null, update_version: i.update_version });
 
-const where = (s: SiteRecord) => ({ site_id: s.id, site_url: s.url });
+/** The site an answer is about, as it stands after the call (REST shows it beside every per-site answer). */
+const SiteAbout = ListedSite.describe('The site, as it stands after the call.');
+const Where = { site_id: z.number().int(), site_url: z.string(), site: SiteAbout };
+const where = (ctx: AbilityContext, s: SiteRecord) => ({ site_id: s.id, site_url: s.url, site: listedSite(ctx.sites.get(s.id) ?? s) });
 
 /** Both `slugs` and upstream's alias are optional in the schema; one of them is required. */
 function slugsOf(ability: string, slugs: string[] | undefined): string[] {
@@ -56,7 +60,7 @@ const ListInput = {
   page: z.number().int().min(1).optional().describe('Page (1-based); without page and per_page the whole list is returned.'),
   per_page: z.number().int().min(1).max(100).optional().describe('Items per page (1-100, default 50 when page is given).'),
 };
-const ListOutput = { site_id: z.number().int(), site_url: z.string(), total: z.number().int(), page: z.number().int().optional(), per_page: z.number().int().optional(), synced_at: z.string().nullable() };
+const ListOutput = { ...Where, total: z.number().int(), page: z.number().int().optional(), per_page: z.number().int().optional(), synced_at: z.string().nullable() };
 
 function listOf<T extends SiteTheme>(items: T[], i: { page?: number; per_page?: number }) {
   if (i.page === undefined && i.per_page === undefined) return { items, total: items.length, paging: {} };
@@ -80,7 +84,7 @@ export const getSitePlugins = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
     const l = listOf(filterItems(data.plugins, i), i);
-    return { ...where(site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+    return { ...where(ctx, site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
 
@@ -99,7 +103,7 @@ export const getSiteThemes = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
     const l = listOf(filterItems(data.themes, i), i);
-    return { ...where(site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+    return { ...where(ctx, site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
 
@@ -122,12 +126,12 @@ export const activateSitePlugins = defineAbility({
   description: 'Activate installed plugins on one site, by plugin file slug (e.g. "hello.php"). '
     + SITE_ERRORS,
   input: z.object(PluginSlugs),
-  output: z.object({ site_id: z.number().int(), site_url: z.string(), activated: z.array(ActionItem), errors: z.array(SlugError) }),
+  output: z.object({ ...Where, activated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await pluginAction(ctx, site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
-    return { ...where(site), activated: r.done.map(actionItem), errors: r.errors };
+    return { ...where(ctx, site), activated: r.done.map(actionItem), errors: r.errors };
   },
 });
 
@@ -139,19 +143,18 @@ export const deactivateSitePlugins = defineAbility({
   description: 'Deactivate plugins on one site, by plugin file slug (never the child plugin itself). '
     + SITE_ERRORS,
   input: z.object(PluginSlugs),
-  output: z.object({ site_id: z.number().int(), site_url: z.string(), deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
+  output: z.object({ ...Where, deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await pluginAction(ctx, site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
-    return { ...where(site), deactivated: r.done.map(actionItem), errors: r.errors };
+    return { ...where(ctx, site), deactivated: r.done.map(actionItem), errors: r.errors };
   },
 });
 
 const DeleteOutput = z.object({
   dry_run: z.boolean(),
-  site_id: z.number().int(),
-  site_url: z.string(),
+  ...Where,
   deleted: z.array(ActionItem),
   would_affect: z.array(ActionItem),
   count: z.number().int(),
@@ -171,11 +174,11 @@ async function deleteItems(
   if (i.dry_run) {
     const p = deletePreview(ctx, site, kind, slugs);
     const items = p.items.map(actionItem);
-    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
+    return { dry_run: true, ...where(ctx, site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
   }
   requireConfirm(i);
   const r = kind === 'plugins' ? await deletePlugins(ctx, site, slugs) : await deleteThemes(ctx, site, slugs);
-  return { dry_run: false, ...where(site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
+  return { dry_run: false, ...where(ctx, site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
 }
 
 const DELETE_ERRORS = `Errors: svc_confirmation_required (400), svc_invalid_input (both flags, 400); ${SITE_ERRORS.slice('Errors: '.length)}`;
@@ -226,8 +229,7 @@ export const activateSiteTheme = defineAbility({
     theme: alias(z.string().min(1).max(500).optional(), 'slug'),
   }),
   output: z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
+    ...Where,
     activated: z.string().nullable(),
     previous_theme: z.string().nullable(),
     theme: ActionItem.nullable(),
@@ -242,7 +244,7 @@ export const activateSiteTheme = defineAbility({
       throw catalogue.abilityInput('activate-site-theme-v1', reason, 'slug');
     }
     const r = await activateTheme(ctx, site, slug);
-    return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
+    return { ...where(ctx, site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
   },
 });
 
@@ -263,12 +265,12 @@ function abandonedAbility(kind: ItemKind) {
       site_id_or_domain: SiteRef.optional().describe('Only this site.'),
       search: z.string().max(200).optional().describe('Part of the slug or name.'),
     }),
-    output: paged(AbandonedItem),
+    output: paged(AbandonedItem).extend({ site: SiteAbout.optional().describe('With site_id_or_domain: that site.') }),
     annotations: ro,
     execute: (i, ctx) => {
       const site = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain);
       const r = abandonedPage(ctx, kind, { site, search: i.search, page: i.page, per_page: i.per_page });
-      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total };
+      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total, ...(site ? { site: listedSite(site) } : {}) };
     },
   });
 }
@@ -287,8 +289,7 @@ export const getSiteSecurity = defineAbility({
     + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
+    ...Where,
     security_issues: z.array(SecurityFinding),
     total_issues: z.number().int(),
     ssl_status: z.object({ valid: z.boolean(), expires: z.string().nullable(), error: z.string().nullable() }),
@@ -300,7 +301,7 @@ export const getSiteSecurity = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
     const ssl_status = await certificateStatus(site.url, { allowPrivate: ctx.config.allowPrivateSites });
-    return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
+    return { ...where(ctx, site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
   },
 });
 
@@ -321,8 +322,7 @@ export const getSiteChanges = defineAbility({
     source: z.enum(['wpadmin', 'dashboard', 'all']).default('wpadmin').describe('wpadmin or all; dashboard: none (sitefleet does not log its own work).'),
   }),
   output: z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
+    ...Where,
     changes: z.array(SiteChange),
     page: z.number().int(),
     per_page: z.number().int(),
@@ -335,7 +335,7 @@ export const getSiteChanges = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const contexts = [...(i.contexts ?? []), ...(i.type ? [i.type] : [])];
     const all = filterChanges(siteData(ctx, site).changes, { source: i.source, contexts, actions: i.actions });
-    return { ...where(site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
+    return { ...where(ctx, site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
   },
 });
 

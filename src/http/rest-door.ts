@@ -22,7 +22,12 @@ export interface RestArgs {
   method: string;
 }
 
-export interface RestContext { services: Services; args: RestArgs }
+/**
+ * What a row's `output` sees besides the ability's result: the request's own arguments, nothing else. An output
+ * mapper is a pure function of (result, args) — it cannot reach the services; what an answer needs beyond the
+ * result, the ability returns (an input option the row sets, when it is heavy).
+ */
+export interface RestContext { readonly args: RestArgs }
 
 /**
  * What the OpenAPI document and the route index (http/openapi.ts) cannot see in a row's functions. Everything else
@@ -200,7 +205,7 @@ export function restRouter(services: Services, registry: Registry, routes: reado
       });
       const res = responses.get(a);
       if (res) pagingHeaders(res, result);
-      return row.output ? row.output(result as never, { services, args: a }) : { success: 1, data: result };
+      return row.output ? row.output(result as never, { args: a }) : { success: 1, data: result };
     } catch (e) {
       throw translate(e, a);
     }
