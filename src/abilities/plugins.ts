@@ -38,10 +38,10 @@ const listItem = (i: SiteTheme): z.infer<typeof ListItem> =>
 const actionItem = (i: SiteTheme): z.infer<typeof ActionItem> =>
   ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, has_update: i.update_version !== null, update_version: i.update_version });
 
-/** The site an answer is about, as it stands after the call (REST shows it beside every per-site answer). */
-const SiteAbout = ListedSite.describe('The site, as it stands after the call.');
+/** The site an answer is about, site_id and site_url and its listed view (REST shows it beside every per-site answer). */
+const SiteAbout = ListedSite.describe('The site.');
 const Where = { site_id: z.number().int(), site_url: z.string(), site: SiteAbout };
-const where = (ctx: AbilityContext, s: SiteRecord) => ({ site_id: s.id, site_url: s.url, site: listedSite(ctx.sites.get(s.id) ?? s) });
+const where = (s: SiteRecord) => ({ site_id: s.id, site_url: s.url, site: listedSite(s) });
 
 /** Both `slugs` and upstream's alias are optional in the schema; one of them is required. */
 function slugsOf(ability: string, slugs: string[] | undefined): string[] {
@@ -84,7 +84,7 @@ export const getSitePlugins = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
     const l = listOf(filterItems(data.plugins, i), i);
-    return { ...where(ctx, site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+    return { ...where(site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
 
@@ -103,7 +103,7 @@ export const getSiteThemes = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
     const l = listOf(filterItems(data.themes, i), i);
-    return { ...where(ctx, site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+    return { ...where(site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
 
@@ -131,7 +131,7 @@ export const activateSitePlugins = defineAbility({
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await pluginAction(ctx, site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
-    return { ...where(ctx, site), activated: r.done.map(actionItem), errors: r.errors };
+    return { ...where(site), activated: r.done.map(actionItem), errors: r.errors };
   },
 });
 
@@ -148,7 +148,7 @@ export const deactivateSitePlugins = defineAbility({
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await pluginAction(ctx, site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
-    return { ...where(ctx, site), deactivated: r.done.map(actionItem), errors: r.errors };
+    return { ...where(site), deactivated: r.done.map(actionItem), errors: r.errors };
   },
 });
 
@@ -174,11 +174,11 @@ async function deleteItems(
   if (i.dry_run) {
     const p = deletePreview(ctx, site, kind, slugs);
     const items = p.items.map(actionItem);
-    return { dry_run: true, ...where(ctx, site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
+    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
   }
   requireConfirm(i);
   const r = kind === 'plugins' ? await deletePlugins(ctx, site, slugs) : await deleteThemes(ctx, site, slugs);
-  return { dry_run: false, ...where(ctx, site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
+  return { dry_run: false, ...where(site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
 }
 
 const DELETE_ERRORS = `Errors: svc_confirmation_required (400), svc_invalid_input (both flags, 400); ${SITE_ERRORS.slice('Errors: '.length)}`;
@@ -244,7 +244,7 @@ export const activateSiteTheme = defineAbility({
       throw catalogue.abilityInput('activate-site-theme-v1', reason, 'slug');
     }
     const r = await activateTheme(ctx, site, slug);
-    return { ...where(ctx, site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
+    return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
   },
 });
 
@@ -301,7 +301,7 @@ export const getSiteSecurity = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const data = siteData(ctx, site);
     const ssl_status = await certificateStatus(site.url, { allowPrivate: ctx.config.allowPrivateSites });
-    return { ...where(ctx, site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
+    return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
   },
 });
 
@@ -335,7 +335,7 @@ export const getSiteChanges = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const contexts = [...(i.contexts ?? []), ...(i.type ? [i.type] : [])];
     const all = filterChanges(siteData(ctx, site).changes, { source: i.source, contexts, actions: i.actions });
-    return { ...where(ctx, site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
+    return { ...where(site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
   },
 });
 
