@@ -22,11 +22,15 @@ export interface RestArgs {
   method: string;
 }
 
+/**
+ * What a row's `output` sees besides the ability's result: the request's own arguments and the door's base URL
+ * (for job pointers), nothing else. An output mapper is a pure function of them — it cannot reach the services; what an answer needs beyond the
+ * result, the ability returns (an input option the row sets, when it is heavy).
+ */
 export interface RestContext {
-  services: Services;
-  args: RestArgs;
+  readonly args: RestArgs;
   /** This door's base URL with its prefix (the server's public base: where a row's job `status_url` leads). */
-  restBase: string;
+  readonly restBase: string;
 }
 
 /**
@@ -210,7 +214,7 @@ export function restRouter(
       });
       const res = responses.get(a);
       if (res) pagingHeaders(res, result);
-      return row.output ? row.output(result as never, { services, args: a, restBase }) : { success: 1, data: result };
+      return row.output ? row.output(result as never, { args: a, restBase }) : { success: 1, data: result };
     } catch (e) {
       throw translate(e, a);
     }

@@ -3,13 +3,12 @@ import { getSite, listSites, countSites, updateSite, deleteSite, suspendSite, un
 import {
   addSite, checkSite, checkSites, disconnectSite, disconnectSites, getBatchJobStatus, reconnectSite, reconnectSites, syncSites,
 } from '../../abilities/child-sites.js';
-import { fullSite } from '../../abilities/views.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestContext, type RestRoute } from '../rest-door.js';
 import { jobStatusUrl } from '../job-links.js';
 import { firstError, list, pick, simple, site, truthy } from './args.js';
 import { Errors, Flag, Int, ListArg, Queued, SimpleSite, done, listed, ok } from './answers.js';
 import { z } from 'zod';
-import { BasicSite, FullSite, SiteStatus } from '../../abilities/schemas.js';
+import { BasicSite, FullSite, ListedSite, SiteStatus } from '../../abilities/schemas.js';
 
 const FullData = Flag('Answer full site records (default 0).');
 const WithTags = Flag('Add each site\'s tags (default 0 on lists, 1 on one site).');
@@ -27,7 +26,7 @@ const matchedArgs = {
 const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status');
 
 const sitesList = route(READ, '/sites', listSites, {
-  input: listArgs,
+  input: (a) => ({ ...listArgs(a), full: truthy(a.args.full_data, false), with_tags: truthy(a.args.with_tags, false) }),
   args: { full_data: FullData, with_tags: WithTags },
   example: {
     response: {
@@ -37,20 +36,8 @@ const sitesList = route(READ, '/sites', listSites, {
       ],
     },
   },
-  answers: listed(z.union([listSites.output.shape.items.element, SiteWithTags, listSites.output.shape.items.element.extend({ tags: FullSite.shape.tags })])),
-  output: (r, { services, args }) => {
-    const full = truthy(args.args.full_data, false);
-    const withTags = truthy(args.args.with_tags, false);
-    return {
-      success: 1,
-      total: r.total,
-      data: r.items.map((s) => {
-        if (full) return fullSite(services, services.sites.get(s.id)!);
-        if (!withTags) return s;
-        return { ...s, tags: services.tags.tagsOfSite(s.id).map((id) => ({ id, name: services.tags.get(id)!.name })) };
-      }),
-    };
-  },
+  answers: listed(z.union([ListedSite, SiteWithTags, ListedSite.extend({ tags: FullSite.shape.tags })])),
+  output: (r) => ({ success: 1, total: r.total, data: r.items }),
 });
 
 const sitesBasic = route(READ, '/sites/basic', listSites, {
@@ -132,11 +119,11 @@ const siteAdd = route(CREATE, '/sites/add', addSite, {
 });
 
 const siteSync = route(EDIT, '/sites/:id_or_domain/sync', syncSites, {
-  input: (a) => ({ site_ids_or_domains: [site(a)] }),
+  input: (a) => ({ site_ids_or_domains: [site(a)], full: true }),
   answers: done(FullSite),
-  output: (r, { services }) => {
+  output: (r) => {
     firstError(r);
-    return { success: 1, message: 'Site synced.', data: fullSite(services, services.sites.get(r.synced![0]!.id)!, true) };
+    return { success: 1, message: 'Site synced.', data: r.synced![0]! };
   },
 });
 
