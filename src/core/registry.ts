@@ -96,11 +96,16 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     return s;
   }
 
+  /** 501 svc_module_not_available when the ability belongs to a module that is off. */
+  assertModule(a: Pick<Ability, 'module'>): void {
+    if (a.module) this.services.settings.assertModule(a.module);
+  }
+
   /** Validate, check permission and module, execute. Throws ServiceError. */
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
     const input = validateInput(a.name, a.input, this.schemas(a).input, renameAliases(a, rawInput), { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
-    if (a.module) this.services.settings.assertModule(a.module);
+    this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;
     try {

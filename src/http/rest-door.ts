@@ -73,6 +73,8 @@ export interface RestRoute {
   body?: (req: Request, res: Response) => Promise<Record<string, unknown>>;
   /** A route that is not one ability call (batches); it runs rows itself. */
   handler?: (a: RestArgs, run: RowRunner) => Promise<unknown>;
+  /** The module a handler row belongs to (a row with an ability belongs to its ability's). */
+  module?: Ability['module'];
   doc?: RouteDoc;
 }
 
@@ -205,6 +207,8 @@ export function restRouter(
   // The response of a request's own arguments (not of a batch item's): a paged result sets its list headers there.
   const responses = new WeakMap<RestArgs, Response>();
   const runRow: RowRunner = async (row, a) => {
+    // A module that is off removes its routes (upstream does): 501 before any argument or permission check.
+    registry.assertModule({ module: row.module ?? row.ability?.module });
     if (row.handler) return row.handler(a, runRow);
     const ability = row.ability!;
     try {

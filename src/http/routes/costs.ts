@@ -5,7 +5,7 @@ import {
   addCost, deleteCost, getCost, getCostClients, getCostSites, getSiteCosts, listCosts, updateCost,
 } from '../../abilities/costs.js';
 import { ServiceError, toServiceError } from '../../core/errors.js';
-import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
+import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { batch, pathId, pick } from './args.js';
 import { z } from 'zod';
 import { Cost, FullSiteCostItem } from '../../abilities/cost-views.js';
@@ -14,16 +14,12 @@ import { done, listed } from './answers.js';
 const COST_FIELDS = ['name', 'price', 'payment_type', 'product_type', 'product_slug', 'license_type', 'renewal_type', 'last_renewal',
   'payment_method', 'cost_tracker_status', 'url', 'note', 'product_color', 'icon_hidden', 'sites', 'groups', 'clients'] as const;
 
-/** Any cost ability answers 501 when the module is off; this cheap one is run to ask. */
-const moduleGate = route(READ, '/costs', listCosts, { input: () => ({ per_page: 1 }), output: () => null });
-
 /**
- * A failed cost route: 501 first when the module is off, and REST's own code for the cost named in the path
- * (mainwp_rest_invalid_costs_id), also for an id no record can have.
+ * A failed cost route: REST's own code for the cost named in the path (mainwp_rest_invalid_costs_id), also for an id
+ * no record can have. (With the module off the door has answered 501 before the row ran.)
  */
-async function costError(e: unknown, a: RestArgs, run: RowRunner): Promise<never> {
+function costError(e: unknown): never {
   const err = toServiceError(e);
-  if (err.code !== 'svc_module_not_available' && err.status < 500) await run(moduleGate, { ...a, args: {} });
   const badPathId = err.code === 'rest_invalid_param' && 'cost_id' in ((err.data.params ?? {}) as object);
   if (err.code === 'svc_cost_not_found' || badPathId) throw new ServiceError('svc_rest_invalid_costs_id', 'Invalid or not found ID.', 404);
   throw err;
@@ -31,7 +27,7 @@ async function costError(e: unknown, a: RestArgs, run: RowRunner): Promise<never
 
 function costRow(row: RestRoute): RestRoute {
   const errors = { ...row.doc?.errors, 404: [...(row.doc?.errors?.[404] ?? []), 'svc_rest_invalid_costs_id'] };
-  return { ...row, doc: { ...row.doc, errors }, handler: (a, run) => run(row, a).catch((e) => costError(e, a, run)) };
+  return { ...row, doc: { ...row.doc, errors }, handler: (a, run) => run(row, a).catch(costError) };
 }
 
 /** Product types and payment methods must be ones of the cost-tracker settings (services/dashboard-settings.ts). */
@@ -87,9 +83,9 @@ const runBatch = batch({ create: costAdd, update: costEdit, delete: costRemove }
 export const costsBatch: RestRoute = {
   methods: EDIT,
   path: '/costs/batch',
+  module: 'cost-tracker',
   doc: { summary: 'Cost batch', description: 'Create, edit and delete costs in one request.', batch: runBatch.shape, errors: { 501: ['svc_module_not_available'] } },
   handler: async (a, run) => {
-    await run(moduleGate, { ...a, args: {} });
     const out = await runBatch(a, run);
     const failed = (e: unknown): e is { id: number; error: unknown } => !!e && typeof e === 'object' && 'error' in e;
     return Object.fromEntries(Object.entries(out).map(([phase, entries]) => [phase,
