@@ -9,10 +9,7 @@ import { SecurityFinding, SiteChange, type SiteTheme } from '../child/snapshot.j
 import {
   activateTheme, deletePlugins, deletePreview, deleteThemes, pluginAction, SlugError,
 } from '../services/plugin-actions.js';
-import {
-  AbandonedItem, abandonedPage, activeTheme, filterChanges, filterItems, siteData, type ItemKind,
-} from '../services/site-data.js';
-import { certificateStatus } from '../services/tls.js';
+import { AbandonedItem, activeTheme, type ItemKind } from '../services/site-data.js';
 import { alias, Confirm, DryRun, SiteRef, paged } from './schemas.js';
 import type { SiteRecord } from '../store/records.js';
 
@@ -77,9 +74,8 @@ export const getSitePlugins = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const data = siteData(ctx, site);
-    const l = listOf(filterItems(data.plugins, i), i);
+    const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'plugins', i);
+    const l = listOf(items, i);
     return { ...where(site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
@@ -96,9 +92,8 @@ export const getSiteThemes = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const data = siteData(ctx, site);
-    const l = listOf(filterItems(data.themes, i), i);
+    const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'themes', i);
+    const l = listOf(items, i);
     return { ...where(site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
@@ -266,8 +261,7 @@ function abandonedAbility(kind: ItemKind) {
     output: paged(AbandonedItem),
     annotations: ro,
     execute: (i, ctx) => {
-      const site = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain);
-      const r = abandonedPage(ctx, kind, { site, search: i.search, page: i.page, per_page: i.per_page });
+      const r = ctx.siteData.abandoned(kind, { site: i.site_id_or_domain, search: i.search, page: i.page, per_page: i.per_page });
       return { items: r.items, page: i.page, per_page: i.per_page, total: r.total };
     },
   });
@@ -297,9 +291,7 @@ export const getSiteSecurity = defineAbility({
   annotations: { ...ro, openWorld: true },
   acceptsPost: true,
   execute: async (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const data = siteData(ctx, site);
-    const ssl_status = await certificateStatus(site.url, { allowPrivate: ctx.config.allowPrivateSites });
+    const { site, data, ssl_status } = await ctx.siteData.security(i.site_id_or_domain);
     return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
   },
 });
@@ -332,9 +324,8 @@ export const getSiteChanges = defineAbility({
   acceptsPost: true,
   module: 'logs',
   execute: (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
     const contexts = [...(i.contexts ?? []), ...(i.type ? [i.type] : [])];
-    const all = filterChanges(siteData(ctx, site).changes, { source: i.source, contexts, actions: i.actions });
+    const { site, changes: all } = ctx.siteData.changes(i.site_id_or_domain, { source: i.source, contexts, actions: i.actions });
     return { ...where(site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
   },
 });

@@ -16,6 +16,7 @@ import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
 import { UpdateService } from './updates.js';
 import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
+import { SiteDataService } from './site-data.js';
 
 export interface Services {
   config: Config;
@@ -33,6 +34,8 @@ export interface Services {
   updates: UpdateService;
   monitors: MonitorService;
   webhooks: WebhookService;
+  /** What each site's last sync stored: plugin and theme lists, changes, security; the fleet's abandoned items. */
+  siteData: SiteDataService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -74,7 +77,11 @@ export async function openServices(config: Config): Promise<Services> {
     site: { id: site.id, url: site.url, name: site.name }, error: { code: error.code, message: error.message },
   }).catch(() => {}));
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
-  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks };
+  const siteData = new SiteDataService(config, sites, children, store);
+  return {
+    config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
+    siteData,
+  };
 }
 
 /** Scheduled uptime checks and webhook retries (serve does; tests that need them too). */

@@ -10,9 +10,9 @@ import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Tx } from '../store/store.js';
 import { childFailure } from './child-sites.js';
 import type { Services } from './index.js';
-import { activeTheme, siteData, type ItemKind } from './site-data.js';
+import { activeTheme, type ItemKind } from './site-data.js';
 
-type Ctx = Pick<Services, 'store' | 'children' | 'sites'>;
+type Ctx = Pick<Services, 'store' | 'children' | 'sites' | 'siteData'>;
 
 /** A per-slug failure; `identifier` is the slug as given (the shape of every batch's errors[]). */
 export const SlugError = ItemError.extend({ slug: z.string() });
@@ -71,7 +71,7 @@ function commitAfter(ctx: Ctx, site: SiteRecord, kind: ItemKind, snapshot: SiteS
       return;
     }
     if (!changed) return;
-    const data = siteData(ctx, site);
+    const data = ctx.siteData.of(site);
     const next: SiteData = { ...data, [kind]: after };
     tx.putBlob('site-data', site.id, next);
     const cur = tx.get<SiteRecord>('sites', site.id)!;
@@ -93,7 +93,7 @@ export async function pluginAction(ctx: Ctx, site: SiteRecord, action: PluginAct
   const { valid, errors } = splitSlugs(slugs);
   if (!valid.length) return { done: [], errors };
   const { creds, connector } = await connect(ctx, site);
-  const before = siteData(ctx, site).plugins;
+  const before = ctx.siteData.of(site).plugins;
   let r: Awaited<ReturnType<typeof connector.pluginAction>>;
   try {
     r = await connector.pluginAction(creds, action, valid);
@@ -123,7 +123,7 @@ export async function pluginAction(ctx: Ctx, site: SiteRecord, action: PluginAct
 
 export async function activateTheme(ctx: Ctx, site: SiteRecord, slug: string): Promise<{ activated: SiteTheme | null; previous: string | null; errors: SlugError[] }> {
   const { valid, errors } = splitSlugs([slug]);
-  const before = siteData(ctx, site).themes;
+  const before = ctx.siteData.of(site).themes;
   if (!valid.length) return { activated: null, previous: activeTheme(before) || null, errors };
   const { creds, connector } = await connect(ctx, site);
   let r: Awaited<ReturnType<typeof connector.themeAction>>;
@@ -150,7 +150,7 @@ export async function deleteThemes(ctx: Ctx, site: SiteRecord, slugs: readonly s
   const { valid, errors } = splitSlugs(slugs);
   if (!valid.length) return { done: [], errors };
   const { creds, connector } = await connect(ctx, site);
-  const before = siteData(ctx, site).themes;
+  const before = ctx.siteData.of(site).themes;
   let r: Awaited<ReturnType<typeof connector.themeAction>>;
   try {
     r = await connector.themeAction(creds, 'delete', valid);
@@ -192,7 +192,7 @@ export function deletePlugins(ctx: Ctx, site: SiteRecord, slugs: readonly string
  */
 export function deletePreview(ctx: Ctx, site: SiteRecord, kind: ItemKind, slugs: readonly string[]): { items: SiteTheme[]; warnings: string[]; errors: SlugError[] } {
   const { valid, errors } = splitSlugs(slugs);
-  const data = siteData(ctx, site);
+  const data = ctx.siteData.of(site);
   const list: readonly SiteTheme[] = data[kind];
   const items: SiteTheme[] = [];
   const warnings: string[] = [];
