@@ -17,6 +17,7 @@ import { UpdateService } from './updates.js';
 import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
 import { SiteDataService } from './site-data.js';
+import { FleetSecurityService } from './fleet-security.js';
 
 export interface Services {
   config: Config;
@@ -36,6 +37,8 @@ export interface Services {
   webhooks: WebhookService;
   /** What each site's last sync stored: plugin and theme lists, changes, security; the fleet's abandoned items. */
   siteData: SiteDataService;
+  /** Sites whose last sync reported security issues, worst first. */
+  fleetSecurity: FleetSecurityService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -80,7 +83,7 @@ export async function openServices(config: Config): Promise<Services> {
   const siteData = new SiteDataService(config, sites, children, store);
   return {
     config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
-    siteData,
+    siteData, fleetSecurity: new FleetSecurityService(store, children),
   };
 }
 
