@@ -2,13 +2,11 @@
 // plugins and themes, a site's security snapshot and its change log.
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
-import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { refuseBothFlags } from '../core/confirm.js';
 import { errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { SecurityFinding, SiteChange, type SiteTheme } from '../child/snapshot.js';
-import {
-  activateTheme, deletePlugins, deletePreview, deleteThemes, pluginAction, SlugError,
-} from '../services/plugin-actions.js';
+import { SlugError } from '../services/plugin-actions.js';
 import { AbandonedItem, activeTheme, type ItemKind } from '../services/site-data.js';
 import { alias, Confirm, DryRun, SiteRef, paged } from './schemas.js';
 import type { SiteRecord } from '../store/records.js';
@@ -121,7 +119,7 @@ export const activateSitePlugins = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const r = await pluginAction(ctx, site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
+    const r = await ctx.pluginActions.pluginAction(site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
     return { ...where(site), activated: r.done.map(actionItem), errors: r.errors };
   },
 });
@@ -138,7 +136,7 @@ export const deactivateSitePlugins = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const r = await pluginAction(ctx, site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
+    const r = await ctx.pluginActions.pluginAction(site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
     return { ...where(site), deactivated: r.done.map(actionItem), errors: r.errors };
   },
 });
@@ -154,7 +152,7 @@ const DeleteOutput = z.object({
   errors: z.array(SlugError),
 });
 
-/** The confirm / dry_run rule around a delete; the preview reads the stored list, the delete asks the site. */
+/** A delete's input (both flags, the site, the slugs: in that order), then the service's confirm / dry_run rule. */
 async function deleteItems(
   ctx: AbilityContext, kind: ItemKind, ability: string,
   i: { site_id_or_domain: number | string; slugs?: string[]; confirm: boolean; dry_run: boolean }, alias: string[] | undefined,
@@ -162,14 +160,11 @@ async function deleteItems(
   refuseBothFlags(i);
   const site = ctx.sites.resolve(i.site_id_or_domain);
   const slugs = slugsOf(ability, i.slugs ?? alias);
-  ctx.children.assertReachable(site);
-  if (i.dry_run) {
-    const p = deletePreview(ctx, site, kind, slugs);
-    const items = p.items.map(actionItem);
-    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
+  const r = await ctx.pluginActions.delete(site, kind, slugs, i);
+  if (r.dry_run) {
+    const items = r.items.map(actionItem);
+    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: r.warnings, errors: r.errors };
   }
-  requireConfirm(i);
-  const r = kind === 'plugins' ? await deletePlugins(ctx, site, slugs) : await deleteThemes(ctx, site, slugs);
   return { dry_run: false, ...where(site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
 }
 
@@ -236,7 +231,7 @@ export const activateSiteTheme = defineAbility({
       const reason = 'slug is a required property of input.';
       throw catalogue.abilityInput('activate-site-theme-v1', reason, 'slug');
     }
-    const r = await activateTheme(ctx, site, slug);
+    const r = await ctx.pluginActions.activateTheme(site, slug);
     return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
   },
 });

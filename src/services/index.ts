@@ -18,6 +18,7 @@ import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
 import { SiteDataService } from './site-data.js';
 import { FleetSecurityService } from './fleet-security.js';
+import { PluginActionService } from './plugin-actions.js';
 
 export interface Services {
   config: Config;
@@ -39,6 +40,8 @@ export interface Services {
   siteData: SiteDataService;
   /** Sites whose last sync reported security issues, worst first. */
   fleetSecurity: FleetSecurityService;
+  /** Plugin and theme actions on a child site (activate, deactivate, delete), stored as the child reports them. */
+  pluginActions: PluginActionService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -83,7 +86,7 @@ export async function openServices(config: Config): Promise<Services> {
   const siteData = new SiteDataService(config, sites, children, store);
   return {
     config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
-    siteData, fleetSecurity: new FleetSecurityService(store, children),
+    siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
   };
 }
 
