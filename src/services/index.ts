@@ -19,6 +19,7 @@ import { WebhookService } from './webhooks.js';
 import { SiteDataService } from './site-data.js';
 import { FleetSecurityService } from './fleet-security.js';
 import { PluginActionService } from './plugin-actions.js';
+import { SiteSelectorService } from './selectors.js';
 
 export interface Services {
   config: Config;
@@ -42,6 +43,8 @@ export interface Services {
   fleetSecurity: FleetSecurityService;
   /** Plugin and theme actions on a child site (activate, deactivate, delete), stored as the child reports them. */
   pluginActions: PluginActionService;
+  /** The sites a users / posts call selects (websites, groups, clients), and child work on one or each of them. */
+  selectors: SiteSelectorService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -87,6 +90,7 @@ export async function openServices(config: Config): Promise<Services> {
   return {
     config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
     siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
+    selectors: new SiteSelectorService(config, sites, tags, clients, children),
   };
 }
 

@@ -8,7 +8,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { gmtFromLocal, localFromGmt } from '../core/site-time.js';
 import type { SiteRecord } from '../store/records.js';
-import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
+import type { Fanned, FleetCall, SiteSelector, SiteSelectorService } from './selectors.js';
 
 import { POST_STATUSES, type PostStatus } from '../child/wordpress.js';
 
@@ -47,7 +47,7 @@ export interface PostFields {
   post_custom?: Record<string, string[]>;
 }
 
-type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
+type Ctx = { selectors: SiteSelectorService } & FleetCall;
 
 /**
  * Posts and pages go through the same child calls (§9.11–9.13, `post_type=page`); a Kind names which one a call is
@@ -86,7 +86,7 @@ export function listPosts(ctx: Ctx, sel: SiteSelector, q: PostQuery, kind: Kind 
     maximum: q.maximum ?? kind.defaultMaximum,
     post_type: kind.type === 'page' ? 'page' : q.post_type ?? 'post',
   };
-  return fanOut(ctx, sel, `list ${kind.type}s`, (c, creds) => c.listPosts(creds, query));
+  return ctx.selectors.fanOut(ctx, sel, `list ${kind.type}s`, (c, creds) => c.listPosts(creds, query));
 }
 
 const postNotFound = (site: SiteRecord, id: number, kind: Kind = POST_KIND) => kind.type === 'page'
@@ -100,8 +100,8 @@ async function readPost(c: ChildConnector, creds: SiteCredentials, site: SiteRec
 }
 
 export async function getPost(ctx: Ctx, ref: number | string, id: number, postType = 'post', kind: Kind = POST_KIND): Promise<{ site: SiteRecord; post: ChildPostFull }> {
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType, kind) }));
+  const site = ctx.selectors.reachable(ref);
+  return ctx.selectors.onChild(site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType, kind) }));
 }
 
 const mysqlFromIso = (iso: string): string => iso.slice(0, 19).replace('T', ' ');
@@ -178,10 +178,10 @@ function withBothDates<T extends { post_date?: string; post_date_gmt?: string }>
 
 export async function createPost(ctx: Ctx, ref: number | string, f: PostFields & { post_title: string }, kind: Kind = POST_KIND): Promise<SavedPost> {
   checkFieldDates(f);
-  const site = reachableSite(ctx, ref);
+  const site = ctx.selectors.reachable(ref);
   const input = withBothDates(newPostInput(f, kind), site);
   checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
-  return onChild(ctx, site, async (c, creds) => {
+  return ctx.selectors.onChild(site, async (c, creds) => {
     const saved = await c.savePost(creds, input);
     // What WordPress made of it (a "future" date already past is published), not what was asked.
     return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title };
@@ -201,8 +201,8 @@ export async function updatePost(ctx: Ctx, ref: number | string, id: number, f: 
   const updated = fieldNames.filter((k) => f[k] !== undefined);
   if (updated.length === 0) throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the ${kind.type}: ${fieldNames.join(', ')}.`, 400);
   checkFieldDates(f);
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
+  const site = ctx.selectors.reachable(ref);
+  return ctx.selectors.onChild(site, async (c, creds) => {
     const datesGiven = f.post_date !== undefined || f.post_date_gmt !== undefined;
     const edited = editInput(await readPost(c, creds, site, id, 'post', kind), f);
     const input = datesGiven ? withBothDates(edited, site) : edited;
@@ -219,8 +219,8 @@ export interface StatusChange { site: SiteRecord; post_id: number; previous_stat
  * and future are an edit of the status alone. A future status needs the post to carry a future date already.
  */
 export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, status: PostStatus, kind: Kind = POST_KIND): Promise<StatusChange> {
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
+  const site = ctx.selectors.reachable(ref);
+  return ctx.selectors.onChild(site, async (c, creds) => {
     const cur = await readPost(c, creds, site, id, 'post', kind);
     const out = { site, post_id: id, previous_status: cur.post_status, post_status: status };
     if (cur.post_status === status) return out;
@@ -249,8 +249,8 @@ export interface DeletedPost { site: SiteRecord; post: ChildPostFull; deleted: b
 /** Permanent (the child's `delete`); moving to the trash is a status change. */
 export async function deletePost(ctx: Ctx, ref: number | string, id: number, flags: { confirm?: boolean; dry_run?: boolean }, kind: Kind = POST_KIND): Promise<DeletedPost> {
   refuseBothFlags(flags);
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
+  const site = ctx.selectors.reachable(ref);
+  return ctx.selectors.onChild(site, async (c, creds) => {
     const post = await readPost(c, creds, site, id, 'post', kind);
     if (flags.dry_run) return { site, post, deleted: false, dry_run: true };
     requireConfirm(flags, `Deleting a ${kind.type} requires confirm=true (preview with dry_run=true; update-${kind.type}-status-v1 with trash is undoable).`);

@@ -10,7 +10,10 @@ import { ServiceError } from '../core/errors.js';
 import { clip } from '../child/snapshot.js';
 import { log } from '../log.js';
 import type { SiteRecord } from '../store/records.js';
-import { onChild, skipNote, type FleetCtx } from './selectors.js';
+import { skipNote, type FleetCall, type SiteSelectorService } from './selectors.js';
+import type { SiteService } from './sites.js';
+import type { TagService } from './tags.js';
+import type { Config } from '../config.js';
 import { USER_ROLES, generatePassword, isEmail, type UserRole } from './users.js';
 
 /** The spec's ten columns, in order. */
@@ -68,7 +71,7 @@ export interface ImportResult {
   skipped_sites: z.infer<typeof SkippedSite>[];
 }
 
-type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'children' | 'config' | 'signal' | 'progress'>;
+type Ctx = { sites: SiteService; tags: TagService; config: Config; selectors: SiteSelectorService } & FleetCall;
 
 /** CRLF and lone CR become LF before csv-parse (its line count is off for CRLF inside quotes); refuses binary files. */
 class NormaliseText extends Transform {
@@ -295,7 +298,7 @@ export async function importUsers(ctx: Ctx, source: string | CsvUpload, hasHeade
       const known = down.get(site.id);
       if (known) return { site, error: known };
       try {
-        const created = await onChild(ctx, site, (c, creds) => c.createUser(creds, {
+        const created = await ctx.selectors.onChild(site, (c, creds) => c.createUser(creds, {
           user_login: row.username, user_pass: row.password, user_email: row.email, user_url: row.user_url,
           first_name: row.first_name, last_name: row.last_name, role: row.role,
         }, row.send_password));

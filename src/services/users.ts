@@ -9,7 +9,7 @@ import type { ChildUser } from '../child/snapshot.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import type { SiteRecord } from '../store/records.js';
-import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
+import type { Fanned, FleetCall, SiteSelector, SiteSelectorService } from './selectors.js';
 
 import { USER_ROLES, type UserRole } from '../child/wordpress.js';
 
@@ -31,7 +31,7 @@ export interface NewUser {
 export const USER_EDIT_FIELDS = ['email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'nickname', 'display_name', 'description'] as const;
 export type UserChanges = Partial<Record<(typeof USER_EDIT_FIELDS)[number], string>>;
 
-type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
+type Ctx = { selectors: SiteSelectorService } & FleetCall;
 
 /** The same rule as the abilities' email fields (zod's), so that CSV rows and JSON calls agree. */
 const Email = z.email();
@@ -42,13 +42,13 @@ export const generatePassword = (): string => randomBytes(18).toString('base64ur
 
 export function listUsers(ctx: Ctx, sel: SiteSelector, q: { search?: string; roles?: readonly UserRole[] }): Promise<Fanned<ChildUser[]>> {
   const query = { search: q.search?.trim() || undefined, roles: q.roles?.length ? [...q.roles] : undefined };
-  return fanOut(ctx, sel, 'list users', (c, creds) => c.listUsers(creds, query));
+  return ctx.selectors.fanOut(ctx, sel, 'list users', (c, creds) => c.listUsers(creds, query));
 }
 
 export function createUser(ctx: Ctx, sel: SiteSelector, u: NewUser): Promise<Fanned<{ user_id: number }>> {
   if (!u.username.trim()) throw new ServiceError('svc_invalid_input', 'Username is required.', 400, { params: { username: 'Username is required.' } });
   const password = u.password || generatePassword();
-  return fanOut(ctx, sel, 'create user', (c, creds) => c.createUser(creds, {
+  return ctx.selectors.fanOut(ctx, sel, 'create user', (c, creds) => c.createUser(creds, {
     user_login: u.username.trim(), user_pass: password, user_email: u.email.trim(), user_url: u.user_url ?? '',
     first_name: u.first_name ?? '', last_name: u.last_name ?? '', role: u.role,
   }, u.send_password));
@@ -57,7 +57,7 @@ export function createUser(ctx: Ctx, sel: SiteSelector, u: NewUser): Promise<Fan
 /** Sets the connection administrator's password on every selected site (the keys keep working, §9.10). */
 export function setAdminPassword(ctx: Ctx, sel: SiteSelector, password: string): Promise<Fanned<void>> {
   if (password === '') throw new ServiceError('svc_invalid_input', 'The password must not be empty.', 400, { params: { password: 'The password must not be empty.' } });
-  return fanOut(ctx, sel, 'admin password', (c, creds) => c.setAdminPassword(creds, password));
+  return ctx.selectors.fanOut(ctx, sel, 'admin password', (c, creds) => c.setAdminPassword(creds, password));
 }
 
 /** The child user id of the site's connection admin, or null when the child has no such login. */
@@ -89,8 +89,8 @@ export async function updateUser(ctx: Ctx, ref: number | string, userId: number,
   if (empty.length > 0) {
     throw new ServiceError('svc_invalid_input', `Empty values cannot clear a field on a WordPress site: ${empty.join(', ')}.`, 400, { params: Object.fromEntries(empty.map((k) => [k, 'Must not be empty.'])) });
   }
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
+  const site = ctx.selectors.reachable(ref);
+  return ctx.selectors.onChild(site, async (c, creds) => {
     if (!(await c.getUser(creds, userId))) throw userNotFound(site, userId);
     if (changes.role !== undefined && changes.role !== 'administrator' && (await connectionAdminId(c, creds, site)) === userId) {
       throw protectedAdmin(site, userId, 'demoted');
@@ -110,8 +110,8 @@ export interface DeletedUser { site: SiteRecord; user: ChildUserProfile; deleted
 /** confirm / dry_run as every destructive ability; the user's posts go to the connection admin (§9.8). */
 export async function deleteUser(ctx: Ctx, ref: number | string, userId: number, flags: { confirm?: boolean; dry_run?: boolean }): Promise<DeletedUser> {
   refuseBothFlags(flags);
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
+  const site = ctx.selectors.reachable(ref);
+  return ctx.selectors.onChild(site, async (c, creds) => {
     const user = await c.getUser(creds, userId);
     if (!user) throw userNotFound(site, userId);
     if ((await connectionAdminId(c, creds, site)) === userId) throw protectedAdmin(site, userId, 'deleted');
