@@ -20,6 +20,7 @@ import { SiteDataService } from './site-data.js';
 import { FleetSecurityService } from './fleet-security.js';
 import { PluginActionService } from './plugin-actions.js';
 import { SiteSelectorService } from './selectors.js';
+import { PostService } from './posts.js';
 
 export interface Services {
   config: Config;
@@ -45,6 +46,8 @@ export interface Services {
   pluginActions: PluginActionService;
   /** The sites a users / posts call selects (websites, groups, clients), and child work on one or each of them. */
   selectors: SiteSelectorService;
+  /** Posts and pages on child sites. */
+  posts: PostService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -87,10 +90,11 @@ export async function openServices(config: Config): Promise<Services> {
   }).catch(() => {}));
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
+  const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   return {
     config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
     siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
-    selectors: new SiteSelectorService(config, sites, tags, clients, children),
+    selectors, posts: new PostService(selectors),
   };
 }
 
