@@ -21,6 +21,7 @@ import { FleetSecurityService } from './fleet-security.js';
 import { PluginActionService } from './plugin-actions.js';
 import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
+import { WordPressUserService } from './users.js';
 
 export interface Services {
   config: Config;
@@ -48,6 +49,8 @@ export interface Services {
   selectors: SiteSelectorService;
   /** Posts and pages on child sites. */
   posts: PostService;
+  /** WordPress users on child sites (`auth` is the dashboard's own accounts). */
+  wpUsers: WordPressUserService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -94,7 +97,7 @@ export async function openServices(config: Config): Promise<Services> {
   return {
     config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
     siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
-    selectors, posts: new PostService(selectors),
+    selectors, posts: new PostService(selectors), wpUsers: new WordPressUserService(selectors),
   };
 }
 
