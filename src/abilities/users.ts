@@ -5,7 +5,7 @@ import { defineAbility } from './context.js';
 import type { ChildUserProfile } from '../child/replies.js';
 import type { ChildUser } from '../child/snapshot.js';
 import { siteError, type SiteSelection } from '../services/selectors.js';
-import { CsvUpload, MAX_CSV_BYTES, importUsers as runImport } from '../services/users-import.js';
+import { CsvUpload, MAX_CSV_BYTES } from '../services/users-import.js';
 import { USER_ROLES } from '../services/users.js';
 import type { SiteRecord } from '../store/records.js';
 import { BasicSite, Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors, SkippedSite } from './schemas.js';
@@ -259,7 +259,7 @@ export const importUsers = defineAbility({
     skipped_sites: z.array(SkippedSite),
   }),
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
-  execute: ({ csv, has_header }, ctx) => runImport(ctx, csv, has_header),
+  execute: ({ csv, has_header }, ctx) => ctx.wpUserImport.fromCsv(ctx, csv, has_header),
 });
 
 export const userAbilities = [listUsers, createUser, updateUser, deleteUser, updateAdminPassword, importUsers];

@@ -22,6 +22,7 @@ import { PluginActionService } from './plugin-actions.js';
 import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
+import { UserImportService } from './users-import.js';
 
 export interface Services {
   config: Config;
@@ -51,6 +52,8 @@ export interface Services {
   posts: PostService;
   /** WordPress users on child sites (`auth` is the dashboard's own accounts). */
   wpUsers: WordPressUserService;
+  /** CSV imports of WordPress users (streamed, bounded). */
+  wpUserImport: UserImportService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -98,6 +101,7 @@ export async function openServices(config: Config): Promise<Services> {
     config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
     siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
     selectors, posts: new PostService(selectors), wpUsers: new WordPressUserService(selectors),
+    wpUserImport: new UserImportService(config, sites, tags, selectors),
   };
 }
 
