@@ -2,7 +2,7 @@
 import { errors } from '../core/errors.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
-import type { SiteRecord, SiteSecret } from '../store/records.js';
+import type { SiteRecord, SiteSecret, TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
 import type { TagService } from './tags.js';
 import type { ItemError } from '../core/results.js';
@@ -118,6 +118,16 @@ export class SiteService {
     if (!key) return undefined;
     const found = this.indexes().byKey.get(key);
     return found === undefined ? undefined : this.get(found);
+  }
+
+  /** A tag (404 when none) and the sites carrying it, by domain then id. */
+  inTag(tagId: number): { tag: TagRecord; sites: SiteRecord[] } {
+    const tag = this.tags.resolve(tagId);
+    const sites = tag.site_ids.map((id) => this.get(id)).filter((s): s is SiteRecord => !!s)
+      .map((s) => [siteKey(s.url), s] as const)
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
+      .map(([, s]) => s);
+    return { tag, sites };
   }
 
   findByUrl(url: string): SiteRecord | undefined {
