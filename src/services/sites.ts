@@ -193,6 +193,16 @@ export class SiteService {
     });
   }
 
+  /**
+   * Which sites a batch covers: the named ones (unknown ones as per-item errors), or, for an empty list, every site
+   * `byDefault` keeps; either way minus `exclude`.
+   */
+  forBatch(refs: Array<number | string>, exclude: readonly number[] | undefined, byDefault: (s: SiteRecord) => boolean): { found: SiteRecord[]; errors: ItemError[] } {
+    const out = refs.length ? this.resolveMany(refs) : { found: this.filter({}, () => new Set()).filter(byDefault), errors: [] as ItemError[] };
+    const ex = new Set(exclude ?? []);
+    return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
+  }
+
   /** Resolves every identifier; the unknown ones become per-item errors that keep the identifier as given. */
   resolveMany(refs: Array<number | string>): { found: SiteRecord[]; errors: ItemError[] } {
     const found: SiteRecord[] = [];
