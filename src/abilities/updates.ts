@@ -2,8 +2,7 @@
 // updates-service call → the view. Rules live in services/updates.ts.
 import { z } from 'zod';
 import { defineAbility } from './context.js';
-import { ServiceError } from '../core/errors.js';
-import { TYPES, UPDATE_ALL_QUEUE_OVER, summarise, type Plan, type Selector, type TypeName } from '../services/updates.js';
+import { TYPES, UPDATE_ALL_QUEUE_OVER, summarise, type Selector, type TypeName } from '../services/updates.js';
 import { SiteRef, SiteRefs } from './schemas.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -109,16 +108,9 @@ export const getSiteUpdates = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: async (i, ctx) => {
-    let site = ctx.sites.resolve(i.site_id_or_domain);
-    if (i.refresh) {
-      ctx.children.assertReachable(site);
-      site = await ctx.children.apply(await ctx.children.fetchSync(site));
-    }
-    const updates = ctx.updates.pending(site, i.types);
-    const plan = ctx.updates.planSite(site, { types: i.types });
+    const { site, updates, ignored } = await ctx.updates.ofSite(i.site_id_or_domain, i.types, i.refresh);
     return {
-      site_id: site.id, site_url: site.url, site_name: site.name, updates,
-      ignored: plan.skipped.filter((s) => s.reason === 'ignored'),
+      site_id: site.id, site_url: site.url, site_name: site.name, updates, ignored,
       rollback_items: { plugins: [], themes: [] }, summary: summarise(updates), synced_at: site.last_sync,
     };
   },
@@ -204,8 +196,7 @@ function ignoreItems(kind: 'plugin' | 'theme') {
     annotations: rule,
     execute: async (i, ctx) => {
       const site = ctx.sites.resolve(i.site_id_or_domain);
-      let n = 0;
-      for (const slug of new Set(i.slugs)) if (await ctx.updates.setIgnored(site, kind, slug, i.action === 'add')) n++;
+      const n = await ctx.updates.setIgnoredMany(site, kind, i.slugs, i.action === 'add');
       const verb = i.action === 'add' ? 'ignored' : 'unignored';
       return { success: n > 0, message: n ? `${n} ${n === 1 ? kind : plural} ${verb}.` : `No ${plural} were ${verb}.`, ignored_count: n };
     },
@@ -247,13 +238,7 @@ export const updateSiteCore = defineAbility({
   output: RunOutput.extend({ updated: z.union([Updated, z.array(Updated)]) }),
   annotations: apply,
   execute: async (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const plan: Plan = { types: ['core'] };
-    const p = ctx.updates.planSite(site, plan);
-    if (!p.todo.length && !p.skipped.length) throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
-    const r = await ctx.updates.runOne(ctx, site.id, plan, i.dry_run);
-    const failure = r.errors[0];
-    if (failure) throw new ServiceError(failure.code, failure.message, failure.code === 'svc_child_timeout' ? 504 : 502, { site_id: site.id });
+    const r = await ctx.updates.runCore(ctx, i.site_id_or_domain, i.dry_run);
     return { ...r, updated: r.updated[0] ?? [] };
   },
 });

@@ -571,6 +571,43 @@ export class UpdateService {
 
   // ---- jobs ----
 
+  /**
+   * One site's pending updates of these types and the ignored ones (skipped as "ignored"); `refresh` syncs the site
+   * first (409 when it is suspended or disconnected).
+   */
+  async ofSite(ref: number | string, types: readonly TypeName[], refresh: boolean): Promise<{ site: SiteRecord; updates: PendingView[]; ignored: SkippedView[] }> {
+    let site = this.sites.resolve(ref);
+    if (refresh) {
+      this.children.assertReachable(site);
+      site = await this.children.apply(await this.children.fetchSync(site));
+    }
+    const updates = this.pending(site, types);
+    const plan = this.planSite(site, { types });
+    return { site, updates, ignored: plan.skipped.filter((s) => s.reason === 'ignored') };
+  }
+
+  /** Ignores (or unignores) each distinct slug in turn; how many rules really changed. */
+  async setIgnoredMany(site: SiteRecord, type: IgnoreRecord['type'], slugs: readonly string[], ignore: boolean): Promise<number> {
+    let n = 0;
+    for (const slug of new Set(slugs)) if (await this.setIgnored(site, type, slug, ignore)) n++;
+    return n;
+  }
+
+  /**
+   * WordPress core on one site: 404 svc_no_updates when its last sync offered none (not even an ignored one), else
+   * the run of runOne; a failed core update fails the call (504 on a child timeout, else 502).
+   */
+  async runCore(call: Call, ref: number | string, dryRun: boolean): Promise<RunAnswer> {
+    const site = this.sites.resolve(ref);
+    const plan: Plan = { types: ['core'] };
+    const p = this.planSite(site, plan);
+    if (!p.todo.length && !p.skipped.length) throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
+    const r = await this.runOne(call, site.id, plan, dryRun);
+    const failure = r.errors[0];
+    if (failure) throw new ServiceError(failure.code, failure.message, failure.code === 'svc_child_timeout' ? 504 : 502, { site_id: site.id });
+    return r;
+  }
+
   /** One site: dry run, or the run (409 when the site is suspended, disconnected or already updating). */
   async runOne(call: Call, ref: number | string, plan: Plan, dryRun: boolean): Promise<RunAnswer> {
     const site = this.sites.resolve(ref);
