@@ -23,13 +23,6 @@ const Queued = {
   not_processed: z.array(z.number().int()).optional(),
 };
 
-/** Which sites a batch covers: the named ones, or (empty list) the default set, minus exclude_ids. */
-function selection(ctx: AbilityContext, refs: Array<number | string>, exclude: number[] | undefined, byDefault: (s: SiteRecord) => boolean) {
-  const out = refs.length ? ctx.sites.resolveMany(refs) : { found: [...ctx.sites.filter({}, () => new Set())].filter(byDefault), errors: [] as ItemErr[] };
-  const ex = new Set(exclude ?? []);
-  return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
-}
-
 const notProcessed = (notDone: SiteRecord[]) => (notDone.length ? { not_processed: notDone.map((s) => s.id) } : {});
 
 export const addSite = defineAbility({
@@ -91,7 +84,7 @@ export const syncSites = defineAbility({
   }),
   annotations: remote,
   execute: async (i, ctx) => {
-    const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
+    const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
     const queued = await ctx.jobs.queueIfOver('sync', found);
     if (queued) return { ...queued, sites_queued: found.length, errors };
     // At most the sync concurrency of the dashboard settings at once (issue 21).
@@ -149,7 +142,7 @@ export const checkSites = defineAbility({
   }),
   annotations: remote,
   execute: async (i, ctx) => {
-    const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, () => true);
+    const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, () => true);
     if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
     const queued = await ctx.jobs.queueIfOver('check', found);
     if (queued) return { ...queued, total: found.length, errors };
@@ -233,7 +226,7 @@ export const reconnectSites = defineAbility({
   output: manyResult('reconnected'),
   annotations: remote,
   execute: async (i, ctx) => {
-    const { found, errors } = selection(ctx, i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && siteStatus(s) === 'disconnected');
+    const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && siteStatus(s) === 'disconnected');
     if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
     return many(ctx, 'reconnect', 'reconnected', found, errors, (s) => ctx.children.fetchReconnect(s));
   },
@@ -259,7 +252,7 @@ export const disconnectSites = defineAbility({
     }
     const refs = i.all ? [] : i.site_ids_or_domains!;
     const { found, errors } = i.all || refs.length
-      ? selection(ctx, refs, i.exclude_ids, () => true)
+      ? ctx.sites.forBatch(refs, i.exclude_ids, () => true)
       : { found: [], errors: [] };
     if (!found.length) throw catalogue.sitesNotFound(errors);
     return many(ctx, 'disconnect', 'disconnected', found, errors, async (s) => {

@@ -184,11 +184,7 @@ export const deleteClient = defineAbility({
     refuseBothFlags(i);
     const rec = ctx.clients.resolveRef(i.client_id_or_email);
     const client = clientView(ctx, rec);
-    const naming = ctx.costs.list({}).filter((c) => c.clients.includes(rec.id));
-    const orphans = naming.filter((c) => {
-      const t = ctx.costs.targets(c);
-      return !t.sites.length && !t.groups.length && t.clients.every((x) => x === rec.id);
-    });
+    const { naming, orphans } = ctx.costs.namingClient(rec.id);
     const base = { client_id: rec.id, client_name: rec.name, client, sites_unassigned: client.sites_count, costs_affected: naming.length };
     if (i.dry_run) {
       const warnings = [`${client.sites_count} site(s) would be unassigned from this client; the sites stay.`];

@@ -2,9 +2,8 @@
 // live TLS check are get-site-security-v1).
 import { z } from 'zod';
 import { defineAbility } from './context.js';
-import { Page, paginate, perPage } from '../core/paging.js';
+import { Page, perPage } from '../core/paging.js';
 import { SecurityFinding, Severity } from '../child/snapshot.js';
-import { sitesWithIssues } from '../services/fleet-security.js';
 import { paged } from './schemas.js';
 
 export const getSecurityIssues = defineAbility({
@@ -29,8 +28,8 @@ export const getSecurityIssues = defineAbility({
   })),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: ({ page, per_page, min_severity }, ctx) => {
-    const all = sitesWithIssues(ctx, min_severity);
-    return { items: paginate(all, page, per_page), page, per_page, total: all.length };
+    const r = ctx.fleetSecurity.page(min_severity, page, per_page);
+    return { items: r.items, page, per_page, total: r.total };
   },
 });
 

@@ -152,7 +152,7 @@ export const getSiteUptime = defineAbility({
   execute: (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const view = monitorView(ctx, site);
-    const open = view.open_incident_id ? ctx.store.get<IncidentRecord>('incidents', view.open_incident_id) : undefined;
+    const open = view.open_incident_id ? ctx.monitors.incident(view.open_incident_id) : undefined;
     return {
       ...view, settings: ctx.monitors.effective(site.id), own_settings: ctx.monitors.record(site.id)?.settings ?? {},
       open_incident: open ? incidentView(ctx, open) : null,
@@ -176,9 +176,7 @@ export const listHeartbeats = defineAbility({
   annotations: ro,
   execute: (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const since = i.since ? Math.floor(Date.parse(i.since) / 1000) : -Infinity;
-    const beats = [...(ctx.monitors.record(site.id)?.recent ?? [])].reverse()
-      .filter((b) => b[0] >= since && (!i.status || (i.status === 'up') === (b[1] === 1)));
+    const beats = ctx.monitors.heartbeats(site.id, { since: i.since ? Math.floor(Date.parse(i.since) / 1000) : undefined, status: i.status });
     return { items: paginate(beats, i.page, i.per_page).map(beatView), page: i.page, per_page: i.per_page, total: beats.length };
   },
 });

@@ -3,7 +3,7 @@
 // names a post is not found.
 import { z } from 'zod';
 import { defineAbility } from './context.js';
-import { PAGE_KIND, createPost as create, deletePost as remove, getPost as read, listPosts as list, setPostStatus, updatePost as update } from '../services/posts.js';
+import { PAGE_KIND } from '../services/posts.js';
 import { DateTime, Day, Post, PostItem, PostStatus, Saved, WritableStatus, bySiteUrl, postFields, postItem, postView, remoteRead, remoteWrite } from './posts.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 
@@ -58,7 +58,7 @@ export const listPages = defineAbility({
   }),
   annotations: remoteRead,
   execute: async (i, ctx) => {
-    return bySiteUrl(await list(ctx, i, i, PAGE_KIND), pageItem);
+    return bySiteUrl(await ctx.posts.list(ctx, i, i, PAGE_KIND), pageItem);
   },
 });
 
@@ -73,7 +73,7 @@ export const getPage = defineAbility({
   annotations: remoteRead,
   acceptsPost: true,
   execute: async ({ site_id_or_domain, page_id }, ctx) => {
-    const r = await read(ctx, site_id_or_domain, page_id, 'page', PAGE_KIND);
+    const r = await ctx.posts.get(site_id_or_domain, page_id, 'page', PAGE_KIND);
     return pageView(r.site, r.post);
   },
 });
@@ -92,7 +92,7 @@ export const createPage = defineAbility({
   input: z.object({ site_id_or_domain: SiteRef, post_title: z.string().min(1).max(1000), post_status: WritableStatus.default('draft'), ...pageFields }).strict(),
   output: SavedPage,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
-  execute: async ({ site_id_or_domain, ...i }, ctx) => saved(await create(ctx, site_id_or_domain, i, PAGE_KIND)),
+  execute: async ({ site_id_or_domain, ...i }, ctx) => saved(await ctx.posts.create(site_id_or_domain, i, PAGE_KIND)),
 });
 
 export const updatePage = defineAbility({
@@ -107,7 +107,7 @@ export const updatePage = defineAbility({
   output: SavedPage.extend({ updated: z.array(z.string()) }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, page_id, ...i }, ctx) => {
-    const r = await update(ctx, site_id_or_domain, page_id, i, PAGE_KIND);
+    const r = await ctx.posts.update(site_id_or_domain, page_id, i, PAGE_KIND);
     return { ...saved(r), updated: r.updated };
   },
 });
@@ -122,7 +122,7 @@ export const updatePageStatus = defineAbility({
   output: z.object({ site_id: z.number().int(), site_url: z.string(), page_id: z.number().int(), previous_status: z.string(), post_status: PostStatus }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, page_id, status }, ctx) => {
-    const r = await setPostStatus(ctx, site_id_or_domain, page_id, status, PAGE_KIND);
+    const r = await ctx.posts.setStatus(site_id_or_domain, page_id, status, PAGE_KIND);
     return { site_id: r.site.id, site_url: r.site.url, page_id, previous_status: r.previous_status, post_status: r.post_status };
   },
 });
@@ -141,7 +141,7 @@ export const deletePage = defineAbility({
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, page_id, confirm, dry_run }, ctx) => {
-    const r = await remove(ctx, site_id_or_domain, page_id, { confirm, dry_run }, PAGE_KIND);
+    const r = await ctx.posts.delete(site_id_or_domain, page_id, { confirm, dry_run }, PAGE_KIND);
     return {
       deleted: r.deleted, dry_run: r.dry_run, site_id: r.site.id, site_url: r.site.url, page_id,
       page: { id: r.post.id, post_title: r.post.post_title, post_status: r.post.post_status },

@@ -2,17 +2,12 @@
 // plugins and themes, a site's security snapshot and its change log.
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
-import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { refuseBothFlags } from '../core/confirm.js';
 import { errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { SecurityFinding, SiteChange, type SiteTheme } from '../child/snapshot.js';
-import {
-  activateTheme, deletePlugins, deletePreview, deleteThemes, pluginAction, SlugError,
-} from '../services/plugin-actions.js';
-import {
-  AbandonedItem, abandonedPage, activeTheme, filterChanges, filterItems, siteData, type ItemKind,
-} from '../services/site-data.js';
-import { certificateStatus } from '../services/tls.js';
+import { SlugError } from '../services/plugin-actions.js';
+import { AbandonedItem, activeTheme, type ItemKind } from '../services/site-data.js';
 import { alias, Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
 import { listedSite } from './views.js';
 import type { SiteRecord } from '../store/records.js';
@@ -81,9 +76,8 @@ export const getSitePlugins = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const data = siteData(ctx, site);
-    const l = listOf(filterItems(data.plugins, i), i);
+    const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'plugins', i);
+    const l = listOf(items, i);
     return { ...where(site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
@@ -100,9 +94,8 @@ export const getSiteThemes = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const data = siteData(ctx, site);
-    const l = listOf(filterItems(data.themes, i), i);
+    const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'themes', i);
+    const l = listOf(items, i);
     return { ...where(site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
 });
@@ -130,7 +123,7 @@ export const activateSitePlugins = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const r = await pluginAction(ctx, site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
+    const r = await ctx.pluginActions.pluginAction(site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
     return { ...where(site), activated: r.done.map(actionItem), errors: r.errors };
   },
 });
@@ -147,7 +140,7 @@ export const deactivateSitePlugins = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const r = await pluginAction(ctx, site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
+    const r = await ctx.pluginActions.pluginAction(site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
     return { ...where(site), deactivated: r.done.map(actionItem), errors: r.errors };
   },
 });
@@ -162,7 +155,7 @@ const DeleteOutput = z.object({
   errors: z.array(SlugError),
 });
 
-/** The confirm / dry_run rule around a delete; the preview reads the stored list, the delete asks the site. */
+/** A delete's input (both flags, the site, the slugs: in that order), then the service's confirm / dry_run rule. */
 async function deleteItems(
   ctx: AbilityContext, kind: ItemKind, ability: string,
   i: { site_id_or_domain: number | string; slugs?: string[]; confirm: boolean; dry_run: boolean }, alias: string[] | undefined,
@@ -170,14 +163,11 @@ async function deleteItems(
   refuseBothFlags(i);
   const site = ctx.sites.resolve(i.site_id_or_domain);
   const slugs = slugsOf(ability, i.slugs ?? alias);
-  ctx.children.assertReachable(site);
-  if (i.dry_run) {
-    const p = deletePreview(ctx, site, kind, slugs);
-    const items = p.items.map(actionItem);
-    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: p.warnings, errors: p.errors };
+  const r = await ctx.pluginActions.delete(site, kind, slugs, i);
+  if (r.dry_run) {
+    const items = r.items.map(actionItem);
+    return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: r.warnings, errors: r.errors };
   }
-  requireConfirm(i);
-  const r = kind === 'plugins' ? await deletePlugins(ctx, site, slugs) : await deleteThemes(ctx, site, slugs);
   return { dry_run: false, ...where(site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
 }
 
@@ -243,7 +233,7 @@ export const activateSiteTheme = defineAbility({
       const reason = 'slug is a required property of input.';
       throw catalogue.abilityInput('activate-site-theme-v1', reason, 'slug');
     }
-    const r = await activateTheme(ctx, site, slug);
+    const r = await ctx.pluginActions.activateTheme(site, slug);
     return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
   },
 });
@@ -268,9 +258,8 @@ function abandonedAbility(kind: ItemKind) {
     output: paged(AbandonedItem).extend({ site: SiteAbout.optional().describe('With site_id_or_domain: that site.') }),
     annotations: ro,
     execute: (i, ctx) => {
-      const site = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain);
-      const r = abandonedPage(ctx, kind, { site, search: i.search, page: i.page, per_page: i.per_page });
-      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total, ...(site ? { site: listedSite(site) } : {}) };
+      const r = ctx.siteData.abandoned(kind, { site: i.site_id_or_domain, search: i.search, page: i.page, per_page: i.per_page });
+      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total, ...(r.site ? { site: listedSite(r.site) } : {}) };
     },
   });
 }
@@ -298,9 +287,7 @@ export const getSiteSecurity = defineAbility({
   annotations: { ...ro, openWorld: true },
   acceptsPost: true,
   execute: async (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const data = siteData(ctx, site);
-    const ssl_status = await certificateStatus(site.url, { allowPrivate: ctx.config.allowPrivateSites });
+    const { site, data, ssl_status } = await ctx.siteData.security(i.site_id_or_domain);
     return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
   },
 });
@@ -332,9 +319,8 @@ export const getSiteChanges = defineAbility({
   acceptsPost: true,
   module: 'logs',
   execute: (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
     const contexts = [...(i.contexts ?? []), ...(i.type ? [i.type] : [])];
-    const all = filterChanges(siteData(ctx, site).changes, { source: i.source, contexts, actions: i.actions });
+    const { site, changes: all } = ctx.siteData.changes(i.site_id_or_domain, { source: i.source, contexts, actions: i.actions });
     return { ...where(site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
   },
 });

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from './context.js';
-import { POST_STATUSES, createPost as create, deletePost as remove, getPost as read, listPosts as list, setPostStatus, updatePost as update } from '../services/posts.js';
+import { POST_STATUSES } from '../services/posts.js';
 import { siteError, type Fanned } from '../services/selectors.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
@@ -97,7 +97,7 @@ export const listPosts = defineAbility({
   }),
   annotations: remoteRead,
   execute: async (i, ctx) => {
-    return bySiteUrl(await list(ctx, i, i), postItem);
+    return bySiteUrl(await ctx.posts.list(ctx, i, i), postItem);
   },
 });
 
@@ -131,7 +131,7 @@ export const getPost = defineAbility({
   annotations: remoteRead,
   acceptsPost: true,
   execute: async ({ site_id_or_domain, post_id, post_type }, ctx) => {
-    const r = await read(ctx, site_id_or_domain, post_id, post_type);
+    const r = await ctx.posts.get(site_id_or_domain, post_id, post_type);
     return postView(r.site, r.post);
   },
 });
@@ -162,7 +162,7 @@ export const createPost = defineAbility({
   output: Saved,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async ({ site_id_or_domain, ...i }, ctx) => {
-    const r = await create(ctx, site_id_or_domain, fields(i));
+    const r = await ctx.posts.create(site_id_or_domain, fields(i));
     return { site_id: r.site.id, site_url: r.site.url, post_id: r.post_id, post_title: r.post_title, post_status: r.post_status, link: r.link };
   },
 });
@@ -185,7 +185,7 @@ export const updatePost = defineAbility({
   output: Saved.extend({ updated: z.array(z.string()) }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, post_id, ...i }, ctx) => {
-    const r = await update(ctx, site_id_or_domain, post_id, fields(i));
+    const r = await ctx.posts.update(site_id_or_domain, post_id, fields(i));
     return { site_id: r.site.id, site_url: r.site.url, post_id: r.post_id, post_title: r.post_title, post_status: r.post_status, link: r.link, updated: r.updated };
   },
 });
@@ -202,7 +202,7 @@ export const updatePostStatus = defineAbility({
   output: z.object({ site_id: z.number().int(), site_url: z.string(), post_id: z.number().int(), previous_status: z.string(), post_status: PostStatus }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, post_id, status }, ctx) => {
-    const r = await setPostStatus(ctx, site_id_or_domain, post_id, status);
+    const r = await ctx.posts.setStatus(site_id_or_domain, post_id, status);
     return { site_id: r.site.id, site_url: r.site.url, post_id, previous_status: r.previous_status, post_status: r.post_status };
   },
 });
@@ -228,7 +228,7 @@ export const deletePost = defineAbility({
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, post_id, confirm, dry_run }, ctx) => {
-    const r = await remove(ctx, site_id_or_domain, post_id, { confirm, dry_run });
+    const r = await ctx.posts.delete(site_id_or_domain, post_id, { confirm, dry_run });
     const p = r.post;
     return {
       deleted: r.deleted, dry_run: r.dry_run, site_id: r.site.id, site_url: r.site.url, post_id,

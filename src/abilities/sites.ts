@@ -160,11 +160,7 @@ export const deleteSite = defineAbility({
     const base = { site_id: site.id, site_url: site.url, site: basic };
     if (i.dry_run) return { dry_run: true, deleted: false, ...base, would_affect: basic, warnings: DELETE_WARNINGS };
     requireConfirm(i);
-    // Removed here first (all or nothing), then the child is told with the keys read before: a removal that fails to
-    // commit leaves the child trusting us, as the answer says; one that commits is never undone by the child call.
-    const creds = ctx.sites.secret(site.id) ? ctx.children.credentials(site) : null;
-    await ctx.sites.remove(site.id);
-    const told = await ctx.children.tellChildToForget(site, creds);
+    const told = await ctx.children.removeSite(site);
     const warnings = told.child_error ? [`The child was not told to forget this dashboard: ${told.child_error} Clear its connection in wp-admin (MainWP Child settings).`] : [];
     return { dry_run: false, deleted: true, ...base, would_affect: [], warnings, child_notified: told.child_notified };
   },

@@ -4,12 +4,8 @@ import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { siteStatus } from '../services/sites.js';
-import { siteKey } from '../core/site-lookup.js';
-import { byName } from '../core/collate.js';
-import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, HexColor, SiteStatus, Tag, TagId, TagIds, TagName, paged } from './schemas.js';
 import { tagView } from './views.js';
-import type { AbilityContext } from './context.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
 
@@ -72,15 +68,6 @@ export const updateTag = defineAbility({
     tagView(ctx, await ctx.tags.edit(tag_id, { name, color })),
 });
 
-function clientsOfSites(ctx: AbilityContext, siteIds: number[]): Map<number, number> {
-  const counts = new Map<number, number>();
-  for (const id of siteIds) {
-    const c = ctx.sites.get(id)?.client_id;
-    if (c && ctx.clients.get(c)) counts.set(c, (counts.get(c) ?? 0) + 1);
-  }
-  return counts;
-}
-
 export const deleteTag = defineAbility({
   name: 'delete-tag-v1',
   label: 'Delete tag',
@@ -105,7 +92,7 @@ export const deleteTag = defineAbility({
     const tag = tagView(ctx, ctx.tags.resolve(i.tag_id));
     const base = { tag_id: tag.id, tag_name: tag.name, tag: { id: tag.id, name: tag.name } };
     if (i.dry_run) {
-      const clients_count = clientsOfSites(ctx, tag.sites_ids).size;
+      const clients_count = ctx.clients.countsOfSites(tag.sites_ids).size;
       return {
         deleted: false, dry_run: true, ...base, sites_affected: tag.sites_count,
         would_affect: { id: tag.id, name: tag.name, sites_count: tag.sites_count, clients_count }, warnings: [],
@@ -118,15 +105,6 @@ export const deleteTag = defineAbility({
 });
 
 const tagPage = { tag_id: TagId, page: Page, per_page: perPage(20) };
-
-function tagSites(ctx: AbilityContext, tagId: number): { name: string; sites: SiteRecord[] } {
-  const tag = ctx.tags.resolve(tagId);
-  const sites = tag.site_ids.map((id) => ctx.sites.get(id)).filter((s): s is SiteRecord => !!s)
-    .map((s) => [siteKey(s.url), s] as const)
-    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
-    .map(([, s]) => s);
-  return { name: tag.name, sites };
-}
 
 const TagSite = z.object({ id: z.number().int(), url: z.string(), name: z.string(), status: SiteStatus, client_id: z.number().int().nullable() });
 
@@ -144,7 +122,7 @@ export const getTagSites = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: ({ tag_id, page, per_page }, ctx) => {
-    const { name, sites } = tagSites(ctx, tag_id);
+    const { tag: { name }, sites } = ctx.sites.inTag(tag_id);
     const list = paginate(sites, page, per_page).map((s) => ({ id: s.id, url: s.url, name: s.name, status: siteStatus(s), client_id: s.client_id }));
     return { tag_id, tag_name: name, sites: list, items: list, page, per_page, total: sites.length };
   },
@@ -167,10 +145,8 @@ export const getTagClients = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: ({ tag_id, page, per_page }, ctx) => {
-    const { name, sites } = tagSites(ctx, tag_id);
-    const all = [...clientsOfSites(ctx, sites.map((s) => s.id))]
-      .map(([id, n]) => { const c = ctx.clients.get(id)!; return { id, name: c.name, email: c.email, status: c.status, sites_with_tag: n }; })
-      .sort(byName((c) => c.name));
+    const { tag: { name }, clients } = ctx.clients.ofTag(tag_id);
+    const all = clients.map(({ client: c, sites_with_tag }) => ({ id: c.id, name: c.name, email: c.email, status: c.status, sites_with_tag }));
     const list = paginate(all, page, per_page);
     return { tag_id, tag_name: name, clients: list, items: list, page, per_page, total: all.length };
   },

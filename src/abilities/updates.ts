@@ -1,14 +1,8 @@
 // Updates across the fleet: upstream's 13 update abilities (updates reference §3), each a thin map of input → one
 // updates-service call → the view. Rules live in services/updates.ts.
 import { z } from 'zod';
-import { defineAbility, type AbilityContext } from './context.js';
-import { ServiceError } from '../core/errors.js';
-import { eachSite } from '../services/jobs.js';
-import {
-  TYPES, UPDATE_ALL_QUEUE_OVER, itemProgress, summarise, type ErrorView, type Plan, type PendingView, type Selector, type SiteRun,
-  type SkippedView, type TypeName, type UpdatedView,
-} from '../services/updates.js';
-import type { SiteRecord } from '../store/records.js';
+import { defineAbility } from './context.js';
+import { TYPES, UPDATE_ALL_QUEUE_OVER, summarise, type Selector, type TypeName } from '../services/updates.js';
 import { SiteRef, SiteRefs } from './schemas.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -67,25 +61,10 @@ const RunOutput = z.object({
   summary: z.object({ total_updated: z.number().int(), total_errors: z.number().int(), total_skipped: z.number().int(), sites_updated: z.number().int().optional() }),
   not_processed: z.array(z.number().int()).optional(),
 });
-type RunOutput = z.input<typeof RunOutput>;
 
-/** Entries of would_update and of skipped a fleet-wide answer lists at most; the counts cover every item. */
-export const MAX_LISTED = 1000;
-const cap = <T>(list: T[]) => list.slice(0, MAX_LISTED);
-
-const summary = (r: SiteRun, sites = false) => ({
-  total_updated: r.updated.length, total_errors: r.errors.length, total_skipped: r.skipped.length,
-  ...(sites ? { sites_updated: new Set(r.updated.map((u) => u.site_id)).size } : {}),
-});
+export { MAX_LISTED } from '../services/updates.js';
 
 // ---- reading ----
-
-async function refreshSites(ctx: AbilityContext, sites: readonly SiteRecord[]): Promise<ErrorView[]> {
-  return ctx.updates.refresh(sites, async (live) => {
-    const { results } = await eachSite({ ...ctx, progress: undefined }, live, 'sync', async (s) => ctx.children.apply(await ctx.children.fetchSync(s)));
-    return results.flatMap((r) => r.ok ? [] : [{ site_id: r.site.id, site_url: r.site.url, site_name: r.site.name, type: 'site' as const, slug: '', code: r.error.code, message: r.error.message }]);
-  });
-}
 
 export const listUpdates = defineAbility({
   name: 'list-updates-v1',
@@ -108,7 +87,7 @@ export const listUpdates = defineAbility({
   acceptsPost: true,
   execute: async (i, ctx) => {
     const sel = selector(i);
-    const refreshErrors = i.refresh ? await refreshSites(ctx, ctx.updates.select(sel).sites) : [];
+    const refreshErrors = i.refresh ? await ctx.updates.refresh(ctx, ctx.updates.select(sel).sites) : [];
     const r = ctx.updates.list(sel, i.types ?? [], i.page, i.per_page);
     return { ...r, errors: [...r.errors, ...refreshErrors] };
   },
@@ -128,16 +107,9 @@ export const getSiteUpdates = defineAbility({
   annotations: ro,
   acceptsPost: true,
   execute: async (i, ctx) => {
-    let site = ctx.sites.resolve(i.site_id_or_domain);
-    if (i.refresh) {
-      ctx.children.assertReachable(site);
-      site = await ctx.children.apply(await ctx.children.fetchSync(site));
-    }
-    const updates = ctx.updates.pending(site, i.types);
-    const plan = ctx.updates.planSite(site, { types: i.types });
+    const { site, updates, ignored } = await ctx.updates.ofSite(i.site_id_or_domain, i.types, i.refresh);
     return {
-      site_id: site.id, site_url: site.url, site_name: site.name, updates,
-      ignored: plan.skipped.filter((s) => s.reason === 'ignored'),
+      site_id: site.id, site_url: site.url, site_name: site.name, updates, ignored,
       rollback_items: { plugins: [], themes: [] }, summary: summarise(updates), synced_at: site.last_sync,
     };
   },
@@ -223,8 +195,7 @@ function ignoreItems(kind: 'plugin' | 'theme') {
     annotations: rule,
     execute: async (i, ctx) => {
       const site = ctx.sites.resolve(i.site_id_or_domain);
-      let n = 0;
-      for (const slug of new Set(i.slugs)) if (await ctx.updates.setIgnored(site, kind, slug, i.action === 'add')) n++;
+      const n = await ctx.updates.setIgnoredMany(site, kind, i.slugs, i.action === 'add');
       const verb = i.action === 'add' ? 'ignored' : 'unignored';
       return { success: n > 0, message: n ? `${n} ${n === 1 ? kind : plural} ${verb}.` : `No ${plural} were ${verb}.`, ignored_count: n };
     },
@@ -235,20 +206,6 @@ export const ignoreSitePlugins = ignoreItems('plugin');
 export const ignoreSiteThemes = ignoreItems('theme');
 
 // ---- applying ----
-
-/** One site, one type: dry run, or the run (409 when the site is suspended, disconnected or already updating). */
-async function runOneSite(ctx: AbilityContext, ref: number | string, plan: Plan, dryRun: boolean): Promise<RunOutput> {
-  const site = ctx.sites.resolve(ref);
-  ctx.children.assertReachable(site);
-  if (dryRun) {
-    const p = ctx.updates.planSite(site, plan);
-    return { dry_run: true, would_update: p.todo, updated: [], errors: [], skipped: p.skipped, summary: { total_updated: 0, total_errors: 0, total_skipped: p.skipped.length } };
-  }
-  const total = ctx.updates.planSite(site, plan).todo.length;
-  const tick = itemProgress(total, ctx.progress);
-  const r = await ctx.updates.runSite(site, plan, { progress: (p) => tick(p, site) });
-  return { updated: r.updated, errors: r.errors, skipped: r.skipped, summary: summary(r) };
-}
 
 function updateSiteItems(type: Exclude<TypeName, 'core'>) {
   const label = type[0]!.toUpperCase() + type.slice(1);
@@ -262,7 +219,7 @@ function updateSiteItems(type: Exclude<TypeName, 'core'>) {
     input: z.object({ site_id_or_domain: SiteRef, slugs: Slugs.default([]), dry_run: DryRun, confirm: Confirm }),
     output: RunOutput,
     annotations: apply,
-    execute: (i, ctx) => runOneSite(ctx, i.site_id_or_domain, { types: [type], only: i.slugs }, i.dry_run),
+    execute: (i, ctx) => ctx.updates.runOne(ctx, i.site_id_or_domain, { types: [type], only: i.slugs }, i.dry_run),
   });
 }
 
@@ -280,60 +237,10 @@ export const updateSiteCore = defineAbility({
   output: RunOutput.extend({ updated: z.union([Updated, z.array(Updated)]) }),
   annotations: apply,
   execute: async (i, ctx) => {
-    const site = ctx.sites.resolve(i.site_id_or_domain);
-    const plan: Plan = { types: ['core'] };
-    const p = ctx.updates.planSite(site, plan);
-    if (!p.todo.length && !p.skipped.length) throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
-    const r = await runOneSite(ctx, site.id, plan, i.dry_run);
-    const failure = r.errors[0];
-    if (failure) throw new ServiceError(failure.code, failure.message, failure.code === 'svc_child_timeout' ? 504 : 502, { site_id: site.id });
+    const r = await ctx.updates.runCore(ctx, i.site_id_or_domain, i.dry_run);
     return { ...r, updated: r.updated[0] ?? [] };
   },
 });
-
-/**
- * Many sites: dry run (the exact list), a job when more sites than `queueOver` have something to update (only those
- * sites are queued), else every site in turn, one child call per type, with per-item progress and cancellation.
- */
-async function runMany(ctx: AbilityContext, sel: Selector, plan: Plan, dryRun: boolean, queueOver: number): Promise<RunOutput> {
-  const { sites, errors } = ctx.updates.select(sel);
-  const plans = sites.map((s) => ({ site: s, ...ctx.updates.planSite(s, plan) }));
-  const skipped: SkippedView[] = plans.flatMap((p) => p.skipped);
-  const work = plans.filter((p) => p.todo.length);
-  const todo = work.flatMap((p) => p.todo);
-  const truncated = todo.length > MAX_LISTED || skipped.length > MAX_LISTED;
-  const empty = {
-    updated: [], skipped: cap(skipped), errors, ...(truncated ? { truncated } : {}),
-    summary: { total_updated: 0, total_errors: errors.length, total_skipped: skipped.length, sites_updated: 0 },
-  };
-  // Counts first: a preview shown to a person may be cut after some thousands of characters.
-  if (dryRun) {
-    const { summary: sum, ...rest } = empty;
-    return { dry_run: true, would_update_total: todo.length, sites_to_update: work.length, summary: sum, ...rest, would_update: cap(todo) };
-  }
-  const queued = await ctx.jobs.queueIfOver('update', work.map((p) => p.site), plan as unknown as Record<string, unknown>, queueOver);
-  if (queued) return { ...queued, updates_queued: work.reduce((n, p) => n + p.todo.length, 0), sites_queued: work.length, ...empty };
-  const tick = itemProgress(work.reduce((n, p) => n + p.todo.length, 0), ctx.progress);
-  const { results, notDone } = await eachSite({ ...ctx, progress: undefined }, work.map((p) => p.site), 'update',
-    (site) => ctx.updates.runSite(site, plan, { progress: (p) => tick(p, site) }));
-  // Sites that run re-plan under their lock and report their own skipped items; the others' are reported from here.
-  const run: SiteRun = { updated: [] as UpdatedView[], errors: [...errors], skipped: plans.filter((p) => !p.todo.length).flatMap((p) => p.skipped) };
-  for (const r of results) {
-    if (r.ok) { run.updated.push(...r.value.updated); run.errors.push(...r.value.errors); run.skipped.push(...r.value.skipped); continue; }
-    // A site-level failure (locked, no keys): one error per item it was to update.
-    const todo: PendingView[] = work.find((p) => p.site.id === r.site.id)?.todo ?? [];
-    for (const t of todo) run.errors.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, code: r.error.code, message: r.error.message });
-  }
-  for (const s of notDone) {
-    for (const t of work.find((p) => p.site.id === s.id)?.todo ?? []) {
-      run.skipped.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, reason: 'cancelled', message: 'Not started: the run was cancelled.' });
-    }
-  }
-  return {
-    ...run, skipped: cap(run.skipped), ...(run.skipped.length > MAX_LISTED ? { truncated: true } : {}), summary: summary(run, true),
-    ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}),
-  };
-}
 
 export const runUpdates = defineAbility({
   name: 'run-updates-v1',
@@ -351,7 +258,7 @@ export const runUpdates = defineAbility({
   }),
   output: RunOutput,
   annotations: apply,
-  execute: (i, ctx) => runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items }, i.dry_run, ctx.config.queueThreshold),
+  execute: (i, ctx) => ctx.updates.runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items }, i.dry_run, ctx.config.queueThreshold),
 });
 
 export const updateAll = defineAbility({
@@ -363,7 +270,7 @@ export const updateAll = defineAbility({
   input: z.object({ ...Selectors, types: Types.optional(), dry_run: DryRun, confirm: Confirm }),
   output: RunOutput,
   annotations: apply,
-  execute: (i, ctx) => runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
+  execute: (i, ctx) => ctx.updates.runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
 });
 
 /** Asked over MCP by elicitation before it runs (services: a run that spans more than one site). */

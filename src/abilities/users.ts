@@ -5,8 +5,8 @@ import { defineAbility } from './context.js';
 import type { ChildUserProfile } from '../child/replies.js';
 import type { ChildUser } from '../child/snapshot.js';
 import { siteError, type SiteSelection } from '../services/selectors.js';
-import { CsvUpload, MAX_CSV_BYTES, importUsers as runImport } from '../services/users-import.js';
-import { USER_ROLES, createUser as create, deleteUser as remove, listUsers as list, setAdminPassword, updateUser as update } from '../services/users.js';
+import { CsvUpload, MAX_CSV_BYTES } from '../services/users-import.js';
+import { USER_ROLES } from '../services/users.js';
 import type { SiteRecord } from '../store/records.js';
 import { BasicSite, Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors, SkippedSite } from './schemas.js';
 
@@ -74,7 +74,7 @@ export const listUsers = defineAbility({
   }),
   annotations: remoteRead,
   execute: async (i, ctx) => {
-    const r = await list(ctx, i, { search: i.search, roles: i.roles });
+    const r = await ctx.wpUsers.list(ctx, i, { search: i.search, roles: i.roles });
     const data: Record<string, z.infer<typeof UserItem>[]> = {};
     let total = 0;
     for (const x of r.results) {
@@ -116,7 +116,7 @@ export const createUser = defineAbility({
   }),
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async (i, ctx) => {
-    const r = await create(ctx, i, i);
+    const r = await ctx.wpUsers.create(ctx, i, i);
     const created = r.results.flatMap((x) => (x.ok ? [{ site_id: x.site.id, site_url: x.site.url, user_id: x.value.user_id }] : []));
     const errors = r.results.filter((x) => !x.ok).map(siteError);
     return {
@@ -156,7 +156,7 @@ export const updateUser = defineAbility({
   }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
   execute: async ({ site_id_or_domain, user_id, ...changes }, ctx) => {
-    const r = await update(ctx, site_id_or_domain, user_id, changes);
+    const r = await ctx.wpUsers.update(site_id_or_domain, user_id, changes);
     return { site_id: r.site.id, site_url: r.site.url, user_id, updated: r.updated, user: userProfile(r.user) };
   },
 });
@@ -183,7 +183,7 @@ export const deleteUser = defineAbility({
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, user_id, confirm, dry_run }, ctx) => {
-    const r = await remove(ctx, site_id_or_domain, user_id, { confirm, dry_run });
+    const r = await ctx.wpUsers.delete(site_id_or_domain, user_id, { confirm, dry_run });
     const warnings = r.dry_run
       ? ['This cannot be undone.', `The user's posts will be reassigned to ${r.site.admin_username}.`]
       : [];
@@ -210,7 +210,7 @@ export const updateAdminPassword = defineAbility({
   }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
   execute: async ({ password, ...sel }, ctx) => {
-    const r = await setAdminPassword(ctx, sel, password);
+    const r = await ctx.wpUsers.setAdminPassword(ctx, sel, password);
     const success_websites = r.results.filter((x) => x.ok).map((x) => basic(x.site));
     const failed_websites = r.results.flatMap((x) => (x.ok ? [] : [{ ...basic(x.site), code: x.error.code, message: x.error.message }]));
     return {
@@ -259,7 +259,7 @@ export const importUsers = defineAbility({
     skipped_sites: z.array(SkippedSite),
   }),
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
-  execute: ({ csv, has_header }, ctx) => runImport(ctx, csv, has_header),
+  execute: ({ csv, has_header }, ctx) => ctx.wpUserImport.fromCsv(ctx, csv, has_header),
 });
 
 export const userAbilities = [listUsers, createUser, updateUser, deleteUser, updateAdminPassword, importUsers];

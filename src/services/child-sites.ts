@@ -273,6 +273,16 @@ export class ChildSiteService {
     }
   }
 
+  /**
+   * Removes a site here first (all or nothing, with its cascade), then tells the child with the keys read before: a
+   * removal that fails to commit leaves the child trusting us; one that commits is never undone by the child call.
+   */
+  async removeSite(site: SiteRecord): Promise<{ child_notified: boolean; child_error: string | null }> {
+    const creds = this.sites.secret(site.id) ? this.credentials(site) : null;
+    await this.sites.remove(site.id);
+    return this.tellChildToForget(site, creds);
+  }
+
   /** Tell the child to forget us (best effort), then mark the site disconnected whatever it answered. */
   async fetchDisconnect(site: SiteRecord): Promise<Outcome<{ site: SiteRecord; child_notified: boolean; child_error: string | null }>> {
     const { child_notified: notified, child_error } = await this.tellChildToForget(site);

@@ -4,7 +4,7 @@
 import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
-import type { ClientRecord, ClientStatus, SiteRecord } from '../store/records.js';
+import type { ClientRecord, ClientStatus, SiteRecord, TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
 import type { SiteService } from './sites.js';
 
@@ -130,6 +130,26 @@ export class ClientService {
       this.siteCacheVersion = v;
     }
     return this.sitesByClient.get(clientId) ?? [];
+  }
+
+  /** How many of these sites each (existing) client owns, in the order the sites name them. */
+  countsOfSites(siteIds: readonly number[]): Map<number, number> {
+    const counts = new Map<number, number>();
+    for (const id of siteIds) {
+      const c = this.sites.get(id)?.client_id;
+      if (c && this.get(c)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  /** A tag (404 when none) and the clients owning at least one of its sites, by name, with how many. */
+  ofTag(tagId: number): { tag: TagRecord; clients: Array<{ client: ClientRecord; sites_with_tag: number }> } {
+    const { tag, sites } = this.sites.inTag(tagId);
+    const order = byName<ClientRecord>((c) => c.name);
+    const clients = [...this.countsOfSites(sites.map((s) => s.id))]
+      .map(([id, n]) => ({ client: this.get(id)!, sites_with_tag: n }))
+      .sort((a, b) => order(a.client, b.client));
+    return { tag, clients };
   }
 
   private assertEmailFree(tx: Tx, email: string, selfId?: number): void {

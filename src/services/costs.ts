@@ -235,6 +235,16 @@ export class CostService {
   }
 
   /** Costs naming a client or covering one of its sites, by name. */
+  /** The costs naming a client as a target, and those it is the only target of (removing it leaves them orphaned). */
+  namingClient(clientId: number): { naming: CostRecord[]; orphans: CostRecord[] } {
+    const naming = this.list({}).filter((c) => c.clients.includes(clientId));
+    const orphans = naming.filter((c) => {
+      const t = this.targets(c);
+      return !t.sites.length && !t.groups.length && t.clients.every((x) => x === clientId);
+    });
+    return { naming, orphans };
+  }
+
   costsOfClient(clientId: number): CostRecord[] {
     const { sorted, bySite } = this.index();
     const ids = new Set<number>();

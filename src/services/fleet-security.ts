@@ -3,8 +3,9 @@
 // version, only sites whose last sync or record changed are read again (the first request reads each file once).
 import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
+import { paginate } from '../core/paging.js';
 import type { Store } from '../store/store.js';
-import type { Services } from './index.js';
+import type { ChildSiteService } from './child-sites.js';
 
 export interface SiteSecurity {
   site_id: number;
@@ -56,14 +57,25 @@ class SecurityIndex {
   }
 }
 
-const indexes = new WeakMap<Store, SecurityIndex>();
+/** The fleet's security issues, from an index this instance keeps (one per process and store). */
+export class FleetSecurityService {
+  private readonly index: SecurityIndex;
 
-/** Sites with at least one issue of `minSeverity` or worse, worst first. */
-export function sitesWithIssues(ctx: Pick<Services, 'store' | 'children'>, minSeverity: SecurityFinding['severity'] = 'low'): SiteSecurity[] {
-  let index = indexes.get(ctx.store);
-  if (!index) indexes.set(ctx.store, (index = new SecurityIndex(ctx.store, (id) => ctx.children.siteData(id))));
-  const all = index.list();
-  if (minSeverity === 'high') return all.filter((s) => s.high > 0);
-  if (minSeverity === 'medium') return all.filter((s) => s.high + s.medium > 0);
-  return all;
+  constructor(store: Store, children: ChildSiteService) {
+    this.index = new SecurityIndex(store, (id) => children.siteData(id));
+  }
+
+  /** Sites with at least one issue of `minSeverity` or worse, worst first. */
+  sitesWithIssues(minSeverity: SecurityFinding['severity'] = 'low'): SiteSecurity[] {
+    const all = this.index.list();
+    if (minSeverity === 'high') return all.filter((s) => s.high > 0);
+    if (minSeverity === 'medium') return all.filter((s) => s.high + s.medium > 0);
+    return all;
+  }
+
+  /** One page of sitesWithIssues, and how many there are. */
+  page(minSeverity: SecurityFinding['severity'], page: number, perPage: number): { items: SiteSecurity[]; total: number } {
+    const all = this.sitesWithIssues(minSeverity);
+    return { items: paginate(all, page, perPage), total: all.length };
+  }
 }

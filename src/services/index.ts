@@ -16,6 +16,13 @@ import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
 import { UpdateService } from './updates.js';
 import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
+import { SiteDataService } from './site-data.js';
+import { FleetSecurityService } from './fleet-security.js';
+import { PluginActionService } from './plugin-actions.js';
+import { SiteSelectorService } from './selectors.js';
+import { PostService } from './posts.js';
+import { WordPressUserService } from './users.js';
+import { UserImportService } from './users-import.js';
 
 export interface Services {
   config: Config;
@@ -33,6 +40,20 @@ export interface Services {
   updates: UpdateService;
   monitors: MonitorService;
   webhooks: WebhookService;
+  /** What each site's last sync stored: plugin and theme lists, changes, security; the fleet's abandoned items. */
+  siteData: SiteDataService;
+  /** Sites whose last sync reported security issues, worst first. */
+  fleetSecurity: FleetSecurityService;
+  /** Plugin and theme actions on a child site (activate, deactivate, delete), stored as the child reports them. */
+  pluginActions: PluginActionService;
+  /** The sites a users / posts call selects (websites, groups, clients), and child work on one or each of them. */
+  selectors: SiteSelectorService;
+  /** Posts and pages on child sites. */
+  posts: PostService;
+  /** WordPress users on child sites (`auth` is the dashboard's own accounts). */
+  wpUsers: WordPressUserService;
+  /** CSV imports of WordPress users (streamed, bounded). */
+  wpUserImport: UserImportService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -52,7 +73,7 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
-  const updates = new UpdateService(store, config, sites, tags, children);
+  const updates = new UpdateService(store, config, sites, tags, children, jobs);
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));
@@ -74,7 +95,14 @@ export async function openServices(config: Config): Promise<Services> {
     site: { id: site.id, url: site.url, name: site.name }, error: { code: error.code, message: error.message },
   }).catch(() => {}));
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
-  return { config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks };
+  const siteData = new SiteDataService(config, sites, children, store);
+  const selectors = new SiteSelectorService(config, sites, tags, clients, children);
+  return {
+    config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
+    siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
+    selectors, posts: new PostService(selectors), wpUsers: new WordPressUserService(selectors),
+    wpUserImport: new UserImportService(config, sites, tags, selectors),
+  };
 }
 
 /** Scheduled uptime checks and webhook retries (serve does; tests that need them too). */

@@ -486,6 +486,17 @@ export class MonitorService {
     return out.sort((a, b) => b.id - a.id);
   }
 
+  incident(id: number): IncidentRecord | undefined {
+    return this.store.get<IncidentRecord>('incidents', id);
+  }
+
+  /** A site's kept heartbeats newest first, at or after `since` (epoch s), only up or only down when asked. */
+  heartbeats(siteId: number, filter: { since?: number; status?: 'up' | 'down' } = {}): Beat[] {
+    const since = filter.since ?? -Infinity;
+    return [...(this.record(siteId)?.recent ?? [])].reverse()
+      .filter((b) => b[0] >= since && (!filter.status || (filter.status === 'up') === (b[1] === 1)));
+  }
+
   /** Incidents started since `since` (epoch s), per site: one pass for a whole list. */
   incidentCounts(since: number): Map<number, number> {
     const m = new Map<number, number>();

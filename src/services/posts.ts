@@ -8,7 +8,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { gmtFromLocal, localFromGmt } from '../core/site-time.js';
 import type { SiteRecord } from '../store/records.js';
-import { fanOut, onChild, reachableSite, type Fanned, type FleetCtx, type SiteSelector } from './selectors.js';
+import type { Fanned, FleetCall, SiteSelector, SiteSelectorService } from './selectors.js';
 
 import { POST_STATUSES, type PostStatus } from '../child/wordpress.js';
 
@@ -47,8 +47,6 @@ export interface PostFields {
   post_custom?: Record<string, string[]>;
 }
 
-type Ctx = Pick<FleetCtx, 'sites' | 'tags' | 'clients' | 'children' | 'config' | 'signal' | 'progress'>;
-
 /**
  * Posts and pages go through the same child calls (§9.11–9.13, `post_type=page`); a Kind names which one a call is
  * about. A page is read through the child's post reader: its page reader (get_edit with post_type=page) answers
@@ -73,21 +71,6 @@ function checkDates(q: PostQuery): void {
   }
 }
 
-export function listPosts(ctx: Ctx, sel: SiteSelector, q: PostQuery, kind: Kind = POST_KIND): Promise<Fanned<ChildPost[]>> {
-  checkDates(q);
-  const query = {
-    status: [...(q.status?.length ? q.status : LISTED_BY_DEFAULT)],
-    search: q.search?.trim() || undefined,
-    // The child searches title and content for any search_on other than title / content.
-    search_on: q.search_on,
-    // Whole days: the child compares full timestamps.
-    dtsstart: q.dtsstart ? `${q.dtsstart} 00:00:00` : undefined,
-    dtsstop: q.dtsstop ? `${q.dtsstop} 23:59:59` : undefined,
-    maximum: q.maximum ?? kind.defaultMaximum,
-    post_type: kind.type === 'page' ? 'page' : q.post_type ?? 'post',
-  };
-  return fanOut(ctx, sel, `list ${kind.type}s`, (c, creds) => c.listPosts(creds, query));
-}
 
 const postNotFound = (site: SiteRecord, id: number, kind: Kind = POST_KIND) => kind.type === 'page'
   ? new ServiceError('svc_page_not_found', `No page with ID ${id} on ${site.url}.`, 404, { site_id: site.id, page_id: id })
@@ -99,10 +82,6 @@ async function readPost(c: ChildConnector, creds: SiteCredentials, site: SiteRec
   return post;
 }
 
-export async function getPost(ctx: Ctx, ref: number | string, id: number, postType = 'post', kind: Kind = POST_KIND): Promise<{ site: SiteRecord; post: ChildPostFull }> {
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType, kind) }));
-}
 
 const mysqlFromIso = (iso: string): string => iso.slice(0, 19).replace('T', ' ');
 
@@ -176,17 +155,6 @@ function withBothDates<T extends { post_date?: string; post_date_gmt?: string }>
   return input;
 }
 
-export async function createPost(ctx: Ctx, ref: number | string, f: PostFields & { post_title: string }, kind: Kind = POST_KIND): Promise<SavedPost> {
-  checkFieldDates(f);
-  const site = reachableSite(ctx, ref);
-  const input = withBothDates(newPostInput(f, kind), site);
-  checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
-  return onChild(ctx, site, async (c, creds) => {
-    const saved = await c.savePost(creds, input);
-    // What WordPress made of it (a "future" date already past is published), not what was asked.
-    return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title };
-  });
-}
 
 export const POST_EDIT_FIELDS = [
   'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
@@ -196,65 +164,105 @@ export const POST_EDIT_FIELDS = [
 /** What a page can be given: no tags, categories or stickiness (WordPress pages have none). */
 export const PAGE_EDIT_FIELDS = POST_EDIT_FIELDS.filter((k) => k !== 'post_tags' && k !== 'post_category' && k !== 'is_sticky');
 
-export async function updatePost(ctx: Ctx, ref: number | string, id: number, f: PostFields, kind: Kind = POST_KIND): Promise<SavedPost & { updated: string[] }> {
-  const fieldNames: readonly (keyof PostFields)[] = kind.type === 'page' ? PAGE_EDIT_FIELDS : POST_EDIT_FIELDS;
-  const updated = fieldNames.filter((k) => f[k] !== undefined);
-  if (updated.length === 0) throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the ${kind.type}: ${fieldNames.join(', ')}.`, 400);
-  checkFieldDates(f);
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
-    const datesGiven = f.post_date !== undefined || f.post_date_gmt !== undefined;
-    const edited = editInput(await readPost(c, creds, site, id, 'post', kind), f);
-    const input = datesGiven ? withBothDates(edited, site) : edited;
-    checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
-    const saved = await c.savePost(creds, input);
-    return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title, updated };
-  });
-}
 
 export interface StatusChange { site: SiteRecord; post_id: number; previous_status: string; post_status: PostStatus }
 
-/**
- * publish, draft and trash are the child's own post actions (draft from the trash is a restore); pending, private
- * and future are an edit of the status alone. A future status needs the post to carry a future date already.
- */
-export async function setPostStatus(ctx: Ctx, ref: number | string, id: number, status: PostStatus, kind: Kind = POST_KIND): Promise<StatusChange> {
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
-    const cur = await readPost(c, creds, site, id, 'post', kind);
-    const out = { site, post_id: id, previous_status: cur.post_status, post_status: status };
-    if (cur.post_status === status) return out;
-    if (status === 'publish' || status === 'trash' || status === 'draft') {
-      const action = status === 'draft' ? (cur.post_status === 'trash' ? 'restore' : 'unpublish') : status;
-      const done = await c.postAction(creds, action, id);
-      if (!done) throw postNotFound(site, id, kind);
-      // The child reports the status the post has now: trust it, not the request.
-      if (done.post_status && done.post_status !== status) {
-        throw new ServiceError('svc_status_not_changed', `${site.url} left ${kind.type} ${id} ${done.post_status} instead of ${status}.`, 422,
-          { previous_status: cur.post_status, post_status: done.post_status });
-      }
-      return out;
-    }
-    if (status === 'future' && !(cur.post_date_gmt && Date.parse(cur.post_date_gmt) > Date.now())) {
-      throw new ServiceError('svc_invalid_status_change',
-        `${kind.type === 'page' ? 'Page' : 'Post'} ${id} has no future date to be scheduled for; set post_status future with a post_date through update-${kind.type}-v1 instead.`, 400);
-    }
-    await c.savePost(creds, editInput(cur, { post_status: status }));
-    return out;
-  });
-}
 
 export interface DeletedPost { site: SiteRecord; post: ChildPostFull; deleted: boolean; dry_run: boolean }
 
-/** Permanent (the child's `delete`); moving to the trash is a status change. */
-export async function deletePost(ctx: Ctx, ref: number | string, id: number, flags: { confirm?: boolean; dry_run?: boolean }, kind: Kind = POST_KIND): Promise<DeletedPost> {
-  refuseBothFlags(flags);
-  const site = reachableSite(ctx, ref);
-  return onChild(ctx, site, async (c, creds) => {
-    const post = await readPost(c, creds, site, id, 'post', kind);
-    if (flags.dry_run) return { site, post, deleted: false, dry_run: true };
-    requireConfirm(flags, `Deleting a ${kind.type} requires confirm=true (preview with dry_run=true; update-${kind.type}-status-v1 with trash is undoable).`);
-    if (!(await c.postAction(creds, 'delete', id))) throw postNotFound(site, id, kind);
-    return { site, post, deleted: true, dry_run: false };
-  });
+/** Posts and pages on child sites (a Kind says which): one site by id or domain, or a fan-out over selected sites. */
+export class PostService {
+  constructor(private readonly selectors: SiteSelectorService) {}
+
+  list(call: FleetCall, sel: SiteSelector, q: PostQuery, kind: Kind = POST_KIND): Promise<Fanned<ChildPost[]>> {
+    checkDates(q);
+    const query = {
+      status: [...(q.status?.length ? q.status : LISTED_BY_DEFAULT)],
+      search: q.search?.trim() || undefined,
+      // The child searches title and content for any search_on other than title / content.
+      search_on: q.search_on,
+      // Whole days: the child compares full timestamps.
+      dtsstart: q.dtsstart ? `${q.dtsstart} 00:00:00` : undefined,
+      dtsstop: q.dtsstop ? `${q.dtsstop} 23:59:59` : undefined,
+      maximum: q.maximum ?? kind.defaultMaximum,
+      post_type: kind.type === 'page' ? 'page' : q.post_type ?? 'post',
+    };
+    return this.selectors.fanOut(call, sel, `list ${kind.type}s`, (c, creds) => c.listPosts(creds, query));
+  }
+
+  async get(ref: number | string, id: number, postType = 'post', kind: Kind = POST_KIND): Promise<{ site: SiteRecord; post: ChildPostFull }> {
+    const site = this.selectors.reachable(ref);
+    return this.selectors.onChild(site, async (c, creds) => ({ site, post: await readPost(c, creds, site, id, postType, kind) }));
+  }
+
+  async create(ref: number | string, f: PostFields & { post_title: string }, kind: Kind = POST_KIND): Promise<SavedPost> {
+    checkFieldDates(f);
+    const site = this.selectors.reachable(ref);
+    const input = withBothDates(newPostInput(f, kind), site);
+    checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
+    return this.selectors.onChild(site, async (c, creds) => {
+      const saved = await c.savePost(creds, input);
+      // What WordPress made of it (a "future" date already past is published), not what was asked.
+      return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title };
+    });
+  }
+
+  async update(ref: number | string, id: number, f: PostFields, kind: Kind = POST_KIND): Promise<SavedPost & { updated: string[] }> {
+    const fieldNames: readonly (keyof PostFields)[] = kind.type === 'page' ? PAGE_EDIT_FIELDS : POST_EDIT_FIELDS;
+    const updated = fieldNames.filter((k) => f[k] !== undefined);
+    if (updated.length === 0) throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the ${kind.type}: ${fieldNames.join(', ')}.`, 400);
+    checkFieldDates(f);
+    const site = this.selectors.reachable(ref);
+    return this.selectors.onChild(site, async (c, creds) => {
+      const datesGiven = f.post_date !== undefined || f.post_date_gmt !== undefined;
+      const edited = editInput(await readPost(c, creds, site, id, 'post', kind), f);
+      const input = datesGiven ? withBothDates(edited, site) : edited;
+      checkSchedule(input.post_status, input.post_date_gmt, input.post_date);
+      const saved = await c.savePost(creds, input);
+      return { site, post_id: saved.post_id, link: saved.link, post_status: saved.post_status ?? input.post_status, post_title: input.post_title, updated };
+    });
+  }
+
+  /**
+   * publish, draft and trash are the child's own post actions (draft from the trash is a restore); pending, private
+   * and future are an edit of the status alone. A future status needs the post to carry a future date already.
+   */
+  async setStatus(ref: number | string, id: number, status: PostStatus, kind: Kind = POST_KIND): Promise<StatusChange> {
+    const site = this.selectors.reachable(ref);
+    return this.selectors.onChild(site, async (c, creds) => {
+      const cur = await readPost(c, creds, site, id, 'post', kind);
+      const out = { site, post_id: id, previous_status: cur.post_status, post_status: status };
+      if (cur.post_status === status) return out;
+      if (status === 'publish' || status === 'trash' || status === 'draft') {
+        const action = status === 'draft' ? (cur.post_status === 'trash' ? 'restore' : 'unpublish') : status;
+        const done = await c.postAction(creds, action, id);
+        if (!done) throw postNotFound(site, id, kind);
+        // The child reports the status the post has now: trust it, not the request.
+        if (done.post_status && done.post_status !== status) {
+          throw new ServiceError('svc_status_not_changed', `${site.url} left ${kind.type} ${id} ${done.post_status} instead of ${status}.`, 422,
+            { previous_status: cur.post_status, post_status: done.post_status });
+        }
+        return out;
+      }
+      if (status === 'future' && !(cur.post_date_gmt && Date.parse(cur.post_date_gmt) > Date.now())) {
+        throw new ServiceError('svc_invalid_status_change',
+          `${kind.type === 'page' ? 'Page' : 'Post'} ${id} has no future date to be scheduled for; set post_status future with a post_date through update-${kind.type}-v1 instead.`, 400);
+      }
+      await c.savePost(creds, editInput(cur, { post_status: status }));
+      return out;
+    });
+  }
+
+  /** Permanent (the child's `delete`); moving to the trash is a status change. */
+  async delete(ref: number | string, id: number, flags: { confirm?: boolean; dry_run?: boolean }, kind: Kind = POST_KIND): Promise<DeletedPost> {
+    refuseBothFlags(flags);
+    const site = this.selectors.reachable(ref);
+    return this.selectors.onChild(site, async (c, creds) => {
+      const post = await readPost(c, creds, site, id, 'post', kind);
+      if (flags.dry_run) return { site, post, deleted: false, dry_run: true };
+      requireConfirm(flags, `Deleting a ${kind.type} requires confirm=true (preview with dry_run=true; update-${kind.type}-status-v1 with trash is undoable).`);
+      if (!(await c.postAction(creds, 'delete', id))) throw postNotFound(site, id, kind);
+      return { site, post, deleted: true, dry_run: false };
+    });
+  }
 }

@@ -4,11 +4,12 @@
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
 import { paginate } from '../core/paging.js';
+import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
-import type { Services } from './index.js';
-
-type Ctx = Pick<Services, 'store' | 'children'>;
+import type { ChildSiteService } from './child-sites.js';
+import type { SiteService } from './sites.js';
+import { certificateStatus, type TlsStatus } from './tls.js';
 
 /** An installed item that has had no release for two years or more, with the site it is on. */
 export const AbandonedItem = z.object({
@@ -24,11 +25,6 @@ export type AbandonedItem = z.infer<typeof AbandonedItem>;
 export type ItemKind = 'plugins' | 'themes';
 
 const EMPTY: Omit<SiteData, 'synced_at'> = { plugins: [], themes: [], security: [], changes: [], users: [] };
-
-/** The stored data of a site; a site never synced (or seeded without a child) has empty lists. */
-export function siteData(ctx: Ctx, site: SiteRecord): SiteData {
-  return ctx.children.siteData(site.id) ?? { ...EMPTY, synced_at: site.last_sync ?? '' };
-}
 
 export interface ItemFilter {
   status?: 'all' | 'active' | 'inactive';
@@ -140,24 +136,62 @@ class AbandonedIndex {
   }
 }
 
-const indexes = new WeakMap<Store, AbandonedIndex>();
-
-export function abandonedIndex(ctx: Ctx): AbandonedIndex {
-  let index = indexes.get(ctx.store);
-  if (!index) indexes.set(ctx.store, (index = new AbandonedIndex(ctx.store, (id) => ctx.children.siteData(id))));
-  return index;
-}
-
 export interface AbandonedQuery {
-  site?: SiteRecord;
+  /** Only this site (id or domain; 404 when it names none). */
+  site?: number | string;
   search?: string;
   page: number;
   per_page: number;
 }
 
-export function abandonedPage(ctx: Ctx, kind: ItemKind, q: AbandonedQuery): { items: AbandonedItem[]; total: number } {
-  let all = abandonedIndex(ctx).list(kind, q.site?.id);
-  const search = q.search?.trim().toLowerCase();
-  if (search) all = all.filter((i) => i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search));
-  return { items: paginate(all, q.page, q.per_page), total: all.length };
+/**
+ * A site's stored data and what is derived from it: its lists, filtered; its change log; its security snapshot with
+ * a live TLS check; and the fleet's abandoned items, from an index this instance keeps (one per process and store).
+ */
+export class SiteDataService {
+  private readonly abandonedIndex: AbandonedIndex;
+
+  constructor(
+    private readonly config: Config,
+    private readonly sites: SiteService,
+    private readonly children: ChildSiteService,
+    store: Store,
+  ) {
+    this.abandonedIndex = new AbandonedIndex(store, (id) => children.siteData(id));
+  }
+
+  /** The stored data of a site; a site never synced (or seeded without a child) has empty lists. */
+  of(site: SiteRecord): SiteData {
+    return this.children.siteData(site.id) ?? { ...EMPTY, synced_at: site.last_sync ?? '' };
+  }
+
+  /** A site's plugins or themes as of its last sync, filtered; `data` is the whole stored data (synced_at, the other list). */
+  items<K extends ItemKind>(ref: number | string, kind: K, f: ItemFilter): { site: SiteRecord; data: SiteData; items: SiteData[K] } {
+    const site = this.sites.resolve(ref);
+    const data = this.of(site);
+    return { site, data, items: filterItems(data[kind] as SiteTheme[], f) as SiteData[K] };
+  }
+
+  /** A site's change log as of its last sync, filtered. */
+  changes(ref: number | string, f: ChangeFilter): { site: SiteRecord; changes: SiteChange[] } {
+    const site = this.sites.resolve(ref);
+    return { site, changes: filterChanges(this.of(site).changes, f) };
+  }
+
+  /** The security issues a site reported at its last sync, and its TLS certificate now (one handshake). */
+  async security(ref: number | string): Promise<{ site: SiteRecord; data: SiteData; ssl_status: TlsStatus }> {
+    const site = this.sites.resolve(ref);
+    const data = this.of(site);
+    const ssl_status = await certificateStatus(site.url, { allowPrivate: this.config.allowPrivateSites });
+    return { site, data, ssl_status };
+  }
+
+  /** One page of the fleet's (or one site's) abandoned plugins or themes, by site id then slug. */
+  abandoned(kind: ItemKind, q: AbandonedQuery): { items: AbandonedItem[]; total: number; site?: SiteRecord } {
+    const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
+    let all = this.abandonedIndex.list(kind, site?.id);
+    const search = q.search?.trim().toLowerCase();
+    if (search) all = all.filter((i) => i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search));
+    return { items: paginate(all, q.page, q.per_page), total: all.length, site };
+  }
 }

@@ -2,7 +2,7 @@
 import { errors } from '../core/errors.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
-import type { SiteRecord, SiteSecret } from '../store/records.js';
+import type { SiteRecord, SiteSecret, TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
 import type { TagService } from './tags.js';
 import type { ItemError } from '../core/results.js';
@@ -120,6 +120,16 @@ export class SiteService {
     return found === undefined ? undefined : this.get(found);
   }
 
+  /** A tag (404 when none) and the sites carrying it, by domain then id. */
+  inTag(tagId: number): { tag: TagRecord; sites: SiteRecord[] } {
+    const tag = this.tags.resolve(tagId);
+    const sites = tag.site_ids.map((id) => this.get(id)).filter((s): s is SiteRecord => !!s)
+      .map((s) => [siteKey(s.url), s] as const)
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
+      .map(([, s]) => s);
+    return { tag, sites };
+  }
+
   findByUrl(url: string): SiteRecord | undefined {
     const found = this.indexes().byKey.get(siteKey(url));
     return found === undefined ? undefined : this.get(found);
@@ -181,6 +191,16 @@ export class SiteService {
       tx.putBlob('site-data', id, null);
       tx.putBlob('secrets', id, null);
     });
+  }
+
+  /**
+   * Which sites a batch covers: the named ones (unknown ones as per-item errors), or, for an empty list, every site
+   * `byDefault` keeps; either way minus `exclude`.
+   */
+  forBatch(refs: Array<number | string>, exclude: readonly number[] | undefined, byDefault: (s: SiteRecord) => boolean): { found: SiteRecord[]; errors: ItemError[] } {
+    const out = refs.length ? this.resolveMany(refs) : { found: this.filter({}, () => new Set()).filter(byDefault), errors: [] as ItemError[] };
+    const ex = new Set(exclude ?? []);
+    return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
   }
 
   /** Resolves every identifier; the unknown ones become per-item errors that keep the identifier as given. */

@@ -6,7 +6,7 @@
 import type { ChildConnector, SiteCredentials, UpgradeResult } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
 import { isNewer, type PendingItem, type SitePending, type SiteSnapshot } from '../child/snapshot.js';
-import type { ProgressReport } from '../core/ability.js';
+import type { CallContext, ProgressReport } from '../core/ability.js';
 import { ServiceError, errors } from '../core/errors.js';
 import { paginate } from '../core/paging.js';
 import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
@@ -14,6 +14,7 @@ import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
+import { eachSite, type JobService } from './jobs.js';
 import type { Config } from '../config.js';
 
 export const TYPES = ['core', 'plugins', 'themes', 'translations'] as const;
@@ -42,6 +43,31 @@ export interface Plan { types: readonly TypeName[]; only?: readonly string[] }
 export const UPDATE_ALL_QUEUE_OVER = 5;
 /** A list-updates refresh syncs at most this many sites first (more: use sync-sites-v1, which queues). */
 export const MAX_REFRESH_SITES = 200;
+/** Entries of would_update and of skipped a fleet-wide answer lists at most; the counts cover every item. */
+export const MAX_LISTED = 1000;
+const cap = <T>(list: T[]) => list.slice(0, MAX_LISTED);
+
+/** What an update run over one or many sites answers (RunOutput of abilities/updates.ts). */
+export interface RunAnswer extends SiteRun {
+  dry_run?: true;
+  would_update?: PendingView[];
+  would_update_total?: number;
+  sites_to_update?: number;
+  truncated?: boolean;
+  queued?: true;
+  job_id?: string;
+  updates_queued?: number;
+  sites_queued?: number;
+  summary: { total_updated: number; total_errors: number; total_skipped: number; sites_updated?: number };
+  not_processed?: number[];
+}
+
+const runSummary = (r: SiteRun, sites = false) => ({
+  total_updated: r.updated.length, total_errors: r.errors.length, total_skipped: r.skipped.length,
+  ...(sites ? { sites_updated: new Set(r.updated.map((u) => u.site_id)).size } : {}),
+});
+
+type Call = Pick<CallContext, 'signal' | 'progress'>;
 
 const where = (s: SiteRecord): Where => ({ site_id: s.id, site_url: s.url, site_name: s.name });
 const EMPTY: SitePending = { core: null, plugins: [], themes: [], translations: [] };
@@ -190,6 +216,7 @@ export class UpdateService {
     private readonly sites: SiteService,
     private readonly tags: TagService,
     private readonly children: ChildSiteService,
+    private readonly jobs: JobService,
   ) {
     this.index = new PendingIndex(store, sites, (id) => children.siteData(id));
   }
@@ -250,12 +277,14 @@ export class UpdateService {
   }
 
   /** Syncs the selected sites first (connected ones, at most MAX_REFRESH_SITES), so that a listing is not stale. */
-  async refresh(sites: readonly SiteRecord[], fanOut: (sites: SiteRecord[]) => Promise<ErrorView[]>): Promise<ErrorView[]> {
+  async refresh(call: Call, sites: readonly SiteRecord[]): Promise<ErrorView[]> {
     const live = sites.filter((s) => siteStatus(s) !== 'suspended' && !s.disconnected);
     if (live.length > MAX_REFRESH_SITES) {
       throw new ServiceError('svc_refresh_too_many', `refresh syncs at most ${MAX_REFRESH_SITES} sites (${live.length} selected); run sync-sites-v1 first, or select fewer sites.`, 400);
     }
-    return fanOut(live);
+    const fan = { config: this.config, signal: call.signal };
+    const { results } = await eachSite(fan, live, 'sync', async (s) => this.children.apply(await this.children.fetchSync(s)));
+    return results.flatMap((r) => r.ok ? [] : [{ site_id: r.site.id, site_url: r.site.url, site_name: r.site.name, type: 'site' as const, slug: '', code: r.error.code, message: r.error.message }]);
   }
 
   // ---- ignore rules ----
@@ -540,6 +569,101 @@ export class UpdateService {
   }
 
   // ---- jobs ----
+
+  /**
+   * One site's pending updates of these types and the ignored ones (skipped as "ignored"); `refresh` syncs the site
+   * first (409 when it is suspended or disconnected).
+   */
+  async ofSite(ref: number | string, types: readonly TypeName[], refresh: boolean): Promise<{ site: SiteRecord; updates: PendingView[]; ignored: SkippedView[] }> {
+    let site = this.sites.resolve(ref);
+    if (refresh) {
+      this.children.assertReachable(site);
+      site = await this.children.apply(await this.children.fetchSync(site));
+    }
+    const updates = this.pending(site, types);
+    const plan = this.planSite(site, { types });
+    return { site, updates, ignored: plan.skipped.filter((s) => s.reason === 'ignored') };
+  }
+
+  /** Ignores (or unignores) each distinct slug in turn; how many rules really changed. */
+  async setIgnoredMany(site: SiteRecord, type: IgnoreRecord['type'], slugs: readonly string[], ignore: boolean): Promise<number> {
+    let n = 0;
+    for (const slug of new Set(slugs)) if (await this.setIgnored(site, type, slug, ignore)) n++;
+    return n;
+  }
+
+  /**
+   * WordPress core on one site: 404 svc_no_updates when its last sync offered none (not even an ignored one), else
+   * the run of runOne; a failed core update fails the call (504 on a child timeout, else 502).
+   */
+  async runCore(call: Call, ref: number | string, dryRun: boolean): Promise<RunAnswer> {
+    const site = this.sites.resolve(ref);
+    const plan: Plan = { types: ['core'] };
+    const p = this.planSite(site, plan);
+    if (!p.todo.length && !p.skipped.length) throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
+    const r = await this.runOne(call, site.id, plan, dryRun);
+    const failure = r.errors[0];
+    if (failure) throw new ServiceError(failure.code, failure.message, failure.code === 'svc_child_timeout' ? 504 : 502, { site_id: site.id });
+    return r;
+  }
+
+  /** One site: dry run, or the run (409 when the site is suspended, disconnected or already updating). */
+  async runOne(call: Call, ref: number | string, plan: Plan, dryRun: boolean): Promise<RunAnswer> {
+    const site = this.sites.resolve(ref);
+    this.children.assertReachable(site);
+    if (dryRun) {
+      const p = this.planSite(site, plan);
+      return { dry_run: true, would_update: p.todo, updated: [], errors: [], skipped: p.skipped, summary: { total_updated: 0, total_errors: 0, total_skipped: p.skipped.length } };
+    }
+    const total = this.planSite(site, plan).todo.length;
+    const tick = itemProgress(total, call.progress);
+    const r = await this.runSite(site, plan, { progress: (p) => tick(p, site) });
+    return { updated: r.updated, errors: r.errors, skipped: r.skipped, summary: runSummary(r) };
+  }
+
+  /**
+   * Many sites: dry run (the exact list), a job when more sites than `queueOver` have something to update (only those
+   * sites are queued), else every site in turn, one child call per type, with per-item progress and cancellation.
+   */
+  async runMany(call: Call, sel: Selector, plan: Plan, dryRun: boolean, queueOver: number): Promise<RunAnswer> {
+    const { sites, errors } = this.select(sel);
+    const plans = sites.map((s) => ({ site: s, ...this.planSite(s, plan) }));
+    const skipped: SkippedView[] = plans.flatMap((p) => p.skipped);
+    const work = plans.filter((p) => p.todo.length);
+    const todo = work.flatMap((p) => p.todo);
+    const truncated = todo.length > MAX_LISTED || skipped.length > MAX_LISTED;
+    const empty = {
+      updated: [], skipped: cap(skipped), errors, ...(truncated ? { truncated } : {}),
+      summary: { total_updated: 0, total_errors: errors.length, total_skipped: skipped.length, sites_updated: 0 },
+    };
+    // Counts first: a preview shown to a person may be cut after some thousands of characters.
+    if (dryRun) {
+      const { summary: sum, ...rest } = empty;
+      return { dry_run: true, would_update_total: todo.length, sites_to_update: work.length, summary: sum, ...rest, would_update: cap(todo) };
+    }
+    const queued = await this.jobs.queueIfOver('update', work.map((p) => p.site), plan as unknown as Record<string, unknown>, queueOver);
+    if (queued) return { ...queued, updates_queued: work.reduce((n, p) => n + p.todo.length, 0), sites_queued: work.length, ...empty };
+    const tick = itemProgress(work.reduce((n, p) => n + p.todo.length, 0), call.progress);
+    const { results, notDone } = await eachSite({ config: this.config, signal: call.signal }, work.map((p) => p.site), 'update',
+      (site) => this.runSite(site, plan, { progress: (p) => tick(p, site) }));
+    // Sites that run re-plan under their lock and report their own skipped items; the others' are reported from here.
+    const run: SiteRun = { updated: [] as UpdatedView[], errors: [...errors], skipped: plans.filter((p) => !p.todo.length).flatMap((p) => p.skipped) };
+    for (const r of results) {
+      if (r.ok) { run.updated.push(...r.value.updated); run.errors.push(...r.value.errors); run.skipped.push(...r.value.skipped); continue; }
+      // A site-level failure (locked, no keys): one error per item it was to update.
+      const todo: PendingView[] = work.find((p) => p.site.id === r.site.id)?.todo ?? [];
+      for (const t of todo) run.errors.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, code: r.error.code, message: r.error.message });
+    }
+    for (const s of notDone) {
+      for (const t of work.find((p) => p.site.id === s.id)?.todo ?? []) {
+        run.skipped.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, reason: 'cancelled', message: 'Not started: the run was cancelled.' });
+      }
+    }
+    return {
+      ...run, skipped: cap(run.skipped), ...(run.skipped.length > MAX_LISTED ? { truncated: true } : {}), summary: runSummary(run, true),
+      ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}),
+    };
+  }
 
   /** The job step: one site of an update job, recorded with its items in the same write as its data; a resumed job re-reads first. */
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
