@@ -60,9 +60,11 @@ describe('partition leases', () => {
     const { PartitionLeases } = await import('../src/services/leases.js');
     const store = await Store.open(tempDir());
     closers.push(() => store.close());
-    const dead = new PartitionLeases(store, 'p', 4, 150, 'dead-owner');
+    // A time to live far above a round's few writes, so that a loaded machine cannot expire a lease between two steps.
+    const ttl = 1_500;
+    const dead = new PartitionLeases(store, 'p', 4, ttl, 'dead-owner');
     expect((await dead.round()).held.size).toBe(4);
-    const live = new PartitionLeases(store, 'p', 4, 150, 'live-owner');
+    const live = new PartitionLeases(store, 'p', 4, ttl, 'live-owner');
     // While the first one's leases hold, the newcomer gets nothing (its share is 2, none is free).
     expect((await live.round()).held.size).toBe(0);
     // The holder renews: it sees two members and gives back what is over its share.
@@ -70,7 +72,7 @@ describe('partition leases', () => {
     expect(back.released.sort()).toEqual([2, 3]);
     expect((await live.round()).taken.sort()).toEqual([2, 3]);
     // The first one stops renewing: after the time to live its partitions and membership are free.
-    await sleep(200);
+    await sleep(ttl + 100);
     const all = await live.round();
     expect([...all.held].sort()).toEqual([0, 1, 2, 3]);
     expect(all.members).toBe(1);
