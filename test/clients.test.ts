@@ -71,17 +71,6 @@ describe('add-client-v1, get-client-v1, update-client-v1', () => {
     expect(s.services.store.count('clients')).toBe(before);
   });
 
-  it('refuses an e-mail another client has (any letter case) with 409', async () => {
-    expectError(await w.s.ability('add-client-v1', { name: 'Copy', email: 'IT@acme.example' }), 409, 'svc_client_exists',
-      `A client with e-mail "IT@acme.example" already exists (ID ${w.fleet.clients[1]!.id}).`);
-  });
-
-  it('answers an unknown client with 404 svc_client_not_found, by id or by e-mail', async () => {
-    expectError(await w.s.ability('get-client-v1', { client_id_or_email: 999 }, { method: 'GET' }), 404, 'svc_client_not_found', 'No client found with ID 999.');
-    expectError(await w.s.ability('get-client-v1', { client_id_or_email: 'who@nowhere.example' }, { method: 'GET' }), 404, 'svc_client_not_found',
-      'No client found matching "who@nowhere.example".');
-  });
-
   it('updates only the fields given; null clears the e-mail', async () => {
     const { s } = w;
     const c = (await s.ability('add-client-v1', { name: 'Epsilon', email: 'e@eps.example', city: 'Rome', phone: '1' })).body;
