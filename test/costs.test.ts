@@ -115,24 +115,6 @@ describe('add-cost-v1 and get-cost-v1', () => {
     expect(costCount(s)).toBe(before);
   });
 
-  it('refuses unknown ids in every relation, naming the list and the id, and stores nothing', async () => {
-    const { s, fleet } = w;
-    const before = costCount(s);
-    const ok = { sites: [fleet.sites[0]!.id], groups: [fleet.tags.production.id], clients: [fleet.clients[0]!.id] };
-    const cases: Array<[Record<string, unknown>, string, string]> = [
-      [{ sites: [fleet.sites[0]!.id, 999] }, 'sites', 'no site found with ID 999.'],
-      [{ sites: ['nowhere.example'] }, 'sites', 'no site found matching "nowhere.example".'],
-      [{ groups: [fleet.tags.production.id, 998] }, 'groups', 'no tag found with ID 998.'],
-      [{ clients: [997] }, 'clients', 'no client found with ID 997.'],
-    ];
-    for (const [bad, list, reason] of cases) {
-      const r = await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, ...ok, ...bad });
-      expectError(r, 400, 'svc_invalid_input', `Invalid ${list}: ${reason}`);
-      expect(r.body.data.params).toEqual({ [list]: reason });
-    }
-    expect(costCount(s)).toBe(before);
-  });
-
   it('takes ISO 8601 dates and date-times (kept as the UTC day), and refuses anything else', async () => {
     const { s } = w;
     const c = await add(s, { name: 'Late night', price: 1, ...hosting, sites: [1], last_renewal: '2026-01-31T23:30:00-05:00' });
@@ -360,36 +342,6 @@ describe('the sites and clients a cost covers', () => {
   let w: World;
   beforeAll(async () => { w = await world(); });
   afterAll(async () => { await close(w); });
-
-  // Fleet: alpha(1), bravo(2) → Acme; charlie(3) → Beta; Production = 1,2,3; staging = 4.
-  it('unions named sites, the sites of named tags and the sites of named clients (each once, by URL)', async () => {
-    const { s, fleet } = w;
-    const [beta, acme] = fleet.clients;
-    const c = await add(s, { name: 'Mixed', price: 1, ...hosting, sites: [6, 1], groups: [fleet.tags.staging.id], clients: [acme!.id] });
-    expect(c.sites_count).toBe(4);
-    const r = await s.ability('get-cost-sites-v1', { cost_id: c.id }, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ cost_id: c.id, cost_name: 'Mixed', total: 4, page: 1, per_page: 20 });
-    expect(r.body.sites.map((x: any) => x.name)).toEqual(['Alpha', 'Bravo', 'Delta', 'Foxtrot']);
-    expect(r.body.sites[0]).toEqual({ id: 1, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: acme!.id });
-    expectSchema(r.body, outputSchema(s, 'get-cost-sites-v1'));
-    const cl = await s.ability('get-cost-clients-v1', { cost_id: c.id }, { method: 'GET' });
-    expect(cl.body.clients.map((x: any) => [x.name, x.sites_covered])).toEqual([['Acme Corp', 2]]);
-    const viaTag = await add(s, { name: 'Prod backup', price: 1, ...hosting, groups: [fleet.tags.production.id], clients: [beta!.id] });
-    const both = await s.ability('get-cost-clients-v1', { cost_id: viaTag.id }, { method: 'GET' });
-    expect(both.body).toMatchObject({ total: 2, clients: [{ id: acme!.id, name: 'Acme Corp', sites_covered: 2 }, { id: beta!.id, name: 'Beta Ltd', sites_covered: 1 }] });
-    expectSchema(both.body, outputSchema(s, 'get-cost-clients-v1'));
-  });
-
-  it('lists a client named by a cost even when it owns no site', async () => {
-    const { s } = w;
-    const lone = (await s.ability('add-client-v1', { name: 'Lone Client' })).body;
-    const c = await add(s, { name: 'Retainer', price: 100, ...hosting, clients: [lone.id] });
-    expect(c.sites_count).toBe(0);
-    expect((await s.ability('get-cost-clients-v1', { cost_id: c.id }, { method: 'GET' })).body.clients).toEqual([
-      expect.objectContaining({ id: lone.id, name: 'Lone Client', sites_covered: 0 }),
-    ]);
-  });
 
   it('REST /costs/{id}/sites and /costs/{id}/clients', async () => {
     const { s, fleet } = w;
