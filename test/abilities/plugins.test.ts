@@ -97,7 +97,11 @@ describe('fleet lists and site reports', () => {
     expect(sec).toMatchObject({ site_id: site, total_issues: sec.security_issues.length, ssl_status: { valid: false } });
     expect(sec.synced_at).toEqual(expect.any(String));
     const ch = await h.call('get-site-changes-v1', { site_id_or_domain: site, per_page: 100 });
-    expect(ch.total).toBe(state().changes.filter((c) => c.source !== 'dashboard').length);
+    expect(ch.total).toBe(state().changes.length);
+    expect(ch.total).toBeGreaterThan(0);
+    const context = state().changes[0]!.context;
+    const one = await h.call('get-site-changes-v1', { site_id_or_domain: site, contexts: [context.toUpperCase()], per_page: 100 });
+    expect(one.total).toBe(state().changes.filter((c) => c.context === context).length);
     expect(await h.call('get-site-changes-v1', { site_id_or_domain: site, source: 'dashboard' })).toMatchObject({ total: 0, changes: [] });
   });
 });
