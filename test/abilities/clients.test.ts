@@ -1,8 +1,8 @@
 // Client and client-field abilities through the registry: lookups by id or email, status rules, suspension of a
 // client's sites, removal (its sites stay, unassigned), custom fields and their values — without a door.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
-import { seedFleet, type Fleet } from '../support/fixtures.js';
+import { expectSchema, invalidInput, seedFleet, type Fleet } from '../support/fixtures.js';
 import { seedSites } from '../support/server.js';
 
 let h: AbilityHarness;
@@ -121,5 +121,144 @@ describe('client fields', () => {
     expect(await h.call('delete-client-field-v1', { field: f.id, dry_run: true })).toMatchObject({ deleted: false, values_removed: 2 });
     expect(await h.call('delete-client-field-v1', { field: f.id, confirm: true })).toMatchObject({ deleted: true, values_removed: 2 });
     expect((await h.call('get-client-field-values-v1', { client_id_or_email: gold.id })).fields.some((x) => x.id === f.id)).toBe(false);
+  });
+});
+
+// ---- Moved from test/clients.test.ts: the list, count, relation and deletion rules, each describe on a fleet of
+// its own (ids 1..6 as seedFleet makes them on a fresh store). Beta Ltd owns charlie (3); Acme Corp owns alpha (1)
+// and bravo (2).
+
+interface World { h: AbilityHarness; fleet: Fleet }
+async function world(): Promise<World> {
+  const w = await openAbilities();
+  return { h: w, fleet: await seedFleet(w.services) };
+}
+const names = (items: Array<{ name: string }>) => items.map((c) => c.name);
+const outputSchema = (w: World, name: string) => w.h.registry.schemas(w.h.registry.get(name)!).output;
+
+describe('list-clients-v1 and count-clients-v1 (rules)', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world();
+    await w.h.call('add-client-v1', { name: 'Zeta', email: 'z@zeta.example', status: 'lost' });
+    await w.h.call('add-client-v1', { name: 'alpha agency', status: 'lead' });
+  });
+  afterAll(() => w.h.close());
+
+  it('lists by name (any case), paged, with sites_count', async () => {
+    const r = await w.h.call('list-clients-v1', {});
+    expect(names(r.items)).toEqual(['Acme Corp', 'alpha agency', 'Beta Ltd', 'Zeta']);
+    expect(r).toMatchObject({ page: 1, per_page: 20, total: 4 });
+    expect(r.items.map((c) => c.sites_count)).toEqual([2, 0, 1, 0]);
+    expectSchema(r, outputSchema(w, 'list-clients-v1'));
+    const p = await w.h.call('list-clients-v1', { page: 2, per_page: 3 });
+    expect(names(p.items)).toEqual(['Zeta']);
+    expect(p.total).toBe(4);
+  });
+
+  it('filters by status, search (name, e-mail, id), include and exclude', async () => {
+    const list = async (input: Record<string, unknown>) => names((await w.h.call('list-clients-v1', input)).items);
+    const [beta, acme] = w.fleet.clients;
+    expect(await list({ status: 'lead' })).toEqual(['alpha agency']);
+    expect(await list({ status: 'active' })).toEqual(['Acme Corp', 'Beta Ltd']);
+    expect(await list({ search: 'ALPHA' })).toEqual(['alpha agency']);
+    expect(await list({ search: 'zeta.example' })).toEqual(['Zeta']);
+    expect(await list({ include: [beta!.id, acme!.id] })).toEqual(['Acme Corp', 'Beta Ltd']);
+    expect(await list({ exclude: [beta!.id] })).toEqual(['Acme Corp', 'alpha agency', 'Zeta']);
+    expect(await w.h.fails('list-clients-v1', { status: 'vip' })).toMatchObject({ status: 400, code: 'ability_invalid_input',
+      message: invalidInput('list-clients-v1', 'input[status] is not one of any, active, suspended, lead, and lost.') });
+  });
+
+  it('counts, all or by status', async () => {
+    expect(await w.h.call('count-clients-v1', {})).toEqual({ total: 4 });
+    expect(await w.h.call('count-clients-v1', { status: 'lost' })).toEqual({ total: 1 });
+  });
+});
+
+describe('get-client-sites-v1, get-client-costs-v1, get-site-client-v1 (rules)', () => {
+  let w: World;
+  beforeAll(async () => { w = await world(); });
+  afterAll(() => w.h.close());
+
+  it('lists the sites of a client by URL', async () => {
+    const acme = w.fleet.clients[1]!;
+    const r = await w.h.call('get-client-sites-v1', { client_id_or_email: acme.email });
+    expect(r).toMatchObject({ client_id: acme.id, client_name: 'Acme Corp', total: 2, page: 1, per_page: 20 });
+    expect(r.sites).toEqual([
+      { id: 1, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: acme.id },
+      { id: 2, url: 'http://www.bravo.example.org/', name: 'Bravo', status: 'disconnected', client_id: acme.id },
+    ]);
+    expectSchema(r, outputSchema(w, 'get-client-sites-v1'));
+    expect((await w.h.call('get-client-sites-v1', { client_id_or_email: acme.id, per_page: 1, page: 2 })).sites.map((x) => x.id)).toEqual([2]);
+    expect(await w.h.fails('get-client-sites-v1', { client_id_or_email: 404 })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
+  });
+
+  it('lists the costs that apply to a client: naming it, or covering its sites directly or by tag', async () => {
+    const { h: x, fleet } = w;
+    const [beta, acme] = fleet.clients;
+    const base = { price: 1, payment_type: 'subscription', product_type: 'service', renewal_type: 'monthly' } as const;
+    await x.call('add-cost-v1', { ...base, name: 'Named', clients: [acme!.id] });
+    await x.call('add-cost-v1', { ...base, name: 'On alpha', sites: [1] });
+    await x.call('add-cost-v1', { ...base, name: 'Production tag', groups: [fleet.tags.production.id] });
+    await x.call('add-cost-v1', { ...base, name: 'Staging only', groups: [fleet.tags.staging.id] });
+    const r = await x.call('get-client-costs-v1', { client_id_or_email: acme!.id });
+    expect(r).toMatchObject({ client_id: acme!.id, client_name: 'Acme Corp', total: 3 });
+    expect(names(r.costs)).toEqual(['Named', 'On alpha', 'Production tag']);
+    expectSchema(r, outputSchema(w, 'get-client-costs-v1'));
+    expect(names((await x.call('get-client-costs-v1', { client_id_or_email: beta!.email })).costs)).toEqual(['Production tag']);
+    expect(await x.fails('get-client-costs-v1', { client_id_or_email: 404 })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
+  });
+
+  it('answers the client of a site, or null with a message', async () => {
+    const acme = w.fleet.clients[1]!;
+    const r = await w.h.call('get-site-client-v1', { site_id_or_domain: 'alpha.example.com' });
+    expect(r).toEqual({ site_id: 1, client: expect.objectContaining({ id: acme.id, name: 'Acme Corp', email: 'it@acme.example', status: 'active', sites_count: 2 }), message: 'Client found.' });
+    expectSchema(r, outputSchema(w, 'get-site-client-v1'));
+    expect(await w.h.call('get-site-client-v1', { site_id_or_domain: 4 })).toEqual({ site_id: 4, client: null, message: 'No client assigned to this site.' });
+    expect(await w.h.fails('get-site-client-v1', { site_id_or_domain: 999 })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+  });
+
+  it('says so when a site names a client that is not stored (data from before clients could be deleted)', async () => {
+    const { services } = w.h;
+    await services.store.write((tx) => services.sites.patch(tx, 6, { client_id: 4242 }));
+    expect(await w.h.call('get-site-client-v1', { site_id_or_domain: 6 })).toEqual({ site_id: 6, client: null, message: 'Assigned client not found.' });
+  });
+});
+
+describe('delete-client-v1 (rules)', () => {
+  let w: World;
+  beforeEach(async () => { w = await world(); });
+  afterEach(() => w.h.close());
+
+  it('follows the confirm / dry_run rule, unassigns its sites (kept) and drops it from costs', async () => {
+    const { h: x, fleet } = w;
+    const s = x.services;
+    const acme = fleet.clients[1]!;
+    const base = { price: 1, payment_type: 'subscription', product_type: 'service', renewal_type: 'monthly' } as const;
+    const only = await x.call('add-cost-v1', { ...base, name: 'Only Acme', clients: [acme.id] });
+    const shared = await x.call('add-cost-v1', { ...base, name: 'Shared', clients: [acme.id], sites: [4] });
+    const del = (input: { confirm?: boolean; dry_run?: boolean }) => x.call('delete-client-v1', { client_id_or_email: acme.id, ...input });
+    const delFails = (input: { confirm?: boolean; dry_run?: boolean }) => x.fails('delete-client-v1', { client_id_or_email: acme.id, ...input });
+
+    expect(await delFails({ confirm: true, dry_run: true })).toMatchObject({ status: 400, code: 'svc_invalid_input', message: 'Cannot specify both dry_run and confirm.' });
+    expect(await x.fails('delete-client-v1', { client_id_or_email: 999, dry_run: true })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
+    const dry = await del({ dry_run: true });
+    expect(dry).toMatchObject({
+      deleted: false, dry_run: true, client_id: acme.id, client_name: 'Acme Corp', sites_unassigned: 2, costs_affected: 2,
+      would_affect: { id: acme.id, name: 'Acme Corp', sites_count: 2, costs_count: 2 },
+    });
+    expect(dry.warnings.join(' ')).toMatch(/2 site\(s\) would be unassigned.*Only Acme \(ID \d+\)/);
+    expectSchema(dry, outputSchema(w, 'delete-client-v1'));
+    expect(await delFails({})).toMatchObject({ status: 400, code: 'svc_confirmation_required', message: 'Client deletion requires confirmation. Set confirm:true to proceed.' });
+    expect(s.clients.get(acme.id)).toBeDefined();
+
+    const done = await del({ confirm: true });
+    expect(done).toMatchObject({ deleted: true, dry_run: false, client_id: acme.id, client: { id: acme.id, name: 'Acme Corp' } });
+    expect(s.clients.get(acme.id)).toBeUndefined();
+    expect([1, 2].map((id) => s.sites.get(id)!.client_id)).toEqual([null, null]);
+    expect(s.store.count('sites')).toBe(6);
+    expect(await x.call('get-cost-v1', { cost_id: shared.id })).toMatchObject({ clients: [], sites: [4], orphaned: false });
+    expect(await x.call('get-cost-v1', { cost_id: only.id })).toMatchObject({ clients: [], orphaned: true });
+    expect(await delFails({ confirm: true })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
   });
 });
