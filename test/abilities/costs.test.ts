@@ -113,3 +113,64 @@ describe('get-site-costs-v1 and delete-cost-v1', () => {
     expect(await h.fails('get-cost-v1', { cost_id: c.id })).toMatchObject({ code: 'svc_cost_not_found' });
   });
 });
+
+// ---- Moved from test/costs.test.ts (add-cost-v1 and get-cost-v1; next renewal): the cost tracker's input rules and
+// its renewal calendar, on this file's fleet (site 1 = alpha).
+
+describe('add-cost-v1: what a cost needs', () => {
+  it('refuses a product_type that is not one of the cost-tracker settings\' product types, listing them', async () => {
+    const before = h.services.store.count('costs');
+    expect(await h.fails('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], product_type: 'software' })).toMatchObject({ status: 400, code: 'svc_invalid_product_type',
+      message: 'Unknown product_type "software". Product types: plugin, theme, hosting, service, other (settings: cost-tracker product types).' });
+    expect(h.services.store.count('costs')).toBe(before);
+  });
+
+  it('needs at least one target', async () => {
+    const before = h.services.store.count('costs');
+    for (const targets of [{}, { sites: [] }, { sites: [], groups: [], clients: [] }]) {
+      expect(await h.fails('add-cost-v1', { name: 'X', price: 1, ...hosting, ...targets })).toMatchObject({ status: 400, code: 'svc_invalid_input',
+        message: 'A cost needs at least one target: give sites (site IDs or domains), groups (tag IDs) or clients (client IDs).' });
+    }
+    expect(h.services.store.count('costs')).toBe(before);
+  });
+
+  it('needs renewal_type for a subscription, not for a lifetime cost', async () => {
+    expect(await h.fails('add-cost-v1', { name: 'X', price: 1, payment_type: 'subscription', product_type: 'plugin', sites: [1] })).toMatchObject({ status: 400, code: 'svc_invalid_input',
+      message: 'A subscription needs renewal_type, one of weekly, monthly, quarterly, yearly.' });
+    const life = await h.call('add-cost-v1', { name: 'Theme forever', price: 59, payment_type: 'lifetime', product_type: 'theme', product_slug: 'astra', sites: [1] });
+    expect(life).toMatchObject({ renewal_type: null, next_renewal: null, product_slug: 'astra' });
+  });
+});
+
+describe('next renewal: calendar periods from last_renewal, never in the past (today is 2026-03-15)', () => {
+  it.each([
+    ['monthly', '2026-01-31', '2026-03-31'], // Feb 28 is past; counted from the 31st, not from Feb 28
+    ['monthly', '2025-10-31', '2026-03-31'],
+    ['monthly', '2026-02-15', '2026-03-15'], // today counts
+    ['monthly', '2026-04-01', '2026-05-01'], // a renewal in the future: one period on
+    ['weekly', '2026-03-01', '2026-03-15'],
+    ['weekly', '2026-03-09', '2026-03-16'],
+    ['quarterly', '2025-11-30', '2026-05-30'], // Feb 28 is past
+    ['yearly', '2024-02-29', '2027-02-28'],
+    ['yearly', '2025-03-15', '2026-03-15'],
+  ] as const)('%s from %s → %s', async (renewal_type, last_renewal, next) => {
+    const c = await h.call('add-cost-v1', { name: 'R', price: 1, payment_type: 'subscription', product_type: 'service', renewal_type, last_renewal, sites: [1] });
+    expect(c.next_renewal).toBe(next);
+  });
+
+  it('has none for a lifetime cost or without last_renewal', async () => {
+    expect((await h.call('add-cost-v1', { name: 'L', price: 1, payment_type: 'lifetime', product_type: 'plugin', renewal_type: 'yearly', last_renewal: '2026-01-01', sites: [1] })).next_renewal).toBeNull();
+    expect((await h.call('add-cost-v1', { name: 'N', price: 1, ...hosting, sites: [1] })).next_renewal).toBeNull();
+  });
+
+  it('moves on as days pass: a renewal date is never in the past', async () => {
+    const c = await h.call('add-cost-v1', { name: 'Moving', price: 1, ...hosting, last_renewal: '2026-02-20', sites: [1] });
+    expect(c.next_renewal).toBe('2026-03-20');
+    h.services.costs.clock = () => new Date('2026-03-21T00:00:00Z');
+    try {
+      expect((await h.call('get-cost-v1', { cost_id: c.id })).next_renewal).toBe('2026-04-20');
+    } finally {
+      h.services.costs.clock = () => TODAY;
+    }
+  });
+});
