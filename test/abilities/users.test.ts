@@ -3,14 +3,20 @@
 // and a CSV import — checked inside the simulated WordPress, without a door.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
+import { seedClients, seedTag } from '../support/fixtures.js';
 
 let h: AbilityHarness;
 let sites: Array<{ id: number; url: string }>;
+let clientId: number;
 const userOn = (i: number, login: string) => h.sim.state(i).users.find((u) => u.login === login);
 
 beforeAll(async () => {
-  h = await openAbilities({ sim: { sites: 3 } });
+  h = await openAbilities({ sim: { sites: 4 } });
   sites = await h.addSimSites();
+  await seedTag(h.services, 'Client Blogs', [sites[0]!.id, sites[1]!.id]);
+  const [client] = await seedClients(h.services, [{ name: 'Acme', email: 'it@acme.example' }]);
+  clientId = client!.id;
+  await h.call('update-site-v1', { site_id_or_domain: sites[2]!.id, client_id: clientId });
 });
 afterAll(() => h.close());
 
@@ -24,6 +30,20 @@ describe('list-users-v1', () => {
     const admins = await h.call('list-users-v1', { websites: [sites[0]!.id], roles: ['administrator'] });
     expect(admins.data[sites[0]!.url]!.every((u) => u.role === 'administrator')).toBe(true);
     expect(admins.total).toBe(h.sim.state(1).users.filter((u) => u.role === 'administrator').length);
+  });
+});
+
+describe('site selectors', () => {
+  // Moved from test/users.test.ts ("site selectors"; the REST half stays there): how websites, groups and clients select sites.
+  it('unites websites, groups (by name or id) and clients; unknown values are reported, not fatal', async () => {
+    const tag = h.services.tags.findByName('Client Blogs')!;
+    const r = await h.call('list-users-v1', { websites: [sites[3]!.id, 999], groups: ['client blogs', 'Nope', tag.id], clients: [clientId, 998] });
+    expect(Object.keys(r.data)).toEqual(sites.slice(0, 4).map((s) => s.url));
+    expect(r.unknown).toEqual([
+      { identifier: 999, code: 'svc_site_not_found', message: 'No site found with ID 999.', status: 404 },
+      expect.objectContaining({ identifier: 'Nope', code: 'svc_tag_not_found' }),
+      expect.objectContaining({ identifier: 998, code: 'svc_client_not_found' }),
+    ]);
   });
 });
 
