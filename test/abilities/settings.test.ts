@@ -40,7 +40,7 @@ describe('cost product types', () => {
     const t = await h.call('add-cost-product-type-v1', { title: 'Licence pack' });
     const [site] = await seedSites(h.services, 1, () => ({ url: 'https://pt.example.com/' }));
     await h.call('add-cost-v1', { name: 'Uses it', price: 1, payment_type: 'lifetime', product_type: t.slug, sites: [site!.id] });
-    expect((await h.fails('delete-cost-product-type-v1', { slug: t.slug, confirm: true })).status).toBeGreaterThanOrEqual(400);
+    expect(await h.fails('delete-cost-product-type-v1', { slug: t.slug, confirm: true })).toMatchObject({ status: 409, code: 'svc_in_use' });
     expect((await h.call('get-settings-v1', {})).product_types.some((p) => p.slug === t.slug)).toBe(true);
   });
 });
