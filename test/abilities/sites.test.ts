@@ -1,8 +1,9 @@
 // Site abilities through the registry: lookups by id or domain, filters, edits and what they check, suspension,
 // removal and what it lets go of — the rules, without a door. (Adding, syncing and the child side: child-sites.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InputOf } from '../../src/abilities/index.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
-import { seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
+import { expectSchema, seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
 import { seedSites } from '../support/server.js';
 
 const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
@@ -132,5 +133,72 @@ describe('delete-site-v1', () => {
     expect(await h.fails('get-site-v1', { site_id_or_domain: site.id })).toMatchObject({ code: 'svc_site_not_found' });
     expect(await h.call('get-tag-v1', { tag_id: tag.id })).toMatchObject({ sites_count: 0, sites_ids: [] });
     expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, confirm: true })).toMatchObject({ code: 'svc_site_not_found' });
+  });
+});
+
+// ---- Moved from test/abilities-door.test.ts (list-sites-v1, count-sites-v1): the listing and counting rules, on a
+// fleet of exactly the six seeded sites (its own harness: the tests above add sites).
+describe('list-sites-v1 and count-sites-v1 on the seeded fleet (rules)', () => {
+  let p: AbilityHarness;
+  let six: Fleet;
+  const list = (input: InputOf<'list-sites-v1'>) => p.call('list-sites-v1', input);
+  const count = (input: InputOf<'count-sites-v1'>) => p.call('count-sites-v1', input);
+  beforeAll(async () => {
+    p = await openAbilities();
+    six = await seedFleet(p.services);
+  });
+  afterAll(() => p.close());
+
+  it('derives each status: suspended wins over a failed sync, a failed sync is disconnected', async () => {
+    const r = await list({});
+    expect(r.items.map((i) => i.status)).toEqual(['connected', 'disconnected', 'suspended', 'connected', 'suspended', 'connected']);
+  });
+
+  it.each([
+    ['connected', [0, 3, 5]],
+    ['disconnected', [1]],
+    ['suspended', [2, 4]],
+    ['available_update', [0]],
+    ['any', [0, 1, 2, 3, 4, 5]],
+  ] as const)('filters status=%s, and total counts the filtered sites', async (status, idx) => {
+    const r = await list({ status });
+    expect(ids(r.items)).toEqual(idx.map((i) => six.sites[i]!.id));
+    expect(r.total).toBe(idx.length);
+  });
+
+  it('searches name and URL without regard to case', async () => {
+    expect(ids((await list({ search: 'BRAVO' })).items)).toEqual([six.sites[1]!.id]);
+    expect(ids((await list({ search: 'example.net' })).items)).toEqual([six.sites[2]!.id]);
+    expect(ids((await list({ search: 'foxt' })).items)).toEqual([six.sites[5]!.id]);
+    const none = await list({ search: 'zzz-no-match' });
+    expect(none).toMatchObject({ items: [], total: 0 });
+  });
+
+  it('filters by client_id and by tag_id (items and total alike)', async () => {
+    const acme = await list({ client_id: six.clients[1]!.id });
+    expect(ids(acme.items)).toEqual([six.sites[0]!.id, six.sites[1]!.id]);
+    const tagged = await list({ tag_id: six.tags.production.id, per_page: 2 });
+    expect(ids(tagged.items)).toEqual([six.sites[0]!.id, six.sites[1]!.id]);
+    expect(tagged.total).toBe(3);
+    const empty = await list({ tag_id: six.tags.empty.id });
+    expect(empty).toMatchObject({ items: [], total: 0 });
+  });
+
+  it('pages: page 2 of 2 per page, and a page past the end is empty with the full total', async () => {
+    const p2 = await list({ page: 2, per_page: 2 });
+    expect(ids(p2.items)).toEqual([six.sites[2]!.id, six.sites[3]!.id]);
+    expect(p2).toMatchObject({ page: 2, per_page: 2, total: 6 });
+    expect(await list({ page: 9999 })).toEqual({ items: [], page: 9999, per_page: 20, total: 6 });
+  });
+
+  it('counts all sites, then by status, client, tags, include and exclude', async () => {
+    expect(await count({})).toEqual({ total: 6 });
+    expect(await count({ status: 'suspended' })).toEqual({ total: 2 });
+    expect(await count({ status: 'connected' })).toEqual({ total: 3 });
+    expect(await count({ client_id: six.clients[1]!.id })).toEqual({ total: 2 });
+    expect(await count({ tag_ids: [six.tags.production.id, six.tags.staging.id] })).toEqual({ total: 4 });
+    expect(await count({ include: [six.sites[0]!.id, six.sites[2]!.id], exclude: [six.sites[2]!.id] })).toEqual({ total: 1 });
+    expect(await count({ client_id: 999 })).toEqual({ total: 0 });
+    expectSchema(await count({}), p.registry.schemas(p.registry.get('count-sites-v1')!).output);
   });
 });
