@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InputOf } from '../../src/abilities/index.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
-import { expectSchema, seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
+import { expectSchema, seedClients, seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
 import { seedSites } from '../support/server.js';
 
 const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
@@ -200,5 +200,93 @@ describe('list-sites-v1 and count-sites-v1 on the seeded fleet (rules)', () => {
     expect(await count({ include: [six.sites[0]!.id, six.sites[2]!.id], exclude: [six.sites[2]!.id] })).toEqual({ total: 1 });
     expect(await count({ client_id: 999 })).toEqual({ total: 0 });
     expectSchema(await count({}), p.registry.schemas(p.registry.get('count-sites-v1')!).output);
+  });
+});
+
+// ---- Moved from test/abilities-door.test.ts ("abilities that change things"): the edit and delete rules.
+describe('update-site-v1 and delete-site-v1 (rules)', () => {
+  const newTag = async (siteIds: number[] = []) => { n += 1; return seedTag(h.services, `tag-${n}`, siteIds); };
+  const getSite = (id: number) => h.call('get-site-v1', { site_id_or_domain: id });
+  const schema = (name: string) => h.registry.schemas(h.registry.get(name)!).output;
+
+  it('changes only the fields given and returns the full site', async () => {
+    const site = await newSite({ notes: 'keep me' });
+    const r = await h.call('update-site-v1', { site_id_or_domain: site.id, name: 'Renamed' });
+    expect(r).toMatchObject({ id: site.id, name: 'Renamed', notes: 'keep me', url: site.url });
+    expectSchema(r, schema('update-site-v1'));
+    const n2 = await h.call('update-site-v1', { site_id_or_domain: site.url, notes: 'new notes' });
+    expect(n2).toMatchObject({ name: 'Renamed', notes: 'new notes' });
+    expect(await getSite(site.id)).toMatchObject({ name: 'Renamed', notes: 'new notes' });
+  });
+
+  it('assigns a client and unassigns it with null', async () => {
+    const site = await newSite();
+    const [client] = await seedClients(h.services, [{ name: 'Client X', email: 'x@example.com' }]);
+    expect((await h.call('update-site-v1', { site_id_or_domain: site.id, client_id: client!.id })).client_id).toBe(client!.id);
+    expect((await h.call('update-site-v1', { site_id_or_domain: site.id, client_id: null })).client_id).toBeNull();
+  });
+
+  it('replaces the tags with the list given, and [] clears them', async () => {
+    const site = await newSite();
+    const t1 = await newTag([site.id]);
+    const t2 = await newTag();
+    const t3 = await newTag();
+    const r = await h.call('update-site-v1', { site_id_or_domain: site.id, tags: [t3.id, t2.id] });
+    expect(r.tags.map((t) => t.id).sort()).toEqual([t2.id, t3.id].sort());
+    expect((await h.call('get-tag-v1', { tag_id: t1.id })).sites_ids).toEqual([]);
+    expect((await h.call('get-tag-v1', { tag_id: t2.id })).sites_ids).toEqual([site.id]);
+    expect((await h.call('update-site-v1', { site_id_or_domain: site.id, tags: [] })).tags).toEqual([]);
+  });
+
+  it('answers an unknown site, client or tag with 404 and changes nothing', async () => {
+    const site = await newSite();
+    expect(await h.fails('update-site-v1', { site_id_or_domain: 99999, name: 'x' })).toMatchObject({ status: 404, code: 'svc_site_not_found', message: 'No site found with ID 99999.' });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', client_id: 99999 })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', tags: [99999] })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
+    expect((await getSite(site.id)).name).toBe(site.name);
+  });
+
+  it('previews with dry_run and no confirm, and deletes nothing', async () => {
+    const site = await newSite();
+    const r = await h.call('delete-site-v1', { site_id_or_domain: site.id, dry_run: true });
+    expect(r).toMatchObject({ dry_run: true, deleted: false, site_id: site.id, site_url: site.url, would_affect: { id: site.id, url: site.url, name: site.name } });
+    expect(r.warnings).toHaveLength(4);
+    expectSchema(r, schema('delete-site-v1'));
+    expect((await getSite(site.id)).id).toBe(site.id);
+  });
+
+  it('refuses a missing or false confirm with 400 svc_confirmation_required', async () => {
+    const site = await newSite();
+    for (const input of [{}, { confirm: false }, { dry_run: false }]) {
+      expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, ...input })).toMatchObject({ status: 400, code: 'svc_confirmation_required',
+        message: 'Deletion requires confirm parameter to be true.' });
+    }
+    expect((await getSite(site.id)).id).toBe(site.id);
+  });
+
+  it('refuses dry_run and confirm together with 400 svc_invalid_input, before looking the site up', async () => {
+    const site = await newSite();
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, confirm: true })).toMatchObject({ status: 400, code: 'svc_invalid_input',
+      message: 'Cannot specify both dry_run and confirm.' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999, dry_run: true, confirm: true })).toMatchObject({ status: 400, code: 'svc_invalid_input' });
+    expect((await getSite(site.id)).id).toBe(site.id);
+  });
+
+  it('answers an unknown site with 404 before the confirm check, also for a dry run', async () => {
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999 })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 'gone.example', dry_run: true })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999, confirm: true })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+  });
+
+  it('deletes with confirm: the site is gone and its tags no longer count it', async () => {
+    const site = await newSite();
+    const other = await newSite();
+    const tag = await newTag([site.id, other.id]);
+    const r = await h.call('delete-site-v1', { site_id_or_domain: site.id, confirm: true });
+    expect(r).toMatchObject({ deleted: true, dry_run: false, site_id: site.id, site_url: site.url });
+    expectSchema(r, schema('delete-site-v1'));
+    expect(await h.fails('get-site-v1', { site_id_or_domain: site.id })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+    expect(await h.call('get-tag-v1', { tag_id: tag.id })).toMatchObject({ sites_count: 1, sites_ids: [other.id] });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, confirm: true })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
   });
 });
