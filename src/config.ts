@@ -1,7 +1,10 @@
 // Configuration: command-line flags over SITEFLEET_* environment variables over these defaults.
 import { resolve } from 'node:path';
 
-export interface Config {
+/** Read once at start and frozen (`loadConfig`, and `boot` again): no part of the process changes it afterwards. */
+export type Config = Readonly<ConfigFields>;
+
+interface ConfigFields {
   host: string;
   port: number;
   dataDir: string;
@@ -21,8 +24,11 @@ export interface Config {
   loginFailureLimit: number;
   /** Life of a web console login (an absolute limit from the login; the cookie's Max-Age). */
   consoleSessionSeconds: number;
-  /** Where callers reach this server (for status_url); set by `serve` once it listens. */
-  publicUrl: string;
+  /**
+   * SITEFLEET_PUBLIC_URL: where callers reach this server (a proxy's address), the base of the links the HTTP doors
+   * give (the REST `status_url`, the abilities door's `_links`); null: the address the HTTP door really listens on.
+   */
+  publicUrl: string | null;
   /** Uptime checks: every monitor's interval in seconds when set (tests, operators); null = the monitor settings. */
   monitorIntervalS: number | null;
   /** Uptime checks in flight at once, over all sites. */
@@ -33,7 +39,7 @@ export interface Config {
   webhookRetryMs: number;
 }
 
-export type ConfigFlags = Partial<Record<Exclude<keyof Config, 'publicUrl'>, string | boolean | undefined>>;
+export type ConfigFlags = Partial<Record<Exclude<keyof ConfigFields, 'publicUrl'>, string | boolean | undefined>>;
 
 export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
   const pick = (flag: keyof ConfigFlags, envName: string, def: string): string => {
@@ -52,7 +58,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
   };
   const host = pick('host', 'SITEFLEET_HOST', '127.0.0.1');
   const port = int('--port', pick('port', 'SITEFLEET_PORT', '8787'), 0, 65535);
-  return {
+  return Object.freeze({
     host,
     port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
@@ -70,8 +76,19 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     monitorConcurrency: int('monitor concurrency', pick('monitorConcurrency', 'SITEFLEET_MONITOR_CONCURRENCY', '64'), 1, 1024),
     monitorFlushMs: int('monitor flush', pick('monitorFlushMs', 'SITEFLEET_MONITOR_FLUSH_MS', '30000'), 50, 600_000),
     webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
-    publicUrl: env.SITEFLEET_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-  };
+    publicUrl: publicUrl(env.SITEFLEET_PUBLIC_URL ?? ''),
+  });
+}
+
+/** An http(s) origin, with a path prefix if the proxy adds one; no trailing slash (links append to it). */
+function publicUrl(v: string): string | null {
+  if (!v) return null;
+  let u: URL | null = null;
+  try { u = new URL(v); } catch { /* answered below */ }
+  if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password) {
+    throw new Error(`SITEFLEET_PUBLIC_URL must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
+  }
+  return v.replace(/\/+$/, '');
 }
 
 function databaseUrl(v: string): string | null {

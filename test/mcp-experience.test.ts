@@ -107,6 +107,28 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     expect(updates[0]).toBe(`sitefleet://jobs/${job.job_id}`);
   });
 
+  it('points a queued result at its job resource (no HTTP URL over MCP), and reading it follows the job', async () => {
+    const c = await connect(door);
+    await f.s.ability('update-settings-v1', { queue_threshold: 2 });
+    try {
+      const r = await c.callTool({ name: 'sync-sites-v1', arguments: { site_ids_or_domains: [1, 2, 3] } });
+      expect(r.isError).toBeFalsy();
+      const { job_id } = r.structuredContent as { job_id: string };
+      expect(r.structuredContent).toMatchObject({ queued: true, job_id: expect.stringMatching(/^sync_/), sites_queued: 3 });
+      expect(JSON.stringify(r)).not.toMatch(/status_url|https?:\/\//);
+      const link = (r.content as Array<{ type: string; uri?: string }>).find((x) => x.type === 'resource_link');
+      expect(link?.uri).toBe(`sitefleet://jobs/${job_id}`);
+      let j: { status?: string; processed?: number } = {};
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline && j.status !== 'completed';) {
+        j = JSON.parse(((await c.readResource({ uri: link!.uri! })).contents[0] as { text: string }).text);
+        if (j.status !== 'completed') await new Promise((x) => setTimeout(x, 100));
+      }
+      expect(j).toMatchObject({ status: 'completed', processed: 3 });
+    } finally {
+      await f.s.ability('update-settings-v1', { queue_threshold: null });
+    }
+  });
+
   it('sends request-scoped log lines for per-site failures, once the client asked for them', async () => {
     const c = await connect(door);
     await c.setLoggingLevel('warning');

@@ -148,7 +148,7 @@ describe('plugin actions', () => {
     const m = await tool('deactivate-site-plugins-v1', { site_id_or_domain: siteId(1), slugs: [c!.slug] });
     expect(m.isError).toBe(false);
     expectSchema(m.body, outputSchema('deactivate-site-plugins-v1'));
-    expect(m.body).toEqual({ site_id: siteId(1), site_url: ids[0]!.url, deactivated: [expect.objectContaining({ slug: c!.slug, active: false, has_update: c!.updateVersion !== null })], errors: [] });
+    expect(m.body).toEqual({ site_id: siteId(1), site_url: ids[0]!.url, site: { id: siteId(1), url: ids[0]!.url, name: 'Sim 1', status: 'connected', client_id: null }, deactivated: [expect.objectContaining({ slug: c!.slug, active: false, has_update: c!.updateVersion !== null })], errors: [] });
     const back = await f.s.ability('activate-site-plugins-v1', { site_id_or_domain: siteId(1), slugs: [a!.slug, b!.slug, c!.slug] });
     expect(back.body.activated).toHaveLength(3);
     expect([a, b, c].map((x) => simPlugin(1, x!.slug)!.active)).toEqual([true, true, true]);

@@ -171,6 +171,12 @@ describe('changing tags', () => {
       expect(Object.keys(r.body.data.params)).toEqual(['color']);
     });
 
+    it('names a nested parameter as REST does (include[1]), never as input[include][1]', async () => {
+      const r = await w.rest('/tags?include[]=1&include[]=x');
+      expectError(r, 400, 'rest_invalid_param', 'Invalid parameter(s): include');
+      expect(r.body.data).toEqual({ status: 400, params: { include: 'include[1] is not of type integer.' }, reason: 'include[1] is not of type integer.' });
+    });
+
     it('refuses a missing or empty name with 400 rest_invalid_param naming name', async () => {
       for (const json of [{}, { name: '' }, { color: '#000000' }]) {
         const r = await w.rest('/tags/add', { method: 'POST', json });

@@ -49,6 +49,17 @@ describe('store', () => {
     expect(after - before).toBeLessThan(20);
   });
 
+  it('commits the writes queued before close, and refuses one after it with nothing written', async () => {
+    const s = await Store.open(tmp());
+    const queued = Array.from({ length: 5 }, (_, i) =>
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: `q${i}`, color: null, site_ids: [], created_at: '', updated_at: '' })));
+    await s.close();
+    await Promise.all(queued);
+    await expect(s.write((tx) => tx.insert('tags', { name: 'late' }))).rejects.toThrow('store is closed');
+    const s2 = await Store.open(s.dir);
+    expect([...s2.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['q0', 'q1', 'q2', 'q3', 'q4']);
+  });
+
   it('writes sites into shards so that one edit does not rewrite the fleet', async () => {
     const s = await Store.open(tmp());
     await s.write((tx) => { for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/` }); });

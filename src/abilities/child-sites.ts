@@ -19,7 +19,6 @@ const itemError = (identifier: number | string, e: ServiceError): ItemErr => ({ 
 const Queued = {
   queued: z.boolean(),
   job_id: z.string().optional(),
-  status_url: z.string().optional(),
   /** Sites not processed because the caller cancelled (MCP notifications/cancelled). */
   not_processed: z.array(z.number().int()).optional(),
 };
@@ -80,10 +79,11 @@ export const syncSites = defineAbility({
   input: z.object({
     site_ids_or_domains: SiteRefs.default([]),
     exclude_ids: z.array(z.number().int()).optional().describe('Leave these site IDs out.'),
+    full: z.boolean().default(false).describe('synced[]: full records with stats, as get-site-v1.'),
   }).strict(),
   output: z.object({
     ...Queued,
-    synced: z.array(BasicSite).optional(),
+    synced: z.array(z.union([FullSite, BasicSite])).optional(),
     errors: z.array(ItemError).optional(),
     total_synced: z.number().int().optional(),
     total_errors: z.number().int().optional(),
@@ -97,7 +97,8 @@ export const syncSites = defineAbility({
     // At most the sync concurrency of the dashboard settings at once (issue 21).
     const limited = { ...ctx, config: { ...ctx.config, childConcurrency: ctx.dashboard.syncConcurrency() } };
     const { results: items, notDone } = await runBatch(limited, found, 'sync', (s) => ctx.children.fetchSync(s));
-    const synced = items.filter((x) => x.ok).map((x) => basic(x.site));
+    // A full record is read after the sync, which rewrote it.
+    const synced = items.filter((x) => x.ok).map((x) => (i.full ? fullSite(ctx, ctx.sites.get(x.site.id) ?? x.site, true) : basic(x.site)));
     const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.id, x.error))];
     return { queued: false, synced, errors: all, total_synced: synced.length, total_errors: all.length, ...notProcessed(notDone) };
   },

@@ -81,6 +81,9 @@ export const SiteCostItem = z.object({
   monthly_equivalent: z.number().describe('What this cost adds to total_monthly (0 unless active and recurring).'),
 });
 
+/** A site's cost with its full record too (get-site-costs-v1 with full; REST lists these): the record's fields, then the site's. */
+export const FullSiteCostItem = z.object({ ...Cost.shape, ...SiteCostItem.shape });
+
 const ORPHANED = 'This cost applies to no site, tag or client any more (its targets were deleted). Give it new targets with update-cost-v1, or delete it.';
 
 export function costView(svc: Pick<Services, 'costs'>, c: CostRecord): z.infer<typeof Cost> {

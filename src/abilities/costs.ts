@@ -5,7 +5,9 @@ import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { Client, clientView } from './client-views.js';
-import { Cost, CostFields, CostId, CostStatus, PaymentType, ProductType, SiteCostItem, costView, siteCostView } from './cost-views.js';
+import {
+  Cost, CostFields, CostId, CostStatus, FullSiteCostItem, PaymentType, ProductType, SiteCostItem, costView, siteCostView,
+} from './cost-views.js';
 import { Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
 import { listedSite } from './views.js';
 
@@ -157,21 +159,25 @@ export const getSiteCosts = defineAbility({
   label: 'Costs of a site',
   description: 'The costs that apply to a site, its share of each, and monthly/yearly totals. Errors: '
     + 'svc_site_not_found (404), svc_module_not_available (501).',
-  input: z.object({ site_id_or_domain: SiteRef }).strict(),
+  input: z.object({
+    site_id_or_domain: SiteRef,
+    full: z.boolean().default(false).describe('Each cost also with its record\'s fields, as get-cost-v1.'),
+  }).strict(),
   output: z.object({
     site_id: z.number().int(),
     site_url: z.string(),
-    costs: z.array(SiteCostItem),
+    costs: z.array(z.union([FullSiteCostItem, SiteCostItem])),
     total: z.number().int().describe('Number of costs listed.'),
     total_monthly: z.number(),
     total_yearly: z.number(),
   }),
   annotations: ro,
   acceptsPost: true,
-  execute: ({ site_id_or_domain }, ctx) => {
+  execute: ({ site_id_or_domain, full }, ctx) => {
     const site = ctx.sites.resolve(site_id_or_domain);
     const { items, total_monthly, total_yearly } = ctx.costs.siteCosts(site.id);
-    return { site_id: site.id, site_url: site.url, costs: items.map((x) => siteCostView(ctx, x)), total: items.length, total_monthly, total_yearly };
+    const view = (x: (typeof items)[number]) => (full ? { ...costView(ctx, x.cost), ...siteCostView(ctx, x) } : siteCostView(ctx, x));
+    return { site_id: site.id, site_url: site.url, costs: items.map(view), total: items.length, total_monthly, total_yearly };
   },
 });
 

@@ -1,6 +1,6 @@
 // Fleet tools (issue 21; upstream's settings/tools): renew every connection and disconnect every site. Like sync:
 // up to the queue threshold the batch runs while the caller waits (progress per site on MCP); above it, it is a
-// persisted, resumable job (services/jobs.ts) followed on the tool's own status route.
+// persisted, resumable job (services/jobs.ts); the REST door points at the tool's own status route.
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
@@ -12,15 +12,9 @@ import { BasicSite, Confirm, DryRun } from './schemas.js';
 /** Sites a dry run names (the total is always given). */
 const PREVIEW_MAX = 100;
 
-export const STATUS_PATHS: Partial<Record<JobType, string>> = {
-  renew: '/settings/tools/renew-connections-status/',
-  disconnect: '/settings/tools/disconnect-all-sites-status/',
-};
-
 const Ran = {
   queued: z.boolean(),
   job_id: z.string().optional(),
-  status_url: z.string().optional(),
   total: z.number().int(),
   succeeded: z.number().int().optional(),
   errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })).optional(),
@@ -29,9 +23,7 @@ const Ran = {
 
 async function run(ctx: AbilityContext, type: JobType, sites: readonly SiteRecord[]): Promise<z.infer<z.ZodObject<typeof Ran>>> {
   const queued = await ctx.jobs.queueIfOver(type, sites);
-  if (queued) {
-    return { queued: true, job_id: queued.job_id, status_url: `${ctx.config.publicUrl}${ctx.config.restPrefix}${STATUS_PATHS[type]}${queued.job_id}`, total: sites.length };
-  }
+  if (queued) return { ...queued, total: sites.length };
   const step = ctx.jobs.stepOf(type);
   const { results, notDone } = await runBatch(ctx, sites, type, (s) => step(s));
   return {

@@ -13,7 +13,8 @@ import {
   AbandonedItem, abandonedPage, activeTheme, filterChanges, filterItems, siteData, type ItemKind,
 } from '../services/site-data.js';
 import { certificateStatus } from '../services/tls.js';
-import { alias, Confirm, DryRun, SiteRef, paged } from './schemas.js';
+import { alias, Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { listedSite } from './views.js';
 import type { SiteRecord } from '../store/records.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -37,7 +38,10 @@ const listItem = (i: SiteTheme): z.infer<typeof ListItem> =>
 const actionItem = (i: SiteTheme): z.infer<typeof ActionItem> =>
   ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, has_update: i.update_version !== null, update_version: i.update_version });
 
-const where = (s: SiteRecord) => ({ site_id: s.id, site_url: s.url });
+/** The site an answer is about, site_id and site_url and its listed view (REST shows it beside every per-site answer). */
+const SiteAbout = ListedSite.describe('The site.');
+const Where = { site_id: z.number().int(), site_url: z.string(), site: SiteAbout };
+const where = (s: SiteRecord) => ({ site_id: s.id, site_url: s.url, site: listedSite(s) });
 
 /** Both `slugs` and upstream's alias are optional in the schema; one of them is required. */
 function slugsOf(ability: string, slugs: string[] | undefined): string[] {
@@ -56,7 +60,7 @@ const ListInput = {
   page: z.number().int().min(1).optional().describe('Page (1-based); without page and per_page the whole list is returned.'),
   per_page: z.number().int().min(1).max(100).optional().describe('Items per page (1-100, default 50 when page is given).'),
 };
-const ListOutput = { site_id: z.number().int(), site_url: z.string(), total: z.number().int(), page: z.number().int().optional(), per_page: z.number().int().optional(), synced_at: z.string().nullable() };
+const ListOutput = { ...Where, total: z.number().int(), page: z.number().int().optional(), per_page: z.number().int().optional(), synced_at: z.string().nullable() };
 
 function listOf<T extends SiteTheme>(items: T[], i: { page?: number; per_page?: number }) {
   if (i.page === undefined && i.per_page === undefined) return { items, total: items.length, paging: {} };
@@ -122,7 +126,7 @@ export const activateSitePlugins = defineAbility({
   description: 'Activate installed plugins on one site, by plugin file slug (e.g. "hello.php"). '
     + SITE_ERRORS,
   input: z.object(PluginSlugs),
-  output: z.object({ site_id: z.number().int(), site_url: z.string(), activated: z.array(ActionItem), errors: z.array(SlugError) }),
+  output: z.object({ ...Where, activated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
@@ -139,7 +143,7 @@ export const deactivateSitePlugins = defineAbility({
   description: 'Deactivate plugins on one site, by plugin file slug (never the child plugin itself). '
     + SITE_ERRORS,
   input: z.object(PluginSlugs),
-  output: z.object({ site_id: z.number().int(), site_url: z.string(), deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
+  output: z.object({ ...Where, deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
@@ -150,8 +154,7 @@ export const deactivateSitePlugins = defineAbility({
 
 const DeleteOutput = z.object({
   dry_run: z.boolean(),
-  site_id: z.number().int(),
-  site_url: z.string(),
+  ...Where,
   deleted: z.array(ActionItem),
   would_affect: z.array(ActionItem),
   count: z.number().int(),
@@ -226,8 +229,7 @@ export const activateSiteTheme = defineAbility({
     theme: alias(z.string().min(1).max(500).optional(), 'slug'),
   }),
   output: z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
+    ...Where,
     activated: z.string().nullable(),
     previous_theme: z.string().nullable(),
     theme: ActionItem.nullable(),
@@ -263,12 +265,12 @@ function abandonedAbility(kind: ItemKind) {
       site_id_or_domain: SiteRef.optional().describe('Only this site.'),
       search: z.string().max(200).optional().describe('Part of the slug or name.'),
     }),
-    output: paged(AbandonedItem),
+    output: paged(AbandonedItem).extend({ site: SiteAbout.optional().describe('With site_id_or_domain: that site.') }),
     annotations: ro,
     execute: (i, ctx) => {
       const site = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain);
       const r = abandonedPage(ctx, kind, { site, search: i.search, page: i.page, per_page: i.per_page });
-      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total };
+      return { items: r.items, page: i.page, per_page: i.per_page, total: r.total, ...(site ? { site: listedSite(site) } : {}) };
     },
   });
 }
@@ -287,8 +289,7 @@ export const getSiteSecurity = defineAbility({
     + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
+    ...Where,
     security_issues: z.array(SecurityFinding),
     total_issues: z.number().int(),
     ssl_status: z.object({ valid: z.boolean(), expires: z.string().nullable(), error: z.string().nullable() }),
@@ -321,8 +322,7 @@ export const getSiteChanges = defineAbility({
     source: z.enum(['wpadmin', 'dashboard', 'all']).default('wpadmin').describe('wpadmin or all; dashboard: none (sitefleet does not log its own work).'),
   }),
   output: z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
+    ...Where,
     changes: z.array(SiteChange),
     page: z.number().int(),
     per_page: z.number().int(),

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { DashboardSettings, MAX_SYNCS_A_DAY, type DashboardSettingsRecord } from '../services/dashboard-settings.js';
 import { Confirm, DryRun, HexColor } from './schemas.js';
 
@@ -108,7 +108,7 @@ export const deleteCostProductType = defineAbility({
   execute: async ({ slug, confirm, dry_run }, ctx) => {
     refuseBothFlags({ confirm, dry_run });
     const found = ctx.dashboard.productTypes().find((p) => p.slug === slug);
-    if (!found) throw new ServiceError('svc_invalid_slug', `Product type "${slug}" does not exist.`, 404);
+    if (!found) throw errors.productTypeNotFound(slug);
     if (dry_run) return { deleted: false, dry_run: true, product_type: found };
     requireConfirm({ confirm }, 'Deleting a product type requires confirm=true.');
     return { deleted: true, dry_run: false, product_type: await ctx.dashboard.deleteProductType(slug) };
@@ -149,7 +149,7 @@ export const deletePaymentMethod = defineAbility({
   execute: async ({ slug, confirm, dry_run }, ctx) => {
     refuseBothFlags({ confirm, dry_run });
     const found = ctx.dashboard.paymentMethods().find((p) => p.slug === slug);
-    if (!found) throw new ServiceError('svc_invalid_slug', `Payment method "${slug}" does not exist.`, 404);
+    if (!found) throw errors.paymentMethodNotFound(slug);
     if (dry_run) return { deleted: false, dry_run: true, payment_method: found };
     requireConfirm({ confirm }, 'Deleting a payment method requires confirm=true.');
     return { deleted: true, dry_run: false, payment_method: await ctx.dashboard.deletePaymentMethod(slug) };

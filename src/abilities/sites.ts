@@ -7,7 +7,7 @@ import { Page, paginate, perPage } from '../core/paging.js';
 import {
   alias, BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
 } from './schemas.js';
-import { fullSite, listedSite } from './views.js';
+import { fullSite, listedSite, siteTags } from './views.js';
 import type { AbilityContext } from './context.js';
 import type { SiteRecord } from '../store/records.js';
 
@@ -29,12 +29,15 @@ export const listSites = defineAbility({
     tag_id: z.number().int().min(1).optional(),
     include: z.array(z.number().int()).optional().describe('Only these site IDs.'),
     exclude: z.array(z.number().int()).optional().describe('Leave out these site IDs.'),
+    with_tags: z.boolean().default(false).describe('Add each site\'s tags.'),
+    full: z.boolean().default(false).describe('Full records, as get-site-v1 without stats.'),
   }).strict(),
-  output: paged(ListedSite),
+  output: paged(z.union([FullSite, ListedSite.extend({ tags: FullSite.shape.tags }), ListedSite])),
   annotations: ro,
-  execute: ({ page, per_page, status, search, client_id, tag_id, include, exclude }, { sites, tags }) => {
-    const all = sites.filter({ status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined }, (ids) => tags.sitesInTags(ids));
-    return { items: paginate(all, page, per_page).map(listedSite), page, per_page, total: all.length };
+  execute: ({ page, per_page, status, search, client_id, tag_id, include, exclude, with_tags, full }, ctx) => {
+    const all = ctx.sites.filter({ status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined }, (ids) => ctx.tags.sitesInTags(ids));
+    const view = (s: SiteRecord) => (full ? fullSite(ctx, s) : with_tags ? { ...listedSite(s), tags: siteTags(ctx, s.id) } : listedSite(s));
+    return { items: paginate(all, page, per_page).map(view), page, per_page, total: all.length };
   },
 });
 
@@ -219,7 +222,6 @@ export const suspendSites = defineAbility({
   output: z.object({
     queued: z.boolean(),
     job_id: z.string().optional(),
-    status_url: z.string().optional(),
     total: z.number().int().optional(),
     suspended: z.array(BasicSite.extend({ suspended: z.literal(1) })).optional(),
     errors: z.array(ItemError),

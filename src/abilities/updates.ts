@@ -59,7 +59,6 @@ const RunOutput = z.object({
   truncated: z.boolean().optional(),
   queued: z.boolean().optional(),
   job_id: z.string().optional(),
-  status_url: z.string().optional(),
   updates_queued: z.number().int().optional(),
   sites_queued: z.number().int().optional(),
   updated: z.array(Updated),

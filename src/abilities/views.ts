@@ -11,6 +11,11 @@ export function listedSite(s: SiteRecord): z.infer<typeof ListedSite> {
   return { id: s.id, url: s.url, name: s.name, status: siteStatus(s), client_id: s.client_id };
 }
 
+/** A site's tags, {id, name} each. */
+export function siteTags(svc: S, id: number): z.infer<typeof FullSite>['tags'] {
+  return svc.tags.tagsOfSite(id).map((t) => ({ id: t, name: svc.tags.get(t)!.name }));
+}
+
 export function fullSite(svc: S, s: SiteRecord, withStats = false): z.infer<typeof FullSite> {
   const v: z.infer<typeof FullSite> = {
     ...listedSite(s),
@@ -20,7 +25,7 @@ export function fullSite(svc: S, s: SiteRecord, withStats = false): z.infer<type
     child_version: s.child_version,
     last_sync: s.last_sync,
     notes: s.notes,
-    tags: svc.tags.tagsOfSite(s.id).map((id) => ({ id, name: svc.tags.get(id)!.name })),
+    tags: siteTags(svc, s.id),
   };
   if (withStats) v.stats = { ...s.stats };
   return v;

@@ -23,7 +23,9 @@ export interface Running {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function boot(config: Config, opts: BootOptions = {}): Promise<Running> {
+export async function boot(given: Config, opts: BootOptions = {}): Promise<Running> {
+  // Immutable from here on: loadConfig freezes what it reads; a config built by hand is copied and frozen.
+  const config = Object.isFrozen(given) ? given : Object.freeze({ ...given });
   const services = await openServices(config);
   const registry = buildRegistry(services);
   let http: RunningHttp | undefined;

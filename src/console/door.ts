@@ -72,11 +72,12 @@ export interface ConsoleDoor {
   close(): void;
 }
 
-export function consoleDoor(services: Services, registry: Registry, throttle: LoginThrottle): ConsoleDoor {
+/** `base`: the server's public base URL (its scheme says whether the session cookie is Secure). */
+export function consoleDoor(services: Services, registry: Registry, throttle: LoginThrottle, base: string): ConsoleDoor {
   const r = express.Router();
   const sessions = new ConsoleSessions(services.config.consoleSessionSeconds * 1000);
   const streams = new Set<() => void>();
-  const secure = services.config.publicUrl.startsWith('https:');
+  const secure = base.startsWith('https:');
   const indexHtml = readFileSync(`${ASSETS_DIR}index.html`);
 
   const setCookie = (res: Response, value: string, maxAge: number) => {

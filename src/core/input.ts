@@ -88,7 +88,11 @@ export function coerce(value: unknown, schema: JsonSchema | undefined): unknown 
   return value;
 }
 
-function pathLabel(path: PropertyKey[]): string {
+/** How a path is named: inside the input (`input[a][b]`, the abilities API) or as a parameter (`a[b]`, REST). */
+export type Naming = 'input' | 'param';
+
+function pathLabel(path: PropertyKey[], naming: Naming): string {
+  if (naming === 'param' && path.length) return path.slice(1).reduce<string>((acc, k) => `${acc}[${String(k)}]`, String(path[0]));
   return path.reduce<string>((acc, k) => `${acc}[${String(k)}]`, 'input');
 }
 
@@ -118,14 +122,14 @@ function typeWord(node: JsonSchema | undefined, fallback: string): string {
 }
 
 /** One zod issue, told the way WordPress tells it. */
-export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | undefined, input: unknown): string {
+export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | undefined, input: unknown, naming: Naming = 'input'): string {
   const path = issue.path;
-  const label = pathLabel(path);
+  const label = pathLabel(path, naming);
   const node = nodeAt(schema, path);
   // A required property that is absent: zod says invalid_type, or invalid_union for a union-typed one
   // (site_id_or_domain); WordPress says "<prop> is a required property of input.".
   if ((issue.code === 'invalid_type' || issue.code === 'invalid_union' || issue.code === 'invalid_value') && isMissing(input, path)) {
-    return `${String(path[path.length - 1])} is a required property of ${pathLabel(path.slice(0, -1))}.`;
+    return `${String(path[path.length - 1])} is a required property of ${pathLabel(path.slice(0, -1), naming)}.`;
   }
   switch (issue.code) {
     case 'invalid_type':
@@ -211,8 +215,8 @@ export function validateInput<T extends z.ZodObject>(
   raw: unknown,
   opts: ValidateOptions,
 ): z.output<T> {
-  const fail = (reason: string, param?: string): never => {
-    throw errors.abilityInput(abilityName, reason, param);
+  const fail = (reason: string, param?: string, paramReason?: string): never => {
+    throw errors.abilityInput(abilityName, reason, param, paramReason);
   };
   let input = raw;
   if (input === null || input === undefined || input === '') {
@@ -225,6 +229,6 @@ export function validateInput<T extends z.ZodObject>(
   if (r.success) return r.data;
   const issue = firstIssue(r.error.issues, value);
   const param = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path[0];
-  fail(describeIssue(issue, jsonSchema, value), param === undefined ? undefined : String(param));
+  fail(describeIssue(issue, jsonSchema, value), param === undefined ? undefined : String(param), describeIssue(issue, jsonSchema, value, 'param'));
   throw new Error('unreachable');
 }

@@ -9,6 +9,7 @@ import type { Registry } from '../core/registry.js';
 import type { Services } from '../services/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
+import { withStatusUrl, withStatusUrlSchema } from './job-links.js';
 import { AnswerCache, cacheKey, cachedAnswers, represent, sendConditional, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 const METHOD_MESSAGE = {
@@ -44,14 +45,14 @@ function listParams(req: Request): { page: number; per_page: number } {
 }
 
 /** Answer a paged discovery list the WordPress way: a bare array plus X-WP-Total, X-WP-TotalPages and Link. */
-function sendPaged<T>(req: Request, res: Response, publicUrl: string, all: T[], page: number, per_page: number): void {
+function sendPaged<T>(req: Request, res: Response, base: string, all: T[], page: number, per_page: number): void {
   const total = all.length;
   const pages = Math.ceil(total / per_page);
   res.setHeader('X-WP-Total', String(total));
   res.setHeader('X-WP-TotalPages', String(pages));
-  // Links are built on the configured public URL, never on the Host header a caller sends (it may be malformed,
-  // or another site's name that we would reflect).
-  const url = new URL(req.originalUrl, publicUrl);
+  // Links are built on the server's base URL (SITEFLEET_PUBLIC_URL or the address it listens on), never on the Host
+  // header a caller sends (it may be malformed, or another site's name that we would reflect).
+  const url = new URL(`${base}${req.originalUrl}`);
   const link = (p: number) => { url.searchParams.set('page', String(p)); return url.toString(); };
   const links: string[] = [];
   if (page > 1) links.push(`<${link(page - 1)}>; rel="prev"`);
@@ -103,9 +104,14 @@ function abilitiesIndex(base: string, prefix: string) {
   };
 }
 
-export function abilitiesRouter(services: Services, registry: Registry, throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
+/** `publicBase`: the server's public base URL (SITEFLEET_PUBLIC_URL, else the address it listens on). */
+export function abilitiesRouter(
+  services: Services, registry: Registry, publicBase: string, throttle?: LoginThrottle, answers = new AnswerCache(),
+): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
+  const base = `${publicBase}${prefix}`;
+  const restBase = `${publicBase}${services.config.restPrefix}`;
   const docCache = new Map<string, unknown>();
 
   r.use(requireAuth(services, ['basic', 'bearer'],
@@ -115,11 +121,8 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
   r.use(bodyErrors);
 
   const describe = (req: Request, a: Ability) => {
-    const base = `${services.config.publicUrl}${prefix}`;
-    const key = `${base}|${a.name}`;
-    let doc = docCache.get(key);
+    let doc = docCache.get(a.name);
     if (!doc) {
-      if (docCache.size > 1000) docCache.clear();
       const { input, output } = registry.schemas(a);
       const self = `${base}/abilities/svc/${a.name}`;
       doc = {
@@ -128,7 +131,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
         description: a.description,
         category: a.category,
         input_schema: input,
-        output_schema: output,
+        output_schema: withStatusUrlSchema(output),
         meta: {
           annotations: {
             readonly: a.annotations.readonly, destructive: a.annotations.destructive, idempotent: a.annotations.idempotent,
@@ -143,7 +146,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
           'wp:action-run': [{ href: `${self}/run` }],
         },
       };
-      docCache.set(key, doc);
+      docCache.set(a.name, doc);
     }
     return doc;
   };
@@ -154,14 +157,14 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
     return a;
   };
 
-  r.get('/', (req, res) => { sendConditional(req, res, abilitiesIndex(services.config.publicUrl, prefix)); });
+  r.get('/', (req, res) => { sendConditional(req, res, abilitiesIndex(publicBase, prefix)); });
 
   r.get('/abilities', (req, res) => {
     try {
       const { page, per_page } = listParams(req);
       const category = typeof req.query.category === 'string' ? req.query.category : undefined;
       const list = registry.abilities.filter((a) => !category || a.category === category).map((a) => describe(req, a));
-      sendPaged(req, res, services.config.publicUrl, list, page, per_page);
+      sendPaged(req, res, publicBase, list, page, per_page);
     } catch (e) { sendError(res, e); }
   });
 
@@ -172,7 +175,6 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
   r.get('/categories', (req, res) => {
     try {
       const { page, per_page } = listParams(req);
-      const base = `${services.config.publicUrl}${prefix}`;
       const list = CATEGORIES.map((c) => ({
         ...c,
         meta: [],
@@ -182,7 +184,7 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
           abilities: [{ href: `${base}/abilities?category=${c.slug}` }],
         },
       }));
-      sendPaged(req, res, services.config.publicUrl, list, page, per_page);
+      sendPaged(req, res, publicBase, list, page, per_page);
     } catch (e) { sendError(res, e); }
   });
 
@@ -202,7 +204,8 @@ export function abilitiesRouter(services: Services, registry: Registry, throttle
       if (req.method !== 'GET') {
         const result = await registry.run(a, readInput(req), { principal: req.principal!, coerce: true });
         res.setHeader('Allow', 'GET, POST, PUT, PATCH, DELETE');
-        return res.json(result);
+        // A queued job's answer carries upstream's status_url: where this server's REST door serves the job.
+        return res.json(withStatusUrl(a.name, result, restBase));
       }
       // A GET run: conditional (ETag, 304), served from the answer cache when the ability is store-pure.
       const key = STORE_PURE.has(a.name) ? cacheKey(req) : undefined;

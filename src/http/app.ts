@@ -17,7 +17,10 @@ import { doorCaches, fastPath } from './fast-path.js';
 
 export interface RunningHttp {
   server: HttpServer;
+  /** The address it listens on. */
   url: string;
+  /** The base of the links the doors give (job status URLs, the abilities door's `_links`): SITEFLEET_PUBLIC_URL, else `url`. */
+  base: string;
   /** Stop accepting, let requests in flight finish for up to `graceMs`, then cut what is left. */
   close(graceMs?: number): Promise<void>;
 }
@@ -28,7 +31,8 @@ export interface HttpOptions {
   console?: boolean;
 }
 
-export function createHttpApp(services: Services, registry: Registry, opts: HttpOptions = {}) {
+/** `base`: the base URL of the links the doors give (they never read it from a request's Host header). */
+export function createHttpApp(services: Services, registry: Registry, base: string, opts: HttpOptions = {}) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -45,10 +49,12 @@ export function createHttpApp(services: Services, registry: Registry, opts: Http
   const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle);
   // Cached answers of the doors; the server's fast path (http/fast-path.ts) sends them before express runs.
   const caches = doorCaches();
-  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, throttle, caches.abilities));
-  app.use(services.config.restPrefix, restRouter(services, registry, withDiscovery(restRoutes, services.config), throttle, caches.rest));
+  app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, base, throttle, caches.abilities));
+  app.use(services.config.restPrefix, restRouter(
+    services, registry, withDiscovery(restRoutes, { restPrefix: services.config.restPrefix, publicUrl: base }), base, throttle, caches.rest,
+  ));
   app.use('/mcp', mcp.router);
-  const web = opts.console === false ? null : consoleDoor(services, registry, throttle);
+  const web = opts.console === false ? null : consoleDoor(services, registry, throttle, base);
   if (web) {
     app.use('/console', web.router);
     app.get('/', (_req, res) => res.redirect(302, '/console'));
@@ -78,8 +84,10 @@ function everyRequest(req: express.Request, res: express.Response): void {
 }
 
 export async function listen(services: Services, registry: Registry, host: string, port: number, opts: HttpOptions = {}): Promise<RunningHttp> {
-  const { app, mcp, web, fast } = createHttpApp(services, registry, opts);
-  const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => { if (!fast(req, res)) app(req, res); });
+  // The doors are built once the address is known (port 0 picks one), so that they hold their base URL from the
+  // start and nothing is rewritten later (the config is frozen). They are built in the same turn as 'listening' is
+  // answered (only microtasks between), so no request is read before their handler is attached.
+  const server = createServer({ maxHeaderSize: 16 * 1024 });
   // Requests the HTTP parser refuses (a URL or headers over 16 KB, garbage) still get the error envelope.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
@@ -99,10 +107,21 @@ export async function listen(services: Services, registry: Registry, host: strin
   const addr = server.address();
   const p = typeof addr === 'object' && addr ? addr.port : port;
   const h = host.includes(':') ? `[${host}]` : host;
-  if (!process.env.SITEFLEET_PUBLIC_URL) services.config.publicUrl = `http://${h}:${p}`;
+  const url = `http://${h}:${p}`;
+  const base = services.config.publicUrl ?? url;
+  let built: ReturnType<typeof createHttpApp>;
+  try {
+    built = createHttpApp(services, registry, base, opts);
+  } catch (e) {
+    server.close();
+    throw e;
+  }
+  const { app, mcp, web, fast } = built;
+  server.on('request', (req, res) => { if (!fast(req, res)) app(req, res); });
   return {
     server,
-    url: `http://${h}:${p}`,
+    url,
+    base,
     close: async (graceMs = 10_000) => {
       const closed = new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
       // Keep-alive connections turn idle as their last response ends: close them as they do.

@@ -556,16 +556,16 @@ const DocumentAnswer = z.looseObject({ openapi: z.string(), info: z.looseObject(
  * The table with the door's own two routes in front: GET / (the index) and GET /openapi.json (the document). They
  * are rows like any other, so they need credentials, are listed, and describe themselves.
  */
-export function withDiscovery(routes: readonly RestRoute[], config: Pick<Config, 'restPrefix' | 'publicUrl'>): RestRoute[] {
+export function withDiscovery(routes: readonly RestRoute[], config: { restPrefix: string; publicUrl: string }): RestRoute[] {
   let doc: Json | undefined;
-  // Built once (per public URL: it is known only once the server listens), never per request.
-  let index: { base: string; body: Json } | undefined;
+  // Built once, never per request.
+  let index: Json | undefined;
   const all: RestRoute[] = [
     {
       methods: READ, path: '/',
       handler: async () => {
-        if (index?.base !== config.publicUrl) index = { base: config.publicUrl, body: routeIndex(all, config.publicUrl, config.restPrefix) };
-        return index.body;
+        index ??= routeIndex(all, config.publicUrl, config.restPrefix);
+        return index;
       },
       doc: { summary: 'Route index', description: 'WordPress-style namespace index: every route with its methods and arguments (type, required).', answers: IndexAnswer },
     },
@@ -579,6 +579,6 @@ export function withDiscovery(routes: readonly RestRoute[], config: Pick<Config,
 }
 
 /** The document of a table as the door serves it (its own routes included), as text: what docs/openapi.json holds. */
-export function restDocumentJson(routes: readonly RestRoute[], config: Pick<Config, 'restPrefix' | 'publicUrl'>): string {
-  return `${JSON.stringify(openApiDocument(withDiscovery(routes, config), config), null, 2)}\n`;
+export function restDocumentJson(routes: readonly RestRoute[], config: Pick<Config, 'restPrefix'>): string {
+  return `${JSON.stringify(openApiDocument(withDiscovery(routes, { restPrefix: config.restPrefix, publicUrl: '' }), config), null, 2)}\n`;
 }

@@ -22,7 +22,16 @@ export interface RestArgs {
   method: string;
 }
 
-export interface RestContext { services: Services; args: RestArgs }
+/**
+ * What a row's `output` sees besides the ability's result: the request's own arguments and the door's base URL
+ * (for job pointers), nothing else. An output mapper is a pure function of them — it cannot reach the services; what an answer needs beyond the
+ * result, the ability returns (an input option the row sets, when it is heavy).
+ */
+export interface RestContext {
+  readonly args: RestArgs;
+  /** This door's base URL with its prefix (the server's public base: where a row's job `status_url` leads). */
+  readonly restBase: string;
+}
 
 /**
  * What the OpenAPI document and the route index (http/openapi.ts) cannot see in a row's functions. Everything else
@@ -121,8 +130,9 @@ function translate(e: unknown, a: RestArgs): ServiceError {
     if (ref !== undefined && 'site_id_or_domain' in params) return new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404);
     if (a.params.id !== undefined && 'tag_id' in params) return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
     const names = Object.keys(params);
-    const clean = Object.fromEntries(names.map((n) => [n, params[n]!.replace(/^input\[([^\]]+)\]/, '$1')]));
-    const reason = (err.detail.reason ?? err.message).replace(/input\[([^\]]+)\]/g, '$1');
+    // REST names a parameter by itself (`a[b]`), where the abilities API says `input[a][b]`: the error carries both.
+    const reason = err.detail.paramReason ?? err.message;
+    const clean = Object.fromEntries(names.map((n) => [n, err.detail.paramReason ?? params[n]!]));
     return new ServiceError('rest_invalid_param', names.length ? `Invalid parameter(s): ${names.join(', ')}` : `Invalid parameter(s): ${reason}`, 400,
       { params: names.length ? clean : {}, reason });
   }
@@ -172,7 +182,11 @@ function pagingHeaders(res: Response, result: unknown): void {
   res.setHeader('X-WP-TotalPages', String(Math.ceil(r.total / r.per_page)));
 }
 
-export function restRouter(services: Services, registry: Registry, routes: readonly RestRoute[], throttle?: LoginThrottle, answers = new AnswerCache()): express.Router {
+/** `base`: the server's public base URL (SITEFLEET_PUBLIC_URL, else the address it listens on). */
+export function restRouter(
+  services: Services, registry: Registry, routes: readonly RestRoute[], base: string, throttle?: LoginThrottle, answers = new AnswerCache(),
+): express.Router {
+  const restBase = `${base}${services.config.restPrefix}`;
   const r = express.Router();
   r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
   r.use((req, res, next) => {
@@ -200,7 +214,7 @@ export function restRouter(services: Services, registry: Registry, routes: reado
       });
       const res = responses.get(a);
       if (res) pagingHeaders(res, result);
-      return row.output ? row.output(result as never, { services, args: a }) : { success: 1, data: result };
+      return row.output ? row.output(result as never, { args: a, restBase }) : { success: 1, data: result };
     } catch (e) {
       throw translate(e, a);
     }

@@ -4,7 +4,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListResourceTemplatesRequestSchema, ListResourcesRequestSchema,
   ListToolsRequestSchema, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema,
-  UnsubscribeRequestSchema, type LoggingLevel, type Tool,
+  UnsubscribeRequestSchema, type CallToolResult, type LoggingLevel, type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
@@ -29,6 +29,15 @@ const RESOURCE_NOT_FOUND = -32002;
 /** Jobs one MCP session may follow at once (resources/subscribe). */
 export const MAX_SUBSCRIPTIONS = 100;
 const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}`;
+
+/** A queued result's pointer on this door: a link to its job resource (no HTTP URL: over stdio none may answer). */
+function jobLink(result: Record<string, unknown>): CallToolResult['content'] {
+  if (result.queued !== true || typeof result.job_id !== 'string') return [];
+  return [{
+    type: 'resource_link', uri: jobUri(result.job_id), name: result.job_id, title: 'Background job', mimeType: 'application/json',
+    description: 'Read for its progress; subscribe to hear when it moves.',
+  }];
+}
 /** Downtime incidents: a subscriber hears when one opens or closes (in this or another process on the data dir). */
 export const INCIDENTS_URI = 'sitefleet://incidents';
 
@@ -46,7 +55,7 @@ export const INSTRUCTIONS = [
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
   'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped).',
   'Uptime: list-monitors-v1 says which sites are down; subscribe to sitefleet://incidents to hear of incidents opening and closing.',
-  'Batches over 200 sites become background jobs: follow them with get-batch-job-status-v1 or the resource sitefleet://jobs/{job_id}.',
+  'Batches over 200 sites become background jobs: the result links the resource sitefleet://jobs/{job_id} (read or subscribe to follow it; or get-batch-job-status-v1).',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
 ].join('\n');
 
@@ -213,7 +222,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       // notification read in the same chunk as the result would find its handler gone. A short pause
       // puts them in separate reads.
       if (token !== undefined) await new Promise((r) => setTimeout(r, 15));
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+      return { content: [{ type: 'text', text: JSON.stringify(result) }, ...jobLink(result)], structuredContent: result };
     } catch (e) {
       // The error is the result; it is not also sent as a log line.
       const body = toServiceError(e).toBody();

@@ -5,7 +5,7 @@
 import { ChildConnector, type SiteCredentials } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
 import { clip, newestFirst, type SiteChange, type SiteSnapshot } from '../child/snapshot.js';
-import { ServiceError, toServiceError } from '../core/errors.js';
+import { ServiceError, errors, toServiceError } from '../core/errors.js';
 import { normaliseSiteUrl, siteKey } from '../core/site-lookup.js';
 import type { Config } from '../config.js';
 import type { CheckResult, SiteData, SiteRecord, SiteSecret, SiteStats } from '../store/records.js';
@@ -127,8 +127,8 @@ export class ChildSiteService {
 
   /** Suspended and disconnected sites get no child traffic. */
   assertReachable(site: SiteRecord): void {
-    if (site.suspended) throw new ServiceError('svc_site_suspended', `Site ${site.id} (${site.url}) is suspended; unsuspend it first.`, 409);
-    if (site.disconnected) throw new ServiceError('svc_site_disconnected', `Site ${site.id} (${site.url}) is disconnected; reconnect it first.`, 409);
+    if (site.suspended) throw errors.siteSuspended(site);
+    if (site.disconnected) throw errors.siteDisconnected(site);
   }
 
   /** Store what a child reported (a sync, or the `sync` block of an action reply) and the stats derived from it. */
@@ -153,7 +153,7 @@ export class ChildSiteService {
     if (/^[a-z]+:\/\/[^/]*@/i.test(input.url.trim())) {
       throw new ServiceError('svc_invalid_url', 'Site URLs must not carry credentials; use http_user and http_pass.', 400);
     }
-    if (this.sites.findByUrl(url)) throw new ServiceError('svc_site_already_exists', 'A site with this URL already exists.', 409, { site_url: url });
+    if (this.sites.findByUrl(url)) throw errors.siteExists(url);
     if (input.client_id) this.clients.resolve(input.client_id);
     for (const t of input.tags ?? []) this.tags.resolve(t);
     const connector = await this.connector();
@@ -173,7 +173,7 @@ export class ChildSiteService {
     }
     const secret: SiteSecret = { private_key_pem: reg.privateKeyPem, http_pass: input.http_pass ?? null, regverify: reg.regverify };
     return this.store.write((tx) => {
-      if (this.sites.findByUrl(url)) throw new ServiceError('svc_site_already_exists', 'A site with this URL already exists.', 409, { site_url: url });
+      if (this.sites.findByUrl(url)) throw errors.siteExists(url);
       // The client may have gone while the child answered.
       if (input.client_id) this.clients.resolve(input.client_id);
       const rec = this.sites.insert(tx, {
@@ -233,7 +233,7 @@ export class ChildSiteService {
   /** Renew the site's keys with its child; success makes it connected. */
   async fetchReconnect(site: SiteRecord, adminPassword?: string): Promise<Outcome<SiteRecord>> {
     if (site.suspended) {
-      return { ok: false, error: new ServiceError('svc_site_suspended', `Site ${site.id} (${site.url}) is suspended; unsuspend it first.`, 409) };
+      return { ok: false, error: errors.siteSuspended(site) };
     }
     try {
       const secret = this.sites.secret(site.id);

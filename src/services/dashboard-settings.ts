@@ -2,7 +2,7 @@
 // 2) and applied for real: the automatic sync schedule (SyncScheduler), how many sites a sync works on at once, the
 // queue threshold, and the cost tracker's product types and payment methods, which the cost abilities validate
 // against. Everything else upstream's settings routes carry is answered 501 by the routes (routes/settings.ts).
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import type { CostRecord, SiteRecord } from '../store/records.js';
 import type { JobService } from './jobs.js';
@@ -139,7 +139,7 @@ export class DashboardSettings {
     return this.store.write((tx) => {
       const cur = this.cur(tx);
       const at = cur.product_types.findIndex((p) => p.slug === slug);
-      if (at < 0) throw new ServiceError('svc_invalid_slug', `Product type "${slug}" does not exist.`, 404);
+      if (at < 0) throw errors.productTypeNotFound(slug);
       const old = cur.product_types[at]!;
       const title = i.title?.trim();
       if (title !== undefined && title !== old.title && DEFAULT_SLUGS.has(slug)) {
@@ -157,7 +157,7 @@ export class DashboardSettings {
     return this.store.write((tx) => {
       const cur = this.cur(tx);
       const old = cur.product_types.find((p) => p.slug === slug);
-      if (!old) throw new ServiceError('svc_invalid_slug', `Product type "${slug}" does not exist.`, 404);
+      if (!old) throw errors.productTypeNotFound(slug);
       if (DEFAULT_SLUGS.has(slug)) throw new ServiceError('svc_invalid_slug', `Cannot delete the default product type "${slug}".`, 400);
       const n = this.inUse(tx, 'product_type', slug);
       if (n) throw new ServiceError('svc_in_use', `${n} cost(s) have product type "${slug}"; change them first.`, 409, { costs: n });
@@ -184,7 +184,7 @@ export class DashboardSettings {
   async editPaymentMethod(slug: string, title: string): Promise<PaymentMethodDef> {
     return this.store.write((tx) => {
       const cur = this.cur(tx);
-      if (!cur.payment_methods.some((p) => p.slug === slug)) throw new ServiceError('svc_invalid_slug', `Payment method "${slug}" does not exist.`, 404);
+      if (!cur.payment_methods.some((p) => p.slug === slug)) throw errors.paymentMethodNotFound(slug);
       const next = { slug, title: title.trim() };
       tx.put<DashboardSettingsRecord>('settings', { ...cur, payment_methods: cur.payment_methods.map((p) => (p.slug === slug ? next : p)) });
       return next;
@@ -195,7 +195,7 @@ export class DashboardSettings {
     return this.store.write((tx) => {
       const cur = this.cur(tx);
       const old = cur.payment_methods.find((p) => p.slug === slug);
-      if (!old) throw new ServiceError('svc_invalid_slug', `Payment method "${slug}" does not exist.`, 404);
+      if (!old) throw errors.paymentMethodNotFound(slug);
       const n = this.inUse(tx, 'payment_method', slug);
       if (n) throw new ServiceError('svc_in_use', `${n} cost(s) use payment method "${slug}"; change them first.`, 409, { costs: n });
       tx.put<DashboardSettingsRecord>('settings', { ...cur, payment_methods: cur.payment_methods.filter((p) => p.slug !== slug) });

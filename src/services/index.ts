@@ -2,7 +2,7 @@
 import type { Config } from '../config.js';
 import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
-import { ServiceError } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 import { AuthService } from './auth.js';
 import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
@@ -63,7 +63,7 @@ export async function openServices(config: Config): Promise<Services> {
   sites.onRemove.also((tx, id) => updates.forgetSite(tx, id));
   // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
   jobs.define('renew', async (s) => (s.disconnected
-    ? { ok: false, error: new ServiceError('svc_site_disconnected', `Site ${s.id} (${s.url}) was disconnected meanwhile; reconnect it instead.`, 409) }
+    ? { ok: false, error: errors.siteDisconnected(s, true) }
     : children.fetchReconnect(s)));
   jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));

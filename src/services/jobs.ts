@@ -130,13 +130,16 @@ export class JobService {
 
   constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
 
-  /** The queue rule: more sites than the threshold → a persisted job, answered with where to follow it. */
+  /**
+   * The queue rule: more sites than the threshold → a persisted job, answered with its id. Where to follow it is
+   * each door's to say (REST: a status_url; MCP: the sitefleet://jobs/{job_id} resource), never a service's.
+   */
   async queueIfOver(
     type: JobType, sites: readonly SiteRecord[], params?: Record<string, unknown>, threshold = this.threshold(),
-  ): Promise<{ queued: true; job_id: string; status_url: string } | null> {
+  ): Promise<{ queued: true; job_id: string } | null> {
     if (sites.length <= threshold) return null;
     const job = await this.enqueue(type, sites.map((s) => s.id), params);
-    return { queued: true, job_id: job.job_id, status_url: `${this.config.publicUrl}${this.config.restPrefix}/jobs/${job.job_id}` };
+    return { queued: true, job_id: job.job_id };
   }
 
   /** `limit`: sites of such a job worked on at once (read when a job starts; the child concurrency by default). */

@@ -8,7 +8,7 @@
 // state is written at once. A partition given to another process is flushed in the transaction that releases it,
 // so its next check is scheduled from the true last check. If a process dies, the beats it had not written yet
 // (at most one flush period) are lost and the taker may check those sites again early.
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import { log } from '../log.js';
 import {
@@ -231,7 +231,7 @@ export class MonitorService {
   /** Writes settings: site 0 = the fleet defaults. `null` for a field removes the site's own value (use the fleet's). */
   async updateSettings(siteId: number, patch: { [K in keyof MonitorSettings]?: MonitorSettings[K] | null }): Promise<MonitorRecord> {
     return this.store.write((tx) => {
-      if (siteId !== 0 && !tx.get('sites', siteId)) throw new ServiceError('svc_site_not_found', `No site found with ID ${siteId}.`, 404);
+      if (siteId !== 0 && !tx.get('sites', siteId)) throw errors.siteNotFound(siteId);
       const cur = tx.get<MonitorRecord>('monitors', siteId) ?? emptyMonitor(siteId);
       const settings: MonitorSettings = { ...cur.settings };
       for (const [k, v] of Object.entries(patch) as Array<[keyof MonitorSettings, unknown]>) {

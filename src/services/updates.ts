@@ -7,7 +7,7 @@ import type { ChildConnector, SiteCredentials, UpgradeResult } from '../child/co
 import { ChildError } from '../child/child-error.js';
 import { isNewer, type PendingItem, type SitePending, type SiteSnapshot } from '../child/snapshot.js';
 import type { ProgressReport } from '../core/ability.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { paginate } from '../core/paging.js';
 import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
@@ -281,7 +281,7 @@ export class UpdateService {
     if (!key || key.length > 500) throw new ServiceError('svc_invalid_slug', `"${slug}" is not a ${type} slug.`, 400);
     const name = this.nameOf(site, type, key);
     return this.store.write((tx) => {
-      if (!tx.get('sites', site.id)) throw new ServiceError('svc_site_not_found', `No site found with ID ${site.id}.`, 404);
+      if (!tx.get('sites', site.id)) throw errors.siteNotFound(site.id);
       const cur = this.findRule(site.id, type, key);
       if (ignore) {
         if (cur && cur.versions.includes(ALL_VERSIONS)) return false;

@@ -7,7 +7,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { assertAllowedHost, guardedLookup } from '../child/address-policy.js';
 import { clip } from '../child/snapshot.js';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import { log } from '../log.js';
 import type { DeliveryRecord, WebhookEvent, WebhookRecord } from '../store/monitor-records.js';
@@ -48,7 +48,7 @@ export class WebhookService {
 
   resolve(id: number): WebhookRecord {
     const w = this.store.get<WebhookRecord>('webhooks', id);
-    if (!w) throw new ServiceError('svc_webhook_not_found', `No webhook found with ID ${id}.`, 404);
+    if (!w) throw errors.webhookNotFound(id);
     return w;
   }
 
@@ -89,7 +89,7 @@ export class WebhookService {
   async remove(id: number): Promise<WebhookRecord> {
     return this.store.write((tx) => {
       const w = tx.get<WebhookRecord>('webhooks', id);
-      if (!w) throw new ServiceError('svc_webhook_not_found', `No webhook found with ID ${id}.`, 404);
+      if (!w) throw errors.webhookNotFound(id);
       tx.delete('webhooks', id);
       for (const d of tx.all<DeliveryRecord>('deliveries')) if (d.webhook_id === id && d.status === 'pending') tx.put<DeliveryRecord>('deliveries', { ...d, status: 'failed', last_error: 'webhook deleted' });
       return w;

@@ -25,6 +25,7 @@
 import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
+import { GroupCommit, applyBatch, tableTx, type Commit, type Pending, type Tables } from './group-commit.js';
 import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
@@ -45,7 +46,6 @@ const PG_MIGRATIONS: Record<number, string> = {
 };
 
 type Kind = CollectionName | Blob;
-interface Pending { fn: (tx: Tx) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
 interface Row { kind: string; id: number; seq: string; data: unknown }
 
 /** A redacted form of the URL for messages: never print a password. */
@@ -84,8 +84,7 @@ export class PgStore implements Store {
   private counters: Partial<Record<CollectionName, number>> = {};
   /** The highest commit seq applied to memory. */
   private seq = 0;
-  private queue: Pending[] = [];
-  private flushing: Promise<void> | null = null;
+  private writes = new GroupCommit<Tx>((take) => this.serial(() => this.commit(take)));
   /** Catch-ups and commits touch memory one at a time: this chain orders them. */
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
@@ -181,7 +180,7 @@ export class PgStore implements Store {
 
   private backgroundCatchUp(): Promise<void> {
     // A commit under way catches up first anyway (under the lock): no need to queue another round trip before it.
-    if (this.closed || this.catchingUp || this.flushing) return Promise.resolve();
+    if (this.closed || this.catchingUp || this.writes.busy) return Promise.resolve();
     this.catchingUp = true;
     return this.serial(() => this.catchUp(this.writer))
       .catch((e: Error) => log('warn', 'postgres catch-up failed', { err: e.message }))
@@ -287,36 +286,15 @@ export class PgStore implements Store {
   }
 
   write<R>(fn: (tx: Tx) => R): Promise<R> {
-    if (this.closed) return Promise.reject(new Error('store is closed'));
-    return new Promise<R>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      this.kick();
-    });
-  }
-
-  private kick(): void {
-    if (this.flushing || !this.queue.length) return;
-    this.flushing = this.flushLoop().finally(() => { this.flushing = null; this.kick(); });
-  }
-
-  private async flushLoop(): Promise<void> {
-    await Promise.resolve(); // let writes issued in the same tick join this commit
-    while (this.queue.length) {
-      const { batch, outcomes } = await this.serial(() => this.commit());
-      batch.forEach((p, i) => {
-        const o = outcomes[i]!;
-        if (o.ok) p.resolve(o.value); else p.reject(o.error);
-      });
-    }
+    return this.writes.write(fn);
   }
 
   /**
    * Commits the writes queued by the time this process holds the shared lock: writes that arrive while another
    * process holds it join this commit, so that waiting for the lock makes commits bigger rather than more.
    */
-  private async commit(): Promise<{ batch: Pending[]; outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> }> {
-    let batch: Pending[] = [];
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
+    let batch: Pending<Tx>[] = [];
     const undoAll: Array<() => void> = [];
     const c = this.writer;
     let began = false;
@@ -327,19 +305,10 @@ export class PgStore implements Store {
       began = true;
       const opened = (await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`)) as unknown as pg.QueryResult<Row>[];
       this.applyCatchUp(opened[2]!.rows);
-      batch = this.queue.splice(0);
+      batch = take();
       const dirty = new Map<string, { kind: Kind; id: number }>();
       const countersBefore = { ...this.counters };
-      for (const p of batch) {
-        const undo: Array<() => void> = [];
-        try {
-          outcomes.push({ ok: true, value: p.fn(this.tx(undo, dirty)) });
-          undoAll.push(...undo);
-        } catch (error) {
-          for (const u of undo.reverse()) u();
-          outcomes.push({ ok: false, error });
-        }
-      }
+      const outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty), undoAll);
       if (dirty.size) {
         const seq = this.seq + 1;
         const rows = [...dirty.values()].map(({ kind, id }) => ({
@@ -371,7 +340,7 @@ export class PgStore implements Store {
       const error = new ServiceError('svc_store_unavailable', 'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.', 503);
       if (this.writerBroken) await this.reconnect();
       // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
-      if (!batch.length) batch = this.queue.splice(0);
+      if (!batch.length) batch = take();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })) };
     }
   }
@@ -385,37 +354,9 @@ export class PgStore implements Store {
 
   private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>): Tx {
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
-    const set = (col: CollectionName, rec: Rec) => {
-      const map = this.data.get(col)!;
-      const prev = map.get(rec.id);
-      map.set(rec.id, rec);
-      undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); this.bump(col); });
-      mark(col, rec.id);
-      this.bump(col);
-    };
+    const tables: Tables = { data: this.data, counters: this.counters, bump: (col) => this.bump(col), get: (col, id) => this.get(col, id), all: (col) => this.all(col) };
     return {
-      get: (col, id) => this.get(col, id),
-      all: (col) => this.all(col),
-      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
-        const prevCounter = this.counters[col];
-        const id = (prevCounter ?? 0) + 1;
-        this.counters[col] = id;
-        undo.push(() => { this.counters[col] = prevCounter; });
-        const full = { id, ...rec } as unknown as T;
-        set(col, full);
-        return full;
-      },
-      put: (col, rec) => { set(col, rec); return rec; },
-      delete: (col, id) => {
-        const map = this.data.get(col)!;
-        const prev = map.get(id);
-        if (!prev) return false;
-        map.delete(id);
-        undo.push(() => { map.set(id, prev); this.bump(col); });
-        mark(col, id);
-        this.bump(col);
-        return true;
-      },
+      ...tableTx(tables, undo, mark),
       putBlob: (kind, id, value) => {
         const map = this.blobs.get(kind)!;
         const had = map.has(id);
@@ -429,7 +370,7 @@ export class PgStore implements Store {
 
   /** Waits for queued writes, then refuses new ones and closes both connections. */
   async close(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    await this.writes.close();
     this.closed = true;
     if (this.poll) clearInterval(this.poll);
     await this.chain;

@@ -20,6 +20,7 @@ import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
 import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
+import { GroupCommit, applyBatch, tableTx, type Commit, type Outcome, type Pending, type Tables } from './group-commit.js';
 
 export { COLLECTIONS, type CollectionName, type Tx, type Blob };
 
@@ -32,8 +33,6 @@ export interface Meta {
 
 interface ShardFile<T> { collection: string; records: T[] }
 
-interface Pending { fn: (tx: Tx) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
-
 const fileOf = (col: CollectionName, id: number): string =>
   COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
 
@@ -43,10 +42,8 @@ export class LowdbStore implements StoreEngine {
   private versions = new Map<CollectionName, number>();
   private meta!: Meta;
   private metaStat = '';
-  private queue: Pending[] = [];
-  private flushing: Promise<void> | null = null;
+  private writes = new GroupCommit<Tx>((take) => this.commit(take));
   private blobCache = new Map<string, unknown>();
-  private closed = false;
   private lastLook = -Infinity;
 
   private constructor(readonly dir: string) {}
@@ -141,7 +138,7 @@ export class LowdbStore implements StoreEngine {
    * caller has to remember to; a write does the same under the lock.
    */
   private refreshIfStale(): void {
-    if (this.flushing || this.closed) return;
+    if (this.writes.busy || this.writes.isClosed) return;
     const t = performance.now();
     if (t - this.lastLook < 1) return;
     this.lastLook = t;
@@ -172,6 +169,10 @@ export class LowdbStore implements StoreEngine {
       this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, meta.counters[col] ?? 0);
     }
     this.meta = { ...meta, counters: { ...this.meta.counters } };
+  }
+
+  private tables(): Tables {
+    return { data: this.data, counters: this.meta.counters, bump: (col) => this.bump(col), get: (col, id) => this.get(col, id), all: (col) => this.all(col) };
   }
 
   private bump(col: CollectionName): void {
@@ -218,17 +219,7 @@ export class LowdbStore implements StoreEngine {
   }
 
   write<R>(fn: (tx: Tx) => R): Promise<R> {
-    if (this.closed) return Promise.reject(new Error('store is closed'));
-    return new Promise<R>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      this.kick();
-    });
-  }
-
-  private kick(): void {
-    if (this.flushing || !this.queue.length) return;
-    // Callers resolved by the last commit may queue more before this loop has ended: look again after it.
-    this.flushing = this.flushLoop().finally(() => { this.flushing = null; this.kick(); });
+    return this.writes.write(fn);
   }
 
   private async lock(): Promise<() => Promise<void>> {
@@ -244,77 +235,34 @@ export class LowdbStore implements StoreEngine {
     });
   }
 
-  private async flushLoop(): Promise<void> {
-    await Promise.resolve(); // let writes issued in the same tick join this commit
-    while (this.queue.length) {
-      const batch = this.queue.splice(0);
-      let release: (() => Promise<void>) | undefined;
-      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
-      try {
-        release = await this.lock();
-        const key = this.statKey();
-        if (key !== this.metaStat) this.reloadChanged();
-        const dirty = new Set<string>();
-        const blobs = new Map<string, unknown>();
-        for (const p of batch) {
-          const undo: Array<() => void> = [];
-          try {
-            outcomes.push({ ok: true, value: p.fn(this.tx(undo, dirty, blobs)) });
-          } catch (error) {
-            for (const u of undo.reverse()) u();
-            outcomes.push({ ok: false, error });
-          }
-        }
-        if (dirty.size || blobs.size) await this.persist(dirty, blobs);
-      } catch (e) {
-        // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
-        log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
-        const error = storeFailure(e);
-        for (let i = 0; i < batch.length; i++) outcomes[i] = { ok: false, error };
-        try { this.loadAll(); this.blobCache.clear(); } catch { /* keep serving what we have */ }
-      }
-      // The commit is durable (or failed and was rolled back) here: callers hear of it while the lock goes (issue 19:
-      // one file-system round trip less on every acknowledged write); the next commit still waits for the release.
-      batch.forEach((p, i) => {
-        const o = outcomes[i]!;
-        if (o.ok) p.resolve(o.value); else p.reject(o.error);
-      });
-      if (release) await release().catch(() => {});
+  /** One commit of every write queued so far, under the cross-process lock; callers hear of it while the lock goes. */
+  private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
+    const batch = take();
+    let release: (() => Promise<void>) | undefined;
+    let outcomes: Outcome[];
+    try {
+      release = await this.lock();
+      const key = this.statKey();
+      if (key !== this.metaStat) this.reloadChanged();
+      const dirty = new Set<string>();
+      const blobs = new Map<string, unknown>();
+      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs));
+      if (dirty.size || blobs.size) await this.persist(dirty, blobs);
+    } catch (e) {
+      // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
+      log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
+      const error = storeFailure(e);
+      outcomes = batch.map(() => ({ ok: false, error }));
+      try { this.loadAll(); this.blobCache.clear(); } catch { /* keep serving what we have */ }
     }
+    // The commit is durable (or failed and was rolled back) when callers are told, before the lock goes (issue 19:
+    // one file-system round trip less on every acknowledged write); the next commit still waits for the release.
+    return { batch, outcomes, after: release };
   }
 
   private tx(undo: Array<() => void>, dirty: Set<string>, blobs: Map<string, unknown>): Tx {
-    const set = (col: CollectionName, rec: Rec) => {
-      const map = this.data.get(col)!;
-      const prev = map.get(rec.id);
-      map.set(rec.id, rec);
-      undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); this.bump(col); });
-      dirty.add(fileOf(col, rec.id));
-      this.bump(col);
-    };
     return {
-      get: (col, id) => this.get(col, id),
-      all: (col) => this.all(col),
-      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
-        const id = (this.meta.counters[col] ?? 0) + 1;
-        const prevCounter = this.meta.counters[col];
-        this.meta.counters[col] = id;
-        undo.push(() => { this.meta.counters[col] = prevCounter; });
-        const full = { id, ...rec } as unknown as T;
-        set(col, full);
-        return full;
-      },
-      put: (col, rec) => { set(col, rec); return rec; },
-      delete: (col, id) => {
-        const map = this.data.get(col)!;
-        const prev = map.get(id);
-        if (!prev) return false;
-        map.delete(id);
-        undo.push(() => { map.set(id, prev); this.bump(col); });
-        dirty.add(fileOf(col, id));
-        this.bump(col);
-        return true;
-      },
+      ...tableTx(this.tables(), undo, (col, id) => dirty.add(fileOf(col, id))),
       putBlob: (kind, id, value) => {
         const key = `${kind}/${id}`;
         const had = this.blobCache.has(key);
@@ -377,8 +325,7 @@ export class LowdbStore implements StoreEngine {
 
   /** Waits for queued writes, then refuses new ones. */
   async close(): Promise<void> {
-    while (this.flushing) await this.flushing;
-    this.closed = true;
+    await this.writes.close();
   }
 }
 

@@ -75,11 +75,15 @@ export async function testFleetStore(dataDir = tempDir()): Promise<TestFleetStor
   };
 }
 
-export async function startServer(opts: { dataDir?: string; databaseUrl?: string; config?: Partial<Record<keyof Config, string | boolean>> } = {}): Promise<TestServer> {
+export async function startServer(opts: {
+  dataDir?: string; databaseUrl?: string; config?: Partial<Record<keyof Config, string | boolean>>;
+  /** SITEFLEET_* variables the config is read with (none by default: the process's own are ignored). */
+  env?: Record<string, string>;
+} = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
   const pg = testPgUrl();
   const databaseUrl = opts.databaseUrl ?? (pg && !opts.dataDir ? await freshDatabase(pg) : undefined);
-  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, databaseUrl, allowPrivateSites: true, ...opts.config }, {});
+  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, databaseUrl, allowPrivateSites: true, ...opts.config }, opts.env ?? {});
   const { services, registry, http: served, close } = await boot(config, { http: { port: 0 }, jobTickMs: 100 });
   const http = served!;
   const auth = services.auth;

@@ -39,12 +39,13 @@ export const globalBatch: RestRoute = {
     controllers: Object.fromEntries(Object.entries(CONTROLLERS).map(([k, c]) => [k, c.shape])),
   },
   handler: async (a, run) => {
-    const unknown = Object.keys(a.args).filter((k) => !(k in CONTROLLERS) && !k.startsWith('_'));
+    // Own keys of CONTROLLERS only: `in` would take "__proto__", "constructor", … for controllers (a 500).
+    const unknown = Object.keys(a.args).filter((k) => !Object.hasOwn(CONTROLLERS, k) && !k.startsWith('_'));
     if (unknown.length) {
       throw new ServiceError('rest_invalid_param', `Unknown batch controller(s): ${unknown.join(', ')}. This batch takes: ${Object.keys(CONTROLLERS).join(', ')}.`, 400,
         { params: Object.fromEntries(unknown.map((k) => [k, k === 'updates' ? 'Updates are not supported by sitefleet yet.' : 'Unknown batch controller.'])) });
     }
-    const bodies = Object.entries(a.args).filter(([k]) => k in CONTROLLERS).map(([k, v]) => {
+    const bodies = Object.entries(a.args).filter(([k]) => Object.hasOwn(CONTROLLERS, k)).map(([k, v]) => {
       if (!v || typeof v !== 'object' || Array.isArray(v)) throw new ServiceError('rest_invalid_param', `${k} must be an object of operation lists.`, 400, { params: { [k]: 'Not an object.' } });
       return [k, v as Record<string, unknown>] as const;
     });

@@ -4,12 +4,11 @@
 import {
   addCost, deleteCost, getCost, getCostClients, getCostSites, getSiteCosts, listCosts, updateCost,
 } from '../../abilities/costs.js';
-import { costView } from '../../abilities/cost-views.js';
 import { ServiceError, toServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute, type RowRunner } from '../rest-door.js';
 import { batch, pathId, pick } from './args.js';
 import { z } from 'zod';
-import { Cost, SiteCostItem } from '../../abilities/cost-views.js';
+import { Cost, FullSiteCostItem } from '../../abilities/cost-views.js';
 import { done, listed } from './answers.js';
 
 const COST_FIELDS = ['name', 'price', 'payment_type', 'product_type', 'product_slug', 'license_type', 'renewal_type', 'last_renewal',
@@ -99,16 +98,10 @@ export const costsBatch: RestRoute = {
 };
 
 const siteCosts = route(READ, '/sites/:id_or_domain/costs', getSiteCosts, {
-  input: (a) => ({ site_id_or_domain: a.params.id_or_domain! }),
-  answers: listed(z.object({ ...Cost.shape, ...SiteCostItem.shape }), { total_monthly: z.number(), total_yearly: z.number() }),
-  output: (r, { services }) => ({
-    success: 1,
-    total: r.total,
-    total_monthly: r.total_monthly,
-    total_yearly: r.total_yearly,
-    // REST lists full records (REST v2 reference §7.3); the ability view stays the abilities' answer.
-    data: r.costs.map((c) => ({ ...costView(services, services.costs.get(c.id)!), ...c })),
-  }),
+  // REST lists full records (REST v2 reference §7.3); the ability's short view stays the other doors' default.
+  input: (a) => ({ site_id_or_domain: a.params.id_or_domain!, full: true }),
+  answers: listed(FullSiteCostItem, { total_monthly: z.number(), total_yearly: z.number() }),
+  output: (r) => ({ success: 1, total: r.total, total_monthly: r.total_monthly, total_yearly: r.total_yearly, data: r.costs }),
 });
 
 /** Static paths before parameterised ones. */

@@ -3,7 +3,6 @@ import {
   activateSitePlugins, activateSiteTheme, deactivateSitePlugins, deleteSitePlugins, deleteSiteThemes, getAbandonedPlugins,
   getAbandonedThemes, getSiteChanges, getSitePlugins, getSiteSecurity, getSiteThemes,
 } from '../../abilities/plugins.js';
-import type { Services } from '../../services/index.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { list, pick, simple, site, truthy } from './args.js';
 import { z } from 'zod';
@@ -18,11 +17,8 @@ const deleteAnswer = z.union([
 ]);
 const abandonedAnswer = listed(getAbandonedPlugins.output.shape.items.element, { page: Int, per_page: Int, site: SimpleSite });
 
-/** The simple view of the site a per-site answer is about (REST v2 reference §0.4). */
-const siteView = (services: Services, id: number) => {
-  const s = services.sites.get(id);
-  return s ? simple(s) : { id, name: '', url: '', client_id: null };
-};
+/** The simple view of the site a per-site answer is about (REST v2 reference §0.4), as the ability returned it. */
+const siteView = (r: { site: { id: number; name: string; url: string; client_id: number | null } }) => simple(r.site);
 
 /** `status`: active | inactive; any, all, empty or both values mean no filter. Anything else is refused by the ability. */
 function status(a: RestArgs): { status?: unknown } {
@@ -43,17 +39,17 @@ const listInput = (a: RestArgs, extra: string[] = []) =>
 const plugins = route(READ, '/sites/:id_or_domain/plugins', getSitePlugins, {
   input: (a) => listInput(a, ['must_use']),
   answers: listed(getSitePlugins.output.shape.plugins.element, { site: SimpleSite }),
-  output: (r, { services }) => ({ success: 1, total: r.total, data: r.plugins, site: siteView(services, r.site_id) }),
+  output: (r) => ({ success: 1, total: r.total, data: r.plugins, site: siteView(r) }),
 });
 
 const pluginsActivate = route(EDIT, '/sites/:id_or_domain/plugins/activate', activateSitePlugins, {
   input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a, 'plugins') }),
   args: { slug: Slug },
   answers: okOrNot({ message: z.string(), data: Item, errors: SlugErrors, site: SimpleSite }),
-  output: (r, { services }) => ({
+  output: (r) => ({
     success: r.activated.length ? 1 : 0,
     message: `${r.activated.length} plugin(s) activated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
-    data: r.activated, errors: r.errors, site: siteView(services, r.site_id),
+    data: r.activated, errors: r.errors, site: siteView(r),
   }),
 });
 
@@ -61,10 +57,10 @@ const pluginsDeactivate = route(EDIT, '/sites/:id_or_domain/plugins/deactivate',
   input: (a) => ({ site_id_or_domain: site(a), slugs: slugs(a, 'plugins') }),
   args: { slug: Slug },
   answers: okOrNot({ message: z.string(), data: Item, errors: SlugErrors, site: SimpleSite }),
-  output: (r, { services }) => ({
+  output: (r) => ({
     success: r.deactivated.length ? 1 : 0,
     message: `${r.deactivated.length} plugin(s) deactivated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
-    data: r.deactivated, errors: r.errors, site: siteView(services, r.site_id),
+    data: r.deactivated, errors: r.errors, site: siteView(r),
   }),
 });
 
@@ -73,12 +69,12 @@ const deleteInput = (alias: string) => (a: RestArgs) => {
   const dry = truthy(a.args.dry_run, false);
   return { site_id_or_domain: site(a), slugs: slugs(a, alias), confirm: !dry, dry_run: dry };
 };
-const deleteOutput = (what: string) => (r: { dry_run: boolean; site_id: number; deleted: unknown[]; would_affect: unknown[]; warnings: string[]; errors: unknown[] }, { services }: { services: Services }) => (r.dry_run
-  ? { success: 1, dry_run: true, message: `${r.would_affect.length} ${what}(s) would be deleted.`, data: r.would_affect, warnings: r.warnings, errors: r.errors, site: siteView(services, r.site_id) }
+const deleteOutput = (what: string) => (r: z.output<typeof deleteSitePlugins.output>) => (r.dry_run
+  ? { success: 1, dry_run: true, message: `${r.would_affect.length} ${what}(s) would be deleted.`, data: r.would_affect, warnings: r.warnings, errors: r.errors, site: siteView(r) }
   : {
     success: r.deleted.length ? 1 : 0,
     message: `${r.deleted.length} ${what}(s) deleted${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
-    data: r.deleted, errors: r.errors, site: siteView(services, r.site_id),
+    data: r.deleted, errors: r.errors, site: siteView(r),
   });
 
 const pluginsDelete = route(REMOVE, '/sites/:id_or_domain/plugins/delete', deleteSitePlugins, {
@@ -93,16 +89,14 @@ const abandonedInput = (a: RestArgs) => ({ site_id_or_domain: site(a), ...pick(a
 const pluginsAbandoned = route(READ, '/sites/:id_or_domain/plugins/abandoned', getAbandonedPlugins, {
   input: abandonedInput,
   answers: abandonedAnswer,
-  output: (r, { services, args }) => ({
-    success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items,
-    site: siteView(services, services.sites.resolve(site(args)).id),
-  }),
+  // The row always names the site, so the ability answers it.
+  output: (r) => ({ success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items, site: simple(r.site!) }),
 });
 
 const themes = route(READ, '/sites/:id_or_domain/themes', getSiteThemes, {
   input: (a) => listInput(a),
   answers: listed(getSiteThemes.output.shape.themes.element, { active_theme: z.string(), site: SimpleSite }),
-  output: (r, { services }) => ({ success: 1, total: r.total, active_theme: r.active_theme, data: r.themes, site: siteView(services, r.site_id) }),
+  output: (r) => ({ success: 1, total: r.total, active_theme: r.active_theme, data: r.themes, site: siteView(r) }),
 });
 
 const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activateSiteTheme, {
@@ -114,11 +108,11 @@ const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activa
     message: z.string(), data: z.object({ activate: activateSiteTheme.output.shape.theme, deactivate: z.string().nullable() }),
     previous_theme: z.string().nullable(), errors: SlugErrors, site: SimpleSite,
   }),
-  output: (r, { services }) => ({
+  output: (r) => ({
     success: r.activated ? 1 : 0,
     message: r.activated ? `Theme ${r.activated} activated.` : `Theme not activated: ${r.errors[0]?.message ?? 'unknown reason'}`,
     data: { activate: r.theme, deactivate: r.activated ? r.previous_theme : null },
-    previous_theme: r.previous_theme, errors: r.errors, site: siteView(services, r.site_id),
+    previous_theme: r.previous_theme, errors: r.errors, site: siteView(r),
   }),
 });
 
@@ -132,19 +126,17 @@ const themesDelete = route(REMOVE, '/sites/:id_or_domain/themes/delete', deleteS
 const themesAbandoned = route(READ, '/sites/:id_or_domain/themes/abandoned', getAbandonedThemes, {
   input: abandonedInput,
   answers: abandonedAnswer,
-  output: (r, { services, args }) => ({
-    success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items,
-    site: siteView(services, services.sites.resolve(site(args)).id),
-  }),
+  // The row always names the site, so the ability answers it.
+  output: (r) => ({ success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items, site: simple(r.site!) }),
 });
 
 const security = route(READ, '/sites/:id_or_domain/security', getSiteSecurity, {
   input: (a) => ({ site_id_or_domain: site(a) }),
-  answers: ok({ data: getSiteSecurity.output.omit({ site_id: true, site_url: true }), site: SimpleSite }),
-  output: (r, { services }) => ({
+  answers: ok({ data: getSiteSecurity.output.omit({ site_id: true, site_url: true, site: true }), site: SimpleSite }),
+  output: (r) => ({
     success: 1,
     data: { security_issues: r.security_issues, total_issues: r.total_issues, ssl_status: r.ssl_status, synced_at: r.synced_at },
-    site: siteView(services, r.site_id),
+    site: siteView(r),
   }),
 });
 
@@ -163,9 +155,9 @@ const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteCh
     ok({ data: z.object({ total: Int }), site: SimpleSite }),
     listed(getSiteChanges.output.shape.changes.element, { page: Int, per_page: Int, site: SimpleSite }),
   ]),
-  output: (r, { services, args }) => (truthy(args.args.total_count, false)
-    ? { success: 1, data: { total: r.total }, site: siteView(services, r.site_id) }
-    : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(services, r.site_id) }),
+  output: (r, { args }) => (truthy(args.args.total_count, false)
+    ? { success: 1, data: { total: r.total }, site: siteView(r) }
+    : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(r) }),
 });
 
 /** Static segments after the site (plugins/abandoned) never collide with a parameter: the order is free. */

@@ -3,7 +3,7 @@
 // and payment methods; the fleet tools renew-connections and disconnect-all-sites with their status routes). Every
 // other one answers 501 svc_not_supported saying why — never a silent no-op. Upstream keys a supported route does
 // not apply are refused the same way, naming them, and nothing is changed.
-import { disconnectAllSites, renewConnections, STATUS_PATHS } from '../../abilities/fleet-tools.js';
+import { disconnectAllSites, renewConnections } from '../../abilities/fleet-tools.js';
 import { getBatchJobStatus } from '../../abilities/child-sites.js';
 import {
   addCostProductType, addPaymentMethod, deleteCostProductType, deletePaymentMethod, getSettings, Settings, SettingsInput, updateCostProductType, updatePaymentMethod,
@@ -12,6 +12,8 @@ import {
 import { ServiceError } from '../../core/errors.js';
 import type { JobType } from '../../store/records.js';
 import { CREATE, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { STATUS_PATHS, withStatusUrl } from '../job-links.js';
+import type { Ability } from '../../core/ability.js';
 import { pick } from './args.js';
 import { z } from 'zod';
 import { done, ok } from './answers.js';
@@ -179,30 +181,38 @@ const statusRow = (type: JobType, notFound: string): RestRoute => {
   };
 };
 
-// Over the queue threshold: upstream's answer (an id and a status_url); under it, the batch's result at once.
+// Over the queue threshold: upstream's answer (an id and a status_url, on the tool's own status route, also in the
+// data); under it, the batch's result at once.
 const NO_SITE = { 404: ['svc_site_not_found'] } as const;
+/** A tool's queued answer: upstream's `<tool>_id` and status_url (also in the data, after the job id). */
+function toolQueued(ability: Ability, idKey: string, message: string, r: { job_id?: string }, restBase: string) {
+  const data = withStatusUrl(ability.name, r, restBase) as { status_url?: string };
+  return { success: 1, message, [idKey]: r.job_id, status_url: data.status_url, data };
+}
+const RenewData = renewConnections.output.extend({ status_url: z.string().optional() });
+const DisconnectAllData = disconnectAllSites.output.extend({ status_url: z.string().optional() });
 const renew = route(CREATE, '/settings/tools/renew-connections', renewConnections, {
   input: () => ({}),
   errors: NO_SITE,
   answers: z.union([
-    ok({ message: z.string(), renew_id: z.string(), status_url: z.string(), data: renewConnections.output }),
+    ok({ message: z.string(), renew_id: z.string(), status_url: z.string(), data: RenewData }),
     done(renewConnections.output),
   ]),
-  output: (r) => (r.queued
-    ? { success: 1, message: 'Renew connection process started in background.', renew_id: r.job_id, status_url: r.status_url, data: r }
+  output: (r, { restBase }) => (r.queued
+    ? toolQueued(renewConnections, 'renew_id', 'Renew connection process started in background.', r, restBase)
     : { success: 1, message: `Connections renewed: ${r.succeeded} of ${r.total} site(s).`, data: r }),
 });
 const disconnectAll = route(CREATE, '/settings/tools/disconnect-all-sites', disconnectAllSites, {
   input: (a) => pick(a, 'confirm', 'dry_run'),
   errors: { ...NO_SITE, 400: ['svc_confirmation_required'] },
   answers: z.union([
-    ok({ message: z.string(), disconnect_id: z.string(), status_url: z.string(), data: disconnectAllSites.output }),
+    ok({ message: z.string(), disconnect_id: z.string(), status_url: z.string(), data: DisconnectAllData }),
     done(disconnectAllSites.output),
   ]),
-  output: (r) => (r.dry_run
+  output: (r, { restBase }) => (r.dry_run
     ? { success: 1, message: `${r.total} site(s) would be disconnected.`, data: r }
     : r.queued
-      ? { success: 1, message: 'Disconnect process started in background.', disconnect_id: r.job_id, status_url: r.status_url, data: r }
+      ? toolQueued(disconnectAllSites, 'disconnect_id', 'Disconnect process started in background.', r, restBase)
       : { success: 1, message: `Sites disconnected: ${r.succeeded} of ${r.total}.`, data: r }),
 });
 

@@ -3,12 +3,12 @@ import { getSite, listSites, countSites, updateSite, deleteSite, suspendSite, un
 import {
   addSite, checkSite, checkSites, disconnectSite, disconnectSites, getBatchJobStatus, reconnectSite, reconnectSites, syncSites,
 } from '../../abilities/child-sites.js';
-import { fullSite } from '../../abilities/views.js';
-import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestContext, type RestRoute } from '../rest-door.js';
+import { jobStatusUrl } from '../job-links.js';
 import { firstError, list, pick, simple, site, truthy } from './args.js';
 import { Errors, Flag, Int, ListArg, Queued, SimpleSite, done, listed, ok } from './answers.js';
 import { z } from 'zod';
-import { BasicSite, FullSite, SiteStatus } from '../../abilities/schemas.js';
+import { BasicSite, FullSite, ListedSite, SiteStatus } from '../../abilities/schemas.js';
 
 const FullData = Flag('Answer full site records (default 0).');
 const WithTags = Flag('Add each site\'s tags (default 0 on lists, 1 on one site).');
@@ -26,7 +26,7 @@ const matchedArgs = {
 const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status');
 
 const sitesList = route(READ, '/sites', listSites, {
-  input: listArgs,
+  input: (a) => ({ ...listArgs(a), full: truthy(a.args.full_data, false), with_tags: truthy(a.args.with_tags, false) }),
   args: { full_data: FullData, with_tags: WithTags },
   example: {
     response: {
@@ -36,20 +36,8 @@ const sitesList = route(READ, '/sites', listSites, {
       ],
     },
   },
-  answers: listed(z.union([listSites.output.shape.items.element, SiteWithTags, listSites.output.shape.items.element.extend({ tags: FullSite.shape.tags })])),
-  output: (r, { services, args }) => {
-    const full = truthy(args.args.full_data, false);
-    const withTags = truthy(args.args.with_tags, false);
-    return {
-      success: 1,
-      total: r.total,
-      data: r.items.map((s) => {
-        if (full) return fullSite(services, services.sites.get(s.id)!);
-        if (!withTags) return s;
-        return { ...s, tags: services.tags.tagsOfSite(s.id).map((id) => ({ id, name: services.tags.get(id)!.name })) };
-      }),
-    };
-  },
+  answers: listed(z.union([ListedSite, SiteWithTags, ListedSite.extend({ tags: FullSite.shape.tags })])),
+  output: (r) => ({ success: 1, total: r.total, data: r.items }),
 });
 
 const sitesBasic = route(READ, '/sites/basic', listSites, {
@@ -131,11 +119,11 @@ const siteAdd = route(CREATE, '/sites/add', addSite, {
 });
 
 const siteSync = route(EDIT, '/sites/:id_or_domain/sync', syncSites, {
-  input: (a) => ({ site_ids_or_domains: [site(a)] }),
+  input: (a) => ({ site_ids_or_domains: [site(a)], full: true }),
   answers: done(FullSite),
-  output: (r, { services }) => {
+  output: (r) => {
     firstError(r);
-    return { success: 1, message: 'Site synced.', data: fullSite(services, services.sites.get(r.synced![0]!.id)!, true) };
+    return { success: 1, message: 'Site synced.', data: r.synced![0]! };
   },
 });
 
@@ -144,14 +132,17 @@ const allMatched = (a: RestArgs) => {
   const include = list(a.args.include);
   return { ...(include ? { site_ids_or_domains: include } : {}), ...(list(a.args.exclude) ? { exclude_ids: list(a.args.exclude) } : {}) };
 };
-const queuedReply = (r: { job_id?: string; status_url?: string; total?: number; sites_queued?: number }, what: string) =>
-  ({ success: 1, message: `${what} queued for background processing.`, job_id: r.job_id, status_url: r.status_url, total: r.sites_queued ?? r.total });
+/** A queued batch: its job id and where this door serves the job's status. */
+const queuedReply = (r: { job_id?: string; total?: number; sites_queued?: number }, what: string, ctx: RestContext) => ({
+  success: 1, message: `${what} queued for background processing.`, job_id: r.job_id,
+  status_url: r.job_id ? jobStatusUrl(ctx.restBase, r.job_id) : undefined, total: r.sites_queued ?? r.total,
+});
 
 const sitesSync = route(EDIT, '/sites/sync', syncSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, total_synced: Int.optional(), total_errors: Int.optional(), data: z.array(BasicSite).optional(), errors: Errors })]),
-  output: (r) => (r.queued ? queuedReply(r, 'Sync')
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Sync', ctx)
     : { success: 1, total: (r.total_synced ?? 0) + (r.total_errors ?? 0), total_synced: r.total_synced, total_errors: r.total_errors, data: r.synced, errors: r.errors }),
 });
 
@@ -167,7 +158,7 @@ const sitesCheck = route(EDIT, '/sites/check', checkSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, summary: checkSites.output.shape.summary, data: checkSites.output.shape.results, errors: Errors })]),
-  output: (r) => (r.queued ? queuedReply(r, 'Check') : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Check', ctx) : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
 });
 
 const siteReconnect = route(EDIT, '/sites/:id_or_domain/reconnect', reconnectSite, {
@@ -179,7 +170,7 @@ const sitesReconnect = route(EDIT, '/sites/reconnect', reconnectSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
-  output: (r) => (r.queued ? queuedReply(r, 'Reconnect') : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Reconnect', ctx) : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
 });
 
 const siteDisconnect = route(EDIT, '/sites/:id_or_domain/disconnect', disconnectSite, {
@@ -191,7 +182,7 @@ const sitesDisconnect = route(EDIT, '/sites/disconnect', disconnectSites, {
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
   input: (a) => { const m = allMatched(a); return m.site_ids_or_domains ? m : { ...m, all: true }; },
-  output: (r) => (r.queued ? queuedReply(r, 'Disconnect') : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
+  output: (r, ctx) => (r.queued ? queuedReply(r, 'Disconnect', ctx) : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
 });
 
 const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {

@@ -1,0 +1,139 @@
+// Group commit, shared by both store engines: writes queued while a commit is under way run together in the next
+// one, so that many concurrent writers cost one fsync (lowdb) or one transaction (PostgreSQL), not one each.
+// The engine says how a commit is made (`commit`); this file owns the queue, the loop and what callers are told,
+// and the record half of a write's Tx over the tables both engines hold in memory.
+import type { CollectionName, Rec, Tx } from './engine.js';
+
+/** What became of one queued write. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** A queued write and its caller's promise. */
+export interface Pending<T> {
+  fn: (tx: T) => unknown;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/** One commit, made by the engine: `take()` hands it every write queued so far (call it when the batch may close). */
+export type Commit<T> = (take: () => Pending<T>[]) => Promise<{
+  batch: Pending<T>[];
+  outcomes: Outcome[];
+  /** Runs after the callers have been told (lowdb releases its file lock there). */
+  after?: () => Promise<void>;
+}>;
+
+export class GroupCommit<T> {
+  private queue: Pending<T>[] = [];
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(private readonly commit: Commit<T>) {}
+
+  /** Whether a commit is under way or about to start. */
+  get busy(): boolean {
+    return this.flushing !== null;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  write<R>(fn: (tx: T) => R): Promise<R> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.kick();
+    });
+  }
+
+  /** Waits for every queued write (and the ones their callers queue on hearing back), then refuses new ones. */
+  async close(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    this.closed = true;
+  }
+
+  private kick(): void {
+    if (this.flushing || !this.queue.length) return;
+    // Callers resolved by the last commit may queue more before this loop has ended: look again after it.
+    this.flushing = this.loop().finally(() => { this.flushing = null; this.kick(); });
+  }
+
+  private async loop(): Promise<void> {
+    await Promise.resolve(); // let writes issued in the same tick join this commit
+    while (this.queue.length) {
+      const { batch, outcomes, after } = await this.commit(() => this.queue.splice(0));
+      batch.forEach((p, i) => {
+        const o = outcomes[i]!;
+        if (o.ok) p.resolve(o.value); else p.reject(o.error);
+      });
+      if (after) await after().catch(() => {});
+    }
+  }
+}
+
+/**
+ * Runs each write of a batch against a transaction with its own undo log: a write that throws is undone and fails
+ * alone; the others stay applied (in memory, for the engine to persist). `kept` collects the undo steps of the writes
+ * that succeeded, for an engine that must roll the whole batch back when persisting fails.
+ */
+export function applyBatch<T>(batch: readonly Pending<T>[], txOf: (undo: Array<() => void>) => T, kept?: Array<() => void>): Outcome[] {
+  return batch.map((p): Outcome => {
+    const undo: Array<() => void> = [];
+    try {
+      const value = p.fn(txOf(undo));
+      kept?.push(...undo);
+      return { ok: true, value };
+    } catch (error) {
+      for (const u of undo.reverse()) u();
+      return { ok: false, error };
+    }
+  });
+}
+
+/** A store's records in memory: one map a collection, its id counters, and a version bump for derived caches. */
+export interface Tables {
+  data: Map<CollectionName, Map<number, Rec>>;
+  counters: Partial<Record<CollectionName, number>>;
+  bump(col: CollectionName): void;
+  get: Tx['get'];
+  all: Tx['all'];
+}
+
+/**
+ * The record operations of a write's Tx over the tables in memory: every change is logged in `undo` and reported to
+ * `touched` (which file or row the engine must persist). Blobs are the engine's own (`putBlob`).
+ */
+export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: CollectionName, id: number) => void): Omit<Tx, 'putBlob'> {
+  const set = (col: CollectionName, rec: Rec) => {
+    const map = t.data.get(col)!;
+    const prev = map.get(rec.id);
+    map.set(rec.id, rec);
+    undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); t.bump(col); });
+    touched(col, rec.id);
+    t.bump(col);
+  };
+  return {
+    get: t.get,
+    all: t.all,
+    insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
+      const prevCounter = t.counters[col];
+      const id = (prevCounter ?? 0) + 1;
+      t.counters[col] = id;
+      undo.push(() => { t.counters[col] = prevCounter; });
+      const full = { id, ...rec } as unknown as T;
+      set(col, full);
+      return full;
+    },
+    put: (col, rec) => { set(col, rec); return rec; },
+    delete: (col, id) => {
+      const map = t.data.get(col)!;
+      const prev = map.get(id);
+      if (!prev) return false;
+      map.delete(id);
+      undo.push(() => { map.set(id, prev); t.bump(col); });
+      touched(col, id);
+      t.bump(col);
+      return true;
+    },
+  };
+}
