@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: [
-      'test/pg/**/*.test.ts',
+      'test/pg/**/*.test.ts', 'test/abilities/**/*.test.ts',
       'test/jobs.test.ts', 'test/rest-sites.test.ts', 'test/rest-tags.test.ts', 'test/clients.test.ts', 'test/costs.test.ts',
       'test/auth.test.ts', 'test/users.test.ts', 'test/existing-clients.test.ts',
       'test/abilities-door.test.ts', 'test/child-sites.test.ts', 'test/plugins.test.ts', 'test/posts.test.ts', 'test/site-data.test.ts',

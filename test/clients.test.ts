@@ -71,17 +71,6 @@ describe('add-client-v1, get-client-v1, update-client-v1', () => {
     expect(s.services.store.count('clients')).toBe(before);
   });
 
-  it('refuses an e-mail another client has (any letter case) with 409', async () => {
-    expectError(await w.s.ability('add-client-v1', { name: 'Copy', email: 'IT@acme.example' }), 409, 'svc_client_exists',
-      `A client with e-mail "IT@acme.example" already exists (ID ${w.fleet.clients[1]!.id}).`);
-  });
-
-  it('answers an unknown client with 404 svc_client_not_found, by id or by e-mail', async () => {
-    expectError(await w.s.ability('get-client-v1', { client_id_or_email: 999 }, { method: 'GET' }), 404, 'svc_client_not_found', 'No client found with ID 999.');
-    expectError(await w.s.ability('get-client-v1', { client_id_or_email: 'who@nowhere.example' }, { method: 'GET' }), 404, 'svc_client_not_found',
-      'No client found matching "who@nowhere.example".');
-  });
-
   it('updates only the fields given; null clears the e-mail', async () => {
     const { s } = w;
     const c = (await s.ability('add-client-v1', { name: 'Epsilon', email: 'e@eps.example', city: 'Rome', phone: '1' })).body;
@@ -94,100 +83,6 @@ describe('add-client-v1, get-client-v1, update-client-v1', () => {
     expectError(await s.ability('update-client-v1', { client_id_or_email: c.id, status: 'gone' }), 400, 'ability_invalid_input',
       invalidInput('update-client-v1', 'input[status] is not one of active, suspended, lead, and lost.'));
     expectError(await s.ability('update-client-v1', { client_id_or_email: 999, name: 'x' }), 404, 'svc_client_not_found');
-  });
-});
-
-describe('list-clients-v1 and count-clients-v1', () => {
-  let w: World;
-  beforeAll(async () => {
-    w = await world();
-    await w.s.ability('add-client-v1', { name: 'Zeta', email: 'z@zeta.example', status: 'lost' });
-    await w.s.ability('add-client-v1', { name: 'alpha agency', status: 'lead' });
-  });
-  afterAll(async () => { await close(w); });
-
-  it('lists by name (any case), paged, with sites_count', async () => {
-    const r = await w.s.ability('list-clients-v1', undefined, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(names(r.body.items)).toEqual(['Acme Corp', 'alpha agency', 'Beta Ltd', 'Zeta']);
-    expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 4 });
-    expect(r.body.items.map((c: any) => c.sites_count)).toEqual([2, 0, 1, 0]);
-    expectSchema(r.body, outputSchema(w.s, 'list-clients-v1'));
-    const p = await w.s.ability('list-clients-v1', { page: 2, per_page: 3 }, { method: 'GET' });
-    expect(names(p.body.items)).toEqual(['Zeta']);
-    expect(p.body.total).toBe(4);
-  });
-
-  it('filters by status, search (name, e-mail, id), include and exclude', async () => {
-    const list = async (input: Record<string, unknown>) => names((await w.s.ability('list-clients-v1', input, { method: 'GET' })).body.items);
-    const [beta, acme] = w.fleet.clients;
-    expect(await list({ status: 'lead' })).toEqual(['alpha agency']);
-    expect(await list({ status: 'active' })).toEqual(['Acme Corp', 'Beta Ltd']);
-    expect(await list({ search: 'ALPHA' })).toEqual(['alpha agency']);
-    expect(await list({ search: 'zeta.example' })).toEqual(['Zeta']);
-    expect(await list({ include: [beta!.id, acme!.id] })).toEqual(['Acme Corp', 'Beta Ltd']);
-    expect(await list({ exclude: [beta!.id] })).toEqual(['Acme Corp', 'alpha agency', 'Zeta']);
-    expectError(await w.s.ability('list-clients-v1', { status: 'vip' }, { method: 'GET' }), 400, 'ability_invalid_input',
-      invalidInput('list-clients-v1', 'input[status] is not one of any, active, suspended, lead, and lost.'));
-  });
-
-  it('counts, all or by status', async () => {
-    expect((await w.s.ability('count-clients-v1', undefined, { method: 'GET' })).body).toEqual({ total: 4 });
-    expect((await w.s.ability('count-clients-v1', { status: 'lost' }, { method: 'GET' })).body).toEqual({ total: 1 });
-  });
-});
-
-describe('get-client-sites-v1, get-client-costs-v1, get-site-client-v1', () => {
-  let w: World;
-  beforeAll(async () => { w = await world(); });
-  afterAll(async () => { await close(w); });
-
-  it('lists the sites of a client by URL', async () => {
-    const acme = w.fleet.clients[1]!;
-    const r = await w.s.ability('get-client-sites-v1', { client_id_or_email: acme.email }, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ client_id: acme.id, client_name: 'Acme Corp', total: 2, page: 1, per_page: 20 });
-    expect(r.body.sites).toEqual([
-      { id: 1, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: acme.id },
-      { id: 2, url: 'http://www.bravo.example.org/', name: 'Bravo', status: 'disconnected', client_id: acme.id },
-    ]);
-    expectSchema(r.body, outputSchema(w.s, 'get-client-sites-v1'));
-    expect((await w.s.ability('get-client-sites-v1', { client_id_or_email: acme.id, per_page: 1, page: 2 }, { method: 'GET' })).body.sites.map((x: any) => x.id)).toEqual([2]);
-    expectError(await w.s.ability('get-client-sites-v1', { client_id_or_email: 404 }, { method: 'GET' }), 404, 'svc_client_not_found');
-  });
-
-  it('lists the costs that apply to a client: naming it, or covering its sites directly or by tag', async () => {
-    const { s, fleet } = w;
-    const [beta, acme] = fleet.clients;
-    const base = { price: 1, payment_type: 'subscription', product_type: 'service', renewal_type: 'monthly' };
-    await s.ability('add-cost-v1', { ...base, name: 'Named', clients: [acme!.id] });
-    await s.ability('add-cost-v1', { ...base, name: 'On alpha', sites: [1] });
-    await s.ability('add-cost-v1', { ...base, name: 'Production tag', groups: [fleet.tags.production.id] });
-    await s.ability('add-cost-v1', { ...base, name: 'Staging only', groups: [fleet.tags.staging.id] });
-    const r = await s.ability('get-client-costs-v1', { client_id_or_email: acme!.id }, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ client_id: acme!.id, client_name: 'Acme Corp', total: 3 });
-    expect(names(r.body.costs)).toEqual(['Named', 'On alpha', 'Production tag']);
-    expectSchema(r.body, outputSchema(s, 'get-client-costs-v1'));
-    expect(names((await s.ability('get-client-costs-v1', { client_id_or_email: beta!.email }, { method: 'GET' })).body.costs)).toEqual(['Production tag']);
-    expectError(await s.ability('get-client-costs-v1', { client_id_or_email: 404 }, { method: 'GET' }), 404, 'svc_client_not_found');
-  });
-
-  it('answers the client of a site, or null with a message', async () => {
-    const { s, fleet } = w;
-    const acme = fleet.clients[1]!;
-    const r = await s.ability('get-site-client-v1', { site_id_or_domain: 'alpha.example.com' }, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(r.body).toEqual({ site_id: 1, client: expect.objectContaining({ id: acme.id, name: 'Acme Corp', email: 'it@acme.example', status: 'active', sites_count: 2 }), message: 'Client found.' });
-    expectSchema(r.body, outputSchema(s, 'get-site-client-v1'));
-    expect((await s.ability('get-site-client-v1', { site_id_or_domain: 4 })).body).toEqual({ site_id: 4, client: null, message: 'No client assigned to this site.' });
-    expectError(await s.ability('get-site-client-v1', { site_id_or_domain: 999 }, { method: 'GET' }), 404, 'svc_site_not_found');
-  });
-
-  it('says so when a site names a client that is not stored (data from before clients could be deleted)', async () => {
-    const { s } = w;
-    await s.services.store.write((tx) => s.services.sites.patch(tx, 6, { client_id: 4242 }));
-    expect((await s.ability('get-site-client-v1', { site_id_or_domain: 6 })).body).toEqual({ site_id: 6, client: null, message: 'Assigned client not found.' });
   });
 });
 
@@ -219,43 +114,6 @@ describe('client_id on sites', () => {
     ]);
     const rest = await s.rest(`/tags/${fleet.tags.production.id}/clients`);
     expect(rest.body).toMatchObject({ success: 1, total: 2, data: [{ name: 'Acme Group', sites_with_tag: 2 }, { name: 'Beta Ltd', sites_with_tag: 1 }] });
-  });
-});
-
-describe('delete-client-v1', () => {
-  let w: World;
-  beforeEach(async () => { w = await world(); });
-  afterEach(async () => { await close(w); });
-
-  it('follows the confirm / dry_run rule, unassigns its sites (kept) and drops it from costs', async () => {
-    const { s, fleet } = w;
-    const acme = fleet.clients[1]!;
-    const base = { price: 1, payment_type: 'subscription', product_type: 'service', renewal_type: 'monthly' };
-    const only = (await s.ability('add-cost-v1', { ...base, name: 'Only Acme', clients: [acme.id] })).body;
-    const shared = (await s.ability('add-cost-v1', { ...base, name: 'Shared', clients: [acme.id], sites: [4] })).body;
-    const del = (input: Record<string, unknown>) => s.ability('delete-client-v1', { client_id_or_email: acme.id, ...input });
-
-    expectError(await del({ confirm: true, dry_run: true }), 400, 'svc_invalid_input', 'Cannot specify both dry_run and confirm.');
-    expectError(await s.ability('delete-client-v1', { client_id_or_email: 999, dry_run: true }), 404, 'svc_client_not_found');
-    const dry = await del({ dry_run: true });
-    expect(dry.status).toBe(200);
-    expect(dry.body).toMatchObject({
-      deleted: false, dry_run: true, client_id: acme.id, client_name: 'Acme Corp', sites_unassigned: 2, costs_affected: 2,
-      would_affect: { id: acme.id, name: 'Acme Corp', sites_count: 2, costs_count: 2 },
-    });
-    expect(dry.body.warnings.join(' ')).toMatch(/2 site\(s\) would be unassigned.*Only Acme \(ID \d+\)/);
-    expectSchema(dry.body, outputSchema(s, 'delete-client-v1'));
-    expectError(await del({}), 400, 'svc_confirmation_required', 'Client deletion requires confirmation. Set confirm:true to proceed.');
-    expect(s.services.clients.get(acme.id)).toBeDefined();
-
-    const done = await del({ confirm: true });
-    expect(done.body).toMatchObject({ deleted: true, dry_run: false, client_id: acme.id, client: { id: acme.id, name: 'Acme Corp' } });
-    expect(s.services.clients.get(acme.id)).toBeUndefined();
-    expect([1, 2].map((id) => s.services.sites.get(id)!.client_id)).toEqual([null, null]);
-    expect(s.services.store.count('sites')).toBe(6);
-    expect((await s.ability('get-cost-v1', { cost_id: shared.id }, { method: 'GET' })).body).toMatchObject({ clients: [], sites: [4], orphaned: false });
-    expect((await s.ability('get-cost-v1', { cost_id: only.id }, { method: 'GET' })).body).toMatchObject({ clients: [], orphaned: true });
-    expectError(await del({ confirm: true }), 404, 'svc_client_not_found');
   });
 });
 

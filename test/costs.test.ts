@@ -88,14 +88,6 @@ describe('add-cost-v1 and get-cost-v1', () => {
     expect(costCount(s)).toBe(before);
   });
 
-  it('refuses a product_type that is not one of the cost-tracker settings\' product types, listing them', async () => {
-    const { s } = w;
-    const before = costCount(s);
-    const r = await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], product_type: 'software' });
-    expectError(r, 400, 'svc_invalid_product_type', 'Unknown product_type "software". Product types: plugin, theme, hosting, service, other (settings: cost-tracker product types).');
-    expect(costCount(s)).toBe(before);
-  });
-
   it('refuses a negative price or one that is not a number', async () => {
     const { s } = w;
     const neg = await s.ability('add-cost-v1', { name: 'X', price: -0.01, ...hosting, sites: [1] });
@@ -103,34 +95,6 @@ describe('add-cost-v1 and get-cost-v1', () => {
     expectError(await s.ability('add-cost-v1', { name: 'X', price: 'ten', ...hosting, sites: [1] }), 400, 'ability_invalid_input',
       invalidInput('add-cost-v1', 'input[price] is not of type number.'));
     expect((await add(s, { name: 'Free plan', price: 0, ...hosting, sites: [1] })).price).toBe(0);
-  });
-
-  it('needs at least one target', async () => {
-    const { s } = w;
-    const before = costCount(s);
-    for (const targets of [{}, { sites: [] }, { sites: [], groups: [], clients: [] }]) {
-      expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, ...targets }), 400, 'svc_invalid_input',
-        'A cost needs at least one target: give sites (site IDs or domains), groups (tag IDs) or clients (client IDs).');
-    }
-    expect(costCount(s)).toBe(before);
-  });
-
-  it('refuses unknown ids in every relation, naming the list and the id, and stores nothing', async () => {
-    const { s, fleet } = w;
-    const before = costCount(s);
-    const ok = { sites: [fleet.sites[0]!.id], groups: [fleet.tags.production.id], clients: [fleet.clients[0]!.id] };
-    const cases: Array<[Record<string, unknown>, string, string]> = [
-      [{ sites: [fleet.sites[0]!.id, 999] }, 'sites', 'no site found with ID 999.'],
-      [{ sites: ['nowhere.example'] }, 'sites', 'no site found matching "nowhere.example".'],
-      [{ groups: [fleet.tags.production.id, 998] }, 'groups', 'no tag found with ID 998.'],
-      [{ clients: [997] }, 'clients', 'no client found with ID 997.'],
-    ];
-    for (const [bad, list, reason] of cases) {
-      const r = await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, ...ok, ...bad });
-      expectError(r, 400, 'svc_invalid_input', `Invalid ${list}: ${reason}`);
-      expect(r.body.data.params).toEqual({ [list]: reason });
-    }
-    expect(costCount(s)).toBe(before);
   });
 
   it('takes ISO 8601 dates and date-times (kept as the UTC day), and refuses anything else', async () => {
@@ -141,14 +105,6 @@ describe('add-cost-v1 and get-cost-v1', () => {
       expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], last_renewal: bad }), 400, 'ability_invalid_input',
         invalidInput('add-cost-v1', 'input[last_renewal]: must be an ISO 8601 date such as 2026-03-31 or 2026-03-31T12:00:00Z'));
     }
-  });
-
-  it('needs renewal_type for a subscription, not for a lifetime cost', async () => {
-    const { s } = w;
-    const r = await s.ability('add-cost-v1', { name: 'X', price: 1, payment_type: 'subscription', product_type: 'plugin', sites: [1] });
-    expectError(r, 400, 'svc_invalid_input', 'A subscription needs renewal_type, one of weekly, monthly, quarterly, yearly.');
-    const life = await add(s, { name: 'Theme forever', price: 59, payment_type: 'lifetime', product_type: 'theme', product_slug: 'astra', sites: [1] });
-    expect(life).toMatchObject({ renewal_type: null, next_renewal: null, product_slug: 'astra' });
   });
 
   it('refuses unknown fields, bad colours and non-web URLs', async () => {
@@ -163,43 +119,6 @@ describe('add-cost-v1 and get-cost-v1', () => {
 
   it('answers an unknown cost with 404 svc_cost_not_found', async () => {
     expectError(await w.s.ability('get-cost-v1', { cost_id: 9999 }, { method: 'GET' }), 404, 'svc_cost_not_found', 'No cost found with ID 9999.');
-  });
-});
-
-describe('next renewal: calendar periods from last_renewal, never in the past (today is 2026-03-15)', () => {
-  let w: World;
-  beforeAll(async () => { w = await world(); });
-  afterAll(async () => { await close(w); });
-
-  it.each([
-    ['monthly', '2026-01-31', '2026-03-31'], // Feb 28 is past; counted from the 31st, not from Feb 28
-    ['monthly', '2025-10-31', '2026-03-31'],
-    ['monthly', '2026-02-15', '2026-03-15'], // today counts
-    ['monthly', '2026-04-01', '2026-05-01'], // a renewal in the future: one period on
-    ['weekly', '2026-03-01', '2026-03-15'],
-    ['weekly', '2026-03-09', '2026-03-16'],
-    ['quarterly', '2025-11-30', '2026-05-30'], // Feb 28 is past
-    ['yearly', '2024-02-29', '2027-02-28'],
-    ['yearly', '2025-03-15', '2026-03-15'],
-  ])('%s from %s → %s', async (renewal_type, last_renewal, next) => {
-    const c = await add(w.s, { name: 'R', price: 1, payment_type: 'subscription', product_type: 'service', renewal_type, last_renewal, sites: [1] });
-    expect(c.next_renewal).toBe(next);
-  });
-
-  it('has none for a lifetime cost or without last_renewal', async () => {
-    expect((await add(w.s, { name: 'L', price: 1, payment_type: 'lifetime', product_type: 'plugin', renewal_type: 'yearly', last_renewal: '2026-01-01', sites: [1] })).next_renewal).toBeNull();
-    expect((await add(w.s, { name: 'N', price: 1, ...hosting, sites: [1] })).next_renewal).toBeNull();
-  });
-
-  it('moves on as days pass: a renewal date is never in the past', async () => {
-    const c = await add(w.s, { name: 'Moving', price: 1, ...hosting, last_renewal: '2026-02-20', sites: [1] });
-    expect(c.next_renewal).toBe('2026-03-20');
-    w.s.services.costs.clock = () => new Date('2026-03-21T00:00:00Z');
-    try {
-      expect((await w.s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body.next_renewal).toBe('2026-04-20');
-    } finally {
-      w.s.services.costs.clock = () => TODAY;
-    }
   });
 });
 
@@ -360,36 +279,6 @@ describe('the sites and clients a cost covers', () => {
   let w: World;
   beforeAll(async () => { w = await world(); });
   afterAll(async () => { await close(w); });
-
-  // Fleet: alpha(1), bravo(2) → Acme; charlie(3) → Beta; Production = 1,2,3; staging = 4.
-  it('unions named sites, the sites of named tags and the sites of named clients (each once, by URL)', async () => {
-    const { s, fleet } = w;
-    const [beta, acme] = fleet.clients;
-    const c = await add(s, { name: 'Mixed', price: 1, ...hosting, sites: [6, 1], groups: [fleet.tags.staging.id], clients: [acme!.id] });
-    expect(c.sites_count).toBe(4);
-    const r = await s.ability('get-cost-sites-v1', { cost_id: c.id }, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ cost_id: c.id, cost_name: 'Mixed', total: 4, page: 1, per_page: 20 });
-    expect(r.body.sites.map((x: any) => x.name)).toEqual(['Alpha', 'Bravo', 'Delta', 'Foxtrot']);
-    expect(r.body.sites[0]).toEqual({ id: 1, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: acme!.id });
-    expectSchema(r.body, outputSchema(s, 'get-cost-sites-v1'));
-    const cl = await s.ability('get-cost-clients-v1', { cost_id: c.id }, { method: 'GET' });
-    expect(cl.body.clients.map((x: any) => [x.name, x.sites_covered])).toEqual([['Acme Corp', 2]]);
-    const viaTag = await add(s, { name: 'Prod backup', price: 1, ...hosting, groups: [fleet.tags.production.id], clients: [beta!.id] });
-    const both = await s.ability('get-cost-clients-v1', { cost_id: viaTag.id }, { method: 'GET' });
-    expect(both.body).toMatchObject({ total: 2, clients: [{ id: acme!.id, name: 'Acme Corp', sites_covered: 2 }, { id: beta!.id, name: 'Beta Ltd', sites_covered: 1 }] });
-    expectSchema(both.body, outputSchema(s, 'get-cost-clients-v1'));
-  });
-
-  it('lists a client named by a cost even when it owns no site', async () => {
-    const { s } = w;
-    const lone = (await s.ability('add-client-v1', { name: 'Lone Client' })).body;
-    const c = await add(s, { name: 'Retainer', price: 100, ...hosting, clients: [lone.id] });
-    expect(c.sites_count).toBe(0);
-    expect((await s.ability('get-cost-clients-v1', { cost_id: c.id }, { method: 'GET' })).body.clients).toEqual([
-      expect.objectContaining({ id: lone.id, name: 'Lone Client', sites_covered: 0 }),
-    ]);
-  });
 
   it('REST /costs/{id}/sites and /costs/{id}/clients', async () => {
     const { s, fleet } = w;

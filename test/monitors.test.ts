@@ -231,20 +231,6 @@ describe('errors and permissions', () => {
     expect(viewer.status).toBe(403);
   });
 
-  it('forgets a removed site\'s monitor and incidents', async () => {
-    // Another site record on simulated site 1 (registered already), so that it has a monitor of its own.
-    const rec = await f.s.services.store.write((tx) => f.s.services.sites.insert(tx, { url: `${f.sim.sites[0]!.url}?other`, name: 'Doomed' }));
-    f.sim.setFault(1, { type: 'http500' });
-    await f.s.ability('check-monitor-v1', { site_id_or_domain: rec.id });
-    f.sim.setFault(1, null);
-    expect((await f.s.rest(`/monitors/${rec.id}/incidents/count`)).body.count).toBe(1);
-    const del = await f.s.ability('delete-site-v1', { site_id_or_domain: rec.id, confirm: true });
-    expect(del.status, JSON.stringify(del.body)).toBe(200);
-    expect((await f.s.rest(`/monitors/${rec.id}`)).status).toBe(404);
-    expect(f.s.services.monitors.record(rec.id)).toBeUndefined();
-    expect(f.s.services.monitors.incidents({ siteId: rec.id })).toEqual([]);
-  });
-
   it('never answers the webhook secret after creation', async () => {
     const list = await until(() => f.s.rest('/webhooks'), (r) => r.body.data[0].deliveries[0]?.status === 'delivered');
     expect(JSON.stringify(list.body)).not.toContain(secret);

@@ -41,16 +41,8 @@ describe('site selectors', () => {
     expect(r.body.errors).toEqual([]);
   });
 
-  it('unites websites, groups (by name or id) and clients; unknown values are reported, not fatal', async () => {
-    const tag = f.s.services.tags.findByName('Client Blogs')!;
-    const r = await f.s.ability('list-users-v1', { websites: [ids[3]!.id, 999], groups: ['client blogs', 'Nope', tag.id], clients: [clientId, 998] }, { method: 'GET' });
-    expect(r.status).toBe(200);
-    expect(Object.keys(r.body.data)).toEqual(ids.slice(0, 4).map((s) => s.url));
-    expect(r.body.unknown).toEqual([
-      { identifier: 999, code: 'svc_site_not_found', message: 'No site found with ID 999.', status: 404 },
-      expect.objectContaining({ identifier: 'Nope', code: 'svc_tag_not_found' }),
-      expect.objectContaining({ identifier: 998, code: 'svc_client_not_found' }),
-    ]);
+  // The selector rule itself (websites ∪ groups ∪ clients, unknown values reported) moved to test/abilities/users.test.ts.
+  it('REST: groups by name and clients select sites from the query string', async () => {
     const rest = await f.s.rest(`/users?groups=${encodeURIComponent('Client Blogs')}&clients=${clientId}`);
     expect(Object.keys(rest.body.data)).toEqual(ids.slice(0, 3).map((s) => s.url));
   });

@@ -26,7 +26,9 @@ export const allAbilities: readonly Ability[] = families as unknown as Ability[]
 /** Every ability by its name, with its own input and output types. */
 type AnyAbility = (typeof families)[number];
 export type AbilityName = AnyAbility['name'];
-type Named<N extends AbilityName> = Extract<AnyAbility, { name: N }>;
+// By membership, not Extract: an ability made by a factory (get-abandoned-plugins-v1, update-site-themes-v1, …) has a
+// union of names, and Extract would find none of them.
+type Named<N extends AbilityName> = AnyAbility extends infer A ? (A extends { name: infer M } ? (N extends M ? A : never) : never) : never;
 export type InputOf<N extends AbilityName> = z.input<Named<N>['input']>;
 export type OutputOf<N extends AbilityName> = z.output<Named<N>['output']>;
 

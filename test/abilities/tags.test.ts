@@ -1,0 +1,126 @@
+// Tag abilities through the registry: the tag rules (names unique in any letter case, colours, search, what a
+// removal lets go of, confirm / dry_run), without a door.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openAbilities, type AbilityHarness } from '../support/abilities.js';
+import { seedClients, seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
+import { seedSites } from '../support/server.js';
+
+const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
+let h: AbilityHarness;
+let fleet: Fleet;
+let n = 0;
+const unique = (p: string) => { n += 1; return `${p} ${n}`; };
+
+beforeAll(async () => {
+  h = await openAbilities();
+  fleet = await seedFleet(h.services);
+});
+afterAll(() => h.close());
+
+describe('list-tags-v1 and get-tag-v1', () => {
+  it('lists tags by name with their sites, and pages', async () => {
+    const r = await h.call('list-tags-v1', { per_page: 2 }, h.as.viewer);
+    expect(r.total).toBeGreaterThanOrEqual(3);
+    expect(r.items.map((t) => t.name)).toEqual(['Empty', 'Production']);
+    expect(r.items[1]).toMatchObject({ id: fleet.tags.production.id, color: '#21ba45', sites_count: 3, sites_ids: ids(fleet.sites.slice(0, 3)) });
+  });
+
+  it('searches names (any case) and ids', async () => {
+    expect(ids((await h.call('list-tags-v1', { search: 'STAG' })).items)).toEqual([fleet.tags.staging.id]);
+    expect(ids((await h.call('list-tags-v1', { search: String(fleet.tags.empty.id) })).items)).toContain(fleet.tags.empty.id);
+    expect(await h.call('list-tags-v1', { search: 'nothing-like-this' })).toMatchObject({ total: 0, items: [] });
+  });
+
+  it('includes and excludes ids', async () => {
+    const { production, staging, empty } = fleet.tags;
+    expect(ids((await h.call('list-tags-v1', { include: [production.id, empty.id] })).items)).toEqual([empty.id, production.id]);
+    const ex = await h.call('list-tags-v1', { include: [production.id, staging.id, empty.id], exclude: [production.id] });
+    expect(ids(ex.items)).toEqual([empty.id, staging.id]);
+  });
+
+  it('gets one tag, and answers an unknown id with svc_tag_not_found', async () => {
+    expect(await h.call('get-tag-v1', { tag_id: fleet.tags.staging.id }, h.as.readKey)).toMatchObject({ name: 'staging', color: null, sites_ids: [fleet.sites[3]!.id] });
+    expect(await h.fails('get-tag-v1', { tag_id: 99999 })).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
+  });
+});
+
+describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
+  it('lists the sites in a tag, paged', async () => {
+    const r = await h.call('get-tag-sites-v1', { tag_id: fleet.tags.production.id, per_page: 2, page: 2 });
+    expect(r).toMatchObject({ tag_id: fleet.tags.production.id, tag_name: 'Production', total: 3 });
+    expect(r.items).toHaveLength(1);
+    expect((await h.call('get-tag-sites-v1', { tag_id: fleet.tags.empty.id })).total).toBe(0);
+  });
+
+  it('lists the clients of a tag\'s sites by name, with sites_with_tag', async () => {
+    const [beta, acme] = fleet.clients;
+    const r = await h.call('get-tag-clients-v1', { tag_id: fleet.tags.production.id });
+    expect(r.items).toEqual([
+      expect.objectContaining({ id: acme!.id, name: 'Acme Corp', sites_with_tag: 2 }),
+      expect.objectContaining({ id: beta!.id, name: 'Beta Ltd', sites_with_tag: 1 }),
+    ]);
+    expect(await h.fails('get-tag-clients-v1', { tag_id: 99999 })).toMatchObject({ code: 'svc_tag_not_found' });
+  });
+
+  // Moved from test/rest-tags.test.ts ("/tags/{id}/clients after changes"): a rule of the tag's clients, not of the door.
+  it('counts each client once, with the number of its sites in the tag; a removed site lets go of it', async () => {
+    const [c1, c2] = await seedClients(h.services, [{ name: 'Zed Client', email: 'z@example.com' }, { name: 'Ann Client', email: 'a@example.com' }]);
+    const sites = await seedSites(h.services, 3, (i) => ({ url: `https://cl${i}-${unique('x').replace(' ', '')}.example.com/`, client_id: i < 2 ? c1!.id : c2!.id }));
+    const t = await seedTag(h.services, unique('Clients'), ids(sites));
+    const r = await h.call('get-tag-clients-v1', { tag_id: t.id });
+    expect(r.total).toBe(2);
+    expect(r.items.map((c) => [c.name, c.sites_with_tag])).toEqual([['Ann Client', 1], ['Zed Client', 2]]);
+    await h.call('delete-site-v1', { site_id_or_domain: sites[2]!.id, confirm: true });
+    expect((await h.call('get-tag-clients-v1', { tag_id: t.id })).items.map((c) => c.name)).toEqual(['Zed Client']);
+  });
+});
+
+describe('add-tag-v1 and update-tag-v1', () => {
+  it('creates a tag, with or without a colour', async () => {
+    const name = unique('Created');
+    const t = await h.call('add-tag-v1', { name, color: '#123abc' });
+    expect(t).toMatchObject({ name, color: '#123abc', sites_count: 0, sites_ids: [] });
+    expect(await h.call('get-tag-v1', { tag_id: t.id })).toEqual(t);
+    expect((await h.call('add-tag-v1', { name: unique('Plain') })).color).toBeNull();
+  });
+
+  // Moved from test/rest-tags.test.ts (POST /tags/add): the uniqueness rule.
+  it('refuses a duplicate name in any letter case with 409 svc_tag_exists', async () => {
+    const name = unique('Twin');
+    await h.call('add-tag-v1', { name });
+    expect(await h.fails('add-tag-v1', { name: name.toUpperCase() })).toMatchObject({ code: 'svc_tag_exists', status: 409 });
+    expect((await h.call('list-tags-v1', { search: name })).total).toBe(1);
+  });
+
+  it.each(['red', '#abc', '#12345g', '123456'])('refuses the colour %s naming color', async (color) => {
+    expect(await h.fails('add-tag-v1', { name: unique('Colour'), color })).toMatchObject({ code: 'ability_invalid_input', data: { params: { color: expect.any(String) } } });
+  });
+
+  it('renames and keeps the colour; a taken name is 409 and changes nothing; read-only callers may not', async () => {
+    const taken = await h.call('add-tag-v1', { name: unique('Taken') });
+    const t = await h.call('add-tag-v1', { name: unique('Edit me'), color: '#101010' });
+    const name = unique('Edited');
+    expect(await h.call('update-tag-v1', { tag_id: t.id, name })).toMatchObject({ id: t.id, name, color: '#101010' });
+    expect(await h.call('update-tag-v1', { tag_id: t.id, color: '#202020' })).toMatchObject({ name, color: '#202020' });
+    expect(await h.fails('update-tag-v1', { tag_id: t.id, name: taken.name.toLowerCase() })).toMatchObject({ code: 'svc_tag_exists', status: 409 });
+    expect(await h.fails('update-tag-v1', { tag_id: 99999, name: 'x' })).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
+    for (const who of [h.as.viewer, h.as.readKey, h.as.readOnlyLocal]) {
+      expect(await h.fails('update-tag-v1', { tag_id: t.id, name: 'never' }, who)).toMatchObject({ code: 'svc_permission_denied', status: 403 });
+    }
+    expect((await h.call('get-tag-v1', { tag_id: t.id })).name).toBe(name);
+  });
+});
+
+describe('delete-tag-v1', () => {
+  it('previews with dry_run, needs confirm, refuses both flags, then removes the tag and keeps its sites', async () => {
+    const [site] = await seedSites(h.services, 1, () => ({ url: `https://${unique('tagged').replace(' ', '-')}.example.com/` }));
+    const t = await seedTag(h.services, unique('Doomed'), [site!.id]);
+    expect(await h.call('delete-tag-v1', { tag_id: t.id, dry_run: true })).toMatchObject({ deleted: false, dry_run: true, sites_affected: 1, would_affect: { sites_count: 1, clients_count: 0 } });
+    expect(await h.fails('delete-tag-v1', { tag_id: t.id })).toMatchObject({ code: 'svc_confirmation_required', status: 400 });
+    expect(await h.fails('delete-tag-v1', { tag_id: t.id, confirm: true, dry_run: true })).toMatchObject({ code: 'svc_invalid_input', status: 400 });
+    expect((await h.call('get-tag-v1', { tag_id: t.id })).sites_count).toBe(1);
+    expect(await h.call('delete-tag-v1', { tag_id: t.id, confirm: true })).toMatchObject({ deleted: true, tag_id: t.id, tag_name: t.name });
+    expect(await h.fails('get-tag-v1', { tag_id: t.id })).toMatchObject({ code: 'svc_tag_not_found' });
+    expect((await h.call('get-site-v1', { site_id_or_domain: site!.id })).tags).toEqual([]);
+  });
+});
