@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { ServiceError, errors as catalogue } from '../core/errors.js';
-import { runBatch, jobView } from '../services/jobs.js';
+import { jobView } from '../services/jobs.js';
 import { siteStatus } from '../services/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
 import { alias, BasicSite, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, TagIds } from './schemas.js';
@@ -85,11 +85,10 @@ export const syncSites = defineAbility({
   annotations: remote,
   execute: async (i, ctx) => {
     const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
-    const queued = await ctx.jobs.queueIfOver('sync', found);
-    if (queued) return { ...queued, sites_queued: found.length, errors };
-    // At most the sync concurrency of the dashboard settings at once (issue 21).
-    const limited = { ...ctx, config: { ...ctx.config, childConcurrency: ctx.dashboard.syncConcurrency() } };
-    const { results: items, notDone } = await runBatch(limited, found, 'sync', (s) => ctx.children.fetchSync(s));
+    // At most the sync concurrency of the dashboard settings at once (issue 21): the sync job type's limit.
+    const ran = await ctx.jobs.batch(ctx, 'sync', found, (s) => ctx.children.fetchSync(s));
+    if (ran.queued) return { ...ran, sites_queued: found.length, errors };
+    const { results: items, notDone } = ran;
     // A full record is read after the sync, which rewrote it.
     const synced = items.filter((x) => x.ok).map((x) => (i.full ? fullSite(ctx, ctx.sites.get(x.site.id) ?? x.site, true) : basic(x.site)));
     const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.id, x.error))];
@@ -144,9 +143,9 @@ export const checkSites = defineAbility({
   execute: async (i, ctx) => {
     const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, () => true);
     if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
-    const queued = await ctx.jobs.queueIfOver('check', found);
-    if (queued) return { ...queued, total: found.length, errors };
-    const { results: items, notDone } = await runBatch(ctx, found, 'check', (s) => ctx.children.fetchCheck(s));
+    const ran = await ctx.jobs.batch(ctx, 'check', found, (s) => ctx.children.fetchCheck(s));
+    if (ran.queued) return { ...ran, total: found.length, errors };
+    const { results: items, notDone } = ran;
     const results = items.filter((x) => x.ok).map((x) => {
       const r = x.value;
       return { site_id: x.site.id, site_url: x.site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status };
@@ -208,9 +207,9 @@ async function many(
   ctx: AbilityContext, type: JobType, verb: string, found: SiteRecord[], errors: ItemErr[],
   step: (s: SiteRecord) => ReturnType<typeof ctx.children.fetchSync>,
 ) {
-  const queued = await ctx.jobs.queueIfOver(type, found);
-  if (queued) return { ...queued, total: found.length, errors };
-  const { results: items, notDone } = await runBatch(ctx, found, type, step);
+  const ran = await ctx.jobs.batch(ctx, type, found, step);
+  if (ran.queued) return { ...ran, total: found.length, errors };
+  const { results: items, notDone } = ran;
   const ok = items.filter((x) => x.ok).map((x) => basic(x.site));
   const all = [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error))];
   return { queued: false, [verb]: ok, errors: all, [`total_${verb}`]: ok.length, total_errors: all.length, ...notProcessed(notDone) };

@@ -5,7 +5,6 @@ import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
-import { runBatch } from '../services/jobs.js';
 import type { JobType, SiteRecord } from '../store/records.js';
 import { BasicSite, Confirm, DryRun } from './schemas.js';
 
@@ -22,10 +21,9 @@ const Ran = {
 };
 
 async function run(ctx: AbilityContext, type: JobType, sites: readonly SiteRecord[]): Promise<z.infer<z.ZodObject<typeof Ran>>> {
-  const queued = await ctx.jobs.queueIfOver(type, sites);
-  if (queued) return { ...queued, total: sites.length };
-  const step = ctx.jobs.stepOf(type);
-  const { results, notDone } = await runBatch(ctx, sites, type, (s) => step(s));
+  const ran = await ctx.jobs.batch(ctx, type, sites);
+  if (ran.queued) return { ...ran, total: sites.length };
+  const { results, notDone } = ran;
   return {
     queued: false, total: sites.length, succeeded: results.filter((r) => r.ok).length,
     errors: results.flatMap((r) => (r.ok ? [] : [{ site_id: r.site.id, code: r.error.code, message: r.error.message }])),

@@ -1,4 +1,4 @@
-// Batches over many sites. Up to the queue threshold a batch runs while the caller waits (runBatch);
+// Batches over many sites. Up to the queue threshold a batch runs while the caller waits (`jobs.batch`);
 // above it, it becomes a persisted job that a runner in any sitefleet process on the data dir claims,
 // works through and records site by site, in the same commit as the site's own result, so that a job
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
@@ -66,7 +66,7 @@ export async function eachSite<T>(
 }
 
 /** eachSite over remote steps that return outcomes: each outcome is recorded as it completes (grouped by the store). */
-export function runBatch<T>(ctx: FanOutCtx & { store: Store }, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<Outcome<T>>) {
+function runBatch<T>(ctx: FanOutCtx & { store: Store }, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<Outcome<T>>) {
   return eachSite(ctx, sites, label, async (site) => {
     const o = await step(site);
     if (o.ok) return ctx.store.write(o.commit);
@@ -140,6 +140,22 @@ export class JobService {
     if (sites.length <= threshold) return null;
     const job = await this.enqueue(type, sites.map((s) => s.id), params);
     return { queued: true, job_id: job.job_id };
+  }
+
+  /**
+   * A batch over sites, as the batch abilities run one: above the queue threshold a persisted job (answered with its
+   * id), else `step` (the type's own by default) on each site now, at most the type's limit at once, with the call's
+   * signal and progress; each outcome is recorded as it completes.
+   */
+  async batch<T = unknown>(
+    call: Omit<CallContext, 'principal'>, type: JobType, sites: readonly SiteRecord[],
+    step: (site: SiteRecord) => Promise<Outcome<T>> = this.stepOf(type) as (site: SiteRecord) => Promise<Outcome<T>>,
+  ): Promise<{ queued: true; job_id: string } | { queued: false; results: SiteResult<T>[]; notDone: SiteRecord[] }> {
+    const queued = await this.queueIfOver(type, sites);
+    if (queued) return queued;
+    const config = { ...this.config, childConcurrency: this.limits.get(type)?.() ?? this.config.childConcurrency };
+    const { results, notDone } = await runBatch({ signal: call.signal, progress: call.progress, config, store: this.store }, sites, type, step);
+    return { queued: false, results, notDone };
   }
 
   /** `limit`: sites of such a job worked on at once (read when a job starts; the child concurrency by default). */
