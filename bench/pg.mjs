@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { loadConfig } from '../dist/config.js';
-import { closeServices, openServices } from '../dist/services/index.js';
+import { closeServices, openServices } from '../dist/domain/index.js';
 import { openStore } from '../dist/store/open.js';
 import { PgStore } from '../dist/store/pg-store.js';
 import { newKeyPair } from '../dist/child/keys.js';

@@ -11,7 +11,7 @@ import { buildRegistry } from '../dist/abilities/index.js';
 import { startChildSim } from '../dist/child/simulator/server.js';
 import { loadConfig } from '../dist/config.js';
 import { listen } from '../dist/http/app.js';
-import { closeServices, openServices } from '../dist/services/index.js';
+import { closeServices, openServices } from '../dist/domain/index.js';
 
 const { values } = parseArgs({ options: { rows: { type: 'string' }, sites: { type: 'string' }, 'latency-ms': { type: 'string' } } });
 const rows = Number(values.rows ?? 10_000);

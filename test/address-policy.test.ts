@@ -26,7 +26,7 @@ describe('address policy', () => {
   });
 
   it('does not even open a TLS handshake to a private address', async () => {
-    const { certificateStatus } = await import('../src/services/tls.js');
+    const { certificateStatus } = await import('../src/domain/tls.js');
     const r = await certificateStatus('https://127.0.0.1:9/');
     expect(r).toMatchObject({ valid: false, expires: null });
     expect(r.error).toMatch(/--allow-private-sites/);

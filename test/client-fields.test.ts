@@ -1,7 +1,7 @@
 // Client custom fields through every door: define (upstream's /clients/fields routes), give clients values, read
 // them, find clients by them; the errors (duplicate, unknown, bounds) and what deleting a field or a client removes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CLIENT_FIELDS } from '../src/services/client-fields.js';
+import { MAX_CLIENT_FIELDS } from '../src/domain/client-fields.js';
 import { startServer, type TestServer } from './support/server.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 

@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { newKeyPair } from '../src/child/keys.js';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
-import { closeServices, openServices, type Services } from '../src/services/index.js';
+import { closeServices, openServices, type Services } from '../src/domain/index.js';
 import { loadConfig } from '../src/config.js';
 import type { JobRecord } from '../src/store/records.js';
 import { serveProcess } from './support/process.js';

@@ -13,7 +13,7 @@ export const FLOORS: Record<string, number> = {
   core: 1,
   child: 2, // the wire protocol and the simulator that speaks its other side
   store: 3,
-  services: 4,
+  domain: 4, // the domain services: the rules, each family's service
   abilities: 5,
   http: 6, mcp: 6, console: 6, // doors; the HTTP door carries MCP's HTTP transport and the console
   app: 7, // boot: the whole process put together

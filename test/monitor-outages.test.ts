@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
-import { KEYWORD_SCAN_BYTES } from '../src/services/uptime-check.js';
+import { KEYWORD_SCAN_BYTES } from '../src/domain/uptime-check.js';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 
 let openssl = true;

@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
-import { closeServices, openServices } from '../src/services/index.js';
+import { closeServices, openServices } from '../src/domain/index.js';
 import type { LeaseRecord } from '../src/store/monitor-records.js';
 import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
@@ -57,7 +57,7 @@ describe('two serve processes on one data dir', () => {
 
 describe('partition leases', () => {
   it('are taken over once their holder stops renewing them, and shared while both renew', async () => {
-    const { PartitionLeases } = await import('../src/services/leases.js');
+    const { PartitionLeases } = await import('../src/domain/leases.js');
     const store = await Store.open(tempDir());
     closers.push(() => store.close());
     // A time to live far above a round's few writes, so that a loaded machine cannot expire a lease between two steps.

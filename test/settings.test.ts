@@ -3,7 +3,7 @@
 // methods (which the cost abilities then validate against), the 501 answers of every other upstream settings
 // route, and who may change them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardSettings, scheduledSync } from '../src/services/dashboard-settings.js';
+import { DashboardSettings, scheduledSync } from '../src/domain/dashboard-settings.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 import { startServer } from './support/server.js';

@@ -8,8 +8,8 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SitePlugin, SiteTheme } from '../src/child/snapshot.js';
-import { abandonedCutoff } from '../src/services/site-data.js';
-import { certificateStatus } from '../src/services/tls.js';
+import { abandonedCutoff } from '../src/domain/site-data.js';
+import { certificateStatus } from '../src/domain/tls.js';
 import type { SiteData } from '../src/store/records.js';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 

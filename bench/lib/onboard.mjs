@@ -4,7 +4,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { cpus } from 'node:os';
 import { Client } from 'undici';
-import { openServices, closeServices } from '../../dist/services/index.js';
+import { openServices, closeServices } from '../../dist/domain/index.js';
 import { loadConfig } from '../../dist/config.js';
 import { startChildSim } from '../../dist/child/simulator/server.js';
 import { assertLoopback } from './load.mjs';

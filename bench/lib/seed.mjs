@@ -1,6 +1,6 @@
 // bench/lib/seed.mjs — fleets written through the store API while no server runs on the data dir.
 import { loadConfig } from '../../dist/config.js';
-import { openServices, closeServices } from '../../dist/services/index.js';
+import { openServices, closeServices } from '../../dist/domain/index.js';
 import { newKeyPair } from '../../dist/child/keys.js';
 import { startChildSim } from '../../dist/child/simulator/server.js';
 

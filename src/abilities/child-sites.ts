@@ -1,10 +1,10 @@
 // Abilities that talk to child sites: add (registration), sync, check, reconnect, disconnect, and the
-// status of background jobs. Batches over the queue threshold become jobs (services/jobs.ts).
+// status of background jobs. Batches over the queue threshold become jobs (domain/jobs.ts).
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { ServiceError, errors as catalogue } from '../core/errors.js';
-import { jobView } from '../services/jobs.js';
-import { siteStatus } from '../services/sites.js';
+import { jobView } from '../domain/jobs.js';
+import { siteStatus } from '../domain/sites.js';
 import type { JobType, SiteRecord } from '../store/records.js';
 import { alias, BasicSite, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, TagIds } from './schemas.js';
 import { siteState, siteStateFields } from './sites.js';

@@ -1,13 +1,13 @@
 // Client custom fields (issue 21): define fields, give clients values, read them with the client, find clients by
-// them. Rules live in services/client-fields.ts.
+// them. Rules live in domain/client-fields.ts.
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { ServiceError } from '../core/errors.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
-import { MAX_FIELD_DESCRIPTION, MAX_FIELD_NAME, MAX_FIELD_VALUE } from '../services/client-fields.js';
+import { MAX_FIELD_DESCRIPTION, MAX_FIELD_NAME, MAX_FIELD_VALUE } from '../domain/client-fields.js';
 import type { ClientFieldRecord } from '../store/records.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { Client, ClientIds, ClientRef, clientView } from './client-views.js';
 import { Confirm, DryRun, paged } from './schemas.js';
 

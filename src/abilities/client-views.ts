@@ -1,7 +1,7 @@
 // Client schemas and the client view, shared by the client, cost and site abilities.
 import { z } from 'zod';
-import type { Services } from '../services/index.js';
-import { CLIENT_TEXT_FIELDS } from '../services/clients.js';
+import type { Services } from '../domain/index.js';
+import { CLIENT_TEXT_FIELDS } from '../domain/clients.js';
 import { CLIENT_STATUSES, type ClientRecord } from '../store/records.js';
 
 export const ClientStatus = z.enum(CLIENT_STATUSES);

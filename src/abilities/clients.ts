@@ -114,7 +114,7 @@ export const updateClient = defineAbility({
   },
 });
 
-/** A client (un)suspended with its sites (services/clients.ts setSuspended), in upstream's answer shape. */
+/** A client (un)suspended with its sites (domain/clients.ts setSuspended), in upstream's answer shape. */
 async function setClientSuspended(ctx: AbilityContext, ref: number | string, suspend: boolean) {
   const { client, sites_count } = await ctx.clients.setSuspended(ctx.clients.resolveRef(ref).id, suspend);
   return { client: clientView(ctx, client), sites_count };

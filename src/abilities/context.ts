@@ -2,7 +2,7 @@
 // Core's ability type is generic over its context so that core never imports the services above it.
 import type { z } from 'zod';
 import { defineAbility as defineCore, type Ability, type CallContext } from '../core/ability.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 
 export type AbilityContext = Services & CallContext;
 

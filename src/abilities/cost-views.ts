@@ -1,8 +1,8 @@
 // Cost schemas and views, shared by the cost, client and site abilities: the full cost record, and the
 // short ability view (id, name, amount, frequency, next_due) of a site's costs.
 import { z } from 'zod';
-import type { Services } from '../services/index.js';
-import { cents, frequencyOf, isoDay, nextRenewal, type SiteCost } from '../services/costs.js';
+import type { Services } from '../domain/index.js';
+import { cents, frequencyOf, isoDay, nextRenewal, type SiteCost } from '../domain/costs.js';
 import {
   COST_STATUSES, LICENSE_TYPES, PAYMENT_TYPES, PRODUCT_TYPES, RENEWAL_TYPES, type CostRecord,
 } from '../store/records.js';

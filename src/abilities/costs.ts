@@ -1,5 +1,5 @@
 // Cost-tracker abilities (module cost-tracker): list, read, add, update, delete costs, the sites and clients
-// a cost covers, and get-site-costs-v1 (a site's costs with monthly and yearly totals). Rules: services/costs.ts.
+// a cost covers, and get-site-costs-v1 (a site's costs with monthly and yearly totals). Rules: domain/costs.ts.
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';

@@ -1,6 +1,6 @@
 // Fleet tools (issue 21; upstream's settings/tools): renew every connection and disconnect every site. Like sync:
 // up to the queue threshold the batch runs while the caller waits (progress per site on MCP); above it, it is a
-// persisted, resumable job (services/jobs.ts); the REST door points at the tool's own status route.
+// persisted, resumable job (domain/jobs.ts); the REST door points at the tool's own status route.
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';

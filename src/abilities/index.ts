@@ -2,7 +2,7 @@
 import type { Ability } from '../core/ability.js';
 import type { z } from 'zod';
 import { Registry, type RunOptions } from '../core/registry.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { siteAbilities } from './sites.js';
 import { tagAbilities } from './tags.js';
 import { childSiteAbilities, jobAbilities } from './child-sites.js';

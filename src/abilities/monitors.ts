@@ -7,7 +7,7 @@ import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
   DEFAULT_SETTINGS, INTERVAL_MAX_S, INTERVAL_MIN_S, MAX_KEYWORD, MAX_RETRIES, MonitorService, TIMEOUT_MAX_S, checkExpected, parseDuration, summarise,
-} from '../services/monitors.js';
+} from '../domain/monitors.js';
 import { CAUSES, WEBHOOK_EVENTS, type Beat, type DeliveryRecord, type IncidentRecord, type MonitorSettings, type WebhookRecord } from '../store/monitor-records.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, SiteRef, paged } from './schemas.js';

@@ -3,7 +3,7 @@
 // names a post is not found.
 import { z } from 'zod';
 import { defineAbility } from './context.js';
-import { PAGE_KIND } from '../services/posts.js';
+import { PAGE_KIND } from '../domain/posts.js';
 import { DateTime, Day, Post, PostItem, PostStatus, Saved, WritableStatus, bySiteUrl, postFields, postItem, postView, remoteRead, remoteWrite } from './posts.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 

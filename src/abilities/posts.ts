@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from './context.js';
-import { POST_STATUSES } from '../services/posts.js';
-import { siteError, type Fanned } from '../services/selectors.js';
+import { POST_STATUSES } from '../domain/posts.js';
+import { siteError, type Fanned } from '../domain/selectors.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 

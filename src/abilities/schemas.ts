@@ -1,7 +1,7 @@
 // Parameter and result schemas shared by several abilities. Declared once, reused everywhere.
 import { z } from 'zod';
 import { ItemError, SkippedSite } from '../core/results.js';
-import { SITE_STATUSES } from '../services/sites.js';
+import { SITE_STATUSES } from '../domain/sites.js';
 
 export { ItemError, SkippedSite };
 
@@ -61,7 +61,7 @@ export const paged = <T extends z.ZodType>(item: T) => z.object({
   total: z.number().int(),
 });
 
-// Site selectors of the multi-site users and posts abilities (services/selectors.ts); REST sends comma strings.
+// Site selectors of the multi-site users and posts abilities (domain/selectors.ts); REST sends comma strings.
 export const SiteSelectors = {
   websites: SiteRefs.optional().describe('Sites by ID or domain.'),
   groups: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).optional().describe('Tag IDs or names.'),

@@ -1,10 +1,10 @@
 // Settings abilities (issue 21): the dashboard settings sitefleet applies (the sync schedule, sync concurrency, the
-// queue threshold) and the cost tracker's product types and payment methods. Rules: services/dashboard-settings.ts.
+// queue threshold) and the cost tracker's product types and payment methods. Rules: domain/dashboard-settings.ts.
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError, errors } from '../core/errors.js';
-import { DashboardSettings, MAX_SYNCS_A_DAY, type DashboardSettingsRecord } from '../services/dashboard-settings.js';
+import { DashboardSettings, MAX_SYNCS_A_DAY, type DashboardSettingsRecord } from '../domain/dashboard-settings.js';
 import { Confirm, DryRun, HexColor } from './schemas.js';
 
 const s = { category: 'svc-settings', toolset: 'settings' } as const;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
-import { siteStatus } from '../services/sites.js';
+import { siteStatus } from '../domain/sites.js';
 import { Confirm, DryRun, HexColor, SiteStatus, Tag, TagId, TagIds, TagName, paged } from './schemas.js';
 import { tagView } from './views.js';
 

@@ -1,8 +1,8 @@
 // Updates across the fleet: upstream's 13 update abilities (updates reference §3), each a thin map of input → one
-// updates-service call → the view. Rules live in services/updates.ts.
+// updates-service call → the view. Rules live in domain/updates.ts.
 import { z } from 'zod';
 import { defineAbility } from './context.js';
-import { TYPES, UPDATE_ALL_QUEUE_OVER, summarise, type Selector, type TypeName } from '../services/updates.js';
+import { TYPES, UPDATE_ALL_QUEUE_OVER, summarise, type Selector, type TypeName } from '../domain/updates.js';
 import { SiteRef, SiteRefs } from './schemas.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -62,7 +62,7 @@ const RunOutput = z.object({
   not_processed: z.array(z.number().int()).optional(),
 });
 
-export { MAX_LISTED } from '../services/updates.js';
+export { MAX_LISTED } from '../domain/updates.js';
 
 // ---- reading ----
 

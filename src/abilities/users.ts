@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { defineAbility } from './context.js';
 import type { ChildUserProfile } from '../child/replies.js';
 import type { ChildUser } from '../child/snapshot.js';
-import { siteError, type SiteSelection } from '../services/selectors.js';
-import { CsvUpload, MAX_CSV_BYTES } from '../services/users-import.js';
-import { USER_ROLES } from '../services/users.js';
+import { siteError, type SiteSelection } from '../domain/selectors.js';
+import { CsvUpload, MAX_CSV_BYTES } from '../domain/users-import.js';
+import { USER_ROLES } from '../domain/users.js';
 import type { SiteRecord } from '../store/records.js';
 import { BasicSite, Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors, SkippedSite } from './schemas.js';
 

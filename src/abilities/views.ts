@@ -1,7 +1,7 @@
 // Records as callers see them: the spec's site and tag views (abilities reference §2.3, §4).
 import type { z } from 'zod';
-import type { Services } from '../services/index.js';
-import { siteStatus } from '../services/sites.js';
+import type { Services } from '../domain/index.js';
+import { siteStatus } from '../domain/sites.js';
 import type { SiteRecord, TagRecord } from '../store/records.js';
 import type { FullSite, ListedSite, Tag } from './schemas.js';
 

@@ -4,7 +4,7 @@
 import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
 import { listen, type HttpOptions, type RunningHttp } from '../http/app.js';
-import { closeServices, openServices, startMonitoring, type Services } from '../services/index.js';
+import { closeServices, openServices, startMonitoring, type Services } from '../domain/index.js';
 
 export interface BootOptions {
   /** Serve the HTTP doors on the config's host and port (or this port; 0 picks a free one). */

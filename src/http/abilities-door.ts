@@ -6,7 +6,7 @@ import { CATEGORIES } from '../abilities/index.js';
 import { allowedMethods, annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
 import type { Registry } from '../core/registry.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 import { withStatusUrl, withStatusUrlSchema } from './job-links.js';

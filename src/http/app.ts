@@ -3,7 +3,7 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import express from 'express';
 import type { Registry } from '../core/registry.js';
 import { log, logs } from '../log.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { abilitiesRouter } from './abilities-door.js';
 import { mcpHttp } from './mcp-http.js';
 import { LoginThrottle, requireAuth } from './auth.js';

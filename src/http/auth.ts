@@ -2,7 +2,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ServiceError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { sendError } from './respond.js';
 
 export type Scheme = 'bearer' | 'basic';

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import { ServiceError } from '../core/errors.js';
 import { keyAllowsMethod, type Principal } from '../core/principal.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { accountOf, readPrincipal, type LoginThrottle } from './auth.js';
 import { AnswerCache, principalKey, sendRepresentation, storeFingerprint } from './conditional.js';
 

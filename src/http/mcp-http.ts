@@ -9,7 +9,7 @@ import { ServiceError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import { buildMcpServer } from '../mcp/server.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 

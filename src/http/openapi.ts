@@ -35,7 +35,7 @@ const MAX_BATCH_ITEMS = 100;
 const KEY_LEVELS: readonly KeyPermission[] = ['read', 'write', 'read_write', 'delete'];
 const METHOD_PERMISSION: Record<string, string> = { GET: 'read', HEAD: 'read', POST: 'write', PUT: 'write', PATCH: 'write', DELETE: 'delete' };
 
-/** Child-site failures (services/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
+/** Child-site failures (domain/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
 const CHILD_ERRORS: Record<number, string[]> = {
   409: ['svc_site_suspended', 'svc_site_disconnected'],
   502: ['svc_child_unreachable', 'svc_child_auth_failed', 'svc_child_not_detected', 'svc_child_bad_reply', 'svc_child_error', 'svc_child_wrong_site'],

@@ -7,7 +7,7 @@ import type { Ability } from '../core/ability.js';
 import { ServiceError, toServiceError, type Subject } from '../core/errors.js';
 import { keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 import { formArgs, readFormFields } from './multipart.js';

@@ -10,7 +10,7 @@ import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
 import { refusal, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
-import type { Services } from '../services/index.js';
+import type { Services } from '../domain/index.js';
 import { VERSION } from '../version.js';
 import { compactInputSchema, toolDescription } from './compact.js';
 

@@ -11,7 +11,7 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 const MIGRATIONS: Record<number, (dir: string) => Promise<void>> = {
   // 1 → 2: API key hashes get a per-key salt. The secret is not known here, so the salted hash is taken over the
-  // old unsalted one: sha256(salt + sha256(secret)), which is also how new keys are hashed (services/auth.ts).
+  // old unsalted one: sha256(salt + sha256(secret)), which is also how new keys are hashed (domain/auth.ts).
   1: async (dir) => {
     const file = join(dir, 'keys.json');
     if (!existsSync(file)) return;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { newKeyPair } from '../../src/child/keys.js';
 import { startChildSim } from '../../src/child/simulator/server.js';
 import { loadConfig } from '../../src/config.js';
-import { closeServices, openServices } from '../../src/services/index.js';
+import { closeServices, openServices } from '../../src/domain/index.js';
 import type { JobRecord, TagRecord } from '../../src/store/records.js';
 import { cli, lastLine, serveProcess } from '../support/process.js';
 import { seedSites, testFleetStore, type TestFleetStore } from '../support/server.js';

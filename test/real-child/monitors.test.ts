@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMonitoring } from '../../src/services/index.js';
+import { startMonitoring } from '../../src/domain/index.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { realSite, resetSite, startSitesAgain, stopSitePhp } from './kit.js';
 import { until } from '../support/wait.js';

@@ -10,7 +10,7 @@ import { startChildSim, type ChildSim, type ChildSimOptions } from '../../src/ch
 import { loadConfig, type Config } from '../../src/config.js';
 import type { ServiceError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/principal.js';
-import type { Services } from '../../src/services/index.js';
+import type { Services } from '../../src/domain/index.js';
 import { freshDatabase, testPgUrl } from './postgres.js';
 import { tempDir } from './server.js';
 

@@ -3,7 +3,7 @@
 import { request } from 'node:http';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { expect } from 'vitest';
-import type { Services } from '../../src/services/index.js';
+import type { Services } from '../../src/domain/index.js';
 import type { ClientRecord, SiteRecord, TagRecord } from '../../src/store/records.js';
 import { seedSites } from './server.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { boot } from '../../src/app/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Registry } from '../../src/core/registry.js';
-import type { Services } from '../../src/services/index.js';
+import type { Services } from '../../src/domain/index.js';
 import type { SiteRecord } from '../../src/store/records.js';
 import { checkRestAnswer } from './openapi-check.js';
 import type { Store } from '../../src/store/engine.js';

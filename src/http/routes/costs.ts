@@ -30,7 +30,7 @@ function costRow(row: RestRoute): RestRoute {
   return { ...row, doc: { ...row.doc, errors }, handler: (a, run) => run(row, a).catch(costError) };
 }
 
-/** Product types and payment methods must be ones of the cost-tracker settings (services/dashboard-settings.ts). */
+/** Product types and payment methods must be ones of the cost-tracker settings (domain/dashboard-settings.ts). */
 const LIST_ERRORS = { 400: ['svc_invalid_product_type', 'svc_invalid_payment_method'] } as const;
 
 const costId = (a: RestArgs) => ({ cost_id: pathId(a) });

@@ -1,7 +1,7 @@
 // REST v2 user routes (users on child sites). Selectors arrive as comma-separated strings; the CSV import is a
 // multipart upload streamed into import-users-v1.
 import { createUser, deleteUser, importUsers, listUsers, updateAdminPassword, updateUser } from '../../abilities/users.js';
-import { CsvUpload, MAX_CSV_BYTES } from '../../services/users-import.js';
+import { CsvUpload, MAX_CSV_BYTES } from '../../domain/users-import.js';
 import { readUpload, type Upload } from '../multipart.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
 import { list, pick, site } from './args.js';

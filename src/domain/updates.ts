@@ -220,7 +220,7 @@ export class UpdateService {
   ) {
     this.index = new PendingIndex(store, sites, (id) => children.siteData(id));
   }
-  /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in services/index.ts). */
+  /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in domain/index.ts). */
   forgetSite(tx: Tx, siteId: number): void {
     for (const r of [...tx.all<IgnoreRecord>('ignores')]) if (r.site_id === siteId) tx.delete('ignores', r.id);
   }

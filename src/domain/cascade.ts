@@ -1,4 +1,4 @@
-// What else must let go of a removed record, in the same write. Wired once in services/index.ts, so removing a site,
+// What else must let go of a removed record, in the same write. Wired once in domain/index.ts, so removing a site,
 // a tag or a client is one service call (`sites.remove(id)`) whoever makes it, and no service needs to know the
 // services that point at its records.
 import type { Tx } from '../store/store.js';

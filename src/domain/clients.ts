@@ -1,5 +1,5 @@
 // Clients that sites belong to: lookup by id or e-mail, filtered lists, edits. A site names its client by
-// client_id; deleting a client (remove, with the cascade wired in services/index.ts) unassigns its sites and drops
+// client_id; deleting a client (remove, with the cascade wired in domain/index.ts) unassigns its sites and drops
 // it from costs.
 import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
