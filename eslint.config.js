@@ -11,7 +11,10 @@ export default tseslint.config(
     languageOptions: { globals: globals.node },
     rules: {
       // `_`-prefixed names are deliberately unused (destructuring a field away, a parameter kept for its position).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
     },
   },
   {

@@ -36,7 +36,19 @@ async function syncAll() {
 const cold = await syncAll();
 const warm = await syncAll();
 console.log(
-  JSON.stringify({ sites, latency_ms: latencyMs, concurrency, cold_ms: cold.ms, warm_ms: warm.ms, cold_loop_busy: cold.busy, warm_loop_busy: warm.busy, cold_cpu_ms: cold.cpu_ms, warm_cpu_ms: warm.cpu_ms, failures: cold.failures + warm.failures, peak_in_flight: sim.peakInFlight() }),
+  JSON.stringify({
+    sites,
+    latency_ms: latencyMs,
+    concurrency,
+    cold_ms: cold.ms,
+    warm_ms: warm.ms,
+    cold_loop_busy: cold.busy,
+    warm_loop_busy: warm.busy,
+    cold_cpu_ms: cold.cpu_ms,
+    warm_cpu_ms: warm.cpu_ms,
+    failures: cold.failures + warm.failures,
+    peak_in_flight: sim.peakInFlight(),
+  }),
 );
 await connector.close();
 await sim.close();

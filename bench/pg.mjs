@@ -30,7 +30,12 @@ const d = quick ? { read: 2, warmup: 1, write: 2, writers: 3 } : { read: 8, warm
 const REST = '/wp-json/svc/v2';
 const started = performance.now();
 const log = (m) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${m}\n`);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanupAll(); pgServer?.stop(); process.exit(130); });
+for (const sig of ['SIGINT', 'SIGTERM'])
+  process.on(sig, () => {
+    cleanupAll();
+    pgServer?.stop();
+    process.exit(130);
+  });
 process.on('exit', cleanupAll);
 
 let pgServer = null;
@@ -43,7 +48,14 @@ async function seed(where, n) {
     for (let start = 0; start < n; start += 2000) {
       await s.store.write((tx) => {
         for (let i = start; i < Math.min(n, start + 2000); i++) {
-          s.sites.insert(tx, { url: `https://site${i + 1}.example.com/`, name: `Site ${i + 1}`, admin_username: 'admin', wp_version: '6.8', php_version: '8.2', child_version: '6.1' });
+          s.sites.insert(tx, {
+            url: `https://site${i + 1}.example.com/`,
+            name: `Site ${i + 1}`,
+            admin_username: 'admin',
+            wp_version: '6.8',
+            php_version: '8.2',
+            child_version: '6.1',
+          });
         }
       });
     }
@@ -66,23 +78,38 @@ async function writersAcross(urls, token, writers, seconds) {
     const t = performance.now();
     const res = await pool.request({ method: 'POST', path, headers, body: JSON.stringify(body) });
     const text = await res.body.text();
-    if (res.statusCode >= 300) { failures++; firstFailure ??= `${res.statusCode} ${text.slice(0, 200)}`; return false; }
+    if (res.statusCode >= 300) {
+      failures++;
+      firstFailure ??= `${res.statusCode} ${text.slice(0, 200)}`;
+      return false;
+    }
     samples.push(performance.now() - t);
     return true;
   };
   const t0 = performance.now();
   const end = t0 + seconds * 1000;
-  await Promise.all(Array.from({ length: writers }, async (_, w) => {
-    const pool = pools[w % pools.length];
-    for (let seq = 0; seq < 5000 && performance.now() < end; seq++) {
-      const name = `cw-${w}-${seq}`;
-      if (seq % 2 === 0) { if (await post(pool, `${REST}/tags/add`, { name })) ackedTags.add(name); }
-      else if (await post(pool, `${REST}/sites/${w + 1}/edit`, { notes: name })) lastNote.set(w + 1, name);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      const pool = pools[w % pools.length];
+      for (let seq = 0; seq < 5000 && performance.now() < end; seq++) {
+        const name = `cw-${w}-${seq}`;
+        if (seq % 2 === 0) {
+          if (await post(pool, `${REST}/tags/add`, { name })) ackedTags.add(name);
+        } else if (await post(pool, `${REST}/sites/${w + 1}/edit`, { notes: name })) lastNote.set(w + 1, name);
+      }
+    }),
+  );
   await Promise.all(pools.map((p) => p.close()));
   const elapsed = (performance.now() - t0) / 1000;
-  return { writes_per_s: round(samples.length / elapsed, 0), acked: samples.length, failures, firstFailure, latency: percentiles(samples), ackedTags, lastNote };
+  return {
+    writes_per_s: round(samples.length / elapsed, 0),
+    acked: samples.length,
+    failures,
+    firstFailure,
+    latency: percentiles(samples),
+    ackedTags,
+    lastNote,
+  };
 }
 
 async function engineRow(label, procs, usePg) {
@@ -99,24 +126,45 @@ async function engineRow(label, procs, usePg) {
     row.listen_ms = round(Math.max(...serves.map((s) => s.listenMs)), 0);
     log(`${label}: seeded ${N} sites in ${row.seed_ms} ms; ${procs} process(es) listening`);
 
-    const lists = await Promise.all(serves.map((s) => cannon(s.url, { token, path: `${REST}/sites?per_page=100`, connections: 16, duration: d.read, warmup: d.warmup, pid: s.pid })));
+    const lists = await Promise.all(
+      serves.map((s) =>
+        cannon(s.url, { token, path: `${REST}/sites?per_page=100`, connections: 16, duration: d.read, warmup: d.warmup, pid: s.pid }),
+      ),
+    );
     row.list_rps = lists.map((l) => l.rps);
     row.list_p99 = lists.map((l) => l.p99);
     row.list_errors = lists.reduce((a, l) => a + l.non2xx + l.errors, 0);
     log(`  list: ${row.list_rps.join(' + ')} req/s (p99 ${row.list_p99.join(', ')} ms, ${row.list_errors} errors)`);
 
-    const w = await sequential(serves[0].url, { token, seconds: d.write, maxCount: 5000, pid: serves[0].pid, make: (i) => ({ path: `${REST}/sites/${1 + ((i * 7919) % N)}/edit`, body: { notes: `edit ${i}` } }) });
+    const w = await sequential(serves[0].url, {
+      token,
+      seconds: d.write,
+      maxCount: 5000,
+      pid: serves[0].pid,
+      make: (i) => ({ path: `${REST}/sites/${1 + ((i * 7919) % N)}/edit`, body: { notes: `edit ${i}` } }),
+    });
     row.write = { p50: w.p50, p99: w.p99, per_s: w.per_s, failures: w.failures };
     log(`  durable write (one client): p50 ${w.p50} ms, p99 ${w.p99} ms, ${w.per_s}/s, ${w.failures} failed`);
 
     const pgPids = usePg ? pgServer.pids() : [];
     const acct = cpuAccount([...serves.map((s) => s.pid), ...pgPids]);
-    const cw = await writersAcross(serves.map((s) => s.url), token, 50, d.writers);
+    const cw = await writersAcross(
+      serves.map((s) => s.url),
+      token,
+      50,
+      d.writers,
+    );
     const cpu = acct.stop();
     const cores = cpu.measured_cores;
     row.writers_cpu = {
-      serve_cores: cores.slice(0, serves.length), postgres_cores: round(cores.slice(serves.length).reduce((a, b) => a + b, 0), 2),
-      bench_cores: cpu.bench_cores, others_cores: cpu.others_cores, machine_cores: cpu.machine_cores,
+      serve_cores: cores.slice(0, serves.length),
+      postgres_cores: round(
+        cores.slice(serves.length).reduce((a, b) => a + b, 0),
+        2,
+      ),
+      bench_cores: cpu.bench_cores,
+      others_cores: cpu.others_cores,
+      machine_cores: cpu.machine_cores,
     };
     await Promise.all(serves.map((s) => s.stop('SIGKILL')));
     const store = await openStore(where);
@@ -127,9 +175,13 @@ async function engineRow(label, procs, usePg) {
     for (const [id, note] of cw.lastNote) if (store.get('sites', id)?.notes !== note) lost++;
     await store.close();
     row.writers = { writes_per_s: cw.writes_per_s, p50: cw.latency.p50, p99: cw.latency.p99, failures: cw.failures, lost };
-    log(`  50 writers: ${cw.writes_per_s} writes/s (p50 ${cw.latency.p50}, p99 ${cw.latency.p99} ms), ${cw.failures} failed, ${lost} lost after SIGKILL${cw.firstFailure ? `; first failure ${cw.firstFailure}` : ''}`);
+    log(
+      `  50 writers: ${cw.writes_per_s} writes/s (p50 ${cw.latency.p50}, p99 ${cw.latency.p99} ms), ${cw.failures} failed, ${lost} lost after SIGKILL${cw.firstFailure ? `; first failure ${cw.firstFailure}` : ''}`,
+    );
     const wc = row.writers_cpu;
-    log(`    CPU (cores): serve ${wc.serve_cores.join(' + ')}, postgres ${wc.postgres_cores}, bench ${wc.bench_cores}, others ${wc.others_cores}, machine ${wc.machine_cores}`);
+    log(
+      `    CPU (cores): serve ${wc.serve_cores.join(' + ')}, postgres ${wc.postgres_cores}, bench ${wc.bench_cores}, others ${wc.others_cores}, machine ${wc.machine_cores}`,
+    );
   } finally {
     removeDir(dataDir);
   }
@@ -165,14 +217,26 @@ async function takeover() {
   const databaseUrl = await pgServer.database(`bench_${++dbCount}`);
   const s = await openServices(loadConfig({ dataDir, databaseUrl }, {}));
   const pair = await newKeyPair();
-  const sim = await startChildSim({ sites: 100, latencyMs: 100, preconnect: { publicKeyPem: pair.publicKeyPem, server: await s.settings.installationUrl() } });
+  const sim = await startChildSim({
+    sites: 100,
+    latencyMs: 100,
+    preconnect: { publicKeyPem: pair.publicKeyPem, server: await s.settings.installationUrl() },
+  });
   const { token } = await s.auth.createKey('bench', 'read_write');
   await s.store.write((tx) => {
-    for (const info of sim.sites) s.sites.insert(tx, { url: info.url, name: info.url, admin_username: info.admin }, { private_key_pem: pair.privateKeyPem, http_pass: null, regverify: null });
+    for (const info of sim.sites)
+      s.sites.insert(
+        tx,
+        { url: info.url, name: info.url, admin_username: info.admin },
+        { private_key_pem: pair.privateKeyPem, http_pass: null, regverify: null },
+      );
   });
   await closeServices(s);
   const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '4', SITEFLEET_ALLOW_PRIVATE_SITES: '1' };
-  const serves = await Promise.all([startServe(dataDir, { args: ['--database-url', databaseUrl], env }), startServe(dataDir, { args: ['--database-url', databaseUrl], env })]);
+  const serves = await Promise.all([
+    startServe(dataDir, { args: ['--database-url', databaseUrl], env }),
+    startServe(dataDir, { args: ['--database-url', databaseUrl], env }),
+  ]);
   const store = await PgStore.open(databaseUrl);
   try {
     const res = await fetch(`${serves[0].url}${REST}/sites/sync`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
@@ -205,7 +269,14 @@ async function takeover() {
   }
 }
 
-const results = { suite: 'sitefleet bench: PostgreSQL engine (issue 16)', date: new Date().toISOString(), machine: machine(), sites: N, quick, rows: [] };
+const results = {
+  suite: 'sitefleet bench: PostgreSQL engine (issue 16)',
+  date: new Date().toISOString(),
+  machine: machine(),
+  sites: N,
+  quick,
+  rows: [],
+};
 try {
   log('starting a PostgreSQL server');
   pgServer = await startPostgres();
@@ -226,7 +297,10 @@ const lines = [
   '',
   `sitefleet store engines at ${N.toLocaleString('en')} sites — ${results.machine.cpus} CPUs, load ${results.machine.loadavg_at_start.join(' ')} at start (shared machine: noisy figures)`,
   `${pad('engine', 24)}${pad('list req/s (per process)', 28)}${pad('write p50/p99 ms', 20)}${pad('50 writers: writes/s', 22)}${pad('lost', 6)}CPU while writing (cores: serve | postgres | whole machine)`,
-  ...results.rows.map((r) => `${pad(r.label, 24)}${pad(`${r.list_rps.reduce((a, b) => a + b, 0)} (${r.list_rps.join(' + ')})`, 28)}${pad(`${r.write.p50} / ${r.write.p99}`, 20)}${pad(r.writers.writes_per_s, 22)}${pad(r.writers.lost, 6)}${r.writers_cpu.serve_cores.join(' + ')} | ${r.writers_cpu.postgres_cores} | ${r.writers_cpu.machine_cores}`),
+  ...results.rows.map(
+    (r) =>
+      `${pad(r.label, 24)}${pad(`${r.list_rps.reduce((a, b) => a + b, 0)} (${r.list_rps.join(' + ')})`, 28)}${pad(`${r.write.p50} / ${r.write.p99}`, 20)}${pad(r.writers.writes_per_s, 22)}${pad(r.writers.lost, 6)}${r.writers_cpu.serve_cores.join(' + ')} | ${r.writers_cpu.postgres_cores} | ${r.writers_cpu.machine_cores}`,
+  ),
   '',
   `postgres: NOTIFY lag p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms; job takeover after SIGKILL ${results.takeover.takeover_ms} ms (recorded sites redone: ${results.takeover.redone_recorded})`,
   `targets: list >= 2,000 req/s per process; write p50 <= 5 ms; 2 processes >= 1.6x the writes/s of 1 (postgres ${round(results.rows[3].writers.writes_per_s / results.rows[2].writers.writes_per_s, 2)}x, lowdb ${round(results.rows[1].writers.writes_per_s / results.rows[0].writers.writes_per_s, 2)}x)`,

@@ -33,12 +33,38 @@ const only = values.only ? new Set(values.only.split(',')) : null;
 const run = (group) => !skipped.has(group) && (!only || only.has(group));
 const outFile = values.out ?? fileURLToPath(new URL('./results.json', import.meta.url));
 const d = quick
-  ? { calibrateSeconds: 1, fsyncSeconds: 1, readSeconds: 2, warmupSeconds: 1, mcpSeconds: 2, writeSeconds: 2, writersSeconds: 3, maxSequential: 5_000, jobTimeoutMs: 60_000, rssJobTimeoutMs: 90_000 }
-  : { calibrateSeconds: 5, fsyncSeconds: 3, readSeconds: 10, warmupSeconds: 2, mcpSeconds: 5, writeSeconds: 5, writersSeconds: 10, maxSequential: 20_000, jobTimeoutMs: 120_000, rssJobTimeoutMs: 300_000 };
+  ? {
+      calibrateSeconds: 1,
+      fsyncSeconds: 1,
+      readSeconds: 2,
+      warmupSeconds: 1,
+      mcpSeconds: 2,
+      writeSeconds: 2,
+      writersSeconds: 3,
+      maxSequential: 5_000,
+      jobTimeoutMs: 60_000,
+      rssJobTimeoutMs: 90_000,
+    }
+  : {
+      calibrateSeconds: 5,
+      fsyncSeconds: 3,
+      readSeconds: 10,
+      warmupSeconds: 2,
+      mcpSeconds: 5,
+      writeSeconds: 5,
+      writersSeconds: 10,
+      maxSequential: 20_000,
+      jobTimeoutMs: 120_000,
+      rssJobTimeoutMs: 300_000,
+    };
 
 const started = performance.now();
 const log = (m) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${m}\n`);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cleanupAll(); process.exit(130); });
+for (const sig of ['SIGINT', 'SIGTERM'])
+  process.on(sig, () => {
+    cleanupAll();
+    process.exit(130);
+  });
 process.on('exit', cleanupAll);
 
 // The first undici request of a process loads code lazily: pay that before anything is timed.
@@ -50,17 +76,34 @@ process.on('exit', cleanupAll);
 }
 
 snapshotDist();
-const git = (args) => { try { return execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim(); } catch { return null; } };
+const git = (args) => {
+  try {
+    return execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim();
+  } catch {
+    return null;
+  }
+};
 const results = {
-  suite: 'sitefleet bench (issue 7)', mode: quick ? 'quick' : 'full', date: new Date().toISOString(), machine: machine(),
+  suite: 'sitefleet bench (issue 7)',
+  mode: quick ? 'quick' : 'full',
+  date: new Date().toISOString(),
+  machine: machine(),
   // Read-only git queries: which code was measured.
-  code: { commit: git(['rev-parse', '--short', 'HEAD']), uncommitted_files: (git(['--no-optional-locks', 'status', '--porcelain', '--', 'src']) ?? '').split('\n').filter(Boolean).length },
-  durations: d, sizes, rounds: {}, errors: [],
+  code: {
+    commit: git(['rev-parse', '--short', 'HEAD']),
+    uncommitted_files: (git(['--no-optional-locks', 'status', '--porcelain', '--', 'src']) ?? '').split('\n').filter(Boolean).length,
+  },
+  durations: d,
+  sizes,
+  rounds: {},
+  errors: [],
 };
 const whole = runAccount();
 
 async function step(name, fn) {
-  try { return await fn(); } catch (e) {
+  try {
+    return await fn();
+  } catch (e) {
     log(`  ${name} FAILED: ${e.stack ?? e}`);
     results.errors.push({ scenario: name, error: String(e.message ?? e) });
     return null;
@@ -115,15 +158,19 @@ if (run('attack')) {
 if (run('pg')) {
   log('store engines, lowdb and PostgreSQL, one and two processes at 5,000 sites (issue 16): bench/pg.mjs');
   results.pg = await step('pg engines', async () => {
-    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./pg.mjs', import.meta.url)), ...(quick ? ['--quick'] : [])],
-      { stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./pg.mjs', import.meta.url)), ...(quick ? ['--quick'] : [])], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     if (r.status !== 0) return { skipped: `bench/pg.mjs exited ${r.status} (PostgreSQL server binaries missing?)` };
     return JSON.parse(readFileSync(fileURLToPath(new URL('./pg-results.json', import.meta.url)), 'utf8'));
   });
 }
 
 const load = whole.stop();
-results.load = { ...load, note: 'others_cores: CPU used on this machine by processes other than the bench and the processes it started (servers, MCP stdio server, simulator), averaged over the run' };
+results.load = {
+  ...load,
+  note: 'others_cores: CPU used on this machine by processes other than the bench and the processes it started (servers, MCP stdio server, simulator), averaged over the run',
+};
 results.elapsed_s = Math.round((performance.now() - started) / 1000);
 results.targets = targets(results);
 results.near_the_limit = nearTheLimit(results);

@@ -30,7 +30,8 @@ const auth = { authorization: `Bearer ${token}` };
 
 for (const s of sim.sites) {
   const res = await fetch(`${base}/sites/add`, {
-    method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
     body: JSON.stringify({ url: s.url, admin: s.admin, admin_password: s.password }),
   });
   if (res.status !== 200) throw new Error(`add ${s.url}: ${res.status} ${await res.text()}`);
@@ -42,7 +43,9 @@ const out = createWriteStream(csvPath);
 out.write('username,email,first_name,last_name,user_url,password,send_password,role,select_sites,select_groups\r\n');
 for (let i = 0; i < rows; i++) {
   const site = sim.sites[i % siteCount];
-  out.write(`bench${i},bench${i}@example.com,First ${i},"Last, ${i}",https://example.com/u/${i},Pw-${i}-secret,false,subscriber,${site.url},\r\n`);
+  out.write(
+    `bench${i},bench${i}@example.com,First ${i},"Last, ${i}",https://example.com/u/${i},Pw-${i}-secret,false,subscriber,${site.url},\r\n`,
+  );
 }
 out.end();
 await finished(out);
@@ -67,15 +70,28 @@ clearInterval(sampler);
 
 const created = sim.sites.reduce((n, s) => n + sim.state(s.index).users.filter((u) => u.login.startsWith('bench')).length, 0);
 const mb = (b) => Math.round((b / 1024 / 1024) * 10) / 10;
-console.log(JSON.stringify({
-  rows, sites: siteCount, latency_ms: latencyMs, csv_mb: mb(statSync(csvPath).size), status: res.status,
-  total: body.total, success_count: body.success_count, failed_count: body.failed_count, users_on_children: created,
-  wall_ms: ms, rows_per_s: Math.round(rows / (ms / 1000)),
-  rss_before_mb: mb(baseline.rss), rss_peak_mb: mb(peakRss), rss_growth_mb: mb(peakRss - baseline.rss),
-  heap_before_mb: mb(baseline.heapUsed), heap_peak_mb: mb(peakHeap),
-  max_rss_process_mb: mb(process.resourceUsage().maxRSS * 1024),
-  child_calls_peak_in_flight: sim.peakInFlight(),
-}));
+console.log(
+  JSON.stringify({
+    rows,
+    sites: siteCount,
+    latency_ms: latencyMs,
+    csv_mb: mb(statSync(csvPath).size),
+    status: res.status,
+    total: body.total,
+    success_count: body.success_count,
+    failed_count: body.failed_count,
+    users_on_children: created,
+    wall_ms: ms,
+    rows_per_s: Math.round(rows / (ms / 1000)),
+    rss_before_mb: mb(baseline.rss),
+    rss_peak_mb: mb(peakRss),
+    rss_growth_mb: mb(peakRss - baseline.rss),
+    heap_before_mb: mb(baseline.heapUsed),
+    heap_peak_mb: mb(peakHeap),
+    max_rss_process_mb: mb(process.resourceUsage().maxRSS * 1024),
+    child_calls_peak_in_flight: sim.peakInFlight(),
+  }),
+);
 if (body.failed_count) console.error(JSON.stringify(body.failed_users.slice(0, 5)));
 
 await http.close();

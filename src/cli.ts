@@ -19,10 +19,17 @@ import { demo } from './demo.js';
 
 const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
-  host: { type: 'string' }, port: { type: 'string' }, ...DATA_DIR,
-  'rest-prefix': { type: 'string' }, 'abilities-prefix': { type: 'string' },
-  'child-concurrency': { type: 'string' }, 'allow-private-sites': { type: 'boolean' },
-  'allowed-hosts': { type: 'string' }, 'no-console': { type: 'boolean' }, 'monitor-interval': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  ...DATA_DIR,
+  'rest-prefix': { type: 'string' },
+  'abilities-prefix': { type: 'string' },
+  'child-concurrency': { type: 'string' },
+  'allow-private-sites': { type: 'boolean' },
+  'allowed-hosts': { type: 'string' },
+  'no-console': { type: 'boolean' },
+  'monitor-interval': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
 const HELP: Record<string, string> = {
@@ -131,13 +138,25 @@ async function serve(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS);
   if (values.help) return void console.log(HELP.serve);
   const cfg = loadConfig({
-    host: values.host, port: values.port, dataDir: values['data-dir'], databaseUrl: values['database-url'], restPrefix: values['rest-prefix'],
-    abilitiesPrefix: values['abilities-prefix'], childConcurrency: values['child-concurrency'], allowPrivateSites: values['allow-private-sites'],
+    host: values.host,
+    port: values.port,
+    dataDir: values['data-dir'],
+    databaseUrl: values['database-url'],
+    restPrefix: values['rest-prefix'],
+    abilitiesPrefix: values['abilities-prefix'],
+    childConcurrency: values['child-concurrency'],
+    allowPrivateSites: values['allow-private-sites'],
     monitorIntervalS: values['monitor-interval'],
   });
   const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {
-    http: { allowedHosts: values['allowed-hosts']?.split(',').map((h) => h.trim()).filter(Boolean), console: withConsole },
+    http: {
+      allowedHosts: values['allowed-hosts']
+        ?.split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
+      console: withConsole,
+    },
     monitoring: true,
   });
   await bootstrap(services, http!.url, cfg, withConsole);
@@ -157,35 +176,58 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-
 async function mcp(args: string[]): Promise<void> {
-  const { values } = parse(args, { ...DATA_DIR, toolsets: { type: 'string' }, 'read-only': { type: 'boolean' }, 'allow-private-sites': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  const { values } = parse(args, {
+    ...DATA_DIR,
+    toolsets: { type: 'string' },
+    'read-only': { type: 'boolean' },
+    'allow-private-sites': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (values.help) return void console.log(HELP.mcp);
-  const toolsets = values.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
+  const toolsets = values.toolsets
+    ?.split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
-  const { services, registry, close } = await boot(loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'], allowPrivateSites: values['allow-private-sites'] }));
+  const { services, registry, close } = await boot(
+    loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'], allowPrivateSites: values['allow-private-sites'] }),
+  );
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);
   const transport = new StdioServerTransport();
-  transport.onclose = () => { void close().then(() => process.exit(0)); };
+  transport.onclose = () => {
+    void close().then(() => process.exit(0));
+  };
   await server.connect(transport);
   // As the HTTP doors do per request: a message sees every write acknowledged (by any process) before it arrived.
   // In order: each message waits for a check that started after it (store.sync coalesces them).
   const deliver = transport.onmessage;
-  transport.onmessage = (msg) => { void services.store.sync().catch(() => {}).then(() => deliver?.(msg)); };
+  transport.onmessage = (msg) => {
+    void services.store
+      .sync()
+      .catch(() => {})
+      .then(() => deliver?.(msg));
+  };
   log('info', 'mcp stdio ready', { dataDir: services.config.dataDir });
 }
 
 async function keys(args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { ...DATA_DIR, name: { type: 'string' }, permissions: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parse(args, {
+    ...DATA_DIR,
+    name: { type: 'string' },
+    permissions: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.keys);
   await withServices(values, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('keys create needs --name NAME.');
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
-      if (!['read', 'write', 'read_write', 'delete'].includes(perm)) throw new UsageError('--permissions is read, write, read_write or delete.');
+      if (!['read', 'write', 'read_write', 'delete'].includes(perm))
+        throw new UsageError('--permissions is read, write, read_write or delete.');
       const { key, token } = await s.auth.createKey(values.name, perm);
       process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
@@ -204,7 +246,12 @@ async function keys(args: string[]): Promise<void> {
 }
 
 async function users(args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { ...DATA_DIR, name: { type: 'string' }, role: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parse(args, {
+    ...DATA_DIR,
+    name: { type: 'string' },
+    role: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.users);
   await withServices(values, async (s) => {
@@ -232,7 +279,8 @@ async function modules(args: string[]): Promise<void> {
   if (values.help || !sub) return void console.log(HELP.modules);
   await withServices(values, async (s) => {
     if (sub === 'list') {
-      for (const m of Object.keys(MODULES) as ModuleName[]) process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
+      for (const m of Object.keys(MODULES) as ModuleName[])
+        process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
       return;
     }
     if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
@@ -243,7 +291,13 @@ async function modules(args: string[]): Promise<void> {
 }
 
 async function migrateCommand(args: string[]): Promise<void> {
-  const { values } = parse(args, { 'database-url': { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  const { values } = parse(args, {
+    'database-url': { type: 'string' },
+    from: { type: 'string' },
+    to: { type: 'string' },
+    force: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (values.help) return void console.log(HELP.migrate);
   const pgUrl = (flag: string, v: string | undefined) => {
     if (!v || !/^postgres(ql)?:\/\/\S+$/.test(v)) throw new UsageError(`${flag} must be a postgres:// URL.\n${HELP.migrate}`);
@@ -272,7 +326,13 @@ async function openapi(args: string[]): Promise<void> {
 }
 
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
-  serve, mcp, keys, users, modules, openapi, migrate: migrateCommand,
+  serve,
+  mcp,
+  keys,
+  users,
+  modules,
+  openapi,
+  migrate: migrateCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
 };

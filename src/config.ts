@@ -70,9 +70,16 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
     loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),
-    consoleSessionSeconds: int('console session seconds', pick('consoleSessionSeconds', 'SITEFLEET_CONSOLE_SESSION_SECONDS', '28800'), 1, 30 * 86_400),
-    monitorIntervalS: pick('monitorIntervalS', 'SITEFLEET_MONITOR_INTERVAL', '') === '' ? null
-      : int('--monitor-interval', pick('monitorIntervalS', 'SITEFLEET_MONITOR_INTERVAL', ''), 1, 86_400),
+    consoleSessionSeconds: int(
+      'console session seconds',
+      pick('consoleSessionSeconds', 'SITEFLEET_CONSOLE_SESSION_SECONDS', '28800'),
+      1,
+      30 * 86_400,
+    ),
+    monitorIntervalS:
+      pick('monitorIntervalS', 'SITEFLEET_MONITOR_INTERVAL', '') === ''
+        ? null
+        : int('--monitor-interval', pick('monitorIntervalS', 'SITEFLEET_MONITOR_INTERVAL', ''), 1, 86_400),
     monitorConcurrency: int('monitor concurrency', pick('monitorConcurrency', 'SITEFLEET_MONITOR_CONCURRENCY', '64'), 1, 1024),
     monitorFlushMs: int('monitor flush', pick('monitorFlushMs', 'SITEFLEET_MONITOR_FLUSH_MS', '30000'), 50, 600_000),
     webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
@@ -84,7 +91,11 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
 function publicUrl(v: string): string | null {
   if (!v) return null;
   let u: URL | null = null;
-  try { u = new URL(v); } catch { /* answered below */ }
+  try {
+    u = new URL(v);
+  } catch {
+    /* answered below */
+  }
   if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password) {
     throw new Error(`SITEFLEET_PUBLIC_URL must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
   }

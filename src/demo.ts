@@ -15,7 +15,10 @@ the simulated sites, and prints the credentials and three commands to try. Ctrl-
 The demo data dir is emptied at start (the simulated sites do not outlive the demo).`;
 
 export async function demo(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { port: { type: 'string' }, 'data-dir': { type: 'string' }, sites: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({
+    args,
+    options: { port: { type: 'string' }, 'data-dir': { type: 'string' }, sites: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
   if (values.help) return void console.log(DEMO_HELP);
   const count = Number(values.sites ?? 25);
   if (!Number.isInteger(count) || count < 1 || count > 1000) throw new Error('--sites is a number from 1 to 1000.');
@@ -30,28 +33,34 @@ export async function demo(args: string[]): Promise<void> {
   const http = served!;
   const local: Principal = { kind: 'local', name: 'cli' };
   for (const s of sim.sites) {
-    await registry.call('add-site-v1', { url: s.url, admin: s.admin, admin_password: s.password, name: `Demo site ${s.index}` }, { principal: local, coerce: false });
+    await registry.call(
+      'add-site-v1',
+      { url: s.url, admin: s.admin, admin_password: s.password, name: `Demo site ${s.index}` },
+      { principal: local, coerce: false },
+    );
   }
   const sync = await registry.call('sync-sites-v1', {}, { principal: local, coerce: false });
   const { token } = await services.auth.createKey(`demo-${Date.now()}`, 'read_write');
   const { password } = await services.auth.createUser('demo', 'administrator');
   const rest = `${http.url}${cfg.restPrefix}`;
-  process.stdout.write([
-    '',
-    `Child-site simulator: ${sim.baseUrl}/s/1/ … /s/${count}/ (${count} sites, registered and ${sync.total_synced ?? 0} synced)`,
-    `sitefleet:            ${http.url}  (data: ${cfg.dataDir})`,
-    `API key:              ${token}`,
-    `User / password:      demo / ${password}`,
-    `Web console:          ${http.url}/console  (log in as demo)`,
-    '',
-    'Try:',
-    `  curl -H "Authorization: Bearer ${token}" "${rest}/sites?per_page=5"`,
-    `  curl -u "demo:${password}" "${http.url}${cfg.abilitiesPrefix}/abilities/svc/get-site-v1/run?input[site_id_or_domain]=1&input[include_stats]=true" -g`,
-    `  curl -X POST -H "Authorization: Bearer ${token}" "${rest}/sites/check"`,
-    '',
-    'Ctrl-C stops the demo.',
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      '',
+      `Child-site simulator: ${sim.baseUrl}/s/1/ … /s/${count}/ (${count} sites, registered and ${sync.total_synced ?? 0} synced)`,
+      `sitefleet:            ${http.url}  (data: ${cfg.dataDir})`,
+      `API key:              ${token}`,
+      `User / password:      demo / ${password}`,
+      `Web console:          ${http.url}/console  (log in as demo)`,
+      '',
+      'Try:',
+      `  curl -H "Authorization: Bearer ${token}" "${rest}/sites?per_page=5"`,
+      `  curl -u "demo:${password}" "${http.url}${cfg.abilitiesPrefix}/abilities/svc/get-site-v1/run?input[site_id_or_domain]=1&input[include_stats]=true" -g`,
+      `  curl -X POST -H "Authorization: Bearer ${token}" "${rest}/sites/check"`,
+      '',
+      'Ctrl-C stops the demo.',
+      '',
+    ].join('\n'),
+  );
   const stop = async () => {
     await close();
     await sim.close();

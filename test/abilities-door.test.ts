@@ -2,12 +2,25 @@
 // methods, query-string input, and every ability of issue 2 with its error cases.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ANNOTATIONS, ISSUE_ABILITIES, TAG_ABILITIES, expectError, expectSchema, invalidInput, seedClients, seedFleet, seedTag, type Fleet,
+  ANNOTATIONS,
+  ISSUE_ABILITIES,
+  TAG_ABILITIES,
+  expectError,
+  expectSchema,
+  invalidInput,
+  seedClients,
+  seedFleet,
+  seedTag,
+  type Fleet,
 } from './support/fixtures.js';
 import { basic, bracketQuery, seedSites, startServer, type TestServer } from './support/server.js';
 
 /** A run request with full control over method, headers, body and query string. */
-async function run(t: TestServer, name: string, o: { method?: string; body?: string; query?: string; auth?: string | null; contentType?: string | null } = {}) {
+async function run(
+  t: TestServer,
+  name: string,
+  o: { method?: string; body?: string; query?: string; auth?: string | null; contentType?: string | null } = {},
+) {
   const headers: Record<string, string> = {};
   const auth = o.auth === undefined ? t.creds.admin : o.auth;
   if (auth) headers.authorization = auth;
@@ -17,13 +30,17 @@ async function run(t: TestServer, name: string, o: { method?: string; body?: str
   const res = await fetch(url, { method: o.method ?? 'POST', headers, body: o.body });
   const text = await res.text();
   let body: any = text;
-  try { body = text ? JSON.parse(text) : null; } catch { /* keep text */ }
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    /* keep text */
+  }
   return { status: res.status, body, headers: res.headers };
 }
 
 async function discover(t: TestServer, path: string, auth: string | null = t.creds.admin) {
   const res = await fetch(`${t.abilitiesBase}${path}`, { headers: auth ? { authorization: auth } : {} });
-  return { status: res.status, body: await res.json() as any, headers: res.headers };
+  return { status: res.status, body: (await res.json()) as any, headers: res.headers };
 }
 
 const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
@@ -36,7 +53,9 @@ beforeAll(async () => {
   s = await startServer();
   fleet = await seedFleet(s.services);
 });
-afterAll(async () => { await s.close(); });
+afterAll(async () => {
+  await s.close();
+});
 
 describe('discovery', () => {
   /** Every ability, 100 a page (the most per_page allows), checking each page's headers on the way. */
@@ -162,9 +181,11 @@ describe('discovery', () => {
   });
 
   it.each(['/abilities/svc/no-such-v1', '/abilities/core/get-site-v1', '/abilities/svc/Get-Site-V1'])(
-    'answers %s with 404 rest_ability_not_found', async (path) => {
+    'answers %s with 404 rest_ability_not_found',
+    async (path) => {
       expectError(await discover(s, path), 404, 'rest_ability_not_found', 'Ability not found.');
-    });
+    },
+  );
 
   it('lists the categories with slug, label and description, and every ability names one of them', async () => {
     const r = await discover(s, '/categories?per_page=100&page=1');
@@ -225,7 +246,7 @@ describe('run: order of checks', () => {
     expectError(r, 405, 'rest_ability_invalid_method', 'Read-only abilities require GET method.');
   });
 
-  it('answers invalid input with 400 before a viewer\'s missing permission', async () => {
+  it("answers invalid input with 400 before a viewer's missing permission", async () => {
     const r = await s.ability('add-tag-v1', { name: 'Nope', color: 'green' }, { auth: s.creds.viewer });
     expectError(r, 400, 'ability_invalid_input', invalidInput('add-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'));
   });
@@ -284,20 +305,30 @@ describe('run: methods per ability', () => {
     // An input that fails validation (or a lookup) shows the method check passed without changing anything.
     const probe = { tag_id: 99999, site_id_or_domain: 99999, site_ids_or_domains: [99999] };
     for (const method of accepted) {
-      const r = await run(s, name, method === 'POST'
-        ? { method, body: JSON.stringify({ input: probe }) }
-        : { method, query: bracketQuery({ tag_id: 99999, site_id_or_domain: 99999 }) });
+      const r = await run(
+        s,
+        name,
+        method === 'POST'
+          ? { method, body: JSON.stringify({ input: probe }) }
+          : { method, query: bracketQuery({ tag_id: 99999, site_id_or_domain: 99999 }) },
+      );
       expect(r.status, `${name} ${method}`).not.toBe(405);
       expect(r.body.code, `${name} ${method}`).not.toBe('rest_ability_invalid_method');
     }
     for (const method of refused) {
-      const r = await run(s, name, { method, body: method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify({ input: probe }) });
+      const r = await run(s, name, {
+        method,
+        body: method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify({ input: probe }),
+      });
       expectError(r, 405, 'rest_ability_invalid_method');
     }
   });
 
   it('answers HEAD on a read-only ability with 405 (HEAD is not GET here)', async () => {
-    const r = await fetch(`${s.abilitiesBase}/abilities/svc/list-sites-v1/run`, { method: 'HEAD', headers: { authorization: s.creds.admin } });
+    const r = await fetch(`${s.abilitiesBase}/abilities/svc/list-sites-v1/run`, {
+      method: 'HEAD',
+      headers: { authorization: s.creds.admin },
+    });
     expect(r.status).toBe(405);
   });
 });
@@ -383,7 +414,12 @@ describe('run: input from the query string and the body', () => {
       ['input[status]=CONNECTED', 'input[status] is not one of any, connected, disconnected, suspended, and available_update.'],
     ];
     for (const [query, reason] of cases) {
-      expectError(await run(s, 'list-sites-v1', { method: 'GET', query }), 400, 'ability_invalid_input', invalidInput('list-sites-v1', reason));
+      expectError(
+        await run(s, 'list-sites-v1', { method: 'GET', query }),
+        400,
+        'ability_invalid_input',
+        invalidInput('list-sites-v1', reason),
+      );
     }
     const b = await run(s, 'get-site-v1', { method: 'GET', query: 'input[site_id_or_domain]=1&input[include_stats]=yes' });
     expectError(b, 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input[include_stats] is not of type boolean.'));
@@ -392,11 +428,19 @@ describe('run: input from the query string and the body', () => {
 
 describe('paging on every paged ability', () => {
   const paged: Array<[string, Record<string, unknown>]> = [
-    ['list-sites-v1', {}], ['get-sites-basic-v1', {}], ['list-tags-v1', {}],
-    ['get-tag-sites-v1', { tag_id: 1 }], ['get-tag-clients-v1', { tag_id: 1 }],
+    ['list-sites-v1', {}],
+    ['get-sites-basic-v1', {}],
+    ['list-tags-v1', {}],
+    ['get-tag-sites-v1', { tag_id: 1 }],
+    ['get-tag-clients-v1', { tag_id: 1 }],
   ];
   it.each(paged)('%s refuses page < 1 and per_page outside 1-100, naming the parameter', async (name, base) => {
-    for (const [param, value] of [['page', 0], ['page', -3], ['per_page', 0], ['per_page', 101]] as const) {
+    for (const [param, value] of [
+      ['page', 0],
+      ['page', -3],
+      ['per_page', 0],
+      ['per_page', 101],
+    ] as const) {
       const r = await s.ability(name, { ...base, [param]: value }, { method: 'GET' });
       expectError(r, 400, 'ability_invalid_input', new RegExp(`Reason: input\\[${param}\\] must be`));
       expect(Object.keys(r.body.data.params ?? {}), `${name} ${param}=${value}`).toEqual([param]);
@@ -413,7 +457,13 @@ describe('list-sites-v1', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 6 });
     expect(ids(r.body.items)).toEqual(ids(fleet.sites));
-    expect(r.body.items[1]).toEqual({ id: fleet.sites[1]!.id, url: 'http://www.bravo.example.org/', name: 'Bravo', status: 'disconnected', client_id: fleet.clients[1]!.id });
+    expect(r.body.items[1]).toEqual({
+      id: fleet.sites[1]!.id,
+      url: 'http://www.bravo.example.org/',
+      name: 'Bravo',
+      status: 'disconnected',
+      client_id: fleet.clients[1]!.id,
+    });
     for (const item of r.body.items) expect(Object.keys(item).sort()).toEqual(['client_id', 'id', 'name', 'status', 'url']);
     expectSchema(r.body, outputSchema('list-sites-v1'));
   });
@@ -438,8 +488,16 @@ describe('get-site-v1', () => {
     const post = await get({ site_id_or_domain: a.id });
     expect(post.status).toBe(200);
     expect(post.body).toMatchObject({
-      id: a.id, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: fleet.clients[1]!.id,
-      admin_username: 'admin', wp_version: '6.8', php_version: '8.2', child_version: '6.1', notes: 'first',
+      id: a.id,
+      url: 'https://alpha.example.com/',
+      name: 'Alpha',
+      status: 'connected',
+      client_id: fleet.clients[1]!.id,
+      admin_username: 'admin',
+      wp_version: '6.8',
+      php_version: '8.2',
+      child_version: '6.1',
+      notes: 'first',
       tags: [{ id: fleet.tags.production.id, name: 'Production' }],
     });
     expect(typeof post.body.last_sync).toBe('string');
@@ -502,9 +560,18 @@ describe('count-sites-v1', () => {
   const count = (input: unknown) => s.ability('count-sites-v1', input, { method: 'GET' });
 
   it('refuses an unknown status and a non-integer tag id', async () => {
-    expectError(await count({ status: 'gone' }), 400, 'ability_invalid_input',
-      invalidInput('count-sites-v1', 'input[status] is not one of any, connected, disconnected, suspended, and available_update.'));
-    expectError(await count({ tag_ids: ['x'] }), 400, 'ability_invalid_input', invalidInput('count-sites-v1', 'input[tag_ids][0] is not of type integer.'));
+    expectError(
+      await count({ status: 'gone' }),
+      400,
+      'ability_invalid_input',
+      invalidInput('count-sites-v1', 'input[status] is not one of any, connected, disconnected, suspended, and available_update.'),
+    );
+    expectError(
+      await count({ tag_ids: ['x'] }),
+      400,
+      'ability_invalid_input',
+      invalidInput('count-sites-v1', 'input[tag_ids][0] is not of type integer.'),
+    );
   });
 });
 
@@ -530,8 +597,12 @@ describe('get-sites-basic-v1', () => {
   });
 
   it('refuses per_page 9999', async () => {
-    expectError(await basicList({ per_page: 9999 }), 400, 'ability_invalid_input',
-      invalidInput('get-sites-basic-v1', 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'));
+    expectError(
+      await basicList({ per_page: 9999 }),
+      400,
+      'ability_invalid_input',
+      invalidInput('get-sites-basic-v1', 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'),
+    );
   });
 });
 
@@ -544,7 +615,13 @@ describe('list-tags-v1', () => {
     expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 3 });
     expect(r.body.items.map((t: any) => t.name)).toEqual(['Empty', 'Production', 'staging']);
     const prod = r.body.items[1];
-    expect(prod).toMatchObject({ id: fleet.tags.production.id, name: 'Production', color: '#21ba45', sites_count: 3, sites_ids: ids(fleet.sites.slice(0, 3)) });
+    expect(prod).toMatchObject({
+      id: fleet.tags.production.id,
+      name: 'Production',
+      color: '#21ba45',
+      sites_count: 3,
+      sites_ids: ids(fleet.sites.slice(0, 3)),
+    });
     expect(r.body.items[2]).toMatchObject({ name: 'staging', color: null, sites_count: 1 });
     expect(Date.parse(prod.created_at)).not.toBeNaN();
     expect(Date.parse(prod.updated_at)).not.toBeNaN();
@@ -554,7 +631,10 @@ describe('list-tags-v1', () => {
   it('searches names (any case) and ids, includes and excludes ids', async () => {
     expect((await list({ search: 'PROD' })).body.items.map((t: any) => t.id)).toEqual([fleet.tags.production.id]);
     expect((await list({ search: String(fleet.tags.staging.id) })).body.items.map((t: any) => t.id)).toContain(fleet.tags.staging.id);
-    expect((await list({ include: [fleet.tags.staging.id, fleet.tags.empty.id] })).body.items.map((t: any) => t.id)).toEqual([fleet.tags.empty.id, fleet.tags.staging.id]);
+    expect((await list({ include: [fleet.tags.staging.id, fleet.tags.empty.id] })).body.items.map((t: any) => t.id)).toEqual([
+      fleet.tags.empty.id,
+      fleet.tags.staging.id,
+    ]);
     const ex = await list({ exclude: [fleet.tags.production.id] });
     expect(ex.body.items.map((t: any) => t.id)).toEqual([fleet.tags.empty.id, fleet.tags.staging.id]);
     expect(ex.body.total).toBe(2);
@@ -611,7 +691,13 @@ describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
     const key = (u: string) => u.replace(/^https?:\/\/(www\.)?/, '');
     const byUrl = fleet.sites.slice(0, 3).sort((a, b) => (key(a.url) < key(b.url) ? -1 : 1));
     expect(r.body.sites.map((x: any) => x.id)).toEqual(ids(byUrl));
-    expect(r.body.sites).toContainEqual({ id: fleet.sites[0]!.id, url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', client_id: fleet.clients[1]!.id });
+    expect(r.body.sites).toContainEqual({
+      id: fleet.sites[0]!.id,
+      url: 'https://alpha.example.com/',
+      name: 'Alpha',
+      status: 'connected',
+      client_id: fleet.clients[1]!.id,
+    });
     expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[1]!.id, status: 'disconnected' }));
     expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[2]!.id, status: 'suspended' }));
     expectSchema(r.body, outputSchema('get-tag-sites-v1'));
@@ -641,8 +727,12 @@ describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
 
   it.each(['get-tag-sites-v1', 'get-tag-clients-v1'])('%s answers an unknown tag with 404 and bad paging with 400', async (name) => {
     expectError(await s.ability(name, { tag_id: 99999 }), 404, 'svc_tag_not_found');
-    expectError(await s.ability(name, { tag_id: fleet.tags.production.id, per_page: 101 }), 400, 'ability_invalid_input',
-      invalidInput(name, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'));
+    expectError(
+      await s.ability(name, { tag_id: fleet.tags.production.id, per_page: 101 }),
+      400,
+      'ability_invalid_input',
+      invalidInput(name, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'),
+    );
     expectError(await s.ability(name, {}), 400, 'ability_invalid_input', invalidInput(name, 'tag_id is a required property of input.'));
   });
 });
@@ -663,8 +753,12 @@ describe('abilities that change things', () => {
   const getSite = async (id: number) => w.ability('get-site-v1', { site_id_or_domain: id });
   const wSchema = (name: string) => w.registry.schemas(w.registry.get(name)!).output;
 
-  beforeAll(async () => { w = await startServer(); });
-  afterAll(async () => { await w.close(); });
+  beforeAll(async () => {
+    w = await startServer();
+  });
+  afterAll(async () => {
+    await w.close();
+  });
 
   describe('update-site-v1', () => {
     it.each([
@@ -680,8 +774,12 @@ describe('abilities that change things', () => {
     });
 
     it('refuses a missing site identifier', async () => {
-      expectError(await w.ability('update-site-v1', { name: 'x' }), 400, 'ability_invalid_input',
-        invalidInput('update-site-v1', 'site_id_or_domain is a required property of input.'));
+      expectError(
+        await w.ability('update-site-v1', { name: 'x' }),
+        400,
+        'ability_invalid_input',
+        invalidInput('update-site-v1', 'site_id_or_domain is a required property of input.'),
+      );
     });
   });
 
@@ -699,14 +797,22 @@ describe('abilities that change things', () => {
       expect(r.status).toBe(200);
       expect(r.body.dry_run).toBe(true);
       // Any other unknown key is refused, naming it (no field is dropped silently).
-      expectError(await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, forcefully: true }), 400, 'ability_invalid_input',
-        invalidInput('delete-site-v1', 'forcefully is not a valid property of Object.'));
+      expectError(
+        await w.ability('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, forcefully: true }),
+        400,
+        'ability_invalid_input',
+        invalidInput('delete-site-v1', 'forcefully is not a valid property of Object.'),
+      );
     });
 
     it('refuses a confirm that is not a boolean', async () => {
       const site = await newSite();
-      expectError(await w.ability('delete-site-v1', { site_id_or_domain: site.id, confirm: 'yes' }), 400, 'ability_invalid_input',
-        invalidInput('delete-site-v1', 'input[confirm] is not of type boolean.'));
+      expectError(
+        await w.ability('delete-site-v1', { site_id_or_domain: site.id, confirm: 'yes' }),
+        400,
+        'ability_invalid_input',
+        invalidInput('delete-site-v1', 'input[confirm] is not of type boolean.'),
+      );
     });
   });
 
@@ -723,7 +829,7 @@ describe('abilities that change things', () => {
       expect((await getSite(site.id)).body.status).toBe('suspended');
     });
 
-    it('unsuspends to connected, as the spec\'s state table says, even after a failed sync', async () => {
+    it("unsuspends to connected, as the spec's state table says, even after a failed sync", async () => {
       const site = await newSite({ suspended: true, sync_error: 'HTTP error' });
       expect((await getSite(site.id)).body.status).toBe('suspended');
       const r = await w.ability('unsuspend-site-v1', { site_id_or_domain: site.url });
@@ -736,9 +842,18 @@ describe('abilities that change things', () => {
     it.each(['suspend-site-v1', 'unsuspend-site-v1'])('%s answers unknown sites with 404 and bad input with 400', async (name) => {
       expectError(await w.ability(name, { site_id_or_domain: 99999 }), 404, 'svc_site_not_found', 'No site found with ID 99999.');
       expectError(await w.ability(name, { site_id_or_domain: 'nowhere.example' }), 404, 'svc_site_not_found');
-      expectError(await w.ability(name, {}), 400, 'ability_invalid_input', invalidInput(name, 'site_id_or_domain is a required property of input.'));
-      expectError(await w.ability(name, { site_id_or_domain: true }), 400, 'ability_invalid_input',
-        invalidInput(name, 'input[site_id_or_domain] is not of type integer,string.'));
+      expectError(
+        await w.ability(name, {}),
+        400,
+        'ability_invalid_input',
+        invalidInput(name, 'site_id_or_domain is a required property of input.'),
+      );
+      expectError(
+        await w.ability(name, { site_id_or_domain: true }),
+        400,
+        'ability_invalid_input',
+        invalidInput(name, 'input[site_id_or_domain] is not of type integer,string.'),
+      );
     });
   });
 
@@ -746,7 +861,9 @@ describe('abilities that change things', () => {
     it('suspends the sites it finds and reports each unknown identifier, keeping its JSON type', async () => {
       const a = await newSite();
       const b = await newSite();
-      const r = await w.ability('suspend-sites-v1', { site_ids_or_domains: [a.id, b.url.replace('https://', ''), 999999, 'nope.example', a.id] });
+      const r = await w.ability('suspend-sites-v1', {
+        site_ids_or_domains: [a.id, b.url.replace('https://', ''), 999999, 'nope.example', a.id],
+      });
       expect(r.status).toBe(200);
       expect(r.body.suspended).toEqual([
         { id: a.id, url: a.url, name: a.name, suspended: 1 },
@@ -763,7 +880,12 @@ describe('abilities that change things', () => {
     });
 
     it('answers 404 svc_site_not_found when no identifier names a site, or the list is empty', async () => {
-      expectError(await w.ability('suspend-sites-v1', { site_ids_or_domains: [999999, 'nope.example'] }), 404, 'svc_site_not_found', 'No valid sites found.');
+      expectError(
+        await w.ability('suspend-sites-v1', { site_ids_or_domains: [999999, 'nope.example'] }),
+        404,
+        'svc_site_not_found',
+        'No valid sites found.',
+      );
       expectError(await w.ability('suspend-sites-v1', { site_ids_or_domains: [] }), 404, 'svc_site_not_found');
     });
 
@@ -804,18 +926,19 @@ describe('abilities that change things', () => {
     });
 
     it('lets only one of two simultaneous adds of the same name through', async () => {
-      const [a, b] = await Promise.all([
-        w.ability('add-tag-v1', { name: 'Race Tag' }),
-        w.ability('add-tag-v1', { name: 'race tag' }),
-      ]);
+      const [a, b] = await Promise.all([w.ability('add-tag-v1', { name: 'Race Tag' }), w.ability('add-tag-v1', { name: 'race tag' })]);
       expect([a.status, b.status].sort()).toEqual([200, 409]);
       expectError(a.status === 409 ? a : b, 409, 'svc_tag_exists');
       expect((await w.ability('list-tags-v1', { search: 'race tag' }, { method: 'GET' })).body.total).toBe(1);
     });
 
     it.each(['green', '#abc', '#GGGGGG', '21ba45', '#21ba45ff'])('refuses the colour %s, which is not #RRGGBB', async (color) => {
-      expectError(await w.ability('add-tag-v1', { name: `c-${color}`, color }), 400, 'ability_invalid_input',
-        invalidInput('add-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'));
+      expectError(
+        await w.ability('add-tag-v1', { name: `c-${color}`, color }),
+        400,
+        'ability_invalid_input',
+        invalidInput('add-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'),
+      );
     });
 
     it.each([
@@ -841,7 +964,7 @@ describe('abilities that change things', () => {
       expect(recoloured.body).toMatchObject({ name: 'After', color: '#222222' });
     });
 
-    it('refuses a name another tag has (any case) with 409, and accepts the tag\'s own name', async () => {
+    it("refuses a name another tag has (any case) with 409, and accepts the tag's own name", async () => {
       await newTag('Taken Name');
       const t = await newTag('Mine');
       expectError(await w.ability('update-tag-v1', { tag_id: t.id, name: 'taken name' }), 409, 'svc_tag_exists');
@@ -853,10 +976,18 @@ describe('abilities that change things', () => {
     it('answers an unknown tag with 404 and bad input with 400', async () => {
       expectError(await w.ability('update-tag-v1', { tag_id: 99999, name: 'x' }), 404, 'svc_tag_not_found');
       const t = await newTag();
-      expectError(await w.ability('update-tag-v1', { tag_id: t.id, color: 'blue' }), 400, 'ability_invalid_input',
-        invalidInput('update-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'));
-      expectError(await w.ability('update-tag-v1', { name: 'x' }), 400, 'ability_invalid_input',
-        invalidInput('update-tag-v1', 'tag_id is a required property of input.'));
+      expectError(
+        await w.ability('update-tag-v1', { tag_id: t.id, color: 'blue' }),
+        400,
+        'ability_invalid_input',
+        invalidInput('update-tag-v1', 'input[color] does not match pattern ^#[0-9A-Fa-f]{6}$.'),
+      );
+      expectError(
+        await w.ability('update-tag-v1', { name: 'x' }),
+        400,
+        'ability_invalid_input',
+        invalidInput('update-tag-v1', 'tag_id is a required property of input.'),
+      );
     });
   });
 
@@ -868,16 +999,26 @@ describe('abilities that change things', () => {
       const t = await newTag(undefined, [a.id, b.id]);
       const r = await w.ability('delete-tag-v1', { tag_id: t.id, dry_run: true });
       expect(r.status).toBe(200);
-      expect(r.body).toMatchObject({ dry_run: true, deleted: false, tag_id: t.id, tag_name: t.name, sites_affected: 2,
-        would_affect: { id: t.id, name: t.name, sites_count: 2, clients_count: 1 } });
+      expect(r.body).toMatchObject({
+        dry_run: true,
+        deleted: false,
+        tag_id: t.id,
+        tag_name: t.name,
+        sites_affected: 2,
+        would_affect: { id: t.id, name: t.name, sites_count: 2, clients_count: 1 },
+      });
       expectSchema(r.body, wSchema('delete-tag-v1'));
       expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
     });
 
     it('refuses a missing or false confirm with 400 svc_confirmation_required', async () => {
       const t = await newTag();
-      expectError(await w.ability('delete-tag-v1', { tag_id: t.id }), 400, 'svc_confirmation_required',
-        'Tag deletion requires confirmation. Set confirm:true to proceed.');
+      expectError(
+        await w.ability('delete-tag-v1', { tag_id: t.id }),
+        400,
+        'svc_confirmation_required',
+        'Tag deletion requires confirmation. Set confirm:true to proceed.',
+      );
       expectError(await w.ability('delete-tag-v1', { tag_id: t.id, confirm: false }), 400, 'svc_confirmation_required');
       expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
     });
@@ -895,8 +1036,12 @@ describe('abilities that change things', () => {
     });
 
     it('refuses dry_run and confirm together with 400 svc_invalid_input, before the lookup', async () => {
-      expectError(await w.ability('delete-tag-v1', { tag_id: 99999, dry_run: true, confirm: true }), 400, 'svc_invalid_input',
-        'Cannot specify both dry_run and confirm.');
+      expectError(
+        await w.ability('delete-tag-v1', { tag_id: 99999, dry_run: true, confirm: true }),
+        400,
+        'svc_invalid_input',
+        'Cannot specify both dry_run and confirm.',
+      );
     });
 
     it('answers an unknown tag with 404 for a dry run, a missing confirm and a confirmed delete', async () => {
@@ -925,8 +1070,12 @@ describe('abilities that change things', () => {
 
     it('refuses an unknown key such as user_confirmed with ability_invalid_input', async () => {
       const t = await newTag();
-      expectError(await w.ability('delete-tag-v1', { tag_id: t.id, confirm: true, user_confirmed: true }), 400, 'ability_invalid_input',
-        invalidInput('delete-tag-v1', 'user_confirmed is not a valid property of Object.'));
+      expectError(
+        await w.ability('delete-tag-v1', { tag_id: t.id, confirm: true, user_confirmed: true }),
+        400,
+        'ability_invalid_input',
+        invalidInput('delete-tag-v1', 'user_confirmed is not a valid property of Object.'),
+      );
       expect((await w.ability('get-tag-v1', { tag_id: t.id })).status).toBe(200);
     });
   });

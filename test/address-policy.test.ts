@@ -8,14 +8,32 @@ import { startChildSim } from '../src/child/simulator/server.js';
 import { startServer, tempDir } from './support/server.js';
 
 const closers: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const c of closers.reverse()) await c(); });
+afterAll(async () => {
+  for (const c of closers.reverse()) await c();
+});
 
 describe('address policy', () => {
   it('knows private, loopback, link-local and mapped addresses from public ones', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '[::1]']) {
+    for (const ip of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      '[::1]',
+    ]) {
       expect(isPrivateAddress(ip), ip).toBe(true);
     }
-    for (const ip of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:1.1.1.1']) expect(isPrivateAddress(ip), ip).toBe(false);
+    for (const ip of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:1.1.1.1'])
+      expect(isPrivateAddress(ip), ip).toBe(false);
   });
 
   it('refuses a name that resolves to loopback at lookup time', async () => {
@@ -35,7 +53,13 @@ describe('address policy', () => {
   it('refuses to add a loopback or private site by default, without dialling it', async () => {
     const s = await startServer({ config: { allowPrivateSites: false } });
     closers.push(() => s.close());
-    for (const url of ['http://127.0.0.1:9/', 'http://10.0.0.1/', 'http://[::1]:8080/', 'http://localhost:9/', 'http://169.254.169.254/latest/']) {
+    for (const url of [
+      'http://127.0.0.1:9/',
+      'http://10.0.0.1/',
+      'http://[::1]:8080/',
+      'http://localhost:9/',
+      'http://169.254.169.254/latest/',
+    ]) {
       const r = await s.ability('add-site-v1', { url, admin: 'admin' });
       expect(r.status, url).toBe(400);
       expect(r.body.code, url).toBe('svc_address_not_allowed');

@@ -22,7 +22,10 @@ function fullDiskFor(file: string): () => void {
 async function brokenDiskFor(file: string): Promise<() => void> {
   const tmp = tempName(file);
   for (;;) {
-    try { mkdirSync(tmp); break; } catch (e) {
+    try {
+      mkdirSync(tmp);
+      break;
+    } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       await new Promise((r) => setTimeout(r, 1));
     }
@@ -38,7 +41,9 @@ describe('a commit that cannot reach the disk (finding 3)', () => {
     f = await startFleet({ sim: { sites: 3 } });
     await registerSites(f, 3);
   });
-  afterAll(async () => { await f.close(); });
+  afterAll(async () => {
+    await f.close();
+  });
 
   it('leaves the site, its keys and its data in place when removing it fails, and says nothing was changed', async () => {
     const dir = f.s.dataDir;
@@ -48,7 +53,9 @@ describe('a commit that cannot reach the disk (finding 3)', () => {
     let r;
     try {
       r = await f.s.rest('/sites/3/remove', { method: 'DELETE' });
-    } finally { undo(); }
+    } finally {
+      undo();
+    }
     expect(r.status).toBe(503);
     expect(r.body.code).toBe('svc_store_unavailable');
     expect(r.body.message).toMatch(/disk is full; nothing was changed/);
@@ -70,7 +77,9 @@ describe('a commit that cannot reach the disk (finding 3)', () => {
     let r;
     try {
       r = await f.s.rest('/sites/add', { method: 'POST', json: { url: info.url, admin: info.admin, admin_password: info.password } });
-    } finally { undo(); }
+    } finally {
+      undo();
+    }
     expect(r.status).toBe(503);
     const list = await f.s.rest('/sites?per_page=100');
     expect(list.body.data.map((s: { url: string }) => s.url)).not.toContain(info.url.replace(/\/$/, ''));
@@ -83,19 +92,27 @@ describe('a job whose writes fail (finding 4)', () => {
     f = await startFleet({ sim: { sites: 3, latencyMs: 400 }, config: { queueThreshold: '2' } });
     await registerSites(f, 3);
   });
-  afterAll(async () => { await f.close(); });
+  afterAll(async () => {
+    await f.close();
+  });
 
   it('ends once the disk takes writes again, instead of staying processing until a restart', async () => {
     const q = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1, 2, 3] });
     expect(q.body.queued).toBe(true);
     const id = q.body.job_id as string;
-    const running = await until(() => f.s.rest(`/jobs/${id}`), (r) => r.body?.data?.status === 'processing');
+    const running = await until(
+      () => f.s.rest(`/jobs/${id}`),
+      (r) => r.body?.data?.status === 'processing',
+    );
     expect(running.body.data.status).toBe('processing');
     // Every commit fails while the children answer: the per-site records, the final write and the hand-back.
     const undo = await brokenDiskFor(join(f.s.dataDir, 'meta.json'));
     await new Promise((r) => setTimeout(r, 1500));
     undo();
-    const done = await until(() => f.s.rest(`/jobs/${id}`), (r) => r.body?.data?.status === 'completed');
+    const done = await until(
+      () => f.s.rest(`/jobs/${id}`),
+      (r) => r.body?.data?.status === 'completed',
+    );
     expect(done.body.data).toMatchObject({ status: 'completed', processed: 3, succeeded: 3 });
   });
 });
@@ -107,7 +124,10 @@ describe('the failed-login throttle', () => {
       const statuses: number[] = [];
       for (let round = 0; round < 3; round++) {
         for (let i = 0; i < 29; i++) {
-          statuses.push((await fetch(`${t.restBase}/sites`, { headers: { authorization: 'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } })).status);
+          statuses.push(
+            (await fetch(`${t.restBase}/sites`, { headers: { authorization: 'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } }))
+              .status,
+          );
         }
         statuses.push((await fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer ${t.creds.key.read_write}` } })).status);
       }
@@ -140,7 +160,10 @@ describe('the failed-login throttle', () => {
   it('stays bounded when every entry is blocked, and keeps them all', () => {
     const c = new FailureCounter(1, 60_000, 100);
     const now = Date.now();
-    for (let i = 0; i < 100; i++) { c.failed(`a${i}`, now); c.failed(`a${i}`, now); }
+    for (let i = 0; i < 100; i++) {
+      c.failed(`a${i}`, now);
+      c.failed(`a${i}`, now);
+    }
     for (let i = 0; i < 50; i++) c.failed(`b${i}`, now);
     expect(c.size).toBe(100);
     for (let i = 0; i < 100; i++) expect(c.waitFor(`a${i}`, now)).toBeGreaterThan(0);
@@ -154,10 +177,16 @@ describe('API key hashes (finding 10)', () => {
     const secret = 'A'.repeat(32);
     // A key as format 1 stored it: an unsalted sha256 of the secret.
     const { createHash } = await import('node:crypto');
-    await store.write((tx) => tx.insert('keys', {
-      name: 'old', permissions: 'read_write', key_id: 'abcdefabcdef', secret_hash: createHash('sha256').update(secret).digest('hex'),
-      created_at: new Date().toISOString(), revoked: false,
-    }));
+    await store.write((tx) =>
+      tx.insert('keys', {
+        name: 'old',
+        permissions: 'read_write',
+        key_id: 'abcdefabcdef',
+        secret_hash: createHash('sha256').update(secret).digest('hex'),
+        created_at: new Date().toISOString(),
+        revoked: false,
+      }),
+    );
     await store.close();
     const { readFileSync, writeFileSync } = await import('node:fs');
     const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
@@ -166,7 +195,11 @@ describe('API key hashes (finding 10)', () => {
     try {
       const ok = await fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer sf_abcdefabcdef_${secret}` } });
       expect(ok.status).toBe(200);
-      const keys = JSON.parse(readFileSync(join(dir, 'keys.json'), 'utf8')).records as Array<{ key_id: string; salt: string; secret_hash: string }>;
+      const keys = JSON.parse(readFileSync(join(dir, 'keys.json'), 'utf8')).records as Array<{
+        key_id: string;
+        salt: string;
+        secret_hash: string;
+      }>;
       expect(keys.every((k) => /^[0-9a-f]{32}$/.test(k.salt))).toBe(true);
       expect(new Set(keys.map((k) => k.salt)).size).toBe(keys.length);
       const old = keys.find((k) => k.key_id === 'abcdefabcdef')!;
@@ -183,16 +216,22 @@ describe('the Host header (finding 9)', () => {
   it('a malformed Host is no 500 on abilities discovery, and no Host is reflected into links', async () => {
     const t = await startServer();
     const { request } = await import('node:http');
-    const get = (host: string) => new Promise<{ status: number; link: string; body: string }>((resolve, reject) => {
-      const u = new URL(`${t.abilitiesBase}/abilities?per_page=5`);
-      const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, headers: { host, authorization: t.creds.admin } }, (res) => {
-        let body = '';
-        res.on('data', (c) => { body += c; });
-        res.on('end', () => resolve({ status: res.statusCode!, link: String(res.headers.link ?? ''), body }));
+    const get = (host: string) =>
+      new Promise<{ status: number; link: string; body: string }>((resolve, reject) => {
+        const u = new URL(`${t.abilitiesBase}/abilities?per_page=5`);
+        const req = request(
+          { host: u.hostname, port: u.port, path: u.pathname + u.search, headers: { host, authorization: t.creds.admin } },
+          (res) => {
+            let body = '';
+            res.on('data', (c) => {
+              body += c;
+            });
+            res.on('end', () => resolve({ status: res.statusCode!, link: String(res.headers.link ?? ''), body }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
       });
-      req.on('error', reject);
-      req.end();
-    });
     try {
       for (const host of ['[::1', 'a b', 'exa mple.com:99999', '%%%']) {
         const r = await get(host);
@@ -214,7 +253,9 @@ describe('a child that sends huge texts (finding 5)', () => {
     f = await startFleet({ sim: { sites: 2 } });
     await registerSites(f, 2);
   });
-  afterAll(async () => { await f.close(); });
+  afterAll(async () => {
+    await f.close();
+  });
 
   it('stores and echoes a 14 MB error text and a 6 MB version cut to a bound, and the site shard stays small', async () => {
     const shard = join(f.s.dataDir, 'sites.0.json');
@@ -222,7 +263,9 @@ describe('a child that sends huge texts (finding 5)', () => {
     let r;
     try {
       r = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1] });
-    } finally { f.sim.setFault(1, null); }
+    } finally {
+      f.sim.setFault(1, null);
+    }
     expect(r.body.errors[0].message.length).toBeLessThanOrEqual(1000);
     expect(r.body.errors[0].message).toMatch(/truncated by sitefleet/);
     const site = (await f.s.rest('/sites/1?full_data=1')).body.data;
@@ -233,7 +276,9 @@ describe('a child that sends huge texts (finding 5)', () => {
     try {
       const ok = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [2] });
       expect(ok.body.total_synced, JSON.stringify(ok.body.errors)).toBe(1);
-    } finally { f.sim.setFault(2, null); }
+    } finally {
+      f.sim.setFault(2, null);
+    }
     const two = (await f.s.rest('/sites/2?full_data=1')).body.data;
     expect(String(two.wp_version ?? two.wpversion ?? '').length).toBeLessThanOrEqual(2000);
     expect(statSync(shard).size).toBeLessThan(50_000);
@@ -249,7 +294,9 @@ describe('MCP job subscriptions (finding 6)', () => {
     await registerSites(f, 2);
     await f.s.services.jobs.stop(); // jobs stay queued: they do not finish under the test
   });
-  afterAll(async () => { await f.close(); });
+  afterAll(async () => {
+    await f.close();
+  });
 
   it('holds one subscription per job however its id is percent-encoded, and at most MAX_SUBSCRIPTIONS jobs a session', async () => {
     const c = await connectMcp(f.s);
@@ -278,7 +325,9 @@ describe('MCP job subscriptions (finding 6)', () => {
   it('refuses a job that does not exist', async () => {
     const c = await connectMcp(f.s);
     try {
-      await expect(c.client.subscribeResource({ uri: 'sitefleet://jobs/sync_00000000-0000-4000-8000-000000000000' })).rejects.toThrow(/not found/i);
+      await expect(c.client.subscribeResource({ uri: 'sitefleet://jobs/sync_00000000-0000-4000-8000-000000000000' })).rejects.toThrow(
+        /not found/i,
+      );
     } finally {
       await c.close();
     }
@@ -291,7 +340,9 @@ describe('CSV uploads that used to take the server down (findings 1, 2)', () => 
     f = await startFleet({ sim: { sites: 1 } });
     await registerSites(f, 1);
   });
-  afterAll(async () => { await f.close(); });
+  afterAll(async () => {
+    await f.close();
+  });
 
   const upload = (bytes: Uint8Array | string, signal?: AbortSignal) => {
     const form = new FormData();
@@ -307,7 +358,9 @@ describe('CSV uploads that used to take the server down (findings 1, 2)', () => 
     // Another client keeps reading while the import runs: every read is answered.
     let reads = 0;
     let done = false;
-    void pending.finally(() => { done = true; });
+    void pending.finally(() => {
+      done = true;
+    });
     while (!done) {
       const r = await f.s.rest('/sites?per_page=5');
       expect(r.status).toBe(200);

@@ -12,10 +12,20 @@ import { checkRestAnswer } from './support/openapi-check.js';
 import { basic, startServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await startServer({ config: { loginFailureLimit: '100000' } as never }); });
-afterAll(async () => { await s.close(); });
+beforeAll(async () => {
+  s = await startServer({ config: { loginFailureLimit: '100000' } as never });
+});
+afterAll(async () => {
+  await s.close();
+});
 
-const SAMPLE: Record<string, string> = { id_or_domain: '1', id: '1', user_id: '1', post_id: '1', job_id: 'sync_00000000-0000-4000-8000-000000000000' };
+const SAMPLE: Record<string, string> = {
+  id_or_domain: '1',
+  id: '1',
+  user_id: '1',
+  post_id: '1',
+  job_id: 'sync_00000000-0000-4000-8000-000000000000',
+};
 const pathOf = (p: string) => p.replace(/:(\w+)/g, (_, n: string) => SAMPLE[n] ?? '1');
 // The door's own routes (the index, the OpenAPI document) too.
 const routes = withDiscovery(restRoutes, { restPrefix: '', publicUrl: '' }).flatMap((r) => r.methods.map((m) => [m, r.path] as const));
@@ -38,17 +48,23 @@ function example(s: JsonSchema): unknown {
   if (s.anyOf) return example(s.anyOf.find((b) => b.type !== 'null') ?? s.anyOf[0]!);
   const t = Array.isArray(s.type) ? s.type[0] : s.type;
   switch (t) {
-    case 'integer': case 'number': return Math.max(1, Number(s.minimum ?? 1));
-    case 'boolean': return false;
-    case 'array': return s.items ? [example(s.items)] : [];
-    case 'object': return Object.fromEntries((s.required ?? []).map((k) => [k, example(s.properties![k]!)]));
+    case 'integer':
+    case 'number':
+      return Math.max(1, Number(s.minimum ?? 1));
+    case 'boolean':
+      return false;
+    case 'array':
+      return s.items ? [example(s.items)] : [];
+    case 'object':
+      return Object.fromEntries((s.required ?? []).map((k) => [k, example(s.properties![k]!)]));
     case 'string': {
       if (s.pattern?.startsWith('^#')) return '#000000';
       if (s.pattern?.startsWith('^(sync')) return 'sync_00000000-0000-4000-8000-000000000000';
       if (s.format === 'email') return 'a@example.com';
       return 'x'.repeat(Math.max(1, Number(s.minLength ?? 1)));
     }
-    default: return 'x';
+    default:
+      return 'x';
   }
 }
 
@@ -75,32 +91,56 @@ describe('abilities: every ability', () => {
   const run = (name: string) => `${s.abilitiesBase}/abilities/svc/${name}/run`;
   it.each(allAbilities.map((a) => [a.name, a] as const))('%s answers 401 without credentials and with wrong ones', async (_n, a) => {
     const method = allowedMethods(a)[0]!;
-    for (const auth of [undefined, basic('admin', 'wrong password'), basic('nobody', 'x'), 'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
+    for (const auth of [
+      undefined,
+      basic('admin', 'wrong password'),
+      basic('nobody', 'x'),
+      'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    ]) {
       const r = await call(method, run(a.name), auth);
       expect(r.status).toBe(401);
     }
   });
 
   it.each(allAbilities.filter((a) => !a.annotations.readonly).map((a) => [a.name, a] as const))(
-    '%s is refused to a viewer and to a read-only key (403) and changes nothing', async (_n, a) => {
+    '%s is refused to a viewer and to a read-only key (403) and changes nothing',
+    async (_n, a) => {
       const input = example(jsonSchemaOf(a.input, 'input'));
       const before = JSON.stringify([...s.services.store.all('tags')]) + s.services.store.count('sites');
       const method = annotationMethod(a.annotations) === 'DELETE' ? 'POST' : allowedMethods(a)[0]!;
       for (const auth of [s.creds.viewer, `Bearer ${s.creds.key.read}`]) {
-        const r = await fetch(run(a.name), { method, headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ input }) });
+        const r = await fetch(run(a.name), {
+          method,
+          headers: { authorization: auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ input }),
+        });
         expect(r.status, `${auth.slice(0, 6)} ${JSON.stringify(input)}`).toBe(403);
         expect(((await r.json()) as { code: string }).code).toBe('svc_permission_denied');
       }
       expect(JSON.stringify([...s.services.store.all('tags')]) + s.services.store.count('sites')).toBe(before);
-    });
+    },
+  );
 });
 
 describe('discovery and MCP', () => {
   it('answers 401 on discovery and on /mcp without credentials', async () => {
-    for (const path of [`${s.abilitiesBase}/abilities`, `${s.abilitiesBase}/categories`, `${s.abilitiesBase}/abilities/svc/list-sites-v1`]) {
+    for (const path of [
+      `${s.abilitiesBase}/abilities`,
+      `${s.abilitiesBase}/categories`,
+      `${s.abilitiesBase}/abilities/svc/list-sites-v1`,
+    ]) {
       expect((await call('GET', path)).status).toBe(401);
     }
-    const r = await fetch(`${s.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }) });
+    const r = await fetch(`${s.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+    });
     expect(r.status).toBe(401);
     expect(r.headers.get('www-authenticate')).toBe('Bearer');
   });
@@ -111,7 +151,8 @@ describe('failed logins', () => {
     const t = await startServer({ config: { loginFailureLimit: '5' } as never });
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < 7; i++) statuses.push((await call('GET', `${t.restBase}/sites`, 'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).status);
+      for (let i = 0; i < 7; i++)
+        statuses.push((await call('GET', `${t.restBase}/sites`, 'Bearer sf_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).status);
       expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
       const res = await fetch(`${t.restBase}/sites`, { headers: { authorization: `Bearer ${t.creds.key.read_write}` } });
       expect(res.status).toBe(429);

@@ -7,14 +7,19 @@ import { basic, startServer, type TestServer } from './support/server.js';
 let s: TestServer;
 let fleet: Fleet;
 let n = 0;
-const unique = (p: string) => { n += 1; return `${p}-${n}`; };
+const unique = (p: string) => {
+  n += 1;
+  return `${p}-${n}`;
+};
 
 beforeAll(async () => {
   // These tests fail logins on purpose, many times from one address: keep the login throttle out of the way.
   s = await startServer({ config: { loginFailureLimit: '1000' } as never });
   fleet = await seedFleet(s.services);
 });
-afterAll(async () => { await s.close(); });
+afterAll(async () => {
+  await s.close();
+});
 
 /** A request to any URL of the server with exactly this Authorization header (or none). */
 async function call(path: string, auth: string | null, init: { method?: string; body?: string; headers?: Record<string, string> } = {}) {
@@ -24,7 +29,11 @@ async function call(path: string, auth: string | null, init: { method?: string; 
   const res = await fetch(`${s.url}${path}`, { method: init.method ?? 'GET', headers, body: init.body });
   const text = await res.text();
   let body: any = text;
-  try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, body, headers: res.headers };
 }
 
@@ -47,7 +56,13 @@ describe('no credentials', () => {
     ['an unknown path', 'GET', '/no/such/path'],
     ['the console API (the root redirects to the console page)', 'GET', '/console/api/session'],
   ])('answers %s with 401 {code, message, data:{status:401}}', async (_label, method, path) => {
-    const r = await call(path, null, method === 'POST' ? { method, body: path === '/mcp' ? MCP_INITIALIZE : '{}', headers: path === '/mcp' ? MCP_HEADERS : {} } : { method });
+    const r = await call(
+      path,
+      null,
+      method === 'POST'
+        ? { method, body: path === '/mcp' ? MCP_INITIALIZE : '{}', headers: path === '/mcp' ? MCP_HEADERS : {} }
+        : { method },
+    );
     expect(r.status).toBe(401);
     expect(typeof r.body.code).toBe('string');
     expect(typeof r.body.message).toBe('string');
@@ -55,7 +70,12 @@ describe('no credentials', () => {
   });
 
   it('uses svc_permission_denied on the abilities run endpoint and svc_rest_authentication_error on REST', async () => {
-    expectError(await call(`${AB}/abilities/svc/list-sites-v1/run`, null), 401, 'svc_permission_denied', 'You must be logged in to access this ability.');
+    expectError(
+      await call(`${AB}/abilities/svc/list-sites-v1/run`, null),
+      401,
+      'svc_permission_denied',
+      'You must be logged in to access this ability.',
+    );
     expectError(await call(`${REST}/sites`, null), 401, 'svc_rest_authentication_error', 'You are not authenticated.');
   });
 
@@ -86,7 +106,10 @@ describe('wrong credentials', () => {
   it.each([
     ['a wrong application password', () => basic('admin', 'abcd efgh ijkl mnop qrst uvwx')],
     ['an unknown user', () => basic('nobody', 'abcd efgh ijkl mnop qrst uvwx')],
-    ['the admin name with the viewer\'s password', () => basic('admin', Buffer.from(s.creds.viewer.slice(6), 'base64').toString().split(':')[1]!)],
+    [
+      "the admin name with the viewer's password",
+      () => basic('admin', Buffer.from(s.creds.viewer.slice(6), 'base64').toString().split(':')[1]!),
+    ],
   ])('the abilities door answers %s with 401 incorrect_password, on run and discovery', async (_label, auth) => {
     expectError(await call(`${AB}/abilities/svc/list-sites-v1/run`, auth()), 401, 'incorrect_password');
     expectError(await call(`${AB}/abilities/svc/no-such-v1/run`, auth(), { method: 'POST', body: '{bad' }), 401, 'incorrect_password');
@@ -121,7 +144,11 @@ describe('wrong credentials', () => {
     await s.services.auth.revokeKey(key.id);
     expectError(await call(`${REST}/sites`, bearer(token)), 401, 'svc_rest_authentication_error');
     expectError(await call(`${AB}/abilities/svc/list-sites-v1/run`, bearer(token)), 401, 'svc_rest_authentication_error');
-    expectError(await call('/mcp', bearer(token), { method: 'POST', body: MCP_INITIALIZE, headers: MCP_HEADERS }), 401, 'svc_rest_authentication_error');
+    expectError(
+      await call('/mcp', bearer(token), { method: 'POST', body: MCP_INITIALIZE, headers: MCP_HEADERS }),
+      401,
+      'svc_rest_authentication_error',
+    );
   });
 
   it('refuses the password of a deleted user', async () => {
@@ -149,7 +176,10 @@ describe('application passwords and Bearer on the abilities door', () => {
     expect(r.status).toBe(200);
     expect(r.body.total).toBe(6);
     const name = unique('bearer-tag');
-    const w = await call(`${AB}/abilities/svc/add-tag-v1/run`, bearer(s.creds.key.read_write), { method: 'POST', body: JSON.stringify({ input: { name } }) });
+    const w = await call(`${AB}/abilities/svc/add-tag-v1/run`, bearer(s.creds.key.read_write), {
+      method: 'POST',
+      body: JSON.stringify({ input: { name } }),
+    });
     expect(w.status).toBe(200);
     expect(w.body.name).toBe(name);
   });
@@ -170,10 +200,28 @@ describe('key permissions on REST', () => {
   // Each case makes what it needs, so that an allowed call really does its work.
   const cases: Array<[string, () => Promise<{ path: string; json?: unknown; check?: (body: any) => void }>]> = [
     ['GET', async () => ({ path: '/sites', check: (b) => expect(b.total).toBe(6) })],
-    ['POST', async () => { const name = unique('perm'); return { path: '/tags/add', json: { name }, check: (b) => expect(b.data.name).toBe(name) }; }],
+    [
+      'POST',
+      async () => {
+        const name = unique('perm');
+        return { path: '/tags/add', json: { name }, check: (b) => expect(b.data.name).toBe(name) };
+      },
+    ],
     ['PUT', async () => ({ path: `/sites/${fleet.sites[5]!.id}/edit`, json: { notes: unique('n') } })],
-    ['PATCH', async () => { const t = await seedTag(s.services, unique('patch')); return { path: `/tags/${t.id}/edit`, json: { color: '#0a0a0a' } }; }],
-    ['DELETE', async () => { const t = await seedTag(s.services, unique('del')); return { path: `/tags/${t.id}/remove`, check: (b) => expect(b.data.id).toBe(t.id) }; }],
+    [
+      'PATCH',
+      async () => {
+        const t = await seedTag(s.services, unique('patch'));
+        return { path: `/tags/${t.id}/edit`, json: { color: '#0a0a0a' } };
+      },
+    ],
+    [
+      'DELETE',
+      async () => {
+        const t = await seedTag(s.services, unique('del'));
+        return { path: `/tags/${t.id}/remove`, check: (b) => expect(b.data.id).toBe(t.id) };
+      },
+    ],
   ];
 
   for (const [method, make] of cases) {
@@ -204,7 +252,7 @@ describe('key permissions on REST', () => {
   });
 });
 
-describe('key permissions on the abilities door (the ability\'s own method counts)', () => {
+describe("key permissions on the abilities door (the ability's own method counts)", () => {
   const run = (name: string, perm: 'read' | 'write' | 'read_write' | 'delete', input: unknown, method?: string) =>
     s.ability(name, input, { auth: bearer(s.creds.key[perm]), method });
 
@@ -268,8 +316,12 @@ describe('users: administrator and viewer', () => {
     ['update-tag-v1', { tag_id: 1, name: 'viewer name' }, 'POST'],
     ['delete-tag-v1', { tag_id: 3, confirm: true }, 'DELETE'],
   ])('refuses a viewer %s with 403 svc_permission_denied and changes nothing', async (name, input, method) => {
-    expectError(await s.ability(name, input, { auth: s.creds.viewer, method }), 403, 'svc_permission_denied',
-      'You do not have permission to perform this action.');
+    expectError(
+      await s.ability(name, input, { auth: s.creds.viewer, method }),
+      403,
+      'svc_permission_denied',
+      'You do not have permission to perform this action.',
+    );
     const site6 = await s.ability('get-site-v1', { site_id_or_domain: 6 });
     expect(site6.body).toMatchObject({ name: 'Foxtrot', status: 'connected' });
     expect((await s.ability('get-site-v1', { site_id_or_domain: 3 })).body.status).toBe('suspended');

@@ -6,8 +6,12 @@ import { expectError } from './support/fixtures.js';
 import { startServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await startServer(); });
-afterAll(async () => { await s.close(); });
+beforeAll(async () => {
+  s = await startServer();
+});
+afterAll(async () => {
+  await s.close();
+});
 
 const post = (body: string) => s.rest('/batch', { method: 'POST', body, headers: { 'content-type': 'application/json' } });
 

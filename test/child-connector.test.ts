@@ -71,7 +71,13 @@ describe('sync', () => {
     const site = await fx.register(2);
     const snap = await fx.connector.sync(site);
     const state = fx.sim.state(2);
-    expect(snap).toMatchObject({ child_version: '6.1', wp_version: state.wpVersion, php_version: state.phpVersion, site_url: state.siteUrl, admin_username: 'admin' });
+    expect(snap).toMatchObject({
+      child_version: '6.1',
+      wp_version: state.wpVersion,
+      php_version: state.phpVersion,
+      site_url: state.siteUrl,
+      admin_username: 'admin',
+    });
     expect(snap.wp_update_version).toBe(state.wpUpdate);
     expect(snap.plugins).toHaveLength(state.plugins.length);
     const now = Date.now() / 1000;
@@ -86,7 +92,12 @@ describe('sync', () => {
     expect(snap.health).toEqual(state.health);
     expect(snap.changes).toHaveLength(state.changes.length);
     expect(snap.changes[0]!.timestamp >= snap.changes.at(-1)!.timestamp).toBe(true);
-    expect(snap.changes[0]).toMatchObject({ id: expect.any(Number), type: expect.any(String), user: expect.any(String), timestamp: expect.stringMatching(/Z$/) });
+    expect(snap.changes[0]).toMatchObject({
+      id: expect.any(Number),
+      type: expect.any(String),
+      user: expect.any(String),
+      timestamp: expect.stringMatching(/Z$/),
+    });
     expect(snap.security.every((f) => ['low', 'medium', 'high'].includes(f.severity) && f.message !== '')).toBe(true);
     expect(snap.security.some((f) => f.type === 'sslprotocol')).toBe(true);
   });
@@ -144,17 +155,32 @@ describe('users', () => {
   it('lists, searches, creates, reads, updates and deletes users', async () => {
     const site = await fx.register(1);
     const all = await fx.connector.listUsers(site, {});
-    expect(all.map((u) => u.login).sort()).toEqual(fx.sim.state(1).users.map((u) => u.login).sort());
+    expect(all.map((u) => u.login).sort()).toEqual(
+      fx.sim
+        .state(1)
+        .users.map((u) => u.login)
+        .sort(),
+    );
     expect((await fx.connector.listUsers(site, { search: 'dmi' })).map((u) => u.login)).toEqual(['admin']);
     expect(await fx.connector.listUsers(site, { roles: ['administrator'] })).toHaveLength(1);
 
-    const { user_id } = await fx.connector.createUser(site, { user_login: 'zoe', user_pass: 'pw', user_email: 'zoe@example.test', first_name: 'Zoe', role: 'editor' }, false);
+    const { user_id } = await fx.connector.createUser(
+      site,
+      { user_login: 'zoe', user_pass: 'pw', user_email: 'zoe@example.test', first_name: 'Zoe', role: 'editor' },
+      false,
+    );
     expect(user_id).toBeGreaterThan(1);
     const dup = await failure(fx.connector.createUser(site, { user_login: 'zoe', user_pass: 'x', user_email: 'z2@example.test' }, false));
     expect(dup).toMatchObject({ kind: 'child_error', message: 'ERROR: Sorry, that username already exists!' });
 
     await fx.connector.updateUser(site, user_id, { last_name: 'Lee', email: 'zoe@new.test', password: 'n3w+%pw' });
-    expect(await fx.connector.getUser(site, user_id)).toMatchObject({ id: user_id, first_name: 'Zoe', last_name: 'Lee', email: 'zoe@new.test', role: 'editor' });
+    expect(await fx.connector.getUser(site, user_id)).toMatchObject({
+      id: user_id,
+      first_name: 'Zoe',
+      last_name: 'Lee',
+      email: 'zoe@new.test',
+      role: 'editor',
+    });
     expect(fx.sim.state(1).users.find((u) => u.id === user_id)!.password).toBe('n3w+%pw');
     const taken = await failure(fx.connector.updateUser(site, user_id, { email: 'admin@site1.example' }));
     expect(taken.message).toContain('This email is already registered');
@@ -175,13 +201,38 @@ describe('users', () => {
 describe('posts', () => {
   it('creates, reads, edits, lists and changes the status of posts', async () => {
     const site = await fx.register(1);
-    const created = await fx.connector.savePost(site, { post_title: 'Launch', post_content: '<p>Hi</p>', post_status: 'draft', post_category: 'News, Brand New', post_tags: 'a, b' });
+    const created = await fx.connector.savePost(site, {
+      post_title: 'Launch',
+      post_content: '<p>Hi</p>',
+      post_status: 'draft',
+      post_category: 'News, Brand New',
+      post_tags: 'a, b',
+    });
     expect(created.link).toContain(`?p=${created.post_id}`);
     const full = await fx.connector.getPost(site, created.post_id);
-    expect(full).toMatchObject({ id: created.post_id, post_title: 'Launch', post_content: '<p>Hi</p>', post_status: 'draft', post_category: 'News, Brand New', post_tags: 'a, b', post_featured_image: null, post_date_gmt: '' });
+    expect(full).toMatchObject({
+      id: created.post_id,
+      post_title: 'Launch',
+      post_content: '<p>Hi</p>',
+      post_status: 'draft',
+      post_category: 'News, Brand New',
+      post_tags: 'a, b',
+      post_featured_image: null,
+      post_date_gmt: '',
+    });
 
-    await fx.connector.savePost(site, { ID: created.post_id, post_title: 'Launch day', post_content: 'x', post_status: 'publish', is_sticky: true });
-    expect(await fx.connector.getPost(site, created.post_id)).toMatchObject({ post_title: 'Launch day', post_status: 'publish', is_sticky: true });
+    await fx.connector.savePost(site, {
+      ID: created.post_id,
+      post_title: 'Launch day',
+      post_content: 'x',
+      post_status: 'publish',
+      is_sticky: true,
+    });
+    expect(await fx.connector.getPost(site, created.post_id)).toMatchObject({
+      post_title: 'Launch day',
+      post_status: 'publish',
+      is_sticky: true,
+    });
 
     const listed = await fx.connector.listPosts(site, { status: ['publish'], search: 'launch', search_on: 'title' });
     expect(listed.map((p) => p.id)).toEqual([created.post_id]);
@@ -196,7 +247,9 @@ describe('posts', () => {
     expect(await fx.connector.getPost(site, created.post_id)).toBeNull();
     expect(await fx.connector.postAction(site, 'publish', created.post_id)).toBeNull();
     expect(await fx.connector.postAction(site, 'trash', 9999)).toBeNull();
-    await expect(fx.connector.savePost(site, { ID: 9999, post_title: 't', post_content: 'c', post_status: 'draft' })).rejects.toMatchObject({ kind: 'child_error', message: 'ERROR: Empty post id' });
+    await expect(fx.connector.savePost(site, { ID: 9999, post_title: 't', post_content: 'c', post_status: 'draft' })).rejects.toMatchObject(
+      { kind: 'child_error', message: 'ERROR: Empty post id' },
+    );
   });
 
   it('lists every status by default and honours the maximum', async () => {

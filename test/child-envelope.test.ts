@@ -19,7 +19,9 @@ describe('encodeEnvelope', () => {
   it('matches the worked examples of §3.5', () => {
     expect(encodeEnvelope({ result: 'success' })).toBe('<mainwp>eyJyZXN1bHQiOiJzdWNjZXNzIn0=</mainwp>');
     expect(encodeEnvelope({ deactivated: true })).toBe('<mainwp>eyJkZWFjdGl2YXRlZCI6dHJ1ZX0=</mainwp>');
-    expect(encodeEnvelope({ error: 'Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.' })).toBe(
+    expect(
+      encodeEnvelope({ error: 'Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.' }),
+    ).toBe(
       '<mainwp>eyJlcnJvciI6IkF1dGhlbnRpY2F0aW9uIGZhaWxlZCEgUGxlYXNlIGRlYWN0aXZhdGUgYW5kIHJlLWFjdGl2YXRlIHRoZSBNYWluV1AgQ2hpbGQgcGx1Z2luIG9uIHRoaXMgc2l0ZS4ifQ==</mainwp>',
     );
   });
@@ -51,7 +53,12 @@ describe('openReply', () => {
   });
 
   it('turns an error reply into child_error with plain text and the code', () => {
-    const err = failure(encodeEnvelope({ error: 'Public key already set. Please deactivate &amp; reactivate <strong>now</strong>.', error_code: 'REG_ERROR2' }));
+    const err = failure(
+      encodeEnvelope({
+        error: 'Public key already set. Please deactivate &amp; reactivate <strong>now</strong>.',
+        error_code: 'REG_ERROR2',
+      }),
+    );
     expect(err).toMatchObject({ kind: 'child_error', childCode: 'REG_ERROR2' });
     expect(err.message).toMatch(/^ERROR: Public key already set\. Please deactivate & reactivate now\. /);
     // Deactivating no longer clears a link since child 5.3: the message says what does.
@@ -59,14 +66,29 @@ describe('openReply', () => {
   });
 
   it('classifies signature trouble as auth_failed', () => {
-    expect(failure(encodeEnvelope({ error: 'Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.' })).kind).toBe('auth_failed');
-    expect(failure(encodeEnvelope({ error: 'Authentication failed! Please deactivate &amp; re-activate the MainWP Child plugin on this child site and try again.', error_code: 'PARSE_ERROR1' }))).toMatchObject({
+    expect(
+      failure(encodeEnvelope({ error: 'Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.' }))
+        .kind,
+    ).toBe('auth_failed');
+    expect(
+      failure(
+        encodeEnvelope({
+          error: 'Authentication failed! Please deactivate &amp; re-activate the MainWP Child plugin on this child site and try again.',
+          error_code: 'PARSE_ERROR1',
+        }),
+      ),
+    ).toMatchObject({
       kind: 'auth_failed',
       childCode: 'PARSE_ERROR1',
     });
-    expect(failure(encodeEnvelope({ error: 'To use OPENSSL_ALGO_SHA1 OpenSSL signature algorithm. Please deactivate &amp; reactivate the MainWP Child plugin on the child site and try again.' })).kind).toBe(
-      'auth_failed',
-    );
+    expect(
+      failure(
+        encodeEnvelope({
+          error:
+            'To use OPENSSL_ALGO_SHA1 OpenSSL signature algorithm. Please deactivate &amp; reactivate the MainWP Child plugin on the child site and try again.',
+        }),
+      ).kind,
+    ).toBe('auth_failed');
   });
 
   it('leaves an error object (theme_action) to the caller', () => {

@@ -73,7 +73,10 @@ describe('fault classification', () => {
 
   it('bad_signature: the child answers "Authentication failed!" and nothing is re-sent', async () => {
     const { err, requests } = await failureWith({ type: 'bad_signature' });
-    expect(err).toMatchObject({ kind: 'auth_failed', message: 'ERROR: Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.' });
+    expect(err).toMatchObject({
+      kind: 'auth_failed',
+      message: 'ERROR: Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.',
+    });
     expect(requests).toBe(1);
   });
 
@@ -148,7 +151,10 @@ describe('fault classification', () => {
   });
 
   it('a site without the child on admin-ajax answers 0/400 there, and the fallback reaches the front page', async () => {
-    const err = await fx.connector.sync({ ...site, url: `${fx.sim.baseUrl}/nowhere/` }).then(() => null, (e: unknown) => e as ChildError);
+    const err = await fx.connector.sync({ ...site, url: `${fx.sim.baseUrl}/nowhere/` }).then(
+      () => null,
+      (e: unknown) => e as ChildError,
+    );
     expect(err?.kind).toBe('no_marker');
   });
 

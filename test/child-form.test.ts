@@ -8,7 +8,7 @@ describe('encodeForm', () => {
   });
 
   it('percent-encodes like PHP urlencode: space as +, and ~ * ! ( ) too', () => {
-    expect(encodeForm({ s: 'a b~c*d!e(f)g\'h-i_j.k' })).toBe("s=a+b%7Ec%2Ad%21e%28f%29g%27h-i_j.k");
+    expect(encodeForm({ s: "a b~c*d!e(f)g'h-i_j.k" })).toBe('s=a+b%7Ec%2Ad%21e%28f%29g%27h-i_j.k');
     expect(encodeForm({ u: 'é€' })).toBe('u=%C3%A9%E2%82%AC');
   });
 
@@ -30,7 +30,13 @@ describe('encodeForm', () => {
 describe('decodeForm', () => {
   it('round-trips what the encoder writes, nesting included', () => {
     const body = encodeForm({ user: 'admin', n: 5, flag: false, extra: { email: 'a+b@c.d', deep: { k: 'v & w' } }, list: ['a', 'b'] });
-    expect(decodeForm(body)).toEqual({ user: 'admin', n: '5', flag: '0', extra: { email: 'a+b@c.d', deep: { k: 'v & w' } }, list: { 0: 'a', 1: 'b' } });
+    expect(decodeForm(body)).toEqual({
+      user: 'admin',
+      n: '5',
+      flag: '0',
+      extra: { email: 'a+b@c.d', deep: { k: 'v & w' } },
+      list: { 0: 'a', 1: 'b' },
+    });
   });
 
   it('reads + as a space, keeps a stray %, and lets the last duplicate win', () => {

@@ -20,12 +20,13 @@ afterEach(async () => {
   await fx.close();
 });
 
-const caught = (p: Promise<unknown>): Promise<ChildError> => p.then(
-  () => {
-    throw new Error('expected a ChildError');
-  },
-  (e: unknown) => e as ChildError,
-);
+const caught = (p: Promise<unknown>): Promise<ChildError> =>
+  p.then(
+    () => {
+      throw new Error('expected a ChildError');
+    },
+    (e: unknown) => e as ChildError,
+  );
 
 /** A bare register (no follow-up sync), so no algorithm is stored yet. */
 async function bareRegister(index = 1, fields: Record<string, string | undefined> = {}) {
@@ -53,7 +54,10 @@ describe('signatures and sign_algo (§4.3)', () => {
     await expect(rawSignedCall(site, 'security', { signAlgo: 7 })).resolves.toBeTruthy();
     expect(fx.sim.state(1).connection.signAlgo).toBe(7);
     // Once stored, it must be sent.
-    expect(await caught(rawSignedCall(site, 'security', { signWith: 7 }))).toMatchObject({ kind: 'auth_failed', message: expect.stringContaining('Authentication failed!') });
+    expect(await caught(rawSignedCall(site, 'security', { signWith: 7 }))).toMatchObject({
+      kind: 'auth_failed',
+      message: expect.stringContaining('Authentication failed!'),
+    });
     expect((await caught(rawSignedCall(site, 'security', { signAlgo: 1 }))).message).toContain('OPENSSL_ALGO_SHA1');
     expect((await caught(rawSignedCall(site, 'security', { signAlgo: 5, signWith: 7 }))).kind).toBe('auth_failed');
     // Upgrades replace it.
@@ -72,27 +76,41 @@ describe('signatures and sign_algo (§4.3)', () => {
     const stranger = { ...site, privateKeyPem: (await newKeyPair()).privateKeyPem };
     expect((await caught(fx.connector.sync(stranger))).kind).toBe('auth_failed');
     fx.sim.setFault(1, { type: 'disconnected' });
-    expect(await caught(fx.connector.sync(site))).toMatchObject({ kind: 'auth_failed', message: 'ERROR: Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.' });
+    expect(await caught(fx.connector.sync(site))).toMatchObject({
+      kind: 'auth_failed',
+      message: 'ERROR: Authentication failed! Please deactivate and re-activate the MainWP Child plugin on this site.',
+    });
   });
 
   it('signs only function + nonce: other fields may change, a different function may not', async () => {
     const site = await fx.register(1);
     await expect(rawSignedCall(site, 'get_all_users', { signAlgo: 7, fields: { role: 'administrator' } })).resolves.toHaveLength(1);
     // An unknown signed function is "child too old".
-    expect(await caught(rawSignedCall(site, 'no_such_function', { signAlgo: 7 }))).toMatchObject({ kind: 'child_error', childCode: 'child_plugin_incompatible' });
+    expect(await caught(rawSignedCall(site, 'no_such_function', { signAlgo: 7 }))).toMatchObject({
+      kind: 'child_error',
+      childCode: 'child_plugin_incompatible',
+    });
   });
 
   it('answers PARSE_ERROR1 for an empty signature and the unknown-admin error for a bad user', async () => {
     const site = await fx.register(1);
-    expect(await caught(rawSignedCall(site, 'stats', { signAlgo: 7, fields: { mainwpsignature: '' } }))).toMatchObject({ kind: 'auth_failed', childCode: 'PARSE_ERROR1' });
-    expect((await caught(rawSignedCall({ ...site, admin: 'ghost' }, 'stats', { signAlgo: 7 }))).message).toContain('Unexisting administrator user');
+    expect(await caught(rawSignedCall(site, 'stats', { signAlgo: 7, fields: { mainwpsignature: '' } }))).toMatchObject({
+      kind: 'auth_failed',
+      childCode: 'PARSE_ERROR1',
+    });
+    expect((await caught(rawSignedCall({ ...site, admin: 'ghost' }, 'stats', { signAlgo: 7 }))).message).toContain(
+      'Unexisting administrator user',
+    );
   });
 });
 
 describe('unsigned requests (§6, §7.1)', () => {
   it('gives 0/400 on admin-ajax and the front page on the bare URL for a protected function', async () => {
     const { url } = fx.sim.sites[0]!;
-    expect(await postForm(`${url}wp-admin/admin-ajax.php`, { function: 'get_all_users', user: 'admin' })).toEqual({ status: 400, body: '0' });
+    expect(await postForm(`${url}wp-admin/admin-ajax.php`, { function: 'get_all_users', user: 'admin' })).toEqual({
+      status: 400,
+      body: '0',
+    });
     const front = await postForm(url, { function: 'get_all_users', user: 'admin' });
     expect(front.status).toBe(200);
     expect(front.body).not.toContain('<mainwp>');
@@ -126,7 +144,10 @@ describe('register checks in order (§7.3)', () => {
   it('surfaces REG_ERROR2 through the connector when another dashboard holds the site', async () => {
     await bareRegister(1, { server: 'https://other.example/wp-admin/' });
     const { url, admin, password } = fx.sim.sites[0]!;
-    expect(await caught(fx.connector.register({ url, admin, adminPassword: password, sslVerify: true }))).toMatchObject({ kind: 'child_error', childCode: 'REG_ERROR2' });
+    expect(await caught(fx.connector.register({ url, admin, adminPassword: password, sslVerify: true }))).toMatchObject({
+      kind: 'child_error',
+      childCode: 'REG_ERROR2',
+    });
   });
 });
 
@@ -150,7 +171,9 @@ describe('connector limits', () => {
     const connector = new ChildConnector({ serverUrl: SERVER_URL, concurrency: 6, allowPrivateAddresses: true });
     try {
       const snapshots = await Promise.all(
-        many.sim.sites.map((s) => connector.sync({ url: s.url, admin: s.admin, privateKeyPem: pair.privateKeyPem, signAlgo: 7, sslVerify: true })),
+        many.sim.sites.map((s) =>
+          connector.sync({ url: s.url, admin: s.admin, privateKeyPem: pair.privateKeyPem, signAlgo: 7, sslVerify: true }),
+        ),
       );
       expect(snapshots.map((s) => s.site_url)).toEqual(many.sim.sites.map((s) => s.url.replace(/\/$/, '')));
       expect(many.sim.peakInFlight()).toBe(6);
@@ -196,7 +219,25 @@ describe('transport options', () => {
 
   it('checks TLS certificates per site', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sitefleet-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const server = createTlsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
       req.resume();
       res.end(encodeEnvelope({ result: 'success' }));

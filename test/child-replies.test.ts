@@ -8,7 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childFixture, rawSignedCall } from './support/child-sim.js';
 import { replyScript, shape } from './support/reply-script.js';
 
-const real = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'child-replies', 'real-child-6.1.json'), 'utf8')) as Record<string, any>;
+const real = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'child-replies', 'real-child-6.1.json'), 'utf8')) as Record<
+  string,
+  any
+>;
 
 /**
  * Parts of the real replies the simulator leaves out, each because sitefleet never reads it. Anything else the real
@@ -18,7 +21,8 @@ const NOT_SIMULATED = [
   /^\.(sync\.)?(recent_comments|recent_posts|recent_pages|directories|categories|categories_list|extauth|mainwpdir|password_policy_options|securityIssues|dbsize|dbsize_activitylogs|uniqueId|last_post_gmt|translation_updates|wp_updates|admin_nicename|admin_useremail|health_site_status)\b/,
   /^\.(sync\.)?site_info\.(child_curl_version|child_openssl_version|site_lang|site_public)$/,
   /\.(plugins|themes)\[\]\.(title|description|child_theme|child_active|mainwp|network)$/,
-  /^\.(sync\.)?(plugin|theme)_updates\.\*/, /\.(plugins|themes)_outdate_info\.\*/,
+  /^\.(sync\.)?(plugin|theme)_updates\.\*/,
+  /\.(plugins|themes)_outdate_info\.\*/,
   // The log's per-event meta data varies by event type; sitefleet reads a few names from it (see logSummary).
   /^\.changes_logs_data\.\*\.(meta_data|blog_id|log_type_id|client_ip|user_roles|user_id|duration|post_status|post_type|post_id)/,
   /^\.sync\.(changes_logs_data|child_site_actions_data)/,
@@ -32,11 +36,15 @@ let sim: Record<string, any>;
 beforeAll(async () => {
   fx = await childFixture({ sites: 24, seed: 11 });
   // A simulated site shaped like the kit's: a child theme active, a theme that is nobody's parent, an inactive plugin.
-  const index = fx.sim.sites.findIndex((_, i) => {
-    const st = fx.sim.state(i + 1);
-    return st.themes.some((t) => t.active && t.parent) && st.themes.some((t) => !t.active && !st.themes.some((c) => c.parent === t.slug))
-      && st.plugins.some((p) => !p.active && !p.mu && !p.isChild);
-  }) + 1;
+  const index =
+    fx.sim.sites.findIndex((_, i) => {
+      const st = fx.sim.state(i + 1);
+      return (
+        st.themes.some((t) => t.active && t.parent) &&
+        st.themes.some((t) => !t.active && !st.themes.some((c) => c.parent === t.slug)) &&
+        st.plugins.some((p) => !p.active && !p.mu && !p.isChild)
+      );
+    }) + 1;
   expect(index).toBeGreaterThan(0);
   const st = fx.sim.state(index);
   const child = st.themes.find((t) => t.active && t.parent)!;
@@ -57,9 +65,11 @@ beforeAll(async () => {
   const reg = await fx.register(index);
   sim = await replyScript((fn, fields) => rawSignedCall(reg, fn, { signAlgo: reg.signAlgo, fields }), script);
 });
-afterAll(async () => { await fx?.close(); });
+afterAll(async () => {
+  await fx?.close();
+});
 
-describe('the simulator, against the real child\'s recorded replies', () => {
+describe("the simulator, against the real child's recorded replies", () => {
   it('sends every part of each reply that the real child sends, with the same types', () => {
     const missing: string[] = [];
     for (const step of Object.keys(real)) {
@@ -69,8 +79,10 @@ describe('the simulator, against the real child\'s recorded replies', () => {
         if (NOT_SIMULATED.some((re) => re.test(path))) continue;
         const have = got.get(path);
         // A number the real child sends as a string (or the reverse) is the same field: PHP is loose, so is our reader.
-        const loose = (a: string | undefined, b: string) => (['string', 'number'].includes(a ?? '') && ['string', 'number'].includes(b))
-          || (a === 'empty' && ['array', 'object'].includes(b)) || (b === 'empty' && ['array', 'object'].includes(a ?? ''));
+        const loose = (a: string | undefined, b: string) =>
+          (['string', 'number'].includes(a ?? '') && ['string', 'number'].includes(b)) ||
+          (a === 'empty' && ['array', 'object'].includes(b)) ||
+          (b === 'empty' && ['array', 'object'].includes(a ?? ''));
         const same = have === type || loose(have, type);
         if (!same) missing.push(`${step} ${path}: real ${type}, simulator ${have ?? 'absent'}`);
       }
@@ -80,7 +92,10 @@ describe('the simulator, against the real child\'s recorded replies', () => {
 
   it('lists a deleted plugin or theme in the sync block of the delete reply, as the real child does', () => {
     const slug = (x: { slug: string }) => x.slug;
-    for (const [step, kind, dataKey] of [['plugin_delete', 'plugins', 'plugin_action_data'], ['theme_delete', 'themes', 'theme_action_data']] as const) {
+    for (const [step, kind, dataKey] of [
+      ['plugin_delete', 'plugins', 'plugin_action_data'],
+      ['theme_delete', 'themes', 'theme_action_data'],
+    ] as const) {
       for (const r of [real[step], sim[step]]) {
         const deleted = Object.keys(r.other_data[dataKey]);
         expect(deleted.length, step).toBe(1);
@@ -133,7 +148,7 @@ describe('the simulator, against the real child\'s recorded replies', () => {
     }
   });
 
-  it('sends its changes log only when params_logs asks for it, and the site\'s time zone', () => {
+  it("sends its changes log only when params_logs asks for it, and the site's time zone", () => {
     for (const r of [real, sim]) {
       expect(typeof r.stats.changes_logs_data, 'with params_logs').toBe('object');
       expect(r.stats_without_params_logs.changes_logs_data).toBe('');

@@ -52,7 +52,11 @@ describe('generated state', () => {
 describe('addressing', () => {
   it('serves sites under /s/<n>/, counts their requests, and answers 404 elsewhere', async () => {
     const before = a.requests(3);
-    const front = await request(`${a.sites[2]!.url}`, { method: 'POST', body: 'test=yes', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const front = await request(`${a.sites[2]!.url}`, {
+      method: 'POST',
+      body: 'test=yes',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(front.statusCode).toBe(200);
     expect(await front.body.text()).toContain('Simulated site 3');
     const get = await request(`${a.baseUrl}/s/3/`);

@@ -4,8 +4,13 @@ import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 let f: Fleet;
 let ids: Array<{ id: number; url: string }>;
-beforeAll(async () => { f = await startFleet({ sim: { sites: 6 } }); ids = await registerSites(f, 4); });
-afterAll(async () => { await f.close(); });
+beforeAll(async () => {
+  f = await startFleet({ sim: { sites: 6 } });
+  ids = await registerSites(f, 4);
+});
+afterAll(async () => {
+  await f.close();
+});
 
 describe('add-site', () => {
   it('registers a child and stores what its first sync reported', async () => {
@@ -19,12 +24,16 @@ describe('add-site', () => {
 
   it('refuses a duplicate URL with 409 svc_site_already_exists', async () => {
     const info = f.sim.sites[0]!;
-    const r = await f.s.ability('add-site-v1', { url: info.url.toUpperCase().replace(/\/$/, ''), admin: info.admin, admin_password: info.password });
+    const r = await f.s.ability('add-site-v1', {
+      url: info.url.toUpperCase().replace(/\/$/, ''),
+      admin: info.admin,
+      admin_password: info.password,
+    });
     expect(r.status).toBe(409);
     expect(r.body.code).toBe('svc_site_already_exists');
   });
 
-  it('answers 400 with the child\'s reason when the child refuses', async () => {
+  it("answers 400 with the child's reason when the child refuses", async () => {
     const info = f.sim.sites[4]!;
     const r = await f.s.ability('add-site-v1', { url: info.url, admin: info.admin, admin_password: 'wrong password' });
     expect(r.status).toBe(400);

@@ -6,7 +6,9 @@ import { CLI, cli, lastLine, serveProcess } from './support/process.js';
 import { tempDir } from './support/server.js';
 
 const stops: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const s of stops) await s(); });
+afterAll(async () => {
+  for (const s of stops) await s();
+});
 
 describe('sitefleet serve', () => {
   it('prints an administrator and an API key once, on an empty data dir, and they work', async () => {
@@ -89,19 +91,34 @@ describe('keys, users and modules', () => {
 });
 
 describe('serve and mcp on one data dir', () => {
-  it('loses no write from either and each sees the other\'s changes', async () => {
+  it("loses no write from either and each sees the other's changes", async () => {
     const dir = tempDir();
     const token = lastLine((await cli(['keys', 'create', '--name', 'k', '--data-dir', dir])).stdout);
     const p = await serveProcess(['--data-dir', dir]);
     stops.push(() => p.stop());
     const client = new Client({ name: 'test', version: '1' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--data-dir', dir], env: { ...process.env, SITEFLEET_LOG: 'warn' } as Record<string, string> }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', '--data-dir', dir],
+        env: { ...process.env, SITEFLEET_LOG: 'warn' } as Record<string, string>,
+      }),
+    );
     stops.push(() => client.close());
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const viaRest = Array.from({ length: 25 }, (_, i) => fetch(`${p.url}/wp-json/svc/v2/tags/add`, { method: 'POST', headers, body: JSON.stringify({ name: `rest-${i}` }) }).then((r) => r.status));
-    const viaMcp = Array.from({ length: 25 }, (_, i) => client.callTool({ name: 'add-tag-v1', arguments: { name: `mcp-${i}` } }).then((r) => (r.isError ? 500 : 200)));
+    const viaRest = Array.from({ length: 25 }, (_, i) =>
+      fetch(`${p.url}/wp-json/svc/v2/tags/add`, { method: 'POST', headers, body: JSON.stringify({ name: `rest-${i}` }) }).then(
+        (r) => r.status,
+      ),
+    );
+    const viaMcp = Array.from({ length: 25 }, (_, i) =>
+      client.callTool({ name: 'add-tag-v1', arguments: { name: `mcp-${i}` } }).then((r) => (r.isError ? 500 : 200)),
+    );
     expect(await Promise.all([...viaRest, ...viaMcp])).toEqual(Array(50).fill(200));
-    const listed = await (await fetch(`${p.url}/wp-json/svc/v2/tags?per_page=100`, { headers })).json() as { total: number; data: Array<{ id: number }> };
+    const listed = (await (await fetch(`${p.url}/wp-json/svc/v2/tags?per_page=100`, { headers })).json()) as {
+      total: number;
+      data: Array<{ id: number }>;
+    };
     expect(listed.total).toBe(50);
     expect(new Set(listed.data.map((t) => t.id)).size).toBe(50);
     const seen = await client.callTool({ name: 'list-tags-v1', arguments: { per_page: 100 } });

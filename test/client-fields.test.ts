@@ -16,13 +16,20 @@ beforeAll(async () => {
   acme = (await s.rest('/clients/add', { method: 'POST', json: { name: 'Acme', email: 'it@acme.example' } })).body.data.id;
   globex = (await s.rest('/clients/add', { method: 'POST', json: { name: 'Globex' } })).body.data.id;
 });
-afterAll(async () => { await mcp.close(); await s.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await s.close();
+});
 
 describe('defining fields', () => {
-  it('adds fields through REST and lists them by name (pre_page is upstream\'s per_page)', async () => {
+  it("adds fields through REST and lists them by name (pre_page is upstream's per_page)", async () => {
     const a = await s.rest('/clients/fields/add', { method: 'POST', json: { name: 'Plan', description: 'Support plan' } });
     expect(a.status).toBe(200);
-    expect(a.body).toMatchObject({ success: 1, message: 'Client field created successfully.', data: { id: expect.any(Number), name: 'Plan', description: 'Support plan', clients_count: 0 } });
+    expect(a.body).toMatchObject({
+      success: 1,
+      message: 'Client field created successfully.',
+      data: { id: expect.any(Number), name: 'Plan', description: 'Support plan', clients_count: 0 },
+    });
     const b = await s.ability('add-client-field-v1', { name: 'Account manager' });
     expect(b.status).toBe(200);
     expect(b.body).toMatchObject({ name: 'Account manager', description: '' });
@@ -78,29 +85,50 @@ describe('defining fields', () => {
 
 describe('values on clients', () => {
   it('sets values by field name or id, reads them back on every door; other fields keep theirs', async () => {
-    const r = await s.rest(`/clients/${acme}/fields/edit`, { method: 'PUT', json: { values: { 'Support plan': 'Gold', 'Account manager': 'Dana' } } });
+    const r = await s.rest(`/clients/${acme}/fields/edit`, {
+      method: 'PUT',
+      json: { values: { 'Support plan': 'Gold', 'Account manager': 'Dana' } },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.updated).toEqual(['Support plan', 'Account manager']);
     const plan = s.services.clientFields.resolveRef('support plan');
-    const m = await mcp.call('set-client-field-values-v1', { client_id_or_email: 'it@acme.example', values: { [String(plan.id)]: 'Silver' } });
+    const m = await mcp.call('set-client-field-values-v1', {
+      client_id_or_email: 'it@acme.example',
+      values: { [String(plan.id)]: 'Silver' },
+    });
     expect(m.isError).toBe(false);
     const got = await s.rest(`/clients/${acme}/fields`);
-    expect(got.body.data).toEqual({ client_id: acme, fields: [{ id: expect.any(Number), name: 'Account manager', value: 'Dana' }, { id: plan.id, name: 'Support plan', value: 'Silver' }] });
+    expect(got.body.data).toEqual({
+      client_id: acme,
+      fields: [
+        { id: expect.any(Number), name: 'Account manager', value: 'Dana' },
+        { id: plan.id, name: 'Support plan', value: 'Silver' },
+      ],
+    });
     const other = await s.ability('get-client-field-values-v1', { client_id_or_email: globex }, { method: 'GET' });
     expect(other.body.fields.every((f: { value: unknown }) => f.value === null)).toBe(true);
     await s.ability('set-client-field-values-v1', { client_id_or_email: globex, values: { 'Support plan': 'gold plus' } });
   });
 
   it('changes nothing when one field is unknown; refuses an empty set, a too long value and an unknown client', async () => {
-    const bad = await s.ability('set-client-field-values-v1', { client_id_or_email: acme, values: { 'Account manager': 'Lee', Colour: 'red' } });
+    const bad = await s.ability('set-client-field-values-v1', {
+      client_id_or_email: acme,
+      values: { 'Account manager': 'Lee', Colour: 'red' },
+    });
     expect([bad.status, bad.body.code]).toEqual([404, 'svc_client_field_not_found']);
     expect(bad.body.message).toContain('Colour');
     expect(s.services.clientFields.valuesOf(acme).find((f) => f.name === 'Account manager')!.value).toBe('Dana');
     const empty = await s.ability('set-client-field-values-v1', { client_id_or_email: acme, values: {} });
     expect([empty.status, empty.body.code]).toEqual([400, 'svc_missing_fields']);
-    const long = await s.ability('set-client-field-values-v1', { client_id_or_email: acme, values: { 'Account manager': 'x'.repeat(2001) } });
+    const long = await s.ability('set-client-field-values-v1', {
+      client_id_or_email: acme,
+      values: { 'Account manager': 'x'.repeat(2001) },
+    });
     expect(long.status).toBe(400);
-    const twice = await s.ability('set-client-field-values-v1', { client_id_or_email: acme, values: { 'Account manager': 'a', 'account manager': 'b' } });
+    const twice = await s.ability('set-client-field-values-v1', {
+      client_id_or_email: acme,
+      values: { 'Account manager': 'a', 'account manager': 'b' },
+    });
     expect(twice.status).toBe(400);
     const nobody = await s.rest('/clients/999/fields');
     expect([nobody.status, nobody.body.code]).toEqual([404, 'svc_client_not_found']);
@@ -109,7 +137,11 @@ describe('values on clients', () => {
   it('finds clients by a value: exact, contains, set (case-insensitive)', async () => {
     const exact = await s.rest('/clients/fields/Support plan/clients?value=silver'.replace(' ', '%20'));
     expect(exact.body).toMatchObject({ success: 1, total: 1, data: [{ id: acme, name: 'Acme' }] });
-    const contains = await s.ability('list-clients-by-field-v1', { field: 'Support plan', value: 'GOLD', match: 'contains' }, { method: 'GET' });
+    const contains = await s.ability(
+      'list-clients-by-field-v1',
+      { field: 'Support plan', value: 'GOLD', match: 'contains' },
+      { method: 'GET' },
+    );
     expect(contains.body.items.map((c: { id: number }) => c.id)).toEqual([globex]);
     const set = await mcp.call('list-clients-by-field-v1', { field: 'Support plan', match: 'set' });
     expect(set.body.items.map((c: { name: string }) => c.name)).toEqual(['Acme', 'Globex']);
@@ -130,7 +162,12 @@ describe('deleting', () => {
     const bare = await s.ability('delete-client-field-v1', { field: 'Support plan' });
     expect([bare.status, bare.body.code]).toEqual([400, 'svc_confirmation_required']);
     const preview = await s.ability('delete-client-field-v1', { field: 'Support plan', dry_run: true });
-    expect(preview.body).toMatchObject({ deleted: false, dry_run: true, values_removed: 1, field: { name: 'Support plan', clients_count: 1 } });
+    expect(preview.body).toMatchObject({
+      deleted: false,
+      dry_run: true,
+      values_removed: 1,
+      field: { name: 'Support plan', clients_count: 1 },
+    });
     const r = await s.rest('/clients/fields/Support%20plan/delete', { method: 'DELETE' });
     expect(r.body).toMatchObject({ success: 1, message: 'Client field deleted successfully.', values_removed: 1 });
     expect(s.services.clientFields.valuesOf(acme).map((f) => f.name)).toEqual(['Account manager']);
@@ -138,7 +175,7 @@ describe('deleting', () => {
     expect([again.status, again.body.code]).toEqual([404, 'svc_client_field_not_found']);
   });
 
-  it('a deleted client\'s values go with it', async () => {
+  it("a deleted client's values go with it", async () => {
     await s.ability('set-client-field-values-v1', { client_id_or_email: globex, values: { 'Account manager': 'Kim' } });
     expect(s.services.clientFields.usedBy(s.services.clientFields.resolveRef('Account manager').id)).toEqual([globex]);
     const d = await s.rest(`/clients/${globex}/remove`, { method: 'DELETE' });

@@ -4,7 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { AnswerCache, MAX_ENTRY_BYTES, matches, PAGE_CACHE_BYTES, PAGE_CACHE_ENTRIES, type Representation } from '../src/http/conditional.js';
+import {
+  AnswerCache,
+  MAX_ENTRY_BYTES,
+  matches,
+  PAGE_CACHE_BYTES,
+  PAGE_CACHE_ENTRIES,
+  type Representation,
+} from '../src/http/conditional.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 import { CLI } from './support/process.js';
 import { captureLogs } from './support/logs.js';
@@ -14,7 +21,9 @@ beforeAll(async () => {
   s = await startServer();
   await seedSites(s.services, 120);
 });
-afterAll(async () => { await s.close(); });
+afterAll(async () => {
+  await s.close();
+});
 
 const LIST = '/sites?per_page=100';
 
@@ -63,7 +72,13 @@ describe('REST conditional GETs', () => {
     const listTag = (await s.rest(LIST)).headers.get('etag')!;
     expect((await s.rest(LIST, { headers: { 'if-none-match': listTag } })).status).toBe(304);
     const client = new Client({ name: 'other-process', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--data-dir', s.dataDir], env: { ...process.env, SITEFLEET_LOG: 'warn' } as Record<string, string> }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', '--data-dir', s.dataDir],
+        env: { ...process.env, SITEFLEET_LOG: 'warn' } as Record<string, string>,
+      }),
+    );
     try {
       const r = await client.callTool({ name: 'update-site-v1', arguments: { site_id_or_domain: 7, name: 'Seven elsewhere' } });
       expect(r.isError).toBeFalsy();
@@ -99,9 +114,26 @@ describe('REST conditional GETs', () => {
     const u = new URL(`${s.restBase}/sites?per_page=5`);
     const body = 'search=site11';
     const answer = await new Promise<{ status: number; etag: string | undefined; text: string }>((resolve, reject) => {
-      const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', headers: {
-        authorization: `Bearer ${s.creds.key.read}`, 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(body.length),
-      } }, (res) => { let t = ''; res.on('data', (d) => { t += d; }); res.on('end', () => resolve({ status: res.statusCode!, etag: res.headers.etag, text: t })); });
+      const req = request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname + u.search,
+          method: 'GET',
+          headers: {
+            authorization: `Bearer ${s.creds.key.read}`,
+            'content-type': 'application/x-www-form-urlencoded',
+            'content-length': String(body.length),
+          },
+        },
+        (res) => {
+          let t = '';
+          res.on('data', (d) => {
+            t += d;
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, etag: res.headers.etag, text: t }));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -163,7 +195,8 @@ describe('abilities door conditional GETs', () => {
 describe('the cached fast path keeps every check', () => {
   it('a revoked key is refused even for an answer it had cached; other keys still get it', async () => {
     const k = await s.services.auth.createKey('short-lived', 'read');
-    const get = (token: string, etag?: string) => fetch(`${s.restBase}${LIST}`, { headers: { authorization: `Bearer ${token}`, ...(etag ? { 'if-none-match': etag } : {}) } });
+    const get = (token: string, etag?: string) =>
+      fetch(`${s.restBase}${LIST}`, { headers: { authorization: `Bearer ${token}`, ...(etag ? { 'if-none-match': etag } : {}) } });
     const first = await get(k.token);
     expect(first.status).toBe(200);
     expect((await get(k.token, first.headers.get('etag')!)).status).toBe(304);
@@ -197,10 +230,16 @@ describe('the cached fast path keeps every check', () => {
   it('logs a request answered from the cache like any other, with nosniff', async () => {
     await s.rest(LIST);
     let res: Response | undefined;
-    const logs = await captureLogs(async () => { res = await fetch(`${s.restBase}${LIST}`, { headers: { authorization: `Bearer ${s.creds.key.read_write}` } }); });
+    const logs = await captureLogs(async () => {
+      res = await fetch(`${s.restBase}${LIST}`, { headers: { authorization: `Bearer ${s.creds.key.read_write}` } });
+    });
     expect(res!.status).toBe(200);
     expect(res!.headers.get('x-content-type-options')).toBe('nosniff');
-    const line = logs.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === 'request' || l.message === 'request');
+    const line = logs
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'request' || l.message === 'request');
     expect(line).toMatchObject({ method: 'GET', path: '/wp-json/svc/v2/sites', status: 200, who: 'rw' });
   });
 

@@ -11,18 +11,31 @@ import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { serveProcess } from './support/process.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await startServer({ config: { loginFailureLimit: '1000' } }); await seedSites(s.services, 3); });
-afterAll(async () => { await s?.close(); });
+beforeAll(async () => {
+  s = await startServer({ config: { loginFailureLimit: '1000' } });
+  await seedSites(s.services, 3);
+});
+afterAll(async () => {
+  await s?.close();
+});
 
 const nameAndPassword = (basicHeader: string) => {
   const [name, ...rest] = Buffer.from(basicHeader.slice(6), 'base64').toString().split(':');
   return { name: name!, password: rest.join(':') };
 };
 
-interface Session { cookie: string; csrf: string; body: any }
+interface Session {
+  cookie: string;
+  csrf: string;
+  body: any;
+}
 
 async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base}/console/api${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(`${base}/console/api${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
 }
@@ -53,7 +66,12 @@ describe('the shell', () => {
   });
 
   it('serves nothing outside its assets folder, and 404s unknown console paths', async () => {
-    for (const path of ['/console/assets/../door.ts', '/console/assets/%2e%2e/door.ts', '/console/assets/..%2f..%2fpackage.json', '/console/nothing']) {
+    for (const path of [
+      '/console/assets/../door.ts',
+      '/console/assets/%2e%2e/door.ts',
+      '/console/assets/..%2f..%2fpackage.json',
+      '/console/nothing',
+    ]) {
       const r = await fetch(`${s.url}${path}`);
       expect(r.status, path).toBe(404);
       expect((await r.json()).code).toBe('rest_no_route');
@@ -72,14 +90,19 @@ describe('the shell', () => {
       expect(off.stdout()).not.toMatch(/console/i);
       expect((await fetch(`${off.url}/console`)).status).toBe(401);
       expect(await off.stop()).toBe(0);
-    } finally { rmSync(dir, { recursive: true, force: true }); }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('is not there with --no-console: /console and / ask for credentials like any unknown path', async () => {
     const off = await listen(s.services, s.registry, '127.0.0.1', 0, { console: false });
     try {
-      for (const path of ['/console', '/', '/console/api/session']) expect((await fetch(`${off.url}${path}`, { redirect: 'manual' })).status, path).toBe(401);
-    } finally { await off.close(); }
+      for (const path of ['/console', '/', '/console/api/session'])
+        expect((await fetch(`${off.url}${path}`, { redirect: 'manual' })).status, path).toBe(401);
+    } finally {
+      await off.close();
+    }
   });
 });
 
@@ -87,11 +110,17 @@ describe('login', () => {
   it('makes an HttpOnly, SameSite=Strict cookie with an expiry, and says who is in and what the registry offers', async () => {
     const r = await post(s.url, '/login', nameAndPassword(s.creds.admin));
     expect(r.status).toBe(200);
-    expect(r.headers.get('set-cookie')).toMatch(/^sitefleet_console=[A-Za-z0-9_-]{43}; Path=\/console; Max-Age=28800; HttpOnly; SameSite=Strict$/);
+    expect(r.headers.get('set-cookie')).toMatch(
+      /^sitefleet_console=[A-Za-z0-9_-]{43}; Path=\/console; Max-Age=28800; HttpOnly; SameSite=Strict$/,
+    );
     expect(r.headers.get('cache-control')).toBe('no-store');
     expect(r.body.user).toEqual({ name: 'admin', role: 'administrator' });
     expect(r.body.csrf_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(r.body.abilities.find((a: { name: string }) => a.name === 'delete-tag-v1')).toMatchObject({ readonly: false, destructive: true, inputs: ['tag_id', 'confirm', 'dry_run'] });
+    expect(r.body.abilities.find((a: { name: string }) => a.name === 'delete-tag-v1')).toMatchObject({
+      readonly: false,
+      destructive: true,
+      inputs: ['tag_id', 'confirm', 'dry_run'],
+    });
     expect(r.body.modules).toEqual({ logs: true, 'cost-tracker': true });
   });
 
@@ -100,11 +129,23 @@ describe('login', () => {
     const wrong = await post(s.url, '/login', { name, password: 'nope' });
     expect(wrong).toMatchObject({ status: 401, body: { code: 'incorrect_password' } });
     expect(wrong.headers.get('set-cookie')).toBeNull();
-    expect(await post(s.url, '/login', { name })).toMatchObject({ status: 400, body: { code: 'svc_invalid_input', data: { params: { password: expect.any(String) } } } });
-    expect(await post(s.url, '/login', { name, password: 'x', remember: true })).toMatchObject({ status: 400, body: { code: 'svc_invalid_input', message: expect.stringContaining('remember') } });
-    expect(await post(s.url, '/login', { name: 'x'.repeat(201), password: 'x' })).toMatchObject({ status: 400, body: { code: 'svc_invalid_input' } });
+    expect(await post(s.url, '/login', { name })).toMatchObject({
+      status: 400,
+      body: { code: 'svc_invalid_input', data: { params: { password: expect.any(String) } } },
+    });
+    expect(await post(s.url, '/login', { name, password: 'x', remember: true })).toMatchObject({
+      status: 400,
+      body: { code: 'svc_invalid_input', message: expect.stringContaining('remember') },
+    });
+    expect(await post(s.url, '/login', { name: 'x'.repeat(201), password: 'x' })).toMatchObject({
+      status: 400,
+      body: { code: 'svc_invalid_input' },
+    });
     expect(await post(s.url, '/login', '{"name":', {})).toMatchObject({ status: 400, body: { code: 'rest_invalid_json' } });
-    expect(await post(s.url, '/login', 'name=admin&password=x', { 'Content-Type': 'application/x-www-form-urlencoded' })).toMatchObject({ status: 415, body: { code: 'svc_unsupported_media_type' } });
+    expect(await post(s.url, '/login', 'name=admin&password=x', { 'Content-Type': 'application/x-www-form-urlencoded' })).toMatchObject({
+      status: 415,
+      body: { code: 'svc_unsupported_media_type' },
+    });
     const big = await post(s.url, '/login', { name, password: 'x'.repeat(1024 * 1024) });
     expect(big).toMatchObject({ status: 413, body: { code: 'svc_request_too_large' } });
   });
@@ -114,12 +155,17 @@ describe('login', () => {
     try {
       const { name, password } = nameAndPassword(t.creds.admin);
       for (let i = 0; i < 2; i++) expect((await post(t.url, '/login', { name, password: 'wrong' })).status).toBe(401);
-      for (let i = 0; i < 2; i++) expect((await t.ability('list-sites-v1', {}, { method: 'GET', auth: `Basic ${Buffer.from(`${name}:bad`).toString('base64')}` })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect(
+          (await t.ability('list-sites-v1', {}, { method: 'GET', auth: `Basic ${Buffer.from(`${name}:bad`).toString('base64')}` })).status,
+        ).toBe(401);
       const blocked = await post(t.url, '/login', { name, password });
       expect(blocked).toMatchObject({ status: 429, body: { code: 'svc_too_many_attempts' } });
       expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
       expect((await t.ability('list-sites-v1', {}, { method: 'GET' })).status).toBe(429);
-    } finally { await t.close(); }
+    } finally {
+      await t.close();
+    }
   });
 });
 
@@ -139,23 +185,43 @@ describe('a session', () => {
     const list = await run(s.url, sess, 'list-sites-v1', { per_page: 2 });
     expect(list).toMatchObject({ status: 200, body: { total: 3, per_page: 2 } });
     expect(list.body.items).toHaveLength(2);
-    expect(await run(s.url, sess, 'list-sites-v1', { per_page: 101 })).toMatchObject({ status: 400, body: { code: 'ability_invalid_input' } });
-    expect(await run(s.url, sess, 'list-sites-v1', { color: 'red' })).toMatchObject({ status: 400, body: { code: 'ability_invalid_input', message: expect.stringContaining('color') } });
+    expect(await run(s.url, sess, 'list-sites-v1', { per_page: 101 })).toMatchObject({
+      status: 400,
+      body: { code: 'ability_invalid_input' },
+    });
+    expect(await run(s.url, sess, 'list-sites-v1', { color: 'red' })).toMatchObject({
+      status: 400,
+      body: { code: 'ability_invalid_input', message: expect.stringContaining('color') },
+    });
     expect(await run(s.url, sess, 'no-such-v1')).toMatchObject({ status: 404, body: { code: 'rest_ability_not_found' } });
-    expect(await post(s.url, '/run/list-sites-v1', { input: {}, extra: 1 }, { Cookie: sess.cookie, 'X-CSRF-Token': sess.csrf })).toMatchObject({ status: 400, body: { code: 'svc_invalid_input' } });
+    expect(
+      await post(s.url, '/run/list-sites-v1', { input: {}, extra: 1 }, { Cookie: sess.cookie, 'X-CSRF-Token': sess.csrf }),
+    ).toMatchObject({ status: 400, body: { code: 'svc_invalid_input' } });
     const tag = await run(s.url, sess, 'add-tag-v1', { name: 'from-console' });
     expect(tag.status).toBe(200);
     expect((await s.rest(`/tags/${tag.body.id}`)).body.data.name).toBe('from-console');
-    expect(await run(s.url, sess, 'delete-tag-v1', { tag_id: tag.body.id })).toMatchObject({ status: 400, body: { code: 'svc_confirmation_required' } });
+    expect(await run(s.url, sess, 'delete-tag-v1', { tag_id: tag.body.id })).toMatchObject({
+      status: 400,
+      body: { code: 'svc_confirmation_required' },
+    });
     expect((await s.rest(`/tags/${tag.body.id}`)).status).toBe(200);
   });
 
-  it('refuses a write without its CSRF token, with another session\'s token, or from another site', async () => {
+  it("refuses a write without its CSRF token, with another session's token, or from another site", async () => {
     const a = await login(s.url, s.creds.admin);
     const b = await login(s.url, s.creds.admin);
-    expect(await run(s.url, a, 'add-tag-v1', { name: 'csrf-1' }, { 'X-CSRF-Token': '' })).toMatchObject({ status: 403, body: { code: 'svc_csrf_token_invalid' } });
-    expect(await run(s.url, a, 'add-tag-v1', { name: 'csrf-2' }, { 'X-CSRF-Token': b.csrf })).toMatchObject({ status: 403, body: { code: 'svc_csrf_token_invalid' } });
-    expect(await run(s.url, a, 'add-tag-v1', { name: 'csrf-3' }, { 'Sec-Fetch-Site': 'cross-site' })).toMatchObject({ status: 403, body: { code: 'svc_csrf_refused' } });
+    expect(await run(s.url, a, 'add-tag-v1', { name: 'csrf-1' }, { 'X-CSRF-Token': '' })).toMatchObject({
+      status: 403,
+      body: { code: 'svc_csrf_token_invalid' },
+    });
+    expect(await run(s.url, a, 'add-tag-v1', { name: 'csrf-2' }, { 'X-CSRF-Token': b.csrf })).toMatchObject({
+      status: 403,
+      body: { code: 'svc_csrf_token_invalid' },
+    });
+    expect(await run(s.url, a, 'add-tag-v1', { name: 'csrf-3' }, { 'Sec-Fetch-Site': 'cross-site' })).toMatchObject({
+      status: 403,
+      body: { code: 'svc_csrf_refused' },
+    });
     expect(await post(s.url, '/logout', {}, { Cookie: a.cookie })).toMatchObject({ status: 403, body: { code: 'svc_csrf_token_invalid' } });
     expect((await s.rest('/tags?search=csrf-')).body.total).toBe(0);
   });
@@ -164,7 +230,10 @@ describe('a session', () => {
     const v = await login(s.url, s.creds.viewer);
     expect(v.body.user.role).toBe('viewer');
     expect((await run(s.url, v, 'list-sites-v1')).status).toBe(200);
-    expect(await run(s.url, v, 'add-tag-v1', { name: 'by-viewer' })).toMatchObject({ status: 403, body: { code: 'svc_permission_denied' } });
+    expect(await run(s.url, v, 'add-tag-v1', { name: 'by-viewer' })).toMatchObject({
+      status: 403,
+      body: { code: 'svc_permission_denied' },
+    });
     expect(await run(s.url, v, 'sync-sites-v1', {})).toMatchObject({ status: 403, body: { code: 'svc_permission_denied' } });
     expect((await s.rest('/tags?search=by-viewer')).body.total).toBe(0);
   });
@@ -181,7 +250,10 @@ describe('a session', () => {
     const { user, password } = await s.services.auth.createUser('short-lived', 'administrator');
     const sess = await login(s.url, `Basic ${Buffer.from(`${user.name}:${password}`).toString('base64')}`);
     await s.services.store.write((tx) => tx.put('users', { ...user, role: 'viewer' }));
-    expect(await run(s.url, sess, 'add-tag-v1', { name: 'demoted' })).toMatchObject({ status: 403, body: { code: 'svc_permission_denied' } });
+    expect(await run(s.url, sess, 'add-tag-v1', { name: 'demoted' })).toMatchObject({
+      status: 403,
+      body: { code: 'svc_permission_denied' },
+    });
     await s.services.auth.deleteUser(user.name);
     expect(await run(s.url, sess, 'list-sites-v1')).toMatchObject({ status: 401, body: { code: 'svc_console_login_required' } });
   });
@@ -195,7 +267,9 @@ describe('a session', () => {
       const r = await fetch(`${t.url}/console/api/session`, { headers: { Cookie: sess.cookie } });
       expect(r.status).toBe(401);
       expect((await r.json()).message).toBe('Your console session has ended; log in again.');
-    } finally { await t.close(); }
+    } finally {
+      await t.close();
+    }
   });
 
   it('is one of at most a bounded number held: past it the oldest login is dropped', () => {
@@ -213,7 +287,9 @@ describe('live job progress', () => {
     f = await startFleet({ sim: { sites: 4, latencyMs: 150 }, config: { queueThreshold: '2', childConcurrency: '1' } });
     await registerSites(f);
   });
-  afterAll(async () => { await f?.close(); });
+  afterAll(async () => {
+    await f?.close();
+  });
 
   async function events(res: Response, until: string): Promise<Array<{ event: string; data: any }>> {
     const out: Array<{ event: string; data: any }> = [];
@@ -230,17 +306,22 @@ describe('live job progress', () => {
         const event = /^event: (.+)$/m.exec(block)?.[1];
         const data = /^data: (.+)$/m.exec(block)?.[1];
         if (event && data) out.push({ event, data: JSON.parse(data) });
-        if (event === until) { await reader.cancel(); return out; }
+        if (event === until) {
+          await reader.cancel();
+          return out;
+        }
       }
     }
   }
 
-  it('streams a job\'s status as it changes until it ends, bounded per session', async () => {
+  it("streams a job's status as it changes until it ends, bounded per session", async () => {
     const sess = await login(f.s.url, f.s.creds.admin);
     const started = await run(f.s.url, sess, 'sync-sites-v1', {});
     expect(started.body).toMatchObject({ queued: true, job_id: expect.stringMatching(/^sync_/) });
     const url = `${f.s.url}/console/api/jobs/${started.body.job_id}/events`;
-    const opened = await Promise.all(Array.from({ length: MAX_STREAMS_PER_SESSION }, () => fetch(url, { headers: { Cookie: sess.cookie } })));
+    const opened = await Promise.all(
+      Array.from({ length: MAX_STREAMS_PER_SESSION }, () => fetch(url, { headers: { Cookie: sess.cookie } })),
+    );
     for (const r of opened) {
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -254,7 +335,9 @@ describe('live job progress', () => {
     expect(jobs.length).toBeGreaterThanOrEqual(3);
     expect(jobs).toEqual([...jobs].sort((a, b) => a - b));
     expect(seen.at(-1)).toMatchObject({ event: 'end', data: { status: 'completed', processed: 4, total: 4 } });
-    expect((await f.s.rest(`/jobs/${started.body.job_id}`)).body.status ?? (await f.s.rest(`/jobs/${started.body.job_id}`)).body.data?.status).toBe('completed');
+    expect(
+      (await f.s.rest(`/jobs/${started.body.job_id}`)).body.status ?? (await f.s.rest(`/jobs/${started.body.job_id}`)).body.data?.status,
+    ).toBe('completed');
     // Closed streams give their places back.
     await new Promise((r) => setTimeout(r, 100));
     const again = await fetch(url, { headers: { Cookie: sess.cookie } });

@@ -11,7 +11,11 @@ import { startServer, type TestServer } from './support/server.js';
 /** Every date below is counted from this day. */
 const TODAY = new Date('2026-03-15T12:00:00Z');
 
-interface World { s: TestServer; fleet: Fleet; mcp: Client }
+interface World {
+  s: TestServer;
+  fleet: Fleet;
+  mcp: Client;
+}
 
 async function world(): Promise<World> {
   const s = await startServer();
@@ -23,7 +27,10 @@ async function world(): Promise<World> {
   await mcp.connect(b);
   return { s, fleet, mcp };
 }
-const close = async (w: World) => { await w.mcp.close(); await w.s.close(); };
+const close = async (w: World) => {
+  await w.mcp.close();
+  await w.s.close();
+};
 
 const hosting = { payment_type: 'subscription', product_type: 'hosting', renewal_type: 'monthly' } as const;
 
@@ -39,21 +46,51 @@ const tool = async (mcp: Client, name: string, args: Record<string, unknown>) =>
 
 describe('add-cost-v1 and get-cost-v1', () => {
   let w: World;
-  beforeAll(async () => { w = await world(); });
-  afterAll(async () => { await close(w); });
+  beforeAll(async () => {
+    w = await world();
+  });
+  afterAll(async () => {
+    await close(w);
+  });
 
   it('records a cost and answers the full record, defaults filled in', async () => {
     const { s, fleet } = w;
     const c = await add(s, {
-      name: 'Hosting', price: 29.5, ...hosting, last_renewal: '2026-02-20', payment_method: 'stripe', url: 'https://host.example/',
-      note: 'VPS', product_color: '#112233', sites: [fleet.sites[0]!.id, 'bravo.example.org'],
+      name: 'Hosting',
+      price: 29.5,
+      ...hosting,
+      last_renewal: '2026-02-20',
+      payment_method: 'stripe',
+      url: 'https://host.example/',
+      note: 'VPS',
+      product_color: '#112233',
+      sites: [fleet.sites[0]!.id, 'bravo.example.org'],
     });
     expect(c).toEqual({
-      id: c.id, name: 'Hosting', price: 29.5, payment_type: 'subscription', product_type: 'hosting', product_slug: '',
-      license_type: 'single_site', renewal_type: 'monthly', last_renewal: '2026-02-20', next_renewal: '2026-03-20',
-      payment_method: 'stripe', cost_tracker_status: 'active', url: 'https://host.example/', note: 'VPS', product_color: '#112233',
-      icon_hidden: false, sites: [fleet.sites[0]!.id, fleet.sites[1]!.id], groups: [], clients: [], sites_count: 2,
-      orphaned: false, warnings: [], created_at: expect.any(String), updated_at: expect.any(String),
+      id: c.id,
+      name: 'Hosting',
+      price: 29.5,
+      payment_type: 'subscription',
+      product_type: 'hosting',
+      product_slug: '',
+      license_type: 'single_site',
+      renewal_type: 'monthly',
+      last_renewal: '2026-02-20',
+      next_renewal: '2026-03-20',
+      payment_method: 'stripe',
+      cost_tracker_status: 'active',
+      url: 'https://host.example/',
+      note: 'VPS',
+      product_color: '#112233',
+      icon_hidden: false,
+      sites: [fleet.sites[0]!.id, fleet.sites[1]!.id],
+      groups: [],
+      clients: [],
+      sites_count: 2,
+      orphaned: false,
+      warnings: [],
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
     });
     expectSchema(c, outputSchema(s, 'add-cost-v1'));
     const got = await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' });
@@ -64,7 +101,9 @@ describe('add-cost-v1 and get-cost-v1', () => {
   it('requires name, price, payment_type and product_type, naming the one missing', async () => {
     const { s } = w;
     const full = { name: 'X', price: 1, payment_type: 'subscription', product_type: 'other', renewal_type: 'yearly', sites: [1] };
-    const reasons = Object.fromEntries(['name', 'price', 'payment_type', 'product_type'].map((f) => [f, `${f} is a required property of input.`]));
+    const reasons = Object.fromEntries(
+      ['name', 'price', 'payment_type', 'product_type'].map((f) => [f, `${f} is a required property of input.`]),
+    );
     for (const [field, reason] of Object.entries(reasons)) {
       const input: Record<string, unknown> = { ...full };
       delete input[field];
@@ -92,8 +131,12 @@ describe('add-cost-v1 and get-cost-v1', () => {
     const { s } = w;
     const neg = await s.ability('add-cost-v1', { name: 'X', price: -0.01, ...hosting, sites: [1] });
     expectError(neg, 400, 'ability_invalid_input', /input\[price\] must be between 0 \(inclusive\)/);
-    expectError(await s.ability('add-cost-v1', { name: 'X', price: 'ten', ...hosting, sites: [1] }), 400, 'ability_invalid_input',
-      invalidInput('add-cost-v1', 'input[price] is not of type number.'));
+    expectError(
+      await s.ability('add-cost-v1', { name: 'X', price: 'ten', ...hosting, sites: [1] }),
+      400,
+      'ability_invalid_input',
+      invalidInput('add-cost-v1', 'input[price] is not of type number.'),
+    );
     expect((await add(s, { name: 'Free plan', price: 0, ...hosting, sites: [1] })).price).toBe(0);
   });
 
@@ -102,23 +145,44 @@ describe('add-cost-v1 and get-cost-v1', () => {
     const c = await add(s, { name: 'Late night', price: 1, ...hosting, sites: [1], last_renewal: '2026-01-31T23:30:00-05:00' });
     expect(c.last_renewal).toBe('2026-02-01');
     for (const bad of ['31/01/2026', '2026-02-30', '2026-13-01', 'yesterday', '2026-01-01T25:00:00Z']) {
-      expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], last_renewal: bad }), 400, 'ability_invalid_input',
-        invalidInput('add-cost-v1', 'input[last_renewal]: must be an ISO 8601 date such as 2026-03-31 or 2026-03-31T12:00:00Z'));
+      expectError(
+        await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], last_renewal: bad }),
+        400,
+        'ability_invalid_input',
+        invalidInput('add-cost-v1', 'input[last_renewal]: must be an ISO 8601 date such as 2026-03-31 or 2026-03-31T12:00:00Z'),
+      );
     }
   });
 
   it('refuses unknown fields, bad colours and non-web URLs', async () => {
     const { s } = w;
-    expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], currency: 'EUR' }), 400, 'ability_invalid_input',
-      invalidInput('add-cost-v1', 'currency is not a valid property of Object.'));
-    expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], product_color: 'red' }), 400, 'ability_invalid_input',
-      /input\[product_color\] does not match pattern/);
-    expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], url: 'javascript:alert(1)' }), 400, 'ability_invalid_input',
-      invalidInput('add-cost-v1', 'input[url] is not a valid url.'));
+    expectError(
+      await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], currency: 'EUR' }),
+      400,
+      'ability_invalid_input',
+      invalidInput('add-cost-v1', 'currency is not a valid property of Object.'),
+    );
+    expectError(
+      await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], product_color: 'red' }),
+      400,
+      'ability_invalid_input',
+      /input\[product_color\] does not match pattern/,
+    );
+    expectError(
+      await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1], url: 'javascript:alert(1)' }),
+      400,
+      'ability_invalid_input',
+      invalidInput('add-cost-v1', 'input[url] is not a valid url.'),
+    );
   });
 
   it('answers an unknown cost with 404 svc_cost_not_found', async () => {
-    expectError(await w.s.ability('get-cost-v1', { cost_id: 9999 }, { method: 'GET' }), 404, 'svc_cost_not_found', 'No cost found with ID 9999.');
+    expectError(
+      await w.s.ability('get-cost-v1', { cost_id: 9999 }, { method: 'GET' }),
+      404,
+      'svc_cost_not_found',
+      'No cost found with ID 9999.',
+    );
   });
 });
 
@@ -127,7 +191,8 @@ describe('list-costs-v1 and GET /costs', () => {
   let ids: Record<string, number>;
   beforeAll(async () => {
     w = await world();
-    const mk = async (name: string, extra: Record<string, unknown>) => (await add(w.s, { name, price: 10, ...hosting, sites: [1], ...extra })).id as number;
+    const mk = async (name: string, extra: Record<string, unknown>) =>
+      (await add(w.s, { name, price: 10, ...hosting, sites: [1], ...extra })).id as number;
     ids = {
       vps: await mk('VPS', {}),
       seo: await mk('SEO plugin', { product_type: 'plugin', cost_tracker_status: 'canceled' }),
@@ -135,7 +200,9 @@ describe('list-costs-v1 and GET /costs', () => {
       audit: await mk('Audit', { product_type: 'service', cost_tracker_status: 'onhold' }),
     };
   });
-  afterAll(async () => { await close(w); });
+  afterAll(async () => {
+    await close(w);
+  });
 
   const names = (items: Array<{ name: string }>) => items.map((c) => c.name);
 
@@ -163,10 +230,18 @@ describe('list-costs-v1 and GET /costs', () => {
   });
 
   it('refuses filter values that are not allowed, listing the allowed ones', async () => {
-    expectError(await w.s.ability('list-costs-v1', { type: 'monthly' }, { method: 'GET' }), 400, 'ability_invalid_input',
-      invalidInput('list-costs-v1', 'input[type] is not one of any, subscription, and lifetime.'));
-    expectError(await w.s.ability('list-costs-v1', { status: ['paused'] }, { method: 'GET' }), 400, 'ability_invalid_input',
-      invalidInput('list-costs-v1', 'input[status][0] is not one of active, canceled, onhold, expired, and pending_cancelation.'));
+    expectError(
+      await w.s.ability('list-costs-v1', { type: 'monthly' }, { method: 'GET' }),
+      400,
+      'ability_invalid_input',
+      invalidInput('list-costs-v1', 'input[type] is not one of any, subscription, and lifetime.'),
+    );
+    expectError(
+      await w.s.ability('list-costs-v1', { status: ['paused'] }, { method: 'GET' }),
+      400,
+      'ability_invalid_input',
+      invalidInput('list-costs-v1', 'input[status][0] is not one of active, canceled, onhold, expired, and pending_cancelation.'),
+    );
   });
 
   it('REST: {success, total, data} with the same filters, comma lists included', async () => {
@@ -187,23 +262,47 @@ describe('list-costs-v1 and GET /costs', () => {
     const st = await w.s.rest('/costs?status=bogus');
     expectError(st, 400, 'rest_invalid_param', 'Invalid parameter(s): status');
     expect(st.body.data.params.status).toMatch(/is not one of active, canceled, onhold, expired, and pending_cancelation\./);
-    expectError(await w.s.rest('/costs?category=software'), 400, 'svc_invalid_product_type', 'Unknown product_type "software". Product types: plugin, theme, hosting, service, other (settings: cost-tracker product types).');
+    expectError(
+      await w.s.rest('/costs?category=software'),
+      400,
+      'svc_invalid_product_type',
+      'Unknown product_type "software". Product types: plugin, theme, hosting, service, other (settings: cost-tracker product types).',
+    );
   });
 });
 
 describe('update-cost-v1 and delete-cost-v1, and their REST routes', () => {
   let w: World;
-  beforeEach(async () => { w = await world(); });
-  afterEach(async () => { await close(w); });
+  beforeEach(async () => {
+    w = await world();
+  });
+  afterEach(async () => {
+    await close(w);
+  });
 
   it('changes only the fields given; a target list given replaces that list', async () => {
     const { s, fleet } = w;
-    const c = await add(s, { name: 'VPS', price: 20, ...hosting, last_renewal: '2026-03-01', note: 'keep me', sites: [1, 2], groups: [fleet.tags.staging.id] });
+    const c = await add(s, {
+      name: 'VPS',
+      price: 20,
+      ...hosting,
+      last_renewal: '2026-03-01',
+      note: 'keep me',
+      sites: [1, 2],
+      groups: [fleet.tags.staging.id],
+    });
     const r = await s.ability('update-cost-v1', { cost_id: c.id, price: 25, sites: [3] });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ ...c, price: 25, sites: [3], sites_count: 2, updated_at: expect.any(String) });
     const cleared = await s.ability('update-cost-v1', { cost_id: c.id, last_renewal: null, note: '' });
-    expect(cleared.body).toMatchObject({ last_renewal: null, next_renewal: null, note: '', price: 25, sites: [3], groups: [fleet.tags.staging.id] });
+    expect(cleared.body).toMatchObject({
+      last_renewal: null,
+      next_renewal: null,
+      note: '',
+      price: 25,
+      sites: [3],
+      groups: [fleet.tags.staging.id],
+    });
   });
 
   it('refuses an edit that leaves no target, unknown ids, bad enums and negative prices; the cost stays as it was', async () => {
@@ -214,7 +313,12 @@ describe('update-cost-v1 and delete-cost-v1, and their REST routes', () => {
     expectError(await up({ groups: [999] }), 400, 'svc_invalid_input', 'Invalid groups: no tag found with ID 999.');
     expectError(await up({ clients: [999] }), 400, 'svc_invalid_input', 'Invalid clients: no client found with ID 999.');
     expectError(await up({ sites: [999] }), 400, 'svc_invalid_input', 'Invalid sites: no site found with ID 999.');
-    expectError(await up({ renewal_type: 'daily' }), 400, 'ability_invalid_input', /input\[renewal_type\] is not one of weekly, monthly, quarterly, and yearly\./);
+    expectError(
+      await up({ renewal_type: 'daily' }),
+      400,
+      'ability_invalid_input',
+      /input\[renewal_type\] is not one of weekly, monthly, quarterly, and yearly\./,
+    );
     expectError(await up({ price: -5 }), 400, 'ability_invalid_input', /input\[price\] must be between 0/);
     expectError(await up({ renewal_type: null }), 400, 'svc_invalid_input', /A subscription needs renewal_type/);
     expect((await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body).toEqual(c);
@@ -227,7 +331,13 @@ describe('update-cost-v1 and delete-cost-v1, and their REST routes', () => {
     const del = (input: Record<string, unknown>) => s.ability('delete-cost-v1', { cost_id: c.id, ...input }, { method: 'DELETE' });
     expectError(await del({ confirm: true, dry_run: true }), 400, 'svc_invalid_input', 'Cannot specify both dry_run and confirm.');
     const dry = await del({ dry_run: true });
-    expect(dry.body).toMatchObject({ deleted: false, dry_run: true, cost_id: c.id, cost_name: 'VPS', would_affect: { id: c.id, name: 'VPS', sites_count: 2 } });
+    expect(dry.body).toMatchObject({
+      deleted: false,
+      dry_run: true,
+      cost_id: c.id,
+      cost_name: 'VPS',
+      would_affect: { id: c.id, name: 'VPS', sites_count: 2 },
+    });
     expectError(await del({}), 400, 'svc_confirmation_required', 'Cost deletion requires confirmation. Set confirm:true to proceed.');
     expect(costCount(s)).toBe(1);
     const done = await del({ confirm: true });
@@ -239,16 +349,30 @@ describe('update-cost-v1 and delete-cost-v1, and their REST routes', () => {
 
   it('REST: add, get, edit (POST, PUT, PATCH) and remove', async () => {
     const { s, fleet } = w;
-    const created = await s.rest('/costs/add', { method: 'POST', json: { name: 'CDN', price: '9.99', ...hosting, sites: `${fleet.sites[0]!.id},${fleet.sites[1]!.id}`, icon_hidden: 'true' } });
+    const created = await s.rest('/costs/add', {
+      method: 'POST',
+      json: { name: 'CDN', price: '9.99', ...hosting, sites: `${fleet.sites[0]!.id},${fleet.sites[1]!.id}`, icon_hidden: 'true' },
+    });
     expect(created.status).toBe(200);
-    expect(created.body).toMatchObject({ success: 1, message: 'Cost created successfully.', data: { name: 'CDN', price: 9.99, icon_hidden: true, sites: [1, 2] } });
+    expect(created.body).toMatchObject({
+      success: 1,
+      message: 'Cost created successfully.',
+      data: { name: 'CDN', price: 9.99, icon_hidden: true, sites: [1, 2] },
+    });
     const id = created.body.data.id as number;
     expect((await s.rest(`/costs/${id}`)).body).toEqual({ success: 1, data: created.body.data });
-    for (const [method, price] of [['POST', 10], ['PUT', 11], ['PATCH', 12]] as const) {
+    for (const [method, price] of [
+      ['POST', 10],
+      ['PUT', 11],
+      ['PATCH', 12],
+    ] as const) {
       const e = await s.rest(`/costs/${id}/edit`, { method, json: { price } });
       expect(e.body).toMatchObject({ success: 1, message: 'Cost updated successfully.', data: { id, price, sites: [1, 2] } });
     }
-    const put = await s.rest('/costs/add', { method: 'PUT', json: { name: 'Mail', price: 3, ...hosting, groups: [fleet.tags.staging.id] } });
+    const put = await s.rest('/costs/add', {
+      method: 'PUT',
+      json: { name: 'Mail', price: 3, ...hosting, groups: [fleet.tags.staging.id] },
+    });
     expect(put.body).toMatchObject({ success: 1, data: { name: 'Mail', groups: [fleet.tags.staging.id] } });
     const gone = await s.rest(`/costs/${id}/remove`, { method: 'DELETE' });
     expect(gone.body).toMatchObject({ success: 1, message: 'Cost deleted successfully.', data: { id, name: 'CDN', price: 12 } });
@@ -269,16 +393,30 @@ describe('update-cost-v1 and delete-cost-v1, and their REST routes', () => {
     expect(bad.body.data.params).toEqual({ license_type: 'license_type is not one of single_site and multi_site.' });
     const neg = await s.rest('/costs/add', { method: 'POST', json: { name: 'X', price: -1, ...hosting, sites: [1] } });
     expectError(neg, 400, 'rest_invalid_param', 'Invalid parameter(s): price');
-    expectError(await s.rest('/costs/add', { method: 'POST', json: { name: 'X', price: 1, ...hosting } }), 400, 'svc_invalid_input', /at least one target/);
-    expectError(await s.rest('/costs/add', { method: 'POST', json: { name: 'X', price: 1, ...hosting, clients: [77] } }), 400, 'svc_invalid_input', 'Invalid clients: no client found with ID 77.');
+    expectError(
+      await s.rest('/costs/add', { method: 'POST', json: { name: 'X', price: 1, ...hosting } }),
+      400,
+      'svc_invalid_input',
+      /at least one target/,
+    );
+    expectError(
+      await s.rest('/costs/add', { method: 'POST', json: { name: 'X', price: 1, ...hosting, clients: [77] } }),
+      400,
+      'svc_invalid_input',
+      'Invalid clients: no client found with ID 77.',
+    );
     expect(costCount(s)).toBe(0);
   });
 });
 
 describe('the sites and clients a cost covers', () => {
   let w: World;
-  beforeAll(async () => { w = await world(); });
-  afterAll(async () => { await close(w); });
+  beforeAll(async () => {
+    w = await world();
+  });
+  afterAll(async () => {
+    await close(w);
+  });
 
   it('REST /costs/{id}/sites and /costs/{id}/clients', async () => {
     const { s, fleet } = w;
@@ -300,14 +438,48 @@ describe('get-site-costs-v1 and GET /sites/{id_or_domain}/costs: totals', () => 
     const sub = { payment_type: 'subscription', product_type: 'service' } as const;
     // Site 1 (alpha) is covered by all six; bravo (2) by Backup plugin (tag) and Uptime (client Acme).
     await add(s, { name: 'Hosting', price: 30, ...sub, renewal_type: 'monthly', last_renewal: '2026-02-20', sites: [1] });
-    await add(s, { name: 'Backup plugin', price: 120, ...sub, renewal_type: 'yearly', license_type: 'multi_site', last_renewal: '2025-06-01', groups: [fleet.tags.production.id] });
+    await add(s, {
+      name: 'Backup plugin',
+      price: 120,
+      ...sub,
+      renewal_type: 'yearly',
+      license_type: 'multi_site',
+      last_renewal: '2025-06-01',
+      groups: [fleet.tags.production.id],
+    });
     await add(s, { name: 'Uptime', price: 7, ...sub, renewal_type: 'weekly', last_renewal: '2026-03-10', clients: [acme] });
-    await add(s, { name: 'SEO', price: 90, ...sub, renewal_type: 'quarterly', license_type: 'multi_site', last_renewal: '2026-01-15', sites: [1, 4], groups: [fleet.tags.staging.id] });
-    await add(s, { name: 'Theme licence', price: 200, payment_type: 'lifetime', product_type: 'theme', last_renewal: '2025-01-01', sites: [1] });
-    await add(s, { name: 'Old CDN', price: 50, ...sub, renewal_type: 'monthly', cost_tracker_status: 'canceled', last_renewal: '2026-03-01', sites: [1] });
+    await add(s, {
+      name: 'SEO',
+      price: 90,
+      ...sub,
+      renewal_type: 'quarterly',
+      license_type: 'multi_site',
+      last_renewal: '2026-01-15',
+      sites: [1, 4],
+      groups: [fleet.tags.staging.id],
+    });
+    await add(s, {
+      name: 'Theme licence',
+      price: 200,
+      payment_type: 'lifetime',
+      product_type: 'theme',
+      last_renewal: '2025-01-01',
+      sites: [1],
+    });
+    await add(s, {
+      name: 'Old CDN',
+      price: 50,
+      ...sub,
+      renewal_type: 'monthly',
+      cost_tracker_status: 'canceled',
+      last_renewal: '2026-03-01',
+      sites: [1],
+    });
     await add(s, { name: 'Domain', price: 130, ...sub, renewal_type: 'yearly', last_renewal: '2025-09-01', sites: [5] });
   });
-  afterAll(async () => { await close(w); });
+  afterAll(async () => {
+    await close(w);
+  });
 
   it('lists every cost of the site in the ability view and totals only active recurring ones', async () => {
     const r = await w.s.ability('get-site-costs-v1', { site_id_or_domain: 1 }, { method: 'GET' });
@@ -320,12 +492,72 @@ describe('get-site-costs-v1 and GET /sites/{id_or_domain}/costs: totals', () => 
       site_id: 1,
       site_url: 'https://alpha.example.com/',
       costs: [
-        { id: 2, name: 'Backup plugin', amount: 120, frequency: 'yearly', next_due: '2026-06-01', status: 'active', license_type: 'multi_site', site_share: 40, monthly_equivalent: 3.33 },
-        { id: 1, name: 'Hosting', amount: 30, frequency: 'monthly', next_due: '2026-03-20', status: 'active', license_type: 'single_site', site_share: 30, monthly_equivalent: 30 },
-        { id: 6, name: 'Old CDN', amount: 50, frequency: 'monthly', next_due: '2026-04-01', status: 'canceled', license_type: 'single_site', site_share: 50, monthly_equivalent: 0 },
-        { id: 4, name: 'SEO', amount: 90, frequency: 'quarterly', next_due: '2026-04-15', status: 'active', license_type: 'multi_site', site_share: 45, monthly_equivalent: 15 },
-        { id: 5, name: 'Theme licence', amount: 200, frequency: 'lifetime', next_due: null, status: 'active', license_type: 'single_site', site_share: 200, monthly_equivalent: 0 },
-        { id: 3, name: 'Uptime', amount: 7, frequency: 'weekly', next_due: '2026-03-17', status: 'active', license_type: 'single_site', site_share: 7, monthly_equivalent: 30.33 },
+        {
+          id: 2,
+          name: 'Backup plugin',
+          amount: 120,
+          frequency: 'yearly',
+          next_due: '2026-06-01',
+          status: 'active',
+          license_type: 'multi_site',
+          site_share: 40,
+          monthly_equivalent: 3.33,
+        },
+        {
+          id: 1,
+          name: 'Hosting',
+          amount: 30,
+          frequency: 'monthly',
+          next_due: '2026-03-20',
+          status: 'active',
+          license_type: 'single_site',
+          site_share: 30,
+          monthly_equivalent: 30,
+        },
+        {
+          id: 6,
+          name: 'Old CDN',
+          amount: 50,
+          frequency: 'monthly',
+          next_due: '2026-04-01',
+          status: 'canceled',
+          license_type: 'single_site',
+          site_share: 50,
+          monthly_equivalent: 0,
+        },
+        {
+          id: 4,
+          name: 'SEO',
+          amount: 90,
+          frequency: 'quarterly',
+          next_due: '2026-04-15',
+          status: 'active',
+          license_type: 'multi_site',
+          site_share: 45,
+          monthly_equivalent: 15,
+        },
+        {
+          id: 5,
+          name: 'Theme licence',
+          amount: 200,
+          frequency: 'lifetime',
+          next_due: null,
+          status: 'active',
+          license_type: 'single_site',
+          site_share: 200,
+          monthly_equivalent: 0,
+        },
+        {
+          id: 3,
+          name: 'Uptime',
+          amount: 7,
+          frequency: 'weekly',
+          next_due: '2026-03-17',
+          status: 'active',
+          license_type: 'single_site',
+          site_share: 7,
+          monthly_equivalent: 30.33,
+        },
       ],
       total: 6,
       total_monthly: 78.67,
@@ -350,14 +582,28 @@ describe('get-site-costs-v1 and GET /sites/{id_or_domain}/costs: totals', () => 
   });
 
   it('answers an unknown site with 404', async () => {
-    expectError(await w.s.ability('get-site-costs-v1', { site_id_or_domain: 999 }), 404, 'svc_site_not_found', 'No site found with ID 999.');
+    expectError(
+      await w.s.ability('get-site-costs-v1', { site_id_or_domain: 999 }),
+      404,
+      'svc_site_not_found',
+      'No site found with ID 999.',
+    );
   });
 
   it('REST: full records with the site figures, and the same totals', async () => {
     const r = await w.s.rest('/sites/alpha.example.com/costs');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ success: 1, total: 6, total_monthly: 78.67, total_yearly: 944 });
-    expect(r.body.data[0]).toMatchObject({ id: 2, name: 'Backup plugin', price: 120, license_type: 'multi_site', groups: [1], site_share: 40, monthly_equivalent: 3.33, next_due: '2026-06-01' });
+    expect(r.body.data[0]).toMatchObject({
+      id: 2,
+      name: 'Backup plugin',
+      price: 120,
+      license_type: 'multi_site',
+      groups: [1],
+      site_share: 40,
+      monthly_equivalent: 3.33,
+      next_due: '2026-06-01',
+    });
     expect((await w.s.rest('/sites/6/costs')).body).toEqual({ success: 1, total: 0, total_monthly: 0, total_yearly: 0, data: [] });
     expectError(await w.s.rest('/sites/999/costs'), 404, 'svc_rest_invalid_site_id');
     expectError(await w.s.rest('/sites/nowhere.example/costs'), 404, 'svc_rest_invalid_site_data');
@@ -384,8 +630,12 @@ describe('get-site-costs-v1 and GET /sites/{id_or_domain}/costs: totals', () => 
 
 describe('deleting a site, tag or client removes it from the costs that name it', () => {
   let w: World;
-  beforeEach(async () => { w = await world(); });
-  afterEach(async () => { await close(w); });
+  beforeEach(async () => {
+    w = await world();
+  });
+  afterEach(async () => {
+    await close(w);
+  });
 
   it('keeps a cost whose last target went, reports it orphaned, and wants a new target on edit', async () => {
     const { s, fleet } = w;
@@ -394,10 +644,18 @@ describe('deleting a site, tag or client removes it from the costs that name it'
     expect(c).toMatchObject({ sites: [6], groups: [fleet.tags.staging.id], clients: [acme], sites_count: 4, orphaned: false });
 
     expect((await s.ability('delete-site-v1', { site_id_or_domain: 6, confirm: true })).status).toBe(200);
-    expect((await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body).toMatchObject({ sites: [], sites_count: 3, orphaned: false });
+    expect((await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body).toMatchObject({
+      sites: [],
+      sites_count: 3,
+      orphaned: false,
+    });
 
     expect((await s.rest(`/tags/${fleet.tags.staging.id}/remove`, { method: 'DELETE' })).status).toBe(200);
-    expect((await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body).toMatchObject({ groups: [], sites_count: 2, orphaned: false });
+    expect((await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body).toMatchObject({
+      groups: [],
+      sites_count: 2,
+      orphaned: false,
+    });
 
     expect((await s.ability('delete-client-v1', { client_id_or_email: acme, confirm: true })).status).toBe(200);
     const orphan = await s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' });
@@ -428,7 +686,9 @@ describe('module cost-tracker switched off', () => {
     cost = await add(w.s, { name: 'Kept', price: 12, ...hosting, sites: [1], clients: [w.fleet.clients[1]!.id] });
     await w.s.services.settings.setModule('cost-tracker', false);
   });
-  afterAll(async () => { await close(w); });
+  afterAll(async () => {
+    await close(w);
+  });
 
   const off = (r: { status: number; body: any }) => expectError(r, 501, 'svc_module_not_available', 'Cost Tracker module is not active.');
 
@@ -502,14 +762,20 @@ describe('permissions', () => {
     w = await world();
     cost = await add(w.s, { name: 'Guarded', price: 5, ...hosting, sites: [1] });
   });
-  afterAll(async () => { await close(w); });
+  afterAll(async () => {
+    await close(w);
+  });
 
   it('refuses writes to a viewer and to a read-only key on the abilities door (403), and lets them read', async () => {
     const { s } = w;
     for (const auth of [s.creds.viewer, `Bearer ${s.creds.key.read}`]) {
       expectError(await s.ability('add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [1] }, { auth }), 403, 'svc_permission_denied');
       expectError(await s.ability('update-cost-v1', { cost_id: cost.id, price: 1 }, { auth }), 403, 'svc_permission_denied');
-      expectError(await s.ability('delete-cost-v1', { cost_id: cost.id, confirm: true }, { auth, method: 'POST' }), 403, 'svc_permission_denied');
+      expectError(
+        await s.ability('delete-cost-v1', { cost_id: cost.id, confirm: true }, { auth, method: 'POST' }),
+        403,
+        'svc_permission_denied',
+      );
       expect((await s.ability('get-cost-v1', { cost_id: cost.id }, { auth, method: 'GET' })).status).toBe(200);
       expect((await s.ability('get-site-costs-v1', { site_id_or_domain: 1 }, { auth, method: 'GET' })).status).toBe(200);
     }
@@ -519,7 +785,11 @@ describe('permissions', () => {
   it('refuses a read-only key on REST writes (403), and lets it read', async () => {
     const { s } = w;
     const token = s.creds.key.read;
-    expectError(await s.rest('/costs/add', { method: 'POST', token, json: { name: 'X', price: 1, ...hosting, sites: [1] } }), 403, 'svc_permission_denied');
+    expectError(
+      await s.rest('/costs/add', { method: 'POST', token, json: { name: 'X', price: 1, ...hosting, sites: [1] } }),
+      403,
+      'svc_permission_denied',
+    );
     expectError(await s.rest(`/costs/${cost.id}/edit`, { method: 'PATCH', token, json: { price: 1 } }), 403, 'svc_permission_denied');
     expectError(await s.rest(`/costs/${cost.id}/remove`, { method: 'DELETE', token }), 403, 'svc_permission_denied');
     expectError(await s.rest('/costs/batch', { method: 'POST', token, json: { delete: [cost.id] } }), 403, 'svc_permission_denied');
@@ -531,8 +801,12 @@ describe('permissions', () => {
 
 describe('POST /costs/batch', () => {
   let w: World;
-  beforeAll(async () => { w = await world(); });
-  afterAll(async () => { await close(w); });
+  beforeAll(async () => {
+    w = await world();
+  });
+  afterAll(async () => {
+    await close(w);
+  });
 
   it('answers one entry per item, each with its own success', async () => {
     const { s } = w;
@@ -541,8 +815,16 @@ describe('POST /costs/batch', () => {
     const r = await s.rest('/costs/batch', {
       method: 'POST',
       json: {
-        create: [{ name: 'C', price: 3, ...hosting, sites: [3] }, { name: 'D', price: 4, ...hosting, payment_type: 'monthly', sites: [3] }, { name: 'E', price: 5, ...hosting }],
-        update: [{ id: a.id, price: 10 }, { id: 9999, price: 1 }, { id: b.id, groups: [404] }],
+        create: [
+          { name: 'C', price: 3, ...hosting, sites: [3] },
+          { name: 'D', price: 4, ...hosting, payment_type: 'monthly', sites: [3] },
+          { name: 'E', price: 5, ...hosting },
+        ],
+        update: [
+          { id: a.id, price: 10 },
+          { id: 9999, price: 1 },
+          { id: b.id, groups: [404] },
+        ],
         delete: [b.id, 9999],
       },
     });
@@ -550,12 +832,27 @@ describe('POST /costs/batch', () => {
     expect(Object.keys(r.body)).toEqual(['create', 'update', 'delete']);
     expect(r.body.create.map((e: any) => e.success)).toEqual([1, 0, 0]);
     expect(r.body.create[0]).toMatchObject({ success: 1, message: 'Cost created successfully.', data: { name: 'C', price: 3 } });
-    expect(r.body.create[1]).toMatchObject({ id: 0, success: 0, error: { code: 'rest_invalid_param', data: { status: 400, params: { payment_type: 'payment_type is not one of subscription and lifetime.' } } } });
+    expect(r.body.create[1]).toMatchObject({
+      id: 0,
+      success: 0,
+      error: {
+        code: 'rest_invalid_param',
+        data: { status: 400, params: { payment_type: 'payment_type is not one of subscription and lifetime.' } },
+      },
+    });
     expect(r.body.create[2]).toMatchObject({ id: 0, success: 0, error: { code: 'svc_invalid_input', data: { status: 400 } } });
     expect(r.body.update.map((e: any) => e.success)).toEqual([1, 0, 0]);
     expect(r.body.update[0]).toMatchObject({ success: 1, data: { id: a.id, price: 10 } });
-    expect(r.body.update[1]).toEqual({ id: 9999, success: 0, error: { code: 'svc_rest_invalid_costs_id', message: 'Invalid or not found ID.', data: { status: 404 } } });
-    expect(r.body.update[2]).toMatchObject({ id: b.id, success: 0, error: { code: 'svc_invalid_input', message: 'Invalid groups: no tag found with ID 404.' } });
+    expect(r.body.update[1]).toEqual({
+      id: 9999,
+      success: 0,
+      error: { code: 'svc_rest_invalid_costs_id', message: 'Invalid or not found ID.', data: { status: 404 } },
+    });
+    expect(r.body.update[2]).toMatchObject({
+      id: b.id,
+      success: 0,
+      error: { code: 'svc_invalid_input', message: 'Invalid groups: no tag found with ID 404.' },
+    });
     expect(r.body.delete).toEqual([
       { success: 1, message: 'Cost deleted successfully.', data: expect.objectContaining({ id: b.id, name: 'B' }) },
       { id: 9999, success: 0, error: { code: 'svc_rest_invalid_costs_id', message: 'Invalid or not found ID.', data: { status: 404 } } },
@@ -565,7 +862,10 @@ describe('POST /costs/batch', () => {
 
   it('takes PUT and PATCH too, and refuses more than 100 items', async () => {
     const { s } = w;
-    expect((await s.rest('/costs/batch', { method: 'PATCH', json: { create: [{ name: 'P', price: 1, ...hosting, sites: [1] }] } })).body.create[0].success).toBe(1);
+    expect(
+      (await s.rest('/costs/batch', { method: 'PATCH', json: { create: [{ name: 'P', price: 1, ...hosting, sites: [1] }] } })).body
+        .create[0].success,
+    ).toBe(1);
     const many = Array.from({ length: 101 }, () => 1);
     expectError(await s.rest('/costs/batch', { method: 'PUT', json: { delete: many } }), 413, 'svc_rest_request_entity_too_large');
   });
@@ -573,8 +873,12 @@ describe('POST /costs/batch', () => {
 
 describe('MCP: the key flows', () => {
   let w: World;
-  beforeAll(async () => { w = await world(); });
-  afterAll(async () => { await close(w); });
+  beforeAll(async () => {
+    w = await world();
+  });
+  afterAll(async () => {
+    await close(w);
+  });
 
   it('adds, reads, updates and deletes a cost; errors come back as isError results', async () => {
     const { mcp, s } = w;
@@ -583,7 +887,13 @@ describe('MCP: the key flows', () => {
     expect(addTool.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
     expect(tools.find((t) => t.name === 'delete-cost-v1')!.annotations).toMatchObject({ destructiveHint: true });
 
-    const made = await tool(mcp, 'add-cost-v1', { name: 'Mail', price: 6, ...hosting, last_renewal: '2026-03-01', clients: [w.fleet.clients[1]!.id] });
+    const made = await tool(mcp, 'add-cost-v1', {
+      name: 'Mail',
+      price: 6,
+      ...hosting,
+      last_renewal: '2026-03-01',
+      clients: [w.fleet.clients[1]!.id],
+    });
     expect(made.isError).toBeFalsy();
     expect(made.structuredContent).toMatchObject({ name: 'Mail', next_renewal: '2026-04-01', sites_count: 2 });
     const id = made.structuredContent.id;
@@ -596,11 +906,19 @@ describe('MCP: the key flows', () => {
     const none = await tool(mcp, 'add-cost-v1', { name: 'X', price: 1, ...hosting, sites: [999] });
     expect(none.structuredContent).toMatchObject({ code: 'svc_invalid_input', message: 'Invalid sites: no site found with ID 999.' });
 
-    expect((await tool(mcp, 'update-cost-v1', { cost_id: id, cost_tracker_status: 'onhold' })).structuredContent.cost_tracker_status).toBe('onhold');
-    expect((await tool(mcp, 'get-site-costs-v1', { site_id_or_domain: 1 })).structuredContent).toMatchObject({ total: 1, total_monthly: 0 });
+    expect((await tool(mcp, 'update-cost-v1', { cost_id: id, cost_tracker_status: 'onhold' })).structuredContent.cost_tracker_status).toBe(
+      'onhold',
+    );
+    expect((await tool(mcp, 'get-site-costs-v1', { site_id_or_domain: 1 })).structuredContent).toMatchObject({
+      total: 1,
+      total_monthly: 0,
+    });
     const noConfirm = await tool(mcp, 'delete-cost-v1', { cost_id: id });
     expect(noConfirm.structuredContent).toMatchObject({ code: 'svc_confirmation_required' });
     expect((await tool(mcp, 'delete-cost-v1', { cost_id: id, confirm: true })).structuredContent).toMatchObject({ deleted: true });
-    expect((await tool(mcp, 'get-cost-v1', { cost_id: id })).structuredContent).toMatchObject({ code: 'svc_cost_not_found', data: { status: 404 } });
+    expect((await tool(mcp, 'get-cost-v1', { cost_id: id })).structuredContent).toMatchObject({
+      code: 'svc_cost_not_found',
+      data: { status: 404 },
+    });
   });
 });

@@ -9,17 +9,22 @@ beforeAll(async () => {
   f = await startFleet({ sim: { sites: 3 } });
   ids = await registerSites(f, 3);
 });
-afterAll(async () => { await f.close(); });
+afterAll(async () => {
+  await f.close();
+});
 
-describe('REST answers in upstream\'s shape', () => {
-  it('POST /sites/{id}/check carries a message and the site\'s client_id', async () => {
+describe("REST answers in upstream's shape", () => {
+  it("POST /sites/{id}/check carries a message and the site's client_id", async () => {
     const r = await f.s.rest(`/sites/${ids[0]!.id}/check`, { method: 'POST' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ success: 1, message: 'Site is reachable.', data: { id: ids[0]!.id, client_id: null, reachable: true } });
   });
 
   it('GET /posts/{site}/{id} sends is_sticky as 0/1 and post_gallery_images', async () => {
-    const c = await f.s.rest(`/posts/${ids[0]!.id}/create`, { method: 'POST', json: { post_title: 'Sticky', post_status: 'publish', is_sticky: 1 } });
+    const c = await f.s.rest(`/posts/${ids[0]!.id}/create`, {
+      method: 'POST',
+      json: { post_title: 'Sticky', post_status: 'publish', is_sticky: 1 },
+    });
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     const r = await f.s.rest(`/posts/${ids[0]!.id}/${c.body.data.post_id}`);
     expect(r.body.data).toMatchObject({ is_sticky: 1, post_gallery_images: [] });
@@ -40,9 +45,12 @@ describe('abilities discovery as the official MCP bridge reads it', () => {
 });
 
 describe('form bodies, as WordPress reads them (curl -d, HTML forms)', () => {
-  const form = (path: string, body: string, method = 'POST') => f.s.rest(path, {
-    method, body, headers: { 'content-type': 'application/x-www-form-urlencoded' },
-  });
+  const form = (path: string, body: string, method = 'POST') =>
+    f.s.rest(path, {
+      method,
+      body,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
 
   it('reads an urlencoded body on every route: curl -d name=… creates a tag', async () => {
     const r = await form('/tags/add', 'name=From+curl&color=%23aa3300');
@@ -52,7 +60,11 @@ describe('form bodies, as WordPress reads them (curl -d, HTML forms)', () => {
   });
 
   it('reads PHP bracket keys into lists: slugs[]=a&slugs[]=b', async () => {
-    const off = f.sim.state(1).plugins.filter((p) => !p.active && !p.mu && !p.isChild).slice(0, 2).map((p) => p.slug);
+    const off = f.sim
+      .state(1)
+      .plugins.filter((p) => !p.active && !p.mu && !p.isChild)
+      .slice(0, 2)
+      .map((p) => p.slug);
     expect(off.length).toBe(2);
     const r = await form(`/sites/${ids[0]!.id}/plugins/activate`, off.map((s) => `slugs[]=${encodeURIComponent(s)}`).join('&'));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -90,23 +102,43 @@ describe('no write drops a field silently', () => {
     expect((await f.s.rest('/tags')).body.total).toBe(before);
     // WordPress's own arguments (_method, _envelope, _fields …) are not fields, and an empty one carries nothing.
     expect((await f.s.rest('/tags/add?_fields=id', { method: 'POST', json: { name: 'With global', uniqueid: '' } })).status).toBe(200);
-    expect((await f.s.rest('/tags/add', { method: 'POST', json: { name: 'Not empty', uniqueid: 'abc' } })).body.data.params).toHaveProperty('uniqueid');
+    expect((await f.s.rest('/tags/add', { method: 'POST', json: { name: 'Not empty', uniqueid: 'abc' } })).body.data.params).toHaveProperty(
+      'uniqueid',
+    );
   });
 });
 
 describe('clients as upstream clients send them', () => {
-  it('stores upstream\'s field names on add and edit (client_email, client_phone, …), never dropping them', async () => {
-    const r = await f.s.rest('/clients/add', { method: 'POST', json: {
-      name: 'Acme', client_email: 'it@acme.example', client_phone: '+1 555 0100', address: '1 Main St', client_linkedin: 'acme', suspended: 2,
-      selected_sites: [ids[1]!.id],
-    } });
+  it("stores upstream's field names on add and edit (client_email, client_phone, …), never dropping them", async () => {
+    const r = await f.s.rest('/clients/add', {
+      method: 'POST',
+      json: {
+        name: 'Acme',
+        client_email: 'it@acme.example',
+        client_phone: '+1 555 0100',
+        address: '1 Main St',
+        client_linkedin: 'acme',
+        suspended: 2,
+        selected_sites: [ids[1]!.id],
+      },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const id = r.body.data.id as number;
-    expect(r.body.data).toMatchObject({ email: 'it@acme.example', phone: '+1 555 0100', address_1: '1 Main St', linkedin: 'acme', status: 'lead' });
+    expect(r.body.data).toMatchObject({
+      email: 'it@acme.example',
+      phone: '+1 555 0100',
+      address_1: '1 Main St',
+      linkedin: 'acme',
+      status: 'lead',
+    });
     expect((await f.s.rest(`/sites/${ids[1]!.id}`)).body.data.client_id).toBe(id);
     const e = await f.s.rest(`/clients/${id}/edit`, { method: 'PUT', json: { client_phone: '+1 555 0199', client_twitter: '@acme' } });
     expect(e.status, JSON.stringify(e.body)).toBe(200);
-    expect((await f.s.rest(`/clients/${id}`)).body.data).toMatchObject({ phone: '+1 555 0199', twitter: '@acme', email: 'it@acme.example' });
+    expect((await f.s.rest(`/clients/${id}`)).body.data).toMatchObject({
+      phone: '+1 555 0199',
+      twitter: '@acme',
+      email: 'it@acme.example',
+    });
     // The same names through the abilities door.
     const viaAbility = await f.s.ability('update-client-v1', { client_id_or_email: id, client_facebook: 'acme.fb' });
     expect(viaAbility.body).toMatchObject({ facebook: 'acme.fb' });
@@ -141,13 +173,16 @@ describe('clients as upstream clients send them', () => {
   });
 });
 
-describe('POST /batch, upstream\'s combined batch', () => {
+describe("POST /batch, upstream's combined batch", () => {
   it('runs site, tag and client operations of one request, each item answered like its own route', async () => {
-    const r = await f.s.rest('/batch', { method: 'POST', json: {
-      sites: { sync: [ids[0]!.id, 999_999], check: [ids[1]!.id], plugins: [ids[0]!.id] },
-      tags: { create: [{ name: 'From batch' }], update: [{ id: 999_999, name: 'zz' }] },
-      clients: { create: [{ name: 'Batch client', client_email: 'batch@example.test' }] },
-    } });
+    const r = await f.s.rest('/batch', {
+      method: 'POST',
+      json: {
+        sites: { sync: [ids[0]!.id, 999_999], check: [ids[1]!.id], plugins: [ids[0]!.id] },
+        tags: { create: [{ name: 'From batch' }], update: [{ id: 999_999, name: 'zz' }] },
+        clients: { create: [{ name: 'Batch client', client_email: 'batch@example.test' }] },
+      },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.sites.sync[0]).toMatchObject({ success: 1 });
     expect(r.body.sites.sync[1]).toMatchObject({ id: 999_999, error: { code: 'svc_rest_invalid_site_id', data: { status: 404 } } });
@@ -161,7 +196,10 @@ describe('POST /batch, upstream\'s combined batch', () => {
 
   it('refuses more than 100 items in all (413, nothing done), an unknown controller or operation (400); {} answers {}', async () => {
     const before = (await f.s.rest('/tags')).body.total;
-    const big = await f.s.rest('/batch', { method: 'POST', json: { sites: { check: Array(60).fill(ids[0]!.id) }, tags: { create: Array(41).fill({ name: 'x' }) } } });
+    const big = await f.s.rest('/batch', {
+      method: 'POST',
+      json: { sites: { check: Array(60).fill(ids[0]!.id) }, tags: { create: Array(41).fill({ name: 'x' }) } },
+    });
     expect(big.status).toBe(413);
     expect((await f.s.rest('/tags')).body.total).toBe(before);
     const updates = await f.s.rest('/batch', { method: 'POST', json: { updates: { create: [{}] } } });

@@ -11,9 +11,12 @@ beforeAll(async () => {
   ids = (await registerSites(f)).map((s) => s.id);
   expect((await f.s.rest('/sites/sync', { method: 'POST' })).status).toBe(200);
 });
-afterAll(async () => { await f?.close(); });
+afterAll(async () => {
+  await f?.close();
+});
 
-const issues = (input: Record<string, unknown> = {}, auth?: string) => f.s.ability('get-security-issues-v1', input, { method: 'GET', auth });
+const issues = (input: Record<string, unknown> = {}, auth?: string) =>
+  f.s.ability('get-security-issues-v1', input, { method: 'GET', auth });
 
 describe('get-security-issues-v1', () => {
   it('lists every site with issues, as get-site-security-v1 reports them, most high-severity first', async () => {
@@ -30,7 +33,8 @@ describe('get-security-issues-v1', () => {
     for (const item of r.body.items) {
       const want = expected.find((e) => e.site_id === item.site_id)!.issues;
       expect(item.issues).toEqual(want);
-      for (const sev of ['high', 'medium', 'low']) expect(item[sev], sev).toBe(want.filter((i: { severity: string }) => i.severity === sev).length);
+      for (const sev of ['high', 'medium', 'low'])
+        expect(item[sev], sev).toBe(want.filter((i: { severity: string }) => i.severity === sev).length);
     }
     const keys = r.body.items.map((i: { high: number; medium: number; low: number }) => [i.high, i.medium, i.low]);
     expect(keys).toEqual([...keys].sort((a, b) => b[0] - a[0] || b[1] - a[1] || b[2] - a[2]));
@@ -48,9 +52,18 @@ describe('get-security-issues-v1', () => {
   });
 
   it('refuses a bad page size, an unknown severity and an unknown field, naming them', async () => {
-    expect(await issues({ per_page: 101 })).toMatchObject({ status: 400, body: { code: 'ability_invalid_input', message: expect.stringContaining('per_page') } });
-    expect(await issues({ min_severity: 'critical' })).toMatchObject({ status: 400, body: { code: 'ability_invalid_input', message: expect.stringContaining('min_severity') } });
-    expect(await issues({ severity: 'high' })).toMatchObject({ status: 400, body: { code: 'ability_invalid_input', message: expect.stringContaining('severity') } });
+    expect(await issues({ per_page: 101 })).toMatchObject({
+      status: 400,
+      body: { code: 'ability_invalid_input', message: expect.stringContaining('per_page') },
+    });
+    expect(await issues({ min_severity: 'critical' })).toMatchObject({
+      status: 400,
+      body: { code: 'ability_invalid_input', message: expect.stringContaining('min_severity') },
+    });
+    expect(await issues({ severity: 'high' })).toMatchObject({
+      status: 400,
+      body: { code: 'ability_invalid_input', message: expect.stringContaining('severity') },
+    });
   });
 
   it('is open to viewers, and follows a removed site at once', async () => {

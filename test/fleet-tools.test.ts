@@ -11,12 +11,13 @@ import { until } from './support/wait.js';
 let f: Fleet;
 let ids: Array<{ id: number; url: string }>;
 
-
 beforeAll(async () => {
   f = await startFleet({ sim: { sites: 4 } });
   ids = await registerSites(f, 4);
 });
-afterAll(async () => { await f.close(); });
+afterAll(async () => {
+  await f.close();
+});
 
 describe('renew connections', () => {
   it('gives every connected site a new key while the caller waits (REST); syncs work after', async () => {
@@ -24,7 +25,11 @@ describe('renew connections', () => {
     const keys = [1, 2, 3, 4].map((i) => f.sim.state(i).connection.pubkeyPem);
     const r = await f.s.rest('/settings/tools/renew-connections', { method: 'POST' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toEqual({ success: 1, message: 'Connections renewed: 3 of 3 site(s).', data: { queued: false, total: 3, succeeded: 3, errors: [] } });
+    expect(r.body).toEqual({
+      success: 1,
+      message: 'Connections renewed: 3 of 3 site(s).',
+      data: { queued: false, total: 3, succeeded: 3, errors: [] },
+    });
     [1, 2, 3].forEach((i) => expect(f.sim.state(i).connection.pubkeyPem).not.toBe(keys[i - 1]));
     expect(f.sim.state(4).connection.pubkeyPem).toBe(keys[3]);
     const sync = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [ids[0]!.id, ids[1]!.id, ids[2]!.id] });
@@ -40,10 +45,14 @@ describe('renew connections', () => {
     f.sim.setFault(2, { type: 'down' });
     try {
       const seen: number[] = [];
-      const r = await client.callTool({ name: 'renew-connections-v1', arguments: {} }, undefined, { onprogress: (p) => seen.push(p.progress) });
+      const r = await client.callTool({ name: 'renew-connections-v1', arguments: {} }, undefined, {
+        onprogress: (p) => seen.push(p.progress),
+      });
       expect(r.isError).toBeFalsy();
       expect(r.structuredContent).toMatchObject({ queued: false, total: 4, succeeded: 3 });
-      expect((r.structuredContent as { errors: Array<{ site_id: number; code: string }> }).errors).toEqual([expect.objectContaining({ site_id: ids[1]!.id, code: 'svc_reconnect_failed' })]);
+      expect((r.structuredContent as { errors: Array<{ site_id: number; code: string }> }).errors).toEqual([
+        expect.objectContaining({ site_id: ids[1]!.id, code: 'svc_reconnect_failed' }),
+      ]);
       expect(seen).toEqual([1, 2, 3, 4]);
     } finally {
       f.sim.setFault(2, null);
@@ -51,14 +60,21 @@ describe('renew connections', () => {
     }
   });
 
-  it('above the queue threshold: a persisted job (upstream\'s renew_id and status_url), followed on its status route', async () => {
+  it("above the queue threshold: a persisted job (upstream's renew_id and status_url), followed on its status route", async () => {
     await f.s.ability('update-settings-v1', { queue_threshold: 2 });
     try {
       const keys = [1, 2, 3, 4].map((i) => f.sim.state(i).connection.pubkeyPem);
       const r = await f.s.rest('/settings/tools/renew-connections', { method: 'POST' });
-      expect(r.body).toMatchObject({ success: 1, message: 'Renew connection process started in background.', renew_id: expect.stringMatching(/^renew_/) });
+      expect(r.body).toMatchObject({
+        success: 1,
+        message: 'Renew connection process started in background.',
+        renew_id: expect.stringMatching(/^renew_/),
+      });
       expect(r.body.status_url).toBe(`${f.s.restBase}/settings/tools/renew-connections-status/${r.body.renew_id}`);
-      const done = await until(() => f.s.rest(`/settings/tools/renew-connections-status/${r.body.renew_id}`), (x) => x.body?.status === 'completed');
+      const done = await until(
+        () => f.s.rest(`/settings/tools/renew-connections-status/${r.body.renew_id}`),
+        (x) => x.body?.status === 'completed',
+      );
       expect(done.body).toMatchObject({ success: true, status: 'completed', total: 4, processed: 4, failed: 0, progress: 100, errors: [] });
       expect(done.body.started_at).toEqual(expect.any(String));
       [1, 2, 3, 4].forEach((i) => expect(f.sim.state(i).connection.pubkeyPem).not.toBe(keys[i - 1]));
@@ -69,11 +85,13 @@ describe('renew connections', () => {
     }
   });
 
-  it('status routes: unknown ids and another tool\'s job are 404; read keys may read them, not start jobs', async () => {
+  it("status routes: unknown ids and another tool's job are 404; read keys may read them, not start jobs", async () => {
     const sync = await f.s.services.jobs.enqueue('sync', [ids[0]!.id]);
     const wrong = await f.s.rest(`/settings/tools/renew-connections-status/${sync.job_id}`);
     expect([wrong.status, wrong.body.code]).toEqual([404, 'svc_job_not_found']);
-    const unknown = await f.s.rest('/settings/tools/renew-connections-status/renew_00000000-0000-4000-8000-000000000000', { token: f.s.creds.key.read });
+    const unknown = await f.s.rest('/settings/tools/renew-connections-status/renew_00000000-0000-4000-8000-000000000000', {
+      token: f.s.creds.key.read,
+    });
     expect([unknown.status, unknown.body.message]).toEqual([404, 'Renew connection job not found.']);
     const odd = await f.s.rest('/settings/tools/disconnect-all-sites-status/nonsense');
     expect(odd.status).toBe(404);
@@ -112,12 +130,19 @@ describe('disconnect all sites', () => {
     expect(back.body).toMatchObject({ total_reconnected: 4 });
   });
 
-  it('above the queue threshold: a job with upstream\'s disconnect_id and its status route', async () => {
+  it("above the queue threshold: a job with upstream's disconnect_id and its status route", async () => {
     await f.s.ability('update-settings-v1', { queue_threshold: 2 });
     try {
       const r = await f.s.rest('/settings/tools/disconnect-all-sites', { method: 'POST', json: { confirm: true } });
-      expect(r.body).toMatchObject({ success: 1, message: 'Disconnect process started in background.', disconnect_id: expect.stringMatching(/^disconnect_/) });
-      const done = await until(() => f.s.rest(`/settings/tools/disconnect-all-sites-status/${r.body.disconnect_id}`), (x) => x.body?.status === 'completed');
+      expect(r.body).toMatchObject({
+        success: 1,
+        message: 'Disconnect process started in background.',
+        disconnect_id: expect.stringMatching(/^disconnect_/),
+      });
+      const done = await until(
+        () => f.s.rest(`/settings/tools/disconnect-all-sites-status/${r.body.disconnect_id}`),
+        (x) => x.body?.status === 'completed',
+      );
       expect(done.body).toMatchObject({ success: true, processed: 4, failed: 0 });
       for (let i = 1; i <= 4; i++) expect(f.sim.state(i).connection.pubkeyPem).toBeNull();
     } finally {

@@ -29,17 +29,32 @@ beforeAll(async () => {
   mcp = new Client({ name: 'fuzz', version: '1' });
   await mcp.connect(b);
 });
-afterAll(async () => { await mcp.close(); await s.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await s.close();
+});
 
 const generation = () => JSON.parse(readFileSync(join(s.dataDir, 'meta.json'), 'utf8')).generation as number;
 
 const weird = fc.oneof(
-  fc.string(), fc.string({ unit: 'grapheme', maxLength: 50 }), fc.constant(''), fc.constant('x'.repeat(100_000)),
-  fc.integer(), fc.double(), fc.constantFrom(-1, 0, 2 ** 53, -(2 ** 60), Number.MAX_SAFE_INTEGER, 1e308),
-  fc.boolean(), fc.constant(null), fc.constantFrom('true', 'false', '0', '1', '1.5', '[]', '{}', '"', '\u0000', '../..', '%00'),
+  fc.string(),
+  fc.string({ unit: 'grapheme', maxLength: 50 }),
+  fc.constant(''),
+  fc.constant('x'.repeat(100_000)),
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(-1, 0, 2 ** 53, -(2 ** 60), Number.MAX_SAFE_INTEGER, 1e308),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constantFrom('true', 'false', '0', '1', '1.5', '[]', '{}', '"', '\u0000', '../..', '%00'),
 );
 const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-  v: fc.oneof({ depthSize: 'small', withCrossShrink: true }, weird, fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 12 }), tie('v'), { maxKeys: 4 })),
+  v: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    weird,
+    fc.array(tie('v'), { maxLength: 4 }),
+    fc.dictionary(fc.string({ maxLength: 12 }), tie('v'), { maxKeys: 4 }),
+  ),
 })).v;
 
 /** Inputs shaped like the ability's own fields half of the time, anything the other half. */
@@ -66,30 +81,54 @@ function checkError(status: number, body: unknown): void {
 describe('abilities door', () => {
   it.each(FUZZED.map((a) => [a.name]))('%s: JSON bodies and bracketed queries never 5xx; a rejection changes nothing', async (name) => {
     const a = FUZZED.find((x) => x.name === name)!;
-    await fc.assert(fc.asyncProperty(inputFor(name), fc.constantFrom(...allowedMethods(a)), async (input, method) => {
-      const before = generation();
-      const r = method === 'POST'
-        ? await s.ability(name, input, { method })
-        : await s.ability(name, undefined, { method, query: bracketQuery(input) });
-      checkError(r.status, r.body);
-      if (r.status >= 400) expect(generation()).toBe(before);
-    }), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(inputFor(name), fc.constantFrom(...allowedMethods(a)), async (input, method) => {
+        const before = generation();
+        const r =
+          method === 'POST'
+            ? await s.ability(name, input, { method })
+            : await s.ability(name, undefined, { method, query: bracketQuery(input) });
+        checkError(r.status, r.body);
+        if (r.status >= 400) expect(generation()).toBe(before);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('answers malformed JSON, wrong content types and odd brackets with 4xx envelopes', async () => {
     const url = `${s.abilitiesBase}/abilities/svc/add-tag-v1/run`;
-    await fc.assert(fc.asyncProperty(
-      fc.string({ maxLength: 200 }), fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', ''),
-      async (body, type) => {
-        const before = generation();
-        const res = await fetch(url, { method: 'POST', headers: { authorization: s.creds.admin, ...(type ? { 'content-type': type } : {}) }, body });
-        const text = await res.text();
-        let parsed: unknown = text;
-        try { parsed = JSON.parse(text); } catch { /* checked below */ }
-        checkError(res.status, parsed);
-        if (res.status >= 400) expect(generation()).toBe(before);
-      }), { numRuns: RUNS * 2 });
-    for (const q of ['input[[=1', 'input]=1', 'input[a][b][c][d][e][f][g]=1', 'input[]=1&input[]=2', 'input=%7B', 'input[page]=1&input[page]=2']) {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({ maxLength: 200 }),
+        fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', ''),
+        async (body, type) => {
+          const before = generation();
+          const res = await fetch(url, {
+            method: 'POST',
+            headers: { authorization: s.creds.admin, ...(type ? { 'content-type': type } : {}) },
+            body,
+          });
+          const text = await res.text();
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            /* checked below */
+          }
+          checkError(res.status, parsed);
+          if (res.status >= 400) expect(generation()).toBe(before);
+        },
+      ),
+      { numRuns: RUNS * 2 },
+    );
+    for (const q of [
+      'input[[=1',
+      'input]=1',
+      'input[a][b][c][d][e][f][g]=1',
+      'input[]=1&input[]=2',
+      'input=%7B',
+      'input[page]=1&input[page]=2',
+    ]) {
       const res = await fetch(`${s.abilitiesBase}/abilities/svc/list-sites-v1/run?${q}`, { headers: { authorization: s.creds.admin } });
       checkError(res.status, await res.json());
     }
@@ -98,33 +137,44 @@ describe('abilities door', () => {
 
 describe('REST door', () => {
   const rows = restRoutes.filter((r) => r.ability?.name !== 'add-site-v1' && r.path !== '/sites/batch');
-  it.each(rows.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))('%s never 5xx on random bodies, queries and path values', async (_n, r) => {
-    await fc.assert(fc.asyncProperty(
-      fc.dictionary(fc.string({ maxLength: 10 }), value, { maxKeys: 4 }), fc.dictionary(fc.string({ maxLength: 10 }), weird, { maxKeys: 3 }),
-      fc.oneof(fc.constant('1'), fc.constant('999999'), fc.stringMatching(/^[A-Za-z0-9._-]{1,20}$/)),
-      async (body, query, id) => {
-        const path = r.path.replace(/:(\w+)/g, (_, n: string) => (n === 'job_id' ? `sync_${id}` : id));
-        const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
-        const method = r.methods[0]!;
-        const before = generation();
-        const res = await s.rest(`${path}${qs ? `?${qs}` : ''}`, { method, ...(method === 'GET' ? {} : { json: body }) });
-        checkError(res.status, res.body);
-        if (res.status >= 400) expect(generation()).toBe(before);
-      }), { numRuns: RUNS });
-  });
+  it.each(rows.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))(
+    '%s never 5xx on random bodies, queries and path values',
+    async (_n, r) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.dictionary(fc.string({ maxLength: 10 }), value, { maxKeys: 4 }),
+          fc.dictionary(fc.string({ maxLength: 10 }), weird, { maxKeys: 3 }),
+          fc.oneof(fc.constant('1'), fc.constant('999999'), fc.stringMatching(/^[A-Za-z0-9._-]{1,20}$/)),
+          async (body, query, id) => {
+            const path = r.path.replace(/:(\w+)/g, (_, n: string) => (n === 'job_id' ? `sync_${id}` : id));
+            const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
+            const method = r.methods[0]!;
+            const before = generation();
+            const res = await s.rest(`${path}${qs ? `?${qs}` : ''}`, { method, ...(method === 'GET' ? {} : { json: body }) });
+            checkError(res.status, res.body);
+            if (res.status >= 400) expect(generation()).toBe(before);
+          },
+        ),
+        { numRuns: RUNS },
+      );
+    },
+  );
 });
 
 describe('MCP', () => {
   it.each(FUZZED.map((a) => [a.name]))('%s: random arguments give a result or an isError result naming the problem', async (name) => {
-    await fc.assert(fc.asyncProperty(fc.dictionary(fc.string({ maxLength: 12 }), value, { maxKeys: 5 }), async (args) => {
-      const before = generation();
-      const r = await mcp.callTool({ name, arguments: args });
-      if (r.isError) {
-        const body = r.structuredContent as { code: string; data: { status: number } };
-        expect(body.code).toEqual(expect.any(String));
-        expect(body.data.status).toBeLessThan(500);
-        expect(generation()).toBe(before);
-      }
-    }), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(fc.string({ maxLength: 12 }), value, { maxKeys: 5 }), async (args) => {
+        const before = generation();
+        const r = await mcp.callTool({ name, arguments: args });
+        if (r.isError) {
+          const body = r.structuredContent as { code: string; data: { status: number } };
+          expect(body.code).toEqual(expect.any(String));
+          expect(body.data.status).toBeLessThan(500);
+          expect(generation()).toBe(before);
+        }
+      }),
+      { numRuns: RUNS },
+    );
   });
 });

@@ -12,10 +12,14 @@ import { cli, lastLine, serveProcess } from './support/process.js';
 import { seedSites, startServer, tempDir } from './support/server.js';
 
 const closers: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const c of closers.reverse()) await c(); });
+afterAll(async () => {
+  for (const c of closers.reverse()) await c();
+});
 
 function walk(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)],
+  );
 }
 
 describe('secrets', () => {
@@ -36,16 +40,38 @@ describe('secrets', () => {
     };
     const json = { 'content-type': 'application/json' };
     const info = sim.sites[0]!;
-    await call('/wp-json/svc/v2/sites/add', { method: 'POST', headers: { ...json, authorization: `Bearer ${token}` }, body: JSON.stringify({ url: info.url, admin: info.admin, admin_password: info.password, http_user: 'u', http_pass: 'http-secret-pass' }) });
-    await call('/wp-json/svc/v2/sites/add', { method: 'POST', headers: { ...json, authorization: `Bearer ${token}` }, body: JSON.stringify({ url: sim.sites[1]!.url, admin: 'admin', admin_password: 'wrong-secret-pw' }) });
+    await call('/wp-json/svc/v2/sites/add', {
+      method: 'POST',
+      headers: { ...json, authorization: `Bearer ${token}` },
+      body: JSON.stringify({
+        url: info.url,
+        admin: info.admin,
+        admin_password: info.password,
+        http_user: 'u',
+        http_pass: 'http-secret-pass',
+      }),
+    });
+    await call('/wp-json/svc/v2/sites/add', {
+      method: 'POST',
+      headers: { ...json, authorization: `Bearer ${token}` },
+      body: JSON.stringify({ url: sim.sites[1]!.url, admin: 'admin', admin_password: 'wrong-secret-pw' }),
+    });
     await call('/wp-json/svc/v2/sites/1', { headers: { authorization: `Bearer ${token}` } });
     await call('/wp-json/svc/v2/sites?full_data=true', { headers: { authorization: `Bearer ${token}` } });
-    await call('/wp-json/wp-abilities/v1/abilities/svc/get-site-v1/run?input%5Bsite_id_or_domain%5D=1', { headers: { authorization: basicAuth } });
-    await call('/wp-json/wp-abilities/v1/abilities/svc/reconnect-site-v1/run', { method: 'POST', headers: { ...json, authorization: basicAuth }, body: JSON.stringify({ input: { site_id_or_domain: 1, admin_password: info.password } }) });
+    await call('/wp-json/wp-abilities/v1/abilities/svc/get-site-v1/run?input%5Bsite_id_or_domain%5D=1', {
+      headers: { authorization: basicAuth },
+    });
+    await call('/wp-json/wp-abilities/v1/abilities/svc/reconnect-site-v1/run', {
+      method: 'POST',
+      headers: { ...json, authorization: basicAuth },
+      body: JSON.stringify({ input: { site_id_or_domain: 1, admin_password: info.password } }),
+    });
     await call('/wp-json/svc/v2/sites', { headers: { authorization: `Bearer ${token.slice(0, -2)}xx` } });
     await call('/wp-json/svc/v2/sites', { headers: { authorization: basicAuth } });
     const mcp = new Client({ name: 't', version: '1' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${p.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${p.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     bodies.push(JSON.stringify(await mcp.callTool({ name: 'get-site-v1', arguments: { site_id_or_domain: 1, include_stats: true } })));
     bodies.push(JSON.stringify(await mcp.listTools()));
     await mcp.close();
@@ -54,9 +80,25 @@ describe('secrets', () => {
     await p.stop();
     const logs = p.stderr();
     expect(logs.split('\n').length).toBeGreaterThan(5);
-    const secrets = [token, token.slice('sf_000000000000_'.length) /* the secret (base64url may hold '_') */, password, password.replace(/ /g, ''), info.password, 'http-secret-pass', 'wrong-secret-pw', privateKey.split('\n')[1]!];
-    const dataFiles = walk(dir).filter((f) => f.endsWith('.json') && !f.includes(`${join('secrets', '')}`)).map((f) => readFileSync(f, 'utf8'));
-    for (const [where, text] of [['answers', bodies.join('\n')], ['logs', logs], ['keys list', keyOut.stdout], ['data files', dataFiles.join('\n')]] as const) {
+    const secrets = [
+      token,
+      token.slice('sf_000000000000_'.length) /* the secret (base64url may hold '_') */,
+      password,
+      password.replace(/ /g, ''),
+      info.password,
+      'http-secret-pass',
+      'wrong-secret-pw',
+      privateKey.split('\n')[1]!,
+    ];
+    const dataFiles = walk(dir)
+      .filter((f) => f.endsWith('.json') && !f.includes(`${join('secrets', '')}`))
+      .map((f) => readFileSync(f, 'utf8'));
+    for (const [where, text] of [
+      ['answers', bodies.join('\n')],
+      ['logs', logs],
+      ['keys list', keyOut.stdout],
+      ['data files', dataFiles.join('\n')],
+    ] as const) {
       for (const s of secrets) expect(text.includes(s), `${where} contain a secret (${s.slice(0, 8)}…)`).toBe(false);
       expect(text, where).not.toMatch(/PRIVATE KEY/);
     }
@@ -66,7 +108,10 @@ describe('secrets', () => {
     const s = await startServer();
     closers.push(() => s.close());
     await seedSites(s.services, 1);
-    await s.services.store.write((tx) => { tx.putBlob('secrets', 1, { private_key_pem: 'x', http_pass: null, regverify: null }); tx.putBlob('site-data', 1, { plugins: [] }); });
+    await s.services.store.write((tx) => {
+      tx.putBlob('secrets', 1, { private_key_pem: 'x', http_pass: null, regverify: null });
+      tx.putBlob('site-data', 1, { plugins: [] });
+    });
     await s.rest('/tags/add', { method: 'POST', json: { name: 'm' } });
     expect(statSync(s.dataDir).mode & 0o777).toBe(0o700);
     for (const f of walk(s.dataDir)) {
@@ -83,7 +128,11 @@ describe('concurrency', () => {
     closers.push(() => s.close());
     const sites = await seedSites(s.services, 10);
     const mcp = new Client({ name: 't', version: '1' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${s.creds.key.read_write}` } } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${s.creds.key.read_write}` } },
+      }),
+    );
     closers.push(() => mcp.close());
     const base = await s.rest('/tags/add', { method: 'POST', json: { name: 'base' } });
     const tagId = base.body.data.id as number;
@@ -91,11 +140,21 @@ describe('concurrency', () => {
     for (let i = 0; i < 100; i++) {
       const site = sites[Math.floor(i / 5) % 10]!;
       switch (i % 5) {
-        case 0: ops.push(s.rest('/tags/add', { method: 'POST', json: { name: `rest-${i}` } })); break;
-        case 1: ops.push(s.ability('add-tag-v1', { name: `ab-${i}` })); break;
-        case 2: ops.push(mcp.callTool({ name: 'add-tag-v1', arguments: { name: `mcp-${i}` } })); break;
-        case 3: ops.push(s.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { groupids: String(tagId), name: `n${i}` } })); break;
-        default: ops.push(s.ability('list-sites-v1', { per_page: 100 }, { method: 'GET' })); break;
+        case 0:
+          ops.push(s.rest('/tags/add', { method: 'POST', json: { name: `rest-${i}` } }));
+          break;
+        case 1:
+          ops.push(s.ability('add-tag-v1', { name: `ab-${i}` }));
+          break;
+        case 2:
+          ops.push(mcp.callTool({ name: 'add-tag-v1', arguments: { name: `mcp-${i}` } }));
+          break;
+        case 3:
+          ops.push(s.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { groupids: String(tagId), name: `n${i}` } }));
+          break;
+        default:
+          ops.push(s.ability('list-sites-v1', { per_page: 100 }, { method: 'GET' }));
+          break;
       }
     }
     await Promise.all(ops);
@@ -122,9 +181,15 @@ describe('crash safety of serve', () => {
         for (let i = 0; !stop; i++) {
           const name = `r${round}-w${w}-${i}`;
           try {
-            const res = await fetch(`${p.url}/wp-json/svc/v2/tags/add`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+            const res = await fetch(`${p.url}/wp-json/svc/v2/tags/add`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+              body: JSON.stringify({ name }),
+            });
             if (res.status === 200) acked.push(name);
-          } catch { return; }
+          } catch {
+            return;
+          }
         }
       };
       const writers = Array.from({ length: 6 }, (_, w) => writer(w));
@@ -138,7 +203,8 @@ describe('crash safety of serve', () => {
     const store = await Store.open(dir);
     const names = new Set([...store.all<TagRecord>('tags')].map((t) => t.name));
     for (const n of acked) expect(names.has(n), n).toBe(true);
-    for (const f of readdirSync(dir).filter((x) => x.endsWith('.json'))) expect(() => JSON.parse(readFileSync(join(dir, f), 'utf8'))).not.toThrow();
+    for (const f of readdirSync(dir).filter((x) => x.endsWith('.json')))
+      expect(() => JSON.parse(readFileSync(join(dir, f), 'utf8'))).not.toThrow();
     await store.close();
   });
 });
@@ -148,15 +214,27 @@ describe('limits', () => {
     const s = await startServer();
     closers.push(() => s.close());
     const big = JSON.stringify({ name: 'x', pad: 'y'.repeat(1_100_000) });
-    const rest = await fetch(`${s.restBase}/tags/add`, { method: 'POST', headers: { authorization: `Bearer ${s.creds.key.read_write}`, 'content-type': 'application/json' }, body: big });
+    const rest = await fetch(`${s.restBase}/tags/add`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.creds.key.read_write}`, 'content-type': 'application/json' },
+      body: big,
+    });
     expect(rest.status).toBe(413);
     expect(await rest.json()).toMatchObject({ code: 'svc_request_too_large', data: { status: 413 } });
-    const ab = await fetch(`${s.abilitiesBase}/abilities/svc/add-tag-v1/run`, { method: 'POST', headers: { authorization: s.creds.admin, 'content-type': 'application/json' }, body: JSON.stringify({ input: { name: 'y'.repeat(1_100_000) } }) });
+    const ab = await fetch(`${s.abilitiesBase}/abilities/svc/add-tag-v1/run`, {
+      method: 'POST',
+      headers: { authorization: s.creds.admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: { name: 'y'.repeat(1_100_000) } }),
+    });
     expect(ab.status).toBe(413);
-    const longUrl = await fetch(`${s.restBase}/sites?search=${'a'.repeat(20_000)}`, { headers: { authorization: `Bearer ${s.creds.key.read_write}` } });
+    const longUrl = await fetch(`${s.restBase}/sites?search=${'a'.repeat(20_000)}`, {
+      headers: { authorization: `Bearer ${s.creds.key.read_write}` },
+    });
     expect(longUrl.status).toBe(431);
     expect(await longUrl.json()).toMatchObject({ code: 'svc_request_header_too_large' });
-    const header = await fetch(`${s.restBase}/sites`, { headers: { authorization: `Bearer ${s.creds.key.read_write}`, 'x-pad': 'p'.repeat(20_000) } });
+    const header = await fetch(`${s.restBase}/sites`, {
+      headers: { authorization: `Bearer ${s.creds.key.read_write}`, 'x-pad': 'p'.repeat(20_000) },
+    });
     expect(header.status).toBe(431);
     expect(s.services.store.count('tags')).toBe(0);
   });

@@ -10,7 +10,9 @@ beforeAll(async () => {
   f = await startFleet({ sim: { sites: 2 }, config: { childTimeoutMs: '1500' } });
   await registerSites(f, 2);
 });
-afterAll(async () => { await f.close(); });
+afterAll(async () => {
+  await f.close();
+});
 
 const cases: Array<[string, SimFault, RegExp]> = [
   ['a reply over the size cap', { type: 'huge' }, /svc_child_bad_reply/],
@@ -25,22 +27,26 @@ const cases: Array<[string, SimFault, RegExp]> = [
 ];
 
 describe('a misbehaving child', () => {
-  it.each(cases)('%s is one per-site error and the last good data stays', async (_what, fault, code) => {
-    const good = f.s.services.children.siteData(1) as SiteData;
-    expect(good.plugins.length).toBeGreaterThan(0);
-    f.sim.setFault(1, fault);
-    try {
-      const r = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1, 2] });
-      expect(r.status).toBe(200);
-      expect(r.body.total_synced).toBe(1);
-      expect(r.body.errors).toHaveLength(1);
-      expect(r.body.errors[0].code).toMatch(code);
-      expect(f.s.services.children.siteData(1)).toEqual(good);
-      expect((await f.s.rest('/sites/1')).body.data.status).toBe('disconnected');
-    } finally {
-      f.sim.setFault(1, null);
-    }
-    const back = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1] });
-    expect(back.body.total_synced).toBe(1);
-  }, 30_000);
+  it.each(cases)(
+    '%s is one per-site error and the last good data stays',
+    async (_what, fault, code) => {
+      const good = f.s.services.children.siteData(1) as SiteData;
+      expect(good.plugins.length).toBeGreaterThan(0);
+      f.sim.setFault(1, fault);
+      try {
+        const r = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1, 2] });
+        expect(r.status).toBe(200);
+        expect(r.body.total_synced).toBe(1);
+        expect(r.body.errors).toHaveLength(1);
+        expect(r.body.errors[0].code).toMatch(code);
+        expect(f.s.services.children.siteData(1)).toEqual(good);
+        expect((await f.s.rest('/sites/1')).body.data.status).toBe('disconnected');
+      } finally {
+        f.sim.setFault(1, null);
+      }
+      const back = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [1] });
+      expect(back.body.total_synced).toBe(1);
+    },
+    30_000,
+  );
 });

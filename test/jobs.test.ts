@@ -13,15 +13,22 @@ import { until } from './support/wait.js';
 /** A simulator whose sites already trust one key, and sites in the data dir that use it (no 201 handshakes). */
 async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
   const keys = await newKeyPair();
-  const sim = await startChildSim({ sites: n, latencyMs, preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() } });
+  const sim = await startChildSim({
+    sites: n,
+    latencyMs,
+    preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() },
+  });
   const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
-  await services.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+  await services.store.write((tx) => {
+    for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
+  });
   return sim;
 }
 
-
 const closers: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const c of closers.reverse()) await c(); });
+afterAll(async () => {
+  for (const c of closers.reverse()) await c();
+});
 
 describe('queued sync', () => {
   let s: TestServer;
@@ -35,8 +42,19 @@ describe('queued sync', () => {
     expect(r.body).toMatchObject({ queued: true, sites_queued: 201 });
     expect(r.body.job_id).toMatch(/^sync_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(r.body.status_url).toBe(`${s.restBase}/jobs/${r.body.job_id}`);
-    const done = await until(() => s.rest(`/jobs/${r.body.job_id}`), (x) => x.body?.data?.status === 'completed');
-    expect(done.body.data).toMatchObject({ type: 'sync', progress: 100, processed: 201, total: 201, succeeded: 201, failed: 0, job_timed_out: false });
+    const done = await until(
+      () => s.rest(`/jobs/${r.body.job_id}`),
+      (x) => x.body?.data?.status === 'completed',
+    );
+    expect(done.body.data).toMatchObject({
+      type: 'sync',
+      progress: 100,
+      processed: 201,
+      total: 201,
+      succeeded: 201,
+      failed: 0,
+      job_timed_out: false,
+    });
     const viaAbility = await s.ability('get-batch-job-status-v1', { job_id: r.body.job_id }, { method: 'GET' });
     expect(viaAbility.body).toMatchObject({ status: 'completed', succeeded: 201 });
     for (let i = 1; i <= 201; i++) expect(sim.requests(i)).toBe(1);
@@ -63,7 +81,10 @@ describe('queue threshold', () => {
     expect(three.body).toMatchObject({ queued: false, total_suspended: 3 });
     const four = await s.ability('check-sites-v1', { site_ids_or_domains: [1, 2, 3, 4] });
     expect(four.body).toMatchObject({ queued: true, total: 4 });
-    const job = await until(() => s.ability('get-batch-job-status-v1', { job_id: four.body.job_id }, { method: 'GET' }), (x) => x.body.status === 'completed');
+    const job = await until(
+      () => s.ability('get-batch-job-status-v1', { job_id: four.body.job_id }, { method: 'GET' }),
+      (x) => x.body.status === 'completed',
+    );
     expect(job.body).toMatchObject({ type: 'check', succeeded: 4 });
   });
 });
@@ -78,7 +99,10 @@ describe('claims', () => {
     const job = await s.services.jobs.enqueue('sync', [1, 2, 3, 4, 5, 6]);
     (s.services.jobs as unknown as { stopping: boolean }).stopping = false;
     await Promise.all([s.services.jobs.tick(), s.services.jobs.tick(), s.services.jobs.tick()]);
-    const done = await until(async () => s.services.jobs.get(job.job_id), (j) => j.status === 'completed');
+    const done = await until(
+      async () => s.services.jobs.get(job.job_id),
+      (j) => j.status === 'completed',
+    );
     expect(done.done).toHaveLength(6);
     expect(done.succeeded).toBe(6);
     for (let i = 1; i <= 6; i++) expect(sim.requests(i)).toBe(1);
@@ -98,10 +122,16 @@ describe('restart', () => {
     const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '4' };
     const first = await serveProcess([...fleet.args, '--allow-private-sites'], env);
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const q = await (await fetch(`${first.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers: auth })).json() as { job_id: string };
+    const q = (await (await fetch(`${first.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers: auth })).json()) as {
+      job_id: string;
+    };
     expect(q.job_id).toMatch(/^sync_/);
-    await until(async () => (await (await fetch(`${first.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: { processed: number } }).data.processed,
-      (n) => n >= 8);
+    await until(
+      async () =>
+        ((await (await fetch(`${first.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json()) as { data: { processed: number } })
+          .data.processed,
+      (n) => n >= 8,
+    );
     await first.stop('SIGKILL');
 
     const store = await fleet.open();
@@ -112,8 +142,15 @@ describe('restart', () => {
 
     const second = await serveProcess([...fleet.args, '--allow-private-sites'], env);
     closers.push(() => second.stop());
-    const end = await until(async () => (await (await fetch(`${second.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: { status: string; processed: number; succeeded: number } }).data,
-      (d) => d.status === 'completed');
+    const end = await until(
+      async () =>
+        (
+          (await (await fetch(`${second.url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json()) as {
+            data: { status: string; processed: number; succeeded: number };
+          }
+        ).data,
+      (d) => d.status === 'completed',
+    );
     expect(end).toMatchObject({ processed: 40, succeeded: 40 });
     const after = await fleet.open();
     const job = [...after.all<JobRecord>('jobs')][0]!;

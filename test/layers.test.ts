@@ -9,20 +9,27 @@ const SRC = resolve(import.meta.dirname, '../src');
 
 /** Floors from the ground up; a file's floor is its first folder under src/ (or its name, for the top-level files). */
 export const FLOORS: Record<string, number> = {
-  'log.ts': 0, 'version.ts': 0, 'config.ts': 0,
+  'log.ts': 0,
+  'version.ts': 0,
+  'config.ts': 0,
   core: 1,
   child: 2, // the wire protocol and the simulator that speaks its other side
   store: 3,
   domain: 4, // the domain services: the rules, each family's service
   abilities: 5,
-  http: 6, mcp: 6, console: 6, // doors; the HTTP door carries MCP's HTTP transport and the console
+  http: 6,
+  mcp: 6,
+  console: 6, // doors; the HTTP door carries MCP's HTTP transport and the console
   app: 7, // boot: the whole process put together
-  tools: 8, 'cli.ts': 8, 'demo.ts': 8,
+  tools: 8,
+  'cli.ts': 8,
+  'demo.ts': 8,
 };
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []);
+    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
@@ -43,26 +50,40 @@ describe('layers', () => {
 
   it('has no import from a lower floor to a higher one', () => {
     const upward = [...graph].flatMap(([f, deps]) =>
-      deps.filter((d) => (floorOf(d) ?? 0) > (floorOf(f) ?? 0)).map((d) => `${name(f)} -> ${name(d)}`));
+      deps.filter((d) => (floorOf(d) ?? 0) > (floorOf(f) ?? 0)).map((d) => `${name(f)} -> ${name(d)}`),
+    );
     expect(upward).toEqual([]);
   });
 
   it('has no import circle', () => {
     // Tarjan's strongly connected components: any component of more than one file is a circle.
     let index = 0;
-    const idx = new Map<string, number>(), low = new Map<string, number>(), stack: string[] = [], on = new Set<string>();
+    const idx = new Map<string, number>(),
+      low = new Map<string, number>(),
+      stack: string[] = [],
+      on = new Set<string>();
     const circles: string[][] = [];
     const visit = (v: string) => {
-      idx.set(v, index); low.set(v, index); index++; stack.push(v); on.add(v);
+      idx.set(v, index);
+      low.set(v, index);
+      index++;
+      stack.push(v);
+      on.add(v);
       for (const w of graph.get(v) ?? []) {
         if (!graph.has(w)) continue;
-        if (!idx.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)); }
-        else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+        if (!idx.has(w)) {
+          visit(w);
+          low.set(v, Math.min(low.get(v)!, low.get(w)!));
+        } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
       }
       if (low.get(v) === idx.get(v)) {
         const c: string[] = [];
         let w: string;
-        do { w = stack.pop()!; on.delete(w); c.push(name(w)); } while (w !== v);
+        do {
+          w = stack.pop()!;
+          on.delete(w);
+          c.push(name(w));
+        } while (w !== v);
         if (c.length > 1) circles.push(c.sort());
       }
     };

@@ -4,7 +4,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  ElicitRequestSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from './support/process.js';
@@ -12,7 +15,10 @@ import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 let f: Fleet;
 const clients: Client[] = [];
-afterAll(async () => { for (const c of clients) await c.close().catch(() => {}); await f.close(); });
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => {});
+  await f.close();
+});
 beforeAll(async () => {
   f = await startFleet({ sim: { sites: 12, latencyMs: 40 }, config: { childConcurrency: '2' } });
   await registerSites(f, 12);
@@ -22,11 +28,30 @@ type Door = 'stdio' | 'http';
 async function connect(door: Door, opts: { elicit?: 'accept' | 'decline' | 'cancel'; args?: string[] } = {}): Promise<Client> {
   const client = new Client({ name: 'test', version: '1' }, { capabilities: opts.elicit ? { elicitation: {} } : {} });
   if (opts.elicit) {
-    client.setRequestHandler(ElicitRequestSchema, () => (opts.elicit === 'accept' ? { action: 'accept', content: { confirm: true } } : { action: opts.elicit! }));
+    client.setRequestHandler(ElicitRequestSchema, () =>
+      opts.elicit === 'accept' ? { action: 'accept', content: { confirm: true } } : { action: opts.elicit! },
+    );
   }
-  const transport = door === 'stdio'
-    ? new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--data-dir', f.s.dataDir, ...(f.s.databaseUrl ? ['--database-url', f.s.databaseUrl] : []), ...(opts.args ?? [])], env: { ...process.env, SITEFLEET_LOG: 'warn', SITEFLEET_CHILD_CONCURRENCY: '2', SITEFLEET_ALLOW_PRIVATE_SITES: '1' } as Record<string, string> })
-    : new StreamableHTTPClientTransport(new URL(`${f.s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${f.s.creds.key.read_write}` } } });
+  const transport =
+    door === 'stdio'
+      ? new StdioClientTransport({
+          command: process.execPath,
+          args: [
+            CLI,
+            'mcp',
+            '--data-dir',
+            f.s.dataDir,
+            ...(f.s.databaseUrl ? ['--database-url', f.s.databaseUrl] : []),
+            ...(opts.args ?? []),
+          ],
+          env: { ...process.env, SITEFLEET_LOG: 'warn', SITEFLEET_CHILD_CONCURRENCY: '2', SITEFLEET_ALLOW_PRIVATE_SITES: '1' } as Record<
+            string,
+            string
+          >,
+        })
+      : new StreamableHTTPClientTransport(new URL(`${f.s.url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${f.s.creds.key.read_write}` } },
+        });
   await client.connect(transport);
   clients.push(client);
   return client;
@@ -48,7 +73,10 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     const c = await connect(door);
     const before = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
     const ac = new AbortController();
-    const call = c.callTool({ name: 'sync-sites-v1', arguments: {} }, undefined, { signal: ac.signal, onprogress: () => ac.abort('enough') });
+    const call = c.callTool({ name: 'sync-sites-v1', arguments: {} }, undefined, {
+      signal: ac.signal,
+      onprogress: () => ac.abort('enough'),
+    });
     await expect(call).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 400));
     const after = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
@@ -96,7 +124,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
 
     const job = await f.s.services.jobs.enqueue('check', [1, 2, 3, 4, 5, 6]);
     const updates: string[] = [];
-    c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
+    c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updates.push(n.params.uri);
+    });
     await c.subscribeResource({ uri: `sitefleet://jobs/${job.job_id}` });
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
@@ -133,7 +163,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     const c = await connect(door);
     await c.setLoggingLevel('warning');
     const lines: unknown[] = [];
-    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { lines.push(n.params.data); });
+    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      lines.push(n.params.data);
+    });
     f.sim.setFault(5, { type: 'http500' });
     try {
       await c.callTool({ name: 'sync-sites-v1', arguments: { site_ids_or_domains: [5] } });
@@ -147,7 +179,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
   it('sends no log line before the client asks for them, and a failed call only as its result (#13)', async () => {
     const c = await connect(door);
     const lines: unknown[] = [];
-    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { lines.push(n.params.data); });
+    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      lines.push(n.params.data);
+    });
     f.sim.setFault(5, { type: 'http500' });
     try {
       await c.callTool({ name: 'sync-sites-v1', arguments: { site_ids_or_domains: [5] } });
@@ -159,15 +193,22 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     await new Promise((r) => setTimeout(r, 100));
     expect(lines).toEqual([]);
     // Error texts carry the JSON-RPC prefix once.
-    await expect(c.callTool({ name: 'no-such-tool-v1', arguments: {} })).rejects.toThrow(/^MCP error -32602: Unknown tool: no-such-tool-v1$/);
+    await expect(c.callTool({ name: 'no-such-tool-v1', arguments: {} })).rejects.toThrow(
+      /^MCP error -32602: Unknown tool: no-such-tool-v1$/,
+    );
     await expect(c.readResource({ uri: 'sitefleet://nothing' })).rejects.toMatchObject({ code: -32002 });
-    await expect(c.readResource({ uri: 'sitefleet://sites/99999' })).rejects.toMatchObject({ code: -32002, message: expect.not.stringMatching(/MCP error.*MCP error/) });
+    await expect(c.readResource({ uri: 'sitefleet://sites/99999' })).rejects.toMatchObject({
+      code: -32002,
+      message: expect.not.stringMatching(/MCP error.*MCP error/),
+    });
   });
 
   it('tells clients the tool list changed when a module is switched', async () => {
     const c = await connect(door);
     let changed = 0;
-    c.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed++; });
+    c.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changed++;
+    });
     await f.s.services.settings.setModule('logs', false);
     try {
       const end = Date.now() + 5_000;
@@ -197,7 +238,11 @@ describe('toolsets and read-only mode', () => {
 
   it('shows a read key only read-only tools over HTTP', async () => {
     const c = new Client({ name: 't', version: '1' });
-    await c.connect(new StreamableHTTPClientTransport(new URL(`${f.s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${f.s.creds.key.read}` } } }));
+    await c.connect(
+      new StreamableHTTPClientTransport(new URL(`${f.s.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${f.s.creds.key.read}` } },
+      }),
+    );
     clients.push(c);
     const tools = (await c.listTools()).tools;
     expect(tools.length).toBeGreaterThan(5);

@@ -8,7 +8,16 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ANNOTATIONS, ISSUE_ABILITIES, MCP_HEADERS, MCP_INITIALIZE, expectSchema, invalidInput, rawRequest, seedFleet, seedTag, type Fleet,
+  ANNOTATIONS,
+  ISSUE_ABILITIES,
+  MCP_HEADERS,
+  MCP_INITIALIZE,
+  expectSchema,
+  invalidInput,
+  rawRequest,
+  seedFleet,
+  seedTag,
+  type Fleet,
 } from './support/fixtures.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 
@@ -22,25 +31,31 @@ beforeAll(async () => {
   s = await startServer();
   fleet = await seedFleet(s.services);
 });
-afterAll(async () => { await s?.close(); });
+afterAll(async () => {
+  await s?.close();
+});
 
 async function connectStdio(): Promise<Client> {
   const client = new Client({ name: 'sitefleet-test', version: '1.0.0' });
   const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
-  await client.connect(new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI, 'mcp', '--data-dir', s.dataDir, ...(s.databaseUrl ? ['--database-url', s.databaseUrl] : [])],
-    env: { ...env, SITEFLEET_LOG: 'warn' },
-    stderr: 'inherit',
-  }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp', '--data-dir', s.dataDir, ...(s.databaseUrl ? ['--database-url', s.databaseUrl] : [])],
+      env: { ...env, SITEFLEET_LOG: 'warn' },
+      stderr: 'inherit',
+    }),
+  );
   return client;
 }
 
 async function connectHttp(token: string = s.creds.key.read_write): Promise<Client> {
   const client = new Client({ name: 'sitefleet-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
-  }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 }
 
@@ -66,7 +81,9 @@ describe.each([
     c = await connect();
     tools = (await c.listTools()).tools;
   });
-  afterAll(async () => { await c?.close(); });
+  afterAll(async () => {
+    await c?.close();
+  });
 
   it('lists one tool per ability, named by its slug', () => {
     expect(tools.map((t) => t.name)).toEqual(s.registry.abilities.map((a) => a.name));
@@ -107,7 +124,7 @@ describe.each([
     }
   });
 
-  it('answers a call with structuredContent that validates against the ability\'s output schema, and a JSON text copy', async () => {
+  it("answers a call with structuredContent that validates against the ability's output schema, and a JSON text copy", async () => {
     const r: any = await c.callTool({ name: 'list-sites-v1', arguments: { per_page: 2, status: 'any' } });
     expect(r.isError ?? false).toBe(false);
     const viaRest = await s.rest('/sites?per_page=2');
@@ -119,7 +136,10 @@ describe.each([
   });
 
   it('finds a site by domain and returns the full site', async () => {
-    const r: any = await c.callTool({ name: 'get-site-v1', arguments: { site_id_or_domain: 'WWW.bravo.example.org', include_stats: true } });
+    const r: any = await c.callTool({
+      name: 'get-site-v1',
+      arguments: { site_id_or_domain: 'WWW.bravo.example.org', include_stats: true },
+    });
     expect(r.structuredContent).toMatchObject({ id: fleet.sites[1]!.id, status: 'disconnected', stats: expect.any(Object) });
     expectSchema(r.structuredContent, s.registry.schemas(s.registry.get('get-site-v1')!).output);
   });
@@ -176,24 +196,91 @@ describe.each([
     });
 
     const ok: Array<[string, () => Record<string, unknown>, (sc: any) => void]> = [
-      ['list-sites-v1', () => ({ search: 'charlie', status: 'suspended' }), (sc) => expect(sc.items.map((i: any) => i.id)).toEqual([fleet.sites[2]!.id])],
-      ['get-site-v1', () => ({ site_id_or_domain: fleet.sites[0]!.id, include_stats: true }), (sc) => expect(sc).toMatchObject({ name: 'Alpha', stats: { plugin_updates: 2 } })],
+      [
+        'list-sites-v1',
+        () => ({ search: 'charlie', status: 'suspended' }),
+        (sc) => expect(sc.items.map((i: any) => i.id)).toEqual([fleet.sites[2]!.id]),
+      ],
+      [
+        'get-site-v1',
+        () => ({ site_id_or_domain: fleet.sites[0]!.id, include_stats: true }),
+        (sc) => expect(sc).toMatchObject({ name: 'Alpha', stats: { plugin_updates: 2 } }),
+      ],
       ['count-sites-v1', () => ({ status: 'disconnected' }), (sc) => expect(sc).toEqual({ total: 1 })],
-      ['get-sites-basic-v1', () => ({ per_page: 1 }), (sc) => { expect(sc.sites).toHaveLength(1); expect(sc.total).toBeGreaterThanOrEqual(6); }],
-      ['update-site-v1', () => ({ site_id_or_domain: mine.site, name: `Renamed over ${label}`, notes: 'mcp', tags: [mine.tag] }),
-        (sc) => expect(sc).toMatchObject({ id: mine.site, name: `Renamed over ${label}`, notes: 'mcp', tags: [{ id: mine.tag }] })],
-      ['suspend-site-v1', () => ({ site_id_or_domain: mine.site }), (sc) => expect(sc).toMatchObject({ suspended: true, site_id: mine.site, status: 'suspended' })],
-      ['unsuspend-site-v1', () => ({ site_id_or_domain: mine.site }), (sc) => expect(sc).toMatchObject({ unsuspended: true, site_id: mine.site, status: 'connected' })],
-      ['suspend-sites-v1', () => ({ site_ids_or_domains: [mine.site2, 999999] }),
-        (sc) => expect(sc).toMatchObject({ total_suspended: 1, total_errors: 1, suspended: [{ id: mine.site2 }], errors: [{ identifier: 999999, code: 'svc_site_not_found' }] })],
-      ['delete-site-v1', () => ({ site_id_or_domain: mine.doomed, confirm: true }), (sc) => expect(sc).toMatchObject({ deleted: true, site_id: mine.doomed })],
-      ['list-tags-v1', () => ({ search: 'Production' }), (sc) => expect(sc.items.map((t: any) => t.id)).toEqual([fleet.tags.production.id])],
-      ['get-tag-v1', () => ({ tag_id: fleet.tags.production.id }), (sc) => expect(sc).toMatchObject({ name: 'Production', sites_count: 3 })],
-      ['add-tag-v1', () => ({ name: `added over ${label}`, color: '#0f0f0f' }), (sc) => expect(sc).toMatchObject({ name: `added over ${label}`, color: '#0f0f0f', sites_count: 0 })],
-      ['update-tag-v1', () => ({ tag_id: mine.tag, color: '#f0f0f0' }), (sc) => expect(sc).toMatchObject({ id: mine.tag, color: '#f0f0f0' })],
-      ['delete-tag-v1', () => ({ tag_id: mine.tag, dry_run: true }), (sc) => expect(sc).toMatchObject({ dry_run: true, tag_id: mine.tag, sites_affected: 1 })],
-      ['get-tag-sites-v1', () => ({ tag_id: fleet.tags.production.id, per_page: 2 }), (sc) => expect(sc).toMatchObject({ tag_name: 'Production', total: 3 })],
-      ['get-tag-clients-v1', () => ({ tag_id: fleet.tags.production.id }), (sc) => expect(sc.clients.map((c: any) => c.sites_with_tag)).toEqual([2, 1])],
+      [
+        'get-sites-basic-v1',
+        () => ({ per_page: 1 }),
+        (sc) => {
+          expect(sc.sites).toHaveLength(1);
+          expect(sc.total).toBeGreaterThanOrEqual(6);
+        },
+      ],
+      [
+        'update-site-v1',
+        () => ({ site_id_or_domain: mine.site, name: `Renamed over ${label}`, notes: 'mcp', tags: [mine.tag] }),
+        (sc) => expect(sc).toMatchObject({ id: mine.site, name: `Renamed over ${label}`, notes: 'mcp', tags: [{ id: mine.tag }] }),
+      ],
+      [
+        'suspend-site-v1',
+        () => ({ site_id_or_domain: mine.site }),
+        (sc) => expect(sc).toMatchObject({ suspended: true, site_id: mine.site, status: 'suspended' }),
+      ],
+      [
+        'unsuspend-site-v1',
+        () => ({ site_id_or_domain: mine.site }),
+        (sc) => expect(sc).toMatchObject({ unsuspended: true, site_id: mine.site, status: 'connected' }),
+      ],
+      [
+        'suspend-sites-v1',
+        () => ({ site_ids_or_domains: [mine.site2, 999999] }),
+        (sc) =>
+          expect(sc).toMatchObject({
+            total_suspended: 1,
+            total_errors: 1,
+            suspended: [{ id: mine.site2 }],
+            errors: [{ identifier: 999999, code: 'svc_site_not_found' }],
+          }),
+      ],
+      [
+        'delete-site-v1',
+        () => ({ site_id_or_domain: mine.doomed, confirm: true }),
+        (sc) => expect(sc).toMatchObject({ deleted: true, site_id: mine.doomed }),
+      ],
+      [
+        'list-tags-v1',
+        () => ({ search: 'Production' }),
+        (sc) => expect(sc.items.map((t: any) => t.id)).toEqual([fleet.tags.production.id]),
+      ],
+      [
+        'get-tag-v1',
+        () => ({ tag_id: fleet.tags.production.id }),
+        (sc) => expect(sc).toMatchObject({ name: 'Production', sites_count: 3 }),
+      ],
+      [
+        'add-tag-v1',
+        () => ({ name: `added over ${label}`, color: '#0f0f0f' }),
+        (sc) => expect(sc).toMatchObject({ name: `added over ${label}`, color: '#0f0f0f', sites_count: 0 }),
+      ],
+      [
+        'update-tag-v1',
+        () => ({ tag_id: mine.tag, color: '#f0f0f0' }),
+        (sc) => expect(sc).toMatchObject({ id: mine.tag, color: '#f0f0f0' }),
+      ],
+      [
+        'delete-tag-v1',
+        () => ({ tag_id: mine.tag, dry_run: true }),
+        (sc) => expect(sc).toMatchObject({ dry_run: true, tag_id: mine.tag, sites_affected: 1 }),
+      ],
+      [
+        'get-tag-sites-v1',
+        () => ({ tag_id: fleet.tags.production.id, per_page: 2 }),
+        (sc) => expect(sc).toMatchObject({ tag_name: 'Production', total: 3 }),
+      ],
+      [
+        'get-tag-clients-v1',
+        () => ({ tag_id: fleet.tags.production.id }),
+        (sc) => expect(sc.clients.map((c: any) => c.sites_with_tag)).toEqual([2, 1]),
+      ],
     ];
 
     it('has a case for each ability', () => {
@@ -289,7 +376,8 @@ describe('MCP over HTTP: credentials and Host', () => {
     const port = new URL(s.url).port;
     for (const host of [`evil.example:${port}`, 'evil.example', `127.0.0.1.evil.example:${port}`]) {
       const r = await rawRequest(`${s.url}/mcp`, {
-        method: 'POST', body: MCP_INITIALIZE,
+        method: 'POST',
+        body: MCP_INITIALIZE,
         headers: { ...MCP_HEADERS, host, authorization: `Bearer ${s.creds.key.read_write}` },
       });
       expect(r.status, host).toBe(403);
@@ -298,7 +386,8 @@ describe('MCP over HTTP: credentials and Host', () => {
 
   it('answers an Origin that is not allowed with 403', async () => {
     const r = await rawRequest(`${s.url}/mcp`, {
-      method: 'POST', body: MCP_INITIALIZE,
+      method: 'POST',
+      body: MCP_INITIALIZE,
       headers: { ...MCP_HEADERS, origin: 'http://evil.example', authorization: `Bearer ${s.creds.key.read_write}` },
     });
     expect(r.status).toBe(403);
@@ -308,7 +397,8 @@ describe('MCP over HTTP: credentials and Host', () => {
     const port = new URL(s.url).port;
     for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
       const r = await rawRequest(`${s.url}/mcp`, {
-        method: 'POST', body: MCP_INITIALIZE,
+        method: 'POST',
+        body: MCP_INITIALIZE,
         headers: { ...MCP_HEADERS, host, origin: `http://${host}`, authorization: `Bearer ${s.creds.key.read_write}` },
       });
       expect(r.status, host).toBe(200);
@@ -317,20 +407,29 @@ describe('MCP over HTTP: credentials and Host', () => {
 
   it('refuses a body over its limit with 413', async () => {
     const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { pad: 'x'.repeat(5 * 1024 * 1024) } });
-    const r = await fetch(`${s.url}/mcp`, { method: 'POST', body: huge, headers: { ...MCP_HEADERS, authorization: `Bearer ${s.creds.key.read_write}` } });
+    const r = await fetch(`${s.url}/mcp`, {
+      method: 'POST',
+      body: huge,
+      headers: { ...MCP_HEADERS, authorization: `Bearer ${s.creds.key.read_write}` },
+    });
     expect(r.status).toBe(413);
-    expect((await r.json() as any).data.status).toBe(413);
+    expect(((await r.json()) as any).data.status).toBe(413);
   });
 
   it('refuses a session of another key', async () => {
-    const init = await fetch(`${s.url}/mcp`, { method: 'POST', body: MCP_INITIALIZE, headers: { ...MCP_HEADERS, authorization: `Bearer ${s.creds.key.read_write}` } });
+    const init = await fetch(`${s.url}/mcp`, {
+      method: 'POST',
+      body: MCP_INITIALIZE,
+      headers: { ...MCP_HEADERS, authorization: `Bearer ${s.creds.key.read_write}` },
+    });
     expect(init.status).toBe(200);
     const sid = init.headers.get('mcp-session-id')!;
     await init.text();
     expect(sid).toBeTruthy();
     const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
     const r = await fetch(`${s.url}/mcp`, {
-      method: 'POST', body: list,
+      method: 'POST',
+      body: list,
       headers: { ...MCP_HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${s.creds.key.read}` },
     });
     expect(r.status).toBe(404);

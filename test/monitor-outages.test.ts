@@ -11,7 +11,11 @@ import { KEYWORD_SCAN_BYTES } from '../src/domain/uptime-check.js';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 
 let openssl = true;
-try { execFileSync('openssl', ['version'], { stdio: 'ignore' }); } catch { openssl = false; }
+try {
+  execFileSync('openssl', ['version'], { stdio: 'ignore' });
+} catch {
+  openssl = false;
+}
 
 let sim: ChildSim;
 let s: TestServer;
@@ -21,8 +25,27 @@ beforeAll(async () => {
   let tls: { key: string; cert: string } | undefined;
   if (openssl) {
     const dir = tempDir('sitefleet-monitor-tls-');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'),
-      '-days', '30', '-subj', '/CN=sitefleet-test', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'k.pem'),
+        '-out',
+        join(dir, 'c.pem'),
+        '-days',
+        '30',
+        '-subj',
+        '/CN=sitefleet-test',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     tls = { key: readFileSync(join(dir, 'k.pem'), 'utf8'), cert: readFileSync(join(dir, 'c.pem'), 'utf8') };
   } else {
     console.warn('monitor-outages.test.ts: openssl not found; the TLS case is skipped.');
@@ -32,22 +55,35 @@ beforeAll(async () => {
   const rows = [
     { key: 'windows', url: sim.sites[0]!.url, ssl_verify: true },
     { key: 'slow', url: sim.sites[1]!.url, ssl_verify: true },
-    ...(sim.httpsBaseUrl ? [
-      { key: 'tls', url: `${sim.httpsBaseUrl}/s/3/`, ssl_verify: true },
-      { key: 'tls-unverified', url: `${sim.httpsBaseUrl}/s/3/index.php`, ssl_verify: false },
-    ] : []),
+    ...(sim.httpsBaseUrl
+      ? [
+          { key: 'tls', url: `${sim.httpsBaseUrl}/s/3/`, ssl_verify: true },
+          { key: 'tls-unverified', url: `${sim.httpsBaseUrl}/s/3/index.php`, ssl_verify: false },
+        ]
+      : []),
   ];
   const recs = await seedSites(s.services, rows.length, (i) => ({ url: rows[i]!.url, ssl_verify: rows[i]!.ssl_verify }));
-  rows.forEach((r, i) => { ids[r.key] = recs[i]!.id; });
+  rows.forEach((r, i) => {
+    ids[r.key] = recs[i]!.id;
+  });
 });
-afterAll(async () => { await s?.close(); await sim?.close(); });
+afterAll(async () => {
+  await s?.close();
+  await sim?.close();
+});
 
 const check = async (key: string) => (await s.ability('check-monitor-v1', { site_id_or_domain: ids[key] })).body;
 
 describe('simulated outages', () => {
   it('is down inside a scheduled window and up outside it', async () => {
     const now = Date.now();
-    sim.setFault(1, { type: 'outage', windows: [{ from: now - 1000, to: now + 1500 }, { from: now + 60_000, to: now + 61_000 }] });
+    sim.setFault(1, {
+      type: 'outage',
+      windows: [
+        { from: now - 1000, to: now + 1500 },
+        { from: now + 60_000, to: now + 61_000 },
+      ],
+    });
     expect(await check('windows')).toMatchObject({ uptime_status: 'down', cause: 'connection', http_code: 0 });
     await new Promise((r) => setTimeout(r, 1600));
     expect(await check('windows')).toMatchObject({ uptime_status: 'up', http_code: 200 });
@@ -148,9 +184,15 @@ describe('the keyword bound', () => {
       const [near, far] = await seedSites(s.services, 2, (i) => ({ url: `${base}/${i ? 'far' : 'near'}` }));
       for (const rec of [near!, far!]) await s.ability('update-monitor-settings-v1', { site_id_or_domain: rec.id, keyword: 'needle-word' });
       expect((await s.ability('check-monitor-v1', { site_id_or_domain: near!.id })).body).toMatchObject({ uptime_status: 'up' });
-      expect((await s.ability('check-monitor-v1', { site_id_or_domain: far!.id })).body).toMatchObject({ uptime_status: 'down', cause: 'keyword' });
+      expect((await s.ability('check-monitor-v1', { site_id_or_domain: far!.id })).body).toMatchObject({
+        uptime_status: 'down',
+        cause: 'keyword',
+      });
     } finally {
-      await new Promise<void>((r) => { srv.close(() => r()); srv.closeAllConnections(); });
+      await new Promise<void>((r) => {
+        srv.close(() => r());
+        srv.closeAllConnections();
+      });
     }
   });
 });

@@ -10,7 +10,9 @@ import { serveProcess } from './support/process.js';
 import { seedSites, tempDir } from './support/server.js';
 
 const closers: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const c of closers.reverse()) await c(); });
+afterAll(async () => {
+  for (const c of closers.reverse()) await c();
+});
 
 const SITES = 12;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -13,21 +13,35 @@ import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 import { until as waitUntil } from './support/wait.js';
 
-interface Received { headers: IncomingHttpHeaders; body: string; at: number }
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
 
 /** A webhook receiver on loopback: records every POST; answers `status()` (500 makes the sender retry). */
 async function receiver(status: () => number = () => 204): Promise<{ url: string; got: Received[]; close(): Promise<void> }> {
   const got: Received[] = [];
   const srv: Server = createServer((req, res) => {
     let body = '';
-    req.on('data', (c) => { body += c; });
-    req.on('end', () => { got.push({ headers: req.headers, body, at: Date.now() }); res.statusCode = status(); res.end(); });
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      got.push({ headers: req.headers, body, at: Date.now() });
+      res.statusCode = status();
+      res.end();
+    });
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
   return {
     url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`,
     got,
-    close: () => new Promise<void>((r) => { srv.close(() => r()); srv.closeAllConnections(); }),
+    close: () =>
+      new Promise<void>((r) => {
+        srv.close(() => r());
+        srv.closeAllConnections();
+      }),
   };
 }
 
@@ -41,7 +55,10 @@ let secret: string;
 let mcp: McpTestClient;
 
 beforeAll(async () => {
-  f = await startFleet({ sim: { sites: 3 }, config: { monitorIntervalS: String(INTERVAL_S), monitorFlushMs: '100', webhookRetryMs: '50' } });
+  f = await startFleet({
+    sim: { sites: 3 },
+    config: { monitorIntervalS: String(INTERVAL_S), monitorFlushMs: '100', webhookRetryMs: '50' },
+  });
   ids = (await registerSites(f)).map((s) => s.id);
   hook = await receiver();
   const add = await f.s.rest('/webhooks/add', { method: 'POST', json: { url: hook.url, description: 'on-call' } });
@@ -61,7 +78,12 @@ const monitor = async (id: number) => (await f.s.rest(`/monitors/${id}`)).body.d
 
 describe('an outage, from the first check to the incident closed', () => {
   it('checks every connected site on its interval and shows it up', async () => {
-    for (const id of ids) await until(() => monitor(id), (m) => m.last_status === 'up', 5_000);
+    for (const id of ids)
+      await until(
+        () => monitor(id),
+        (m) => m.last_status === 'up',
+        5_000,
+      );
     const list = await f.s.rest('/monitors');
     expect(list.status).toBe(200);
     expect(list.body.total).toBe(3);
@@ -75,7 +97,11 @@ describe('an outage, from the first check to the incident closed', () => {
     const before = hook.got.length;
     const downAt = Date.now();
     f.sim.setFault(1, { type: 'down' });
-    const inc = await until(async () => (await f.s.rest(`/monitors/${id}/incidents`)).body, (b) => b.data?.length === 1, 5_000);
+    const inc = await until(
+      async () => (await f.s.rest(`/monitors/${id}/incidents`)).body,
+      (b) => b.data?.length === 1,
+      5_000,
+    );
     const opened = Date.parse(inc.data[0].started_at);
     // A beat's time is the second its check began; the check that saw the outage began within one interval.
     // (+ 500 ms: the scheduler ticks every 250 ms and may run late on a busy machine)
@@ -83,7 +109,10 @@ describe('an outage, from the first check to the incident closed', () => {
     expect(inc.data[0]).toMatchObject({ resolved: false, ended_at: null, cause: 'connection', site_id: id });
     expect((await monitor(id)).last_status).toBe('down');
 
-    const got = await until(() => hook.got.slice(before).filter((r) => JSON.parse(r.body).event === 'site.down'), (l) => l.length === 1);
+    const got = await until(
+      () => hook.got.slice(before).filter((r) => JSON.parse(r.body).event === 'site.down'),
+      (l) => l.length === 1,
+    );
     const d = got[0]!;
     expect(d.headers['x-sitefleet-signature']).toBe(`sha256=${createHmac('sha256', secret).update(d.body).digest('hex')}`);
     expect(d.headers['x-sitefleet-event']).toBe('site.down');
@@ -99,10 +128,17 @@ describe('an outage, from the first check to the incident closed', () => {
   it('closes the incident when the site comes back, and announces it', async () => {
     const id = ids[0]!;
     f.sim.setFault(1, null);
-    const inc = await until(async () => (await f.s.rest(`/monitors/${id}/incidents`)).body.data[0], (i) => i.resolved === true, 5_000);
+    const inc = await until(
+      async () => (await f.s.rest(`/monitors/${id}/incidents`)).body.data[0],
+      (i) => i.resolved === true,
+      5_000,
+    );
     expect(inc.down_count).toBeGreaterThanOrEqual(2);
     expect(inc.duration_sec).toBeGreaterThanOrEqual(1);
-    const up = await until(() => hook.got.map((r) => JSON.parse(r.body)).filter((b) => b.event === 'site.up'), (l) => l.length === 1);
+    const up = await until(
+      () => hook.got.map((r) => JSON.parse(r.body)).filter((b) => b.event === 'site.up'),
+      (l) => l.length === 1,
+    );
     expect(up[0].incident).toMatchObject({ id: inc.id, ended_at: inc.ended_at });
     const m = await monitor(id);
     expect(m.last_status).toBe('up');
@@ -134,15 +170,25 @@ describe('an outage, from the first check to the incident closed', () => {
 
   it('tells an MCP subscriber of sitefleet://incidents when an incident opens', async () => {
     const seen: string[] = [];
-    mcp.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { seen.push(n.params.uri); });
+    mcp.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      seen.push(n.params.uri);
+    });
     await mcp.client.subscribeResource({ uri: 'sitefleet://incidents' });
     f.sim.setFault(2, { type: 'http500' });
-    await until(() => seen, (l) => l.includes('sitefleet://incidents'), 5_000);
+    await until(
+      () => seen,
+      (l) => l.includes('sitefleet://incidents'),
+      5_000,
+    );
     const r = await mcp.client.readResource({ uri: 'sitefleet://incidents' });
     const body = JSON.parse((r.contents[0] as { text: string }).text);
     expect(body.open.items[0]).toMatchObject({ site_id: ids[1], cause: 'http_status', http_code: 500 });
     f.sim.setFault(2, null);
-    await until(async () => (await mcp.call('list-incidents-v1', { state: 'open' })).body.total, (n) => n === 0, 5_000);
+    await until(
+      async () => (await mcp.call('list-incidents-v1', { state: 'open' })).body.total,
+      (n) => n === 0,
+      5_000,
+    );
   });
 });
 
@@ -172,7 +218,10 @@ describe('settings', () => {
   });
 
   it('writes fleet defaults with upstream labels, and refuses values it cannot use', async () => {
-    const ok = await f.s.rest('/monitors/settings', { method: 'PUT', json: { interval: '10m', timeout: '45s', expected_status: [200, 301] } });
+    const ok = await f.s.rest('/monitors/settings', {
+      method: 'PUT',
+      json: { interval: '10m', timeout: '45s', expected_status: [200, 301] },
+    });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.data).toMatchObject({ monitor_id: 0, interval_s: 600, timeout_s: 45, expected_status: [200, 301], active: true });
     expect((await f.s.rest('/monitors/settings', { token: f.s.creds.key.read })).body.data).toEqual(ok.body.data);
@@ -189,7 +238,10 @@ describe('settings', () => {
     await bad({ maxretries: 5 }, 'invalid_maxretries');
     await bad({ type: 'ping' }, 'rest_invalid_param'); // not ours: refused by name, not dropped
     await bad({}, 'svc_invalid_input');
-    await f.s.rest('/monitors/settings', { method: 'PUT', json: { interval: '5m', timeout: 30, expected_status: [200, 201, 202, 203, 204, 205, 206] } });
+    await f.s.rest('/monitors/settings', {
+      method: 'PUT',
+      json: { interval: '5m', timeout: 30, expected_status: [200, 201, 202, 203, 204, 205, 206] },
+    });
   });
 
   it('pauses a site whose monitor is switched off', async () => {
@@ -223,7 +275,11 @@ describe('errors and permissions', () => {
   it('lets a read-only key read monitors but not check, configure or add webhooks', async () => {
     const ro = f.s.creds.key.read;
     expect((await f.s.rest('/monitors', { token: ro })).status).toBe(200);
-    for (const [path, method] of [[`/monitors/${ids[0]}/check`, 'POST'], ['/monitors/settings', 'PUT'], ['/webhooks/add', 'POST']] as const) {
+    for (const [path, method] of [
+      [`/monitors/${ids[0]}/check`, 'POST'],
+      ['/monitors/settings', 'PUT'],
+      ['/webhooks/add', 'POST'],
+    ] as const) {
       const r = await f.s.rest(path, { method, token: ro, json: { url: hook.url, interval: '5m' } });
       expect(r.status, path).toBe(403);
     }
@@ -232,7 +288,10 @@ describe('errors and permissions', () => {
   });
 
   it('never answers the webhook secret after creation', async () => {
-    const list = await until(() => f.s.rest('/webhooks'), (r) => r.body.data[0].deliveries[0]?.status === 'delivered');
+    const list = await until(
+      () => f.s.rest('/webhooks'),
+      (r) => r.body.data[0].deliveries[0]?.status === 'delivered',
+    );
     expect(JSON.stringify(list.body)).not.toContain(secret);
     expect(list.body.data[0].deliveries[0]).toMatchObject({ status: 'delivered', attempts: 1, last_http_status: 204 });
   });
@@ -257,15 +316,26 @@ describe('webhooks', () => {
       f.sim.setFault(2, { type: 'http500' });
       await f.s.rest(`/sites/${ids[1]}/sync`, { method: 'POST' });
       f.sim.setFault(2, null);
-      const d = await until(async () => (await f.s.rest('/webhooks?deliveries=1')).body.data.find((w: { id: number }) => w.id === add.body.id).deliveries[0],
-        (x) => x?.status === 'delivered', 5_000);
+      const d = await until(
+        async () => (await f.s.rest('/webhooks?deliveries=1')).body.data.find((w: { id: number }) => w.id === add.body.id).deliveries[0],
+        (x) => x?.status === 'delivered',
+        5_000,
+      );
       expect(d).toMatchObject({ event: 'site.sync_failed', attempts: 3, last_http_status: 200 });
       expect(flaky.got).toHaveLength(3);
       // Backoff: the second retry waited five times longer than the first (50 ms, then 250 ms).
       expect(flaky.got[2]!.at - flaky.got[1]!.at).toBeGreaterThanOrEqual(200);
       expect(new Set(flaky.got.map((g) => g.headers['x-sitefleet-delivery'])).size).toBe(1);
-      expect(JSON.parse(flaky.got[0]!.body)).toMatchObject({ event: 'site.sync_failed', site: { id: ids[1] }, error: { code: expect.stringMatching(/^svc_/) } });
-      const del = await f.s.ability('delete-webhook-v1', { webhook_id: add.body.id }, { method: 'DELETE', query: `input[webhook_id]=${add.body.id}` });
+      expect(JSON.parse(flaky.got[0]!.body)).toMatchObject({
+        event: 'site.sync_failed',
+        site: { id: ids[1] },
+        error: { code: expect.stringMatching(/^svc_/) },
+      });
+      const del = await f.s.ability(
+        'delete-webhook-v1',
+        { webhook_id: add.body.id },
+        { method: 'DELETE', query: `input[webhook_id]=${add.body.id}` },
+      );
       expect(del.body.code).toBe('svc_confirmation_required');
       expect((await f.s.rest(`/webhooks/${add.body.id}/remove`, { method: 'DELETE' })).body.success).toBe(1);
     } finally {
@@ -291,18 +361,30 @@ describe('bounds', () => {
     expect(hb.body.total).toBe(RAW_KEPT);
   });
 
-  const fill = (n: number, status: DeliveryRecord['status'], webhookId: number) => f.s.services.store.write((tx) => {
-    for (let i = 0; i < n; i++) {
-      tx.insert<DeliveryRecord>('deliveries', {
-        webhook_id: webhookId, event: 'site.down', event_id: `filler-${i}`, body: '{}', status, attempts: 0,
-        next_attempt_at: Date.now() + 3600_000, claim_owner: null, claim_until: 0, last_http_status: null, last_error: null,
-        created_at: new Date().toISOString(), delivered_at: null,
-      });
-    }
-  });
-  const clear = () => f.s.services.store.write((tx) => {
-    for (const d of [...tx.all<DeliveryRecord>('deliveries')]) if (d.event_id.startsWith('filler-')) tx.delete('deliveries', d.id);
-  });
+  const fill = (n: number, status: DeliveryRecord['status'], webhookId: number) =>
+    f.s.services.store.write((tx) => {
+      for (let i = 0; i < n; i++) {
+        tx.insert<DeliveryRecord>('deliveries', {
+          webhook_id: webhookId,
+          event: 'site.down',
+          event_id: `filler-${i}`,
+          body: '{}',
+          status,
+          attempts: 0,
+          next_attempt_at: Date.now() + 3600_000,
+          claim_owner: null,
+          claim_until: 0,
+          last_http_status: null,
+          last_error: null,
+          created_at: new Date().toISOString(),
+          delivered_at: null,
+        });
+      }
+    });
+  const clear = () =>
+    f.s.services.store.write((tx) => {
+      for (const d of [...tx.all<DeliveryRecord>('deliveries')]) if (d.event_id.startsWith('filler-')) tx.delete('deliveries', d.id);
+    });
 
   it(`keeps the last ${DELIVERIES_KEPT} deliveries in the log`, async () => {
     const w = (await f.s.rest('/webhooks')).body.data[0];
@@ -346,7 +428,13 @@ describe('bounds', () => {
       const n = INCIDENTS_KEPT - store.count('incidents');
       for (let i = 0; i < n; i++) {
         tx.insert<IncidentRecord>('incidents', {
-          site_id: ids[1]!, started_at: '2020-01-01T00:00:00Z', ended_at: '2020-01-01T00:01:00Z', cause: 'timeout', message: 'filler', http_code: null, down_count: 1,
+          site_id: ids[1]!,
+          started_at: '2020-01-01T00:00:00Z',
+          ended_at: '2020-01-01T00:01:00Z',
+          cause: 'timeout',
+          message: 'filler',
+          http_code: null,
+          down_count: 1,
         });
       }
     });
@@ -358,7 +446,9 @@ describe('bounds', () => {
     await f.s.ability('check-monitor-v1', { site_id_or_domain: ids[2] });
     expect(store.count('incidents')).toBe(INCIDENTS_KEPT);
     expect(store.get('incidents', oldest)).toBeUndefined();
-    await store.write((tx) => { for (const i of [...tx.all<IncidentRecord>('incidents')]) if (i.message === 'filler') tx.delete('incidents', i.id); });
+    await store.write((tx) => {
+      for (const i of [...tx.all<IncidentRecord>('incidents')]) if (i.message === 'filler') tx.delete('incidents', i.id);
+    });
   });
 
   it(`refuses a webhook past ${MAX_WEBHOOKS} and an expected-status list past ${MAX_EXPECTED}`, async () => {

@@ -41,7 +41,9 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     [siteId, otherSite] = (await registerSites(f, 2)).map((s) => s.id) as [number, number];
     client = families.restClient(f.s.restBase, f.s.creds.key.read_write, check);
   });
-  afterAll(async () => { await f.close(); });
+  afterAll(async () => {
+    await f.close();
+  });
 
   it('compiles against the types openapi-typescript makes of the served document', async () => {
     const served = await client.GET('/openapi.json');
@@ -50,21 +52,33 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     writeFileSync(`${root}test/fixtures/openapi/paths.d.ts`, await openApiTypes(served.data));
     // One compiler run: the client must compile, and calls the document does not describe must not — a path it
     // lacks, a required field left out, a field of the wrong type.
-    writeFileSync(`${root}test/fixtures/openapi/wrong.ts`, [
-      "import type { RestClient } from '../../support/openapi-client.js';",
-      "export const noPath = (c: RestClient) => c.GET('/widgets');",
-      "export const noName = (c: RestClient) => c.POST('/tags/add', { body: { color: '#000000' } });",
-      "export const badPage = (c: RestClient) => c.GET('/tags', { params: { query: { page: 'two' } } });",
-      '',
-    ].join('\n'));
-    writeFileSync(`${root}test/fixtures/openapi/tsconfig.json`, JSON.stringify({
-      extends: '../../../tsconfig.json',
-      compilerOptions: { noEmit: true, rootDir: '../../..', lib: ['ES2023', 'DOM'] },
-      // The walk and this test itself: both read the generated types (lint's tsconfig.test.json leaves them out).
-      include: ['paths.d.ts', 'wrong.ts', '../../support/openapi-client.ts', '../../openapi-client.test.ts'],
-    }));
-    const tsc = await run(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}test/fixtures/openapi/tsconfig.json`], { cwd: root })
-      .then(() => ({ stdout: '' }), (e: { stdout: string }) => ({ stdout: e.stdout }));
+    writeFileSync(
+      `${root}test/fixtures/openapi/wrong.ts`,
+      [
+        "import type { RestClient } from '../../support/openapi-client.js';",
+        "export const noPath = (c: RestClient) => c.GET('/widgets');",
+        "export const noName = (c: RestClient) => c.POST('/tags/add', { body: { color: '#000000' } });",
+        "export const badPage = (c: RestClient) => c.GET('/tags', { params: { query: { page: 'two' } } });",
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      `${root}test/fixtures/openapi/tsconfig.json`,
+      JSON.stringify({
+        extends: '../../../tsconfig.json',
+        compilerOptions: { noEmit: true, rootDir: '../../..', lib: ['ES2023', 'DOM'] },
+        // The walk and this test itself: both read the generated types (lint's tsconfig.test.json leaves them out).
+        include: ['paths.d.ts', 'wrong.ts', '../../support/openapi-client.ts', '../../openapi-client.test.ts'],
+      }),
+    );
+    const tsc = await run(
+      process.execPath,
+      [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}test/fixtures/openapi/tsconfig.json`],
+      { cwd: root },
+    ).then(
+      () => ({ stdout: '' }),
+      (e: { stdout: string }) => ({ stdout: e.stdout }),
+    );
     const errors = tsc.stdout.split('\n').filter((l) => l.includes('error TS'));
     expect(errors.filter((l) => !l.startsWith('test/fixtures/openapi/wrong.ts'))).toEqual([]);
     expect(errors.map((l) => l.replace(/^.*wrong\.ts\((\d+),.*$/, '$1'))).toEqual(['2', '3', '4']);
@@ -105,7 +119,7 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     expect(r.error.error?.code).toBe('svc_tag_exists');
   });
 
-  it('clients: add, list, by e-mail, sites, a site\'s client, suspend; an unknown id is 404 svc_rest_invalid_client_id', async () => {
+  it("clients: add, list, by e-mail, sites, a site's client, suspend; an unknown id is 404 svc_rest_invalid_client_id", async () => {
     const r = await families.clientsFamily(client, otherSite);
     expect(r.add.data?.data.name).toBe('Typed Client');
     expect(r.list.data?.total).toBe(1);
@@ -116,7 +130,7 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     expect(r.error.error?.code).toBe('svc_rest_invalid_client_id');
   });
 
-  it('costs: add, list, one, a site\'s costs, remove; the removed one is 404 svc_rest_invalid_costs_id', async () => {
+  it("costs: add, list, one, a site's costs, remove; the removed one is 404 svc_rest_invalid_costs_id", async () => {
     const r = await families.costsFamily(client, siteId);
     expect(r.add.error).toBeUndefined();
     expect(r.list.data?.total).toBe(1);
@@ -153,7 +167,7 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     expect(r.error.error?.code).toBe('svc_job_not_found');
   });
 
-  it('updates: the fleet\'s, a site\'s, a dry run, one plugin applied, ignore and unignore; an unknown site is 404 svc_rest_invalid_site_id', async () => {
+  it("updates: the fleet's, a site's, a dry run, one plugin applied, ignore and unignore; an unknown site is 404 svc_rest_invalid_site_id", async () => {
     const r = await families.updatesFamily(client, siteId);
     expect(r.plugins.length).toBeGreaterThanOrEqual(2);
     expect(r.list.data?.data.every((u: { site_id: number }) => u.site_id === siteId)).toBe(true);
@@ -185,20 +199,22 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     expect(r.error.error?.code).toBe('svc_page_not_found');
   });
 
-  it('client custom fields: add, list, edit, a client\'s values, clients by value, delete; the deleted one is 404 svc_client_field_not_found', async () => {
+  it("client custom fields: add, list, edit, a client's values, clients by value, delete; the deleted one is 404 svc_client_field_not_found", async () => {
     const r = await families.clientFieldsFamily(client);
     expect(r.add.data?.data.name).toBe('Contract');
     expect(r.list.data?.total).toBe(1);
     expect(r.edit.data?.data.description).toBe('The signed contract');
     expect(r.set.error).toBeUndefined();
-    expect(r.values.data?.data.fields.map((x: { name: string; value: string | null }) => `${x.name}=${x.value}`)).toEqual(['Contract=C-1042']);
+    expect(r.values.data?.data.fields.map((x: { name: string; value: string | null }) => `${x.name}=${x.value}`)).toEqual([
+      'Contract=C-1042',
+    ]);
     expect(r.clients.data?.data.map((x: { name: string }) => x.name)).toEqual(['Fielded Client']);
     expect(r.remove.data?.values_removed).toBe(1);
     expect(r.error.response.status).toBe(404);
     expect(r.error.error?.code).toBe('svc_client_field_not_found');
   });
 
-  it('settings: general, advanced, the cost tracker\'s types and methods, disconnect-all as a dry run, a 501 route; no confirmation is 400', async () => {
+  it("settings: general, advanced, the cost tracker's types and methods, disconnect-all as a dry run, a 501 route; no confirmation is 400", async () => {
     const r = await families.settingsFamily(client);
     expect(r.general.data?.data.frequency_daily_update).toBeTypeOf('number');
     expect(r.advanced.data?.data.mainwp_maximum_sync_requests).toBeTypeOf('number');

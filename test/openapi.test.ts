@@ -18,7 +18,8 @@ import { cli as runCli } from './support/process.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 
 const PREFIX = '/wp-json/svc/v2';
-const docOf = (routes: readonly RestRoute[]) => openApiDocument(withDiscovery(routes, { restPrefix: PREFIX, publicUrl: 'http://h' }), { restPrefix: PREFIX }) as any;
+const docOf = (routes: readonly RestRoute[]) =>
+  openApiDocument(withDiscovery(routes, { restPrefix: PREFIX, publicUrl: 'http://h' }), { restPrefix: PREFIX }) as any;
 const express = (p: string) => p.replace(/:(\w+)/g, '{$1}');
 /** A response of an operation, its $ref to components.responses followed. */
 const resp = (doc: any, op: any, status: number | string) => {
@@ -49,8 +50,13 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(ops).toBeGreaterThan(120);
-    expect(new Set(Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((o: any) => o.operationId)).filter(Boolean)).size)
-      .toBe(ops + 2); // + the index and the document themselves
+    expect(
+      new Set(
+        Object.values(doc.paths)
+          .flatMap((p: any) => Object.values(p).map((o: any) => o.operationId))
+          .filter(Boolean),
+      ).size,
+    ).toBe(ops + 2); // + the index and the document themselves
   });
 
   it('leaves nothing undocumented: every argument typed, every reshaped answer declared', () => {
@@ -62,13 +68,22 @@ describe('the OpenAPI document', () => {
     const q = Object.fromEntries(list.parameters.map((p: any) => [p.name, p]));
     expect(q.per_page).toMatchObject({ in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 } });
     expect(q.full_data.schema.description).toMatch(/full site records/i);
-    expect(list.responses['200'].headers).toEqual({ 'X-WP-Total': { $ref: '#/components/headers/Total' }, 'X-WP-TotalPages': { $ref: '#/components/headers/TotalPages' } });
+    expect(list.responses['200'].headers).toEqual({
+      'X-WP-Total': { $ref: '#/components/headers/Total' },
+      'X-WP-TotalPages': { $ref: '#/components/headers/TotalPages' },
+    });
 
     const site = doc.paths['/sites/{id_or_domain}'];
-    expect(site.parameters).toEqual([{ name: 'id_or_domain', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]+$' } }]);
+    expect(site.parameters).toEqual([
+      { name: 'id_or_domain', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]+$' } },
+    ]);
     expect(resp(doc, site.get, 404).description).toContain('svc_rest_invalid_site_id');
-    expect(resp(doc, site.get, 404).content['application/json'].schema.allOf[1].properties.code.enum)
-      .toEqual(['rest_no_route', 'svc_rest_invalid_site_id', 'svc_rest_invalid_site_data', 'svc_site_not_found']);
+    expect(resp(doc, site.get, 404).content['application/json'].schema.allOf[1].properties.code.enum).toEqual([
+      'rest_no_route',
+      'svc_rest_invalid_site_id',
+      'svc_rest_invalid_site_data',
+      'svc_site_not_found',
+    ]);
 
     const add = doc.paths['/tags/add'].post;
     const body = doc.components.schemas[add.requestBody.content['application/json'].schema.$ref.split('/').pop()];
@@ -81,7 +96,10 @@ describe('the OpenAPI document', () => {
     expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 504).description).toBe('svc_child_timeout');
     expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 409).description).toBe('svc_site_suspended, svc_site_disconnected');
     expect(resp(doc, doc.paths['/tags/batch'].post, 413).description).toContain('svc_rest_request_entity_too_large');
-    expect(doc.paths['/users/import'].post.requestBody.content['multipart/form-data'].schema.properties.csv_file).toEqual({ type: 'string', format: 'binary' });
+    expect(doc.paths['/users/import'].post.requestBody.content['multipart/form-data'].schema.properties.csv_file).toEqual({
+      type: 'string',
+      format: 'binary',
+    });
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 
@@ -93,10 +111,14 @@ describe('the OpenAPI document', () => {
         if (!ex) continue;
         examples.push([m, p]);
         const path = p.replace('{id_or_domain}', '1').replace('{id}', '1');
-        expect(() => checkRestAnswer(m.toUpperCase(), path, 200, ex, new Headers({ 'x-wp-total': '1', 'x-wp-totalpages': '1' }))).not.toThrow();
+        expect(() =>
+          checkRestAnswer(m.toUpperCase(), path, 200, ex, new Headers({ 'x-wp-total': '1', 'x-wp-totalpages': '1' })),
+        ).not.toThrow();
       }
     }
-    expect(examples.map(([m, p]) => `${m} ${p}`)).toEqual(expect.arrayContaining(['get /sites', 'get /sites/{id_or_domain}', 'post /tags/add', 'get /tags']));
+    expect(examples.map(([m, p]) => `${m} ${p}`)).toEqual(
+      expect.arrayContaining(['get /sites', 'get /sites/{id_or_domain}', 'post /tags/add', 'get /tags']),
+    );
   });
 
   it('is what docs/openapi.json holds (run npm run docs) and what `sitefleet openapi` prints', async () => {
@@ -119,7 +141,11 @@ describe('the OpenAPI document', () => {
     expect(op.operationId).toBe('listTagsWidgets');
     expect(op.parameters.map((p: any) => p.name)).toEqual(['page', 'per_page', 'q']);
     expect(d.paths['/widgets/{id}'].parameters[0]).toMatchObject({ name: 'id', in: 'path', schema: { type: 'integer' } });
-    const index = routeIndex(withDiscovery([...restRoutes, widgets], { restPrefix: PREFIX, publicUrl: 'http://h' }), 'http://h', PREFIX) as any;
+    const index = routeIndex(
+      withDiscovery([...restRoutes, widgets], { restPrefix: PREFIX, publicUrl: 'http://h' }),
+      'http://h',
+      PREFIX,
+    ) as any;
     expect(index.routes['/svc/v2/widgets/(?P<id>\\d+)'].endpoints[0].args.q).toMatchObject({ type: 'string', required: false });
 
     // A row that reads an argument nothing types, or reshapes its answer without saying how, is listed.
@@ -145,8 +171,12 @@ describe('the answer check of the test support', () => {
     expect(() => checkRestAnswer('GET', '/tags', 200, { success: 1, total: 0, data: [] }, new Headers())).toThrow(/X-WP-Total/);
     expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'x', message: 'y' }, h)).toThrow(/documented schema/);
     // An error code the route does not document for that status.
-    expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'svc_rest_invalid_tag_id', message: 'y', data: { status: 404 } }, h)).not.toThrow();
-    expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'svc_cost_not_found', message: 'y', data: { status: 404 } }, h)).toThrow(/documented schema/);
+    expect(() =>
+      checkRestAnswer('GET', '/tags/7', 404, { code: 'svc_rest_invalid_tag_id', message: 'y', data: { status: 404 } }, h),
+    ).not.toThrow();
+    expect(() => checkRestAnswer('GET', '/tags/7', 404, { code: 'svc_cost_not_found', message: 'y', data: { status: 404 } }, h)).toThrow(
+      /documented schema/,
+    );
     expect(() => checkRestAnswer('GET', '/nowhere', 200, {}, h)).toThrow(/does not have/);
     expect(Object.keys(restDocument().paths)).toContain('/sites/{id_or_domain}/plugins');
   });
@@ -158,7 +188,9 @@ describe('the document and the indexes over HTTP', () => {
     s = await startServer();
     await seedSites(s.services, 1);
   });
-  afterAll(async () => { await s.close(); });
+  afterAll(async () => {
+    await s.close();
+  });
 
   it('serves GET /openapi.json as docs/openapi.json has it, to any key that may read', async () => {
     const r = await s.rest('/openapi.json', { token: s.creds.key.read });
@@ -184,10 +216,20 @@ describe('the document and the indexes over HTTP', () => {
     expect(r.body.namespace).toBe('svc/v2');
     const routes = r.body.routes;
     expect(Object.keys(routes)).toHaveLength(new Set(restRoutes.map((x) => x.path)).size + 2);
-    expect(routes['/svc/v2/sites']).toMatchObject({ namespace: 'svc/v2', methods: ['GET'], _links: { self: [{ href: `${s.restBase}/sites` }] } });
+    expect(routes['/svc/v2/sites']).toMatchObject({
+      namespace: 'svc/v2',
+      methods: ['GET'],
+      _links: { self: [{ href: `${s.restBase}/sites` }] },
+    });
     expect(routes['/svc/v2/sites'].endpoints[0].args.per_page).toMatchObject({ type: 'integer', required: false, default: 20 });
-    expect(routes['/svc/v2/tags/add'].endpoints[0]).toMatchObject({ methods: ['POST'], args: { name: { type: 'string', required: true }, color: { required: false } } });
-    expect(routes['/svc/v2/sites/(?P<id_or_domain>[A-Za-z0-9._-]+)/edit'].endpoints[0].args.id_or_domain).toMatchObject({ type: 'string', required: true });
+    expect(routes['/svc/v2/tags/add'].endpoints[0]).toMatchObject({
+      methods: ['POST'],
+      args: { name: { type: 'string', required: true }, color: { required: false } },
+    });
+    expect(routes['/svc/v2/sites/(?P<id_or_domain>[A-Za-z0-9._-]+)/edit'].endpoints[0].args.id_or_domain).toMatchObject({
+      type: 'string',
+      required: true,
+    });
     expect(routes['/svc/v2/tags/(?P<id>\\d+)'].methods).toEqual(['GET']);
     expect(routes['/svc/v2/clients/(?P<id>\\d+)/edit'].methods).toEqual(['POST', 'PUT', 'PATCH']);
     // The trailing-slash form answers the same.
@@ -197,9 +239,12 @@ describe('the document and the indexes over HTTP', () => {
   it('serves the abilities namespace index at GET /wp-json/wp-abilities/v1', async () => {
     const res = await fetch(s.abilitiesBase, { headers: { authorization: s.creds.viewer } });
     expect(res.status).toBe(200);
-    const body = await res.json() as any;
+    const body = (await res.json()) as any;
     expect(body.namespace).toBe('wp-abilities/v1');
-    expect(body.routes['/wp-abilities/v1/abilities']).toMatchObject({ methods: ['GET'], endpoints: [{ methods: ['GET'], args: { per_page: { type: 'integer', required: false, default: 50 } } }] });
+    expect(body.routes['/wp-abilities/v1/abilities']).toMatchObject({
+      methods: ['GET'],
+      endpoints: [{ methods: ['GET'], args: { per_page: { type: 'integer', required: false, default: 50 } } }],
+    });
     const run = body.routes['/wp-abilities/v1/abilities/(?P<namespace>[a-z0-9-]+)/(?P<name>[a-z0-9-]+)/run'];
     expect(run.methods).toEqual(['GET', 'POST', 'DELETE']);
     expect(run.endpoints[0].args.input).toMatchObject({ required: false });

@@ -18,7 +18,10 @@ beforeAll(async () => {
   ids = await registerSites(f, 2);
   mcp = await connectMcp(f.s);
 });
-afterAll(async () => { await mcp.close(); await f.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await f.close();
+});
 
 describe('list-pages', () => {
   it('lists pages only, keyed by site URL, without categories or tags (REST)', async () => {
@@ -33,7 +36,11 @@ describe('list-pages', () => {
 
   it('lists at most 10 a site and status by default, up to 200 when asked; 201 is refused', async () => {
     for (let n = 0; n < 12; n++) {
-      const c = await f.s.ability('create-page-v1', { site_id_or_domain: ids[1]!.id, post_title: `Bulk page ${n}`, post_status: 'publish' });
+      const c = await f.s.ability('create-page-v1', {
+        site_id_or_domain: ids[1]!.id,
+        post_title: `Bulk page ${n}`,
+        post_status: 'publish',
+      });
       expect(c.status).toBe(200);
     }
     const dflt = await f.s.rest(`/pages?websites=${ids[1]!.id}&status=publish`);
@@ -55,15 +62,33 @@ describe('one page', () => {
 
   it('creates a page through REST that the child stores as a page, and reads it back through MCP', async () => {
     const r = await f.s.rest(`/pages/${ids[0]!.id}/create`, {
-      method: 'POST', json: { post_title: 'Contact', post_content: '<p>Call us</p>', post_status: 'publish', post_name: 'contact', post_custom: { team: ['ops'] } },
+      method: 'POST',
+      json: {
+        post_title: 'Contact',
+        post_content: '<p>Call us</p>',
+        post_status: 'publish',
+        post_name: 'contact',
+        post_custom: { team: ['ops'] },
+      },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ success: 1, message: 'Create page successfully.', data: { name: 'Contact', post_status: 'publish', website_id: ids[0]!.id } });
+    expect(r.body).toMatchObject({
+      success: 1,
+      message: 'Create page successfully.',
+      data: { name: 'Contact', post_status: 'publish', website_id: ids[0]!.id },
+    });
     pageId = r.body.data.id;
     expect(on(1, pageId)).toMatchObject({ type: 'page', title: 'Contact', status: 'publish', name: 'contact' });
     const m = await mcp.call('get-page-v1', { site_id_or_domain: ids[0]!.id, page_id: pageId });
     expect(m.isError).toBe(false);
-    expect(m.body).toMatchObject({ id: pageId, post_type: 'page', post_title: 'Contact', post_content: '<p>Call us</p>', website_id: ids[0]!.id, has_password: false });
+    expect(m.body).toMatchObject({
+      id: pageId,
+      post_type: 'page',
+      post_title: 'Contact',
+      post_content: '<p>Call us</p>',
+      website_id: ids[0]!.id,
+      has_password: false,
+    });
     expect(m.body).not.toHaveProperty('post_tags');
     expect(m.body).not.toHaveProperty('is_sticky');
     const rest = await f.s.rest(`/pages/${ids[0]!.id}/${pageId}`);

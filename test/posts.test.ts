@@ -17,7 +17,10 @@ beforeAll(async () => {
   ids = await registerSites(f, 3);
   mcp = await connectMcp(f.s);
 });
-afterAll(async () => { await mcp.close(); await f.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await f.close();
+});
 
 describe('list-posts', () => {
   it('answers data keyed by site URL with id, title and post_status items (REST), all but the trash by default', async () => {
@@ -29,7 +32,13 @@ describe('list-posts', () => {
     const items = r.body.data[ids[0]!.url];
     expect(items.map((p: { id: number }) => p.id).sort()).toEqual(expected.map((p) => p.id).sort());
     const one = expected[0]!;
-    expect(items.find((p: { id: number }) => p.id === one.id)).toMatchObject({ id: one.id, title: one.title, post_status: one.status, website_id: ids[0]!.id, post_type: 'post' });
+    expect(items.find((p: { id: number }) => p.id === one.id)).toMatchObject({
+      id: one.id,
+      title: one.title,
+      post_status: one.status,
+      website_id: ids[0]!.id,
+      post_type: 'post',
+    });
     expect(r.body.total).toBe(Object.values(r.body.data).flat().length);
   });
 
@@ -85,16 +94,36 @@ describe('create and read', () => {
   it('a post created through REST is read through the abilities door', async () => {
     const r = await f.s.rest(`/posts/${ids[0]!.id}/create`, {
       method: 'POST',
-      json: { post_title: 'Fleet news', post_content: '<p>Hello fleet</p>', post_status: 'publish', post_name: 'fleet-news', post_tags: 'fleet,news', post_category: 'News', post_password: 'peek-a-boo' },
+      json: {
+        post_title: 'Fleet news',
+        post_content: '<p>Hello fleet</p>',
+        post_status: 'publish',
+        post_name: 'fleet-news',
+        post_tags: 'fleet,news',
+        post_category: 'News',
+        post_password: 'peek-a-boo',
+      },
     });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ success: 1, message: 'Create post successfully.', data: { id: expect.any(Number), name: 'Fleet news', post_status: 'publish', link: expect.stringContaining('fleet-news') } });
+    expect(r.body).toMatchObject({
+      success: 1,
+      message: 'Create post successfully.',
+      data: { id: expect.any(Number), name: 'Fleet news', post_status: 'publish', link: expect.stringContaining('fleet-news') },
+    });
     postId = r.body.data.post_id;
     const got = await f.s.ability('get-post-v1', { site_id_or_domain: ids[0]!.id, post_id: postId }, { method: 'GET' });
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({
-      id: postId, website_id: ids[0]!.id, post_title: 'Fleet news', post_content: '<p>Hello fleet</p>', post_status: 'publish', post_name: 'fleet-news',
-      post_category: 'News', post_tags: 'fleet, news', has_password: true, post_type: 'post',
+      id: postId,
+      website_id: ids[0]!.id,
+      post_title: 'Fleet news',
+      post_content: '<p>Hello fleet</p>',
+      post_status: 'publish',
+      post_name: 'fleet-news',
+      post_category: 'News',
+      post_tags: 'fleet, news',
+      has_password: true,
+      post_type: 'post',
     });
     expect(JSON.stringify(got.body)).not.toContain('peek-a-boo');
     const viaPost = await f.s.ability('get-post-v1', { site_id_or_domain: ids[0]!.url, post_id: postId });
@@ -102,11 +131,20 @@ describe('create and read', () => {
   });
 
   it('creates a draft by default through the abilities door and MCP', async () => {
-    const r = await f.s.ability('create-post-v1', { site_id_or_domain: ids[1]!.id, post_title: 'Draft from ability', post_category: ['Guides', 'Tips'] });
+    const r = await f.s.ability('create-post-v1', {
+      site_id_or_domain: ids[1]!.id,
+      post_title: 'Draft from ability',
+      post_category: ['Guides', 'Tips'],
+    });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ site_id: ids[1]!.id, post_status: 'draft', post_title: 'Draft from ability' });
     expect(postOn(2, r.body.post_id)).toMatchObject({ status: 'draft', categories: ['Guides', 'Tips'] });
-    const m = await mcp.call('create-post-v1', { site_id_or_domain: ids[1]!.id, post_title: 'From MCP', post_content: 'x', post_status: 'pending' });
+    const m = await mcp.call('create-post-v1', {
+      site_id_or_domain: ids[1]!.id,
+      post_title: 'From MCP',
+      post_content: 'x',
+      post_status: 'pending',
+    });
     expect(m.isError).toBe(false);
     expect(postOn(2, m.body.post_id)!.status).toBe('pending');
     const read = await mcp.call('get-post-v1', { site_id_or_domain: ids[1]!.id, post_id: m.body.post_id });
@@ -116,14 +154,24 @@ describe('create and read', () => {
   it('needs a future date to schedule a post', async () => {
     const none = await f.s.ability('create-post-v1', { site_id_or_domain: ids[1]!.id, post_title: 'Later', post_status: 'future' });
     expect([none.status, none.body.code]).toEqual([400, 'svc_invalid_input']);
-    const past = await f.s.ability('create-post-v1', { site_id_or_domain: ids[1]!.id, post_title: 'Later', post_status: 'future', post_date_gmt: '2020-01-01 10:00:00' });
+    const past = await f.s.ability('create-post-v1', {
+      site_id_or_domain: ids[1]!.id,
+      post_title: 'Later',
+      post_status: 'future',
+      post_date_gmt: '2020-01-01 10:00:00',
+    });
     expect(past.status).toBe(400);
-    const ok = await f.s.ability('create-post-v1', { site_id_or_domain: ids[1]!.id, post_title: 'Later', post_status: 'future', post_date_gmt: future(3) });
+    const ok = await f.s.ability('create-post-v1', {
+      site_id_or_domain: ids[1]!.id,
+      post_title: 'Later',
+      post_status: 'future',
+      post_date_gmt: future(3),
+    });
     expect(ok.status).toBe(200);
     expect(postOn(2, ok.body.post_id)!.status).toBe('future');
   });
 
-  it('answers 404 svc_post_not_found for an unknown post and REST\'s site codes for an unknown site', async () => {
+  it("answers 404 svc_post_not_found for an unknown post and REST's site codes for an unknown site", async () => {
     const rest = await f.s.rest(`/posts/${ids[0]!.id}/99999`);
     expect([rest.status, rest.body.code]).toEqual([404, 'svc_post_not_found']);
     const ability = await f.s.ability('get-post-v1', { site_id_or_domain: ids[0]!.id, post_id: 99999 }, { method: 'GET' });
@@ -140,7 +188,11 @@ describe('create and read', () => {
       const before = structuredClone(postOn(1, postId)!);
       const r = await f.s.rest(`/posts/${ids[0]!.id}/${postId}/edit`, { method: 'PUT', json: { post_title: 'Fleet news, updated' } });
       expect(r.status).toBe(200);
-      expect(r.body).toMatchObject({ success: 1, message: 'Edit post successfully.', data: { id: postId, updated_fields: ['post_title'] } });
+      expect(r.body).toMatchObject({
+        success: 1,
+        message: 'Edit post successfully.',
+        data: { id: postId, updated_fields: ['post_title'] },
+      });
       const after = postOn(1, postId)!;
       expect(after.title).toBe('Fleet news, updated');
       expect({ ...after, title: before.title, modified: before.modified }).toEqual(before);
@@ -149,9 +201,19 @@ describe('create and read', () => {
     it('keeps a draft without a date undated, and edits through PATCH, POST, the abilities door and MCP', async () => {
       const draft = f.sim.state(2).posts.find((p) => p.title === 'Draft from ability')!;
       expect(draft.date).toBe(0);
-      const r = await f.s.rest(`/posts/${ids[1]!.id}/${draft.id}/edit`, { method: 'PATCH', json: { post_content: 'Body', is_sticky: '1' } });
+      const r = await f.s.rest(`/posts/${ids[1]!.id}/${draft.id}/edit`, {
+        method: 'PATCH',
+        json: { post_content: 'Body', is_sticky: '1' },
+      });
       expect(r.status).toBe(200);
-      expect(postOn(2, draft.id)).toMatchObject({ date: 0, content: 'Body', sticky: true, title: 'Draft from ability', categories: ['Guides', 'Tips'], status: 'draft' });
+      expect(postOn(2, draft.id)).toMatchObject({
+        date: 0,
+        content: 'Body',
+        sticky: true,
+        title: 'Draft from ability',
+        categories: ['Guides', 'Tips'],
+        status: 'draft',
+      });
       expect((await f.s.rest(`/posts/${ids[1]!.id}/${draft.id}/edit`, { method: 'POST', json: { post_excerpt: 'E' } })).status).toBe(200);
       const a = await f.s.ability('update-post-v1', { site_id_or_domain: ids[1]!.id, post_id: draft.id, post_tags: ['a', 'b'] });
       expect(a.body.updated).toEqual(['post_tags']);
@@ -172,11 +234,22 @@ describe('create and read', () => {
   describe('update-post-status', () => {
     it('moves a post through draft, pending, private, publish, trash and back (REST PUT and PATCH)', async () => {
       const path = `/posts/${ids[0]!.id}/${postId}/update-status`;
-      for (const [status, method] of [['draft', 'PUT'], ['pending', 'PATCH'], ['private', 'PUT'], ['publish', 'PATCH'], ['trash', 'PUT'], ['draft', 'PUT']] as const) {
+      for (const [status, method] of [
+        ['draft', 'PUT'],
+        ['pending', 'PATCH'],
+        ['private', 'PUT'],
+        ['publish', 'PATCH'],
+        ['trash', 'PUT'],
+        ['draft', 'PUT'],
+      ] as const) {
         const before = postOn(1, postId)!.status;
         const r = await f.s.rest(path, { method, json: { status } });
         expect(r.status, status).toBe(200);
-        expect(r.body).toMatchObject({ success: 1, message: 'Update post status successfully.', data: { id: postId, previous_status: before, post_status: status } });
+        expect(r.body).toMatchObject({
+          success: 1,
+          message: 'Update post status successfully.',
+          data: { id: postId, previous_status: before, post_status: status },
+        });
         expect(postOn(1, postId)!.status).toBe(status);
       }
       expect(postOn(1, postId)).toMatchObject({ title: 'Fleet news, updated', content: '<p>Hello fleet</p>', name: 'fleet-news' });
@@ -212,7 +285,11 @@ describe('create and read', () => {
       const preview = await f.s.ability('delete-post-v1', { site_id_or_domain: ids[0]!.id, post_id: postId, dry_run: true });
       expect(preview.body).toMatchObject({ deleted: false, dry_run: true, post: { id: postId, post_title: 'Fleet news, updated' } });
       expect(postOn(1, postId)).toBeDefined();
-      const done = await f.s.ability('delete-post-v1', { site_id_or_domain: ids[0]!.id, post_id: postId, confirm: true }, { method: 'DELETE' });
+      const done = await f.s.ability(
+        'delete-post-v1',
+        { site_id_or_domain: ids[0]!.id, post_id: postId, confirm: true },
+        { method: 'DELETE' },
+      );
       expect(done.body).toMatchObject({ deleted: true, dry_run: false });
       expect(postOn(1, postId)).toBeUndefined();
       const again = await f.s.rest(`/posts/${ids[0]!.id}/${postId}`);

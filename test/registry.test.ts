@@ -30,30 +30,43 @@ describe('registry.run', () => {
   });
 
   it('refuses an input outside the schema, naming the field', async () => {
-    await expect(run('list-sites-v1', { per_page: 'many' })).rejects.toMatchObject({ code: 'ability_invalid_input', data: { params: { per_page: expect.any(String) } } });
+    await expect(run('list-sites-v1', { per_page: 'many' })).rejects.toMatchObject({
+      code: 'ability_invalid_input',
+      data: { params: { per_page: expect.any(String) } },
+    });
   });
 
   it('refuses a write to a read-only key before the ability runs', async () => {
     await expect(run('add-tag-v1', { name: 'never' }, reader)).rejects.toMatchObject({ status: 403 });
-    expect((await run('list-tags-v1', {}) as { total: number }).total).toBe(0);
+    expect(((await run('list-tags-v1', {})) as { total: number }).total).toBe(0);
   });
 
   it('answers not found with the catalogue code and the subject doors map by', async () => {
     await expect(run('no-such-ability-v1', {})).rejects.toMatchObject({ code: 'svc_ability_not_found', status: 404 });
     await expect(run('get-site-v1', { site_id_or_domain: 999 })).rejects.toMatchObject({
-      code: 'svc_site_not_found', status: 404, detail: { subject: { kind: 'site', ref: 999 } },
+      code: 'svc_site_not_found',
+      status: 404,
+      detail: { subject: { kind: 'site', ref: 999 } },
     });
   });
 
   it('turns an answer that drifts from its output schema into a logged 500, never a silent wrong answer', async () => {
     expect(process.env.SITEFLEET_CHECK_OUTPUTS).toBe('1');
     const drifting = defineAbility({
-      name: 'drifting-v1', label: 'Drifting', description: 'Answers a number where its schema says a string.',
-      category: 'svc-sites', toolset: 'sites', input: z.object({}), output: z.object({ name: z.string() }),
+      name: 'drifting-v1',
+      label: 'Drifting',
+      description: 'Answers a number where its schema says a string.',
+      category: 'svc-sites',
+      toolset: 'sites',
+      input: z.object({}),
+      output: z.object({ name: z.string() }),
       annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
       execute: () => ({ name: 42 as unknown as string }),
     });
     const reg = new Registry([drifting], app.services);
-    await expect(reg.run(drifting, {}, { principal: admin, coerce: false })).rejects.toMatchObject({ code: 'svc_internal_error', status: 500 });
+    await expect(reg.run(drifting, {}, { principal: admin, coerce: false })).rejects.toMatchObject({
+      code: 'svc_internal_error',
+      status: 500,
+    });
   });
 });

@@ -14,7 +14,9 @@ beforeAll(async () => {
   s = await startServer();
   fleet = await seedFleet(s.services);
 });
-afterAll(async () => { await s.close(); });
+afterAll(async () => {
+  await s.close();
+});
 
 describe('GET /sites', () => {
   it('answers the list envelope {success: 1, total, data: [id, name, url, status, client_id]} with numeric ids', async () => {
@@ -23,7 +25,13 @@ describe('GET /sites', () => {
     expect(r.body).toMatchObject({ success: 1, total: 6 });
     expect(Array.isArray(r.body.data)).toBe(true);
     expect(ids(r.body.data)).toEqual(at(0, 1, 2, 3, 4, 5));
-    expect(r.body.data[0]).toEqual({ id: fleet.sites[0]!.id, name: 'Alpha', url: 'https://alpha.example.com/', status: 'connected', client_id: fleet.clients[1]!.id });
+    expect(r.body.data[0]).toEqual({
+      id: fleet.sites[0]!.id,
+      name: 'Alpha',
+      url: 'https://alpha.example.com/',
+      status: 'connected',
+      client_id: fleet.clients[1]!.id,
+    });
     for (const item of r.body.data) expect(typeof item.id).toBe('number');
   });
 
@@ -64,7 +72,7 @@ describe('GET /sites', () => {
     expectError(bad, 400, 'rest_invalid_param', 'Invalid parameter(s): status');
   });
 
-  it('adds each site\'s tags with with_tags=true', async () => {
+  it("adds each site's tags with with_tags=true", async () => {
     const r = await s.rest('/sites?with_tags=true&per_page=1');
     expect(r.body.data[0]).toMatchObject({ id: at(0)[0], tags: [{ id: fleet.tags.production.id, name: 'Production' }] });
     const off = await s.rest('/sites?with_tags=false&per_page=1');
@@ -73,7 +81,14 @@ describe('GET /sites', () => {
 
   it('answers full site records with full_data=true', async () => {
     const r = await s.rest('/sites?full_data=true&per_page=1');
-    expect(r.body.data[0]).toMatchObject({ id: at(0)[0], admin_username: 'admin', wp_version: '6.8', php_version: '8.2', child_version: '6.1', notes: 'first' });
+    expect(r.body.data[0]).toMatchObject({
+      id: at(0)[0],
+      admin_username: 'admin',
+      wp_version: '6.8',
+      php_version: '8.2',
+      child_version: '6.1',
+      notes: 'first',
+    });
     const off = await s.rest('/sites?full_data=0&per_page=1');
     expect(off.body.data[0]).not.toHaveProperty('wp_version');
   });
@@ -123,8 +138,15 @@ describe('GET /sites/{id_or_domain}', () => {
     expect(r.status).toBe(200);
     expect(r.body.success).toBe(1);
     expect(r.body.data).toMatchObject({
-      id: at(0)[0], url: 'https://alpha.example.com/', name: 'Alpha', status: 'connected', admin_username: 'admin',
-      wp_version: '6.8', php_version: '8.2', child_version: '6.1', notes: 'first',
+      id: at(0)[0],
+      url: 'https://alpha.example.com/',
+      name: 'Alpha',
+      status: 'connected',
+      admin_username: 'admin',
+      wp_version: '6.8',
+      php_version: '8.2',
+      child_version: '6.1',
+      notes: 'first',
       tags: [{ id: fleet.tags.production.id, name: 'Production' }],
       stats: { plugin_updates: 2, theme_updates: 1, wp_update_available: true, health_score: 87 },
     });
@@ -201,7 +223,11 @@ describe('routes without a match', () => {
   });
 
   it('answers a malformed JSON body with 400 rest_invalid_json', async () => {
-    const r = await s.rest(`/sites/${at(0)[0]}/edit`, { method: 'POST', body: '{"name":', headers: { 'content-type': 'application/json' } });
+    const r = await s.rest(`/sites/${at(0)[0]}/edit`, {
+      method: 'POST',
+      body: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    });
     expectError(r, 400, 'rest_invalid_json');
   });
 });
@@ -212,7 +238,9 @@ describe('list defaults', () => {
     d = await startServer();
     await seedSites(d.services, 25);
   });
-  afterAll(async () => { await d.close(); });
+  afterAll(async () => {
+    await d.close();
+  });
 
   it('answers page 1 of 20 sites when no paging is given, with the full total', async () => {
     for (const path of ['/sites', '/sites/basic']) {
@@ -244,8 +272,12 @@ describe('site changes', () => {
   };
   const read = async (id: number) => (await w.rest(`/sites/${id}`)).body.data;
 
-  beforeAll(async () => { w = await startServer(); });
-  afterAll(async () => { await w.close(); });
+  beforeAll(async () => {
+    w = await startServer();
+  });
+  afterAll(async () => {
+    await w.close();
+  });
 
   describe('POST|PUT|PATCH /sites/{id_or_domain}/edit', () => {
     it.each(['POST', 'PUT', 'PATCH'])('edits name and notes over %s and answers {success, message, data: full site}', async (method) => {
@@ -280,7 +312,9 @@ describe('site changes', () => {
     it('sets client_id, and 0 or null unassigns it', async () => {
       const site = await newSite();
       const [client] = await seedClients(w.services, [{ name: 'REST client', email: 'rc@example.com' }]);
-      expect((await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { client_id: client!.id } })).body.data.client_id).toBe(client!.id);
+      expect((await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { client_id: client!.id } })).body.data.client_id).toBe(
+        client!.id,
+      );
       expect((await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { client_id: 0 } })).body.data.client_id).toBeNull();
       await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { client_id: client!.id } });
       expect((await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { client_id: null } })).body.data.client_id).toBeNull();
@@ -290,8 +324,16 @@ describe('site changes', () => {
       const site = await newSite();
       expectError(await w.rest('/sites/99999/edit', { method: 'POST', json: { name: 'x' } }), 404, 'svc_rest_invalid_site_id');
       expectError(await w.rest('/sites/gone.example.com/edit', { method: 'POST', json: { name: 'x' } }), 404, 'svc_rest_invalid_site_data');
-      expectError(await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { name: 'Changed', groupids: '99999' } }), 404, 'svc_tag_not_found');
-      expectError(await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { name: 'Changed', client_id: 99999 } }), 404, 'svc_client_not_found');
+      expectError(
+        await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { name: 'Changed', groupids: '99999' } }),
+        404,
+        'svc_tag_not_found',
+      );
+      expectError(
+        await w.rest(`/sites/${site.id}/edit`, { method: 'POST', json: { name: 'Changed', client_id: 99999 } }),
+        404,
+        'svc_client_not_found',
+      );
       expect((await read(site.id)).name).toBe(site.name);
     });
 
@@ -359,14 +401,20 @@ describe('site changes', () => {
       const a = await newSite();
       const b = await newSite();
       const c = await newSite();
-      const r = await w.rest('/sites/batch', { method: 'POST', json: {
-        update: [{ id: a.id, name: 'Batch A' }, { id: 99999, name: 'x' }, { name: 'no id' }],
-        delete: [c.id, 99998],
-      } });
+      const r = await w.rest('/sites/batch', {
+        method: 'POST',
+        json: {
+          update: [{ id: a.id, name: 'Batch A' }, { id: 99999, name: 'x' }, { name: 'no id' }],
+          delete: [c.id, 99998],
+        },
+      });
       expect(r.status).toBe(200);
       expect(r.body.update).toHaveLength(3);
       expect(r.body.update[0]).toMatchObject({ success: 1, data: { id: a.id, name: 'Batch A' } });
-      expect(r.body.update[1]).toEqual({ id: 99999, error: { code: 'svc_rest_invalid_site_id', message: 'Invalid or not found ID.', data: { status: 404 } } });
+      expect(r.body.update[1]).toEqual({
+        id: 99999,
+        error: { code: 'svc_rest_invalid_site_id', message: 'Invalid or not found ID.', data: { status: 404 } },
+      });
       expect(r.body.update[2]).toMatchObject({ id: 0, error: { code: expect.any(String), data: { status: 400 } } });
       expect(r.body.delete).toHaveLength(2);
       expect(r.body.delete[0]).toMatchObject({ success: 1, data: { id: c.id } });
@@ -387,10 +435,13 @@ describe('site changes', () => {
 
     it('refuses more than 100 items with 413 and processes none of them', async () => {
       const a = await newSite();
-      const r = await w.rest('/sites/batch', { method: 'POST', json: {
-        update: [{ id: a.id, name: 'Too many' }],
-        delete: Array.from({ length: 100 }, (_, i) => 90000 + i),
-      } });
+      const r = await w.rest('/sites/batch', {
+        method: 'POST',
+        json: {
+          update: [{ id: a.id, name: 'Too many' }],
+          delete: Array.from({ length: 100 }, (_, i) => 90000 + i),
+        },
+      });
       expectError(r, 413, 'svc_rest_request_entity_too_large', 'Unable to accept more than 100 items for this request.');
       expect((await read(a.id)).name).toBe(a.name);
       const ok = await w.rest('/sites/batch', { method: 'POST', json: { delete: Array.from({ length: 100 }, (_, i) => 90000 + i) } });

@@ -13,7 +13,9 @@ describe('reading tags', () => {
     s = await startServer();
     fleet = await seedFleet(s.services);
   });
-  afterAll(async () => { await s.close(); });
+  afterAll(async () => {
+    await s.close();
+  });
 
   describe('GET /tags', () => {
     it('answers {success: 1, total, data: [tag]} ordered by name, with numeric ids and counts', async () => {
@@ -22,7 +24,13 @@ describe('reading tags', () => {
       expect(r.body).toMatchObject({ success: 1, total: 3 });
       expect(Array.isArray(r.body.data)).toBe(true);
       expect(r.body.data.map((t: any) => t.name)).toEqual(['Empty', 'Production', 'staging']);
-      expect(r.body.data[1]).toMatchObject({ id: fleet.tags.production.id, name: 'Production', color: '#21ba45', sites_count: 3, sites_ids: ids(fleet.sites.slice(0, 3)) });
+      expect(r.body.data[1]).toMatchObject({
+        id: fleet.tags.production.id,
+        name: 'Production',
+        color: '#21ba45',
+        sites_count: 3,
+        sites_ids: ids(fleet.sites.slice(0, 3)),
+      });
       for (const t of r.body.data) {
         expect(typeof t.id).toBe('number');
         expect(typeof t.sites_count).toBe('number');
@@ -36,7 +44,12 @@ describe('reading tags', () => {
       expect(r.body.data.map((t: any) => t.name)).toEqual(['staging']);
       expect(r.body.total).toBe(3);
       expect((await s.rest('/tags?page=3&per_page=2')).body).toEqual({ success: 1, total: 3, data: [] });
-      for (const [q, p] of [['per_page=0', 'per_page'], ['per_page=101', 'per_page'], ['page=0', 'page'], ['page=x', 'page']]) {
+      for (const [q, p] of [
+        ['per_page=0', 'per_page'],
+        ['per_page=101', 'per_page'],
+        ['page=0', 'page'],
+        ['page=x', 'page'],
+      ]) {
         const bad = await s.rest(`/tags?${q}`);
         expectError(bad, 400, 'rest_invalid_param', `Invalid parameter(s): ${p}`);
         expect(Object.keys(bad.body.data.params)).toEqual([p]);
@@ -59,10 +72,18 @@ describe('reading tags', () => {
       const t = fleet.tags.production;
       const r = await s.rest(`/tags/${t.id}`);
       expect(r.status).toBe(200);
-      expect(r.body).toEqual({ success: 1, data: {
-        id: t.id, name: 'Production', color: '#21ba45', sites_count: 3, sites_ids: ids(fleet.sites.slice(0, 3)),
-        created_at: t.created_at, updated_at: t.updated_at,
-      } });
+      expect(r.body).toEqual({
+        success: 1,
+        data: {
+          id: t.id,
+          name: 'Production',
+          color: '#21ba45',
+          sites_count: 3,
+          sites_ids: ids(fleet.sites.slice(0, 3)),
+          created_at: t.created_at,
+          updated_at: t.updated_at,
+        },
+      });
     });
 
     it('answers an unknown id with 404 svc_rest_invalid_tag_id and a non-numeric one with 404 rest_no_route', async () => {
@@ -85,14 +106,16 @@ describe('reading tags', () => {
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ success: 1, total: 3 });
       expect(ids(r.body.data).sort()).toEqual(ids(fleet.sites.slice(0, 3)).sort());
-      expect(r.body.data).toContainEqual(expect.objectContaining({ id: fleet.sites[2]!.id, url: 'https://charlie.example.net/', name: 'Charlie', status: 'suspended' }));
+      expect(r.body.data).toContainEqual(
+        expect.objectContaining({ id: fleet.sites[2]!.id, url: 'https://charlie.example.net/', name: 'Charlie', status: 'suspended' }),
+      );
       expect((await s.rest(`/tags/${fleet.tags.empty.id}/sites`)).body).toEqual({ success: 1, total: 0, data: [] });
       const paged = await s.rest(`/tags/${fleet.tags.production.id}/sites?per_page=2&page=2`);
       expect(paged.body.data).toHaveLength(1);
       expect(paged.body.total).toBe(3);
     });
 
-    it('lists the clients of a tag\'s sites, by name, with sites_with_tag', async () => {
+    it("lists the clients of a tag's sites, by name, with sites_with_tag", async () => {
       const [beta, acme] = fleet.clients;
       const r = await s.rest(`/tags/${fleet.tags.production.id}/clients`);
       expect(r.status).toBe(200);
@@ -109,7 +132,11 @@ describe('reading tags', () => {
     });
 
     it.each(['sites', 'clients'])('refuses bad paging on /tags/{id}/%s naming the parameter', async (sub) => {
-      for (const [q, p] of [['per_page=0', 'per_page'], ['per_page=101', 'per_page'], ['page=0', 'page']]) {
+      for (const [q, p] of [
+        ['per_page=0', 'per_page'],
+        ['per_page=101', 'per_page'],
+        ['page=0', 'page'],
+      ]) {
         const r = await s.rest(`/tags/${fleet.tags.production.id}/${sub}?${q}`);
         expectError(r, 400, 'rest_invalid_param', `Invalid parameter(s): ${p}`);
       }
@@ -143,9 +170,16 @@ describe('reading tags', () => {
 describe('changing tags', () => {
   let w: TestServer;
   let n = 0;
-  const unique = (p: string) => { n += 1; return `${p} ${n}`; };
-  beforeAll(async () => { w = await startServer(); });
-  afterAll(async () => { await w.close(); });
+  const unique = (p: string) => {
+    n += 1;
+    return `${p} ${n}`;
+  };
+  beforeAll(async () => {
+    w = await startServer();
+  });
+  afterAll(async () => {
+    await w.close();
+  });
 
   describe('POST /tags/add', () => {
     it('creates a tag and answers {success: 1, message, data: tag}', async () => {
@@ -174,7 +208,11 @@ describe('changing tags', () => {
     it('names a nested parameter as REST does (include[1]), never as input[include][1]', async () => {
       const r = await w.rest('/tags?include[]=1&include[]=x');
       expectError(r, 400, 'rest_invalid_param', 'Invalid parameter(s): include');
-      expect(r.body.data).toEqual({ status: 400, params: { include: 'include[1] is not of type integer.' }, reason: 'include[1] is not of type integer.' });
+      expect(r.body.data).toEqual({
+        status: 400,
+        params: { include: 'include[1] is not of type integer.' },
+        reason: 'include[1] is not of type integer.',
+      });
     });
 
     it('refuses a missing or empty name with 400 rest_invalid_param naming name', async () => {
@@ -182,7 +220,12 @@ describe('changing tags', () => {
         const r = await w.rest('/tags/add', { method: 'POST', json });
         expectError(r, 400, 'rest_invalid_param', 'Invalid parameter(s): name');
       }
-      expectError(await w.rest('/tags/add', { method: 'POST', json: { name: 7 } }), 400, 'rest_invalid_param', 'Invalid parameter(s): name');
+      expectError(
+        await w.rest('/tags/add', { method: 'POST', json: { name: 7 } }),
+        400,
+        'rest_invalid_param',
+        'Invalid parameter(s): name',
+      );
     });
   });
 
@@ -203,7 +246,12 @@ describe('changing tags', () => {
       const t = await seedTag(w.services, unique('Other'));
       expectError(await w.rest('/tags/99999/edit', { method: 'POST', json: { name: 'x' } }), 404, 'svc_rest_invalid_tag_id');
       expectError(await w.rest(`/tags/${t.id}/edit`, { method: 'POST', json: { name: taken.name.toLowerCase() } }), 409, 'svc_tag_exists');
-      expectError(await w.rest(`/tags/${t.id}/edit`, { method: 'POST', json: { color: 'blue' } }), 400, 'rest_invalid_param', 'Invalid parameter(s): color');
+      expectError(
+        await w.rest(`/tags/${t.id}/edit`, { method: 'POST', json: { color: 'blue' } }),
+        400,
+        'rest_invalid_param',
+        'Invalid parameter(s): color',
+      );
       expect((await w.rest(`/tags/${t.id}`)).body.data.name).toBe(t.name);
     });
   });
@@ -229,18 +277,27 @@ describe('changing tags', () => {
       const keep = await seedTag(w.services, unique('Batch keep'));
       const drop = await seedTag(w.services, unique('Batch drop'));
       const name = unique('Batch new');
-      const r = await w.rest('/tags/batch', { method: 'POST', json: {
-        create: [{ name, color: '#00ff00' }, { name: name.toLowerCase() }, { color: 'bad' }],
-        update: [{ id: keep.id, color: '#0000ff' }, { id: 99999, name: 'x' }],
-        delete: [drop.id, 99998],
-      } });
+      const r = await w.rest('/tags/batch', {
+        method: 'POST',
+        json: {
+          create: [{ name, color: '#00ff00' }, { name: name.toLowerCase() }, { color: 'bad' }],
+          update: [
+            { id: keep.id, color: '#0000ff' },
+            { id: 99999, name: 'x' },
+          ],
+          delete: [drop.id, 99998],
+        },
+      });
       expect(r.status).toBe(200);
       expect(r.body.create).toHaveLength(3);
       expect(r.body.create[0]).toMatchObject({ success: 1, data: { name, color: '#00ff00' } });
       expect(r.body.create[1]).toEqual({ id: 0, error: expect.objectContaining({ code: 'svc_tag_exists', data: { status: 409 } }) });
       expect(r.body.create[2]).toMatchObject({ id: 0, error: { code: 'rest_invalid_param', data: { status: 400 } } });
       expect(r.body.update[0]).toMatchObject({ success: 1, data: { id: keep.id, name: keep.name, color: '#0000ff' } });
-      expect(r.body.update[1]).toEqual({ id: 99999, error: { code: 'svc_rest_invalid_tag_id', message: 'Invalid or not found ID.', data: { status: 404 } } });
+      expect(r.body.update[1]).toEqual({
+        id: 99999,
+        error: { code: 'svc_rest_invalid_tag_id', message: 'Invalid or not found ID.', data: { status: 404 } },
+      });
       expect(r.body.delete[0]).toMatchObject({ success: 1, data: { id: drop.id } });
       expect(r.body.delete[1]).toMatchObject({ id: 99998, error: { code: 'svc_rest_invalid_tag_id', data: { status: 404 } } });
       expectError(await w.rest(`/tags/${drop.id}`), 404, 'svc_rest_invalid_tag_id');

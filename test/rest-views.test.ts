@@ -29,10 +29,18 @@ beforeAll(async () => {
   const c = await f.s.ability('add-client-v1', { name: 'Acme', email: 'it@acme.example' });
   expect(c.status, JSON.stringify(c.body)).toBe(200);
   clientId = c.body.id;
-  const edit = await f.s.ability('update-site-v1', { site_id_or_domain: ids[0]!.id, tags: [tag.id], client_id: clientId, notes: 'main shop' });
+  const edit = await f.s.ability('update-site-v1', {
+    site_id_or_domain: ids[0]!.id,
+    tags: [tag.id],
+    client_id: clientId,
+    notes: 'main shop',
+  });
   expect(edit.status, JSON.stringify(edit.body)).toBe(200);
 });
-afterAll(async () => { await mcp?.close(); await f?.close(); });
+afterAll(async () => {
+  await mcp?.close();
+  await f?.close();
+});
 
 const outputSchema = (name: string) => f.s.registry.schemas(f.s.registry.get(name)!).output;
 async function tool(name: string, args: Record<string, unknown>): Promise<{ isError: boolean; body: any }> {
@@ -44,7 +52,12 @@ const fullOf = async (id: number, include_stats = false) => {
   expect(r.status).toBe(200);
   return r.body;
 };
-const simple = (s: { id: number; name: string; url: string; client_id: number | null }) => ({ id: s.id, name: s.name, url: s.url, client_id: s.client_id });
+const simple = (s: { id: number; name: string; url: string; client_id: number | null }) => ({
+  id: s.id,
+  name: s.name,
+  url: s.url,
+  client_id: s.client_id,
+});
 
 describe('list-sites-v1: with_tags and full', () => {
   it('answers the listed view by default, tags with with_tags, get-site-v1 records with full (which wins)', async () => {
@@ -67,7 +80,11 @@ describe('list-sites-v1: with_tags and full', () => {
     const rest = await f.s.rest('/sites?full_data=1');
     expect(rest.body.data).toEqual((await f.s.ability('list-sites-v1', { full: true }, { method: 'GET' })).body.items);
     const restTags = await f.s.rest('/sites?with_tags=yes&per_page=2&page=1');
-    expect(restTags.body).toEqual({ success: 1, total: 3, data: (await f.s.ability('list-sites-v1', { with_tags: true, per_page: 2 }, { method: 'GET' })).body.items });
+    expect(restTags.body).toEqual({
+      success: 1,
+      total: 3,
+      data: (await f.s.ability('list-sites-v1', { with_tags: true, per_page: 2 }, { method: 'GET' })).body.items,
+    });
   });
 
   it('refuses a flag that is not a boolean, naming it', async () => {
@@ -105,18 +122,32 @@ describe('sync-sites-v1: full', () => {
 });
 
 describe('get-site-costs-v1: full', () => {
-  it('answers each cost with its get-cost-v1 record and the site\'s figures; without full, the short view only', async () => {
+  it("answers each cost with its get-cost-v1 record and the site's figures; without full, the short view only", async () => {
     const one = await f.s.ability('add-cost-v1', {
-      name: 'Hosting', price: 12, payment_type: 'subscription', product_type: 'hosting', renewal_type: 'monthly', last_renewal: '2026-01-05', sites: [ids[0]!.id],
+      name: 'Hosting',
+      price: 12,
+      payment_type: 'subscription',
+      product_type: 'hosting',
+      renewal_type: 'monthly',
+      last_renewal: '2026-01-05',
+      sites: [ids[0]!.id],
     });
-    const shared = await f.s.ability('add-cost-v1', { name: 'Theme club', price: 90, payment_type: 'lifetime', product_type: 'theme', license_type: 'multi_site', groups: [tag.id] });
+    const shared = await f.s.ability('add-cost-v1', {
+      name: 'Theme club',
+      price: 90,
+      payment_type: 'lifetime',
+      product_type: 'theme',
+      license_type: 'multi_site',
+      groups: [tag.id],
+    });
     expect([one.status, shared.status]).toEqual([200, 200]);
     const short = await f.s.ability('get-site-costs-v1', { site_id_or_domain: ids[0]!.id });
     const full = await f.s.ability('get-site-costs-v1', { site_id_or_domain: ids[0]!.id, full: true });
     expect([short.status, full.status]).toEqual([200, 200]);
     for (const r of [short, full]) expectSchema(r.body, outputSchema('get-site-costs-v1'));
-    expect(short.body.costs.map((c: object) => Object.keys(c))).toEqual(Array(2).fill(
-      ['id', 'name', 'amount', 'frequency', 'next_due', 'status', 'license_type', 'site_share', 'monthly_equivalent']));
+    expect(short.body.costs.map((c: object) => Object.keys(c))).toEqual(
+      Array(2).fill(['id', 'name', 'amount', 'frequency', 'next_due', 'status', 'license_type', 'site_share', 'monthly_equivalent']),
+    );
     expect(full.body.costs).toHaveLength(2);
     for (const [i, c] of full.body.costs.entries()) {
       const record = (await f.s.ability('get-cost-v1', { cost_id: c.id }, { method: 'GET' })).body;
@@ -131,7 +162,13 @@ describe('get-site-costs-v1: full', () => {
     const full = await f.s.ability('get-site-costs-v1', { site_id_or_domain: ids[0]!.id, full: true });
     const r = await f.s.rest(`/sites/${ids[0]!.id}/costs`);
     const { site_id: _i, site_url: _u, costs, ...totals } = full.body;
-    expect(r.body).toEqual({ success: 1, total: totals.total, total_monthly: totals.total_monthly, total_yearly: totals.total_yearly, data: costs });
+    expect(r.body).toEqual({
+      success: 1,
+      total: totals.total,
+      total_monthly: totals.total_monthly,
+      total_yearly: totals.total_yearly,
+      data: costs,
+    });
   });
 });
 
@@ -139,7 +176,14 @@ describe('the site beside per-site plugin, theme, security and change answers', 
   it('is the listed view of the site in every such ability, and REST shows its simple view', async () => {
     const id = ids[0]!.id;
     const listed = (await f.s.ability('list-sites-v1', { include: [id] }, { method: 'GET' })).body.items[0];
-    for (const name of ['get-site-plugins-v1', 'get-site-themes-v1', 'get-site-security-v1', 'get-site-changes-v1', 'get-abandoned-plugins-v1', 'get-abandoned-themes-v1']) {
+    for (const name of [
+      'get-site-plugins-v1',
+      'get-site-themes-v1',
+      'get-site-security-v1',
+      'get-site-changes-v1',
+      'get-abandoned-plugins-v1',
+      'get-abandoned-themes-v1',
+    ]) {
       const r = await f.s.ability(name, { site_id_or_domain: id }, { method: 'GET' });
       expect(r.status, name).toBe(200);
       expect(r.body.site, name).toEqual(listed);
@@ -156,7 +200,7 @@ describe('the site beside per-site plugin, theme, security and change answers', 
     expect(r.body).not.toHaveProperty('site');
   });
 
-  it('shows the site\'s own name and client, also beside an action on the child', async () => {
+  it("shows the site's own name and client, also beside an action on the child", async () => {
     const id = ids[1]!.id;
     const p = f.sim.state(2).plugins.find((x) => x.active && !x.isChild && !x.mu)!;
     await f.s.ability('update-site-v1', { site_id_or_domain: id, name: 'Renamed two', client_id: clientId });
@@ -168,8 +212,8 @@ describe('the site beside per-site plugin, theme, security and change answers', 
   });
 });
 
-describe('a REST row\'s output', () => {
-  it('sees the result and the request\'s arguments, never the services (a type error; run by npm run lint)', () => {
+describe("a REST row's output", () => {
+  it("sees the result and the request's arguments, never the services (a type error; run by npm run lint)", () => {
     const row = route(READ, '/x', getSite, {
       // @ts-expect-error RestContext has no services: a mapper cannot query them.
       output: (r, { services }) => ({ r, services }),

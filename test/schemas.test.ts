@@ -13,7 +13,8 @@ describe('schemas/', () => {
       expect(a.name).toMatch(/^[a-z0-9-]+-v1$/);
       expect(a.category).toMatch(/^svc-[a-z]+$/);
       expect(a.description.length).toBeGreaterThan(40);
-      for (const k of ['readonly', 'destructive', 'idempotent', 'openWorld'] as const) expect(typeof a.annotations[k], `${a.name}.${k}`).toBe('boolean');
+      for (const k of ['readonly', 'destructive', 'idempotent', 'openWorld'] as const)
+        expect(typeof a.annotations[k], `${a.name}.${k}`).toBe('boolean');
     }
   });
 });
@@ -42,16 +43,21 @@ describe('the MCP tools/list an assistant pays for on every conversation', () =>
     for (const t of toolsList()) {
       const a = allAbilities.find((x) => x.name === t.name)!;
       const full = jsonSchemaOf(a.input, 'input') as { properties?: Record<string, { enum?: unknown[] }>; required?: string[] };
-      const listed = Object.entries(full.properties ?? {}).filter(([, p]) => !('x-alias-of' in p)).map(([k]) => k);
+      const listed = Object.entries(full.properties ?? {})
+        .filter(([, p]) => !('x-alias-of' in p))
+        .map(([k]) => k);
       expect(t.description!.length, t.name).toBeGreaterThan(20);
       expect(Object.keys(t.inputSchema.properties ?? {}).sort(), t.name).toEqual(listed.sort());
       expect(t.inputSchema.required ?? [], t.name).toEqual(full.required ?? []);
       for (const [k, p] of Object.entries(full.properties ?? {})) {
-        if (p.enum && listed.includes(k)) expect(JSON.stringify(t.inputSchema.properties![k]), `${t.name}.${k}`).toContain(JSON.stringify(p.enum).slice(1, -1));
+        if (p.enum && listed.includes(k))
+          expect(JSON.stringify(t.inputSchema.properties![k]), `${t.name}.${k}`).toContain(JSON.stringify(p.enum).slice(1, -1));
       }
     }
     // Upstream's names stay accepted: the abilities door and schemas/ list them.
-    const addSite = jsonSchemaOf(allAbilities.find((x) => x.name === 'add-site-v1')!.input, 'input') as { properties: Record<string, unknown> };
+    const addSite = jsonSchemaOf(allAbilities.find((x) => x.name === 'add-site-v1')!.input, 'input') as {
+      properties: Record<string, unknown>;
+    };
     expect(addSite.properties.tag_ids).toMatchObject({ 'x-alias-of': 'tags' });
   });
 
@@ -63,12 +69,17 @@ describe('the MCP tools/list an assistant pays for on every conversation', () =>
     const probes: unknown[] = [null, '', 'x', 'a,b', 0, 1, 2.5, true, false, [], ['x'], [1], [1, 'x'], {}, { k: ['v'] }];
     let checked = 0;
     for (const t of toolsList()) {
-      const full = jsonSchemaOf(allAbilities.find((x) => x.name === t.name)!.input, 'input') as { properties?: Record<string, { enum?: unknown[] }> };
+      const full = jsonSchemaOf(allAbilities.find((x) => x.name === t.name)!.input, 'input') as {
+        properties?: Record<string, { enum?: unknown[] }>;
+      };
       for (const [k, listed] of Object.entries(t.inputSchema.properties ?? {})) {
         const whole = full.properties![k]!;
         const [takesWhole, takesListed] = [ajv.compile(whole), ajv.compile(listed as object)];
         for (const v of [...probes, ...(whole.enum ?? [])]) {
-          if (takesWhole(v)) { checked++; expect(takesListed(v), `${t.name}.${k} = ${JSON.stringify(v)}`).toBe(true); }
+          if (takesWhole(v)) {
+            checked++;
+            expect(takesListed(v), `${t.name}.${k} = ${JSON.stringify(v)}`).toBe(true);
+          }
         }
       }
     }

@@ -14,13 +14,15 @@ let ids: Array<{ id: number; url: string }>;
 let mcp: McpTestClient;
 const LATENCY = 150;
 
-
 beforeAll(async () => {
   f = await startFleet({ sim: { sites: 4, latencyMs: LATENCY } });
   ids = await registerSites(f, 4);
   mcp = await connectMcp(f.s);
 });
-afterAll(async () => { await mcp.close(); await f.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await f.close();
+});
 
 describe('general: the sync schedule', () => {
   it('is off by default, and stored durably when set (REST, then read back by a new server on the same data)', async () => {
@@ -28,7 +30,11 @@ describe('general: the sync schedule', () => {
     expect(before.body).toEqual({ success: 1, data: { frequency_daily_update: 0, time_daily_update: '00:00', next_scheduled_sync: null } });
     const r = await f.s.rest('/settings/general/edit', { method: 'PUT', json: { frequency_daily_update: 4, time_daily_update: '06:30' } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ success: 1, message: 'General settings updated successfully.', data: { frequency_daily_update: 4, time_daily_update: '06:30' } });
+    expect(r.body).toMatchObject({
+      success: 1,
+      message: 'General settings updated successfully.',
+      data: { frequency_daily_update: 4, time_daily_update: '06:30' },
+    });
     const next = Date.parse(r.body.data.next_scheduled_sync);
     expect(next).toBeGreaterThan(Date.now());
     expect(next - Date.now()).toBeLessThanOrEqual(6 * 3600_000);
@@ -36,11 +42,16 @@ describe('general: the sync schedule', () => {
     const other = await startServer({ dataDir: f.s.dataDir, databaseUrl: f.s.databaseUrl });
     try {
       expect((await other.ability('get-settings-v1', {}, { method: 'GET' })).body).toMatchObject({ sync_frequency: 4, sync_time: '06:30' });
-    } finally { await other.close(); }
+    } finally {
+      await other.close();
+    }
   });
 
   it('refuses upstream keys it does not apply with 501 naming them, bad values with 400; nothing changes', async () => {
-    const mixed = await f.s.rest('/settings/general/edit', { method: 'PATCH', json: { frequency_daily_update: 2, date_format: 'F j, Y', timezone_string: 'UTC+0' } });
+    const mixed = await f.s.rest('/settings/general/edit', {
+      method: 'PATCH',
+      json: { frequency_daily_update: 2, date_format: 'F j, Y', timezone_string: 'UTC+0' },
+    });
     expect([mixed.status, mixed.body.code]).toEqual([501, 'svc_not_supported']);
     expect(mixed.body.message).toContain('date_format, timezone_string');
     for (const body of [{ frequency_daily_update: 13 }, { frequency_daily_update: -1 }, { time_daily_update: '25:00' }, { bogus: 1 }, {}]) {
@@ -64,7 +75,10 @@ describe('general: the sync schedule', () => {
     expect([a, b].filter(Boolean)).toHaveLength(1);
     const jobId = (a ?? b)!;
     expect(jobId).toMatch(/^sync_/);
-    const done = await until(() => f.s.rest(`/jobs/${jobId}`), (r) => r.body?.data?.status === 'completed');
+    const done = await until(
+      () => f.s.rest(`/jobs/${jobId}`),
+      (r) => r.body?.data?.status === 'completed',
+    );
     expect(done.body.data).toMatchObject({ total: 4, succeeded: 4 });
     ids.forEach((s, i) => expect(lastSync(s.id)! > before[i]!).toBe(true));
     expect(await scheduledSync(dashboard, jobs, sites, later)).toBeNull();
@@ -77,7 +91,11 @@ describe('general: the sync schedule', () => {
 describe('advanced: sync concurrency and the queue threshold, applied', () => {
   it('syncs one site at a time when mainwp_maximum_sync_requests is 1', async () => {
     const r = await f.s.rest('/settings/advanced/edit', { method: 'PUT', json: { mainwp_maximum_sync_requests: 1 } });
-    expect(r.body).toMatchObject({ success: 1, message: 'Advanced settings updated successfully.', data: { mainwp_maximum_sync_requests: 1 } });
+    expect(r.body).toMatchObject({
+      success: 1,
+      message: 'Advanced settings updated successfully.',
+      data: { mainwp_maximum_sync_requests: 1 },
+    });
     const t0 = Date.now();
     const s = await f.s.ability('sync-sites-v1', {});
     expect(s.body).toMatchObject({ queued: false, total_synced: 4 });
@@ -89,16 +107,25 @@ describe('advanced: sync concurrency and the queue threshold, applied', () => {
     await f.s.ability('update-settings-v1', { queue_threshold: 2 });
     const r = await mcp.call('sync-sites-v1', {});
     expect(r.body).toMatchObject({ queued: true, sites_queued: 4 });
-    const done = await until(() => f.s.rest(`/jobs/${r.body.job_id}`), (x) => x.body?.data?.status === 'completed');
+    const done = await until(
+      () => f.s.rest(`/jobs/${r.body.job_id}`),
+      (x) => x.body?.data?.status === 'completed',
+    );
     expect(done.body.data).toMatchObject({ total: 4, succeeded: 4 });
     const { started_at, completed_at } = f.s.services.jobs.find(r.body.job_id)!;
     expect(Date.parse(completed_at!) - Date.parse(started_at!)).toBeGreaterThanOrEqual(4 * LATENCY);
-    const back = await f.s.rest('/settings/advanced/edit', { method: 'PATCH', json: { queue_threshold: null, mainwp_maximum_sync_requests: null } });
-    expect(back.body.data).toEqual({ mainwp_maximum_sync_requests: f.s.services.config.childConcurrency, queue_threshold: f.s.services.config.queueThreshold });
+    const back = await f.s.rest('/settings/advanced/edit', {
+      method: 'PATCH',
+      json: { queue_threshold: null, mainwp_maximum_sync_requests: null },
+    });
+    expect(back.body.data).toEqual({
+      mainwp_maximum_sync_requests: f.s.services.config.childConcurrency,
+      queue_threshold: f.s.services.config.queueThreshold,
+    });
     expect((await f.s.ability('sync-sites-v1', {})).body.queued).toBe(false);
   });
 
-  it('refuses keys it does not apply (501), and a concurrency above the server\'s own bound (400)', async () => {
+  it("refuses keys it does not apply (501), and a concurrency above the server's own bound (400)", async () => {
     const r = await f.s.rest('/settings/advanced/edit', { method: 'PUT', json: { mainwp_maximum_requests: 4, sync_data: { users: 0 } } });
     expect([r.status, r.body.code]).toEqual([501, 'svc_not_supported']);
     expect(r.body.message).toContain('mainwp_maximum_requests, sync_data');
@@ -109,7 +136,15 @@ describe('advanced: sync concurrency and the queue threshold, applied', () => {
 });
 
 describe('cost tracker: product types and payment methods', () => {
-  const cost = (extra: Record<string, unknown>) => f.s.ability('add-cost-v1', { name: 'Domain', price: 12, payment_type: 'lifetime', product_type: 'other', sites: [ids[0]!.id], ...extra });
+  const cost = (extra: Record<string, unknown>) =>
+    f.s.ability('add-cost-v1', {
+      name: 'Domain',
+      price: 12,
+      payment_type: 'lifetime',
+      product_type: 'other',
+      sites: [ids[0]!.id],
+      ...extra,
+    });
 
   it('lists the defaults; an added product type is one costs may use, and only then', async () => {
     const g = await f.s.rest('/settings/cost-tracker');
@@ -118,7 +153,11 @@ describe('cost tracker: product types and payment methods', () => {
     const before = await cost({ product_type: 'domain-names' });
     expect([before.status, before.body.code]).toEqual([400, 'svc_invalid_product_type']);
     const a = await f.s.rest('/settings/cost-tracker/product-types/add', { method: 'POST', json: { title: 'Domain names' } });
-    expect(a.body).toEqual({ success: 1, message: 'Product type added successfully.', data: { 'domain-names': { title: 'Domain names', color: '#34424D', icon: 'deficon:folder open' } } });
+    expect(a.body).toEqual({
+      success: 1,
+      message: 'Product type added successfully.',
+      data: { 'domain-names': { title: 'Domain names', color: '#34424D', icon: 'deficon:folder open' } },
+    });
     const after = await cost({ product_type: 'domain-names' });
     expect(after.status, JSON.stringify(after.body)).toBe(200);
     const listed = await f.s.rest('/costs?category=domain-names');
@@ -180,11 +219,21 @@ describe('cost tracker: product types and payment methods', () => {
 
 describe('routes answered 501, and who may change settings', () => {
   it.each([
-    ['GET', '/settings/monitoring'], ['PUT', '/settings/monitoring/edit'], ['GET', '/settings/emails'], ['PATCH', '/settings/emails/uptime/edit'],
-    ['PUT', '/settings/cost-tracker/edit'], ['GET', '/settings/dashboard-insights'], ['PUT', '/settings/dashboard-insights/edit'],
-    ['GET', '/settings/api-backups'], ['PUT', '/settings/api-backups/vultr/edit'], ['GET', '/settings/tools'], ['PUT', '/settings/tools/edit'],
-    ['POST', '/settings/tools/destroy-sessions'], ['GET', '/settings/tools/destroy-sessions-status/destroy_1'],
-    ['POST', '/settings/tools/clear-activation-data'], ['POST', '/settings/tools/restore-info-messages'],
+    ['GET', '/settings/monitoring'],
+    ['PUT', '/settings/monitoring/edit'],
+    ['GET', '/settings/emails'],
+    ['PATCH', '/settings/emails/uptime/edit'],
+    ['PUT', '/settings/cost-tracker/edit'],
+    ['GET', '/settings/dashboard-insights'],
+    ['PUT', '/settings/dashboard-insights/edit'],
+    ['GET', '/settings/api-backups'],
+    ['PUT', '/settings/api-backups/vultr/edit'],
+    ['GET', '/settings/tools'],
+    ['PUT', '/settings/tools/edit'],
+    ['POST', '/settings/tools/destroy-sessions'],
+    ['GET', '/settings/tools/destroy-sessions-status/destroy_1'],
+    ['POST', '/settings/tools/clear-activation-data'],
+    ['POST', '/settings/tools/restore-info-messages'],
   ])('%s %s → 501 svc_not_supported with the reason', async (method, path) => {
     const r = await f.s.rest(path, { method, json: method === 'GET' ? undefined : { x: 1 } });
     expect([r.status, r.body.code]).toEqual([501, 'svc_not_supported']);
@@ -195,7 +244,11 @@ describe('routes answered 501, and who may change settings', () => {
     expect((await f.s.rest('/settings/advanced', { token: f.s.creds.key.read })).status).toBe(200);
     const w = await f.s.rest('/settings/general/edit', { method: 'PUT', token: f.s.creds.key.read, json: { frequency_daily_update: 1 } });
     expect(w.status).toBe(403);
-    const p = await f.s.rest('/settings/cost-tracker/payment-methods/add', { method: 'POST', token: f.s.creds.key.read, json: { title: 'Nope' } });
+    const p = await f.s.rest('/settings/cost-tracker/payment-methods/add', {
+      method: 'POST',
+      token: f.s.creds.key.read,
+      json: { title: 'Nope' },
+    });
     expect(p.status).toBe(403);
     expect((await f.s.ability('get-settings-v1', {}, { method: 'GET', auth: f.s.creds.viewer })).status).toBe(200);
     const v = await f.s.ability('update-settings-v1', { sync_frequency: 1 }, { auth: f.s.creds.viewer });

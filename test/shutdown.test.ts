@@ -10,16 +10,24 @@ import { serveProcess } from './support/process.js';
 import { seedSites, tempDir } from './support/server.js';
 
 let sim: ChildSim;
-afterAll(async () => { await sim?.close(); });
+afterAll(async () => {
+  await sim?.close();
+});
 
 async function fleetDir(n: number, latencyMs: number): Promise<{ dir: string; token: string }> {
   const dir = tempDir();
   const services = await openServices(loadConfig({ dataDir: dir }, {}));
   const { token } = await services.auth.createKey('k', 'read_write');
   const keys = await newKeyPair();
-  sim = await startChildSim({ sites: n, latencyMs, preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() } });
+  sim = await startChildSim({
+    sites: n,
+    latencyMs,
+    preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() },
+  });
   const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, admin_username: 'admin' }));
-  await services.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+  await services.store.write((tx) => {
+    for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
+  });
   await closeServices(services);
   return { dir, token };
 }
@@ -27,9 +35,18 @@ async function fleetDir(n: number, latencyMs: number): Promise<{ dir: string; to
 describe('graceful shutdown', () => {
   it('finishes the request in flight, refuses new ones, keeps a running job resumable and exits 0', async () => {
     const { dir, token } = await fleetDir(12, 600);
-    const p = await serveProcess(['--data-dir', dir, '--allow-private-sites'], { SITEFLEET_QUEUE_THRESHOLD: '3', SITEFLEET_CHILD_CONCURRENCY: '2' });
+    const p = await serveProcess(['--data-dir', dir, '--allow-private-sites'], {
+      SITEFLEET_QUEUE_THRESHOLD: '3',
+      SITEFLEET_CHILD_CONCURRENCY: '2',
+    });
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const job = await (await fetch(`${p.url}/wp-json/svc/v2/sites/sync`, { method: 'POST', headers, body: JSON.stringify({ include: '4,5,6,7,8,9,10,11,12' }) })).json() as { job_id: string };
+    const job = (await (
+      await fetch(`${p.url}/wp-json/svc/v2/sites/sync`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ include: '4,5,6,7,8,9,10,11,12' }),
+      })
+    ).json()) as { job_id: string };
     expect(job.job_id).toMatch(/^sync_/);
     const inFlight = fetch(`${p.url}/wp-json/svc/v2/sites/1/sync`, { method: 'POST', headers });
     await new Promise((r) => setTimeout(r, 200));
@@ -50,7 +67,9 @@ describe('graceful shutdown', () => {
       const end = Date.now() + 15_000;
       let status = '';
       while (status !== 'completed' && Date.now() < end) {
-        status = ((await (await fetch(`${again.url}/wp-json/svc/v2/jobs/${job.job_id}`, { headers })).json()) as { data: { status: string } }).data.status;
+        status = (
+          (await (await fetch(`${again.url}/wp-json/svc/v2/jobs/${job.job_id}`, { headers })).json()) as { data: { status: string } }
+        ).data.status;
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(status).toBe('completed');

@@ -14,12 +14,31 @@ import type { SiteData } from '../src/store/records.js';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 
 const DAY = 86_400_000;
-const plugin = (slug: string, last_updated: string | null, active = false): SitePlugin =>
-  ({ slug, name: `Plugin ${slug}`, version: '1.0', active, update_version: null, last_updated, must_use: false });
-const theme = (slug: string, last_updated: string | null, active = false): SiteTheme =>
-  ({ slug, name: `Theme ${slug}`, version: '2.0', active, update_version: null, last_updated });
-const data = (plugins: SitePlugin[], themes: SiteTheme[] = []): SiteData =>
-  ({ plugins, themes, security: [], changes: [], users: [], synced_at: new Date().toISOString() });
+const plugin = (slug: string, last_updated: string | null, active = false): SitePlugin => ({
+  slug,
+  name: `Plugin ${slug}`,
+  version: '1.0',
+  active,
+  update_version: null,
+  last_updated,
+  must_use: false,
+});
+const theme = (slug: string, last_updated: string | null, active = false): SiteTheme => ({
+  slug,
+  name: `Theme ${slug}`,
+  version: '2.0',
+  active,
+  update_version: null,
+  last_updated,
+});
+const data = (plugins: SitePlugin[], themes: SiteTheme[] = []): SiteData => ({
+  plugins,
+  themes,
+  security: [],
+  changes: [],
+  users: [],
+  synced_at: new Date().toISOString(),
+});
 
 describe('abandoned lists at 5,000 sites', () => {
   const N = 5_000;
@@ -28,27 +47,43 @@ describe('abandoned lists at 5,000 sites', () => {
 
   beforeAll(async () => {
     s = await startServer();
-    const sites = await seedSites(s.services, N, (i) => ({ url: `https://fleet${i + 1}.example.com/`, last_sync: new Date().toISOString() }));
+    const sites = await seedSites(s.services, N, (i) => ({
+      url: `https://fleet${i + 1}.example.com/`,
+      last_sync: new Date().toISOString(),
+    }));
     await s.services.store.write((tx) => {
       for (const site of sites) {
-        tx.putBlob('site-data', site.id, data(
-          [plugin('old/old.php', '2019-05-01'), plugin('fresh/fresh.php', null, true), plugin('aaa/aaa.php', null)],
-          [theme('oldtheme', '2018-01-01'), theme('current', null, true)],
-        ));
+        tx.putBlob(
+          'site-data',
+          site.id,
+          data(
+            [plugin('old/old.php', '2019-05-01'), plugin('fresh/fresh.php', null, true), plugin('aaa/aaa.php', null)],
+            [theme('oldtheme', '2018-01-01'), theme('current', null, true)],
+          ),
+        );
       }
     });
     reads = vi.spyOn(s.services.children, 'siteData');
   }, 120_000);
-  afterAll(async () => { await s?.close(); });
+  afterAll(async () => {
+    await s?.close();
+  });
 
   const list = (input: Record<string, unknown> = {}) => s.ability('get-abandoned-plugins-v1', input, { method: 'GET' });
 
-  it('reads each site\'s file once, then answers from memory', async () => {
+  it("reads each site's file once, then answers from memory", async () => {
     const first = await list();
     expect(first.status).toBe(200);
     expect(first.body.total).toBe(N);
     expect(first.body.items).toHaveLength(50);
-    expect(first.body.items[0]).toEqual({ site_id: 1, site_url: 'https://fleet1.example.com/', slug: 'old/old.php', name: 'Plugin old/old.php', version: '1.0', last_updated: '2019-05-01' });
+    expect(first.body.items[0]).toEqual({
+      site_id: 1,
+      site_url: 'https://fleet1.example.com/',
+      slug: 'old/old.php',
+      name: 'Plugin old/old.php',
+      version: '1.0',
+      last_updated: '2019-05-01',
+    });
     expect(reads).toHaveBeenCalledTimes(N);
     reads.mockClear();
     const started = performance.now();
@@ -96,11 +131,17 @@ describe('the two-year boundary', () => {
     const cutoff = abandonedCutoff();
     const dayAfter = new Date(Date.parse(cutoff) + DAY).toISOString().slice(0, 10);
     await s.services.store.write((tx) => {
-      tx.putBlob('site-data', site!.id, data([plugin('edge/edge.php', cutoff), plugin('young/young.php', dayAfter), plugin('none/none.php', null)]));
+      tx.putBlob(
+        'site-data',
+        site!.id,
+        data([plugin('edge/edge.php', cutoff), plugin('young/young.php', dayAfter), plugin('none/none.php', null)]),
+      );
       s.services.sites.patch(tx, site!.id, { last_sync: new Date().toISOString() });
     });
   });
-  afterAll(async () => { await s?.close(); });
+  afterAll(async () => {
+    await s?.close();
+  });
 
   it('counts an item last updated exactly two years (730 days) ago, and not one a day younger', async () => {
     expect(abandonedCutoff(Date.parse('2026-03-01T12:00:00Z'))).toBe('2024-03-01');
@@ -111,7 +152,11 @@ describe('the two-year boundary', () => {
 
 describe('TLS certificate status', () => {
   let openssl = true;
-  try { execFileSync('openssl', ['version'], { stdio: 'ignore' }); } catch { openssl = false; }
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+  } catch {
+    openssl = false;
+  }
   const needsOpenssl = openssl ? 'with a certificate made by openssl' : 'SKIPPED: openssl is not installed, no certificate can be made';
 
   const dir = tempDir('sitefleet-tls-');
@@ -124,13 +169,34 @@ describe('TLS certificate status', () => {
   const listen = (x: HttpsServer | TcpServer) => new Promise<void>((r) => x.listen(0, '127.0.0.1', () => r()));
 
   function makeCert(name: string, san: string): { key: string; cert: string } {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.pem`),
-      '-days', '30', '-subj', '/CN=sitefleet-test', '-addext', `subjectAltName=${san}`], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, `${name}.key`),
+        '-out',
+        join(dir, `${name}.pem`),
+        '-days',
+        '30',
+        '-subj',
+        '/CN=sitefleet-test',
+        '-addext',
+        `subjectAltName=${san}`,
+      ],
+      { stdio: 'ignore' },
+    );
     return { key: readFileSync(join(dir, `${name}.key`), 'utf8'), cert: readFileSync(join(dir, `${name}.pem`), 'utf8') };
   }
 
   beforeAll(async () => {
-    silent = createTcpServer(() => { /* accepts, never speaks TLS */ });
+    silent = createTcpServer(() => {
+      /* accepts, never speaks TLS */
+    });
     await listen(silent);
     if (!openssl) {
       console.warn('site-data.test.ts: openssl not found; the https certificate cases are skipped.');
@@ -145,7 +211,11 @@ describe('TLS certificate status', () => {
     wrongName = createHttpsServer(other, (_req, res) => res.end('ok'));
     await listen(wrongName);
   });
-  afterAll(() => { server?.close(); wrongName?.close(); silent.close(); });
+  afterAll(() => {
+    server?.close();
+    wrongName?.close();
+    silent.close();
+  });
 
   const expiry = (pem: string) => new Date(new X509Certificate(pem).validTo).toISOString().slice(0, 10);
 
@@ -163,12 +233,21 @@ describe('TLS certificate status', () => {
     }
   });
 
-  it.skipIf(!openssl)(`reports a trusted certificate for the right name as valid, and the wrong name as not (${needsOpenssl})`, async () => {
-    expect(await certificateStatus(`https://127.0.0.1:${port(server!)}/`, { ca: cert, allowPrivate: true })).toEqual({ valid: true, expires: expiry(cert), error: null });
-    expect(await certificateStatus(`https://localhost:${port(server!)}/blog/`, { ca: cert, allowPrivate: true })).toMatchObject({ valid: true });
-    const wrong = await certificateStatus(`https://127.0.0.1:${port(wrongName!)}/`, { ca: wrongCert, allowPrivate: true });
-    expect(wrong).toMatchObject({ valid: false, expires: expiry(wrongCert), error: 'ERR_TLS_CERT_ALTNAME_INVALID' });
-  });
+  it.skipIf(!openssl)(
+    `reports a trusted certificate for the right name as valid, and the wrong name as not (${needsOpenssl})`,
+    async () => {
+      expect(await certificateStatus(`https://127.0.0.1:${port(server!)}/`, { ca: cert, allowPrivate: true })).toEqual({
+        valid: true,
+        expires: expiry(cert),
+        error: null,
+      });
+      expect(await certificateStatus(`https://localhost:${port(server!)}/blog/`, { ca: cert, allowPrivate: true })).toMatchObject({
+        valid: true,
+      });
+      const wrong = await certificateStatus(`https://127.0.0.1:${port(wrongName!)}/`, { ca: wrongCert, allowPrivate: true });
+      expect(wrong).toMatchObject({ valid: false, expires: expiry(wrongCert), error: 'ERR_TLS_CERT_ALTNAME_INVALID' });
+    },
+  );
 
   it('says an http: site is never valid, without connecting', async () => {
     expect(await certificateStatus('http://127.0.0.1:9/')).toEqual({ valid: false, expires: null, error: 'not served over https' });
@@ -179,7 +258,11 @@ describe('TLS certificate status', () => {
     expect(closed).toMatchObject({ valid: false, expires: null });
     expect(closed.error).toBe('ECONNREFUSED');
     const started = Date.now();
-    expect(await certificateStatus(`https://127.0.0.1:${port(silent)}/`, { timeoutMs: 300, allowPrivate: true })).toEqual({ valid: false, expires: null, error: 'timeout' });
+    expect(await certificateStatus(`https://127.0.0.1:${port(silent)}/`, { timeoutMs: 300, allowPrivate: true })).toEqual({
+      valid: false,
+      expires: null,
+      error: 'timeout',
+    });
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(await certificateStatus('not a url')).toMatchObject({ valid: false, expires: null });
   });

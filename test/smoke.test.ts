@@ -2,8 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await startServer(); await seedSites(s.services, 3); });
-afterAll(async () => { await s.close(); });
+beforeAll(async () => {
+  s = await startServer();
+  await seedSites(s.services, 3);
+});
+afterAll(async () => {
+  await s.close();
+});
 
 describe('smoke', () => {
   it('lists seeded sites over REST', async () => {

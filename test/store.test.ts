@@ -22,7 +22,9 @@ describe('store', () => {
     await s.close();
     const s2 = await Store.open(dir);
     expect(s2.get<TagRecord>('tags', a.id)?.name).toBe('a');
-    const c = await s2.write((tx) => tx.insert<TagRecord>('tags', { name: 'c', color: null, site_ids: [], created_at: '', updated_at: '' }));
+    const c = await s2.write((tx) =>
+      tx.insert<TagRecord>('tags', { name: 'c', color: null, site_ids: [], created_at: '', updated_at: '' }),
+    );
     expect(c.id).toBe(b.id + 1);
   });
 
@@ -30,7 +32,10 @@ describe('store', () => {
     const s = await Store.open(tmp());
     const results = await Promise.allSettled([
       s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok1', color: null, site_ids: [], created_at: '', updated_at: '' })),
-      s.write((tx) => { tx.insert('tags', { name: 'doomed' }); throw new Error('no'); }),
+      s.write((tx) => {
+        tx.insert('tags', { name: 'doomed' });
+        throw new Error('no');
+      }),
       s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok2', color: null, site_ids: [], created_at: '', updated_at: '' })),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -42,8 +47,11 @@ describe('store', () => {
   it('groups concurrent writes into few commits', async () => {
     const s = await Store.open(tmp());
     const before = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
-    await Promise.all(Array.from({ length: 200 }, (_, i) =>
-      s.write((tx) => tx.insert<TagRecord>('tags', { name: `t${i}`, color: null, site_ids: [], created_at: '', updated_at: '' }))));
+    await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        s.write((tx) => tx.insert<TagRecord>('tags', { name: `t${i}`, color: null, site_ids: [], created_at: '', updated_at: '' })),
+      ),
+    );
     const after = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
     expect(s.count('tags')).toBe(200);
     expect(after - before).toBeLessThan(20);
@@ -52,7 +60,8 @@ describe('store', () => {
   it('commits the writes queued before close, and refuses one after it with nothing written', async () => {
     const s = await Store.open(tmp());
     const queued = Array.from({ length: 5 }, (_, i) =>
-      s.write((tx) => tx.insert<TagRecord>('tags', { name: `q${i}`, color: null, site_ids: [], created_at: '', updated_at: '' })));
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: `q${i}`, color: null, site_ids: [], created_at: '', updated_at: '' })),
+    );
     await s.close();
     await Promise.all(queued);
     await expect(s.write((tx) => tx.insert('tags', { name: 'late' }))).rejects.toThrow('store is closed');
@@ -62,18 +71,29 @@ describe('store', () => {
 
   it('writes sites into shards so that one edit does not rewrite the fleet', async () => {
     const s = await Store.open(tmp());
-    await s.write((tx) => { for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/` }); });
-    expect(readdirSync(s.dir).filter((f) => f.startsWith('sites.')).sort()).toEqual(['sites.0.json', 'sites.1.json', 'sites.2.json']);
+    await s.write((tx) => {
+      for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/` });
+    });
+    expect(
+      readdirSync(s.dir)
+        .filter((f) => f.startsWith('sites.'))
+        .sort(),
+    ).toEqual(['sites.0.json', 'sites.1.json', 'sites.2.json']);
   });
 
-  it('lets a second store on the same dir see the first one\'s edits on its next read, shard by shard', async () => {
+  it("lets a second store on the same dir see the first one's edits on its next read, shard by shard", async () => {
     const dir = tmp();
     const a = await Store.open(dir);
     const b = await Store.open(dir);
-    await a.write((tx) => { for (let i = 0; i < 300; i++) tx.insert('sites', { url: `https://s${i}.test/`, name: `s${i}` }); });
+    await a.write((tx) => {
+      for (let i = 0; i < 300; i++) tx.insert('sites', { url: `https://s${i}.test/`, name: `s${i}` });
+    });
     await new Promise((r) => setTimeout(r, 5));
     expect(b.count('sites')).toBe(300);
-    await a.write((tx) => { tx.delete('sites', 260); tx.put('sites', { id: 5, url: 'https://s4.test/', name: 'renamed' }); });
+    await a.write((tx) => {
+      tx.delete('sites', 260);
+      tx.put('sites', { id: 5, url: 'https://s4.test/', name: 'renamed' });
+    });
     await new Promise((r) => setTimeout(r, 5));
     expect(b.count('sites')).toBe(299);
     expect(b.get<{ id: number; name: string }>('sites', 5)?.name).toBe('renamed');
@@ -110,7 +130,10 @@ describe('store', () => {
   it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
     for (let round = 0; round < 3; round++) {
       const dir = tmp();
-      const acked = await acknowledgedBeforeKill(`(await import(${JSON.stringify(STORE_JS)})).Store.open(${JSON.stringify(dir)})`, 30 + round * 40);
+      const acked = await acknowledgedBeforeKill(
+        `(await import(${JSON.stringify(STORE_JS)})).Store.open(${JSON.stringify(dir)})`,
+        30 + round * 40,
+      );
       const s = await Store.open(dir);
       const names = new Set([...s.all<{ id: number; name: string }>('tags')].map((t) => t.name));
       for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);

@@ -14,7 +14,9 @@ beforeAll(async () => {
   s = await startServer();
   await seedSites(s.services, 2, (i) => ({ url: `http://127.0.0.1:9/unknown${i}/` }));
 });
-afterAll(async () => { await s.close(); });
+afterAll(async () => {
+  await s.close();
+});
 
 const generation = () => JSON.parse(readFileSync(join(s.dataDir, 'meta.json'), 'utf8')).generation as number;
 const UNKNOWN = 'zz_not_a_field';
@@ -30,7 +32,11 @@ describe('every ability', () => {
 
   it('refuses it through the abilities door, naming it, when it is the only fault', async () => {
     const before = generation();
-    for (const [name, input] of [['add-tag-v1', { name: 'Swept' }], ['update-site-v1', { site_id_or_domain: 1 }], ['list-sites-v1', {}]] as const) {
+    for (const [name, input] of [
+      ['add-tag-v1', { name: 'Swept' }],
+      ['update-site-v1', { site_id_or_domain: 1 }],
+      ['list-sites-v1', {}],
+    ] as const) {
       const method = annotationMethod(allAbilities.find((a) => a.name === name)!.annotations);
       const r = await s.ability(name, { ...input, [UNKNOWN]: 1 }, method === 'POST' ? {} : { method });
       expect(r.status, name).toBe(400);
@@ -42,19 +48,28 @@ describe('every ability', () => {
 
 describe('every REST write route', () => {
   const writes = restRoutes.filter((r) => !r.methods.includes('GET') && r.path !== '/users/import' && !NOT_SUPPORTED.has(r.path));
-  it.each([...NOT_SUPPORTED].map((p) => [p]))('%s (not supported) answers 501 svc_not_supported whatever it is sent, changing nothing', async (p) => {
-    const r = restRoutes.find((x) => x.path === p)!;
-    const before = generation();
-    const res = await s.rest(p.replace(/:(\w+)/g, '1'), { method: r.methods[0], ...(r.methods[0] === 'GET' ? {} : { json: { [UNKNOWN]: 1 } }) });
-    expect([res.status, res.body.code]).toEqual([501, 'svc_not_supported']);
-    expect(generation()).toBe(before);
-  });
-  it.each(writes.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))('%s refuses an argument it does not read, naming it', async (_n, r) => {
-    const path = r.path.replace(/:(\w+)/g, (_, p: string) => (p === 'job_id' ? 'sync_00000000-0000-4000-8000-000000000000' : '1'));
-    const before = generation();
-    const res = await s.rest(path, { method: r.methods[0], json: { [UNKNOWN]: 1 } });
-    expect(res.status, JSON.stringify(res.body)).toBe(400);
-    expect(JSON.stringify(res.body)).toContain(UNKNOWN);
-    expect(generation()).toBe(before);
-  });
+  it.each([...NOT_SUPPORTED].map((p) => [p]))(
+    '%s (not supported) answers 501 svc_not_supported whatever it is sent, changing nothing',
+    async (p) => {
+      const r = restRoutes.find((x) => x.path === p)!;
+      const before = generation();
+      const res = await s.rest(p.replace(/:(\w+)/g, '1'), {
+        method: r.methods[0],
+        ...(r.methods[0] === 'GET' ? {} : { json: { [UNKNOWN]: 1 } }),
+      });
+      expect([res.status, res.body.code]).toEqual([501, 'svc_not_supported']);
+      expect(generation()).toBe(before);
+    },
+  );
+  it.each(writes.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))(
+    '%s refuses an argument it does not read, naming it',
+    async (_n, r) => {
+      const path = r.path.replace(/:(\w+)/g, (_, p: string) => (p === 'job_id' ? 'sync_00000000-0000-4000-8000-000000000000' : '1'));
+      const before = generation();
+      const res = await s.rest(path, { method: r.methods[0], json: { [UNKNOWN]: 1 } });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(JSON.stringify(res.body)).toContain(UNKNOWN);
+      expect(generation()).toBe(before);
+    },
+  );
 });

@@ -15,11 +15,18 @@ import { until as waitUntil } from './support/wait.js';
 const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 30_000) => waitUntil(fn, ok, ms);
 
 const closers: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const c of closers.reverse()) await c(); });
+afterAll(async () => {
+  for (const c of closers.reverse()) await c();
+});
 
 const pendingOf = (sim: ChildSim, i: number) => {
   const st = sim.state(i);
-  return st.plugins.filter((p) => p.updateVersion).length + st.themes.filter((t) => t.updateVersion).length + (st.wpUpdate ? 1 : 0) + st.translations.length;
+  return (
+    st.plugins.filter((p) => p.updateVersion).length +
+    st.themes.filter((t) => t.updateVersion).length +
+    (st.wpUpdate ? 1 : 0) +
+    st.translations.length
+  );
 };
 
 describe('update job after SIGKILL', () => {
@@ -29,10 +36,21 @@ describe('update job after SIGKILL', () => {
     const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
     const { token } = await services.auth.createKey('k', 'read_write');
     const keys = await newKeyPair();
-    const sim = await startChildSim({ sites: N, latencyMs: 120, seed: 3, preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() } });
+    const sim = await startChildSim({
+      sites: N,
+      latencyMs: 120,
+      seed: 3,
+      preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() },
+    });
     closers.push(() => sim.close());
-    const recs = await seedSites(services, N, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
-    await services.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+    const recs = await seedSites(services, N, (i) => ({
+      url: sim.sites[i]!.url,
+      name: `Sim ${i + 1}`,
+      admin_username: sim.sites[i]!.admin,
+    }));
+    await services.store.write((tx) => {
+      for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
+    });
     await Promise.all(recs.map(async (r) => services.children.apply(await services.children.fetchSync(r))));
     const want = Array.from({ length: N }, (_, i) => pendingOf(sim, i + 1));
     const total = want.reduce((a, b) => a + b, 0);
@@ -42,9 +60,13 @@ describe('update job after SIGKILL', () => {
     const env = { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '3' };
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const first = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
-    const q = await (await fetch(`${first.url}/wp-json/svc/v2/updates/update`, { method: 'POST', headers: auth })).json() as { job_id: string; queued: boolean };
+    const q = (await (await fetch(`${first.url}/wp-json/svc/v2/updates/update`, { method: 'POST', headers: auth })).json()) as {
+      job_id: string;
+      queued: boolean;
+    };
     expect(q).toMatchObject({ queued: true });
-    const status = (url: string) => async () => (await (await fetch(`${url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json() as { data: any }).data;
+    const status = (url: string) => async () =>
+      ((await (await fetch(`${url}/wp-json/svc/v2/jobs/${q.job_id}`, { headers: auth })).json()) as { data: any }).data;
     await until(status(first.url), (d) => d.processed >= 6);
     await first.stop('SIGKILL');
 
@@ -54,8 +76,8 @@ describe('update job after SIGKILL', () => {
     expect(mid.status).toBe('processing');
     expect(mid.done.length).toBeLessThan(N);
     // Sites the killed process had updated on the child but not recorded: the case that must not be updated twice.
-    const updatedBefore = Array.from({ length: N }, (_, i) => sim.state(i + 1).upgradeLog.length > 0 ? i + 1 : 0).filter(Boolean);
-    const recorded = new Set((mid.items as Array<{ site_id: number }> | undefined ?? []).map((x) => x.site_id));
+    const updatedBefore = Array.from({ length: N }, (_, i) => (sim.state(i + 1).upgradeLog.length > 0 ? i + 1 : 0)).filter(Boolean);
+    const recorded = new Set(((mid.items as Array<{ site_id: number }> | undefined) ?? []).map((x) => x.site_id));
     const inFlight = updatedBefore.filter((id) => !recorded.has(id));
 
     const second = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], env);
@@ -71,7 +93,9 @@ describe('update job after SIGKILL', () => {
     const after = await Store.open(dataDir);
     const job = [...after.all<JobRecord>('jobs')][0]!;
     await after.close();
-    const updated = (job.items as Array<{ status: string; site_id: number; type: string; slug: string; language?: string }>).filter((x) => x.status === 'updated');
+    const updated = (job.items as Array<{ status: string; site_id: number; type: string; slug: string; language?: string }>).filter(
+      (x) => x.status === 'updated',
+    );
     expect(new Set(updated.map((x) => `${x.site_id} ${x.type} ${x.slug} ${x.language ?? ''}`)).size).toBe(updated.length);
     expect(updated.length).toBe(total);
     expect(job.attempts).toBe(2);

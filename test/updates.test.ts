@@ -27,14 +27,18 @@ function siteWith(pred: (p: ReturnType<typeof simPending>, i: number) => boolean
   throw new Error('no simulated site fits');
 }
 const sync = (ids: number[]) => f.s.ability('sync-sites-v1', { site_ids_or_domains: ids });
-const bump = (i: number) => { sim.state(i).rev++; };
+const bump = (i: number) => {
+  sim.state(i).rev++;
+};
 
 beforeAll(async () => {
   f = await startFleet({ sim: { sites: 9, seed: 7 } });
   sim = f.sim;
   sites = await registerSites(f);
 });
-afterAll(async () => { await f?.close(); });
+afterAll(async () => {
+  await f?.close();
+});
 
 describe('list-updates-v1 and get-site-updates-v1 (from the sync, no child call)', () => {
   it('lists every pending core, plugin, theme and translation update of the fleet with a summary, paged', async () => {
@@ -43,8 +47,12 @@ describe('list-updates-v1 and get-site-updates-v1 (from the sync, no child call)
     expect(r.status).toBe(200);
     const want = sites.flatMap((_, i) => {
       const p = simPending(i + 1);
-      return [...(p.core ? [`${i + 1} core wordpress`] : []), ...p.plugins.map((s) => `${i + 1} plugin ${s}`), ...p.themes.map((s) => `${i + 1} theme ${s}`),
-        ...p.translations.map((s) => `${i + 1} translation ${s}`)];
+      return [
+        ...(p.core ? [`${i + 1} core wordpress`] : []),
+        ...p.plugins.map((s) => `${i + 1} plugin ${s}`),
+        ...p.themes.map((s) => `${i + 1} theme ${s}`),
+        ...p.translations.map((s) => `${i + 1} translation ${s}`),
+      ];
     });
     expect(r.body.updates.map((u: any) => `${u.site_id} ${u.type} ${u.slug}`).sort()).toEqual(want.sort());
     expect(r.body.summary.total).toBe(want.length);
@@ -70,7 +78,11 @@ describe('list-updates-v1 and get-site-updates-v1 (from the sync, no child call)
     expect((await f.s.ability('list-updates-v1', { per_page: 201 }, { method: 'GET' })).status).toBe(400);
     expect((await f.s.ability('list-updates-v1', { nope: 1 }, { method: 'GET' })).status).toBe(400);
     // Bounds, just past them: 200 slugs a call, 5,000 site identifiers.
-    const many = await f.s.ability('update-site-plugins-v1', { site_id_or_domain: sites[0]!.id, slugs: Array.from({ length: 201 }, (_, i) => `p${i}/p.php`), dry_run: true });
+    const many = await f.s.ability('update-site-plugins-v1', {
+      site_id_or_domain: sites[0]!.id,
+      slugs: Array.from({ length: 201 }, (_, i) => `p${i}/p.php`),
+      dry_run: true,
+    });
     expect(many.status).toBe(400);
     expect(many.body.message).toContain('slugs');
     const refs = await f.s.ability('run-updates-v1', { site_ids_or_domains: Array.from({ length: 5001 }, (_, i) => i + 1), dry_run: true });
@@ -78,10 +90,22 @@ describe('list-updates-v1 and get-site-updates-v1 (from the sync, no child call)
     const scalar = await f.s.ability('list-updates-v1', null, { method: 'GET', query: 'input[types]=themes' });
     expect(scalar.status).toBe(200);
     expect(scalar.body.updates.every((u: any) => u.type === 'theme')).toBe(true);
-    const unknown = await f.s.ability('list-updates-v1', { site_ids_or_domains: [999999, 'nowhere.example', sites[0]!.id] }, { method: 'GET' });
+    const unknown = await f.s.ability(
+      'list-updates-v1',
+      { site_ids_or_domains: [999999, 'nowhere.example', sites[0]!.id] },
+      { method: 'GET' },
+    );
     expect(unknown.status).toBe(200);
     expect(unknown.body.errors).toEqual([
-      { site_id: 0, site_url: '999999', site_name: '', type: 'site', slug: '', code: 'svc_site_not_found', message: 'No site found with ID 999999.' },
+      {
+        site_id: 0,
+        site_url: '999999',
+        site_name: '',
+        type: 'site',
+        slug: '',
+        code: 'svc_site_not_found',
+        message: 'No site found with ID 999999.',
+      },
       expect.objectContaining({ site_url: 'nowhere.example', code: 'svc_site_not_found' }),
     ]);
     expect(unknown.body.updates.every((u: any) => u.site_id === sites[0]!.id)).toBe(true);
@@ -93,7 +117,7 @@ describe('list-updates-v1 and get-site-updates-v1 (from the sync, no child call)
     expect(twice.body.total).toBe(one.body.total);
   });
 
-  it('get-site-updates-v1: one site\'s updates and summary; unknown site 404; refresh=true asks the child first', async () => {
+  it("get-site-updates-v1: one site's updates and summary; unknown site 404; refresh=true asks the child first", async () => {
     const r = await f.s.ability('get-site-updates-v1', { site_id_or_domain: sites[1]!.id }, { method: 'GET' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ site_id: sites[1]!.id, site_url: sites[1]!.url, rollback_items: { plugins: [], themes: [] } });
@@ -128,7 +152,7 @@ describe('applying updates on one site', () => {
     expect(listed.body.plugins.find((p: any) => p.slug === slug)).toMatchObject({ version: to, update_version: null });
   });
 
-  it('a package that fails is an error item with the child\'s reason, and stays pending', async () => {
+  it("a package that fails is an error item with the child's reason, and stays pending", async () => {
     const k = siteWith((p) => p.plugins.length >= 1 && p.themes.length >= 1);
     const id = sites[k - 1]!.id;
     const slug = simPending(k).plugins[0]!;
@@ -147,7 +171,9 @@ describe('applying updates on one site', () => {
     const slug = simPending(k).themes[0]!;
     sim.failUpdate(k, slug, 'Download failed.');
     const r = await f.s.ability('update-site-themes-v1', { site_id_or_domain: id });
-    expect(r.body.errors).toEqual([expect.objectContaining({ slug, type: 'theme', code: 'svc_update_failed', message: 'Download failed.' })]);
+    expect(r.body.errors).toEqual([
+      expect.objectContaining({ slug, type: 'theme', code: 'svc_update_failed', message: 'Download failed.' }),
+    ]);
     sim.failUpdate(k, slug, null);
     const ok = await f.s.ability('update-site-themes-v1', { site_id_or_domain: id, slugs: [slug] });
     expect(ok.body.updated).toEqual([expect.objectContaining({ slug, type: 'theme' })]);
@@ -170,7 +196,11 @@ describe('applying updates on one site', () => {
     const k = siteWith((p) => p.plugins.length >= 1);
     const id = sites[k - 1]!.id;
     const n = sim.requests(k);
-    const dry = await f.s.ability('update-site-plugins-v1', { site_id_or_domain: id, dry_run: true, slugs: ['nope/nope.php', ...simPending(k).plugins] });
+    const dry = await f.s.ability('update-site-plugins-v1', {
+      site_id_or_domain: id,
+      dry_run: true,
+      slugs: ['nope/nope.php', ...simPending(k).plugins],
+    });
     expect(dry.body.dry_run).toBe(true);
     expect(dry.body.would_update.map((u: any) => u.slug).sort()).toEqual([...simPending(k).plugins].sort());
     expect(dry.body.skipped).toEqual([expect.objectContaining({ slug: 'nope/nope.php', reason: 'not_pending' })]);
@@ -182,11 +212,13 @@ describe('applying updates on one site', () => {
     const id = sites[k - 1]!.id;
     const t = sim.state(k).translations[0]!;
     const r = await f.s.ability('update-site-translations-v1', { site_id_or_domain: id });
-    expect(r.body.updated).toEqual([expect.objectContaining({ type: 'translation', slug: t.slug, language: 'de_DE', old_version: null, new_version: t.version })]);
+    expect(r.body.updated).toEqual([
+      expect.objectContaining({ type: 'translation', slug: t.slug, language: 'de_DE', old_version: null, new_version: t.version }),
+    ]);
     expect(sim.state(k).translations).toEqual([]);
   });
 
-  it('update-site-core-v1 updates WordPress and checks the new version with a sync; 404 when none is pending; 502 with the child\'s status (D5)', async () => {
+  it("update-site-core-v1 updates WordPress and checks the new version with a sync; 404 when none is pending; 502 with the child's status (D5)", async () => {
     const k = siteWith((p) => !!p.core);
     const id = sites[k - 1]!.id;
     const from = sim.state(k).wpVersion;
@@ -251,7 +283,7 @@ describe('stale and phantom data', () => {
     await sync([sites[k - 1]!.id]);
   });
 
-  it('a failed item whose offer vanished from the child\'s fresh data stays pending: unknown is not done (D17)', async () => {
+  it("a failed item whose offer vanished from the child's fresh data stays pending: unknown is not done (D17)", async () => {
     const k = siteWith((p) => p.plugins.length > 0 && p.themes.length > 0);
     const id = sites[k - 1]!.id;
     const slug = simPending(k).plugins[0]!;
@@ -296,7 +328,9 @@ describe('ignore rules', () => {
     const listed = await f.s.ability('list-updates-v1', { site_ids_or_domains: [id] }, { method: 'GET' });
     expect(listed.body.updates.some((u: any) => u.slug === slug)).toBe(false);
     const ignored = await f.s.ability('list-ignored-updates-v1', { site_ids_or_domains: [id] }, { method: 'GET' });
-    expect(ignored.body.ignored).toEqual([expect.objectContaining({ site_id: id, type: 'plugin', slug, name, ignored_version: 'all_versions', scope: 'site' })]);
+    expect(ignored.body.ignored).toEqual([
+      expect.objectContaining({ site_id: id, type: 'plugin', slug, name, ignored_version: 'all_versions', scope: 'site' }),
+    ]);
     const single = await f.s.ability('update-site-plugins-v1', { site_id_or_domain: id, slugs: [slug] });
     expect(single.body.skipped).toEqual([expect.objectContaining({ slug, reason: 'ignored' })]);
     const run = await f.s.ability('run-updates-v1', { site_ids_or_domains: [id], types: ['plugins'] });
@@ -331,13 +365,17 @@ describe('ignore rules', () => {
     expect((await f.s.ability('ignore-site-core-v1', { site_id_or_domain: id, action: 'ignore' })).status).toBe(400);
     expect((await f.s.ability('ignore-site-plugins-v1', { site_id_or_domain: id })).status).toBe(400);
     expect((await f.s.ability('list-ignored-updates-v1', { types: ['translations'] }, { method: 'GET' })).status).toBe(400);
-    expect((await f.s.ability('set-ignored-updates-v1', { action: 'ignore', site_id_or_domain: 999999, type: 'plugin', slug: 'x' })).status).toBe(404);
+    expect(
+      (await f.s.ability('set-ignored-updates-v1', { action: 'ignore', site_id_or_domain: 999999, type: 'plugin', slug: 'x' })).status,
+    ).toBe(404);
   });
 });
 
 describe('run-updates-v1 and update-all-v1 over several sites', () => {
-  it('update-all-v1 with types [] updates everything (D7); duplicates are updated once (D8); a dead site is one site\'s errors', async () => {
-    const ks = [siteWith((p, i) => i > 0 && p.plugins.length > 0), siteWith((p) => p.themes.length > 0)].filter((v, i, a) => a.indexOf(v) === i);
+  it("update-all-v1 with types [] updates everything (D7); duplicates are updated once (D8); a dead site is one site's errors", async () => {
+    const ks = [siteWith((p, i) => i > 0 && p.plugins.length > 0), siteWith((p) => p.themes.length > 0)].filter(
+      (v, i, a) => a.indexOf(v) === i,
+    );
     const ids = ks.map((k) => sites[k - 1]!.id);
     const dead = siteWith((p, i) => !ks.includes(i) && p.plugins.length > 0);
     sim.setFault(dead, { type: 'http500' });
@@ -347,7 +385,12 @@ describe('run-updates-v1 and update-all-v1 over several sites', () => {
     for (const slug of want) expect(r.body.updated.filter((u: any) => u.slug === slug).length, slug).toBeGreaterThanOrEqual(1);
     for (const k of ks) expect(new Set(sim.state(k).upgradeLog).size).toBe(sim.state(k).upgradeLog.length);
     const deadErrors = r.body.errors.filter((e: any) => e.site_id === sites[dead - 1]!.id);
-    expect(deadErrors.length).toBe(simPending(dead).plugins.length + simPending(dead).themes.length + (simPending(dead).core ? 1 : 0) + simPending(dead).translations.length);
+    expect(deadErrors.length).toBe(
+      simPending(dead).plugins.length +
+        simPending(dead).themes.length +
+        (simPending(dead).core ? 1 : 0) +
+        simPending(dead).translations.length,
+    );
     expect(deadErrors[0].code).toBe('svc_child_not_detected');
     expect(r.body.summary.sites_updated).toBe(ks.length);
     sim.setFault(dead, null);
@@ -398,7 +441,11 @@ describe('jobs', () => {
       await registerSites(g);
       const pending = Array.from({ length: 6 }, (_, i) => g.sim.state(i + 1).plugins.filter((p) => p.updateVersion).length);
       const r = await g.s.ability('run-updates-v1', { types: ['plugins'] });
-      expect(r.body).toMatchObject({ queued: true, updates_queued: pending.reduce((a, b) => a + b, 0), sites_queued: pending.filter(Boolean).length });
+      expect(r.body).toMatchObject({
+        queued: true,
+        updates_queued: pending.reduce((a, b) => a + b, 0),
+        sites_queued: pending.filter(Boolean).length,
+      });
       let job: any;
       for (let t = 0; t < 200; t++) {
         job = (await g.s.ability('get-batch-job-status-v1', { job_id: r.body.job_id }, { method: 'GET' })).body;
@@ -461,7 +508,10 @@ describe('MCP', () => {
     await buildMcpServer(f.s.registry, { principal: { kind: 'local', name: 'stdio' } }, f.s.services).connect(a);
     const client = new Client({ name: 't', version: '1' }, { capabilities: { elicitation: {} } });
     const asked: string[] = [];
-    client.setRequestHandler(ElicitRequestSchema, (req) => { asked.push(req.params.message); return { action: 'decline' }; });
+    client.setRequestHandler(ElicitRequestSchema, (req) => {
+      asked.push(req.params.message);
+      return { action: 'decline' };
+    });
     await client.connect(b);
     const logs = sites.map((_, i) => sim.state(i + 1).upgradeLog.length);
     const r = await client.callTool({ name: 'update-all-v1', arguments: {} });
@@ -471,7 +521,10 @@ describe('MCP', () => {
     expect(asked[0]).toContain('would_update');
     // A run on one site is not asked about.
     const k = siteWith((p) => p.plugins.length > 0);
-    const one = await client.callTool({ name: 'run-updates-v1', arguments: { site_ids_or_domains: [sites[k - 1]!.id], types: ['plugins'], dry_run: true } });
+    const one = await client.callTool({
+      name: 'run-updates-v1',
+      arguments: { site_ids_or_domains: [sites[k - 1]!.id], types: ['plugins'], dry_run: true },
+    });
     expect((one.structuredContent as any).sites_to_update).toBe(1);
     expect(asked).toHaveLength(1);
     expect(sites.map((_, i) => sim.state(i + 1).upgradeLog.length)).toEqual(logs);
@@ -482,8 +535,15 @@ describe('MCP', () => {
     const mcp = await connectMcp(f.s);
     const k = siteWith((p) => p.plugins.length + p.themes.length > 0);
     const progress: number[] = [];
-    const r = await mcp.client.callTool({ name: 'run-updates-v1', arguments: { site_ids_or_domains: [sites[k - 1]!.id], types: ['plugins', 'themes'] } },
-      undefined, { onprogress: (p) => { progress.push(p.progress); } });
+    const r = await mcp.client.callTool(
+      { name: 'run-updates-v1', arguments: { site_ids_or_domains: [sites[k - 1]!.id], types: ['plugins', 'themes'] } },
+      undefined,
+      {
+        onprogress: (p) => {
+          progress.push(p.progress);
+        },
+      },
+    );
     const body = r.structuredContent as any;
     expect(body.updated.length + body.errors.length).toBeGreaterThan(0);
     expect(progress.length).toBe(body.updated.length + body.errors.length);
@@ -497,12 +557,18 @@ describe('every update ability answers on MCP, and every update route on REST', 
     try {
       const id = sites[0]!.id;
       const calls: Array<[string, Record<string, unknown>]> = [
-        ['list-updates-v1', {}], ['get-site-updates-v1', { site_id_or_domain: id }], ['list-ignored-updates-v1', {}],
+        ['list-updates-v1', {}],
+        ['get-site-updates-v1', { site_id_or_domain: id }],
+        ['list-ignored-updates-v1', {}],
         ['set-ignored-updates-v1', { action: 'unignore', site_id_or_domain: id, type: 'plugin', slug: 'x/x.php' }],
-        ['ignore-site-core-v1', { site_id_or_domain: id, action: 'remove' }], ['ignore-site-plugins-v1', { site_id_or_domain: id, slugs: ['x/x.php'], action: 'remove' }],
+        ['ignore-site-core-v1', { site_id_or_domain: id, action: 'remove' }],
+        ['ignore-site-plugins-v1', { site_id_or_domain: id, slugs: ['x/x.php'], action: 'remove' }],
         ['ignore-site-themes-v1', { site_id_or_domain: id, slugs: ['x'], action: 'remove' }],
-        ['update-site-plugins-v1', { site_id_or_domain: id, dry_run: true }], ['update-site-themes-v1', { site_id_or_domain: id, dry_run: true }],
-        ['update-site-translations-v1', { site_id_or_domain: id, dry_run: true }], ['run-updates-v1', { dry_run: true }], ['update-all-v1', { dry_run: true }],
+        ['update-site-plugins-v1', { site_id_or_domain: id, dry_run: true }],
+        ['update-site-themes-v1', { site_id_or_domain: id, dry_run: true }],
+        ['update-site-translations-v1', { site_id_or_domain: id, dry_run: true }],
+        ['run-updates-v1', { dry_run: true }],
+        ['update-all-v1', { dry_run: true }],
       ];
       for (const [name, args] of calls) {
         const r = await mcp.call(name, args);
@@ -532,7 +598,9 @@ describe('every update ability answers on MCP, and every update route on REST', 
     expect(fleet.body.would_update.every((u: any) => u.type === 'plugin')).toBe(true);
     const ig = await f.s.rest(`/updates/${id}/ignore/wp`, { method: 'POST' });
     expect(ig.body).toMatchObject({ success: 1, changed: 1 });
-    expect((await f.s.rest(`/updates/${id}/ignored?type=wp`)).body.data).toEqual([expect.objectContaining({ type: 'core', slug: 'wordpress' })]);
+    expect((await f.s.rest(`/updates/${id}/ignored?type=wp`)).body.data).toEqual([
+      expect.objectContaining({ type: 'core', slug: 'wordpress' }),
+    ]);
     const un = await f.s.rest(`/updates/${id}/ignore/core`, { method: 'DELETE', token: f.s.creds.key.delete });
     expect(un.body).toMatchObject({ success: 1, changed: 1 });
     expect((await f.s.rest(`/updates/${id}/ignore/core`, { method: 'DELETE', token: f.s.creds.key.read })).status).toBe(403);
@@ -557,14 +625,20 @@ describe('REST v2', () => {
     const k = siteWith((p) => p.plugins.length > 0);
     const id = sites[k - 1]!.id;
     const slug = simPending(k).plugins[0]!;
-    const ro = await f.s.rest(`/updates/${id}/update/plugins?slug=${encodeURIComponent(slug)}`, { method: 'POST', token: f.s.creds.key.read });
+    const ro = await f.s.rest(`/updates/${id}/update/plugins?slug=${encodeURIComponent(slug)}`, {
+      method: 'POST',
+      token: f.s.creds.key.read,
+    });
     expect(ro.status).toBe(403);
     const ig = await f.s.rest(`/updates/${id}/ignore/plugins?slug=${encodeURIComponent(slug)}`, { method: 'POST' });
     expect(ig.body).toMatchObject({ success: 1, changed: 1 });
     const listed = await f.s.rest(`/updates/${id}/ignored`);
     expect(listed.body.data).toEqual([expect.objectContaining({ slug, type: 'plugin' })]);
     expect((await f.s.rest('/updates/ignored')).status).toBe(200);
-    const un = await f.s.rest(`/updates/${id}/ignore/plugins?slug=${encodeURIComponent(slug)}`, { method: 'DELETE', token: f.s.creds.key.delete });
+    const un = await f.s.rest(`/updates/${id}/ignore/plugins?slug=${encodeURIComponent(slug)}`, {
+      method: 'DELETE',
+      token: f.s.creds.key.delete,
+    });
     expect(un.status, JSON.stringify(un.body)).toBe(200);
     const dryAll = await f.s.rest(`/updates/${id}/update?dry_run=1`, { method: 'POST' });
     expect(dryAll.status, JSON.stringify(dryAll.body)).toBe(200);
@@ -584,8 +658,18 @@ describe('bounds', () => {
       await s.services.store.write((tx) => {
         for (const r of recs) {
           tx.putBlob('site-data', r.id, {
-            plugins: [], themes: [], security: [], changes: [], users: [], synced_at: '',
-            updates: { core: null, themes: [], translations: [], plugins: [1, 2, 3, 4].map((k) => ({ slug: `p${k}/p.php`, name: `P${k}`, current_version: '1.0', new_version: '1.1' })) },
+            plugins: [],
+            themes: [],
+            security: [],
+            changes: [],
+            users: [],
+            synced_at: '',
+            updates: {
+              core: null,
+              themes: [],
+              translations: [],
+              plugins: [1, 2, 3, 4].map((k) => ({ slug: `p${k}/p.php`, name: `P${k}`, current_version: '1.0', new_version: '1.1' })),
+            },
           });
         }
       });
@@ -619,10 +703,18 @@ describe('cancellation', () => {
     try {
       const ids = (await registerSites(g)).map((x) => x.id);
       const abort = new AbortController();
-      const r = await g.s.registry.run(g.s.registry.get('run-updates-v1')!, { site_ids_or_domains: ids, types: ['plugins'] }, {
-        principal: { kind: 'local', name: 'cli' }, coerce: false, signal: abort.signal,
-        progress: () => { abort.abort(); },
-      }) as any;
+      const r = (await g.s.registry.run(
+        g.s.registry.get('run-updates-v1')!,
+        { site_ids_or_domains: ids, types: ['plugins'] },
+        {
+          principal: { kind: 'local', name: 'cli' },
+          coerce: false,
+          signal: abort.signal,
+          progress: () => {
+            abort.abort();
+          },
+        },
+      )) as any;
       expect(r.not_processed.length).toBeGreaterThan(0);
       const started = ids.filter((id) => !r.not_processed.includes(id));
       const cancelled = r.skipped.filter((x: any) => x.reason === 'cancelled');

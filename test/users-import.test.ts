@@ -15,7 +15,10 @@ const has = (i: number, login: string) => f.sim.state(i).users.some((u) => u.log
 const userOn = (i: number, login: string) => f.sim.state(i).users.find((u) => u.login === login);
 
 /** Uploads CSV bytes as the multipart field `field` (csv_file), with extra form fields before or after it. */
-function upload(csv: string | Uint8Array<ArrayBuffer>, opts: { field?: string; before?: Record<string, string>; after?: Record<string, string>; query?: string } = {}) {
+function upload(
+  csv: string | Uint8Array<ArrayBuffer>,
+  opts: { field?: string; before?: Record<string, string>; after?: Record<string, string>; query?: string } = {},
+) {
   const form = new FormData();
   for (const [k, v] of Object.entries(opts.before ?? {})) form.append(k, v);
   form.append(opts.field ?? 'csv_file', new Blob([csv], { type: 'text/csv' }), 'users.csv');
@@ -53,7 +56,10 @@ function edgeCaseCsv(p: string): { text: string; good: string[]; failures: Array
     text: `\uFEFF${lines.join('\r\n')}\r\n`,
     good: [`${p}alice`, `${p}bob, jr`, `${p}dave`, `${p}erin`],
     failures: [
-      [6, 'Expected 10 columns (username, email, first_name, last_name, user_url, password, send_password, role, select_sites, select_groups); found 3.'],
+      [
+        6,
+        'Expected 10 columns (username, email, first_name, last_name, user_url, password, send_password, role, select_sites, select_groups); found 3.',
+      ],
       [7, 'Invalid email format: "not-an-email".'],
       [8, 'Invalid role "owner". Allowed roles: administrator, subscriber, editor, author, contributor.'],
       [9, 'Unknown site "https://nowhere.example/" in select_sites.'],
@@ -81,13 +87,18 @@ beforeAll(async () => {
   await seedTag(f.s.services, 'Client Blogs', [ids[1]!.id, ids[2]!.id]);
   mcp = await connectMcp(f.s);
 });
-afterAll(async () => { await mcp.close(); await f.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await f.close();
+});
 
 describe('POST /users/import', () => {
   it('imports the good rows and fails each bad row alone with its line number (BOM, CRLF, quotes, header on)', async () => {
     const csv = edgeCaseCsv('r');
     let r!: Awaited<ReturnType<typeof upload>>;
-    const log = await captureLogs(async () => { r = await upload(csv.text); });
+    const log = await captureLogs(async () => {
+      r = await upload(csv.text);
+    });
     expect(log).toContain('/users/import');
     for (const secret of ['Pw-ralice-1', 'Pw-rbob-2', 'pass, with comma']) expect(log).not.toContain(secret);
     expect(r.status).toBe(200);
@@ -97,7 +108,13 @@ describe('POST /users/import', () => {
     expect(r.body.failed_users.find((u: { line_number: number }) => u.line_number === 16)).toMatchObject({
       failed_sites: [{ site_id: ids[0]!.id, site_url: ids[0]!.url, code: 'svc_child_refused', message: expect.any(String) }],
     });
-    expect(userOn(1, 'ralice')).toMatchObject({ email: 'ralice@example.com', first_name: 'Alice', role: 'editor', url: 'https://alice.example', password: 'Pw-ralice-1' });
+    expect(userOn(1, 'ralice')).toMatchObject({
+      email: 'ralice@example.com',
+      first_name: 'Alice',
+      role: 'editor',
+      url: 'https://alice.example',
+      password: 'Pw-ralice-1',
+    });
     expect(userOn(2, 'rbob, jr')).toMatchObject({ last_name: 'Multi\nLine', role: 'author', password: 'Pw-rbob-2' });
     expect(userOn(3, 'rbob, jr')).toBeDefined();
     expect(userOn(1, 'rdave')).toMatchObject({ password: 'pass, with comma', role: 'contributor' });
@@ -123,7 +140,9 @@ describe('POST /users/import', () => {
 
   it('reads an unclosed quote as the end: rows before it are imported, the rest is one failed line', async () => {
     const good = `uq1,uq1@example.com,,,,,,,${ids[3]!.url},`;
-    const r = await upload([HEADER, good, '', `uq2,"uq2@example.com,,,,,,,${ids[3]!.url},`, `uq3,uq3@example.com,,,,,,,${ids[3]!.url},`].join('\n'));
+    const r = await upload(
+      [HEADER, good, '', `uq2,"uq2@example.com,,,,,,,${ids[3]!.url},`, `uq3,uq3@example.com,,,,,,,${ids[3]!.url},`].join('\n'),
+    );
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ total: 2, success_count: 1, failed_count: 1 });
     expect(r.body.failed_users).toEqual([expect.objectContaining({ line_number: 4, error: expect.stringContaining('never closed') })]);
@@ -135,10 +154,17 @@ describe('POST /users/import', () => {
     await f.s.ability('suspend-site-v1', { site_id_or_domain: ids[2]!.id });
     try {
       const before = f.sim.requests(3);
-      const r = await upload([HEADER, `sus1,sus1@example.com,,,,,,,${ids[2]!.url},`, `sus2,sus2@example.com,,,,,,,,Client Blogs`].join('\n'));
+      const r = await upload(
+        [HEADER, `sus1,sus1@example.com,,,,,,,${ids[2]!.url},`, `sus2,sus2@example.com,,,,,,,,Client Blogs`].join('\n'),
+      );
       expect(r.body).toMatchObject({ total: 2, success_count: 1, failed_count: 1 });
-      expect(r.body.failed_users[0]).toMatchObject({ line_number: 2, error: expect.stringContaining('No valid websites found for this user') });
-      expect(r.body.skipped_sites).toEqual([{ site_id: ids[2]!.id, site_url: ids[2]!.url, status: 'suspended', message: expect.any(String) }]);
+      expect(r.body.failed_users[0]).toMatchObject({
+        line_number: 2,
+        error: expect.stringContaining('No valid websites found for this user'),
+      });
+      expect(r.body.skipped_sites).toEqual([
+        { site_id: ids[2]!.id, site_url: ids[2]!.url, status: 'suspended', message: expect.any(String) },
+      ]);
       expect(has(2, 'sus2')).toBe(true);
       expect(f.sim.requests(3)).toBe(before);
     } finally {
@@ -154,8 +180,12 @@ describe('POST /users/import', () => {
       const r = await upload([HEADER, ...rows].join('\n'));
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ total: 120, success_count: 60, failed_count: 60 });
-      expect(r.body.failed_users.every((u: { line_number: number; failed_sites: Array<{ code: string }> }) =>
-        u.line_number % 2 === 1 && u.failed_sites[0]!.code === 'svc_child_unreachable')).toBe(true);
+      expect(
+        r.body.failed_users.every(
+          (u: { line_number: number; failed_sites: Array<{ code: string }> }) =>
+            u.line_number % 2 === 1 && u.failed_sites[0]!.code === 'svc_child_unreachable',
+        ),
+      ).toBe(true);
       expect(r.body.failed_users[0].error).toContain(ids[0]!.url);
       // At most one round of rows in flight reached it before it was known to be down (two URLs per call).
       expect(f.sim.requests(1) - before).toBeLessThanOrEqual(2 * f.s.services.config.childConcurrency);
@@ -177,7 +207,11 @@ describe('POST /users/import', () => {
     const asText = await f.s.rest('/users/import', { method: 'POST', body: text });
     expect([asText.status, asText.body.code]).toEqual([400, 'svc_no_file_uploaded']);
     expect(asText.body.message).toContain('text field');
-    const broken = await f.s.rest('/users/import', { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=x' }, body: 'garbage' });
+    const broken = await f.s.rest('/users/import', {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=x' },
+      body: 'garbage',
+    });
     expect(broken.status).toBe(400);
   });
 
@@ -198,24 +232,33 @@ describe('POST /users/import', () => {
 
     // Chunked (no Content-Length): the cap is found while the rows stream in.
     const boundary = 'sitefleetboundary';
-    const head = `--${boundary}\r\nContent-Disposition: form-data; name="csv_file"; filename="big.csv"\r\nContent-Type: text/csv\r\n\r\n`
-      + `${HEADER}\nbig1,big1@example.com,,,,,,,${ids[3]!.url},\n`;
+    const head =
+      `--${boundary}\r\nContent-Disposition: form-data; name="csv_file"; filename="big.csv"\r\nContent-Type: text/csv\r\n\r\n` +
+      `${HEADER}\nbig1,big1@example.com,,,,,,,${ids[3]!.url},\n`;
     // Rows of blanks (skipped as empty): long lines keep the parsing quick.
     const filler = new TextEncoder().encode(`${' '.repeat(1014)},,,,,,,,,\n`.repeat(64));
     let sent = 0;
     const body = new ReadableStream<Uint8Array>({
-      start(c) { c.enqueue(new TextEncoder().encode(head)); },
+      start(c) {
+        c.enqueue(new TextEncoder().encode(head));
+      },
       pull(c) {
-        if (sent > 21 * 1024 * 1024) { c.enqueue(new TextEncoder().encode(`\r\n--${boundary}--\r\n`)); c.close(); return; }
+        if (sent > 21 * 1024 * 1024) {
+          c.enqueue(new TextEncoder().encode(`\r\n--${boundary}--\r\n`));
+          c.close();
+          return;
+        }
         sent += filler.length;
         c.enqueue(filler);
       },
     });
     const res = await fetch(`${f.s.restBase}/users/import`, {
-      method: 'POST', body, duplex: 'half',
+      method: 'POST',
+      body,
+      duplex: 'half',
       headers: { authorization: `Bearer ${f.s.creds.key.read_write}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
     } as RequestInit);
-    const out = await res.json() as any;
+    const out = (await res.json()) as any;
     expect([res.status, out.code]).toEqual([413, 'svc_upload_too_large']);
     expect(out.data).toMatchObject({ total: 1, success_count: 1, failed_count: 0 });
     expect(has(4, 'big1')).toBe(true);
@@ -230,15 +273,26 @@ describe('import-users-v1', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ total: 14, success_count: 4, failed_count: 10 });
     expectFailures(r.body, csv.failures);
-    expect(csv.good.every((login) => f.sim.state(1).users.some((u) => u.login === login) || f.sim.state(2).users.some((u) => u.login === login))).toBe(true);
+    expect(
+      csv.good.every((login) => f.sim.state(1).users.some((u) => u.login === login) || f.sim.state(2).users.some((u) => u.login === login)),
+    ).toBe(true);
     expect(JSON.stringify(r.body)).not.toContain('Pw-aalice-1');
   });
 
   it('takes CSV text through MCP, header off (LF, no BOM): line 1 is a user', async () => {
-    const text = [`m1,m1@example.com,,,,Pw-m1,,administrator,${ids[3]!.url},`, 'm2,bad@,,,,,,,x,', `m3,m3@example.com,,,,,,,${ids[3]!.url};${ids[2]!.url},`].join('\n');
+    const text = [
+      `m1,m1@example.com,,,,Pw-m1,,administrator,${ids[3]!.url},`,
+      'm2,bad@,,,,,,,x,',
+      `m3,m3@example.com,,,,,,,${ids[3]!.url};${ids[2]!.url},`,
+    ].join('\n');
     const r = await mcp.call('import-users-v1', { csv: text, has_header: false });
     expect(r.isError).toBe(false);
-    expect(r.body).toMatchObject({ total: 3, success_count: 2, failed_count: 1, failed_users: [{ line_number: 2, error: 'Invalid email format: "bad@".' }] });
+    expect(r.body).toMatchObject({
+      total: 3,
+      success_count: 2,
+      failed_count: 1,
+      failed_users: [{ line_number: 2, error: 'Invalid email format: "bad@".' }],
+    });
     expect(userOn(4, 'm1')).toMatchObject({ role: 'administrator', password: 'Pw-m1' });
     expect(has(3, 'm3') && has(4, 'm3')).toBe(true);
   });

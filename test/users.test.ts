@@ -11,7 +11,11 @@ let ids: Array<{ id: number; url: string }>;
 let mcp: McpTestClient;
 let clientId: number;
 
-const loginsOf = (i: number) => f.sim.state(i).users.map((u) => u.login).sort();
+const loginsOf = (i: number) =>
+  f.sim
+    .state(i)
+    .users.map((u) => u.login)
+    .sort();
 const userOn = (i: number, login: string) => f.sim.state(i).users.find((u) => u.login === login);
 
 beforeAll(async () => {
@@ -23,7 +27,10 @@ beforeAll(async () => {
   expect((await f.s.ability('update-site-v1', { site_id_or_domain: ids[2]!.id, client_id: clientId })).status).toBe(200);
   mcp = await connectMcp(f.s);
 });
-afterAll(async () => { await mcp.close(); await f.close(); });
+afterAll(async () => {
+  await mcp.close();
+  await f.close();
+});
 
 describe('site selectors', () => {
   it('lists users of sites named by id and by domain, keyed by site URL', async () => {
@@ -34,8 +41,14 @@ describe('site selectors', () => {
     expect(Object.keys(r.body.data)).toEqual([ids[0]!.url, ids[1]!.url]);
     expect(r.body.data[ids[0]!.url].map((u: { username: string }) => u.username).sort()).toEqual(loginsOf(1));
     expect(r.body.data[ids[0]!.url][0]).toEqual({
-      id: expect.any(Number), website_id: ids[0]!.id, username: expect.any(String), name: expect.any(String), email: expect.any(String),
-      role: expect.any(String), posts: expect.any(Number), registered: expect.any(String),
+      id: expect.any(Number),
+      website_id: ids[0]!.id,
+      username: expect.any(String),
+      name: expect.any(String),
+      email: expect.any(String),
+      role: expect.any(String),
+      posts: expect.any(Number),
+      registered: expect.any(String),
     });
     expect(r.body.total).toBe(loginsOf(1).length + loginsOf(2).length);
     expect(r.body.errors).toEqual([]);
@@ -69,7 +82,9 @@ describe('site selectors', () => {
       const r = await f.s.rest(`/users?websites=${ids[0]!.id},${ids[4]!.id}`);
       expect(r.status).toBe(200);
       expect(Object.keys(r.body.data)).toEqual([ids[0]!.url]);
-      expect(r.body.skipped).toEqual([{ site_id: ids[4]!.id, site_url: ids[4]!.url, status: 'suspended', message: expect.stringContaining('suspended') }]);
+      expect(r.body.skipped).toEqual([
+        { site_id: ids[4]!.id, site_url: ids[4]!.url, status: 'suspended', message: expect.stringContaining('suspended') },
+      ]);
       const edit = await f.s.rest(`/users/${ids[4]!.id}/2/edit`, { method: 'PUT', json: { first_name: 'X' } });
       expect([edit.status, edit.body.code]).toEqual([409, 'svc_site_suspended']);
       expect(f.sim.requests(5)).toBe(before);
@@ -100,7 +115,12 @@ describe('list-users filters', () => {
 describe('create-user', () => {
   it('a user created through MCP is listed by REST, and no answer carries its password', async () => {
     const r = await mcp.call('create-user-v1', {
-      websites: [ids[0]!.id, ids[1]!.url], username: 'mcp.editor', email: 'mcp.editor@example.com', password: 'Sekr3t-MCP-pass', role: 'editor', first_name: 'Mia',
+      websites: [ids[0]!.id, ids[1]!.url],
+      username: 'mcp.editor',
+      email: 'mcp.editor@example.com',
+      password: 'Sekr3t-MCP-pass',
+      role: 'editor',
+      first_name: 'Mia',
     });
     expect(r.isError).toBe(false);
     expect(r.body).toMatchObject({ total_sites: 2, total_success: 2, total_failed: 0, user: { username: 'mcp.editor', role: 'editor' } });
@@ -108,20 +128,35 @@ describe('create-user', () => {
     expect(userOn(1, 'mcp.editor')).toMatchObject({ role: 'editor', password: 'Sekr3t-MCP-pass', first_name: 'Mia' });
     const listed = await f.s.rest(`/users?websites=${ids[0]!.id},${ids[1]!.id}&search=mcp.editor`);
     for (const s of ids.slice(0, 2)) {
-      expect(listed.body.data[s.url]).toEqual([expect.objectContaining({ username: 'mcp.editor', email: 'mcp.editor@example.com', role: 'editor', website_id: s.id })]);
+      expect(listed.body.data[s.url]).toEqual([
+        expect.objectContaining({ username: 'mcp.editor', email: 'mcp.editor@example.com', role: 'editor', website_id: s.id }),
+      ]);
     }
     expect(JSON.stringify(listed.body)).not.toContain('Sekr3t');
   });
 
   it('creates on every selected site through REST and reports a refusal per site', async () => {
     const r = await f.s.rest('/users/create', {
-      method: 'POST', json: { websites: `${ids[0]!.id},${ids[2]!.id}`, username: 'mcp.editor', email: 'other@example.com', password: 'Another-Secret-1' },
+      method: 'POST',
+      json: { websites: `${ids[0]!.id},${ids[2]!.id}`, username: 'mcp.editor', email: 'other@example.com', password: 'Another-Secret-1' },
     });
     expect(r.status).toBe(200);
     expect(r.body.message).toBe('User created on 1 of 2 website(s). 1 failed.');
-    expect(r.body.data.created_sites).toEqual({ [ids[2]!.id]: { url: ids[2]!.url, user_id: expect.any(Number), message: 'User created successfully.' } });
-    expect(r.body.data.failed_sites[ids[0]!.id]).toEqual({ code: 'svc_child_refused', message: expect.stringContaining('username already exists') });
-    expect(r.body.data.user_info).toEqual({ username: 'mcp.editor', email: 'other@example.com', role: 'subscriber', first_name: '', last_name: '', user_url: '' });
+    expect(r.body.data.created_sites).toEqual({
+      [ids[2]!.id]: { url: ids[2]!.url, user_id: expect.any(Number), message: 'User created successfully.' },
+    });
+    expect(r.body.data.failed_sites[ids[0]!.id]).toEqual({
+      code: 'svc_child_refused',
+      message: expect.stringContaining('username already exists'),
+    });
+    expect(r.body.data.user_info).toEqual({
+      username: 'mcp.editor',
+      email: 'other@example.com',
+      role: 'subscriber',
+      first_name: '',
+      last_name: '',
+      user_url: '',
+    });
     expect(JSON.stringify(r.body)).not.toContain('Another-Secret-1');
   });
 
@@ -155,9 +190,19 @@ describe('a dead child', () => {
       const list = await f.s.rest(`/users?websites=${ids[0]!.id},${ids[1]!.id}`);
       expect(list.status).toBe(200);
       expect(Object.keys(list.body.data)).toEqual([ids[0]!.url]);
-      expect(list.body.errors).toEqual([{ identifier: ids[1]!.id, code: 'svc_child_unreachable', message: expect.stringContaining(ids[1]!.url), status: 502 }]);
-      const created = await f.s.ability('create-user-v1', { websites: [ids[0]!.id, ids[1]!.id], username: 'during.outage', email: 'outage@example.com' });
-      expect(created.body).toMatchObject({ total_success: 1, total_failed: 1, errors: [expect.objectContaining({ identifier: ids[1]!.id, code: 'svc_child_unreachable' })] });
+      expect(list.body.errors).toEqual([
+        { identifier: ids[1]!.id, code: 'svc_child_unreachable', message: expect.stringContaining(ids[1]!.url), status: 502 },
+      ]);
+      const created = await f.s.ability('create-user-v1', {
+        websites: [ids[0]!.id, ids[1]!.id],
+        username: 'during.outage',
+        email: 'outage@example.com',
+      });
+      expect(created.body).toMatchObject({
+        total_success: 1,
+        total_failed: 1,
+        errors: [expect.objectContaining({ identifier: ids[1]!.id, code: 'svc_child_unreachable' })],
+      });
       const single = await f.s.rest(`/users/${ids[1]!.id}/2/edit`, { method: 'PATCH', json: { first_name: 'Z' } });
       expect([single.status, single.body.code]).toEqual([502, 'svc_child_unreachable']);
     } finally {
@@ -170,11 +215,31 @@ describe('update-user', () => {
   it('changes only the fields given (REST PUT, PATCH and POST)', async () => {
     const target = userOn(1, 'mcp.editor')!;
     const before = { ...target };
-    const r = await f.s.rest(`/users/${ids[0]!.id}/${target.id}/edit`, { method: 'PUT', json: { last_name: 'Meyer', description: 'Writes.' } });
+    const r = await f.s.rest(`/users/${ids[0]!.id}/${target.id}/edit`, {
+      method: 'PUT',
+      json: { last_name: 'Meyer', description: 'Writes.' },
+    });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ success: 1, message: 'User updated successfully.', data: { website_id: ids[0]!.id, user_id: target.id, updated_fields: ['last_name', 'description'] } });
-    expect(r.body.data.user).toMatchObject({ id: target.id, last_name: 'Meyer', first_name: 'Mia', email: before.email, role: 'editor', description: 'Writes.' });
-    expect(userOn(1, 'mcp.editor')).toMatchObject({ last_name: 'Meyer', first_name: before.first_name, email: before.email, password: before.password, role: 'editor' });
+    expect(r.body).toMatchObject({
+      success: 1,
+      message: 'User updated successfully.',
+      data: { website_id: ids[0]!.id, user_id: target.id, updated_fields: ['last_name', 'description'] },
+    });
+    expect(r.body.data.user).toMatchObject({
+      id: target.id,
+      last_name: 'Meyer',
+      first_name: 'Mia',
+      email: before.email,
+      role: 'editor',
+      description: 'Writes.',
+    });
+    expect(userOn(1, 'mcp.editor')).toMatchObject({
+      last_name: 'Meyer',
+      first_name: before.first_name,
+      email: before.email,
+      password: before.password,
+      role: 'editor',
+    });
     for (const method of ['PATCH', 'POST']) {
       const again = await f.s.rest(`/users/${ids[0]!.id}/${target.id}/edit`, { method, json: { nickname: `nick-${method}` } });
       expect(again.status, method).toBe(200);
@@ -184,7 +249,12 @@ describe('update-user', () => {
   it('sets a password without echoing it, through the abilities door', async () => {
     const target = userOn(1, 'mcp.editor')!;
     const log = await logged(async () => {
-      const r = await f.s.ability('update-user-v1', { site_id_or_domain: ids[0]!.id, user_id: target.id, password: 'Fresh-Pass-42', role: 'author' });
+      const r = await f.s.ability('update-user-v1', {
+        site_id_or_domain: ids[0]!.id,
+        user_id: target.id,
+        password: 'Fresh-Pass-42',
+        role: 'author',
+      });
       expect(r.status).toBe(200);
       expect(r.body.updated).toEqual(['password', 'role']);
       expect(JSON.stringify(r.body)).not.toContain('Fresh-Pass-42');
@@ -194,7 +264,7 @@ describe('update-user', () => {
     expect(userOn(1, 'mcp.editor')).toMatchObject({ password: 'Fresh-Pass-42', role: 'author' });
   });
 
-  it('answers 400 without fields, 404 for an unknown user or site, 400 for the child\'s refusal', async () => {
+  it("answers 400 without fields, 404 for an unknown user or site, 400 for the child's refusal", async () => {
     const none = await f.s.rest(`/users/${ids[0]!.id}/2/edit`, { method: 'PUT', json: {} });
     expect([none.status, none.body.code]).toEqual([400, 'svc_missing_fields']);
     const nobody = await f.s.rest(`/users/${ids[0]!.id}/9999/edit`, { method: 'PUT', json: { first_name: 'A' } });
@@ -204,7 +274,11 @@ describe('update-user', () => {
     const noroute = await f.s.rest(`/users/${ids[0]!.id}/abc/edit`, { method: 'PUT', json: { first_name: 'A' } });
     expect([noroute.status, noroute.body.code]).toEqual([404, 'rest_no_route']);
     const taken = f.sim.state(1).users.find((u) => u.login === 'admin')!.email;
-    const refused = await f.s.ability('update-user-v1', { site_id_or_domain: ids[0]!.id, user_id: userOn(1, 'mcp.editor')!.id, email: taken });
+    const refused = await f.s.ability('update-user-v1', {
+      site_id_or_domain: ids[0]!.id,
+      user_id: userOn(1, 'mcp.editor')!.id,
+      email: taken,
+    });
     expect([refused.status, refused.body.code]).toEqual([400, 'svc_child_refused']);
     expect(refused.body.message).toContain('already registered');
   });
@@ -214,7 +288,12 @@ describe('update-user', () => {
     const demote = await f.s.rest(`/users/${ids[0]!.id}/${admin.id}/edit`, { method: 'PUT', json: { role: 'subscriber' } });
     expect([demote.status, demote.body.code]).toEqual([409, 'svc_connection_admin_protected']);
     expect(userOn(1, 'admin')!.role).toBe('administrator');
-    const named = await f.s.ability('update-user-v1', { site_id_or_domain: ids[0]!.id, user_id: admin.id, first_name: 'Ada', role: 'administrator' });
+    const named = await f.s.ability('update-user-v1', {
+      site_id_or_domain: ids[0]!.id,
+      user_id: admin.id,
+      first_name: 'Ada',
+      role: 'administrator',
+    });
     expect(named.status).toBe(200);
     expect(userOn(1, 'admin')!.first_name).toBe('Ada');
   });
@@ -230,7 +309,11 @@ describe('delete-user', () => {
     const preview = await f.s.ability('delete-user-v1', { site_id_or_domain: ids[1]!.id, user_id: target.id, dry_run: true });
     expect(preview.body).toMatchObject({ deleted: false, dry_run: true, user_id: target.id, user: { id: target.id, email: target.email } });
     expect(userOn(2, 'mcp.editor')).toBeDefined();
-    const done = await f.s.ability('delete-user-v1', { site_id_or_domain: ids[1]!.id, user_id: target.id, confirm: true }, { method: 'DELETE' });
+    const done = await f.s.ability(
+      'delete-user-v1',
+      { site_id_or_domain: ids[1]!.id, user_id: target.id, confirm: true },
+      { method: 'DELETE' },
+    );
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ deleted: true, dry_run: false });
     expect(userOn(2, 'mcp.editor')).toBeUndefined();
@@ -259,13 +342,23 @@ describe('delete-user', () => {
 });
 
 describe('update-admin-password', () => {
-  it('sets the connection admin\'s password on the selected sites; the connection keeps working; nothing echoes it', async () => {
+  it("sets the connection admin's password on the selected sites; the connection keeps working; nothing echoes it", async () => {
     const log = await logged(async () => {
-      const r = await f.s.rest('/users/update-admin-password', { method: 'PUT', json: { password: 'N3w-Admin-Pass!', groups: 'Client Blogs' } });
+      const r = await f.s.rest('/users/update-admin-password', {
+        method: 'PUT',
+        json: { password: 'N3w-Admin-Pass!', groups: 'Client Blogs' },
+      });
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({
-        success: 1, message: 'Admin password updated on 2 of 2 websites.', total_websites: 2, success_count: 2, failed_count: 0,
-        success_websites: [{ id: ids[0]!.id, url: ids[0]!.url, name: expect.any(String) }, { id: ids[1]!.id, url: ids[1]!.url, name: expect.any(String) }],
+        success: 1,
+        message: 'Admin password updated on 2 of 2 websites.',
+        total_websites: 2,
+        success_count: 2,
+        failed_count: 0,
+        success_websites: [
+          { id: ids[0]!.id, url: ids[0]!.url, name: expect.any(String) },
+          { id: ids[1]!.id, url: ids[1]!.url, name: expect.any(String) },
+        ],
         failed_websites: [],
       });
       expect(JSON.stringify(r.body)).not.toContain('N3w-Admin-Pass');
@@ -280,8 +373,15 @@ describe('update-admin-password', () => {
   it('reports a dead child per site (PATCH, abilities and MCP), and refuses an empty password', async () => {
     f.sim.setFault(3, { type: 'down' });
     try {
-      const r = await f.s.rest('/users/update-admin-password', { method: 'PATCH', json: { password: 'Pw-1', websites: `${ids[2]!.id},${ids[3]!.id}` } });
-      expect(r.body).toMatchObject({ success_count: 1, failed_count: 1, failed_websites: [expect.objectContaining({ id: ids[2]!.id, code: 'svc_child_unreachable' })] });
+      const r = await f.s.rest('/users/update-admin-password', {
+        method: 'PATCH',
+        json: { password: 'Pw-1', websites: `${ids[2]!.id},${ids[3]!.id}` },
+      });
+      expect(r.body).toMatchObject({
+        success_count: 1,
+        failed_count: 1,
+        failed_websites: [expect.objectContaining({ id: ids[2]!.id, code: 'svc_child_unreachable' })],
+      });
     } finally {
       f.sim.setFault(3, null);
     }

@@ -31,14 +31,33 @@ const SERVERS = {
 };
 
 async function startInline(code, env = {}) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   track(child);
   const url = await new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('calibration server did not start')), 15_000);
     let out = '';
-    child.stdout.on('data', (d) => { out += d; const m = /listening on (\S+)/.exec(out); if (m) { clearTimeout(t); resolve(m[1]); } });
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (\S+)/.exec(out);
+      if (m) {
+        clearTimeout(t);
+        resolve(m[1]);
+      }
+    });
   });
-  return { url, pid: child.pid, stop: () => new Promise((r) => { child.once('exit', r); child.kill('SIGKILL'); }) };
+  return {
+    url,
+    pid: child.pid,
+    stop: () =>
+      new Promise((r) => {
+        child.once('exit', r);
+        child.kill('SIGKILL');
+      }),
+  };
 }
 
 export async function calibrate(d, log) {
@@ -46,7 +65,14 @@ export async function calibrate(d, log) {
   for (const [name, code] of Object.entries(SERVERS)) {
     const s = await startInline(code);
     try {
-      out[name] = await cannon(s.url, { path: '/wp-json/svc/v2/sites/site1.example.com', token: 'x', connections: 16, duration: d.calibrateSeconds, warmup: 1, pid: s.pid });
+      out[name] = await cannon(s.url, {
+        path: '/wp-json/svc/v2/sites/site1.example.com',
+        token: 'x',
+        connections: 16,
+        duration: d.calibrateSeconds,
+        warmup: 1,
+        pid: s.pid,
+      });
       log(`  ${name}: ${out[name].rps} req/s p50 ${out[name].p50} p99 ${out[name].p99} ms`);
     } finally {
       await s.stop();

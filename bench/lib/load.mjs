@@ -17,9 +17,7 @@ export function assertLoopback(url) {
 export async function cannon(url, { path, paths, token, connections = 16, duration = 5, warmup = 1, pid, extraHeaders = {} }) {
   const u = assertLoopback(url);
   const headers = { authorization: `Bearer ${token}`, ...extraHeaders };
-  const requests = paths
-    ? [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths() }) }]
-    : [{ method: 'GET', path }];
+  const requests = paths ? [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths() }) }] : [{ method: 'GET', path }];
   const base = { url: u.origin, connections, headers, requests, pipelining: 1, timeout: 10 };
   if (warmup > 0) await autocannon({ ...base, duration: warmup });
   const acct = cpuAccount(pid ? [pid] : []);
@@ -28,12 +26,26 @@ export async function cannon(url, { path, paths, token, connections = 16, durati
   const cpu = acct.stop();
   return {
     rps: round(r.requests.average, 0),
-    p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
-    requests: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, status_3xx: r['3xx'], errors: r.errors, timeouts: r.timeouts,
-    duration_s: duration, connections,
+    p50: r.latency.p50,
+    p90: r.latency.p90,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    requests: r.requests.total,
+    ok2xx: r['2xx'],
+    non2xx: r.non2xx,
+    status_3xx: r['3xx'],
+    errors: r.errors,
+    timeouts: r.timeouts,
+    duration_s: duration,
+    connections,
     // Serve CPU (all threads) per answered request: far less sensitive to other load on the machine than req/s.
     serve_us_per_req: pid && r.requests.total ? round((cpu.measured_cpu_s[0] * 1e6) / r.requests.total, 0) : null,
-    cpu: { serve_cores: cpu.measured_cores[0] ?? null, bench_cores: cpu.bench_cores, others_cores: cpu.others_cores, loadavg_1m: cpu.loadavg_1m },
+    cpu: {
+      serve_cores: cpu.measured_cores[0] ?? null,
+      bench_cores: cpu.bench_cores,
+      others_cores: cpu.others_cores,
+      loadavg_1m: cpu.loadavg_1m,
+    },
   };
 }
 
@@ -75,23 +87,29 @@ export async function concurrentWriters(url, { token, writers = 50, seconds = 5,
     const res = await pool.request({ method: 'POST', path, headers, body: JSON.stringify(body) });
     const text = await res.body.text();
     samples.push(performance.now() - t);
-    if (res.statusCode >= 300) { failures++; firstFailure ??= `${res.statusCode} ${text.slice(0, 200)}`; return false; }
+    if (res.statusCode >= 300) {
+      failures++;
+      firstFailure ??= `${res.statusCode} ${text.slice(0, 200)}`;
+      return false;
+    }
     return true;
   };
   const acct = cpuAccount(pid ? [pid] : []);
   const started = performance.now();
   const end = started + seconds * 1000;
   try {
-    await Promise.all(Array.from({ length: writers }, async (_, w) => {
-      for (let seq = 0; seq < maxPerWriter && performance.now() < end; seq++) {
-        const name = `cw-${w}-${seq}`;
-        if (seq % 2 === 0) {
-          if (await post(`/wp-json/svc/v2/tags/add`, { name })) ackedTags.add(name);
-        } else if (await post(`/wp-json/svc/v2/sites/${w + 1}/edit`, { notes: name })) {
-          lastNote.set(w + 1, name);
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        for (let seq = 0; seq < maxPerWriter && performance.now() < end; seq++) {
+          const name = `cw-${w}-${seq}`;
+          if (seq % 2 === 0) {
+            if (await post(`/wp-json/svc/v2/tags/add`, { name })) ackedTags.add(name);
+          } else if (await post(`/wp-json/svc/v2/sites/${w + 1}/edit`, { notes: name })) {
+            lastNote.set(w + 1, name);
+          }
         }
-      }
-    }));
+      }),
+    );
   } finally {
     await pool.close();
   }
@@ -99,9 +117,15 @@ export async function concurrentWriters(url, { token, writers = 50, seconds = 5,
   const cpu = acct.stop();
   const acked = samples.length - failures;
   return {
-    writes_per_s: round(acked / elapsed, 0), acked, failures, first_failure: firstFailure, writers,
+    writes_per_s: round(acked / elapsed, 0),
+    acked,
+    failures,
+    first_failure: firstFailure,
+    writers,
     serve_us_per_req: pid && samples.length ? round((cpu.measured_cpu_s[0] * 1e6) / samples.length, 0) : null,
-    latency: percentiles(samples), ackedTags, lastNote,
+    latency: percentiles(samples),
+    ackedTags,
+    lastNote,
     cpu: { serve_cores: cpu.measured_cores[0] ?? null, bench_cores: cpu.bench_cores, others_cores: cpu.others_cores },
   };
 }

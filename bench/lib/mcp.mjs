@@ -11,7 +11,11 @@ import { round, timedCalls } from './sys.mjs';
 /** The list's total, from structured content or from the JSON text block. */
 function totalOf(r) {
   if (r.structuredContent && typeof r.structuredContent.total === 'number') return r.structuredContent.total;
-  try { return JSON.parse(r.content?.find((c) => c.type === 'text')?.text ?? '').total; } catch { return undefined; }
+  try {
+    return JSON.parse(r.content?.find((c) => c.type === 'text')?.text ?? '').total;
+  } catch {
+    return undefined;
+  }
 }
 
 async function timeCalls(client, { tool, args, seconds, maxCount, warmupCount, pid, expectTotal }) {
@@ -26,10 +30,15 @@ async function timeCalls(client, { tool, args, seconds, maxCount, warmupCount, p
   return timedCalls(one, { seconds, maxCount, warmupCount, pid });
 }
 
-export async function mcpStdio(dataDir, { tool = 'list-sites-v1', args = {}, seconds = 3, maxCount = 5_000, warmupCount = 50, expectTotal } = {}) {
+export async function mcpStdio(
+  dataDir,
+  { tool = 'list-sites-v1', args = {}, seconds = 3, maxCount = 5_000, warmupCount = 50, expectTotal } = {},
+) {
   const transport = new StdioClientTransport({
-    command: process.execPath, args: [CLI, 'mcp', '--data-dir', dataDir],
-    env: { ...process.env, SITEFLEET_LOG: 'warn' }, stderr: 'ignore',
+    command: process.execPath,
+    args: [CLI, 'mcp', '--data-dir', dataDir],
+    env: { ...process.env, SITEFLEET_LOG: 'warn' },
+    stderr: 'ignore',
   });
   const client = new Client({ name: 'sitefleet-bench', version: '1' });
   const t0 = performance.now();
@@ -43,7 +52,11 @@ export async function mcpStdio(dataDir, { tool = 'list-sites-v1', args = {}, sec
   }
 }
 
-export async function mcpHttp(url, token, { tool = 'list-sites-v1', args = {}, seconds = 3, maxCount = 5_000, warmupCount = 50, pid, expectTotal } = {}) {
+export async function mcpHttp(
+  url,
+  token,
+  { tool = 'list-sites-v1', args = {}, seconds = 3, maxCount = 5_000, warmupCount = 50, pid, expectTotal } = {},
+) {
   const u = assertLoopback(url);
   // The SDK passes one session-long AbortSignal to every fetch, and each fetch hangs a listener on it until the
   // request is garbage-collected: thousands of quick calls trip Node's leak warning (printed per call, on the
@@ -52,7 +65,10 @@ export async function mcpHttp(url, token, { tool = 'list-sites-v1', args = {}, s
     if (init?.signal) setMaxListeners(0, init.signal);
     return fetch(url, init);
   };
-  const transport = new StreamableHTTPClientTransport(new URL('/mcp', u.origin), { fetch: fetchNoWarn, requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL('/mcp', u.origin), {
+    fetch: fetchNoWarn,
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
   const client = new Client({ name: 'sitefleet-bench', version: '1' });
   await client.connect(transport);
   try {

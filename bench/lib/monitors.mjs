@@ -8,7 +8,10 @@ import { removeDir, startServe, tempDir } from './proc.mjs';
 import { withStore } from './seed.mjs';
 import { cpuAccount, procMem, round } from './sys.mjs';
 
-export async function monitorsRound({ sites: N = 5000, interval: INTERVAL = 60, seconds: SECONDS = 150, latency: LATENCY = 20 } = {}, log = () => {}) {
+export async function monitorsRound(
+  { sites: N = 5000, interval: INTERVAL = 60, seconds: SECONDS = 150, latency: LATENCY = 20 } = {},
+  log = () => {},
+) {
   const sim = await startChildSim({ sites: N, latencyMs: LATENCY });
   const dataDir = tempDir('monitors');
   const t0 = Math.floor(Date.now() / 1000);
@@ -20,11 +23,33 @@ export async function monitorsRound({ sites: N = 5000, interval: INTERVAL = 60, 
           const site = s.sites.insert(tx, { url: sim.sites[i].url, name: `Sim ${i + 1}`, admin_username: 'admin' });
           // Last checked at some point of the interval before now: the run starts in the steady state.
           const last = t0 - Math.floor((i * INTERVAL) / N);
-          tx.put('monitors', { id: site.id, settings: {}, status: 'up', last_check: [last, 1, 25, 200, -1], down_since: null, open_incident: null, recent: [], hours: [], days: [] });
+          tx.put('monitors', {
+            id: site.id,
+            settings: {},
+            status: 'up',
+            last_check: [last, 1, 25, 200, -1],
+            down_since: null,
+            open_incident: null,
+            recent: [],
+            hours: [],
+            days: [],
+          });
         }
       });
     }
-    await s.store.write((tx) => tx.put('monitors', { id: 0, settings: { interval_s: INTERVAL }, status: 'pending', last_check: null, down_since: null, open_incident: null, recent: [], hours: [], days: [] }));
+    await s.store.write((tx) =>
+      tx.put('monitors', {
+        id: 0,
+        settings: { interval_s: INTERVAL },
+        status: 'pending',
+        last_check: null,
+        down_since: null,
+        open_incident: null,
+        recent: [],
+        hours: [],
+        days: [],
+      }),
+    );
   });
   log(`${N} sites seeded; serve monitors them every ${INTERVAL} s for ${SECONDS} s (simulated latency ${LATENCY} ms)`);
 
@@ -33,7 +58,9 @@ export async function monitorsRound({ sites: N = 5000, interval: INTERVAL = 60, 
   await new Promise((r) => setTimeout(r, 5_000)); // start-up (store load, lease claims) is not the steady state
   const cpu = cpuAccount([serve.pid]);
   let peakRss = 0;
-  const memTimer = setInterval(() => { peakRss = Math.max(peakRss, procMem(serve.pid)?.rss_mb ?? 0); }, 1000);
+  const memTimer = setInterval(() => {
+    peakRss = Math.max(peakRss, procMem(serve.pid)?.rss_mb ?? 0);
+  }, 1000);
   await new Promise((r) => setTimeout(r, (SECONDS - 5) * 1000));
   clearInterval(memTimer);
   const usage = cpu.stop();
@@ -49,7 +76,10 @@ export async function monitorsRound({ sites: N = 5000, interval: INTERVAL = 60, 
   for (let i = 1; i <= N; i++) {
     const times = sim.requestTimes(i).filter((t) => t >= from && t <= to);
     checks += times.length;
-    if (!times.length) { unchecked++; continue; }
+    if (!times.length) {
+      unchecked++;
+      continue;
+    }
     // The first check of the run is due at (seeded last check + interval): late if more than one interval after it.
     const due = (t0 - Math.floor(((i - 1) * INTERVAL) / N) + 1 + INTERVAL) * 1000;
     firstWait = Math.max(firstWait, times[0] - due);
@@ -64,14 +94,25 @@ export async function monitorsRound({ sites: N = 5000, interval: INTERVAL = 60, 
   removeDir(dataDir);
 
   const result = {
-    sites: N, interval_s: INTERVAL, run_s: round((to - from) / 1000, 1), simulated_latency_ms: LATENCY,
-    checks, checks_per_s: round(checks / ((to - from) / 1000), 1), expected_checks_per_s: round(N / INTERVAL, 1),
-    serve_cpu_cores: usage.measured_cores[0], serve_cpu_percent_of_one_core: round(usage.measured_cores[0] * 100, 1),
+    sites: N,
+    interval_s: INTERVAL,
+    run_s: round((to - from) / 1000, 1),
+    simulated_latency_ms: LATENCY,
+    checks,
+    checks_per_s: round(checks / ((to - from) / 1000), 1),
+    expected_checks_per_s: round(N / INTERVAL, 1),
+    serve_cpu_cores: usage.measured_cores[0],
+    serve_cpu_percent_of_one_core: round(usage.measured_cores[0] * 100, 1),
     serve_cpu_ms_per_check: round((usage.measured_cpu_s[0] * 1000) / Math.max(1, checks), 2),
-    bench_and_simulator_cores: usage.bench_cores, others_cores: usage.others_cores, machine_cores: usage.machine_cores,
-    serve_rss_mb: mem?.rss_mb, serve_peak_rss_mb: round(peakRss, 1),
-    max_gap_between_checks_s: round(maxGap / 1000, 1), max_first_check_late_ms: firstWait,
-    checks_late_by_more_than_one_interval: lateOverInterval, sites_never_checked: unchecked,
+    bench_and_simulator_cores: usage.bench_cores,
+    others_cores: usage.others_cores,
+    machine_cores: usage.machine_cores,
+    serve_rss_mb: mem?.rss_mb,
+    serve_peak_rss_mb: round(peakRss, 1),
+    max_gap_between_checks_s: round(maxGap / 1000, 1),
+    max_first_check_late_ms: firstWait,
+    checks_late_by_more_than_one_interval: lateOverInterval,
+    sites_never_checked: unchecked,
     note: 'shared machine: CPU figures are noisy (others_cores is the rest of the machine over the run)',
   };
   return result;

@@ -25,7 +25,9 @@ function keygenFloor(sites) {
 
 export async function onboardBench({ sites = 1000, perRequest = 100, latency = 0 }, log) {
   const floor = keygenFloor(sites);
-  log(`  RSA-2048 key generation: ${floor.keygen_cpu_ms_per_key} CPU ms per key → ${floor.floor_s} s for ${sites} keys on ${cpus().length} cores`);
+  log(
+    `  RSA-2048 key generation: ${floor.keygen_cpu_ms_per_key} CPU ms per key → ${floor.floor_s} s for ${sites} keys on ${cpus().length} cores`,
+  );
   const dir = tempDir('onboard');
   const sim = await startChildSim({ sites, latencyMs: latency });
   let serve;
@@ -41,10 +43,20 @@ export async function onboardBench({ sites = 1000, perRequest = 100, latency = 0
     const failures = [];
     try {
       for (let from = 0; from < sites; from += perRequest) {
-        const create = sim.sites.slice(from, from + perRequest).map((s) => ({ url: s.url, admin: s.admin, admin_password: s.password, name: `Sim ${s.index}` }));
-        const res = await client.request({ method: 'POST', path: '/wp-json/svc/v2/sites/batch', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ create }) });
+        const create = sim.sites
+          .slice(from, from + perRequest)
+          .map((s) => ({ url: s.url, admin: s.admin, admin_password: s.password, name: `Sim ${s.index}` }));
+        const res = await client.request({
+          method: 'POST',
+          path: '/wp-json/svc/v2/sites/batch',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ create }),
+        });
         const body = JSON.parse(await res.body.text());
-        for (const item of body.create ?? []) { if (item.error) failures.push(item.error.code); else added++; }
+        for (const item of body.create ?? []) {
+          if (item.error) failures.push(item.error.code);
+          else added++;
+        }
         if (res.statusCode !== 200) failures.push(`HTTP ${res.statusCode}`);
       }
     } finally {
@@ -52,8 +64,20 @@ export async function onboardBench({ sites = 1000, perRequest = 100, latency = 0
     }
     const seconds = (performance.now() - t0) / 1000;
     const cpu = acct.stop();
-    const out = { ...floor, sites, per_request: perRequest, seconds: round(seconds, 2), added, failed: failures.length, first_failure: failures[0] ?? null,
-      keys_per_s: round(added / seconds, 1), serve_cpu_s: round(cpu.measured_cpu_s[0], 1), serve_cores: cpu.measured_cores[0], others_cores: cpu.others_cores, bench_cores: cpu.bench_cores };
+    const out = {
+      ...floor,
+      sites,
+      per_request: perRequest,
+      seconds: round(seconds, 2),
+      added,
+      failed: failures.length,
+      first_failure: failures[0] ?? null,
+      keys_per_s: round(added / seconds, 1),
+      serve_cpu_s: round(cpu.measured_cpu_s[0], 1),
+      serve_cores: cpu.measured_cores[0],
+      others_cores: cpu.others_cores,
+      bench_cores: cpu.bench_cores,
+    };
     log(`  registered ${added} of ${sites} sites in ${out.seconds} s (${failures.length} failed; serve ${out.serve_cpu_s} CPU s)`);
     return out;
   } finally {

@@ -42,9 +42,21 @@ export function snapshotDist() {
 
 /** Kill what is still running and remove temp dirs (exit path, also on SIGINT). */
 export function cleanupAll() {
-  for (const c of live) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
+  for (const c of live) {
+    try {
+      c.kill('SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
   live.clear();
-  for (const d of dirs) { try { rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ } }
+  for (const d of dirs) {
+    try {
+      rmSync(d, { recursive: true, force: true });
+    } catch {
+      /* best effort */
+    }
+  }
   dirs.clear();
 }
 
@@ -63,27 +75,49 @@ export async function startServe(dataDir, { env = {}, args = [], logDir = dataDi
   });
   closeSync(errFd);
   live.add(child);
-  const exit = new Promise((resolve) => child.once('exit', (code, signal) => { live.delete(child); resolve(code ?? signal); }));
+  const exit = new Promise((resolve) =>
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve(code ?? signal);
+    }),
+  );
   let out = '';
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start in ${timeoutMs} ms: ${tail(logFile)}`)), timeoutMs);
     child.stdout.on('data', (d) => {
       out += d;
       const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
     });
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`serve exited (${code}) before listening: ${tail(logFile)}`)); });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited (${code}) before listening: ${tail(logFile)}`));
+    });
   });
   const listenMs = performance.now() - t0;
   child.stdout.resume();
   return {
-    child, pid: child.pid, url, t0, listenMs, logFile,
+    child,
+    pid: child.pid,
+    url,
+    t0,
+    listenMs,
+    logFile,
     log: () => tail(logFile),
     /** SIGTERM (graceful) or SIGKILL; resolves with the exit code or signal. Bounded: SIGKILL after 15 s. */
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return exit;
       child.kill(signal);
-      const t = setTimeout(() => { try { child.kill('SIGKILL'); } catch { /* gone */ } }, 15_000);
+      const t = setTimeout(() => {
+        try {
+          child.kill('SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }, 15_000);
       const r = await exit;
       clearTimeout(t);
       return r;
@@ -92,7 +126,12 @@ export async function startServe(dataDir, { env = {}, args = [], logDir = dataDi
 }
 
 function tail(file, n = 2000) {
-  try { const s = readFileSync(file, 'utf8'); return s.slice(-n); } catch { return '(no log)'; }
+  try {
+    const s = readFileSync(file, 'utf8');
+    return s.slice(-n);
+  } catch {
+    return '(no log)';
+  }
 }
 
 export function track(child) {

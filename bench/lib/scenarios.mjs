@@ -21,12 +21,18 @@ export async function call(url, token, method, path, body, reuse = null) {
   const client = reuse ?? new Client(u.origin);
   try {
     const res = await client.request({
-      method, path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      method,
+      path,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.body.text();
     let json = null;
-    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    try {
+      json = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
     return { status: res.statusCode, json, text };
   } finally {
     if (!reuse) await client.close();
@@ -62,16 +68,26 @@ export async function fleetRound(n, d, log, only = null) {
     t = performance.now();
     const look = await call(serve.url, token, 'GET', `${REST}/sites/${domains[n - 1]}`);
     expect(look.status === 200 && look.json?.data?.id === n, `GET /sites/${domains[n - 1]} → ${look.status}`);
-    out.cold_start = { listen_ms: round(serve.listenMs, 0), first_answer_ms: round(firstAnswer, 0), first_lookup_ms: round(performance.now() - t, 1), rss_mb: procMem(serve.pid)?.rss_mb };
+    out.cold_start = {
+      listen_ms: round(serve.listenMs, 0),
+      first_answer_ms: round(firstAnswer, 0),
+      first_lookup_ms: round(performance.now() - t, 1),
+      rss_mb: procMem(serve.pid)?.rss_mb,
+    };
     log(`  cold start: listening ${out.cold_start.listen_ms} ms, first answer ${out.cold_start.first_answer_ms} ms`);
 
     const ab = await call(serve.url, token, 'GET', ABILITY_LIST_PATH);
-    expect(ab.status === 200 && ab.json?.total === n && ab.json.items.length === Math.min(100, n), `abilities list-sites-v1 → ${ab.status}`);
+    expect(
+      ab.status === 200 && ab.json?.total === n && ab.json.items.length === Math.min(100, n),
+      `abilities list-sites-v1 → ${ab.status}`,
+    );
 
     const ac = { token, connections: 16, duration: d.readSeconds, warmup: d.warmupSeconds, pid: serve.pid };
     if (want('rest_list')) {
       out.rest_list = await cannon(serve.url, { ...ac, path: LIST_PATH });
-      log(`  REST list: ${out.rest_list.rps} req/s p50 ${out.rest_list.p50} p99 ${out.rest_list.p99} ms (serve ${out.rest_list.cpu.serve_cores} cores)`);
+      log(
+        `  REST list: ${out.rest_list.rps} req/s p50 ${out.rest_list.p50} p99 ${out.rest_list.p99} ms (serve ${out.rest_list.cpu.serve_cores} cores)`,
+      );
     }
     if (want('abilities_list')) {
       out.abilities_list = await cannon(serve.url, { ...ac, path: ABILITY_LIST_PATH });
@@ -83,7 +99,9 @@ export async function fleetRound(n, d, log, only = null) {
       expect(etag, 'GET /sites sends an ETag');
       const inm = { 'if-none-match': etag };
       out.not_modified = await cannon(serve.url, { ...ac, path: LIST_PATH, extraHeaders: inm });
-      log(`  REST list, If-None-Match → 304: ${out.not_modified.rps} req/s (${out.not_modified.status_3xx} 3xx of ${out.not_modified.requests})`);
+      log(
+        `  REST list, If-None-Match → 304: ${out.not_modified.rps} req/s (${out.not_modified.status_3xx} 3xx of ${out.not_modified.requests})`,
+      );
       out.limit_rest_list = await sameBytes(serve.url, token, LIST_PATH, {}, d);
       log(`  bare node:http, the same ${out.limit_rest_list.bytes} bytes: ${out.limit_rest_list.rps} req/s`);
       out.limit_not_modified = await sameBytes(serve.url, token, LIST_PATH, inm, d);
@@ -111,8 +129,13 @@ export async function fleetRound(n, d, log, only = null) {
       const seq = { token, seconds: d.writeSeconds, maxCount: d.maxSequential, pid: serve.pid };
       out.tag_add = await sequential(serve.url, { ...seq, make: (i) => ({ path: `${REST}/tags/add`, body: { name: `seq-${i}` } }) });
       log(`  POST /tags/add: p50 ${out.tag_add.p50} p99 ${out.tag_add.p99} ms (${out.tag_add.per_s}/s, ${out.tag_add.failures} failed)`);
-      out.site_edit = await sequential(serve.url, { ...seq, make: (i) => ({ path: `${REST}/sites/${1 + ((i * 7919) % n)}/edit`, body: { notes: `edit ${i}` } }) });
-      log(`  POST /sites/{id}/edit: p50 ${out.site_edit.p50} p99 ${out.site_edit.p99} ms (${out.site_edit.per_s}/s, ${out.site_edit.failures} failed)`);
+      out.site_edit = await sequential(serve.url, {
+        ...seq,
+        make: (i) => ({ path: `${REST}/sites/${1 + ((i * 7919) % n)}/edit`, body: { notes: `edit ${i}` } }),
+      });
+      log(
+        `  POST /sites/{id}/edit: p50 ${out.site_edit.p50} p99 ${out.site_edit.p99} ms (${out.site_edit.per_s}/s, ${out.site_edit.failures} failed)`,
+      );
 
       const w = await concurrentWriters(serve.url, { token, writers: 50, seconds: d.writersSeconds, pid: serve.pid });
       // Acknowledged means fsynced: kill -9 and read the data dir back.
@@ -121,13 +144,27 @@ export async function fleetRound(n, d, log, only = null) {
       let storedTags = 0;
       let lostTags = 0;
       const names = new Set();
-      for (const tag of store.all('tags')) if (tag.name.startsWith('cw-')) { storedTags++; names.add(tag.name); }
+      for (const tag of store.all('tags'))
+        if (tag.name.startsWith('cw-')) {
+          storedTags++;
+          names.add(tag.name);
+        }
       for (const name of w.ackedTags) if (!names.has(name)) lostTags++;
       let lostEdits = 0;
       for (const [id, note] of w.lastNote) if (store.get('sites', id)?.notes !== note) lostEdits++;
       await store.close();
       const { ackedTags, lastNote, ...rest } = w;
-      out.writers = { ...rest, acked_tags: ackedTags.size, stored_tags: storedTags, stored_but_unacked_tags: storedTags - (ackedTags.size - lostTags), lost_tags: lostTags, edited_sites: lastNote.size, lost_edits: lostEdits, lost_updates: lostTags + lostEdits, verified: 'after SIGKILL, from disk' };
+      out.writers = {
+        ...rest,
+        acked_tags: ackedTags.size,
+        stored_tags: storedTags,
+        stored_but_unacked_tags: storedTags - (ackedTags.size - lostTags),
+        lost_tags: lostTags,
+        edited_sites: lastNote.size,
+        lost_edits: lostEdits,
+        lost_updates: lostTags + lostEdits,
+        verified: 'after SIGKILL, from disk',
+      };
       log(`  50 writers: ${w.writes_per_s} writes/s, acked ${w.acked}, lost ${lostTags + lostEdits}, failed ${w.failures}`);
     } else {
       await serve.stop();
@@ -160,8 +197,13 @@ function dirBytes(dir) {
   let total = 0;
   let files = 0;
   try {
-    for (const f of readdirSync(dir)) { total += statSync(join(dir, f)).size; files++; }
-  } catch { /* none */ }
+    for (const f of readdirSync(dir)) {
+      total += statSync(join(dir, f)).size;
+      files++;
+    }
+  } catch {
+    /* none */
+  }
   return { mb: round(total / 1048576, 1), files };
 }
 
@@ -187,15 +229,23 @@ export async function syncAndCheck(n, latencyMs, d, log) {
     const cpu = acct.stop();
     out.sync = {
       mode: 'queued job (threshold 200), timed to completion on /jobs/<id>',
-      seconds: round(ms / 1000, 2), queued_answer_ms: round(queuedMs, 0), completed: w.done && w.job.status === 'completed',
-      processed: w.job?.processed, succeeded: w.job?.succeeded, failed: w.job?.failed, first_error: w.job?.errors?.[0] ?? null,
-      sim_peak_in_flight: sim.peakInFlight(), cpu: { serve_cores: cpu.measured_cores[0], bench_and_sim_cores: cpu.bench_cores, others_cores: cpu.others_cores },
+      seconds: round(ms / 1000, 2),
+      queued_answer_ms: round(queuedMs, 0),
+      completed: w.done && w.job.status === 'completed',
+      processed: w.job?.processed,
+      succeeded: w.job?.succeeded,
+      failed: w.job?.failed,
+      first_error: w.job?.errors?.[0] ?? null,
+      sim_peak_in_flight: sim.peakInFlight(),
+      cpu: { serve_cores: cpu.measured_cores[0], bench_and_sim_cores: cpu.bench_cores, others_cores: cpu.others_cores },
       floor_s: round((n * latencyMs) / 32 / 1000, 2),
       // Child calls in flight on average (Little's law: rate × latency), out of the 32 the connector allows.
       avg_child_calls_in_flight: round((n / (ms / 1000)) * (latencyMs / 1000), 1),
       serve_cpu_ms_per_site: round((cpu.measured_cpu_s[0] * 1000) / n, 2),
     };
-    log(`  sync ${n}: ${out.sync.seconds} s, ${out.sync.succeeded} ok / ${out.sync.failed} failed (serve ${cpu.measured_cores[0]} cores, sim+bench ${cpu.bench_cores})`);
+    log(
+      `  sync ${n}: ${out.sync.seconds} s, ${out.sync.succeeded} ok / ${out.sync.failed} failed (serve ${cpu.measured_cores[0]} cores, sim+bench ${cpu.bench_cores})`,
+    );
     await serve.stop();
 
     serve = await startServe(dir, { args: ['--allow-private-sites'], env: { SITEFLEET_QUEUE_THRESHOLD: '100000' } });
@@ -207,7 +257,11 @@ export async function syncAndCheck(n, latencyMs, d, log) {
     expect(c.status === 200 && c.json?.queued === false, `check-sites-v1 → ${c.status} ${c.text.slice(0, 200)}`);
     out.check = {
       mode: 'immediate (SITEFLEET_QUEUE_THRESHOLD=100000), one request timed end to end',
-      seconds: round(cms / 1000, 2), serve_cpu_ms_per_site: round((ccpu.measured_cpu_s[0] * 1000) / n, 2), checked: c.json.summary.total_checked, reachable: c.json.summary.reachable, errors: c.json.errors.length,
+      seconds: round(cms / 1000, 2),
+      serve_cpu_ms_per_site: round((ccpu.measured_cpu_s[0] * 1000) / n, 2),
+      checked: c.json.summary.total_checked,
+      reachable: c.json.summary.reachable,
+      errors: c.json.errors.length,
       cpu: { serve_cores: ccpu.measured_cores[0], bench_and_sim_cores: ccpu.bench_cores, others_cores: ccpu.others_cores },
     };
     log(`  check-sites-v1 ${n}: ${out.check.seconds} s, ${out.check.reachable}/${out.check.checked} reachable`);
@@ -242,13 +296,24 @@ export async function rssAfterSync(n, latencyMs, d, log) {
     await sleep(1000);
     const settled = procMem(serve.pid);
     const out = {
-      sites: n, child_latency_ms: latencyMs, plugins_per_site: percentiles(plugins),
-      completed: w.done && w.job?.status === 'completed', succeeded: w.job?.succeeded, failed: w.job?.failed,
-      sync_seconds: round(secs, 1), serve_cpu_ms_per_site: round((cpu.measured_cpu_s[0] * 1000) / n, 2), rss_before_mb: before?.rss_mb, rss_after_mb: after?.rss_mb, rss_settled_mb: settled?.rss_mb, hwm_mb: settled?.hwm_mb,
+      sites: n,
+      child_latency_ms: latencyMs,
+      plugins_per_site: percentiles(plugins),
+      completed: w.done && w.job?.status === 'completed',
+      succeeded: w.job?.succeeded,
+      failed: w.job?.failed,
+      sync_seconds: round(secs, 1),
+      serve_cpu_ms_per_site: round((cpu.measured_cpu_s[0] * 1000) / n, 2),
+      rss_before_mb: before?.rss_mb,
+      rss_after_mb: after?.rss_mb,
+      rss_settled_mb: settled?.rss_mb,
+      hwm_mb: settled?.hwm_mb,
       site_data_on_disk: dirBytes(join(dir, 'site-data')),
       cpu: { serve_cores: cpu.measured_cores[0], bench_and_sim_cores: cpu.bench_cores, others_cores: cpu.others_cores },
     };
-    log(`  RSS ${n}: before ${out.rss_before_mb} MB, after sync ${out.rss_after_mb} MB, HWM ${out.hwm_mb} MB (sync ${out.sync_seconds} s, ${out.succeeded} ok)`);
+    log(
+      `  RSS ${n}: before ${out.rss_before_mb} MB, after sync ${out.rss_after_mb} MB, HWM ${out.hwm_mb} MB (sync ${out.sync_seconds} s, ${out.succeeded} ok)`,
+    );
     await serve.stop();
     return out;
   } finally {
@@ -275,18 +340,24 @@ export async function underAttack(d, log) {
     const form = new FormData();
     form.append('csv_file', new Blob([Buffer.alloc(10_000_000 * 2, 'a\n')], { type: 'text/csv' }), 'worst.csv');
     const t0 = performance.now();
-    const csv = fetch(`${base}${REST}/users/import`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
-      .then(async (r) => ({ status: r.status, bytes: (await r.arrayBuffer()).byteLength, ms: performance.now() - t0 }));
+    const csv = fetch(`${base}${REST}/users/import`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form }).then(
+      async (r) => ({ status: r.status, bytes: (await r.arrayBuffer()).byteLength, ms: performance.now() - t0 }),
+    );
     const hostile = (async () => {
       let n = 0;
-      while (attacking) { await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/sync-sites-v1/run`, { input: { site_ids_or_domains: [1] } }); n++; }
+      while (attacking) {
+        await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/sync-sites-v1/run`, { input: { site_ids_or_domains: [1] } });
+        n++;
+      }
       return n;
     })();
     const samples = [];
     const reader = new Client(base);
     const until = performance.now() + d.readSeconds * 1000;
     let csvDone = null;
-    void csv.then((r) => { csvDone = r; });
+    void csv.then((r) => {
+      csvDone = r;
+    });
     while (performance.now() < until || !csvDone) {
       const t = performance.now();
       const r = await call(serve.url, token, 'GET', LIST_PATH, undefined, reader);
@@ -301,11 +372,19 @@ export async function underAttack(d, log) {
     await serve.stop();
     const p = percentiles(samples);
     const out = {
-      reads: samples.length, p50: round(p.p50, 2), p99: round(p.p99, 2), max: round(p.max, 1),
-      csv: { status: up.status, answer_bytes: up.bytes, seconds: round(up.ms / 1000, 2) }, hostile_syncs: syncs,
-      rss_before_mb: before?.rss_mb, rss_after_mb: after?.rss_mb, hwm_mb: after?.hwm_mb,
+      reads: samples.length,
+      p50: round(p.p50, 2),
+      p99: round(p.p99, 2),
+      max: round(p.max, 1),
+      csv: { status: up.status, answer_bytes: up.bytes, seconds: round(up.ms / 1000, 2) },
+      hostile_syncs: syncs,
+      rss_before_mb: before?.rss_mb,
+      rss_after_mb: after?.rss_mb,
+      hwm_mb: after?.hwm_mb,
     };
-    log(`  under attack: ${out.reads} reads, p50 ${out.p50} / p99 ${out.p99} / max ${out.max} ms; CSV ${up.status} in ${out.csv.seconds} s (${up.bytes} B); ${syncs} hostile syncs; HWM ${out.hwm_mb} MB`);
+    log(
+      `  under attack: ${out.reads} reads, p50 ${out.p50} / p99 ${out.p99} / max ${out.max} ms; CSV ${up.status} in ${out.csv.seconds} s (${up.bytes} B); ${syncs} hostile syncs; HWM ${out.hwm_mb} MB`,
+    );
     return out;
   } finally {
     await sim.close();

@@ -12,7 +12,11 @@ export const domainOf = (i) => `site${i + 1}.example.com`;
 /** Opens the data dir in this process, runs fn(services), flushes and closes (the lock is released). */
 export async function withStore(dataDir, fn) {
   const services = await openServices(loadConfig({ dataDir }, {}));
-  try { return await fn(services); } finally { await closeServices(services); }
+  try {
+    return await fn(services);
+  } finally {
+    await closeServices(services);
+  }
 }
 
 /**
@@ -27,10 +31,15 @@ export async function seedFleet(dataDir, n) {
       await s.store.write((tx) => {
         for (let i = start; i < end; i++) {
           s.sites.insert(tx, {
-            url: `https://${domainOf(i)}/`, name: `Site ${i + 1}`, admin_username: 'admin',
-            wp_version: WP[i % WP.length], php_version: PHP[i % PHP.length], child_version: '6.1',
+            url: `https://${domainOf(i)}/`,
+            name: `Site ${i + 1}`,
+            admin_username: 'admin',
+            wp_version: WP[i % WP.length],
+            php_version: PHP[i % PHP.length],
+            child_version: '6.1',
             // A few suspended and a few disconnected, so that status filters have something to do.
-            suspended: i % 50 === 7, disconnected: i % 97 === 3,
+            suspended: i % 50 === 7,
+            disconnected: i % 97 === 3,
           });
         }
       });
@@ -54,8 +63,11 @@ export async function seedPreconnected(dataDir, n, latencyMs) {
       await s.store.write((tx) => {
         for (let i = start; i < end; i++) {
           const info = sim.sites[i];
-          s.sites.insert(tx, { url: info.url, name: `Sim ${i + 1}`, admin_username: info.admin },
-            { private_key_pem: pair.privateKeyPem, http_pass: null, regverify: null });
+          s.sites.insert(
+            tx,
+            { url: info.url, name: `Sim ${i + 1}`, admin_username: info.admin },
+            { private_key_pem: pair.privateKeyPem, http_pass: null, regverify: null },
+          );
         }
       });
     }

@@ -4,7 +4,11 @@ import { cpus, loadavg } from 'node:os';
 import { execFileSync } from 'node:child_process';
 
 let hz = 100;
-try { hz = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch { /* Linux default */ }
+try {
+  hz = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {
+  /* Linux default */
+}
 
 /** Busy and total CPU time of the whole machine, in core-seconds (from /proc/stat). */
 export function machineCpu() {
@@ -13,7 +17,9 @@ export function machineCpu() {
     const idle = f[3] + (f[4] ?? 0);
     const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
     return { busy: (total - idle) / hz, total: total / hz };
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** user+system CPU seconds of a process (and of its waited-for children: none here). */
@@ -22,7 +28,9 @@ export function procCpu(pid) {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
     return (Number(f[11]) + Number(f[12])) / hz; // utime, stime (fields 14 and 15)
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** CPU seconds of this process plus its reaped children (serve, mcp processes once they have exited). */
@@ -31,7 +39,9 @@ export function selfAndChildrenCpu() {
     const s = readFileSync('/proc/self/stat', 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
     return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / hz;
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** Whole-run account: the machine's busy CPU minus ours (this process and every child, once reaped). */
@@ -45,7 +55,13 @@ export function runAccount() {
       const m1 = machineCpu();
       const ours = selfAndChildrenCpu() - s0;
       const machine = m0 && m1 ? m1.busy - m0.busy : NaN;
-      return { seconds: round(secs, 1), ours_cores: round(ours / secs, 2), others_cores: round(Math.max(0, machine - ours) / secs, 2), machine_cores: round(machine / secs, 2), loadavg_end: loadavg().map((x) => round(x, 2)) };
+      return {
+        seconds: round(secs, 1),
+        ours_cores: round(ours / secs, 2),
+        others_cores: round(Math.max(0, machine - ours) / secs, 2),
+        machine_cores: round(machine / secs, 2),
+        loadavg_end: loadavg().map((x) => round(x, 2)),
+      };
     },
   };
 }
@@ -56,7 +72,9 @@ export function procMem(pid) {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN);
     return { rss_mb: round(kb('VmRSS') / 1024, 1), hwm_mb: round(kb('VmHWM') / 1024, 1) };
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -98,7 +116,13 @@ export const round = (x, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d)
 
 export function machine() {
   const c = cpus();
-  return { node: process.version, platform: `${process.platform} ${process.arch}`, cpus: c.length, cpu_model: c[0]?.model ?? 'unknown', loadavg_at_start: loadavg().map((x) => round(x, 2)) };
+  return {
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    cpus: c.length,
+    cpu_model: c[0]?.model ?? 'unknown',
+    loadavg_at_start: loadavg().map((x) => round(x, 2)),
+  };
 }
 
 /** Nearest-rank percentiles (ms) of a list of samples. */
@@ -106,7 +130,14 @@ export function percentiles(samples) {
   if (!samples.length) return { n: 0, p50: null, p90: null, p99: null, max: null, mean: null };
   const s = [...samples].sort((a, b) => a - b);
   const at = (q) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-  return { n: s.length, p50: round(at(0.5), 2), p90: round(at(0.9), 2), p99: round(at(0.99), 2), max: round(s[s.length - 1], 2), mean: round(s.reduce((a, b) => a + b, 0) / s.length, 2) };
+  return {
+    n: s.length,
+    p50: round(at(0.5), 2),
+    p90: round(at(0.9), 2),
+    p99: round(at(0.99), 2),
+    max: round(s[s.length - 1], 2),
+    mean: round(s.reduce((a, b) => a + b, 0) / s.length, 2),
+  };
 }
 
 /**
@@ -121,7 +152,10 @@ export async function timedCalls(one, { seconds, maxCount, warmupCount, pid }) {
     const t = performance.now();
     const failure = await one();
     const ms = performance.now() - t;
-    if (failure !== null) { failures++; firstFailure ??= failure; } else if (rec) samples.push(ms);
+    if (failure !== null) {
+      failures++;
+      firstFailure ??= failure;
+    } else if (rec) samples.push(ms);
   };
   for (let w = 0; w < warmupCount; w++) await call(false);
   const acct = cpuAccount(pid ? [pid] : []);
@@ -131,7 +165,10 @@ export async function timedCalls(one, { seconds, maxCount, warmupCount, pid }) {
   const elapsed = (performance.now() - started) / 1000;
   const cpu = acct.stop();
   return {
-    ...percentiles(samples), per_s: round(samples.length / elapsed, 0), failures, first_failure: firstFailure,
+    ...percentiles(samples),
+    per_s: round(samples.length / elapsed, 0),
+    failures,
+    first_failure: firstFailure,
     serve_us_per_req: pid && samples.length ? round((cpu.measured_cpu_s[0] * 1e6) / (samples.length + failures), 0) : null,
     cpu: { serve_cores: cpu.measured_cores[0] ?? null, bench_cores: cpu.bench_cores, others_cores: cpu.others_cores },
   };

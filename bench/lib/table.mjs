@@ -1,7 +1,11 @@
 // bench/lib/table.mjs — the one table: every scenario, fleet sizes side by side, target and verdict.
 const COLS = [100, 1000, 5000, 20000];
-const num = (x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? '—' : Number(x).toLocaleString('en', { minimumFractionDigits: d, maximumFractionDigits: d }));
-const ms = (x) => (x === null || x === undefined ? '—' : Number.isInteger(x) ? num(x) : x < 10 ? num(x, 2) : x < 100 ? num(x, 1) : num(x, 0));
+const num = (x, d = 0) =>
+  x === null || x === undefined || Number.isNaN(x)
+    ? '—'
+    : Number(x).toLocaleString('en', { minimumFractionDigits: d, maximumFractionDigits: d });
+const ms = (x) =>
+  x === null || x === undefined ? '—' : Number.isInteger(x) ? num(x) : x < 10 ? num(x, 2) : x < 100 ? num(x, 1) : num(x, 0);
 const pair = (a, b) => (a === undefined && b === undefined ? '' : `${ms(a)} / ${ms(b)}`);
 
 /** Rows per round (one cell per fleet size). */
@@ -38,9 +42,16 @@ export function targets(res) {
   const R = res.rounds ?? {};
   const at = (n, k) => R[n]?.[k];
   const t = [];
-  const add = (scenario, target, size, value, met) => t.push({ scenario, target, at: size, value, met: value === null || value === undefined ? null : met });
+  const add = (scenario, target, size, value, met) =>
+    t.push({ scenario, target, at: size, value, met: value === null || value === undefined ? null : met });
   const rl = at(5000, 'rest_list');
-  add('REST GET /sites?per_page=100, 16 conn', '≥ 2,000 req/s, p99 ≤ 20 ms', 5000, rl && `${num(rl.rps)} req/s, p99 ${ms(rl.p99)} ms`, rl && rl.rps >= 2000 && rl.p99 <= 20);
+  add(
+    'REST GET /sites?per_page=100, 16 conn',
+    '≥ 2,000 req/s, p99 ≤ 20 ms',
+    5000,
+    rl && `${num(rl.rps)} req/s, p99 ${ms(rl.p99)} ms`,
+    rl && rl.rps >= 2000 && rl.p99 <= 20,
+  );
   const al = at(5000, 'abilities_list');
   add('abilities list-sites-v1 per_page=100', '≥ 2,000 req/s', 5000, al && `${num(al.rps)} req/s`, al && al.rps >= 2000);
   const gd = at(20000, 'get_domain');
@@ -49,31 +60,74 @@ export function targets(res) {
   add('MCP tools/call list-sites-v1, stdio', 'p50 ≤ 2 ms', 5000, ms1 && `p50 ${ms(ms1.p50)} ms`, ms1 && ms1.p50 <= 2);
   const mh = at(5000, 'mcp_http');
   add('MCP tools/call list-sites-v1, HTTP', 'p50 ≤ 5 ms', 5000, mh && `p50 ${ms(mh.p50)} ms`, mh && mh.p50 <= 5);
-  for (const [k, name] of [['tag_add', 'durable add-tag-v1'], ['site_edit', 'durable update-site-v1']]) {
+  for (const [k, name] of [
+    ['tag_add', 'durable add-tag-v1'],
+    ['site_edit', 'durable update-site-v1'],
+  ]) {
     const w = at(5000, k);
     add(name, 'p50 ≤ 5 ms, p99 ≤ 20 ms', 5000, w && `p50 ${ms(w.p50)}, p99 ${ms(w.p99)} ms`, w && !w.failures && w.p50 <= 5 && w.p99 <= 20);
   }
   const cw = at(5000, 'writers');
-  add('50 concurrent writers', '≥ 500 writes/s, no lost update', 5000, cw && `${num(cw.writes_per_s)} writes/s, ${cw.lost_updates} lost`, cw && cw.writes_per_s >= 500 && cw.lost_updates === 0);
+  add(
+    '50 concurrent writers',
+    '≥ 500 writes/s, no lost update',
+    5000,
+    cw && `${num(cw.writes_per_s)} writes/s, ${cw.lost_updates} lost`,
+    cw && cw.writes_per_s >= 500 && cw.lost_updates === 0,
+  );
   const s = res.sync_check?.sync;
-  add('sync of 1,000 simulated sites, 50 ms latency', '≤ 3 s to job completion', 1000, s && `${num(s.seconds, 2)} s (${s.succeeded} ok)`, s && s.completed && s.seconds <= 3 && s.failed === 0);
+  add(
+    'sync of 1,000 simulated sites, 50 ms latency',
+    '≤ 3 s to job completion',
+    1000,
+    s && `${num(s.seconds, 2)} s (${s.succeeded} ok)`,
+    s && s.completed && s.seconds <= 3 && s.failed === 0,
+  );
   const c = res.sync_check?.check;
   add('check-sites-v1 over 1,000 sites', '≤ 3 s', 1000, c && `${num(c.seconds, 2)} s`, c && c.seconds <= 3);
   const cs = at(20000, 'cold_start');
   add('cold start to first answer', '≤ 1 s', 20000, cs && `${num(cs.first_answer_ms)} ms`, cs && cs.first_answer_ms <= 1000);
   const rss = res.rss;
-  add('RSS after a full sync of 5,000 sites', '≤ 300 MB', 5000, rss && `${num(rss.rss_after_mb)} MB (HWM ${num(rss.hwm_mb)})`, rss && rss.completed && rss.rss_after_mb <= 300);
+  add(
+    'RSS after a full sync of 5,000 sites',
+    '≤ 300 MB',
+    5000,
+    rss && `${num(rss.rss_after_mb)} MB (HWM ${num(rss.hwm_mb)})`,
+    rss && rss.completed && rss.rss_after_mb <= 300,
+  );
   const ul = res.updates?.list;
-  add('list-updates-v1 over 5,000 synced sites, page of 100', '≥ 1,000 req/s', 5000, ul && `${num(ul.rps)} req/s, p99 ${ms(ul.p99)} ms`, ul && ul.rps >= 1000 && !ul.non2xx);
+  add(
+    'list-updates-v1 over 5,000 synced sites, page of 100',
+    '≥ 1,000 req/s',
+    5000,
+    ul && `${num(ul.rps)} req/s, p99 ${ms(ul.p99)} ms`,
+    ul && ul.rps >= 1000 && !ul.non2xx,
+  );
   const ur = res.updates?.run;
-  add('run-updates-v1, 1,000 sites × 1 plugin, 50 ms latency', '≤ 5 s to job completion', 1000, ur && `${num(ur.seconds, 2)} s (${ur.child_upgrades} upgrades)`,
-    ur && ur.completed && ur.seconds <= 5 && ur.failed === 0 && ur.child_upgrades === ur.sites);
+  add(
+    'run-updates-v1, 1,000 sites × 1 plugin, 50 ms latency',
+    '≤ 5 s to job completion',
+    1000,
+    ur && `${num(ur.seconds, 2)} s (${ur.child_upgrades} upgrades)`,
+    ur && ur.completed && ur.seconds <= 5 && ur.failed === 0 && ur.child_upgrades === ur.sites,
+  );
   const mo = res.monitors;
-  add('5,000 monitored sites at a 60 s interval', 'no check late by > 1 interval', 5000,
-    mo && `${num(mo.checks_per_s, 1)} checks/s, serve ${num(mo.serve_cpu_percent_of_one_core, 1)}% of a core, ${num(mo.serve_peak_rss_mb)} MB, ${mo.checks_late_by_more_than_one_interval} late`,
-    mo && mo.checks_late_by_more_than_one_interval === 0 && mo.sites_never_checked === 0);
+  add(
+    '5,000 monitored sites at a 60 s interval',
+    'no check late by > 1 interval',
+    5000,
+    mo &&
+      `${num(mo.checks_per_s, 1)} checks/s, serve ${num(mo.serve_cpu_percent_of_one_core, 1)}% of a core, ${num(mo.serve_peak_rss_mb)} MB, ${mo.checks_late_by_more_than_one_interval} late`,
+    mo && mo.checks_late_by_more_than_one_interval === 0 && mo.sites_never_checked === 0,
+  );
   const at2 = res.attack;
-  add('GET /sites while the worst CSV and a hostile child run', 'reader p99 ≤ 100 ms', 20, at2 && `p99 ${ms(at2.p99)} ms (${num(at2.reads)} reads, HWM ${num(at2.hwm_mb)} MB)`, at2 && at2.p99 <= 100 && at2.csv.status === 200);
+  add(
+    'GET /sites while the worst CSV and a hostile child run',
+    'reader p99 ≤ 100 ms',
+    20,
+    at2 && `p99 ${ms(at2.p99)} ms (${num(at2.reads)} reads, HWM ${num(at2.hwm_mb)} MB)`,
+    at2 && at2.p99 <= 100 && at2.csv.status === 200,
+  );
   return t;
 }
 
@@ -87,23 +141,65 @@ export function nearTheLimit(res) {
   const out = [];
   const pct = (a, b) => (a && b ? (100 * a.rps) / b.rps : null);
   // The same ratio by serve CPU per request (bare µs ÷ ours): steadier than req/s when the machine is shared.
-  const cpuPct = (a, b) => (a?.serve_us_per_req && b?.serve_us_per_req ? ` (CPU ${num((100 * b.serve_us_per_req) / a.serve_us_per_req)} %)` : '');
-  const add = (figure, at, today, target, got, ratio, met) => out.push({ figure, at, today, target, got, ratio, met: got === null || got === undefined ? null : met });
+  const cpuPct = (a, b) =>
+    a?.serve_us_per_req && b?.serve_us_per_req ? ` (CPU ${num((100 * b.serve_us_per_req) / a.serve_us_per_req)} %)` : '';
+  const add = (figure, at, today, target, got, ratio, met) =>
+    out.push({ figure, at, today, target, got, ratio, met: got === null || got === undefined ? null : met });
   const r5 = R[5000] ?? {};
   let p = pct(r5.rest_list, r5.limit_rest_list);
-  add('REST GET /sites?per_page=100 vs bare node:http, same bytes', 5000, '~8 %', '≥ 33 %', r5.rest_list && `${num(r5.rest_list.rps)} vs ${num(r5.limit_rest_list?.rps)} req/s`, p === null ? null : `${num(p)} %${cpuPct(r5.rest_list, r5.limit_rest_list)}`, p >= 33);
+  add(
+    'REST GET /sites?per_page=100 vs bare node:http, same bytes',
+    5000,
+    '~8 %',
+    '≥ 33 %',
+    r5.rest_list && `${num(r5.rest_list.rps)} vs ${num(r5.limit_rest_list?.rps)} req/s`,
+    p === null ? null : `${num(p)} %${cpuPct(r5.rest_list, r5.limit_rest_list)}`,
+    p >= 33,
+  );
   p = pct(r5.abilities_list, r5.limit_abilities_list);
-  add('abilities list-sites-v1 per_page=100 vs the same limit', 5000, '~7 %', '≥ 33 %', r5.abilities_list && `${num(r5.abilities_list.rps)} vs ${num(r5.limit_abilities_list?.rps)} req/s`, p === null ? null : `${num(p)} %${cpuPct(r5.abilities_list, r5.limit_abilities_list)}`, p >= 33);
+  add(
+    'abilities list-sites-v1 per_page=100 vs the same limit',
+    5000,
+    '~7 %',
+    '≥ 33 %',
+    r5.abilities_list && `${num(r5.abilities_list.rps)} vs ${num(r5.limit_abilities_list?.rps)} req/s`,
+    p === null ? null : `${num(p)} %${cpuPct(r5.abilities_list, r5.limit_abilities_list)}`,
+    p >= 33,
+  );
   p = pct(r5.not_modified, r5.limit_not_modified);
-  add('304 to If-None-Match vs bare node:http, same 304', 5000, '—', '≥ 40 %', r5.not_modified && `${num(r5.not_modified.rps)} vs ${num(r5.limit_not_modified?.rps)} req/s`, p === null ? null : `${num(p)} %${cpuPct(r5.not_modified, r5.limit_not_modified)}`, p >= 40);
+  add(
+    '304 to If-None-Match vs bare node:http, same 304',
+    5000,
+    '—',
+    '≥ 40 %',
+    r5.not_modified && `${num(r5.not_modified.rps)} vs ${num(r5.limit_not_modified?.rps)} req/s`,
+    p === null ? null : `${num(p)} %${cpuPct(r5.not_modified, r5.limit_not_modified)}`,
+    p >= 40,
+  );
   const floor = res.calibration?.durable_write_64k?.p50;
   for (const n of [5000, 20000]) {
     const w = R[n]?.tag_add;
     const x = w && floor ? w.p50 / floor : null;
-    add('durable add-tag-v1 p50 vs the fsync floor', n, '3.7×', '≤ 2×', w && `${ms(w.p50)} vs ${ms(floor)} ms`, x === null ? null : `${num(x, 1)}×`, x <= 2);
+    add(
+      'durable add-tag-v1 p50 vs the fsync floor',
+      n,
+      '3.7×',
+      '≤ 2×',
+      w && `${ms(w.p50)} vs ${ms(floor)} ms`,
+      x === null ? null : `${num(x, 1)}×`,
+      x <= 2,
+    );
   }
   const o = res.onboard;
-  add('register 1,000 simulated sites (batch add, 100 per request)', 1000, '92 s', '≤ 30 s', o && `${num(o.seconds, 1)} s (${num(o.added)} added)`, o && `keygen floor ${num(o.floor_s)} s`, o && o.seconds <= 30 && o.added === o.sites);
+  add(
+    'register 1,000 simulated sites (batch add, 100 per request)',
+    1000,
+    '92 s',
+    '≤ 30 s',
+    o && `${num(o.seconds, 1)} s (${num(o.added)} added)`,
+    o && `keygen floor ${num(o.floor_s)} s`,
+    o && o.seconds <= 30 && o.added === o.sites,
+  );
   const mh = r5.mcp_http;
   add('MCP HTTP tools/call list-sites-v1 p50', 5000, '1.45 ms', '≤ 0.7 ms', mh && `${ms(mh.p50)} ms`, null, mh && mh.p50 <= 0.7);
   return out;
@@ -111,8 +207,15 @@ export function nearTheLimit(res) {
 
 function grid(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i] ?? '').length)));
-  return rows.map((r, ri) => r.map((c, i) => (i < 2 ? String(c ?? '').padEnd(widths[i]) : String(c ?? '').padStart(widths[i]))).join('  ').trimEnd()
-    + (ri === 0 ? `\n${widths.map((w) => '─'.repeat(w)).join('  ')}` : '')).join('\n');
+  return rows
+    .map(
+      (r, ri) =>
+        r
+          .map((c, i) => (i < 2 ? String(c ?? '').padEnd(widths[i]) : String(c ?? '').padStart(widths[i])))
+          .join('  ')
+          .trimEnd() + (ri === 0 ? `\n${widths.map((w) => '─'.repeat(w)).join('  ')}` : ''),
+    )
+    .join('\n');
 }
 
 export function renderTable(res) {
@@ -121,7 +224,7 @@ export function renderTable(res) {
   const head = ['scenario', 'figure', ...cols.map((n) => `${num(n)} sites`)];
   const rows = [head];
   for (const [label, figure, get] of ROUND_ROWS) {
-    const cells = cols.map((n) => (R[n] ? get(R[n]) ?? '' : ''));
+    const cells = cols.map((n) => (R[n] ? (get(R[n]) ?? '') : ''));
     if (cells.every((c) => c === '')) continue;
     rows.push([label, figure, ...cells]);
   }
@@ -129,23 +232,48 @@ export function renderTable(res) {
   const sc = res.sync_check;
   if (sc?.sync) one('sync, 50 ms child latency (queued job)', 's to done', 1000, `${num(sc.sync.seconds, 2)}`);
   if (sc?.check) one('check-sites-v1 (immediate, threshold 1e5)', 's', 1000, `${num(sc.check.seconds, 2)}`);
-  if (res.rss) one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
-  if (res.updates?.list) one('list-updates-v1 per_page=100, 16 conn', 'req/s (p99 ms)', 5000, `${num(res.updates.list.rps)} (${ms(res.updates.list.p99)})`);
+  if (res.rss)
+    one('RSS after full sync (≈25 plugins/site)', 'VmRSS / HWM MB', 5000, `${num(res.rss.rss_after_mb)} / ${num(res.rss.hwm_mb)}`);
+  if (res.updates?.list)
+    one('list-updates-v1 per_page=100, 16 conn', 'req/s (p99 ms)', 5000, `${num(res.updates.list.rps)} (${ms(res.updates.list.p99)})`);
   if (res.updates?.run) one('run-updates-v1, 1 plugin/site, 50 ms (job)', 's to done', 1000, `${num(res.updates.run.seconds, 2)}`);
   const pgRows = res.pg?.rows;
   if (pgRows?.length === 4) {
     const at = cols.includes(5000) ? 5000 : cols[0];
     for (const r of pgRows) {
-      one(`${r.label}: list, write, 50 writers`, 'req/s · p50/p99 ms · writes/s (lost)', at,
-        `${r.list_rps.join(' + ')} · ${r.write.p50}/${r.write.p99} · ${r.writers.writes_per_s} (${r.writers.lost})`);
+      one(
+        `${r.label}: list, write, 50 writers`,
+        'req/s · p50/p99 ms · writes/s (lost)',
+        at,
+        `${r.list_rps.join(' + ')} · ${r.write.p50}/${r.write.p99} · ${r.writers.writes_per_s} (${r.writers.lost})`,
+      );
     }
     const ratio = (a, b) => (b.writers.writes_per_s ? (a.writers.writes_per_s / b.writers.writes_per_s).toFixed(2) : '—');
-    one('2 processes vs 1, writes/s (target ≥ 1.6×)', 'ratio pg · lowdb', at, `${ratio(pgRows[3], pgRows[2])}× · ${ratio(pgRows[1], pgRows[0])}×`);
+    one(
+      '2 processes vs 1, writes/s (target ≥ 1.6×)',
+      'ratio pg · lowdb',
+      at,
+      `${ratio(pgRows[3], pgRows[2])}× · ${ratio(pgRows[1], pgRows[0])}×`,
+    );
   } else if (res.pg?.skipped) one('store engines (lowdb, PostgreSQL)', 'skipped', cols[0], res.pg.skipped);
-  if (res.monitors) one('uptime monitors of 5,000 sites, 60 s interval', 'serve CPU % / RSS MB', cols.includes(5000) ? 5000 : cols[0], `${num(res.monitors.serve_cpu_percent_of_one_core, 1)} / ${num(res.monitors.serve_peak_rss_mb)}`);
+  if (res.monitors)
+    one(
+      'uptime monitors of 5,000 sites, 60 s interval',
+      'serve CPU % / RSS MB',
+      cols.includes(5000) ? 5000 : cols[0],
+      `${num(res.monitors.serve_cpu_percent_of_one_core, 1)} / ${num(res.monitors.serve_peak_rss_mb)}`,
+    );
   if (res.attack) {
-    rows.push(['GET /sites under attack (20 sites; worst CSV', 'p50 / p99 / max ms', ...cols.map((c, i) => (i === 0 ? `${ms(res.attack.p50)} / ${ms(res.attack.p99)} / ${ms(res.attack.max)}` : ''))]);
-    rows.push(['+ 14 MB hostile child at once)', 'CSV s / serve HWM MB', ...cols.map((c, i) => (i === 0 ? `${num(res.attack.csv.seconds, 2)} / ${num(res.attack.hwm_mb)}` : ''))]);
+    rows.push([
+      'GET /sites under attack (20 sites; worst CSV',
+      'p50 / p99 / max ms',
+      ...cols.map((c, i) => (i === 0 ? `${ms(res.attack.p50)} / ${ms(res.attack.p99)} / ${ms(res.attack.max)}` : '')),
+    ]);
+    rows.push([
+      '+ 14 MB hostile child at once)',
+      'CSV s / serve HWM MB',
+      ...cols.map((c, i) => (i === 0 ? `${num(res.attack.csv.seconds, 2)} / ${num(res.attack.hwm_mb)}` : '')),
+    ]);
   }
 
   const m = res.machine;
@@ -160,24 +288,40 @@ export function renderTable(res) {
   const cal = res.calibration;
   if (cal) {
     const c = (x) => (x ? `${num(x.rps)} req/s (p50 ${ms(x.p50)}, p99 ${ms(x.p99)} ms)` : '—');
-    lines.push(`calibration, same machine, no sitefleet: bare node:http ${c(cal.node_http)}; bare express 5 route ${c(cal.express)}; `
-      + `durable 64 KB write+fsync+rename+dir fsync p50 ${ms(cal.durable_write_64k?.p50)} / p99 ${ms(cal.durable_write_64k?.p99)} ms`, '');
+    lines.push(
+      `calibration, same machine, no sitefleet: bare node:http ${c(cal.node_http)}; bare express 5 route ${c(cal.express)}; ` +
+        `durable 64 KB write+fsync+rename+dir fsync p50 ${ms(cal.durable_write_64k?.p50)} / p99 ${ms(cal.durable_write_64k?.p99)} ms`,
+      '',
+    );
   }
   const near = res.near_the_limit ?? [];
   if (near.length) {
-    const nrows = [['near the machine\'s limit (issue 19)', 'at', 'today', 'target', 'measured', 'ratio', 'met']];
-    for (const t of near) nrows.push([t.figure, num(t.at), t.today, t.target, t.got ?? 'not measured', t.ratio ?? '', t.met === null ? '—' : t.met ? 'yes' : 'NO']);
+    const nrows = [["near the machine's limit (issue 19)", 'at', 'today', 'target', 'measured', 'ratio', 'met']];
+    for (const t of near)
+      nrows.push([
+        t.figure,
+        num(t.at),
+        t.today,
+        t.target,
+        t.got ?? 'not measured',
+        t.ratio ?? '',
+        t.met === null ? '—' : t.met ? 'yes' : 'NO',
+      ]);
     lines.push(grid(nrows), '');
   }
   const trows = [['target', 'at', 'wanted', 'got', 'met']];
-  for (const t of res.targets ?? []) trows.push([t.scenario, num(t.at), t.target, t.value ?? 'not measured', t.met === null ? '—' : t.met ? 'yes' : 'NO']);
+  for (const t of res.targets ?? [])
+    trows.push([t.scenario, num(t.at), t.target, t.value ?? 'not measured', t.met === null ? '—' : t.met ? 'yes' : 'NO']);
   lines.push(grid(trows));
   // Any request that did not succeed is named here: a figure measured over errors is not a figure.
   const bad = [];
   for (const [n, r] of Object.entries(R)) {
     for (const k of ['rest_list', 'abilities_list', 'get_domain']) {
       const x = r?.[k];
-      if (x && (x.non2xx || x.errors || x.timeouts)) bad.push(`${num(Number(n))} sites, ${k}: ${num(x.non2xx)} non-2xx, ${num(x.errors)} errors, ${num(x.timeouts)} timeouts of ${num(x.requests)}`);
+      if (x && (x.non2xx || x.errors || x.timeouts))
+        bad.push(
+          `${num(Number(n))} sites, ${k}: ${num(x.non2xx)} non-2xx, ${num(x.errors)} errors, ${num(x.timeouts)} timeouts of ${num(x.requests)}`,
+        );
     }
     for (const k of ['mcp_stdio', 'mcp_http', 'tag_add', 'site_edit', 'writers']) {
       const x = r?.[k];

@@ -38,16 +38,43 @@ export async function listUpdatesBench(n, d, log) {
       for (let start = 0; start < n; start += 1000) {
         await s.store.write((tx) => {
           for (let i = start; i < Math.min(n, start + 1000); i++) {
-            const site = s.sites.insert(tx, { url: `https://u${i + 1}.example.com/`, name: `Site ${i + 1}`, admin_username: 'admin', wp_version: '6.7.2', last_sync: now });
+            const site = s.sites.insert(tx, {
+              url: `https://u${i + 1}.example.com/`,
+              name: `Site ${i + 1}`,
+              admin_username: 'admin',
+              wp_version: '6.7.2',
+              last_sync: now,
+            });
             const plugins = Array.from({ length: 20 }, (_, k) => ({
-              slug: `p${k}/p${k}.php`, name: `Plugin ${k}`, version: '1.0.0', active: k % 2 === 0, update_version: k < 3 ? '1.1.0' : null, last_updated: null, must_use: false,
+              slug: `p${k}/p${k}.php`,
+              name: `Plugin ${k}`,
+              version: '1.0.0',
+              active: k % 2 === 0,
+              update_version: k < 3 ? '1.1.0' : null,
+              last_updated: null,
+              must_use: false,
             }));
             tx.putBlob('site-data', site.id, {
-              plugins, themes: [{ slug: 'twentytwentyfive', name: 'Twenty Twenty-Five', version: '1.0', active: true, update_version: '1.1', last_updated: null }],
-              security: [], changes: [], users: [], synced_at: now,
+              plugins,
+              themes: [
+                {
+                  slug: 'twentytwentyfive',
+                  name: 'Twenty Twenty-Five',
+                  version: '1.0',
+                  active: true,
+                  update_version: '1.1',
+                  last_updated: null,
+                },
+              ],
+              security: [],
+              changes: [],
+              users: [],
+              synced_at: now,
               updates: {
                 core: i % 2 ? { current_version: '6.7.2', new_version: '6.8.2' } : null,
-                plugins: plugins.filter((p) => p.update_version).map((p) => ({ slug: p.slug, name: p.name, current_version: p.version, new_version: p.update_version })),
+                plugins: plugins
+                  .filter((p) => p.update_version)
+                  .map((p) => ({ slug: p.slug, name: p.name, current_version: p.version, new_version: p.update_version })),
                 themes: [{ slug: 'twentytwentyfive', name: 'Twenty Twenty-Five', current_version: '1.0', new_version: '1.1' }],
                 translations: [],
               },
@@ -60,8 +87,10 @@ export async function listUpdatesBench(n, d, log) {
     const serve = await startServe(dir);
     try {
       const first = await call(serve.url, token, 'GET', LIST);
-      check(first.status === 200 && first.json?.updates?.length === 100 && first.json.total === n * 4 + Math.floor(n / 2),
-        `list-updates-v1 → ${first.status}, total ${first.json?.total}`);
+      check(
+        first.status === 200 && first.json?.updates?.length === 100 && first.json.total === n * 4 + Math.floor(n / 2),
+        `list-updates-v1 → ${first.status}, total ${first.json?.total}`,
+      );
       const r = await cannon(serve.url, { path: LIST, token, duration: d.readSeconds, warmup: d.warmupSeconds, pid: serve.pid });
       log(`  list-updates-v1 over ${n} sites: ${r.rps} req/s, p50 ${r.p50} / p99 ${r.p99} ms`);
       return { sites: n, pending_items: first.json.total, ...r };
@@ -83,8 +112,12 @@ export async function runUpdatesBench(n, latencyMs, d, log) {
   try {
     for (let i = 1; i <= n; i++) {
       const st = sim.state(i);
-      st.plugins.forEach((p, k) => { p.updateVersion = k === 1 ? '99.0.0' : null; });
-      st.themes.forEach((t) => { t.updateVersion = null; });
+      st.plugins.forEach((p, k) => {
+        p.updateVersion = k === 1 ? '99.0.0' : null;
+      });
+      st.themes.forEach((t) => {
+        t.updateVersion = null;
+      });
       st.wpUpdate = null;
       st.translations = [];
       st.rev++;
@@ -105,10 +138,17 @@ export async function runUpdatesBench(n, latencyMs, d, log) {
       let upgrades = 0;
       for (let i = 1; i <= n; i++) upgrades += sim.state(i).upgradeLog.length;
       const out = {
-        sites: n, child_latency_ms: latencyMs, seconds: round(ms / 1000, 2), completed: job?.status === 'completed',
-        updates_queued: r.json.updates_queued, succeeded: job?.succeeded, failed: job?.failed, child_upgrades: upgrades,
+        sites: n,
+        child_latency_ms: latencyMs,
+        seconds: round(ms / 1000, 2),
+        completed: job?.status === 'completed',
+        updates_queued: r.json.updates_queued,
+        succeeded: job?.succeeded,
+        failed: job?.failed,
+        child_upgrades: upgrades,
         // Each site costs two writes (its start, then its items with its data) and one 50 ms child call.
-        floor_s: round((n * latencyMs) / 32 / 1000, 2), serve_cpu_ms_per_site: round((cpu.measured_cpu_s[0] * 1000) / n, 2),
+        floor_s: round((n * latencyMs) / 32 / 1000, 2),
+        serve_cpu_ms_per_site: round((cpu.measured_cpu_s[0] * 1000) / n, 2),
         cpu: { serve_cores: cpu.measured_cores[0], bench_and_sim_cores: cpu.bench_cores, others_cores: cpu.others_cores },
       };
       log(`  run-updates-v1 over ${n} sites: ${out.seconds} s, ${out.succeeded} ok / ${out.failed} failed, ${upgrades} child upgrades`);

@@ -14,7 +14,12 @@ const remote = { readonly: false, destructive: false, idempotent: true, openWorl
 type ItemErr = z.infer<typeof ItemError>;
 
 const basic = (s: SiteRecord) => ({ id: s.id, url: s.url, name: s.name });
-const itemError = (identifier: number | string, e: ServiceError): ItemErr => ({ identifier, code: e.code, message: e.message, status: e.status });
+const itemError = (identifier: number | string, e: ServiceError): ItemErr => ({
+  identifier,
+  code: e.code,
+  message: e.message,
+  status: e.status,
+});
 
 const Queued = {
   queued: z.boolean(),
@@ -30,23 +35,30 @@ export const addSite = defineAbility({
   label: 'Add site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Connect a WordPress site running MainWP Child (admin: its administrator\'s user name), then sync it. '
-    + 'Errors: svc_site_already_exists (409), svc_invalid_url (400), svc_child_refused (400, with the '
-    + 'child\'s reason), svc_connection_failed (502/504, naming the URL).',
-  input: z.object({
-    url: z.string().min(1).max(2000),
-    admin: z.string().min(1).max(200).optional().describe('The site\'s administrator user name.'),
-    admin_username: alias(z.string().min(1).max(200).optional(), 'admin'),
-    admin_password: z.string().max(500).optional().describe('Only when the child asks for it.'),
-    name: z.string().max(200).optional(),
-    client_id: z.number().int().min(1).nullable().optional(),
-    tags: TagIds.optional(),
-    tag_ids: alias(TagIds.optional(), 'tags'),
-    http_user: z.string().max(200).optional(),
-    http_pass: z.string().max(500).optional(),
-    ssl_verify: z.boolean().optional().describe('Verify TLS (default true).'),
-    verify_certificate: alias(z.union([z.literal(0), z.literal(1), z.literal(2)]).optional(), 'ssl_verify', 'Upstream\'s ssl_verify: 0 off, 1 on, 2 default (on).'),
-  }).strict(),
+  description:
+    "Connect a WordPress site running MainWP Child (admin: its administrator's user name), then sync it. " +
+    'Errors: svc_site_already_exists (409), svc_invalid_url (400), svc_child_refused (400, with the ' +
+    "child's reason), svc_connection_failed (502/504, naming the URL).",
+  input: z
+    .object({
+      url: z.string().min(1).max(2000),
+      admin: z.string().min(1).max(200).optional().describe("The site's administrator user name."),
+      admin_username: alias(z.string().min(1).max(200).optional(), 'admin'),
+      admin_password: z.string().max(500).optional().describe('Only when the child asks for it.'),
+      name: z.string().max(200).optional(),
+      client_id: z.number().int().min(1).nullable().optional(),
+      tags: TagIds.optional(),
+      tag_ids: alias(TagIds.optional(), 'tags'),
+      http_user: z.string().max(200).optional(),
+      http_pass: z.string().max(500).optional(),
+      ssl_verify: z.boolean().optional().describe('Verify TLS (default true).'),
+      verify_certificate: alias(
+        z.union([z.literal(0), z.literal(1), z.literal(2)]).optional(),
+        'ssl_verify',
+        "Upstream's ssl_verify: 0 off, 1 on, 2 default (on).",
+      ),
+    })
+    .strict(),
   output: FullSite,
   aliases: { adminpassword: 'admin_password' },
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
@@ -55,8 +67,15 @@ export const addSite = defineAbility({
     const ssl_verify = i.ssl_verify ?? (i.verify_certificate === undefined ? true : i.verify_certificate !== 0);
     if (!admin) throw catalogue.abilityInput('add-site-v1', 'admin is a required property of input.', 'admin');
     const site = await ctx.children.add({
-      url: i.url, admin, admin_password: i.admin_password, name: i.name, client_id: i.client_id,
-      tags: i.tags ?? i.tag_ids, http_user: i.http_user, http_pass: i.http_pass, ssl_verify,
+      url: i.url,
+      admin,
+      admin_password: i.admin_password,
+      name: i.name,
+      client_id: i.client_id,
+      tags: i.tags ?? i.tag_ids,
+      http_user: i.http_user,
+      http_pass: i.http_pass,
+      ssl_verify,
     });
     return fullSite(ctx, site, true);
   },
@@ -67,13 +86,14 @@ export const syncSites = defineAbility({
   label: 'Sync sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Fetch fresh data (versions, plugins, themes, users, security, changes) from sites; empty list = '
-    + 'every connected site.',
-  input: z.object({
-    site_ids_or_domains: SiteRefs.default([]),
-    exclude_ids: z.array(z.number().int()).optional().describe('Leave these site IDs out.'),
-    full: z.boolean().default(false).describe('synced[]: full records with stats, as get-site-v1.'),
-  }).strict(),
+  description: 'Fetch fresh data (versions, plugins, themes, users, security, changes) from sites; empty list = ' + 'every connected site.',
+  input: z
+    .object({
+      site_ids_or_domains: SiteRefs.default([]),
+      exclude_ids: z.array(z.number().int()).optional().describe('Leave these site IDs out.'),
+      full: z.boolean().default(false).describe('synced[]: full records with stats, as get-site-v1.'),
+    })
+    .strict(),
   output: z.object({
     ...Queued,
     synced: z.array(z.union([FullSite, BasicSite])).optional(),
@@ -96,15 +116,20 @@ export const syncSites = defineAbility({
   },
 });
 
-const CheckFields = { site_id: z.number().int(), site_url: z.string(), reachable: z.boolean(), response_time_ms: z.number().int(), http_status: z.number().int() };
+const CheckFields = {
+  site_id: z.number().int(),
+  site_url: z.string(),
+  reachable: z.boolean(),
+  response_time_ms: z.number().int(),
+  http_status: z.number().int(),
+};
 
 export const checkSite = defineAbility({
   name: 'check-site-v1',
   label: 'Check site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Is the site up? Times an HTTP request to its root (no child plugin involved). Errors: '
-    + 'svc_site_not_found (404).',
+  description: 'Is the site up? Times an HTTP request to its root (no child plugin involved). Errors: ' + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
     ...CheckFields,
@@ -119,8 +144,15 @@ export const checkSite = defineAbility({
     const r = await ctx.children.apply(await ctx.children.fetchCheck(site));
     const seconds = Math.round(r.response_time_ms / 10) / 100;
     return {
-      site_id: site.id, site_url: site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status,
-      checked: true, response_time: seconds, status: { online: r.reachable, http_code: r.http_status, response_time: seconds }, site: listedSite(site),
+      site_id: site.id,
+      site_url: site.url,
+      reachable: r.reachable,
+      response_time_ms: r.response_time_ms,
+      http_status: r.http_status,
+      checked: true,
+      response_time: seconds,
+      status: { online: r.reachable, http_code: r.http_status, response_time: seconds },
+      site: listedSite(site),
     };
   },
 });
@@ -146,14 +178,25 @@ export const checkSites = defineAbility({
     const ran = await ctx.jobs.batch(ctx, 'check', found, (s) => ctx.children.fetchCheck(s));
     if (ran.queued) return { ...ran, total: found.length, errors };
     const { results: items, notDone } = ran;
-    const results = items.filter((x) => x.ok).map((x) => {
-      const r = x.value;
-      return { site_id: x.site.id, site_url: x.site.url, reachable: r.reachable, response_time_ms: r.response_time_ms, http_status: r.http_status };
-    });
+    const results = items
+      .filter((x) => x.ok)
+      .map((x) => {
+        const r = x.value;
+        return {
+          site_id: x.site.id,
+          site_url: x.site.url,
+          reachable: r.reachable,
+          response_time_ms: r.response_time_ms,
+          http_status: r.http_status,
+        };
+      });
     const up = results.filter((r) => r.reachable).length;
     return {
-      queued: false, results, summary: { total_checked: results.length, reachable: up, unreachable: results.length - up },
-      errors: [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error))], ...notProcessed(notDone),
+      queued: false,
+      results,
+      summary: { total_checked: results.length, reachable: up, unreachable: results.length - up },
+      errors: [...errors, ...items.filter((x) => !x.ok).map((x) => itemError(x.site.url, x.error))],
+      ...notProcessed(notDone),
     };
   },
 });
@@ -163,8 +206,9 @@ export const reconnectSite = defineAbility({
   label: 'Reconnect site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Renew the keys with a site\'s child (a disconnected site, or one whose key stopped working). Errors: '
-    + 'svc_site_not_found (404), svc_reconnect_failed (502/504).',
+  description:
+    "Renew the keys with a site's child (a disconnected site, or one whose key stopped working). Errors: " +
+    'svc_site_not_found (404), svc_reconnect_failed (502/504).',
   input: z.object({ site_id_or_domain: SiteRef, admin_password: z.string().max(500).optional() }),
   output: z.object({ reconnected: z.literal(true), ...siteStateFields }),
   annotations: remote,
@@ -180,8 +224,9 @@ export const disconnectSite = defineAbility({
   label: 'Disconnect site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Make the child forget this dashboard and mark the site disconnected (even if unreachable); '
-    + 'reconnect-site-v1 undoes it. Errors: svc_site_not_found (404).',
+  description:
+    'Make the child forget this dashboard and mark the site disconnected (even if unreachable); ' +
+    'reconnect-site-v1 undoes it. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ disconnected: z.literal(true), child_notified: z.boolean(), child_error: z.string().nullable(), ...siteStateFields }),
   annotations: remote,
@@ -204,7 +249,11 @@ function manyResult<K extends string>(verb: K) {
 }
 
 async function many(
-  ctx: AbilityContext, type: JobType, verb: string, found: SiteRecord[], errors: ItemErr[],
+  ctx: AbilityContext,
+  type: JobType,
+  verb: string,
+  found: SiteRecord[],
+  errors: ItemErr[],
   step: (s: SiteRecord) => ReturnType<typeof ctx.children.fetchSync>,
 ) {
   const ran = await ctx.jobs.batch(ctx, type, found, step);
@@ -225,7 +274,11 @@ export const reconnectSites = defineAbility({
   output: manyResult('reconnected'),
   annotations: remote,
   execute: async (i, ctx) => {
-    const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && siteStatus(s) === 'disconnected');
+    const { found, errors } = ctx.sites.forBatch(
+      i.site_ids_or_domains,
+      i.exclude_ids,
+      (s) => !s.suspended && siteStatus(s) === 'disconnected',
+    );
     if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
     return many(ctx, 'reconnect', 'reconnected', found, errors, (s) => ctx.children.fetchReconnect(s));
   },
@@ -236,13 +289,15 @@ export const disconnectSites = defineAbility({
   label: 'Disconnect sites',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Disconnect several sites, or all=true for every site. Errors: svc_site_not_found (404) when no '
-    + 'identifier names a site.',
-  input: z.object({
-    site_ids_or_domains: SiteRefs.optional(),
-    all: z.boolean().optional().describe('Every site.'),
-    exclude_ids: z.array(z.number().int()).optional(),
-  }).strict(),
+  description:
+    'Disconnect several sites, or all=true for every site. Errors: svc_site_not_found (404) when no ' + 'identifier names a site.',
+  input: z
+    .object({
+      site_ids_or_domains: SiteRefs.optional(),
+      all: z.boolean().optional().describe('Every site.'),
+      exclude_ids: z.array(z.number().int()).optional(),
+    })
+    .strict(),
   output: manyResult('disconnected'),
   annotations: remote,
   execute: async (i, ctx) => {
@@ -250,9 +305,7 @@ export const disconnectSites = defineAbility({
       throw catalogue.abilityInput('disconnect-sites-v1', 'site_ids_or_domains is a required property of input.', 'site_ids_or_domains');
     }
     const refs = i.all ? [] : i.site_ids_or_domains!;
-    const { found, errors } = i.all || refs.length
-      ? ctx.sites.forBatch(refs, i.exclude_ids, () => true)
-      : { found: [], errors: [] };
+    const { found, errors } = i.all || refs.length ? ctx.sites.forBatch(refs, i.exclude_ids, () => true) : { found: [], errors: [] };
     if (!found.length) throw catalogue.sitesNotFound(errors);
     return many(ctx, 'disconnect', 'disconnected', found, errors, async (s) => {
       const o = await ctx.children.fetchDisconnect(s);
@@ -266,17 +319,26 @@ export const getBatchJobStatus = defineAbility({
   label: 'Batch job status',
   category: 'svc-batch',
   toolset: 'jobs',
-  description: 'Progress of a background job (a batch over 200 sites). Errors: svc_job_not_found (404; finished '
-    + 'jobs are kept 24 hours).',
+  description:
+    'Progress of a background job (a batch over 200 sites). Errors: svc_job_not_found (404; finished ' + 'jobs are kept 24 hours).',
   input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend|renew)_/) }).strict(),
   output: z.object({
-    job_id: z.string(), type: z.string(), status: z.enum(['queued', 'processing', 'completed', 'failed']),
-    progress: z.number().int(), processed: z.number().int(), total: z.number().int(), succeeded: z.number().int(), failed: z.number().int(),
-    started_at: z.string().nullable(), completed_at: z.string().nullable(),
+    job_id: z.string(),
+    type: z.string(),
+    status: z.enum(['queued', 'processing', 'completed', 'failed']),
+    progress: z.number().int(),
+    processed: z.number().int(),
+    total: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    started_at: z.string().nullable(),
+    completed_at: z.string().nullable(),
     errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })),
-    job_timed_out: z.boolean(), failure: z.string().optional(),
+    job_timed_out: z.boolean(),
+    failure: z.string().optional(),
     /** Update jobs: per-item results (updated / failed / skipped), the first 500, and how many there are. */
-    items: z.array(z.unknown()).optional(), items_total: z.number().int().optional(),
+    items: z.array(z.unknown()).optional(),
+    items_total: z.number().int().optional(),
   }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: ({ job_id }, ctx) => jobView(ctx.jobs.get(job_id)),
@@ -294,5 +356,14 @@ export const cancelBatchJob = defineAbility({
   execute: async ({ job_id }, ctx) => jobView(await ctx.jobs.cancel(job_id)),
 });
 
-export const childSiteAbilities = [addSite, syncSites, checkSite, checkSites, reconnectSite, reconnectSites, disconnectSite, disconnectSites];
+export const childSiteAbilities = [
+  addSite,
+  syncSites,
+  checkSite,
+  checkSites,
+  reconnectSite,
+  reconnectSites,
+  disconnectSite,
+  disconnectSites,
+];
 export const jobAbilities = [getBatchJobStatus, cancelBatchJob];

@@ -17,15 +17,26 @@ const Name = z.string().min(1).max(MAX_FIELD_NAME);
 const Description = z.string().max(MAX_FIELD_DESCRIPTION);
 
 export const ClientField = z.object({
-  id: z.number().int(), name: z.string(), description: z.string(), clients_count: z.number().int(), created_at: z.string(), updated_at: z.string(),
+  id: z.number().int(),
+  name: z.string(),
+  description: z.string(),
+  clients_count: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
 });
 const FieldValues = z.object({
   client_id: z.number().int(),
   fields: z.array(z.object({ id: z.number().int(), name: z.string(), value: z.string().nullable() })),
 });
 
-const fieldView = (ctx: Pick<Services, 'clientFields'>, f: ClientFieldRecord): z.infer<typeof ClientField> =>
-  ({ id: f.id, name: f.name, description: f.description, clients_count: ctx.clientFields.usedBy(f.id).length, created_at: f.created_at, updated_at: f.updated_at });
+const fieldView = (ctx: Pick<Services, 'clientFields'>, f: ClientFieldRecord): z.infer<typeof ClientField> => ({
+  id: f.id,
+  name: f.name,
+  description: f.description,
+  clients_count: ctx.clientFields.usedBy(f.id).length,
+  created_at: f.created_at,
+  updated_at: f.updated_at,
+});
 
 export const listClientFields = defineAbility({
   name: 'list-client-fields-v1',
@@ -33,7 +44,15 @@ export const listClientFields = defineAbility({
   category: 'svc-clients',
   toolset: 'clients',
   description: 'Custom fields defined for clients, by name.',
-  input: z.object({ search: z.string().max(200).optional(), include: ClientIds.optional(), exclude: ClientIds.optional(), page: Page, per_page: perPage(20) }).strict(),
+  input: z
+    .object({
+      search: z.string().max(200).optional(),
+      include: ClientIds.optional(),
+      exclude: ClientIds.optional(),
+      page: Page,
+      per_page: perPage(20),
+    })
+    .strict(),
   output: paged(ClientField),
   annotations: ro,
   execute: ({ page, per_page, ...f }, ctx) => {
@@ -77,7 +96,7 @@ export const deleteClientField = defineAbility({
   label: 'Delete client field',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Delete a client field and every client\'s value of it.',
+  description: "Delete a client field and every client's value of it.",
   input: z.object({ field: FieldRef, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({ deleted: z.boolean(), dry_run: z.boolean(), field: ClientField, values_removed: z.number().int() }),
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: false },
@@ -97,7 +116,7 @@ export const getClientFieldValues = defineAbility({
   label: 'Get client field values',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'A client\'s custom field values (null: not set).',
+  description: "A client's custom field values (null: not set).",
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: FieldValues,
   annotations: ro,
@@ -112,12 +131,15 @@ export const setClientFieldValues = defineAbility({
   label: 'Set client field values',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Set a client\'s custom field values; fields not named keep theirs.',
-  input: z.object({
-    client_id_or_email: ClientRef,
-    values: z.record(z.string().min(1).max(MAX_FIELD_NAME), z.string().max(MAX_FIELD_VALUE).nullable())
-      .describe('Field ID or name → value; null or "" clears it.'),
-  }).strict(),
+  description: "Set a client's custom field values; fields not named keep theirs.",
+  input: z
+    .object({
+      client_id_or_email: ClientRef,
+      values: z
+        .record(z.string().min(1).max(MAX_FIELD_NAME), z.string().max(MAX_FIELD_VALUE).nullable())
+        .describe('Field ID or name → value; null or "" clears it.'),
+    })
+    .strict(),
   output: FieldValues.extend({ updated: z.array(z.string()) }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
   execute: async ({ client_id_or_email, values }, ctx) => {
@@ -134,13 +156,15 @@ export const listClientsByField = defineAbility({
   category: 'svc-clients',
   toolset: 'clients',
   description: 'Clients whose custom field matches a value (case-insensitive), by name.',
-  input: z.object({
-    field: FieldRef,
-    value: z.string().max(MAX_FIELD_VALUE).default(''),
-    match: z.enum(['exact', 'contains', 'set']).default('exact').describe('set: any value.'),
-    page: Page,
-    per_page: perPage(20),
-  }).strict(),
+  input: z
+    .object({
+      field: FieldRef,
+      value: z.string().max(MAX_FIELD_VALUE).default(''),
+      match: z.enum(['exact', 'contains', 'set']).default('exact').describe('set: any value.'),
+      page: Page,
+      per_page: perPage(20),
+    })
+    .strict(),
   output: paged(Client),
   annotations: ro,
   execute: ({ field, value, match, page, per_page }, ctx) => {
@@ -151,4 +175,12 @@ export const listClientsByField = defineAbility({
   },
 });
 
-export const clientFieldAbilities = [listClientFields, addClientField, updateClientField, deleteClientField, getClientFieldValues, setClientFieldValues, listClientsByField];
+export const clientFieldAbilities = [
+  listClientFields,
+  addClientField,
+  updateClientField,
+  deleteClientField,
+  getClientFieldValues,
+  setClientFieldValues,
+  listClientsByField,
+];

@@ -5,7 +5,8 @@ import { CLIENT_TEXT_FIELDS } from '../domain/clients.js';
 import { CLIENT_STATUSES, type ClientRecord } from '../store/records.js';
 
 export const ClientStatus = z.enum(CLIENT_STATUSES);
-export const ClientRef = z.union([z.number().int(), z.string()])
+export const ClientRef = z
+  .union([z.number().int(), z.string()])
   .describe('Client ID (number or digits) or the client\'s e-mail address, e.g. 3 or "it@acme.example".');
 export const ClientIds = z.array(z.number().int().min(1));
 
@@ -56,7 +57,13 @@ export const Client = z.object({
 export function clientView(svc: Pick<Services, 'clients'>, c: ClientRecord): z.infer<typeof Client> {
   const text = Object.fromEntries(CLIENT_TEXT_FIELDS.map((f) => [f, c[f] ?? ''])) as Record<(typeof CLIENT_TEXT_FIELDS)[number], string>;
   return {
-    id: c.id, name: c.name, email: c.email, status: c.status, ...text,
-    sites_count: svc.clients.siteIds(c.id).length, created_at: c.created_at, updated_at: c.updated_at ?? c.created_at,
+    id: c.id,
+    name: c.name,
+    email: c.email,
+    status: c.status,
+    ...text,
+    sites_count: svc.clients.siteIds(c.id).length,
+    created_at: c.created_at,
+    updated_at: c.updated_at ?? c.created_at,
   };
 }

@@ -18,14 +18,16 @@ export const listClients = defineAbility({
   category: 'svc-clients',
   toolset: 'clients',
   description: 'List clients (the customers sites belong to), by name.',
-  input: z.object({
-    page: Page,
-    per_page: perPage(20),
-    search: z.string().default(''),
-    status: StatusFilter,
-    include: ClientIds.optional(),
-    exclude: ClientIds.optional(),
-  }).strict(),
+  input: z
+    .object({
+      page: Page,
+      per_page: perPage(20),
+      search: z.string().default(''),
+      status: StatusFilter,
+      include: ClientIds.optional(),
+      exclude: ClientIds.optional(),
+    })
+    .strict(),
   output: paged(Client),
   annotations: ro,
   execute: ({ page, per_page, ...f }, ctx) => {
@@ -60,14 +62,22 @@ export const getClient = defineAbility({
 
 /** Upstream's field names for a client (REST v2 §8, add-client-v1): accepted on every door. */
 const CLIENT_ALIASES = {
-  client_email: 'email', client_phone: 'phone', client_facebook: 'facebook', client_twitter: 'twitter',
-  client_instagram: 'instagram', client_linkedin: 'linkedin', address: 'address_1',
+  client_email: 'email',
+  client_phone: 'phone',
+  client_facebook: 'facebook',
+  client_twitter: 'twitter',
+  client_instagram: 'instagram',
+  client_linkedin: 'linkedin',
+  address: 'address_1',
 } as const;
 /** Upstream's numeric status, `suspended`: 0 active, 1 suspended, 2 lead, 3 lost. */
 const UPSTREAM_STATUS = ['active', 'suspended', 'lead', 'lost'] as const;
 const upstreamFields = {
-  suspended: alias(z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional(), 'status',
-    'Upstream\'s status: 0 active, 1 suspended, 2 lead, 3 lost (status wins when both are given).'),
+  suspended: alias(
+    z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional(),
+    'status',
+    "Upstream's status: 0 active, 1 suspended, 2 lead, 3 lost (status wins when both are given).",
+  ),
   selected_sites: z.array(SiteRef).max(1000).optional().describe('Sites to assign to it (IDs or domains).'),
 };
 type UpstreamIn = { suspended?: 0 | 1 | 2 | 3; selected_sites?: Array<number | string> };
@@ -84,8 +94,9 @@ export const addClient = defineAbility({
   label: 'Add client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Create a client. Assign sites with selected_sites or update-site-v1 (client_id). Errors: '
-    + 'svc_client_exists (409) when the e-mail belongs to another client.',
+  description:
+    'Create a client. Assign sites with selected_sites or update-site-v1 (client_id). Errors: ' +
+    'svc_client_exists (409) when the e-mail belongs to another client.',
   input: z.object({ name: ClientName, ...ClientFields, ...upstreamFields }).strict(),
   output: Client,
   aliases: CLIENT_ALIASES,
@@ -101,8 +112,9 @@ export const updateClient = defineAbility({
   label: 'Update client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Change a client; fields not given keep their value (email null clears it). Errors: '
-    + 'svc_client_not_found (404), svc_client_exists (409).',
+  description:
+    'Change a client; fields not given keep their value (email null clears it). Errors: ' +
+    'svc_client_not_found (404), svc_client_exists (409).',
   input: z.object({ client_id_or_email: ClientRef, name: ClientName.optional(), ...ClientFields, ...upstreamFields }).strict(),
   output: Client,
   aliases: CLIENT_ALIASES,
@@ -125,12 +137,14 @@ export const suspendClient = defineAbility({
   label: 'Suspend client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Suspend a client and every site assigned to it (left out of syncs and updates). Errors: '
-    + 'svc_client_not_found (404).',
+  description: 'Suspend a client and every site assigned to it (left out of syncs and updates). Errors: ' + 'svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ suspended: z.literal(true), client: Client, sites_count: z.number().int() }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: async ({ client_id_or_email }, ctx) => ({ suspended: true as const, ...await setClientSuspended(ctx, client_id_or_email, true) }),
+  execute: async ({ client_id_or_email }, ctx) => ({
+    suspended: true as const,
+    ...(await setClientSuspended(ctx, client_id_or_email, true)),
+  }),
 });
 
 export const unsuspendClient = defineAbility({
@@ -142,7 +156,10 @@ export const unsuspendClient = defineAbility({
   input: z.object({ client_id_or_email: ClientRef }).strict(),
   output: z.object({ unsuspended: z.literal(true), client: Client, sites_count: z.number().int() }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: async ({ client_id_or_email }, ctx) => ({ unsuspended: true as const, ...await setClientSuspended(ctx, client_id_or_email, false) }),
+  execute: async ({ client_id_or_email }, ctx) => ({
+    unsuspended: true as const,
+    ...(await setClientSuspended(ctx, client_id_or_email, false)),
+  }),
 });
 
 export const countClientSites = defineAbility({
@@ -165,8 +182,9 @@ export const deleteClient = defineAbility({
   label: 'Delete client',
   category: 'svc-clients',
   toolset: 'clients',
-  description: 'Delete a client. Its sites stay, unassigned; costs lose it as a target. Errors: '
-    + 'svc_confirmation_required (400), svc_invalid_input (both flags), svc_client_not_found (404).',
+  description:
+    'Delete a client. Its sites stay, unassigned; costs lose it as a target. Errors: ' +
+    'svc_confirmation_required (400), svc_invalid_input (both flags), svc_client_not_found (404).',
   input: z.object({ client_id_or_email: ClientRef, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -176,7 +194,9 @@ export const deleteClient = defineAbility({
     client: Client,
     sites_unassigned: z.number().int(),
     costs_affected: z.number().int(),
-    would_affect: z.object({ id: z.number().int(), name: z.string(), sites_count: z.number().int(), costs_count: z.number().int() }).optional(),
+    would_affect: z
+      .object({ id: z.number().int(), name: z.string(), sites_count: z.number().int(), costs_count: z.number().int() })
+      .optional(),
     warnings: z.array(z.string()),
   }),
   annotations: { readonly: false, destructive: true, idempotent: false, openWorld: false },
@@ -189,10 +209,16 @@ export const deleteClient = defineAbility({
     if (i.dry_run) {
       const warnings = [`${client.sites_count} site(s) would be unassigned from this client; the sites stay.`];
       if (naming.length) warnings.push(`${naming.length} cost(s) name this client and would lose it as a target.`);
-      if (orphans.length) warnings.push(`${orphans.length} cost(s) would be left without any target (kept and flagged orphaned): ${orphans.map((c) => `${c.name} (ID ${c.id})`).join(', ')}.`);
+      if (orphans.length)
+        warnings.push(
+          `${orphans.length} cost(s) would be left without any target (kept and flagged orphaned): ${orphans.map((c) => `${c.name} (ID ${c.id})`).join(', ')}.`,
+        );
       return {
-        deleted: false, dry_run: true, ...base,
-        would_affect: { id: rec.id, name: rec.name, sites_count: client.sites_count, costs_count: naming.length }, warnings,
+        deleted: false,
+        dry_run: true,
+        ...base,
+        would_affect: { id: rec.id, name: rec.name, sites_count: client.sites_count, costs_count: naming.length },
+        warnings,
       };
     }
     requireConfirm(i, 'Client deletion requires confirmation. Set confirm:true to proceed.');
@@ -211,8 +237,13 @@ export const getClientSites = defineAbility({
   description: 'The sites assigned to a client. Errors: svc_client_not_found (404).',
   input: z.object(clientPage).strict(),
   output: z.object({
-    client_id: z.number().int(), client_name: z.string(), sites: z.array(ListedSite), items: z.array(ListedSite),
-    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+    client_id: z.number().int(),
+    client_name: z.string(),
+    sites: z.array(ListedSite),
+    items: z.array(ListedSite),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
   }),
   annotations: ro,
   execute: ({ client_id_or_email, page, per_page }, ctx) => {
@@ -229,12 +260,18 @@ export const getClientCosts = defineAbility({
   category: 'svc-clients',
   toolset: 'clients',
   module: 'cost-tracker',
-  description: 'Costs that apply to a client: naming it, or covering one of its sites. Errors: svc_client_not_found '
-    + '(404), svc_module_not_available (501).',
+  description:
+    'Costs that apply to a client: naming it, or covering one of its sites. Errors: svc_client_not_found ' +
+    '(404), svc_module_not_available (501).',
   input: z.object(clientPage).strict(),
   output: z.object({
-    client_id: z.number().int(), client_name: z.string(), costs: z.array(Cost), items: z.array(Cost),
-    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+    client_id: z.number().int(),
+    client_name: z.string(),
+    costs: z.array(Cost),
+    items: z.array(Cost),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
   }),
   annotations: ro,
   execute: ({ client_id_or_email, page, per_page }, ctx) => {
@@ -265,6 +302,16 @@ export const getSiteClient = defineAbility({
 });
 
 export const clientAbilities = [
-  listClients, countClients, getClient, addClient, updateClient, deleteClient, getClientSites, countClientSites, getClientCosts,
-  getSiteClient, suspendClient, unsuspendClient,
+  listClients,
+  countClients,
+  getClient,
+  addClient,
+  updateClient,
+  deleteClient,
+  getClientSites,
+  countClientSites,
+  getClientCosts,
+  getSiteClient,
+  suspendClient,
+  unsuspendClient,
 ];

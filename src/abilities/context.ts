@@ -6,6 +6,8 @@ import type { Services } from '../domain/index.js';
 
 export type AbilityContext = Services & CallContext;
 
-export function defineAbility<I extends z.ZodObject, O extends z.ZodType, N extends string>(a: Ability<I, O, AbilityContext, N>): Ability<I, O, AbilityContext, N> {
+export function defineAbility<I extends z.ZodObject, O extends z.ZodType, N extends string>(
+  a: Ability<I, O, AbilityContext, N>,
+): Ability<I, O, AbilityContext, N> {
   return defineCore(a);
 }

@@ -6,7 +6,16 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { Client, clientView } from './client-views.js';
 import {
-  Cost, CostFields, CostId, CostStatus, FullSiteCostItem, PaymentType, ProductType, SiteCostItem, costView, siteCostView,
+  Cost,
+  CostFields,
+  CostId,
+  CostStatus,
+  FullSiteCostItem,
+  PaymentType,
+  ProductType,
+  SiteCostItem,
+  costView,
+  siteCostView,
 } from './cost-views.js';
 import { Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
 import { listedSite } from './views.js';
@@ -18,18 +27,23 @@ export const listCosts = defineAbility({
   ...costs,
   name: 'list-costs-v1',
   label: 'List costs',
-  description: 'List costs by name, filtered by status, category (product type) or type (payment type). Errors: '
-    + 'svc_module_not_available (501).',
-  input: z.object({
-    page: Page,
-    per_page: perPage(20),
-    search: z.string().default(''),
-    include: z.array(z.number().int().min(1)).optional(),
-    exclude: z.array(z.number().int().min(1)).optional(),
-    status: z.array(CostStatus).optional().describe('Cost statuses.'),
-    category: z.array(ProductType).optional().describe('Product types (any: all).'),
-    type: z.enum(['any', ...PaymentType.options]).default('any').describe('Payment type.'),
-  }).strict(),
+  description:
+    'List costs by name, filtered by status, category (product type) or type (payment type). Errors: ' + 'svc_module_not_available (501).',
+  input: z
+    .object({
+      page: Page,
+      per_page: perPage(20),
+      search: z.string().default(''),
+      include: z.array(z.number().int().min(1)).optional(),
+      exclude: z.array(z.number().int().min(1)).optional(),
+      status: z.array(CostStatus).optional().describe('Cost statuses.'),
+      category: z.array(ProductType).optional().describe('Product types (any: all).'),
+      type: z
+        .enum(['any', ...PaymentType.options])
+        .default('any')
+        .describe('Payment type.'),
+    })
+    .strict(),
   output: paged(Cost),
   annotations: ro,
   execute: ({ page, per_page, ...f }, ctx) => {
@@ -43,8 +57,9 @@ export const getCost = defineAbility({
   ...costs,
   name: 'get-cost-v1',
   label: 'Get cost',
-  description: 'One cost with next_renewal and sites_count (orphaned when every target it named is gone). Errors: '
-    + 'svc_cost_not_found (404), svc_module_not_available (501).',
+  description:
+    'One cost with next_renewal and sites_count (orphaned when every target it named is gone). Errors: ' +
+    'svc_cost_not_found (404), svc_module_not_available (501).',
   input: z.object({ cost_id: CostId }).strict(),
   output: Cost,
   annotations: ro,
@@ -55,9 +70,10 @@ export const addCost = defineAbility({
   ...costs,
   name: 'add-cost-v1',
   label: 'Add cost',
-  description: 'Record a cost (licence, hosting, service...) for sites, groups and/or clients (at least one); a '
-    + 'subscription needs renewal_type. Errors: svc_invalid_input (400, naming the field), '
-    + 'svc_module_not_available (501).',
+  description:
+    'Record a cost (licence, hosting, service...) for sites, groups and/or clients (at least one); a ' +
+    'subscription needs renewal_type. Errors: svc_invalid_input (400, naming the field), ' +
+    'svc_module_not_available (501).',
   input: z.object(CostFields).partial().required({ name: true, price: true, payment_type: true, product_type: true }).strict(),
   output: Cost,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
@@ -68,9 +84,14 @@ export const updateCost = defineAbility({
   ...costs,
   name: 'update-cost-v1',
   label: 'Update cost',
-  description: 'Change a cost; only the fields given change, a target list replaces that list, one target must '
-    + 'remain. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).',
-  input: z.object({ cost_id: CostId, ...CostFields }).partial().required({ cost_id: true }).strict(),
+  description:
+    'Change a cost; only the fields given change, a target list replaces that list, one target must ' +
+    'remain. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).',
+  input: z
+    .object({ cost_id: CostId, ...CostFields })
+    .partial()
+    .required({ cost_id: true })
+    .strict(),
   output: Cost,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
   execute: async ({ cost_id, ...fields }, ctx) => costView(ctx, await ctx.costs.edit(cost_id, fields)),
@@ -80,8 +101,9 @@ export const deleteCost = defineAbility({
   ...costs,
   name: 'delete-cost-v1',
   label: 'Delete cost',
-  description: 'Delete a cost (its sites, tags and clients are not touched). Errors: svc_confirmation_required '
-    + '(400), svc_invalid_input (both flags), svc_cost_not_found (404), svc_module_not_available (501).',
+  description:
+    'Delete a cost (its sites, tags and clients are not touched). Errors: svc_confirmation_required ' +
+    '(400), svc_invalid_input (both flags), svc_cost_not_found (404), svc_module_not_available (501).',
   input: z.object({ cost_id: CostId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -99,7 +121,13 @@ export const deleteCost = defineAbility({
     const cost = costView(ctx, ctx.costs.resolve(i.cost_id));
     const base = { cost_id: cost.id, cost_name: cost.name, cost };
     if (i.dry_run) {
-      return { deleted: false, dry_run: true, ...base, would_affect: { id: cost.id, name: cost.name, sites_count: cost.sites_count }, warnings: [] };
+      return {
+        deleted: false,
+        dry_run: true,
+        ...base,
+        would_affect: { id: cost.id, name: cost.name, sites_count: cost.sites_count },
+        warnings: [],
+      };
     }
     requireConfirm(i, 'Cost deletion requires confirmation. Set confirm:true to proceed.');
     await ctx.costs.remove(cost.id);
@@ -113,12 +141,18 @@ export const getCostSites = defineAbility({
   ...costs,
   name: 'get-cost-sites-v1',
   label: 'Sites of a cost',
-  description: 'The sites a cost covers (named, through a tag or through a client). Errors: svc_cost_not_found '
-    + '(404), svc_module_not_available (501).',
+  description:
+    'The sites a cost covers (named, through a tag or through a client). Errors: svc_cost_not_found ' +
+    '(404), svc_module_not_available (501).',
   input: z.object(costPage).strict(),
   output: z.object({
-    cost_id: z.number().int(), cost_name: z.string(), sites: z.array(ListedSite), items: z.array(ListedSite),
-    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+    cost_id: z.number().int(),
+    cost_name: z.string(),
+    sites: z.array(ListedSite),
+    items: z.array(ListedSite),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
   }),
   annotations: ro,
   execute: ({ cost_id, page, per_page }, ctx) => {
@@ -130,18 +164,23 @@ export const getCostSites = defineAbility({
   },
 });
 
-const CostClient = Client.extend({ sites_covered: z.number().int().describe('How many of this client\'s sites the cost covers.') });
+const CostClient = Client.extend({ sites_covered: z.number().int().describe("How many of this client's sites the cost covers.") });
 
 export const getCostClients = defineAbility({
   ...costs,
   name: 'get-cost-clients-v1',
   label: 'Clients of a cost',
-  description: 'The clients a cost applies to, each with sites_covered. Errors: svc_cost_not_found (404), '
-    + 'svc_module_not_available (501).',
+  description:
+    'The clients a cost applies to, each with sites_covered. Errors: svc_cost_not_found (404), ' + 'svc_module_not_available (501).',
   input: z.object(costPage).strict(),
   output: z.object({
-    cost_id: z.number().int(), cost_name: z.string(), clients: z.array(CostClient), items: z.array(CostClient),
-    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+    cost_id: z.number().int(),
+    cost_name: z.string(),
+    clients: z.array(CostClient),
+    items: z.array(CostClient),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
   }),
   annotations: ro,
   execute: ({ cost_id, page, per_page }, ctx) => {
@@ -157,12 +196,15 @@ export const getSiteCosts = defineAbility({
   category: 'svc-sites',
   name: 'get-site-costs-v1',
   label: 'Costs of a site',
-  description: 'The costs that apply to a site, its share of each, and monthly/yearly totals. Errors: '
-    + 'svc_site_not_found (404), svc_module_not_available (501).',
-  input: z.object({
-    site_id_or_domain: SiteRef,
-    full: z.boolean().default(false).describe('Each cost also with its record\'s fields, as get-cost-v1.'),
-  }).strict(),
+  description:
+    'The costs that apply to a site, its share of each, and monthly/yearly totals. Errors: ' +
+    'svc_site_not_found (404), svc_module_not_available (501).',
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      full: z.boolean().default(false).describe("Each cost also with its record's fields, as get-cost-v1."),
+    })
+    .strict(),
   output: z.object({
     site_id: z.number().int(),
     site_url: z.string(),

@@ -17,15 +17,17 @@ export const getSecurityIssues = defineAbility({
     per_page: perPage(20),
     min_severity: Severity.default('low').describe('Only sites with an issue this severe or worse.'),
   }),
-  output: paged(z.object({
-    site_id: z.number().int(),
-    site_url: z.string(),
-    site_name: z.string(),
-    high: z.number().int(),
-    medium: z.number().int(),
-    low: z.number().int(),
-    issues: z.array(SecurityFinding),
-  })),
+  output: paged(
+    z.object({
+      site_id: z.number().int(),
+      site_url: z.string(),
+      site_name: z.string(),
+      high: z.number().int(),
+      medium: z.number().int(),
+      low: z.number().int(),
+      issues: z.array(SecurityFinding),
+    }),
+  ),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: ({ page, per_page, min_severity }, ctx) => {
     const r = ctx.fleetSecurity.page(min_severity, page, per_page);

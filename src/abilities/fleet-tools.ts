@@ -25,7 +25,9 @@ async function run(ctx: AbilityContext, type: JobType, sites: readonly SiteRecor
   if (ran.queued) return { ...ran, total: sites.length };
   const { results, notDone } = ran;
   return {
-    queued: false, total: sites.length, succeeded: results.filter((r) => r.ok).length,
+    queued: false,
+    total: sites.length,
+    succeeded: results.filter((r) => r.ok).length,
     errors: results.flatMap((r) => (r.ok ? [] : [{ site_id: r.site.id, code: r.error.code, message: r.error.message }])),
     ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}),
   };
@@ -42,7 +44,8 @@ export const renewConnections = defineAbility({
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async (_i, ctx) => {
     const sites = [...ctx.sites.filter({}, () => new Set())].filter((s) => !s.suspended && !s.disconnected);
-    if (!sites.length) throw new ServiceError('svc_site_not_found', 'No connected site to renew (suspended and disconnected sites are left out).', 404);
+    if (!sites.length)
+      throw new ServiceError('svc_site_not_found', 'No connected site to renew (suspended and disconnected sites are left out).', 404);
     return run(ctx, 'renew', sites);
   },
 });
@@ -54,14 +57,24 @@ export const disconnectAllSites = defineAbility({
   toolset: 'sites',
   description: 'Make every child forget this dashboard; a job above the queue threshold. reconnect-sites-v1 undoes it.',
   input: z.object({ confirm: Confirm, dry_run: DryRun }).strict(),
-  output: z.object({ ...Ran, queued: Ran.queued.optional(), dry_run: z.boolean(), sites: z.array(BasicSite).optional().describe(`The first ${PREVIEW_MAX} (dry_run).`) }),
+  output: z.object({
+    ...Ran,
+    queued: Ran.queued.optional(),
+    dry_run: z.boolean(),
+    sites: z.array(BasicSite).optional().describe(`The first ${PREVIEW_MAX} (dry_run).`),
+  }),
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
   acceptsPost: true,
   execute: async ({ confirm, dry_run }, ctx) => {
     refuseBothFlags({ confirm, dry_run });
     const sites = [...ctx.sites.filter({}, () => new Set())].filter((s) => !s.disconnected);
     if (!sites.length) throw new ServiceError('svc_site_not_found', 'No connected site to disconnect.', 404);
-    if (dry_run) return { dry_run: true, total: sites.length, sites: sites.slice(0, PREVIEW_MAX).map((s) => ({ id: s.id, url: s.url, name: s.name })) };
+    if (dry_run)
+      return {
+        dry_run: true,
+        total: sites.length,
+        sites: sites.slice(0, PREVIEW_MAX).map((s) => ({ id: s.id, url: s.url, name: s.name })),
+      };
     requireConfirm({ confirm }, `Disconnecting all ${sites.length} sites requires confirm=true (preview with dry_run=true).`);
     return { dry_run: false, ...(await run(ctx, 'disconnect', sites)) };
   },

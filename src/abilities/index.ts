@@ -19,8 +19,24 @@ import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 
-const families = [...siteAbilities, ...childSiteAbilities, ...pluginAbilities, ...fleetSecurityAbilities, ...tagAbilities, ...jobAbilities, ...clientAbilities, ...costAbilities, ...userAbilities, ...postAbilities,
-  ...pageAbilities, ...clientFieldAbilities, ...settingsAbilities, ...fleetToolAbilities, ...updateAbilities, ...monitorAbilities];
+const families = [
+  ...siteAbilities,
+  ...childSiteAbilities,
+  ...pluginAbilities,
+  ...fleetSecurityAbilities,
+  ...tagAbilities,
+  ...jobAbilities,
+  ...clientAbilities,
+  ...costAbilities,
+  ...userAbilities,
+  ...postAbilities,
+  ...pageAbilities,
+  ...clientFieldAbilities,
+  ...settingsAbilities,
+  ...fleetToolAbilities,
+  ...updateAbilities,
+  ...monitorAbilities,
+];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
 /** Every ability by its name, with its own input and output types. */
@@ -41,13 +57,33 @@ export const CATEGORIES = [
   { slug: 'svc-sites', label: 'Sites', description: 'Child sites: registry, status, sync, plugins and themes.' },
   { slug: 'svc-tags', label: 'Tags', description: 'Tags (site groups) and the sites and clients in them.' },
   { slug: 'svc-clients', label: 'Clients', description: 'Clients (customers) that sites belong to, with their sites and costs.' },
-  { slug: 'svc-costs', label: 'Costs', description: 'Cost tracker: licences, hosting and services linked to sites, tags and clients (module cost-tracker).' },
-  { slug: 'svc-users', label: 'Users', description: 'WordPress users on child sites: list, create, edit, delete, CSV import, administrator passwords.' },
+  {
+    slug: 'svc-costs',
+    label: 'Costs',
+    description: 'Cost tracker: licences, hosting and services linked to sites, tags and clients (module cost-tracker).',
+  },
+  {
+    slug: 'svc-users',
+    label: 'Users',
+    description: 'WordPress users on child sites: list, create, edit, delete, CSV import, administrator passwords.',
+  },
   { slug: 'svc-posts', label: 'Posts', description: 'Posts on child sites: list across sites, read, create, edit, change status, delete.' },
   { slug: 'svc-pages', label: 'Pages', description: 'Pages on child sites: list across sites, read, create, edit, change status, delete.' },
-  { slug: 'svc-settings', label: 'Settings', description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types and payment methods.' },
-  { slug: 'svc-updates', label: 'Updates', description: 'Core, plugin, theme and translation updates across the fleet: list, apply, ignore.' },
-  { slug: 'svc-monitors', label: 'Monitoring', description: 'Uptime monitors of every site: heartbeats, incidents, uptime, and the webhooks that announce them.' },
+  {
+    slug: 'svc-settings',
+    label: 'Settings',
+    description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types and payment methods.',
+  },
+  {
+    slug: 'svc-updates',
+    label: 'Updates',
+    description: 'Core, plugin, theme and translation updates across the fleet: list, apply, ignore.',
+  },
+  {
+    slug: 'svc-monitors',
+    label: 'Monitoring',
+    description: 'Uptime monitors of every site: heartbeats, incidents, uptime, and the webhooks that announce them.',
+  },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;
 

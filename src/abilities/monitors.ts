@@ -6,9 +6,26 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
-  DEFAULT_SETTINGS, INTERVAL_MAX_S, INTERVAL_MIN_S, MAX_KEYWORD, MAX_RETRIES, MonitorService, TIMEOUT_MAX_S, checkExpected, parseDuration, summarise,
+  DEFAULT_SETTINGS,
+  INTERVAL_MAX_S,
+  INTERVAL_MIN_S,
+  MAX_KEYWORD,
+  MAX_RETRIES,
+  MonitorService,
+  TIMEOUT_MAX_S,
+  checkExpected,
+  parseDuration,
+  summarise,
 } from '../domain/monitors.js';
-import { CAUSES, WEBHOOK_EVENTS, type Beat, type DeliveryRecord, type IncidentRecord, type MonitorSettings, type WebhookRecord } from '../store/monitor-records.js';
+import {
+  CAUSES,
+  WEBHOOK_EVENTS,
+  type Beat,
+  type DeliveryRecord,
+  type IncidentRecord,
+  type MonitorSettings,
+  type WebhookRecord,
+} from '../store/monitor-records.js';
 import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, SiteRef, paged } from './schemas.js';
 
@@ -21,7 +38,8 @@ const NInt = Int.nullable();
 const Status = z.enum(['up', 'down', 'pending', 'paused']);
 const Cause = z.enum(CAUSES);
 
-const Ms = z.object({ avg: NInt, min: NInt, max: NInt, p50: NInt, p95: NInt, p99: NInt })
+const Ms = z
+  .object({ avg: NInt, min: NInt, max: NInt, p50: NInt, p95: NInt, p99: NInt })
   .describe('Response times over 24 h (percentiles are histogram bucket bounds: 100, 250, 500, 1000, 2000, 5000, 10000 ms).');
 const Monitor = z.object({
   id: Int,
@@ -45,18 +63,54 @@ const Monitor = z.object({
 });
 export type MonitorView = z.output<typeof Monitor>;
 const Settings = z.object({
-  active: z.boolean(), interval_s: Int, timeout_s: Int, expected_status: z.array(Int), keyword: z.string(), method: z.enum(['get', 'head']), retries: Int,
+  active: z.boolean(),
+  interval_s: Int,
+  timeout_s: Int,
+  expected_status: z.array(Int),
+  keyword: z.string(),
+  method: z.enum(['get', 'head']),
+  retries: Int,
 });
 const Incident = z.object({
-  id: Int, site_id: Int, site_url: z.string(), started_at: z.string(), ended_at: z.string().nullable(), resolved: z.boolean(),
-  duration_s: Int, cause: Cause, message: z.string(), http_code: NInt, down_count: Int,
+  id: Int,
+  site_id: Int,
+  site_url: z.string(),
+  started_at: z.string(),
+  ended_at: z.string().nullable(),
+  resolved: z.boolean(),
+  duration_s: Int,
+  cause: Cause,
+  message: z.string(),
+  http_code: NInt,
+  down_count: Int,
 });
-const Heartbeat = z.object({ time: z.string(), status: z.enum(['up', 'down']), response_ms: NInt, http_code: NInt, cause: Cause.nullable() });
+const Heartbeat = z.object({
+  time: z.string(),
+  status: z.enum(['up', 'down']),
+  response_ms: NInt,
+  http_code: NInt,
+  cause: Cause.nullable(),
+});
 const Delivery = z.object({
-  id: Int, webhook_id: Int, event: z.string(), event_id: z.string(), status: z.enum(['pending', 'delivered', 'failed']), attempts: Int,
-  last_http_status: NInt, last_error: z.string().nullable(), created_at: z.string(), delivered_at: z.string().nullable(), next_attempt_at: z.string().nullable(),
+  id: Int,
+  webhook_id: Int,
+  event: z.string(),
+  event_id: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: Int,
+  last_http_status: NInt,
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+  delivered_at: z.string().nullable(),
+  next_attempt_at: z.string().nullable(),
 });
-const Webhook = z.object({ id: Int, url: z.string(), description: z.string(), events: z.array(z.enum(WEBHOOK_EVENTS)), created_at: z.string() });
+const Webhook = z.object({
+  id: Int,
+  url: z.string(),
+  description: z.string(),
+  events: z.array(z.enum(WEBHOOK_EVENTS)),
+  created_at: z.string(),
+});
 
 const iso = MonitorService.iso;
 const DAY = 86_400;
@@ -68,11 +122,15 @@ function hourly(hours: readonly number[][], now: number) {
     const b = hours.find((h) => h[0] === start);
     const up = b?.[1] ?? 0;
     const down = b?.[2] ?? 0;
-    return { hour: iso(start), status: down ? 0 as const : up ? 1 as const : null, up, down };
+    return { hour: iso(start), status: down ? (0 as const) : up ? (1 as const) : null, up, down };
   });
 }
 
-function monitorView(ctx: AbilityContext, site: SiteRecord, counts?: { d7: Map<number, number>; d30: Map<number, number> }): z.input<typeof Monitor> {
+function monitorView(
+  ctx: AbilityContext,
+  site: SiteRecord,
+  counts?: { d7: Map<number, number>; d30: Map<number, number> },
+): z.input<typeof Monitor> {
   const m = ctx.monitors.record(site.id);
   const now = MonitorService.now();
   const last = m?.last_check ?? null;
@@ -81,13 +139,23 @@ function monitorView(ctx: AbilityContext, site: SiteRecord, counts?: { d7: Map<n
   const s30 = summarise(m?.days ?? [], Math.floor(now / DAY) * DAY - 29 * DAY);
   const c = counts ?? { d7: ctx.monitors.incidentCounts(now - 7 * DAY), d30: ctx.monitors.incidentCounts(now - 30 * DAY) };
   return {
-    id: site.id, url: site.url, name: site.name, status: ctx.monitors.statusOf(site), interval_s: ctx.monitors.effective(site.id).interval_s,
-    last_check_at: last ? iso(last[0]) : null, last_http_code: last?.[3] || null, last_response_ms: last && last[2] >= 0 ? last[2] : null,
-    last_cause: last && last[4] >= 0 ? CAUSES[last[4]] ?? null : null,
-    down_since: m?.down_since ? iso(m.down_since) : null, open_incident_id: m?.open_incident ?? null,
-    uptime_24h: day.uptime, uptime_7d: s7.uptime, uptime_30d: s30.uptime,
+    id: site.id,
+    url: site.url,
+    name: site.name,
+    status: ctx.monitors.statusOf(site),
+    interval_s: ctx.monitors.effective(site.id).interval_s,
+    last_check_at: last ? iso(last[0]) : null,
+    last_http_code: last?.[3] || null,
+    last_response_ms: last && last[2] >= 0 ? last[2] : null,
+    last_cause: last && last[4] >= 0 ? (CAUSES[last[4]] ?? null) : null,
+    down_since: m?.down_since ? iso(m.down_since) : null,
+    open_incident_id: m?.open_incident ?? null,
+    uptime_24h: day.uptime,
+    uptime_7d: s7.uptime,
+    uptime_30d: s30.uptime,
     response_ms: { avg: day.avg_ms, min: day.min_ms, max: day.max_ms, p50: day.p50_ms, p95: day.p95_ms, p99: day.p99_ms },
-    incidents_7d: c.d7.get(site.id) ?? 0, incidents_30d: c.d30.get(site.id) ?? 0,
+    incidents_7d: c.d7.get(site.id) ?? 0,
+    incidents_30d: c.d30.get(site.id) ?? 0,
     hourly: hourly(m?.hours ?? [], now),
   };
 }
@@ -95,30 +163,56 @@ function monitorView(ctx: AbilityContext, site: SiteRecord, counts?: { d7: Map<n
 function incidentView(ctx: AbilityContext, i: IncidentRecord): z.input<typeof Incident> {
   const end = i.ended_at ? Date.parse(i.ended_at) : Date.now();
   return {
-    id: i.id, site_id: i.site_id, site_url: ctx.sites.get(i.site_id)?.url ?? '', started_at: i.started_at, ended_at: i.ended_at,
-    resolved: i.ended_at !== null, duration_s: Math.max(0, Math.round((end - Date.parse(i.started_at)) / 1000)),
-    cause: i.cause, message: i.message, http_code: i.http_code, down_count: i.down_count,
+    id: i.id,
+    site_id: i.site_id,
+    site_url: ctx.sites.get(i.site_id)?.url ?? '',
+    started_at: i.started_at,
+    ended_at: i.ended_at,
+    resolved: i.ended_at !== null,
+    duration_s: Math.max(0, Math.round((end - Date.parse(i.started_at)) / 1000)),
+    cause: i.cause,
+    message: i.message,
+    http_code: i.http_code,
+    down_count: i.down_count,
   };
 }
 
 const beatView = (b: Beat): z.input<typeof Heartbeat> => ({
-  time: iso(b[0]), status: b[1] ? 'up' : 'down', response_ms: b[2] >= 0 ? b[2] : null, http_code: b[3] || null, cause: b[4] >= 0 ? CAUSES[b[4]] ?? null : null,
+  time: iso(b[0]),
+  status: b[1] ? 'up' : 'down',
+  response_ms: b[2] >= 0 ? b[2] : null,
+  http_code: b[3] || null,
+  cause: b[4] >= 0 ? (CAUSES[b[4]] ?? null) : null,
 });
 
 const deliveryView = (d: DeliveryRecord): z.input<typeof Delivery> => ({
-  id: d.id, webhook_id: d.webhook_id, event: d.event, event_id: d.event_id, status: d.status, attempts: d.attempts,
-  last_http_status: d.last_http_status, last_error: d.last_error, created_at: d.created_at, delivered_at: d.delivered_at,
+  id: d.id,
+  webhook_id: d.webhook_id,
+  event: d.event,
+  event_id: d.event_id,
+  status: d.status,
+  attempts: d.attempts,
+  last_http_status: d.last_http_status,
+  last_error: d.last_error,
+  created_at: d.created_at,
+  delivered_at: d.delivered_at,
   next_attempt_at: d.status === 'pending' && d.next_attempt_at ? new Date(d.next_attempt_at).toISOString() : null,
 });
 
-const webhookView = (w: WebhookRecord): z.input<typeof Webhook> =>
-  ({ id: w.id, url: w.url, description: w.description, events: w.events, created_at: w.created_at });
+const webhookView = (w: WebhookRecord): z.input<typeof Webhook> => ({
+  id: w.id,
+  url: w.url,
+  description: w.description,
+  events: w.events,
+  created_at: w.created_at,
+});
 
 export const listMonitors = defineAbility({
   ...base,
   name: 'list-monitors-v1',
   label: 'List monitors',
-  description: 'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings. Use it to see which sites are down.',
+  description:
+    'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings. Use it to see which sites are down.',
   input: z.object({
     status: Status.optional(),
     search: z.string().max(200).default(''),
@@ -130,12 +224,16 @@ export const listMonitors = defineAbility({
   output: paged(Monitor).extend({ fleet_settings: Settings }),
   annotations: ro,
   execute: (i, ctx) => {
-    const all = ctx.sites.filter({ search: i.search, include: i.include, exclude: i.exclude }, () => new Set())
+    const all = ctx.sites
+      .filter({ search: i.search, include: i.include, exclude: i.exclude }, () => new Set())
       .filter((s) => !i.status || ctx.monitors.statusOf(s) === i.status);
     const now = MonitorService.now();
     const counts = { d7: ctx.monitors.incidentCounts(now - 7 * DAY), d30: ctx.monitors.incidentCounts(now - 30 * DAY) };
     return {
-      items: paginate(all, i.page, i.per_page).map((s) => monitorView(ctx, s, counts)), page: i.page, per_page: i.per_page, total: all.length,
+      items: paginate(all, i.page, i.per_page).map((s) => monitorView(ctx, s, counts)),
+      page: i.page,
+      per_page: i.per_page,
+      total: all.length,
       fleet_settings: ctx.monitors.fleetSettings(),
     };
   },
@@ -145,7 +243,8 @@ export const getSiteUptime = defineAbility({
   ...base,
   name: 'get-site-uptime-v1',
   label: 'Get site uptime',
-  description: 'One site\'s monitor: status, uptime %, response-time percentiles, hourly status for 24 h, open incident, and its settings (own and effective).',
+  description:
+    "One site's monitor: status, uptime %, response-time percentiles, hourly status for 24 h, open incident, and its settings (own and effective).",
   input: z.object({ site_id_or_domain: SiteRef }),
   output: Monitor.extend({ settings: Settings, own_settings: Settings.partial(), open_incident: Incident.nullable() }),
   annotations: ro,
@@ -154,7 +253,9 @@ export const getSiteUptime = defineAbility({
     const view = monitorView(ctx, site);
     const open = view.open_incident_id ? ctx.monitors.incident(view.open_incident_id) : undefined;
     return {
-      ...view, settings: ctx.monitors.effective(site.id), own_settings: ctx.monitors.record(site.id)?.settings ?? {},
+      ...view,
+      settings: ctx.monitors.effective(site.id),
+      own_settings: ctx.monitors.record(site.id)?.settings ?? {},
       open_incident: open ? incidentView(ctx, open) : null,
     };
   },
@@ -164,7 +265,7 @@ export const listHeartbeats = defineAbility({
   ...base,
   name: 'list-heartbeats-v1',
   label: 'List heartbeats',
-  description: 'A site\'s latest uptime checks (the last 60 are kept; older ones live on as hourly and daily uptime), newest first.',
+  description: "A site's latest uptime checks (the last 60 are kept; older ones live on as hourly and daily uptime), newest first.",
   input: z.object({
     site_id_or_domain: SiteRef,
     status: z.enum(['up', 'down']).optional(),
@@ -176,7 +277,10 @@ export const listHeartbeats = defineAbility({
   annotations: ro,
   execute: (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const beats = ctx.monitors.heartbeats(site.id, { since: i.since ? Math.floor(Date.parse(i.since) / 1000) : undefined, status: i.status });
+    const beats = ctx.monitors.heartbeats(site.id, {
+      since: i.since ? Math.floor(Date.parse(i.since) / 1000) : undefined,
+      status: i.status,
+    });
     return { items: paginate(beats, i.page, i.per_page).map(beatView), page: i.page, per_page: i.per_page, total: beats.length };
   },
 });
@@ -185,7 +289,8 @@ export const listIncidents = defineAbility({
   ...base,
   name: 'list-incidents-v1',
   label: 'List incidents',
-  description: 'Downtime incidents (down from → up at, cause: timeout, dns, tls, connection, http_status, keyword, blocked), newest first; of one site or all.',
+  description:
+    'Downtime incidents (down from → up at, cause: timeout, dns, tls, connection, http_status, keyword, blocked), newest first; of one site or all.',
   input: z.object({
     site_id_or_domain: SiteRef.optional(),
     state: z.enum(['open', 'resolved', 'any']).default('any'),
@@ -197,7 +302,12 @@ export const listIncidents = defineAbility({
   execute: (i, ctx) => {
     const siteId = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain).id;
     const all = ctx.monitors.incidents({ siteId, state: i.state });
-    return { items: paginate(all, i.page, i.per_page).map((x) => incidentView(ctx, x)), page: i.page, per_page: i.per_page, total: all.length };
+    return {
+      items: paginate(all, i.page, i.per_page).map((x) => incidentView(ctx, x)),
+      page: i.page,
+      per_page: i.per_page,
+      total: all.length,
+    };
   },
 });
 
@@ -206,16 +316,23 @@ export const updateMonitorSettings = defineAbility({
   ...base,
   name: 'update-monitor-settings-v1',
   label: 'Update monitor settings',
-  description: 'Set uptime-check settings of one site, or the fleet defaults when no site is given. "useglobal" puts a site field back on the fleet default. Returns own and effective settings.',
+  description:
+    'Set uptime-check settings of one site, or the fleet defaults when no site is given. "useglobal" puts a site field back on the fleet default. Returns own and effective settings.',
   input: z.object({
     site_id_or_domain: SiteRef.optional(),
     active: z.union([z.boolean(), UseGlobal]).optional(),
     interval: z.union([Int, z.string()]).optional().describe(`Seconds (${INTERVAL_MIN_S}–${INTERVAL_MAX_S}) or a label: "5m", "1h".`),
     timeout: z.union([Int, z.string()]).optional().describe(`Seconds (1–${TIMEOUT_MAX_S}) or a label: "30s".`),
-    expected_status: z.union([z.array(Int), UseGlobal]).optional().describe('HTTP codes that mean up.'),
+    expected_status: z
+      .union([z.array(Int), UseGlobal])
+      .optional()
+      .describe('HTTP codes that mean up.'),
     keyword: z.string().max(MAX_KEYWORD).optional().describe('Text the page must contain; "" for none.'),
     method: z.enum(['get', 'head', 'useglobal']).optional(),
-    retries: z.union([Int.min(0).max(MAX_RETRIES), UseGlobal]).optional().describe('Re-checks before declaring an up site down.'),
+    retries: z
+      .union([Int.min(0).max(MAX_RETRIES), UseGlobal])
+      .optional()
+      .describe('Re-checks before declaring an up site down.'),
   }),
   output: z.object({ site_id: NInt, own_settings: Settings.partial(), settings: Settings }),
   annotations: write,
@@ -224,20 +341,30 @@ export const updateMonitorSettings = defineAbility({
     const fleet = siteId === 0;
     const glob = (v: unknown) => {
       if (v !== 'useglobal') return false;
-      if (fleet) throw new ServiceError('svc_invalid_input', '"useglobal" applies to a site\'s settings; the fleet defaults need a value.', 400);
+      if (fleet)
+        throw new ServiceError('svc_invalid_input', '"useglobal" applies to a site\'s settings; the fleet defaults need a value.', 400);
       return true;
     };
     const patch: { [K in keyof MonitorSettings]?: MonitorSettings[K] | null } = {};
-    if (i.active !== undefined) patch.active = glob(i.active) ? null : i.active as boolean;
-    if (i.interval !== undefined) patch.interval_s = glob(i.interval) ? null : parseDuration(i.interval, INTERVAL_MIN_S, INTERVAL_MAX_S, 'svc_invalid_interval', 'interval');
-    if (i.timeout !== undefined) patch.timeout_s = glob(i.timeout) ? null : parseDuration(i.timeout, 1, TIMEOUT_MAX_S, 'svc_invalid_timeout', 'timeout');
-    if (i.expected_status !== undefined) patch.expected_status = glob(i.expected_status) ? null : checkExpected(i.expected_status as number[]);
+    if (i.active !== undefined) patch.active = glob(i.active) ? null : (i.active as boolean);
+    if (i.interval !== undefined)
+      patch.interval_s = glob(i.interval)
+        ? null
+        : parseDuration(i.interval, INTERVAL_MIN_S, INTERVAL_MAX_S, 'svc_invalid_interval', 'interval');
+    if (i.timeout !== undefined)
+      patch.timeout_s = glob(i.timeout) ? null : parseDuration(i.timeout, 1, TIMEOUT_MAX_S, 'svc_invalid_timeout', 'timeout');
+    if (i.expected_status !== undefined)
+      patch.expected_status = glob(i.expected_status) ? null : checkExpected(i.expected_status as number[]);
     if (i.keyword !== undefined) patch.keyword = glob(i.keyword) ? null : i.keyword;
-    if (i.method !== undefined) patch.method = glob(i.method) ? null : i.method as 'get' | 'head';
-    if (i.retries !== undefined) patch.retries = glob(i.retries) ? null : i.retries as number;
+    if (i.method !== undefined) patch.method = glob(i.method) ? null : (i.method as 'get' | 'head');
+    if (i.retries !== undefined) patch.retries = glob(i.retries) ? null : (i.retries as number);
     if (!Object.keys(patch).length) throw new ServiceError('svc_invalid_input', 'Nothing to change: give at least one setting.', 400);
     const rec = await ctx.monitors.updateSettings(siteId, patch);
-    return { site_id: fleet ? null : siteId, own_settings: rec.settings, settings: fleet ? { ...DEFAULT_SETTINGS, ...rec.settings } : ctx.monitors.effective(siteId) };
+    return {
+      site_id: fleet ? null : siteId,
+      own_settings: rec.settings,
+      settings: fleet ? { ...DEFAULT_SETTINGS, ...rec.settings } : ctx.monitors.effective(siteId),
+    };
   },
 });
 
@@ -245,16 +372,30 @@ export const checkMonitor = defineAbility({
   ...base,
   name: 'check-monitor-v1',
   label: 'Check monitor now',
-  description: 'Run a site\'s uptime check now with its monitor settings and record it (opens or closes an incident as it finds).',
+  description: "Run a site's uptime check now with its monitor settings and record it (opens or closes an incident as it finds).",
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
-    site_id: Int, url: z.string(), uptime_status: z.enum(['up', 'down']), http_code: Int, response_ms: Int, cause: Cause.nullable(), message: z.string().nullable(),
+    site_id: Int,
+    url: z.string(),
+    uptime_status: z.enum(['up', 'down']),
+    http_code: Int,
+    response_ms: Int,
+    cause: Cause.nullable(),
+    message: z.string().nullable(),
   }),
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.monitors.check(site);
-    return { site_id: site.id, url: site.url, uptime_status: r.up ? 'up' as const : 'down' as const, http_code: r.http_code, response_ms: r.ms, cause: r.cause, message: r.message };
+    return {
+      site_id: site.id,
+      url: site.url,
+      uptime_status: r.up ? ('up' as const) : ('down' as const),
+      http_code: r.http_code,
+      response_ms: r.ms,
+      cause: r.cause,
+      message: r.message,
+    };
   },
 });
 
@@ -264,10 +405,14 @@ export const addWebhook = defineAbility({
   ...base,
   name: 'add-webhook-v1',
   label: 'Add webhook',
-  description: 'Notify a URL of site.down, site.up and site.sync_failed events: signed POSTs (X-Sitefleet-Signature: sha256=HMAC of the body), retried. The secret is shown only in this answer.',
+  description:
+    'Notify a URL of site.down, site.up and site.sync_failed events: signed POSTs (X-Sitefleet-Signature: sha256=HMAC of the body), retried. The secret is shown only in this answer.',
   input: z.object({
     url: z.string().min(1).max(2000),
-    events: z.array(z.enum(WEBHOOK_EVENTS)).min(1).default([...WEBHOOK_EVENTS]),
+    events: z
+      .array(z.enum(WEBHOOK_EVENTS))
+      .min(1)
+      .default([...WEBHOOK_EVENTS]),
     description: z.string().max(200).default(''),
   }),
   output: Webhook.extend({ secret: z.string() }),
@@ -288,7 +433,10 @@ export const listWebhooks = defineAbility({
   annotations: ro,
   execute: (i, ctx) => {
     const all = ctx.webhooks.list();
-    return { items: all.map((w) => ({ ...webhookView(w), deliveries: ctx.webhooks.deliveries(w.id, i.deliveries).map(deliveryView) })), total: all.length };
+    return {
+      items: all.map((w) => ({ ...webhookView(w), deliveries: ctx.webhooks.deliveries(w.id, i.deliveries).map(deliveryView) })),
+      total: all.length,
+    };
   },
 });
 
@@ -322,6 +470,14 @@ export const testWebhook = defineAbility({
 });
 
 export const monitorAbilities = [
-  listMonitors, getSiteUptime, listHeartbeats, listIncidents, updateMonitorSettings, checkMonitor,
-  addWebhook, listWebhooks, deleteWebhook, testWebhook,
+  listMonitors,
+  getSiteUptime,
+  listHeartbeats,
+  listIncidents,
+  updateMonitorSettings,
+  checkMonitor,
+  addWebhook,
+  listWebhooks,
+  deleteWebhook,
+  testWebhook,
 ] as const;

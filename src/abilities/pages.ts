@@ -4,7 +4,21 @@
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { PAGE_KIND } from '../domain/posts.js';
-import { DateTime, Day, Post, PostItem, PostStatus, Saved, WritableStatus, bySiteUrl, postFields, postItem, postView, remoteRead, remoteWrite } from './posts.js';
+import {
+  DateTime,
+  Day,
+  Post,
+  PostItem,
+  PostStatus,
+  Saved,
+  WritableStatus,
+  bySiteUrl,
+  postFields,
+  postItem,
+  postView,
+  remoteRead,
+  remoteWrite,
+} from './posts.js';
 import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
 
 const PageId = z.number().int().min(1);
@@ -18,7 +32,10 @@ const pageFields = {
   ping_status: postFields.ping_status,
   post_date: DateTime.optional().describe('Site time.'),
   post_date_gmt: DateTime.optional(),
-  post_featured_image: z.url({ protocol: /^https?$/ }).max(2000).optional(),
+  post_featured_image: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional(),
   post_custom: z.record(z.string().max(255), z.array(z.string().max(10_000))).optional(),
 };
 
@@ -40,15 +57,17 @@ export const listPages = defineAbility({
   category: 'svc-pages',
   toolset: 'pages',
   description: 'Pages of selected sites, live; filter by search, status, modified dates.',
-  input: z.object({
-    ...SiteSelectors,
-    search: z.string().max(200).optional(),
-    search_on: z.enum(['title', 'content', 'all']).default('all'),
-    status: z.array(PostStatus).optional().describe('Default: all but trash.'),
-    dtsstart: Day.optional(),
-    dtsstop: Day.optional(),
-    maximum: z.number().int().min(1).max(200).default(10),
-  }).strict(),
+  input: z
+    .object({
+      ...SiteSelectors,
+      search: z.string().max(200).optional(),
+      search_on: z.enum(['title', 'content', 'all']).default('all'),
+      status: z.array(PostStatus).optional().describe('Default: all but trash.'),
+      dtsstart: Day.optional(),
+      dtsstop: Day.optional(),
+      maximum: z.number().int().min(1).max(200).default(10),
+    })
+    .strict(),
   output: z.object({
     data: z.record(z.string(), z.array(PageItem)),
     total: z.number().int(),
@@ -78,10 +97,19 @@ export const getPage = defineAbility({
   },
 });
 
-const SavedPage = Saved.omit({ post_id: true, post_title: true, post_status: true })
-  .extend({ page_id: z.number().int(), post_title: z.string(), post_status: z.string() });
-const saved = (r: { site: { id: number; url: string }; post_id: number; post_title: string; post_status: string; link: string }) =>
-  ({ site_id: r.site.id, site_url: r.site.url, page_id: r.post_id, post_title: r.post_title, post_status: r.post_status, link: r.link });
+const SavedPage = Saved.omit({ post_id: true, post_title: true, post_status: true }).extend({
+  page_id: z.number().int(),
+  post_title: z.string(),
+  post_status: z.string(),
+});
+const saved = (r: { site: { id: number; url: string }; post_id: number; post_title: string; post_status: string; link: string }) => ({
+  site_id: r.site.id,
+  site_url: r.site.url,
+  page_id: r.post_id,
+  post_title: r.post_title,
+  post_status: r.post_status,
+  link: r.link,
+});
 
 export const createPage = defineAbility({
   name: 'create-page-v1',
@@ -89,7 +117,14 @@ export const createPage = defineAbility({
   category: 'svc-pages',
   toolset: 'pages',
   description: 'Create a page on one site (a draft by default).',
-  input: z.object({ site_id_or_domain: SiteRef, post_title: z.string().min(1).max(1000), post_status: WritableStatus.default('draft'), ...pageFields }).strict(),
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      post_title: z.string().min(1).max(1000),
+      post_status: WritableStatus.default('draft'),
+      ...pageFields,
+    })
+    .strict(),
   output: SavedPage,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async ({ site_id_or_domain, ...i }, ctx) => saved(await ctx.posts.create(site_id_or_domain, i, PAGE_KIND)),
@@ -101,9 +136,15 @@ export const updatePage = defineAbility({
   category: 'svc-pages',
   toolset: 'pages',
   description: 'Edit a page on one site; only the fields given change.',
-  input: z.object({
-    site_id_or_domain: SiteRef, page_id: PageId, post_title: z.string().min(1).max(1000).optional(), post_status: WritableStatus.optional(), ...pageFields,
-  }).strict(),
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      page_id: PageId,
+      post_title: z.string().min(1).max(1000).optional(),
+      post_status: WritableStatus.optional(),
+      ...pageFields,
+    })
+    .strict(),
   output: SavedPage.extend({ updated: z.array(z.string()) }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, page_id, ...i }, ctx) => {
@@ -119,7 +160,13 @@ export const updatePageStatus = defineAbility({
   toolset: 'pages',
   description: 'Move a page to a status, e.g. trash (draft restores it).',
   input: z.object({ site_id_or_domain: SiteRef, page_id: PageId, status: PostStatus }).strict(),
-  output: z.object({ site_id: z.number().int(), site_url: z.string(), page_id: z.number().int(), previous_status: z.string(), post_status: PostStatus }),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    page_id: z.number().int(),
+    previous_status: z.string(),
+    post_status: PostStatus,
+  }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, page_id, status }, ctx) => {
     const r = await ctx.posts.setStatus(site_id_or_domain, page_id, status, PAGE_KIND);
@@ -135,7 +182,11 @@ export const deletePage = defineAbility({
   description: 'Delete a page for good (trash it with update-page-status-v1 to keep it).',
   input: z.object({ site_id_or_domain: SiteRef, page_id: PageId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
-    deleted: z.boolean(), dry_run: z.boolean(), site_id: z.number().int(), site_url: z.string(), page_id: z.number().int(),
+    deleted: z.boolean(),
+    dry_run: z.boolean(),
+    site_id: z.number().int(),
+    site_url: z.string(),
+    page_id: z.number().int(),
     page: z.object({ id: z.number().int(), post_title: z.string(), post_status: z.string() }),
   }),
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
@@ -143,7 +194,11 @@ export const deletePage = defineAbility({
   execute: async ({ site_id_or_domain, page_id, confirm, dry_run }, ctx) => {
     const r = await ctx.posts.delete(site_id_or_domain, page_id, { confirm, dry_run }, PAGE_KIND);
     return {
-      deleted: r.deleted, dry_run: r.dry_run, site_id: r.site.id, site_url: r.site.url, page_id,
+      deleted: r.deleted,
+      dry_run: r.dry_run,
+      site_id: r.site.id,
+      site_url: r.site.url,
+      page_id,
       page: { id: r.post.id, post_title: r.post.post_title, post_status: r.post.post_status },
     };
   },

@@ -21,17 +21,37 @@ const ItemStatus = z.enum(['all', 'active', 'inactive']);
 
 /** A plugin or theme in a listing (abilities reference §2.4: exactly these keys, in this order). */
 const ListItem = z.object({
-  slug: z.string(), name: z.string(), version: z.string(), active: z.boolean(), update_version: z.string().nullable(),
+  slug: z.string(),
+  name: z.string(),
+  version: z.string(),
+  active: z.boolean(),
+  update_version: z.string().nullable(),
 });
 /** A plugin or theme in the answer of a write operation: the listing keys plus has_update. */
 const ActionItem = z.object({
-  slug: z.string(), name: z.string(), version: z.string(), active: z.boolean(), has_update: z.boolean(), update_version: z.string().nullable(),
+  slug: z.string(),
+  name: z.string(),
+  version: z.string(),
+  active: z.boolean(),
+  has_update: z.boolean(),
+  update_version: z.string().nullable(),
 });
 
-const listItem = (i: SiteTheme): z.infer<typeof ListItem> =>
-  ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, update_version: i.update_version });
-const actionItem = (i: SiteTheme): z.infer<typeof ActionItem> =>
-  ({ slug: i.slug, name: i.name || i.slug, version: i.version, active: i.active, has_update: i.update_version !== null, update_version: i.update_version });
+const listItem = (i: SiteTheme): z.infer<typeof ListItem> => ({
+  slug: i.slug,
+  name: i.name || i.slug,
+  version: i.version,
+  active: i.active,
+  update_version: i.update_version,
+});
+const actionItem = (i: SiteTheme): z.infer<typeof ActionItem> => ({
+  slug: i.slug,
+  name: i.name || i.slug,
+  version: i.version,
+  active: i.active,
+  has_update: i.update_version !== null,
+  update_version: i.update_version,
+});
 
 /** The site an answer is about, site_id and site_url and its listed view (REST shows it beside every per-site answer). */
 const SiteAbout = ListedSite.describe('The site.');
@@ -55,7 +75,13 @@ const ListInput = {
   page: z.number().int().min(1).optional().describe('Page (1-based); without page and per_page the whole list is returned.'),
   per_page: z.number().int().min(1).max(100).optional().describe('Items per page (1-100, default 50 when page is given).'),
 };
-const ListOutput = { ...Where, total: z.number().int(), page: z.number().int().optional(), per_page: z.number().int().optional(), synced_at: z.string().nullable() };
+const ListOutput = {
+  ...Where,
+  total: z.number().int(),
+  page: z.number().int().optional(),
+  per_page: z.number().int().optional(),
+  synced_at: z.string().nullable(),
+};
 
 function listOf<T extends SiteTheme>(items: T[], i: { page?: number; per_page?: number }) {
   if (i.page === undefined && i.per_page === undefined) return { items, total: items.length, paging: {} };
@@ -69,8 +95,9 @@ export const getSitePlugins = defineAbility({
   label: 'List site plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'The plugins installed on a site as of its last sync; slug is the plugin file the plugin actions '
-    + 'take. Errors: svc_site_not_found (404).',
+  description:
+    'The plugins installed on a site as of its last sync; slug is the plugin file the plugin actions ' +
+    'take. Errors: svc_site_not_found (404).',
   input: z.object({ ...ListInput, must_use: z.boolean().optional().describe('true: must-use only; false: regular only.') }).strict(),
   output: z.object({ ...ListOutput, plugins: z.array(ListItem) }),
   annotations: ro,
@@ -87,8 +114,7 @@ export const getSiteThemes = defineAbility({
   label: 'List site themes',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'The themes installed on a site as of its last sync, and active_theme. Errors: svc_site_not_found '
-    + '(404).',
+  description: 'The themes installed on a site as of its last sync, and active_theme. Errors: svc_site_not_found ' + '(404).',
   input: z.object(ListInput).strict(),
   output: z.object({ ...ListOutput, active_theme: z.string(), themes: z.array(ListItem) }),
   annotations: ro,
@@ -96,14 +122,22 @@ export const getSiteThemes = defineAbility({
   execute: (i, ctx) => {
     const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'themes', i);
     const l = listOf(items, i);
-    return { ...where(site), active_theme: activeTheme(data.themes), themes: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
+    return {
+      ...where(site),
+      active_theme: activeTheme(data.themes),
+      themes: l.items.map(listItem),
+      total: l.total,
+      ...l.paging,
+      synced_at: data.synced_at || null,
+    };
   },
 });
 
 // ---- actions on the child ----
 
-const SITE_ERRORS = 'Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409, nothing sent), '
-  + 'svc_child_unreachable / svc_child_not_detected / svc_child_auth_failed (502), svc_child_timeout (504).';
+const SITE_ERRORS =
+  'Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409, nothing sent), ' +
+  'svc_child_unreachable / svc_child_not_detected / svc_child_auth_failed (502), svc_child_timeout (504).';
 
 const PluginSlugs = {
   site_id_or_domain: SiteRef,
@@ -116,8 +150,7 @@ export const activateSitePlugins = defineAbility({
   label: 'Activate plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Activate installed plugins on one site, by plugin file slug (e.g. "hello.php"). '
-    + SITE_ERRORS,
+  description: 'Activate installed plugins on one site, by plugin file slug (e.g. "hello.php"). ' + SITE_ERRORS,
   input: z.object(PluginSlugs),
   output: z.object({ ...Where, activated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
@@ -133,8 +166,7 @@ export const deactivateSitePlugins = defineAbility({
   label: 'Deactivate plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Deactivate plugins on one site, by plugin file slug (never the child plugin itself). '
-    + SITE_ERRORS,
+  description: 'Deactivate plugins on one site, by plugin file slug (never the child plugin itself). ' + SITE_ERRORS,
   input: z.object(PluginSlugs),
   output: z.object({ ...Where, deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
   annotations: remote,
@@ -157,8 +189,11 @@ const DeleteOutput = z.object({
 
 /** A delete's input (both flags, the site, the slugs: in that order), then the service's confirm / dry_run rule. */
 async function deleteItems(
-  ctx: AbilityContext, kind: ItemKind, ability: string,
-  i: { site_id_or_domain: number | string; slugs?: string[]; confirm: boolean; dry_run: boolean }, alias: string[] | undefined,
+  ctx: AbilityContext,
+  kind: ItemKind,
+  ability: string,
+  i: { site_id_or_domain: number | string; slugs?: string[]; confirm: boolean; dry_run: boolean },
+  alias: string[] | undefined,
 ): Promise<z.input<typeof DeleteOutput>> {
   refuseBothFlags(i);
   const site = ctx.sites.resolve(i.site_id_or_domain);
@@ -168,7 +203,15 @@ async function deleteItems(
     const items = r.items.map(actionItem);
     return { dry_run: true, ...where(site), deleted: [], would_affect: items, count: items.length, warnings: r.warnings, errors: r.errors };
   }
-  return { dry_run: false, ...where(site), deleted: r.done.map(actionItem), would_affect: [], count: r.done.length, warnings: [], errors: r.errors };
+  return {
+    dry_run: false,
+    ...where(site),
+    deleted: r.done.map(actionItem),
+    would_affect: [],
+    count: r.done.length,
+    warnings: [],
+    errors: r.errors,
+  };
 }
 
 const DELETE_ERRORS = `Errors: svc_confirmation_required (400), svc_invalid_input (both flags, 400); ${SITE_ERRORS.slice('Errors: '.length)}`;
@@ -178,9 +221,8 @@ export const deleteSitePlugins = defineAbility({
   label: 'Delete plugins',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Delete plugins from one site: files removed, cannot be undone (an active plugin is deactivated '
-    + 'first). '
-    + DELETE_ERRORS,
+  description:
+    'Delete plugins from one site: files removed, cannot be undone (an active plugin is deactivated ' + 'first). ' + DELETE_ERRORS,
   input: z.object({ ...PluginSlugs, confirm: Confirm, dry_run: DryRun }),
   output: DeleteOutput,
   annotations: removal,
@@ -192,8 +234,7 @@ export const deleteSiteThemes = defineAbility({
   label: 'Delete themes',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Delete themes from one site: files removed, cannot be undone (not the active theme or its parent). '
-    + DELETE_ERRORS,
+  description: 'Delete themes from one site: files removed, cannot be undone (not the active theme or its parent). ' + DELETE_ERRORS,
   input: z.object({
     site_id_or_domain: SiteRef,
     slugs: Slugs.optional().describe('Theme stylesheets, e.g. ["twentytwentythree"].'),
@@ -211,8 +252,7 @@ export const activateSiteTheme = defineAbility({
   label: 'Activate theme',
   category: 'svc-sites',
   toolset: 'plugins',
-  description: 'Switch the active theme of one site (activated is null when it did not switch). '
-    + SITE_ERRORS,
+  description: 'Switch the active theme of one site (activated is null when it did not switch). ' + SITE_ERRORS,
   input: z.object({
     site_id_or_domain: SiteRef,
     slug: z.string().min(1).max(500).optional().describe('Theme stylesheet, e.g. "twentytwentyfive".'),
@@ -234,7 +274,13 @@ export const activateSiteTheme = defineAbility({
       throw catalogue.abilityInput('activate-site-theme-v1', reason, 'slug');
     }
     const r = await ctx.pluginActions.activateTheme(site, slug);
-    return { ...where(site), activated: r.activated?.slug ?? null, previous_theme: r.previous, theme: r.activated ? actionItem(r.activated) : null, errors: r.errors };
+    return {
+      ...where(site),
+      activated: r.activated?.slug ?? null,
+      previous_theme: r.previous,
+      theme: r.activated ? actionItem(r.activated) : null,
+      errors: r.errors,
+    };
   },
 });
 
@@ -247,8 +293,9 @@ function abandonedAbility(kind: ItemKind) {
     label: `Abandoned ${word}`,
     category: 'svc-sites',
     toolset: 'plugins',
-    description: `Installed ${word} with no release in two years, fleet-wide or on one site. `
-      + 'Errors: svc_site_not_found (404) for an unknown site_id_or_domain.',
+    description:
+      `Installed ${word} with no release in two years, fleet-wide or on one site. ` +
+      'Errors: svc_site_not_found (404) for an unknown site_id_or_domain.',
     input: z.object({
       page: Page,
       per_page: perPage(50),
@@ -274,8 +321,7 @@ export const getSiteSecurity = defineAbility({
   label: 'Site security',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'The security issues a site reported at its last sync, and its TLS certificate now. Errors: '
-    + 'svc_site_not_found (404).',
+  description: 'The security issues a site reported at its last sync, and its TLS certificate now. Errors: ' + 'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({
     ...Where,
@@ -288,7 +334,13 @@ export const getSiteSecurity = defineAbility({
   acceptsPost: true,
   execute: async (i, ctx) => {
     const { site, data, ssl_status } = await ctx.siteData.security(i.site_id_or_domain);
-    return { ...where(site), security_issues: data.security, total_issues: data.security.length, ssl_status, synced_at: data.synced_at || null };
+    return {
+      ...where(site),
+      security_issues: data.security,
+      total_issues: data.security.length,
+      ssl_status,
+      synced_at: data.synced_at || null,
+    };
   },
 });
 
@@ -297,8 +349,9 @@ export const getSiteChanges = defineAbility({
   label: 'Site changes',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Changes made on a site outside the dashboard (in wp-admin), newest first, as of its last sync. '
-    + 'Errors: svc_module_not_available (501), svc_site_not_found (404).',
+  description:
+    'Changes made on a site outside the dashboard (in wp-admin), newest first, as of its last sync. ' +
+    'Errors: svc_module_not_available (501), svc_site_not_found (404).',
   input: z.object({
     site_id_or_domain: SiteRef,
     page: Page,
@@ -306,7 +359,10 @@ export const getSiteChanges = defineAbility({
     type: z.string().max(100).optional().describe('plugin, theme, user, post, settings, ...'),
     contexts: z.array(z.string().max(100)).optional().describe('Only these contexts ("allevents" = all).'),
     actions: z.array(z.string().max(100)).optional().describe('activated, updated, created, ...'),
-    source: z.enum(['wpadmin', 'dashboard', 'all']).default('wpadmin').describe('wpadmin or all; dashboard: none (sitefleet does not log its own work).'),
+    source: z
+      .enum(['wpadmin', 'dashboard', 'all'])
+      .default('wpadmin')
+      .describe('wpadmin or all; dashboard: none (sitefleet does not log its own work).'),
   }),
   output: z.object({
     ...Where,
@@ -326,6 +382,15 @@ export const getSiteChanges = defineAbility({
 });
 
 export const pluginAbilities = [
-  getSitePlugins, getSiteThemes, activateSitePlugins, deactivateSitePlugins, deleteSitePlugins, activateSiteTheme, deleteSiteThemes,
-  getAbandonedPlugins, getAbandonedThemes, getSiteSecurity, getSiteChanges,
+  getSitePlugins,
+  getSiteThemes,
+  activateSitePlugins,
+  deactivateSitePlugins,
+  deleteSitePlugins,
+  activateSiteTheme,
+  deleteSiteThemes,
+  getAbandonedPlugins,
+  getAbandonedThemes,
+  getSiteSecurity,
+  getSiteChanges,
 ];

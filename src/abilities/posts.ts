@@ -43,8 +43,16 @@ export const Post = ChildPostFull.omit({ post_password: true }).extend({
 });
 
 export const postItem = (site: SiteRecord, p: ChildPost): z.infer<typeof PostItem> => ({
-  id: p.id, website_id: site.id, title: p.title, post_status: p.status, post_type: p.post_type, author: p.author,
-  comment_count: p.comment_count, date: p.date, categories: p.categories, tags: p.tags,
+  id: p.id,
+  website_id: site.id,
+  title: p.title,
+  post_status: p.status,
+  post_type: p.post_type,
+  author: p.author,
+  comment_count: p.comment_count,
+  date: p.date,
+  categories: p.categories,
+  tags: p.tags,
 });
 
 export function postView(site: SiteRecord, p: ChildPostFull): z.infer<typeof Post> {
@@ -63,9 +71,16 @@ export const postFields = {
   post_date_gmt: DateTime.optional().describe('GMT, YYYY-MM-DD HH:MM:SS.'),
   post_tags: NameList.optional().describe('Tag names, list or comma-separated.'),
   post_category: NameList.optional().describe('Category names (created if missing), list or comma-separated.'),
-  post_featured_image: z.url({ protocol: /^https?$/ }).max(2000).optional().describe('Image URL; the child downloads it.'),
+  post_featured_image: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional()
+    .describe('Image URL; the child downloads it.'),
   is_sticky: z.boolean().optional(),
-  post_custom: z.record(z.string().max(255), z.array(z.string().max(10_000))).optional().describe('meta key → values'),
+  post_custom: z
+    .record(z.string().max(255), z.array(z.string().max(10_000)))
+    .optional()
+    .describe('meta key → values'),
 };
 
 type FieldsIn = { post_tags?: string | string[]; post_category?: string | string[] };
@@ -76,18 +91,24 @@ export const listPosts = defineAbility({
   label: 'List posts',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'List the posts of selected sites, live, filtered by search, status, dates and post_type. Errors: '
-    + 'svc_sites_required (400), svc_sites_not_found (404).',
-  input: z.object({
-    ...SiteSelectors,
-    search: z.string().max(200).optional(),
-    search_on: z.enum(['title', 'content', 'all']).default('all'),
-    status: z.array(PostStatus).optional().describe('Default: all but trash.'),
-    dtsstart: Day.optional().describe('Modified on or after (YYYY-MM-DD).'),
-    dtsstop: Day.optional().describe('Modified on or before (YYYY-MM-DD).'),
-    maximum: z.number().int().min(1).max(500).default(50).describe('Per site and status.'),
-    post_type: z.string().regex(/^[a-z0-9_-]{1,20}$/).default('post'),
-  }).strict(),
+  description:
+    'List the posts of selected sites, live, filtered by search, status, dates and post_type. Errors: ' +
+    'svc_sites_required (400), svc_sites_not_found (404).',
+  input: z
+    .object({
+      ...SiteSelectors,
+      search: z.string().max(200).optional(),
+      search_on: z.enum(['title', 'content', 'all']).default('all'),
+      status: z.array(PostStatus).optional().describe('Default: all but trash.'),
+      dtsstart: Day.optional().describe('Modified on or after (YYYY-MM-DD).'),
+      dtsstop: Day.optional().describe('Modified on or before (YYYY-MM-DD).'),
+      maximum: z.number().int().min(1).max(500).default(50).describe('Per site and status.'),
+      post_type: z
+        .string()
+        .regex(/^[a-z0-9_-]{1,20}$/)
+        .default('post'),
+    })
+    .strict(),
   output: z.object({
     data: z.record(z.string(), z.array(PostItem)),
     total: z.number().int(),
@@ -114,7 +135,11 @@ export function bySiteUrl<P, T>(r: Fanned<P[]>, item: (site: SiteRecord, p: P) =
     total += x.value.length;
   }
   return {
-    data, total, errors: r.results.filter((x) => !x.ok).map(siteError), skipped: r.selection.skipped, unknown: r.selection.unknown,
+    data,
+    total,
+    errors: r.results.filter((x) => !x.ok).map(siteError),
+    skipped: r.selection.skipped,
+    unknown: r.selection.unknown,
     ...(r.notDone.length ? { not_processed: r.notDone.map((s) => s.id) } : {}),
   };
 }
@@ -124,8 +149,9 @@ export const getPost = defineAbility({
   label: 'Get post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'One post with its content, dates, terms, custom fields and featured image. Errors: '
-    + 'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409).',
+  description:
+    'One post with its content, dates, terms, custom fields and featured image. Errors: ' +
+    'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409).',
   input: z.object({ site_id_or_domain: SiteRef, post_id: PostId, post_type: z.enum(['post', 'page']).default('post') }).strict(),
   output: Post,
   annotations: remoteRead,
@@ -150,20 +176,30 @@ export const createPost = defineAbility({
   label: 'Create post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Create a post on one site (draft unless post_status says otherwise; future needs a future '
-    + 'post_date). Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409), '
-    + 'svc_child_refused (400).',
-  input: z.object({
-    site_id_or_domain: SiteRef,
-    post_title: z.string().min(1).max(1000),
-    post_status: WritableStatus.default('draft'),
-    ...postFields,
-  }).strict(),
+  description:
+    'Create a post on one site (draft unless post_status says otherwise; future needs a future ' +
+    'post_date). Errors: svc_site_not_found (404), svc_site_suspended / svc_site_disconnected (409), ' +
+    'svc_child_refused (400).',
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      post_title: z.string().min(1).max(1000),
+      post_status: WritableStatus.default('draft'),
+      ...postFields,
+    })
+    .strict(),
   output: Saved,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   execute: async ({ site_id_or_domain, ...i }, ctx) => {
     const r = await ctx.posts.create(site_id_or_domain, fields(i));
-    return { site_id: r.site.id, site_url: r.site.url, post_id: r.post_id, post_title: r.post_title, post_status: r.post_status, link: r.link };
+    return {
+      site_id: r.site.id,
+      site_url: r.site.url,
+      post_id: r.post_id,
+      post_title: r.post_title,
+      post_status: r.post_status,
+      link: r.link,
+    };
   },
 });
 
@@ -172,21 +208,32 @@ export const updatePost = defineAbility({
   label: 'Update post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Edit a post on one site; only the fields given change. Errors: svc_missing_fields (400), '
-    + 'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409), '
-    + 'svc_child_refused (400).',
-  input: z.object({
-    site_id_or_domain: SiteRef,
-    post_id: PostId,
-    post_title: z.string().min(1).max(1000).optional(),
-    post_status: WritableStatus.optional(),
-    ...postFields,
-  }).strict(),
+  description:
+    'Edit a post on one site; only the fields given change. Errors: svc_missing_fields (400), ' +
+    'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409), ' +
+    'svc_child_refused (400).',
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      post_id: PostId,
+      post_title: z.string().min(1).max(1000).optional(),
+      post_status: WritableStatus.optional(),
+      ...postFields,
+    })
+    .strict(),
   output: Saved.extend({ updated: z.array(z.string()) }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, post_id, ...i }, ctx) => {
     const r = await ctx.posts.update(site_id_or_domain, post_id, fields(i));
-    return { site_id: r.site.id, site_url: r.site.url, post_id: r.post_id, post_title: r.post_title, post_status: r.post_status, link: r.link, updated: r.updated };
+    return {
+      site_id: r.site.id,
+      site_url: r.site.url,
+      post_id: r.post_id,
+      post_title: r.post_title,
+      post_status: r.post_status,
+      link: r.link,
+      updated: r.updated,
+    };
   },
 });
 
@@ -195,11 +242,18 @@ export const updatePostStatus = defineAbility({
   label: 'Update post status',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Move a post to another status, e.g. trash (draft restores it) or publish. Nothing else changes. '
-    + 'Errors: invalid status (400, naming the allowed values), svc_site_not_found / svc_post_not_found '
-    + '(404), svc_invalid_status_change (400).',
+  description:
+    'Move a post to another status, e.g. trash (draft restores it) or publish. Nothing else changes. ' +
+    'Errors: invalid status (400, naming the allowed values), svc_site_not_found / svc_post_not_found ' +
+    '(404), svc_invalid_status_change (400).',
   input: z.object({ site_id_or_domain: SiteRef, post_id: PostId, status: PostStatus }).strict(),
-  output: z.object({ site_id: z.number().int(), site_url: z.string(), post_id: z.number().int(), previous_status: z.string(), post_status: PostStatus }),
+  output: z.object({
+    site_id: z.number().int(),
+    site_url: z.string(),
+    post_id: z.number().int(),
+    previous_status: z.string(),
+    post_status: PostStatus,
+  }),
   annotations: remoteWrite,
   execute: async ({ site_id_or_domain, post_id, status }, ctx) => {
     const r = await ctx.posts.setStatus(site_id_or_domain, post_id, status);
@@ -212,9 +266,10 @@ export const deletePost = defineAbility({
   label: 'Delete post',
   category: 'svc-posts',
   toolset: 'posts',
-  description: 'Delete a post for good (update-post-status-v1 to trash keeps it recoverable). Errors: '
-    + 'svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / svc_post_not_found (404), '
-    + 'svc_site_suspended / svc_site_disconnected (409).',
+  description:
+    'Delete a post for good (update-post-status-v1 to trash keeps it recoverable). Errors: ' +
+    'svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / svc_post_not_found (404), ' +
+    'svc_site_suspended / svc_site_disconnected (409).',
   input: z.object({ site_id_or_domain: SiteRef, post_id: PostId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -231,7 +286,11 @@ export const deletePost = defineAbility({
     const r = await ctx.posts.delete(site_id_or_domain, post_id, { confirm, dry_run });
     const p = r.post;
     return {
-      deleted: r.deleted, dry_run: r.dry_run, site_id: r.site.id, site_url: r.site.url, post_id,
+      deleted: r.deleted,
+      dry_run: r.dry_run,
+      site_id: r.site.id,
+      site_url: r.site.url,
+      post_id,
       post: { id: p.id, post_title: p.post_title, post_status: p.post_status, post_type: p.post_type },
       warnings: r.dry_run ? ['The post will be deleted permanently, not moved to the trash.'] : [],
     };

@@ -12,13 +12,17 @@ export { ItemError, SkippedSite };
 export const alias = <T extends z.ZodType>(schema: T, of: string, description = `Alias of ${of}.`) =>
   schema.meta({ description, 'x-alias-of': of });
 
-export const SiteRef = z.union([z.number().int(), z.string()])
+export const SiteRef = z
+  .union([z.number().int(), z.string()])
   .describe('Site ID (number or digits) or domain / URL, e.g. 12 or "example.com".');
 export const SiteRefs = z.array(SiteRef).describe('Site IDs or domains.');
 export const TagId = z.number().int().min(1);
 export const TagIds = z.array(z.number().int().min(1));
 export const TagName = z.string().min(1).max(100).describe('Unique, case-insensitive.');
-export const HexColor = z.string().regex(/^#[0-9A-Fa-f]{6}$/).describe('#RRGGBB');
+export const HexColor = z
+  .string()
+  .regex(/^#[0-9A-Fa-f]{6}$/)
+  .describe('#RRGGBB');
 export const Confirm = z.boolean().default(false).describe('Must be true to really delete (not needed with dry_run).');
 export const DryRun = z.boolean().default(false).describe('Preview what would be deleted; changes nothing.');
 export const SiteStatusFilter = z.enum(['any', ...SITE_STATUSES, 'available_update']);
@@ -53,18 +57,21 @@ export const Tag = z.object({
   updated_at: z.string(),
 });
 
-
-export const paged = <T extends z.ZodType>(item: T) => z.object({
-  items: z.array(item),
-  page: z.number().int(),
-  per_page: z.number().int(),
-  total: z.number().int(),
-});
+export const paged = <T extends z.ZodType>(item: T) =>
+  z.object({
+    items: z.array(item),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
+  });
 
 // Site selectors of the multi-site users and posts abilities (domain/selectors.ts); REST sends comma strings.
 export const SiteSelectors = {
   websites: SiteRefs.optional().describe('Sites by ID or domain.'),
-  groups: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).optional().describe('Tag IDs or names.'),
+  groups: z
+    .array(z.union([z.number().int(), z.string().min(1).max(100)]))
+    .optional()
+    .describe('Tag IDs or names.'),
   clients: z.array(z.number().int().min(1)).optional().describe('Client IDs.'),
 };
 /** What a selection left out: skipped sites, and selector values that name nothing (identifier = the value). */

@@ -14,7 +14,11 @@ const remove = { readonly: false, destructive: true, idempotent: true, openWorld
 
 const Slug = z.string().regex(/^[a-z0-9_-]{1,100}$/);
 const Title = z.string().min(1).max(100);
-const Icon = z.string().regex(/^[a-z0-9_-]+:[a-z0-9 _-]+$/i).max(100).describe('type:name');
+const Icon = z
+  .string()
+  .regex(/^[a-z0-9_-]+:[a-z0-9 _-]+$/i)
+  .max(100)
+  .describe('type:name');
 const ProductTypeView = z.object({ slug: z.string(), title: z.string(), color: z.string(), icon: z.string() });
 const PaymentMethodView = z.object({ slug: z.string(), title: z.string() });
 
@@ -28,13 +32,19 @@ export const Settings = z.object({
   payment_methods: z.array(PaymentMethodView),
 });
 
-export function settingsView(ctx: Pick<AbilityContext, 'dashboard'>, r: DashboardSettingsRecord = ctx.dashboard.get()): z.infer<typeof Settings> {
+export function settingsView(
+  ctx: Pick<AbilityContext, 'dashboard'>,
+  r: DashboardSettingsRecord = ctx.dashboard.get(),
+): z.infer<typeof Settings> {
   const step = r.sync_frequency ? 86_400_000 / r.sync_frequency : 0;
   return {
-    sync_frequency: r.sync_frequency, sync_time: r.sync_time,
+    sync_frequency: r.sync_frequency,
+    sync_time: r.sync_time,
     next_scheduled_sync: step ? new Date(DashboardSettings.lastSlot(Date.now(), r.sync_frequency, r.sync_time) + step).toISOString() : null,
-    sync_concurrency: ctx.dashboard.syncConcurrency(), queue_threshold: ctx.dashboard.queueThreshold(),
-    product_types: r.product_types, payment_methods: r.payment_methods,
+    sync_concurrency: ctx.dashboard.syncConcurrency(),
+    queue_threshold: ctx.dashboard.queueThreshold(),
+    product_types: r.product_types,
+    payment_methods: r.payment_methods,
   };
 }
 
@@ -53,7 +63,14 @@ export const SettingsInput = {
   sync_frequency: z.number().int().min(0).max(MAX_SYNCS_A_DAY).optional().describe('Automatic syncs a day, 0 = off.'),
   sync_time: z.string().max(5).optional().describe('First sync, HH:MM UTC.'),
   sync_concurrency: z.number().int().min(1).max(1024).nullable().optional().describe('Sites synced at once; null = default.'),
-  queue_threshold: z.number().int().min(1).max(1_000_000).nullable().optional().describe('Sites above which batches run as jobs; null = default.'),
+  queue_threshold: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .nullable()
+    .optional()
+    .describe('Sites above which batches run as jobs; null = default.'),
 };
 
 export const updateSettings = defineAbility({
@@ -66,7 +83,8 @@ export const updateSettings = defineAbility({
   annotations: write,
   execute: async (i, ctx) => {
     const patch = Object.fromEntries(Object.entries(i).filter(([, v]) => v !== undefined));
-    if (!Object.keys(patch).length) throw new ServiceError('svc_missing_fields', `Give at least one setting: ${Object.keys(SettingsInput).join(', ')}.`, 400);
+    if (!Object.keys(patch).length)
+      throw new ServiceError('svc_missing_fields', `Give at least one setting: ${Object.keys(SettingsInput).join(', ')}.`, 400);
     return settingsView(ctx, await ctx.dashboard.update(patch));
   },
 });
@@ -86,12 +104,13 @@ export const updateCostProductType = defineAbility({
   ...s,
   name: 'update-cost-product-type-v1',
   label: 'Update cost product type',
-  description: 'Change a product type\'s title, color or icon (the slug stays).',
+  description: "Change a product type's title, color or icon (the slug stays).",
   input: z.object({ slug: Slug, title: Title.optional(), color: HexColor.optional(), icon: Icon.optional() }).strict(),
   output: ProductTypeView,
   annotations: write,
   execute: ({ slug, ...i }, ctx) => {
-    if (!Object.values(i).some((v) => v !== undefined)) throw new ServiceError('svc_missing_fields', 'Give title, color or icon to change.', 400);
+    if (!Object.values(i).some((v) => v !== undefined))
+      throw new ServiceError('svc_missing_fields', 'Give title, color or icon to change.', 400);
     return ctx.dashboard.editProductType(slug, i);
   },
 });
@@ -157,5 +176,12 @@ export const deletePaymentMethod = defineAbility({
 });
 
 export const settingsAbilities = [
-  getSettings, updateSettings, addCostProductType, updateCostProductType, deleteCostProductType, addPaymentMethod, updatePaymentMethod, deletePaymentMethod,
+  getSettings,
+  updateSettings,
+  addCostProductType,
+  updateCostProductType,
+  deleteCostProductType,
+  addPaymentMethod,
+  updatePaymentMethod,
+  deletePaymentMethod,
 ];

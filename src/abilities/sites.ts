@@ -5,7 +5,19 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { errors as catalogue } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
-  alias, BasicSite, Confirm, DryRun, FullSite, ItemError, ListedSite, SiteRef, SiteRefs, SiteStatus, SiteStatusFilter, TagIds, paged,
+  alias,
+  BasicSite,
+  Confirm,
+  DryRun,
+  FullSite,
+  ItemError,
+  ListedSite,
+  SiteRef,
+  SiteRefs,
+  SiteStatus,
+  SiteStatusFilter,
+  TagIds,
+  paged,
 } from './schemas.js';
 import { fullSite, listedSite, siteTags } from './views.js';
 import type { AbilityContext } from './context.js';
@@ -20,22 +32,26 @@ export const listSites = defineAbility({
   category: 'svc-sites',
   toolset: 'sites',
   description: 'List sites, filtered by status, search (id, name or URL), client or tag.',
-  input: z.object({
-    page: Page,
-    per_page: perPage(20),
-    status: SiteStatusFilter.default('any'),
-    search: z.string().default(''),
-    client_id: z.number().int().min(1).optional(),
-    tag_id: z.number().int().min(1).optional(),
-    include: z.array(z.number().int()).optional().describe('Only these site IDs.'),
-    exclude: z.array(z.number().int()).optional().describe('Leave out these site IDs.'),
-    with_tags: z.boolean().default(false).describe('Add each site\'s tags.'),
-    full: z.boolean().default(false).describe('Full records, as get-site-v1 without stats.'),
-  }).strict(),
+  input: z
+    .object({
+      page: Page,
+      per_page: perPage(20),
+      status: SiteStatusFilter.default('any'),
+      search: z.string().default(''),
+      client_id: z.number().int().min(1).optional(),
+      tag_id: z.number().int().min(1).optional(),
+      include: z.array(z.number().int()).optional().describe('Only these site IDs.'),
+      exclude: z.array(z.number().int()).optional().describe('Leave out these site IDs.'),
+      with_tags: z.boolean().default(false).describe("Add each site's tags."),
+      full: z.boolean().default(false).describe('Full records, as get-site-v1 without stats.'),
+    })
+    .strict(),
   output: paged(z.union([FullSite, ListedSite.extend({ tags: FullSite.shape.tags }), ListedSite])),
   annotations: ro,
   execute: ({ page, per_page, status, search, client_id, tag_id, include, exclude, with_tags, full }, ctx) => {
-    const all = ctx.sites.filter({ status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined }, (ids) => ctx.tags.sitesInTags(ids));
+    const all = ctx.sites.filter({ status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined }, (ids) =>
+      ctx.tags.sitesInTags(ids),
+    );
     const view = (s: SiteRecord) => (full ? fullSite(ctx, s) : with_tags ? { ...listedSite(s), tags: siteTags(ctx, s.id) } : listedSite(s));
     return { items: paginate(all, page, per_page).map(view), page, per_page, total: all.length };
   },
@@ -46,8 +62,7 @@ export const getSite = defineAbility({
   label: 'Get site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'One site in full; include_stats adds update counts and a health score. Errors: svc_site_not_found '
-    + '(404).',
+  description: 'One site in full; include_stats adds update counts and a health score. Errors: svc_site_not_found ' + '(404).',
   input: z.object({ site_id_or_domain: SiteRef, include_stats: z.boolean().default(false) }).strict(),
   output: FullSite,
   annotations: ro,
@@ -71,9 +86,10 @@ export const countSites = defineAbility({
   output: z.object({ total: z.number().int() }),
   annotations: ro,
   execute: (f, { sites, tags }) => ({
-    total: f.status === 'any' && f.client_id === undefined && !f.tag_ids?.length && !f.include?.length && !f.exclude?.length
-      ? sites.count()
-      : sites.filter(f, (ids) => tags.sitesInTags(ids)).length,
+    total:
+      f.status === 'any' && f.client_id === undefined && !f.tag_ids?.length && !f.include?.length && !f.exclude?.length
+        ? sites.count()
+        : sites.filter(f, (ids) => tags.sitesInTags(ids)).length,
   }),
 });
 
@@ -90,7 +106,13 @@ export const getSitesBasic = defineAbility({
     client_id: z.number().int().min(1).optional(),
     tag_ids: TagIds.optional(),
   }),
-  output: z.object({ sites: z.array(BasicSite), items: z.array(BasicSite), page: z.number().int(), per_page: z.number().int(), total: z.number().int() }),
+  output: z.object({
+    sites: z.array(BasicSite),
+    items: z.array(BasicSite),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
+  }),
   annotations: ro,
   execute: ({ page, per_page, status, client_id, tag_ids }, { sites, tags }) => {
     const all = sites.filter({ status, client_id, tag_ids }, (ids) => tags.sitesInTags(ids));
@@ -104,16 +126,19 @@ export const updateSite = defineAbility({
   label: 'Update site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Change a site\'s name, notes, client (null unassigns) or tags (the list replaces them). Errors: '
-    + 'svc_site_not_found, svc_client_not_found, svc_tag_not_found (404).',
-  input: z.object({
-    site_id_or_domain: SiteRef,
-    name: z.string().min(1).max(200).optional(),
-    notes: z.string().max(10_000).optional(),
-    client_id: z.number().int().min(1).nullable().optional(),
-    tags: TagIds.optional().describe('Tag IDs; replaces the site\'s tags.'),
-    tag_ids: alias(TagIds.optional(), 'tags'),
-  }).strict(),
+  description:
+    "Change a site's name, notes, client (null unassigns) or tags (the list replaces them). Errors: " +
+    'svc_site_not_found, svc_client_not_found, svc_tag_not_found (404).',
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      name: z.string().min(1).max(200).optional(),
+      notes: z.string().max(10_000).optional(),
+      client_id: z.number().int().min(1).nullable().optional(),
+      tags: TagIds.optional().describe("Tag IDs; replaces the site's tags."),
+      tag_ids: alias(TagIds.optional(), 'tags'),
+    })
+    .strict(),
   output: FullSite,
   annotations: write,
   execute: async (i, ctx) => {
@@ -128,7 +153,7 @@ const DELETE_WARNINGS = [
   'This action is irreversible. The site record will be permanently deleted from the dashboard.',
   'All sync data, site options, and historical information stored in the dashboard will be removed.',
   'Tag associations for this site will be deleted.',
-  'The child site is told to forget this dashboard\'s key; its plugin stays installed and active, so the site can be added again.',
+  "The child site is told to forget this dashboard's key; its plugin stays installed and active, so the site can be added again.",
 ];
 
 export const deleteSite = defineAbility({
@@ -136,9 +161,10 @@ export const deleteSite = defineAbility({
   label: 'Delete site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Remove a site from the dashboard; its child is told to forget this dashboard first '
-    + '(child_notified). Errors: svc_confirmation_required (400), svc_invalid_input (both flags), '
-    + 'svc_site_not_found (404).',
+  description:
+    'Remove a site from the dashboard; its child is told to forget this dashboard first ' +
+    '(child_notified). Errors: svc_confirmation_required (400), svc_invalid_input (both flags), ' +
+    'svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef, confirm: Confirm, dry_run: DryRun }),
   output: z.object({
     dry_run: z.boolean(),
@@ -161,7 +187,9 @@ export const deleteSite = defineAbility({
     if (i.dry_run) return { dry_run: true, deleted: false, ...base, would_affect: basic, warnings: DELETE_WARNINGS };
     requireConfirm(i);
     const told = await ctx.children.removeSite(site);
-    const warnings = told.child_error ? [`The child was not told to forget this dashboard: ${told.child_error} Clear its connection in wp-admin (MainWP Child settings).`] : [];
+    const warnings = told.child_error
+      ? [`The child was not told to forget this dashboard: ${told.child_error} Clear its connection in wp-admin (MainWP Child settings).`]
+      : [];
     return { dry_run: false, deleted: true, ...base, would_affect: [], warnings, child_notified: told.child_notified };
   },
 });
@@ -195,7 +223,7 @@ export const unsuspendSite = defineAbility({
   label: 'Unsuspend site',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Lift a site\'s suspension. Errors: svc_site_not_found (404).',
+  description: "Lift a site's suspension. Errors: svc_site_not_found (404).",
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ unsuspended: z.literal(true), ...siteStateFields }),
   annotations: write,
@@ -206,7 +234,6 @@ export const unsuspendSite = defineAbility({
     return { unsuspended: true as const, ...siteState(ctx, s) };
   },
 });
-
 
 export const suspendSites = defineAbility({
   name: 'suspend-sites-v1',
@@ -230,11 +257,24 @@ export const suspendSites = defineAbility({
     if (!found.length) throw catalogue.sitesNotFound(errors);
     const queued = await ctx.jobs.queueIfOver('suspend', found);
     if (queued) return { ...queued, total: found.length, errors };
-    await ctx.sites.setSuspended(found.map((s) => s.id), true);
+    await ctx.sites.setSuspended(
+      found.map((s) => s.id),
+      true,
+    );
     await ctx.progress?.({ done: found.length, total: found.length, message: `suspended ${found.length} sites` });
     const suspended = found.map((s) => ({ id: s.id, url: s.url, name: s.name, suspended: 1 as const }));
     return { queued: false, suspended, errors, total_suspended: suspended.length, total_errors: errors.length };
   },
 });
 
-export const siteAbilities = [listSites, getSite, countSites, getSitesBasic, updateSite, deleteSite, suspendSite, unsuspendSite, suspendSites];
+export const siteAbilities = [
+  listSites,
+  getSite,
+  countSites,
+  getSitesBasic,
+  updateSite,
+  deleteSite,
+  suspendSite,
+  unsuspendSite,
+  suspendSites,
+];

@@ -15,13 +15,15 @@ export const listTags = defineAbility({
   category: 'svc-tags',
   toolset: 'tags',
   description: 'List tags (site groups) by name, with their site counts.',
-  input: z.object({
-    page: Page,
-    per_page: perPage(20),
-    search: z.string().default(''),
-    include: TagIds.optional(),
-    exclude: TagIds.optional(),
-  }).strict(),
+  input: z
+    .object({
+      page: Page,
+      per_page: perPage(20),
+      search: z.string().default(''),
+      include: TagIds.optional(),
+      exclude: TagIds.optional(),
+    })
+    .strict(),
   output: paged(Tag),
   annotations: ro,
   execute: ({ page, per_page, search, include, exclude }, ctx) => {
@@ -64,8 +66,7 @@ export const updateTag = defineAbility({
   input: z.object({ tag_id: TagId, name: TagName.optional(), color: HexColor.optional() }).strict(),
   output: Tag,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: async ({ tag_id, name, color }, ctx) =>
-    tagView(ctx, await ctx.tags.edit(tag_id, { name, color })),
+  execute: async ({ tag_id, name, color }, ctx) => tagView(ctx, await ctx.tags.edit(tag_id, { name, color })),
 });
 
 export const deleteTag = defineAbility({
@@ -82,7 +83,9 @@ export const deleteTag = defineAbility({
     tag_name: z.string(),
     tag: z.object({ id: z.number().int(), name: z.string() }),
     sites_affected: z.number().int().optional(),
-    would_affect: z.object({ id: z.number().int(), name: z.string(), sites_count: z.number().int(), clients_count: z.number().int() }).optional(),
+    would_affect: z
+      .object({ id: z.number().int(), name: z.string(), sites_count: z.number().int(), clients_count: z.number().int() })
+      .optional(),
     warnings: z.array(z.string()).optional(),
   }),
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: false },
@@ -94,8 +97,12 @@ export const deleteTag = defineAbility({
     if (i.dry_run) {
       const clients_count = ctx.clients.countsOfSites(tag.sites_ids).size;
       return {
-        deleted: false, dry_run: true, ...base, sites_affected: tag.sites_count,
-        would_affect: { id: tag.id, name: tag.name, sites_count: tag.sites_count, clients_count }, warnings: [],
+        deleted: false,
+        dry_run: true,
+        ...base,
+        sites_affected: tag.sites_count,
+        would_affect: { id: tag.id, name: tag.name, sites_count: tag.sites_count, clients_count },
+        warnings: [],
       };
     }
     requireConfirm(i, 'Tag deletion requires confirmation. Set confirm:true to proceed.');
@@ -106,7 +113,13 @@ export const deleteTag = defineAbility({
 
 const tagPage = { tag_id: TagId, page: Page, per_page: perPage(20) };
 
-const TagSite = z.object({ id: z.number().int(), url: z.string(), name: z.string(), status: SiteStatus, client_id: z.number().int().nullable() });
+const TagSite = z.object({
+  id: z.number().int(),
+  url: z.string(),
+  name: z.string(),
+  status: SiteStatus,
+  client_id: z.number().int().nullable(),
+});
 
 export const getTagSites = defineAbility({
   name: 'get-tag-sites-v1',
@@ -116,37 +129,70 @@ export const getTagSites = defineAbility({
   description: 'The sites carrying a tag. Errors: svc_tag_not_found (404).',
   input: z.object(tagPage).strict(),
   output: z.object({
-    tag_id: z.number().int(), tag_name: z.string(), sites: z.array(TagSite), items: z.array(TagSite),
-    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+    tag_id: z.number().int(),
+    tag_name: z.string(),
+    sites: z.array(TagSite),
+    items: z.array(TagSite),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
   }),
   annotations: ro,
   acceptsPost: true,
   execute: ({ tag_id, page, per_page }, ctx) => {
-    const { tag: { name }, sites } = ctx.sites.inTag(tag_id);
-    const list = paginate(sites, page, per_page).map((s) => ({ id: s.id, url: s.url, name: s.name, status: siteStatus(s), client_id: s.client_id }));
+    const {
+      tag: { name },
+      sites,
+    } = ctx.sites.inTag(tag_id);
+    const list = paginate(sites, page, per_page).map((s) => ({
+      id: s.id,
+      url: s.url,
+      name: s.name,
+      status: siteStatus(s),
+      client_id: s.client_id,
+    }));
     return { tag_id, tag_name: name, sites: list, items: list, page, per_page, total: sites.length };
   },
 });
 
-const TagClient = z.object({ id: z.number().int(), name: z.string(), email: z.string(), status: z.string(), sites_with_tag: z.number().int() });
+const TagClient = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  email: z.string(),
+  status: z.string(),
+  sites_with_tag: z.number().int(),
+});
 
 export const getTagClients = defineAbility({
   name: 'get-tag-clients-v1',
   label: 'Clients of a tag',
   category: 'svc-tags',
   toolset: 'tags',
-  description: 'Clients owning at least one site in a tag, each with sites_with_tag. Errors: svc_tag_not_found '
-    + '(404).',
+  description: 'Clients owning at least one site in a tag, each with sites_with_tag. Errors: svc_tag_not_found ' + '(404).',
   input: z.object(tagPage).strict(),
   output: z.object({
-    tag_id: z.number().int(), tag_name: z.string(), clients: z.array(TagClient), items: z.array(TagClient),
-    page: z.number().int(), per_page: z.number().int(), total: z.number().int(),
+    tag_id: z.number().int(),
+    tag_name: z.string(),
+    clients: z.array(TagClient),
+    items: z.array(TagClient),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
   }),
   annotations: ro,
   acceptsPost: true,
   execute: ({ tag_id, page, per_page }, ctx) => {
-    const { tag: { name }, clients } = ctx.clients.ofTag(tag_id);
-    const all = clients.map(({ client: c, sites_with_tag }) => ({ id: c.id, name: c.name, email: c.email, status: c.status, sites_with_tag }));
+    const {
+      tag: { name },
+      clients,
+    } = ctx.clients.ofTag(tag_id);
+    const all = clients.map(({ client: c, sites_with_tag }) => ({
+      id: c.id,
+      name: c.name,
+      email: c.email,
+      status: c.status,
+      sites_with_tag,
+    }));
     const list = paginate(all, page, per_page);
     return { tag_id, tag_name: name, clients: list, items: list, page, per_page, total: all.length };
   },

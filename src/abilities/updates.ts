@@ -17,28 +17,59 @@ const Where = { site_id: z.number().int(), site_url: z.string(), site_name: z.st
 const ItemType = z.enum(['core', 'plugin', 'theme', 'translation']);
 
 const Pending = z.object({
-  ...Where, type: ItemType, slug: z.string(), name: z.string(), current_version: z.string().nullable(), new_version: z.string(),
+  ...Where,
+  type: ItemType,
+  slug: z.string(),
+  name: z.string(),
+  current_version: z.string().nullable(),
+  new_version: z.string(),
   language: z.string().optional(),
 });
 const Updated = z.object({
-  ...Where, type: ItemType, slug: z.string(), name: z.string(), old_version: z.string().nullable(), new_version: z.string(),
+  ...Where,
+  type: ItemType,
+  slug: z.string(),
+  name: z.string(),
+  old_version: z.string().nullable(),
+  new_version: z.string(),
   language: z.string().optional(),
 });
-const Failed = z.object({ ...Where, type: z.union([ItemType, z.literal('site')]), slug: z.string(), code: z.string(), message: z.string() });
-const Skipped = z.object({
-  ...Where, type: z.union([ItemType, z.literal('site')]), slug: z.string(),
-  reason: z.enum(['ignored', 'not_pending', 'site_suspended', 'site_disconnected', 'cancelled']), message: z.string(),
+const Failed = z.object({
+  ...Where,
+  type: z.union([ItemType, z.literal('site')]),
+  slug: z.string(),
+  code: z.string(),
+  message: z.string(),
 });
-const SummaryCounts = z.object({ core: z.number().int(), plugins: z.number().int(), themes: z.number().int(), translations: z.number().int(), total: z.number().int() });
+const Skipped = z.object({
+  ...Where,
+  type: z.union([ItemType, z.literal('site')]),
+  slug: z.string(),
+  reason: z.enum(['ignored', 'not_pending', 'site_suspended', 'site_disconnected', 'cancelled']),
+  message: z.string(),
+});
+const SummaryCounts = z.object({
+  core: z.number().int(),
+  plugins: z.number().int(),
+  themes: z.number().int(),
+  translations: z.number().int(),
+  total: z.number().int(),
+});
 
 /** Site selectors of the fleet-wide abilities (upstream has site_ids_or_domains; tags and clients are ours). */
 const Selectors = {
   site_ids_or_domains: SiteRefs.max(5000).optional(),
-  tags: z.array(z.union([z.number().int(), z.string().min(1).max(100)])).max(100).optional(),
+  tags: z
+    .array(z.union([z.number().int(), z.string().min(1).max(100)]))
+    .max(100)
+    .optional(),
   clients: z.array(z.number().int().min(1)).max(100).optional(),
 };
-const selector = (i: { site_ids_or_domains?: Array<number | string>; tags?: Array<number | string>; clients?: number[] }): Selector =>
-  ({ sites: i.site_ids_or_domains, tags: i.tags, clients: i.clients });
+const selector = (i: { site_ids_or_domains?: Array<number | string>; tags?: Array<number | string>; clients?: number[] }): Selector => ({
+  sites: i.site_ids_or_domains,
+  tags: i.tags,
+  clients: i.clients,
+});
 const Refresh = z.boolean().default(false);
 const DryRun = z.boolean().default(false);
 const Confirm = z.boolean().optional();
@@ -58,7 +89,12 @@ const RunOutput = z.object({
   updated: z.array(Updated),
   errors: z.array(Failed),
   skipped: z.array(Skipped),
-  summary: z.object({ total_updated: z.number().int(), total_errors: z.number().int(), total_skipped: z.number().int(), sites_updated: z.number().int().optional() }),
+  summary: z.object({
+    total_updated: z.number().int(),
+    total_errors: z.number().int(),
+    total_skipped: z.number().int(),
+    sites_updated: z.number().int().optional(),
+  }),
   not_processed: z.array(z.number().int()).optional(),
 });
 
@@ -71,8 +107,9 @@ export const listUpdates = defineAbility({
   label: 'List Available Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: 'Pending core, plugin, theme and translation updates of the fleet (not ignored ones), paged, with a summary. '
-    + 'As of the last sync; refresh syncs first.',
+  description:
+    'Pending core, plugin, theme and translation updates of the fleet (not ignored ones), paged, with a summary. ' +
+    'As of the last sync; refresh syncs first.',
   input: z.object({
     ...Selectors,
     types: Types.optional(),
@@ -81,7 +118,12 @@ export const listUpdates = defineAbility({
     refresh: Refresh,
   }),
   output: z.object({
-    updates: z.array(Pending), summary: SummaryCounts, page: z.number().int(), per_page: z.number().int(), total: z.number().int(), errors: z.array(Failed),
+    updates: z.array(Pending),
+    summary: SummaryCounts,
+    page: z.number().int(),
+    per_page: z.number().int(),
+    total: z.number().int(),
+    errors: z.array(Failed),
   }),
   annotations: ro,
   acceptsPost: true,
@@ -98,19 +140,29 @@ export const getSiteUpdates = defineAbility({
   label: 'Get Site Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: 'One site\'s pending updates (ignored ones in ignored[]), with a summary by type.',
+  description: "One site's pending updates (ignored ones in ignored[]), with a summary by type.",
   input: z.object({ site_id_or_domain: SiteRef, types: Types.default([...TYPES]), refresh: Refresh }),
   output: z.object({
-    ...Where, updates: z.array(Pending), ignored: z.array(Skipped), rollback_items: z.object({ plugins: z.array(z.unknown()), themes: z.array(z.unknown()) }),
-    summary: SummaryCounts, synced_at: z.string().nullable(),
+    ...Where,
+    updates: z.array(Pending),
+    ignored: z.array(Skipped),
+    rollback_items: z.object({ plugins: z.array(z.unknown()), themes: z.array(z.unknown()) }),
+    summary: SummaryCounts,
+    synced_at: z.string().nullable(),
   }),
   annotations: ro,
   acceptsPost: true,
   execute: async (i, ctx) => {
     const { site, updates, ignored } = await ctx.updates.ofSite(i.site_id_or_domain, i.types, i.refresh);
     return {
-      site_id: site.id, site_url: site.url, site_name: site.name, updates, ignored,
-      rollback_items: { plugins: [], themes: [] }, summary: summarise(updates), synced_at: site.last_sync,
+      site_id: site.id,
+      site_url: site.url,
+      site_name: site.name,
+      updates,
+      ignored,
+      rollback_items: { plugins: [], themes: [] },
+      summary: summarise(updates),
+      synced_at: site.last_sync,
     };
   },
 });
@@ -128,15 +180,33 @@ export const listIgnoredUpdates = defineAbility({
     per_page: z.number().int().min(1).max(200).default(100),
   }),
   output: z.object({
-    ignored: z.array(z.object({ ...Where, type: z.enum(['core', 'plugin', 'theme']), slug: z.string(), name: z.string(), ignored_version: z.string(), scope: z.enum(['site', 'fleet']) })),
-    total: z.number().int(), page: z.number().int(), per_page: z.number().int(), errors: z.array(Failed),
+    ignored: z.array(
+      z.object({
+        ...Where,
+        type: z.enum(['core', 'plugin', 'theme']),
+        slug: z.string(),
+        name: z.string(),
+        ignored_version: z.string(),
+        scope: z.enum(['site', 'fleet']),
+      }),
+    ),
+    total: z.number().int(),
+    page: z.number().int(),
+    per_page: z.number().int(),
+    errors: z.array(Failed),
   }),
   annotations: ro,
   acceptsPost: true,
   execute: (i, ctx) => {
     const { sites, errors } = ctx.updates.select({ sites: i.site_ids_or_domains });
     const all = ctx.updates.ignored(sites, i.types?.length ? i.types : ['core', 'plugins', 'themes']);
-    return { ignored: all.slice((i.page - 1) * i.per_page, i.page * i.per_page), total: all.length, page: i.page, per_page: i.per_page, errors };
+    return {
+      ignored: all.slice((i.page - 1) * i.per_page, i.page * i.per_page),
+      total: all.length,
+      page: i.page,
+      per_page: i.per_page,
+      errors,
+    };
   },
 });
 
@@ -147,14 +217,21 @@ export const setIgnoredUpdates = defineAbility({
   label: 'Set Ignored Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: 'Ignore or unignore one item\'s updates on a site (every version). changed=false when it already was so.',
+  description: "Ignore or unignore one item's updates on a site (every version). changed=false when it already was so.",
   input: z.object({
     action: z.enum(['ignore', 'unignore']),
     site_id_or_domain: SiteRef,
     type: z.enum(['core', 'plugin', 'theme']),
     slug: z.string().min(1).max(500).describe('Plugin file, theme stylesheet, "wordpress" for core, "*" for every one of the type.'),
   }),
-  output: z.object({ success: z.boolean(), action: z.string(), site_id: z.number().int(), type: z.string(), slug: z.string(), changed: z.boolean() }),
+  output: z.object({
+    success: z.boolean(),
+    action: z.string(),
+    site_id: z.number().int(),
+    type: z.string(),
+    slug: z.string(),
+    changed: z.boolean(),
+  }),
   annotations: rule,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
@@ -178,7 +255,11 @@ export const ignoreSiteCore = defineAbility({
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const changed = await ctx.updates.setIgnored(site, 'core', 'wordpress', i.action === 'add');
     const verb = i.action === 'add' ? 'ignored' : 'unignored';
-    return { success: true, message: changed ? `Core updates ${verb} for this site.` : `Core updates were already ${verb} for this site.`, ignored_count: changed ? 1 : 0 };
+    return {
+      success: true,
+      message: changed ? `Core updates ${verb} for this site.` : `Core updates were already ${verb} for this site.`,
+      ignored_count: changed ? 1 : 0,
+    };
   },
 });
 
@@ -214,8 +295,9 @@ function updateSiteItems(type: Exclude<TypeName, 'core'>) {
     label: `Update Site ${label}`,
     category: 'svc-updates',
     toolset: 'updates',
-    description: `Apply pending ${type === 'translations' ? 'translation' : type.slice(0, -1)} updates on one site (all, or slugs). `
-      + 'Per item: updated (versions the child reports), errors, skipped.',
+    description:
+      `Apply pending ${type === 'translations' ? 'translation' : type.slice(0, -1)} updates on one site (all, or slugs). ` +
+      'Per item: updated (versions the child reports), errors, skipped.',
     input: z.object({ site_id_or_domain: SiteRef, slugs: Slugs.default([]), dry_run: DryRun, confirm: Confirm }),
     output: RunOutput,
     annotations: apply,
@@ -247,8 +329,9 @@ export const runUpdates = defineAbility({
   label: 'Run Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: 'Apply pending updates on many sites (types; specific_items: only these slugs); over 200 sites: a job. '
-    + 'Per item: updated, errors, skipped.',
+  description:
+    'Apply pending updates on many sites (types; specific_items: only these slugs); over 200 sites: a job. ' +
+    'Per item: updated, errors, skipped.',
   input: z.object({
     ...Selectors,
     types: Types.optional(),
@@ -258,7 +341,14 @@ export const runUpdates = defineAbility({
   }),
   output: RunOutput,
   annotations: apply,
-  execute: (i, ctx) => ctx.updates.runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items }, i.dry_run, ctx.config.queueThreshold),
+  execute: (i, ctx) =>
+    ctx.updates.runMany(
+      ctx,
+      selector(i),
+      { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items },
+      i.dry_run,
+      ctx.config.queueThreshold,
+    ),
 });
 
 export const updateAll = defineAbility({
@@ -270,7 +360,8 @@ export const updateAll = defineAbility({
   input: z.object({ ...Selectors, types: Types.optional(), dry_run: DryRun, confirm: Confirm }),
   output: RunOutput,
   annotations: apply,
-  execute: (i, ctx) => ctx.updates.runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
+  execute: (i, ctx) =>
+    ctx.updates.runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
 });
 
 /** Asked over MCP by elicitation before it runs (services: a run that spans more than one site). */
@@ -280,6 +371,17 @@ export function spansSites(preview: unknown): boolean {
 
 // Upstream's discovery order.
 export const updateAbilities = [
-  listUpdates, runUpdates, listIgnoredUpdates, setIgnoredUpdates, getSiteUpdates, updateSiteCore, updateSitePlugins,
-  updateSiteThemes, updateSiteTranslations, ignoreSiteCore, ignoreSitePlugins, ignoreSiteThemes, updateAll,
+  listUpdates,
+  runUpdates,
+  listIgnoredUpdates,
+  setIgnoredUpdates,
+  getSiteUpdates,
+  updateSiteCore,
+  updateSitePlugins,
+  updateSiteThemes,
+  updateSiteTranslations,
+  ignoreSiteCore,
+  ignoreSitePlugins,
+  ignoreSiteThemes,
+  updateAll,
 ].map((a) => (a.name === 'run-updates-v1' || a.name === 'update-all-v1' ? { ...a, confirmPreview: spansSites } : a));

@@ -39,17 +39,33 @@ export const UserProfile = z.object({
 });
 
 const userItem = (site: SiteRecord, u: ChildUser): z.infer<typeof UserItem> => ({
-  id: u.id, website_id: site.id, username: u.login, name: u.display_name, email: u.email, role: u.role, posts: u.post_count, registered: u.registered,
+  id: u.id,
+  website_id: site.id,
+  username: u.login,
+  name: u.display_name,
+  email: u.email,
+  role: u.role,
+  posts: u.post_count,
+  registered: u.registered,
 });
 
 const userProfile = (p: ChildUserProfile): z.infer<typeof UserProfile> => ({
-  id: p.id, role: p.role, email: p.email, first_name: p.first_name, last_name: p.last_name, nickname: p.nickname,
-  display_name: p.display_name, user_url: p.url, description: p.description,
+  id: p.id,
+  role: p.role,
+  email: p.email,
+  first_name: p.first_name,
+  last_name: p.last_name,
+  nickname: p.nickname,
+  display_name: p.display_name,
+  user_url: p.url,
+  description: p.description,
 });
 
 const NotProcessed = z.array(z.number().int()).optional().describe('Sites not reached because the call was cancelled.');
 const notes = (s: SiteSelection, notDone: SiteRecord[]) => ({
-  skipped: s.skipped, unknown: s.unknown, ...(notDone.length ? { not_processed: notDone.map((x) => x.id) } : {}),
+  skipped: s.skipped,
+  unknown: s.unknown,
+  ...(notDone.length ? { not_processed: notDone.map((x) => x.id) } : {}),
 });
 const basic = (s: SiteRecord) => ({ id: s.id, url: s.url, name: s.name });
 
@@ -58,13 +74,16 @@ export const listUsers = defineAbility({
   label: 'List users',
   category: 'svc-users',
   toolset: 'users',
-  description: 'List the WordPress users of selected sites, live, filtered by search and roles. Errors: '
-    + 'svc_sites_required (400), svc_sites_not_found (404).',
-  input: z.object({
-    ...SiteSelectors,
-    search: z.string().max(200).optional().describe('Login, name or e-mail.'),
-    roles: z.array(UserRole).optional().describe('Any of these roles.'),
-  }).strict(),
+  description:
+    'List the WordPress users of selected sites, live, filtered by search and roles. Errors: ' +
+    'svc_sites_required (400), svc_sites_not_found (404).',
+  input: z
+    .object({
+      ...SiteSelectors,
+      search: z.string().max(200).optional().describe('Login, name or e-mail.'),
+      roles: z.array(UserRole).optional().describe('Any of these roles.'),
+    })
+    .strict(),
   output: z.object({
     data: z.record(z.string(), z.array(UserItem)),
     total: z.number().int(),
@@ -91,21 +110,31 @@ export const createUser = defineAbility({
   label: 'Create user',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Create a WordPress user on every selected site; without a password a random one is set, never '
-    + 'returned. Errors: svc_sites_required (400), svc_sites_not_found (404).',
-  input: z.object({
-    ...SiteSelectors,
-    username: z.string().trim().min(1).max(60),
-    email: z.email().max(100),
-    password: z.string().max(255).optional().describe('Random when absent.'),
-    role: UserRole.default('subscriber'),
-    first_name: z.string().max(100).optional(),
-    last_name: z.string().max(100).optional(),
-    user_url: z.string().max(500).optional(),
-    send_password: z.boolean().default(false).describe('E-mail the login to the user.'),
-  }).strict(),
+  description:
+    'Create a WordPress user on every selected site; without a password a random one is set, never ' +
+    'returned. Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  input: z
+    .object({
+      ...SiteSelectors,
+      username: z.string().trim().min(1).max(60),
+      email: z.email().max(100),
+      password: z.string().max(255).optional().describe('Random when absent.'),
+      role: UserRole.default('subscriber'),
+      first_name: z.string().max(100).optional(),
+      last_name: z.string().max(100).optional(),
+      user_url: z.string().max(500).optional(),
+      send_password: z.boolean().default(false).describe('E-mail the login to the user.'),
+    })
+    .strict(),
   output: z.object({
-    user: z.object({ username: z.string(), email: z.string(), role: z.string(), first_name: z.string(), last_name: z.string(), user_url: z.string() }),
+    user: z.object({
+      username: z.string(),
+      email: z.string(),
+      role: z.string(),
+      first_name: z.string(),
+      last_name: z.string(),
+      user_url: z.string(),
+    }),
     total_sites: z.number().int(),
     total_success: z.number().int(),
     total_failed: z.number().int(),
@@ -120,8 +149,20 @@ export const createUser = defineAbility({
     const created = r.results.flatMap((x) => (x.ok ? [{ site_id: x.site.id, site_url: x.site.url, user_id: x.value.user_id }] : []));
     const errors = r.results.filter((x) => !x.ok).map(siteError);
     return {
-      user: { username: i.username, email: i.email, role: i.role, first_name: i.first_name ?? '', last_name: i.last_name ?? '', user_url: i.user_url ?? '' },
-      total_sites: r.results.length, total_success: created.length, total_failed: errors.length, created, errors, ...notes(r.selection, r.notDone),
+      user: {
+        username: i.username,
+        email: i.email,
+        role: i.role,
+        first_name: i.first_name ?? '',
+        last_name: i.last_name ?? '',
+        user_url: i.user_url ?? '',
+      },
+      total_sites: r.results.length,
+      total_success: created.length,
+      total_failed: errors.length,
+      created,
+      errors,
+      ...notes(r.selection, r.notDone),
     };
   },
 });
@@ -131,22 +172,25 @@ export const updateUser = defineAbility({
   label: 'Update user',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Change a WordPress user on one site; only the fields given change. Errors: svc_missing_fields '
-    + '(400), svc_site_not_found / svc_user_not_found (404), svc_site_suspended / svc_site_disconnected / '
-    + 'svc_connection_admin_protected (409), svc_child_refused (400, e.g. e-mail taken).',
-  input: z.object({
-    site_id_or_domain: SiteRef,
-    user_id: UserId,
-    email: z.email().max(100).optional(),
-    password: z.string().max(255).optional().describe('Never returned.'),
-    role: UserRole.optional(),
-    first_name: z.string().max(100).optional(),
-    last_name: z.string().max(100).optional(),
-    user_url: z.string().max(500).optional(),
-    nickname: z.string().max(100).optional(),
-    display_name: z.string().max(250).optional(),
-    description: z.string().max(10_000).optional(),
-  }).strict(),
+  description:
+    'Change a WordPress user on one site; only the fields given change. Errors: svc_missing_fields ' +
+    '(400), svc_site_not_found / svc_user_not_found (404), svc_site_suspended / svc_site_disconnected / ' +
+    'svc_connection_admin_protected (409), svc_child_refused (400, e.g. e-mail taken).',
+  input: z
+    .object({
+      site_id_or_domain: SiteRef,
+      user_id: UserId,
+      email: z.email().max(100).optional(),
+      password: z.string().max(255).optional().describe('Never returned.'),
+      role: UserRole.optional(),
+      first_name: z.string().max(100).optional(),
+      last_name: z.string().max(100).optional(),
+      user_url: z.string().max(500).optional(),
+      nickname: z.string().max(100).optional(),
+      display_name: z.string().max(250).optional(),
+      description: z.string().max(10_000).optional(),
+    })
+    .strict(),
   output: z.object({
     site_id: z.number().int(),
     site_url: z.string(),
@@ -166,10 +210,11 @@ export const deleteUser = defineAbility({
   label: 'Delete user',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Delete a WordPress user from one site; their posts go to the connection administrator, who cannot '
-    + 'be deleted. Errors: svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / '
-    + 'svc_user_not_found (404), svc_connection_admin_protected / svc_site_suspended / '
-    + 'svc_site_disconnected (409).',
+  description:
+    'Delete a WordPress user from one site; their posts go to the connection administrator, who cannot ' +
+    'be deleted. Errors: svc_confirmation_required / svc_invalid_input (400), svc_site_not_found / ' +
+    'svc_user_not_found (404), svc_connection_admin_protected / svc_site_suspended / ' +
+    'svc_site_disconnected (409).',
   input: z.object({ site_id_or_domain: SiteRef, user_id: UserId, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({
     deleted: z.boolean(),
@@ -184,10 +229,16 @@ export const deleteUser = defineAbility({
   acceptsPost: true,
   execute: async ({ site_id_or_domain, user_id, confirm, dry_run }, ctx) => {
     const r = await ctx.wpUsers.delete(site_id_or_domain, user_id, { confirm, dry_run });
-    const warnings = r.dry_run
-      ? ['This cannot be undone.', `The user's posts will be reassigned to ${r.site.admin_username}.`]
-      : [];
-    return { deleted: r.deleted, dry_run: r.dry_run, site_id: r.site.id, site_url: r.site.url, user_id, user: userProfile(r.user), warnings };
+    const warnings = r.dry_run ? ['This cannot be undone.', `The user's posts will be reassigned to ${r.site.admin_username}.`] : [];
+    return {
+      deleted: r.deleted,
+      dry_run: r.dry_run,
+      site_id: r.site.id,
+      site_url: r.site.url,
+      user_id,
+      user: userProfile(r.user),
+      warnings,
+    };
   },
 });
 
@@ -196,8 +247,9 @@ export const updateAdminPassword = defineAbility({
   label: 'Update administrator password',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Set the connection administrator\'s password on every selected site; the connection keeps working. '
-    + 'Errors: svc_sites_required (400), svc_sites_not_found (404).',
+  description:
+    "Set the connection administrator's password on every selected site; the connection keeps working. " +
+    'Errors: svc_sites_required (400), svc_sites_not_found (404).',
   input: z.object({ ...SiteSelectors, password: z.string().min(1).max(255).describe('Never returned.') }).strict(),
   output: z.object({
     total_websites: z.number().int(),
@@ -214,22 +266,30 @@ export const updateAdminPassword = defineAbility({
     const success_websites = r.results.filter((x) => x.ok).map((x) => basic(x.site));
     const failed_websites = r.results.flatMap((x) => (x.ok ? [] : [{ ...basic(x.site), code: x.error.code, message: x.error.message }]));
     return {
-      total_websites: r.results.length, success_count: success_websites.length, failed_count: failed_websites.length,
-      success_websites, failed_websites, ...notes(r.selection, r.notDone),
+      total_websites: r.results.length,
+      success_count: success_websites.length,
+      failed_count: failed_websites.length,
+      success_websites,
+      failed_websites,
+      ...notes(r.selection, r.notDone),
     };
   },
 });
 
 // CSV text from JSON callers; the REST door hands over the multipart upload it is streaming (CsvUpload) instead,
 // which no JSON input can produce. Its JSON Schema is the string's.
-const CsvText = z.custom<string | CsvUpload>(
-  (v) => v instanceof CsvUpload || (typeof v === 'string' && v.length > 0 && Buffer.byteLength(v) <= MAX_CSV_BYTES),
-  `CSV text is required (1 byte to ${MAX_CSV_BYTES / 1024 / 1024} MB).`,
-).meta({
-  type: 'string', minLength: 1,
-  description: 'CSV, a user a line: username, email, first_name, last_name, user_url, password, send_password (true/false), '
-    + 'role, select_sites (domains, ;-separated), select_groups (tag names, ;-separated).',
-});
+const CsvText = z
+  .custom<string | CsvUpload>(
+    (v) => v instanceof CsvUpload || (typeof v === 'string' && v.length > 0 && Buffer.byteLength(v) <= MAX_CSV_BYTES),
+    `CSV text is required (1 byte to ${MAX_CSV_BYTES / 1024 / 1024} MB).`,
+  )
+  .meta({
+    type: 'string',
+    minLength: 1,
+    description:
+      'CSV, a user a line: username, email, first_name, last_name, user_url, password, send_password (true/false), ' +
+      'role, select_sites (domains, ;-separated), select_groups (tag names, ;-separated).',
+  });
 
 export const ImportFailure = z.object({
   line_number: z.number().int(),
@@ -246,8 +306,9 @@ export const importUsers = defineAbility({
   label: 'Import users from CSV',
   category: 'svc-users',
   toolset: 'users',
-  description: 'Create users from CSV text on the sites each row names; a bad row fails alone (with its line '
-    + 'number). At most 50,000 rows. Errors: svc_csv_empty / svc_invalid_file_type (400).',
+  description:
+    'Create users from CSV text on the sites each row names; a bad row fails alone (with its line ' +
+    'number). At most 50,000 rows. Errors: svc_csv_empty / svc_invalid_file_type (400).',
   input: z.object({ csv: CsvText, has_header: z.boolean().default(true) }).strict(),
   output: z.object({
     total: z.number().int(),

@@ -33,5 +33,13 @@ export function fullSite(svc: S, s: SiteRecord, withStats = false): z.infer<type
 
 export function tagView(svc: S, t: TagRecord): z.infer<typeof Tag> {
   const sites_ids = t.site_ids.filter((id) => svc.sites.get(id));
-  return { id: t.id, name: t.name, color: t.color, sites_count: sites_ids.length, sites_ids, created_at: t.created_at, updated_at: t.updated_at };
+  return {
+    id: t.id,
+    name: t.name,
+    color: t.color,
+    sites_count: sites_ids.length,
+    sites_ids,
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+  };
 }

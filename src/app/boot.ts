@@ -38,9 +38,10 @@ export async function boot(given: Config, opts: BootOptions = {}): Promise<Runni
   services.jobs.start(opts.jobTickMs);
   if (opts.monitoring) startMonitoring(services);
   let closing: Promise<void> | undefined;
-  const close = (graceMs = 10_000) => (closing ??= (async () => {
-    await Promise.all([http?.close(graceMs), services.jobs.stop()]);
-    await closeServices(services);
-  })());
+  const close = (graceMs = 10_000) =>
+    (closing ??= (async () => {
+      await Promise.all([http?.close(graceMs), services.jobs.stop()]);
+      await closeServices(services);
+    })());
   return { services, registry, http, close };
 }

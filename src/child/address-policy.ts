@@ -7,10 +7,27 @@ import { BlockList, isIP } from 'node:net';
 
 const BLOCKED = new BlockList();
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) BLOCKED.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) BLOCKED.addSubnet(net, bits, 'ipv6');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  BLOCKED.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  BLOCKED.addSubnet(net, bits, 'ipv6');
 
 /** Is this address one sitefleet must not dial by default? (IPv4-mapped IPv6 is judged as IPv4.) */
 export function isPrivateAddress(ip: string): boolean {
@@ -28,7 +45,8 @@ export const BLOCKED_CODE = 'ERR_SITEFLEET_ADDRESS_NOT_ALLOWED';
 /** The refusal names the host the caller gave, never the address it resolved to (that would map internal names). */
 export function blockedError(host: string): NodeJS.ErrnoException {
   const e: NodeJS.ErrnoException = new Error(
-    `${host} is refused: it is a private or local address, which sitefleet connects to only when started with --allow-private-sites`);
+    `${host} is refused: it is a private or local address, which sitefleet connects to only when started with --allow-private-sites`,
+  );
   e.code = BLOCKED_CODE;
   return e;
 }

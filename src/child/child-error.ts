@@ -1,6 +1,7 @@
 // src/child/child-error.ts — the one error type of the connector, and how a child's error reply maps onto it (§3.3, §3.4).
 
-export type ChildFailureKind = 'transport' | 'timeout' | 'no_marker' | 'child_error' | 'auth_failed' | 'bad_reply' | 'too_large' | 'blocked';
+export type ChildFailureKind =
+  'transport' | 'timeout' | 'no_marker' | 'child_error' | 'auth_failed' | 'bad_reply' | 'too_large' | 'blocked';
 
 /** The dashboard's NOMAINWP text; services store it as the site's sync error. */
 export const NO_MARKER_MESSAGE =
@@ -48,5 +49,9 @@ const LINKED_ADVICE =
 export function childErrorFromReply(message: string, code: string | undefined): ChildError {
   const auth = (code !== undefined && AUTH_CODES.has(code)) || AUTH_FRAGMENTS.some((f) => message.includes(f));
   const linked = code === 'REG_ERROR2' || message.includes('already contains a link');
-  return new ChildError(auth ? 'auth_failed' : 'child_error', `ERROR: ${htmlToText(message) || 'Undefined error'}${linked ? LINKED_ADVICE : ''}`, code);
+  return new ChildError(
+    auth ? 'auth_failed' : 'child_error',
+    `ERROR: ${htmlToText(message) || 'Undefined error'}${linked ? LINKED_ADVICE : ''}`,
+    code,
+  );
 }

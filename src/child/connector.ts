@@ -28,7 +28,16 @@ import {
   type ChildPostFull,
   type ChildUserProfile,
 } from './replies.js';
-import { RawStats, SYNC_OUTDATED_DAYS, securityFindings, toChildUser, toSnapshot, type ChildUser, type SecurityFinding, type SiteSnapshot } from './snapshot.js';
+import {
+  RawStats,
+  SYNC_OUTDATED_DAYS,
+  securityFindings,
+  toChildUser,
+  toSnapshot,
+  type ChildUser,
+  type SecurityFinding,
+  type SiteSnapshot,
+} from './snapshot.js';
 import { ReplyInterrupted, Transport, type HttpTarget } from './transport.js';
 import { versionAtLeast } from './version.js';
 import { POST_STATUSES, USER_ROLES } from './wordpress.js';
@@ -81,8 +90,16 @@ export interface UpgradeItem {
   /** The child's reason when it failed (upgrades_error, or updated_data.error for themes). */
   error: string | null;
 }
-export interface UpgradeResult { items: Record<string, UpgradeItem>; snapshot: SiteSnapshot | null }
-export interface CoreUpgradeResult { status: string; old_version: string | null; version: string | null; error_codes: string[] }
+export interface UpgradeResult {
+  items: Record<string, UpgradeItem>;
+  snapshot: SiteSnapshot | null;
+}
+export interface CoreUpgradeResult {
+  status: string;
+  old_version: string | null;
+  version: string | null;
+  error_codes: string[];
+}
 export type ThemeAction = 'activate' | 'delete';
 export type PostAction = 'publish' | 'unpublish' | 'trash' | 'delete' | 'restore';
 
@@ -95,10 +112,29 @@ const MIN_CHILD_VERSION = '4.5';
 const SYNC_DATA = JSON.stringify(
   Object.fromEntries(
     [
-      'wp_updates', 'plugin_updates', 'theme_updates', 'translation_updates', 'recent_comments', 'recent_posts', 'recent_pages',
-      'securityStats', 'directories', 'categories', 'totalsize', 'dbsize', 'plugins', 'themes', 'users', 'plugins_outdate_info',
-      'themes_outdate_info', 'health_site_status', 'child_site_actions_data', 'othersData', 'primaryLasttimeBackup',
-      'last_post_gmt', 'password_policy_options',
+      'wp_updates',
+      'plugin_updates',
+      'theme_updates',
+      'translation_updates',
+      'recent_comments',
+      'recent_posts',
+      'recent_pages',
+      'securityStats',
+      'directories',
+      'categories',
+      'totalsize',
+      'dbsize',
+      'plugins',
+      'themes',
+      'users',
+      'plugins_outdate_info',
+      'themes_outdate_info',
+      'health_site_status',
+      'child_site_actions_data',
+      'othersData',
+      'primaryLasttimeBackup',
+      'last_post_gmt',
+      'password_policy_options',
     ].map((k) => [k, 1]),
   ),
 );
@@ -122,7 +158,8 @@ function unexpected(fn: string, status: string | undefined): ChildError {
 }
 
 function requireSlugs(slugs: readonly string[]): void {
-  if (slugs.length === 0 || slugs.some((s) => s === '' || s.includes('||'))) throw new RangeError('slugs must be non-empty and contain no "||"');
+  if (slugs.length === 0 || slugs.some((s) => s === '' || s.includes('||')))
+    throw new RangeError('slugs must be non-empty and contain no "||"');
 }
 
 const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
@@ -305,11 +342,22 @@ export class ChildConnector {
   // ---- plugins and themes ----
 
   /** `affected` lists the plugin files the child acted on; the child skips unknown files and itself (§9.3). */
-  async pluginAction(site: SiteCredentials, action: PluginAction, slugs: readonly string[]): Promise<{ affected: string[]; snapshot: SiteSnapshot | null }> {
+  async pluginAction(
+    site: SiteCredentials,
+    action: PluginAction,
+    slugs: readonly string[],
+  ): Promise<{ affected: string[]; snapshot: SiteSnapshot | null }> {
     requireSlugs(slugs);
-    const reply = parseReply(PluginActionReply, await this.signed(site, 'plugin_action', { action, plugin: slugs.join('||') }), 'plugin_action');
+    const reply = parseReply(
+      PluginActionReply,
+      await this.signed(site, 'plugin_action', { action, plugin: slugs.join('||') }),
+      'plugin_action',
+    );
     if (reply.status !== 'SUCCESS') throw unexpected('plugin_action', reply.status);
-    return { affected: Object.keys(reply.other_data?.plugin_action_data ?? {}), snapshot: reply.sync ? toSnapshot(reply.sync, site.admin) : null };
+    return {
+      affected: Object.keys(reply.other_data?.plugin_action_data ?? {}),
+      snapshot: reply.sync ? toSnapshot(reply.sync, site.admin) : null,
+    };
   }
 
   /**
@@ -323,10 +371,15 @@ export class ChildConnector {
   ): Promise<{ affected: string[]; refused: { slug: string; reason: string }[]; previous: string | null; snapshot: SiteSnapshot | null }> {
     requireSlugs(slugs);
     if (action === 'activate' && slugs.length !== 1) throw new RangeError('theme activate takes exactly one slug');
-    const reply = parseReply(ThemeActionReply, await this.signed(site, 'theme_action', { action, theme: slugs.join('||') }), 'theme_action');
+    const reply = parseReply(
+      ThemeActionReply,
+      await this.signed(site, 'theme_action', { action, theme: slugs.join('||') }),
+      'theme_action',
+    );
     const refused: { slug: string; reason: string }[] = [];
     if (reply.error?.is_activated_theme) refused.push({ slug: reply.error.is_activated_theme, reason: 'It is the active theme.' });
-    if (reply.error?.is_activated_parent) refused.push({ slug: reply.error.is_activated_parent, reason: 'It is the parent of the active theme.' });
+    if (reply.error?.is_activated_parent)
+      refused.push({ slug: reply.error.is_activated_parent, reason: 'It is the parent of the active theme.' });
     if (reply.status !== 'SUCCESS' && !(reply.status === undefined && refused.length > 0)) throw unexpected('theme_action', reply.status);
     const previous = Object.values(reply.other_data?.theme_deactivate_data ?? {})[0]?.slug ?? null;
     return {
@@ -341,7 +394,8 @@ export class ChildConnector {
 
   /** `upgradeplugintheme` (type plugin or theme) or `upgradetranslation`: one call for every slug of one type. */
   async upgrade(site: SiteCredentials, type: 'plugin' | 'theme' | 'translation', slugs: readonly string[]): Promise<UpgradeResult> {
-    if (slugs.length === 0 || slugs.some((s) => s === '' || s.includes(','))) throw new RangeError('slugs must be non-empty and contain no ","');
+    if (slugs.length === 0 || slugs.some((s) => s === '' || s.includes(',')))
+      throw new RangeError('slugs must be non-empty and contain no ","');
     const fn = type === 'translation' ? 'upgradetranslation' : 'upgradeplugintheme';
     const reply = parseReply(UpgradeReply, await this.signed(site, fn, { type, list: slugs.join(',') }), fn);
     const data = reply.other_data?.updated_data ?? {};
@@ -352,7 +406,9 @@ export class ChildConnector {
       const error = reply.upgrades_error?.[slug] ?? d?.error ?? null;
       items[slug] = {
         success: !error && (flag === true || flag === 1 || flag === '1' || d?.success === true),
-        version: d?.version || null, old_version: d?.old_version || null, error,
+        version: d?.version || null,
+        old_version: d?.old_version || null,
+        error,
       };
     }
     return { items, snapshot: reply.sync ? toSnapshot(reply.sync, site.admin) : null };
@@ -361,10 +417,20 @@ export class ChildConnector {
   /** `upgrade`: installs the core update WordPress has on offer. */
   async upgradeCore(site: SiteCredentials): Promise<CoreUpgradeResult> {
     const reply = parseReply(CoreUpgradeReply, await this.signed(site, 'upgrade'), 'upgrade');
-    const codes = reply.other_data && typeof reply.other_data === 'object' ? (reply.other_data as { upgrade_error_codes?: unknown }).upgrade_error_codes : undefined;
+    const codes =
+      reply.other_data && typeof reply.other_data === 'object'
+        ? (reply.other_data as { upgrade_error_codes?: unknown }).upgrade_error_codes
+        : undefined;
     return {
-      status: reply.upgrade ?? '', old_version: reply.old_version || null, version: reply.version || null,
-      error_codes: codes && typeof codes === 'object' ? Object.values(codes as Record<string, unknown>).map(String).slice(0, 20) : [],
+      status: reply.upgrade ?? '',
+      old_version: reply.old_version || null,
+      version: reply.version || null,
+      error_codes:
+        codes && typeof codes === 'object'
+          ? Object.values(codes as Record<string, unknown>)
+              .map(String)
+              .slice(0, 20)
+          : [],
     };
   }
 
@@ -374,7 +440,11 @@ export class ChildConnector {
   async listUsers(site: SiteCredentials, query: ChildUserQuery = {}): Promise<ChildUser[]> {
     const roles = query.roles && query.roles.length > 0 ? query.roles.join(',') : '';
     const reply = query.search
-      ? await this.signed(site, 'search_users', { search: `*${query.search}*`, search_columns: 'user_login,display_name,user_email', role: roles })
+      ? await this.signed(site, 'search_users', {
+          search: `*${query.search}*`,
+          search_columns: 'user_login,display_name,user_email',
+          role: roles,
+        })
       : await this.signed(site, 'get_all_users', { role: roles || USER_ROLES.join(',') });
     const users = new Map<number, ChildUser>();
     for (const raw of parseReply(UsersReply, reply, query.search ? 'search_users' : 'get_all_users')) {
@@ -445,7 +515,11 @@ export class ChildConnector {
 
   /** Changes the connection admin's WordPress password; the keys keep working. */
   async setAdminPassword(site: SiteCredentials, password: string): Promise<void> {
-    const reply = parseReply(AdminPasswordReply, await this.signed(site, 'newadminpassword', { new_password: base64(password) }), 'newadminpassword');
+    const reply = parseReply(
+      AdminPasswordReply,
+      await this.signed(site, 'newadminpassword', { new_password: base64(password) }),
+      'newadminpassword',
+    );
     if (Array.isArray(reply)) throw new ChildError('child_error', 'ERROR: The connection administrator was not found on the child site.');
   }
 
@@ -467,7 +541,11 @@ export class ChildConnector {
 
   /** `post_action get_edit`; null when there is no such post. Note the child also takes the edit lock for the admin. */
   async getPost(site: SiteCredentials, id: number, postType = 'post'): Promise<ChildPostFull | null> {
-    const reply = parseReply(PostActionReply, await this.signed(site, 'post_action', { action: 'get_edit', id, post_type: postType }), 'post_action');
+    const reply = parseReply(
+      PostActionReply,
+      await this.signed(site, 'post_action', { action: 'get_edit', id, post_type: postType }),
+      'post_action',
+    );
     if (reply.status !== 'SUCCESS') throw unexpected('post_action', reply.status);
     return reply.my_post && 'new_post' in reply.my_post ? toChildPostFull(id, reply.my_post) : null;
   }
@@ -486,7 +564,10 @@ export class ChildConnector {
   }
 
   /** Creates a post, or edits post `ID` (§9.13); answers the status and dates WordPress gave it, when the child says. */
-  async savePost(site: SiteCredentials, post: ChildPostInput): Promise<{ post_id: number; link: string; post_status: string | null; post_date_gmt: string | null }> {
+  async savePost(
+    site: SiteCredentials,
+    post: ChildPostInput,
+  ): Promise<{ post_id: number; link: string; post_status: string | null; post_date_gmt: string | null }> {
     const { ID, post_category, post_custom, post_featured_image, is_sticky, post_tags, ...fields } = post;
     const custom: Record<string, string[]> = { ...post_custom };
     if (ID !== undefined) custom._mainwp_edit_post_id = [String(ID)];
@@ -502,7 +583,12 @@ export class ChildConnector {
     const saved = parseReply(NewPostReply, reply, 'newpost');
     const data = saved.other_data?.new_post_data;
     const after = Array.isArray(data) ? undefined : data;
-    return { post_id: Math.trunc(saved.added_id), link: saved.link, post_status: after?.new_status ?? null, post_date_gmt: after?.post_date_gmt ?? null };
+    return {
+      post_id: Math.trunc(saved.added_id),
+      link: saved.link,
+      post_status: after?.new_status ?? null,
+      post_date_gmt: after?.post_date_gmt ?? null,
+    };
   }
 
   // ---- reachability ----

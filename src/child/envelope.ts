@@ -7,7 +7,9 @@ const CLOSE = '</mainwp>';
 /** PHP json_encode() with default flags: `/` escaped as `\/` and non-ASCII as \uXXXX (only ever inside strings). */
 export function phpJson(value: unknown): string {
   const json = JSON.stringify(value).replaceAll('/', '\\/');
-  return /[\u007f-\uffff]/.test(json) ? json.replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')) : json;
+  return /[\u007f-\uffff]/.test(json)
+    ? json.replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
+    : json;
 }
 
 export function encodeEnvelope(value: unknown): string {

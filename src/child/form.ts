@@ -1,14 +1,7 @@
 // src/child/form.ts — PHP-compatible form bodies: http_build_query encoding and $_POST-style bracket decoding.
 
 /** A value the encoder accepts: null/undefined are left out, booleans become 1/0, arrays and objects nest with brackets. */
-export type FormInput =
-  | string
-  | number
-  | boolean
-  | null
-  | undefined
-  | readonly FormInput[]
-  | { readonly [key: string]: FormInput };
+export type FormInput = string | number | boolean | null | undefined | readonly FormInput[] | { readonly [key: string]: FormInput };
 
 /** What PHP puts in $_POST: strings, and ordered maps for bracket keys (lists are maps with "0", "1", ... keys). */
 export type FormField = string | FormMap;

@@ -1,5 +1,14 @@
 // src/child/index.ts — the public surface of the child wire protocol: connector, snapshot types, simulator.
-export { ChildConnector, type ConnectorOptions, type PluginAction, type PostAction, type RegisterInput, type Registration, type SiteCredentials, type ThemeAction } from './connector.js';
+export {
+  ChildConnector,
+  type ConnectorOptions,
+  type PluginAction,
+  type PostAction,
+  type RegisterInput,
+  type Registration,
+  type SiteCredentials,
+  type ThemeAction,
+} from './connector.js';
 export { ChildError, NO_MARKER_MESSAGE, type ChildFailureKind } from './child-error.js';
 export { ChildUser, SecurityFinding, SiteChange, SitePlugin, SiteSnapshot, SiteTheme, SYNC_OUTDATED_DAYS } from './snapshot.js';
 export { ChildPost, ChildPostFull, ChildUserProfile } from './replies.js';

@@ -34,7 +34,11 @@ export const ThemeActionReply = z.object({
 
 /** One item of an upgrade reply's other_data.updated_data: `version` is what is on disk after the upgrade. */
 const UpdatedData = z.object({
-  name: Text.optional(), old_version: Text.optional(), slug: Text.optional(), success: Flag.optional(), version: Text.optional(),
+  name: Text.optional(),
+  old_version: Text.optional(),
+  slug: Text.optional(),
+  success: Flag.optional(),
+  version: Text.optional(),
   error: Text.optional(),
 });
 
@@ -119,7 +123,9 @@ export const PostActionReply = z.object({
 });
 
 export const NewPostReply = z.object({
-  added: z.literal(true), added_id: Count, link: Text.default(''),
+  added: z.literal(true),
+  added_id: Count,
+  link: Text.default(''),
   other_data: phpObject({ new_post_data: z.union([PostAfter, z.tuple([])]).optional() }).optional(),
 });
 
@@ -160,11 +166,27 @@ export const ChildPost = z.object({
 export type ChildPost = z.infer<typeof ChildPost>;
 
 const GalleryImage = z.object({
-  id: z.string(), src: z.string(), title: z.string(), alt: z.string(), caption: z.string(), description: z.string(),
+  id: z.string(),
+  src: z.string(),
+  title: z.string(),
+  alt: z.string(),
+  caption: z.string(),
+  description: z.string(),
 });
-const RawGallery = z.array(z.object({
-  id: Text, src: Text.default(''), title: Text.default(''), alt: Text.default(''), caption: LongText.default(''), description: LongText.default(''),
-}).loose()).max(1000);
+const RawGallery = z
+  .array(
+    z
+      .object({
+        id: Text,
+        src: Text.default(''),
+        title: Text.default(''),
+        alt: Text.default(''),
+        caption: LongText.default(''),
+        description: LongText.default(''),
+      })
+      .loose(),
+  )
+  .max(1000);
 
 export const ChildPostFull = z.object({
   id: z.number().int(),
@@ -262,7 +284,11 @@ export function toChildPostFull(id: number, payload: z.infer<typeof EditPayload>
     post_custom: custom,
     // get_post_thumbnail_id() gives 0 (or "") when there is no featured image.
     post_featured_image: image === '' || image === '0' ? null : image,
-    post_gallery_images: payload.post_gallery_images === '' ? []
-      : base64Json(payload.post_gallery_images, RawGallery, 'post_gallery_images').map(({ id, src, title, alt, caption, description }) => ({ id, src, title, alt, caption, description })),
+    post_gallery_images:
+      payload.post_gallery_images === ''
+        ? []
+        : base64Json(payload.post_gallery_images, RawGallery, 'post_gallery_images').map(
+            ({ id, src, title, alt, caption, description }) => ({ id, src, title, alt, caption, description }),
+          ),
   };
 }

@@ -166,7 +166,13 @@ const RawUpdate = z.object({
   Name: Text.optional(),
   Version: Text.optional(),
 });
-const RawTranslation = z.object({ type: Text.default(''), slug: Text.default(''), language: Text.default(''), version: Text.default(''), name: Text.optional() });
+const RawTranslation = z.object({
+  type: Text.default(''),
+  slug: Text.default(''),
+  language: Text.default(''),
+  version: Text.default(''),
+  name: Text.optional(),
+});
 const RawOutdated = z.object({ last_updated: z.union([z.number(), z.string()]).optional() });
 /** One event of the child's changes log (`changes_logs_data`, child ≥ 5.4.1, sent only when params_logs asks). */
 const RawLog = z.object({
@@ -186,10 +192,19 @@ export const OWN_USER_AGENT = 'Mozilla/5.0 (compatible; MainWP/6.1.2; sitefleet)
 /** A line that says what an event was about, from the meta data the child logs with it. */
 function logSummary(log: RawLog): string {
   const m = (log.meta_data && typeof log.meta_data === 'object' ? log.meta_data : {}) as Record<string, unknown>;
-  const named = (v: unknown) => (v && typeof v === 'object' && typeof (v as { name?: unknown }).name === 'string' ? (v as { name: string }).name : undefined);
+  const named = (v: unknown) =>
+    v && typeof v === 'object' && typeof (v as { name?: unknown }).name === 'string' ? (v as { name: string }).name : undefined;
   const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-  const what = named(m.plugindata) ?? named(m.themedata) ?? str(m.name) ?? str(m.posttitle) ?? str(m.post_title) ?? str(m.task_name)
-    ?? str(m.changeusername) ?? str(m.username) ?? str(m.slug);
+  const what =
+    named(m.plugindata) ??
+    named(m.themedata) ??
+    str(m.name) ??
+    str(m.posttitle) ??
+    str(m.post_title) ??
+    str(m.task_name) ??
+    str(m.changeusername) ??
+    str(m.username) ??
+    str(m.slug);
   // type and action are fields of their own: the description names what was acted on.
   if (!what) return clip(`${log.context} ${log.action_name}`, 500);
   return clip(`${what}${str(m.slug) && what !== m.slug ? ` (${m.slug as string})` : ''}`, 500);
@@ -207,11 +222,16 @@ export const RawStats = z.object({
   version: Text,
   wpversion: Text,
   siteurl: Text,
-  site_info: z.object({
-    phpversion: Text.optional(),
-    child_version: Text.optional(),
-    format_datetime: z.object({ timezone_string: Text.optional(), gmt_offset: z.union([Text, z.null()]).optional() }).partial().optional(),
-  }).optional(),
+  site_info: z
+    .object({
+      phpversion: Text.optional(),
+      child_version: Text.optional(),
+      format_datetime: z
+        .object({ timezone_string: Text.optional(), gmt_offset: z.union([Text, z.null()]).optional() })
+        .partial()
+        .optional(),
+    })
+    .optional(),
   wp_updates: z.union([Text, z.null(), z.boolean()]).optional(),
   plugin_updates: phpMap(RawUpdate).optional(),
   theme_updates: phpMap(RawUpdate).optional(),
@@ -246,7 +266,10 @@ const SECURITY_CHECKS: Record<string, { severity: z.infer<typeof Severity>; mess
 export function securityFindings(stats: Record<string, string>): SecurityFinding[] {
   return Object.entries(stats)
     .filter(([, value]) => value === 'N')
-    .map(([type]) => ({ type, ...(SECURITY_CHECKS[type] ?? { severity: 'medium' as const, message: `Security check "${type}" failed.` }) }));
+    .map(([type]) => ({
+      type,
+      ...(SECURITY_CHECKS[type] ?? { severity: 'medium' as const, message: `Security check "${type}" failed.` }),
+    }));
 }
 
 function isoDay(value: number | string | undefined): string | null {
@@ -254,7 +277,7 @@ function isoDay(value: number | string | undefined): string | null {
   if (typeof value === 'number' || /^\d+(\.\d+)?$/.test(value)) return isoFromUnix(Number(value))?.slice(0, 10) ?? null;
   if (/^\d{4}-\d{2}-\d{2}/.test(value)) return value.slice(0, 10);
   const ms = Date.parse(value);
-  return Number.isNaN(ms) ? null : isoFromUnix(ms / 1000)?.slice(0, 10) ?? null;
+  return Number.isNaN(ms) ? null : (isoFromUnix(ms / 1000)?.slice(0, 10) ?? null);
 }
 
 export function toChildUser(raw: z.infer<typeof RawUser>): ChildUser {
@@ -271,7 +294,8 @@ export function toChildUser(raw: z.infer<typeof RawUser>): ChildUser {
 }
 
 /** Newest first; equal times by id, highest first. */
-export const newestFirst = (a: SiteChange, b: SiteChange): number => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : b.id - a.id);
+export const newestFirst = (a: SiteChange, b: SiteChange): number =>
+  a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : b.id - a.id;
 
 /** True when `b` is a newer version than `a` (PHP version_compare order on the dotted numbers; equal is not newer). */
 export function isNewer(b: string, a: string | null): boolean {
@@ -286,20 +310,28 @@ export function isNewer(b: string, a: string | null): boolean {
 export function pendingOf(raw: RawStats): SitePending {
   const installed = new Map<string, { name: string; version: string }>();
   for (const p of [...(raw.plugins ?? []), ...(raw.themes ?? [])]) installed.set(p.slug, { name: p.name, version: p.version });
-  const items = (map: Record<string, z.infer<typeof RawUpdate>>) => Object.entries(map).flatMap(([slug, u]) => {
-    const next = u.update?.new_version ?? u.new_version ?? '';
-    const current = u.Version ?? installed.get(slug)?.version ?? '';
-    if (!slug || !next || (current && !isNewer(next, current))) return [];
-    return [{ slug, name: u.Name || installed.get(slug)?.name || slug, current_version: current, new_version: next }];
-  });
+  const items = (map: Record<string, z.infer<typeof RawUpdate>>) =>
+    Object.entries(map).flatMap(([slug, u]) => {
+      const next = u.update?.new_version ?? u.new_version ?? '';
+      const current = u.Version ?? installed.get(slug)?.version ?? '';
+      if (!slug || !next || (current && !isNewer(next, current))) return [];
+      return [{ slug, name: u.Name || installed.get(slug)?.name || slug, current_version: current, new_version: next }];
+    });
   const wpNew = typeof raw.wp_updates === 'string' ? raw.wp_updates : '';
   return {
     core: wpNew && isNewer(wpNew, raw.wpversion) ? { current_version: raw.wpversion, new_version: wpNew } : null,
     plugins: items(raw.plugin_updates ?? {}),
     themes: items(raw.theme_updates ?? {}),
-    translations: (raw.translation_updates ?? []).filter((t) => t.slug).map((t) => ({
-      slug: t.slug, name: t.name || t.slug, current_version: null, new_version: t.version, language: t.language, kind: t.type,
-    })),
+    translations: (raw.translation_updates ?? [])
+      .filter((t) => t.slug)
+      .map((t) => ({
+        slug: t.slug,
+        name: t.name || t.slug,
+        current_version: null,
+        new_version: t.version,
+        language: t.language,
+        kind: t.type,
+      })),
   };
 }
 
@@ -345,7 +377,16 @@ export function toSnapshot(raw: RawStats, adminUsername: string): SiteSnapshot {
         const timestamp = isoFromUnix(c.created);
         if (timestamp === null) return [];
         const id = Number(key);
-        return [{ id: Number.isSafeInteger(id) ? id : i + 1, type: c.context, action: c.action, description: c.summary, user: c.action_user, timestamp }];
+        return [
+          {
+            id: Number.isSafeInteger(id) ? id : i + 1,
+            type: c.context,
+            action: c.action,
+            description: c.summary,
+            user: c.action_user,
+            timestamp,
+          },
+        ];
       }),
       ...logs.flatMap((l, i) => {
         const timestamp = isoFromUnix(Number(l.created_on));

@@ -57,7 +57,8 @@ function transportFailure(err: unknown, signal: AbortSignal | null, { timeoutMs,
   const code = errorCode(err);
   const blocked = code === BLOCKED_CODE ? err : (err as { cause?: unknown } | null)?.cause;
   if (errorCode(blocked) === BLOCKED_CODE) return new ChildError('blocked', (blocked as Error).message);
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return new ChildError('timeout', `HTTP error - Connection timed out after ${connectTimeoutMs} ms`);
+  if (code === 'UND_ERR_CONNECT_TIMEOUT')
+    return new ChildError('timeout', `HTTP error - Connection timed out after ${connectTimeoutMs} ms`);
   if (signal === null || signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new ChildError('timeout', `HTTP error - Operation timed out after ${timeoutMs} ms`);
   }
@@ -138,7 +139,8 @@ export class Transport {
       throw transportFailure(err, signal, this.options);
     }
     const location = typeof res.headers.location === 'string' ? res.headers.location : null;
-    const tooLarge = (): ReplyInterrupted => new ReplyInterrupted('too_large', `The reply from the child site is larger than ${maxReplyBytes} bytes.`);
+    const tooLarge = (): ReplyInterrupted =>
+      new ReplyInterrupted('too_large', `The reply from the child site is larger than ${maxReplyBytes} bytes.`);
     if (Number(res.headers['content-length']) > maxReplyBytes) {
       discard(res.body);
       throw tooLarge();

@@ -30,17 +30,20 @@ const HEARTBEAT_MS = 15_000;
 
 const SECURITY_HEADERS: Record<string, string> = {
   // Everything comes from this server; no inline script or style, no framing.
-  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-    + "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'X-Frame-Options': 'DENY',
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Opener-Policy': 'same-origin',
 };
 
-const LoginBody = z.object({
-  name: z.string().min(1).max(200),
-  password: z.string().min(1).max(200),
-}).strict();
+const LoginBody = z
+  .object({
+    name: z.string().min(1).max(200),
+    password: z.string().min(1).max(200),
+  })
+  .strict();
 
 const RunBody = z.object({ input: z.unknown().optional() }).strict();
 
@@ -62,8 +65,12 @@ function invalidBody(e: z.ZodError): ServiceError {
   return new ServiceError('svc_invalid_input', `Invalid ${where}: ${issue.message}`, 400, { params: { [where]: issue.message } });
 }
 
-const loginRequired = (expired: boolean) => new ServiceError('svc_console_login_required',
-  expired ? 'Your console session has ended; log in again.' : 'Log in to the console first.', 401);
+const loginRequired = (expired: boolean) =>
+  new ServiceError(
+    'svc_console_login_required',
+    expired ? 'Your console session has ended; log in again.' : 'Log in to the console first.',
+    401,
+  );
 
 export interface ConsoleDoor {
   router: express.Router;
@@ -81,7 +88,10 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
   const indexHtml = readFileSync(`${ASSETS_DIR}index.html`);
 
   const setCookie = (res: Response, value: string, maxAge: number) => {
-    res.setHeader('Set-Cookie', `${COOKIE}=${value}; Path=/console; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`);
+    res.setHeader(
+      'Set-Cookie',
+      `${COOKIE}=${value}; Path=/console; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`,
+    );
   };
 
   r.use((_req, res, next) => {
@@ -95,10 +105,16 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     res.type('html').send(indexHtml);
   };
   r.get('/', shell);
-  r.use('/assets', express.static(ASSETS_DIR, { index: false, dotfiles: 'deny', redirect: false, cacheControl: true, maxAge: 0, fallthrough: true }));
+  r.use(
+    '/assets',
+    express.static(ASSETS_DIR, { index: false, dotfiles: 'deny', redirect: false, cacheControl: true, maxAge: 0, fallthrough: true }),
+  );
 
   const api = express.Router();
-  api.use((_req, res, next) => { res.setHeader('Cache-Control', 'no-store'); next(); });
+  api.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // A cross-site form can post only form encodings: JSON alone (with the CSRF header below) closes that door.
   api.use((req, _res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD' && !/\bjson\b/i.test(String(req.headers['content-type'] ?? ''))) {
@@ -115,12 +131,18 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
   api.post('/login', (req, res) => {
     const addr = req.socket.remoteAddress ?? '';
     const raw: unknown = req.body;
-    const name = raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string' ? (raw as { name: string }).name : '';
+    const name =
+      raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string' ? (raw as { name: string }).name : '';
     const account = name ? `user:${name.slice(0, 200).toLowerCase()}` : null;
     const wait = throttle.waitFor(addr, account);
     if (wait) {
       res.setHeader('Retry-After', String(wait));
-      return sendError(res, new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, { retry_after: wait }));
+      return sendError(
+        res,
+        new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, {
+          retry_after: wait,
+        }),
+      );
     }
     const body = LoginBody.safeParse(raw ?? {});
     if (!body.success) return sendError(res, invalidBody(body.error));
@@ -145,14 +167,17 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     const session = sessions.get(id);
     if (!session) return next(loginRequired(id !== undefined));
     const user = services.store.get<UserRecord>('users', session.userId);
-    if (!user) { sessions.delete(id!); return next(loginRequired(true)); }
+    if (!user) {
+      sessions.delete(id!);
+      return next(loginRequired(true));
+    }
     req.principal = { kind: 'user', id: user.id, name: user.name, role: user.role };
     req.consoleSession = session;
     req.consoleSessionId = id;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       const token = req.headers['x-csrf-token'];
       if (typeof token !== 'string' || !sameToken(token, session.csrf)) {
-        return next(new ServiceError('svc_csrf_token_invalid', 'The console\'s CSRF token is missing or wrong; reload the page.', 403));
+        return next(new ServiceError('svc_csrf_token_invalid', "The console's CSRF token is missing or wrong; reload the page.", 403));
       }
     }
     next();
@@ -170,7 +195,9 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
 
   api.post('/run/:name', async (req: ConsoleRequest, res) => {
     const ac = new AbortController();
-    res.on('close', () => { if (!res.writableEnded) ac.abort(); });
+    res.on('close', () => {
+      if (!res.writableEnded) ac.abort();
+    });
     try {
       const name = String(req.params.name);
       const a = /^[a-z0-9-]{1,100}$/.test(name) ? registry.get(name) : undefined;
@@ -193,15 +220,22 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     try {
       first = await read();
       if (session.streams >= MAX_STREAMS_PER_SESSION) {
-        throw new ServiceError('svc_too_many_streams', `A console session follows at most ${MAX_STREAMS_PER_SESSION} jobs at once; close one.`, 429);
+        throw new ServiceError(
+          'svc_too_many_streams',
+          `A console session follows at most ${MAX_STREAMS_PER_SESSION} jobs at once; close one.`,
+          429,
+        );
       }
-      if (streams.size >= MAX_STREAMS) throw new ServiceError('svc_too_many_streams', 'Too many live job streams on this server; retry later.', 503);
+      if (streams.size >= MAX_STREAMS)
+        throw new ServiceError('svc_too_many_streams', 'Too many live job streams on this server; retry later.', 503);
     } catch (e) {
       return sendError(res, e);
     }
     res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
     // A read in flight may finish after the browser left: never write to a closed stream.
-    const write = (text: string) => { if (!res.writableEnded && !res.destroyed) res.write(text); };
+    const write = (text: string) => {
+      if (!res.writableEnded && !res.destroyed) res.write(text);
+    };
     const send = (event: string, data: unknown) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     let last = JSON.stringify(first);
     write('retry: 2000\n\n');
@@ -226,10 +260,19 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         }
         const j = await read();
         const now = JSON.stringify(j);
-        if (now !== last) { last = now; send('job', j); }
-        if (finished(j)) { send('end', j); return stop(); }
+        if (now !== last) {
+          last = now;
+          send('job', j);
+        }
+        if (finished(j)) {
+          send('end', j);
+          return stop();
+        }
         if (Date.now() - started > STREAM_MAX_MS) return stop(); // the browser reconnects with a fresh stream
-        if (Date.now() - beat > HEARTBEAT_MS) { beat = Date.now(); write(': keep-alive\n\n'); }
+        if (Date.now() - beat > HEARTBEAT_MS) {
+          beat = Date.now();
+          write(': keep-alive\n\n');
+        }
       } catch (e) {
         const err = e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error.', 500);
         send('failure', err.toBody());
@@ -241,14 +284,21 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     const timer = setInterval(() => void tick(), STREAM_POLL_MS);
     streams.add(stop);
     res.on('close', stop);
-    if (finished(first)) { send('end', first); stop(); }
+    if (finished(first)) {
+      send('end', first);
+      stop();
+    }
   });
 
-  api.use(() => { throw new ServiceError('rest_no_route', 'No console route was found matching the URL and request method.', 404); });
+  api.use(() => {
+    throw new ServiceError('rest_no_route', 'No console route was found matching the URL and request method.', 404);
+  });
   api.use(((err, _req, res, _next) => sendError(res, err)) as express.ErrorRequestHandler);
 
   r.use('/api', api);
-  r.use((_req: Request, res: Response, _next: NextFunction) => sendError(res, new ServiceError('rest_no_route', 'No console page was found at this URL.', 404)));
+  r.use((_req: Request, res: Response, _next: NextFunction) =>
+    sendError(res, new ServiceError('rest_no_route', 'No console page was found at this URL.', 404)),
+  );
 
   function sessionView(p: Principal, s: ConsoleSession) {
     const user = p.kind === 'user' ? { name: p.name, role: p.role } : { name: p.name, role: 'viewer' as const };
@@ -258,12 +308,21 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
       expires_at: new Date(s.expiresAt).toISOString(),
       // What the registry offers, so the pages show only what exists (and, for a viewer, nothing that writes).
       abilities: registry.abilities.map((a) => ({
-        name: a.name, label: a.label, readonly: a.annotations.readonly, destructive: a.annotations.destructive,
+        name: a.name,
+        label: a.label,
+        readonly: a.annotations.readonly,
+        destructive: a.annotations.destructive,
         inputs: Object.keys(a.input.shape),
       })),
       modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),
     };
   }
 
-  return { router: r, sessions, close: () => { for (const stop of [...streams]) stop(); } };
+  return {
+    router: r,
+    sessions,
+    close: () => {
+      for (const stop of [...streams]) stop();
+    },
+  };
 }

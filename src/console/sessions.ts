@@ -20,7 +20,10 @@ export class ConsoleSessions {
   // Keyed by a hash of the id, so that a heap dump or a log of this map does not hand out live cookies.
   private map = new Map<string, ConsoleSession>();
 
-  constructor(private readonly ttlMs: number, private readonly max = MAX_SESSIONS) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly max = MAX_SESSIONS,
+  ) {}
 
   create(userId: number, now = Date.now()): { id: string; session: ConsoleSession } {
     this.sweep(now);
@@ -41,7 +44,10 @@ export class ConsoleSessions {
     const key = digest(id);
     const s = this.map.get(key);
     if (!s) return undefined;
-    if (s.expiresAt <= now) { this.map.delete(key); return undefined; }
+    if (s.expiresAt <= now) {
+      this.map.delete(key);
+      return undefined;
+    }
     return s;
   }
 
@@ -49,7 +55,9 @@ export class ConsoleSessions {
     this.map.delete(digest(id));
   }
 
-  get size(): number { return this.map.size; }
+  get size(): number {
+    return this.map.size;
+  }
 
   private sweep(now: number): void {
     for (const [k, s] of this.map) {

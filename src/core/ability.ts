@@ -11,14 +11,41 @@ export interface Annotations {
   openWorld: boolean;
 }
 
-export type Category = 'svc-sites' | 'svc-tags' | 'svc-batch' | 'svc-clients' | 'svc-costs' | 'svc-users' | 'svc-posts'
-  | 'svc-pages' | 'svc-settings' | 'svc-updates' | 'svc-monitors';
+export type Category =
+  | 'svc-sites'
+  | 'svc-tags'
+  | 'svc-batch'
+  | 'svc-clients'
+  | 'svc-costs'
+  | 'svc-users'
+  | 'svc-posts'
+  | 'svc-pages'
+  | 'svc-settings'
+  | 'svc-updates'
+  | 'svc-monitors';
 /** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
-export const TOOLSETS = ['sites', 'plugins', 'tags', 'users', 'posts', 'costs', 'clients', 'jobs', 'pages', 'settings', 'updates', 'monitors'] as const;
+export const TOOLSETS = [
+  'sites',
+  'plugins',
+  'tags',
+  'users',
+  'posts',
+  'costs',
+  'clients',
+  'jobs',
+  'pages',
+  'settings',
+  'updates',
+  'monitors',
+] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';
 
-export interface ProgressReport { done: number; total: number; message?: string }
+export interface ProgressReport {
+  done: number;
+  total: number;
+  message?: string;
+}
 
 /** What a door knows of one call, whatever the ability: who asks, when to stop, where progress goes. */
 export interface CallContext {
@@ -33,7 +60,12 @@ export interface CallContext {
  * An ability over a context C: the call (CallContext) plus whatever the layer above core hands every ability —
  * `abilities/context.ts` binds C to the services, so core never imports a higher layer.
  */
-export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType, C extends CallContext = CallContext, N extends string = string> {
+export interface Ability<
+  I extends z.ZodObject = z.ZodObject,
+  O extends z.ZodType = z.ZodType,
+  C extends CallContext = CallContext,
+  N extends string = string,
+> {
   name: N;
   label: string;
   description: string;
@@ -68,7 +100,9 @@ export interface Ability<I extends z.ZodObject = z.ZodObject, O extends z.ZodTyp
  * Every input is strict: a field the ability does not know is refused with its name (WordPress's "is not a valid
  * property of Object"), never silently dropped as zod objects otherwise do.
  */
-export function defineAbility<I extends z.ZodObject, O extends z.ZodType, C extends CallContext, N extends string>(a: Ability<I, O, C, N>): Ability<I, O, C, N> {
+export function defineAbility<I extends z.ZodObject, O extends z.ZodType, C extends CallContext, N extends string>(
+  a: Ability<I, O, C, N>,
+): Ability<I, O, C, N> {
   return { ...a, input: a.input.strict() as unknown as I };
 }
 

@@ -60,7 +60,10 @@ export function coerce(value: unknown, schema: JsonSchema | undefined): unknown 
     if (t.includes('null') && value === '' && !t.includes('string')) return null;
     if (t.includes('array') && !t.includes('string')) {
       const items = value === '' ? [] : value.split(/[\s,]+/).filter(Boolean);
-      return coerce(items, branches(schema).find((b) => types(b).includes('array')));
+      return coerce(
+        items,
+        branches(schema).find((b) => types(b).includes('array')),
+      );
     }
     return value;
   }
@@ -101,9 +104,7 @@ function nodeAt(schema: JsonSchema | undefined, path: PropertyKey[]): JsonSchema
   for (const k of path) {
     if (!node) return undefined;
     const b = branches(node);
-    node = typeof k === 'number'
-      ? b.find((x) => x.items)?.items
-      : b.find((x) => x.properties)?.properties?.[String(k)];
+    node = typeof k === 'number' ? b.find((x) => x.items)?.items : b.find((x) => x.properties)?.properties?.[String(k)];
   }
   return node;
 }
@@ -157,7 +158,8 @@ export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | unde
     case 'invalid_value':
       return `${label} is not one of ${listWords(issue.values as unknown[])}.`;
     case 'invalid_format':
-      if (issue.format === 'regex' && 'pattern' in issue) return `${label} does not match pattern ${String(issue.pattern).replace(/^\/|\/[a-z]*$/g, '')}.`;
+      if (issue.format === 'regex' && 'pattern' in issue)
+        return `${label} does not match pattern ${String(issue.pattern).replace(/^\/|\/[a-z]*$/g, '')}.`;
       return `${label} is not a valid ${issue.format}.`;
     case 'unrecognized_keys':
       return `${issue.keys.join(', ')} is not a valid property of Object.`;
@@ -190,7 +192,12 @@ function readPath(v: unknown, path: PropertyKey[]): unknown {
 function firstIssue(issues: z.core.$ZodIssue[], input: unknown): z.core.$ZodIssue {
   const order = input && typeof input === 'object' ? Object.keys(input) : [];
   const rank = (i: z.core.$ZodIssue): number => {
-    if ((i.code === 'invalid_type' || i.code === 'invalid_union' || i.code === 'invalid_value') && i.path.length === 1 && readPath(input, i.path) === undefined) return -1;
+    if (
+      (i.code === 'invalid_type' || i.code === 'invalid_union' || i.code === 'invalid_value') &&
+      i.path.length === 1 &&
+      readPath(input, i.path) === undefined
+    )
+      return -1;
     if (i.code === 'unrecognized_keys') return order.indexOf(i.keys[0] ?? '');
     const k = i.path[0];
     const idx = k === undefined ? -1 : order.indexOf(String(k));
@@ -229,6 +236,10 @@ export function validateInput<T extends z.ZodObject>(
   if (r.success) return r.data;
   const issue = firstIssue(r.error.issues, value);
   const param = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path[0];
-  fail(describeIssue(issue, jsonSchema, value), param === undefined ? undefined : String(param), describeIssue(issue, jsonSchema, value, 'param'));
+  fail(
+    describeIssue(issue, jsonSchema, value),
+    param === undefined ? undefined : String(param),
+    describeIssue(issue, jsonSchema, value, 'param'),
+  );
   throw new Error('unreachable');
 }

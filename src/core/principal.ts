@@ -12,11 +12,19 @@ export type Principal =
 /** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
 export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
   switch (method) {
-    case 'GET': case 'HEAD': return p === 'read' || p === 'read_write';
-    case 'POST': case 'PUT': case 'PATCH': return p === 'write' || p === 'read_write';
-    case 'DELETE': return p === 'write' || p === 'read_write' || p === 'delete';
-    case 'OPTIONS': return true;
-    default: return false;
+    case 'GET':
+    case 'HEAD':
+      return p === 'read' || p === 'read_write';
+    case 'POST':
+    case 'PUT':
+    case 'PATCH':
+      return p === 'write' || p === 'read_write';
+    case 'DELETE':
+      return p === 'write' || p === 'read_write' || p === 'delete';
+    case 'OPTIONS':
+      return true;
+    default:
+      return false;
   }
 }
 

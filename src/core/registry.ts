@@ -52,8 +52,9 @@ export function renameAliases(a: Ability, raw: unknown): unknown {
     const v = out[alias];
     delete out[alias];
     if (name in out && JSON.stringify(out[name]) !== JSON.stringify(v)) {
-      throw new ServiceError('ability_invalid_input', `${alias} and ${name} name the same field; send one of them.`, 400,
-        { params: { [alias]: `Same field as ${name}.` } });
+      throw new ServiceError('ability_invalid_input', `${alias} and ${name} name the same field; send one of them.`, 400, {
+        params: { [alias]: `Same field as ${name}.` },
+      });
     }
     out[name] = v;
   }
@@ -69,7 +70,10 @@ export class Registry<S extends RegistryServices = RegistryServices> {
   private readonly byName = new Map<string, Ability>();
   private readonly schemaCache = new Map<string, { input: JsonSchema; output: JsonSchema }>();
 
-  constructor(readonly abilities: readonly Ability[], private readonly services: S) {
+  constructor(
+    readonly abilities: readonly Ability[],
+    private readonly services: S,
+  ) {
     for (const a of abilities) {
       if (this.byName.has(a.name)) throw new Error(`Ability ${a.name} is defined twice.`);
       this.byName.set(a.name, a);
@@ -115,7 +119,10 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     }
     if (CHECK_OUTPUTS) {
       const checked = a.output.safeParse(result);
-      if (!checked.success) throw toServiceError(new Error(`${a.name} answered outside its output schema: ${z.prettifyError(checked.error)}`), { ability: a.name });
+      if (!checked.success)
+        throw toServiceError(new Error(`${a.name} answered outside its output schema: ${z.prettifyError(checked.error)}`), {
+          ability: a.name,
+        });
     }
     return result;
   }

@@ -3,7 +3,12 @@
 
 /** The comparable form of a URL or domain: lower case, no scheme, no leading www., no trailing slashes. */
 export function siteKey(urlOrDomain: string): string {
-  return urlOrDomain.trim().toLowerCase().replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/^www\./, '').replace(/\/+$/, '');
+  return urlOrDomain
+    .trim()
+    .toLowerCase()
+    .replace(/^[a-z][a-z0-9+.-]*:\/\//, '')
+    .replace(/^www\./, '')
+    .replace(/\/+$/, '');
 }
 
 /** A positive integer or a string of digits names an id; anything else is a domain. */

@@ -19,8 +19,7 @@ function sameHash(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export const unauthenticated = (message = 'You are not authenticated.') =>
-  new ServiceError('svc_rest_authentication_error', message, 401);
+export const unauthenticated = (message = 'You are not authenticated.') => new ServiceError('svc_rest_authentication_error', message, 401);
 
 const APP_PASSWORD_ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
@@ -52,9 +51,17 @@ export class AuthService {
     const key_id = randomBytes(6).toString('hex');
     const secret = randomBytes(24).toString('base64url');
     const salt = randomBytes(16).toString('hex');
-    const key = await this.store.write((tx) => tx.insert<KeyRecord>('keys', {
-      name, permissions, key_id, salt, secret_hash: keyHash(salt, secret), created_at: now(), revoked: false,
-    }));
+    const key = await this.store.write((tx) =>
+      tx.insert<KeyRecord>('keys', {
+        name,
+        permissions,
+        key_id,
+        salt,
+        secret_hash: keyHash(salt, secret),
+        created_at: now(),
+        revoked: false,
+      }),
+    );
     return { key, token: `sf_${key_id}_${secret}` };
   }
 
@@ -88,10 +95,15 @@ export class AuthService {
     const salt = randomBytes(16).toString('hex');
     const user = await this.store.write((tx) => {
       for (const u of tx.all<UserRecord>('users')) {
-        if (u.name.toLowerCase() === name.toLowerCase()) throw new ServiceError('svc_user_exists', `A user named "${name}" already exists.`, 409);
+        if (u.name.toLowerCase() === name.toLowerCase())
+          throw new ServiceError('svc_user_exists', `A user named "${name}" already exists.`, 409);
       }
       return tx.insert<UserRecord>('users', {
-        name, role, salt, password_hash: sha256(salt + password.replace(/ /g, '')), created_at: now(),
+        name,
+        role,
+        salt,
+        password_hash: sha256(salt + password.replace(/ /g, '')),
+        created_at: now(),
       });
     });
     return { user, password };

@@ -16,9 +16,7 @@ import type { SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 
 /** The result of one site's remote step: what to record, and whether it worked. */
-export type Outcome<T> =
-  | { ok: true; commit: (tx: Tx) => T }
-  | { ok: false; error: ServiceError; commit?: (tx: Tx) => void };
+export type Outcome<T> = { ok: true; commit: (tx: Tx) => T } | { ok: false; error: ServiceError; commit?: (tx: Tx) => void };
 
 export interface AddSiteInput {
   url: string;
@@ -60,7 +58,10 @@ function mergeChanges(stored: readonly SiteChange[], fresh: readonly SiteChange[
   const out: SiteChange[] = [];
   for (const c of [...fresh, ...stored]) {
     const key = `${c.timestamp}|${c.type}|${c.action}|${c.description}`;
-    if (!seen.has(key)) { seen.add(key); out.push(c); }
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(c);
+    }
   }
   return out.sort(newestFirst).slice(0, MAX_CHANGES_KEPT);
 }
@@ -74,13 +75,20 @@ export function childFailure(err: unknown, site: { url: string }): ServiceError 
   // The message may carry the child's own text: it is stored (sync_error) and echoed, so it is bounded.
   const e = new ChildError(err.kind, clip(err.message, 500), err.childCode);
   switch (e.kind) {
-    case 'blocked': return new ServiceError('svc_address_not_allowed', e.message, 400, data);
-    case 'timeout': return new ServiceError('svc_child_timeout', `${site.url} did not answer in time: ${e.message}`, 504, data);
-    case 'transport': return new ServiceError('svc_child_unreachable', `Could not reach ${site.url}: ${e.message}`, 502, data);
-    case 'no_marker': return new ServiceError('svc_child_not_detected', `${site.url}: ${e.message}`, 502, data);
-    case 'auth_failed': return new ServiceError('svc_child_auth_failed', `${site.url} refused our signature (${e.message}); reconnect the site.`, 502, data);
-    case 'child_error': return new ServiceError('svc_child_error', `${site.url} answered: ${e.message}`, 502, { ...data, child_code: e.childCode });
-    default: return new ServiceError('svc_child_bad_reply', `${site.url} sent an invalid reply: ${e.message}`, 502, data);
+    case 'blocked':
+      return new ServiceError('svc_address_not_allowed', e.message, 400, data);
+    case 'timeout':
+      return new ServiceError('svc_child_timeout', `${site.url} did not answer in time: ${e.message}`, 504, data);
+    case 'transport':
+      return new ServiceError('svc_child_unreachable', `Could not reach ${site.url}: ${e.message}`, 502, data);
+    case 'no_marker':
+      return new ServiceError('svc_child_not_detected', `${site.url}: ${e.message}`, 502, data);
+    case 'auth_failed':
+      return new ServiceError('svc_child_auth_failed', `${site.url} refused our signature (${e.message}); reconnect the site.`, 502, data);
+    case 'child_error':
+      return new ServiceError('svc_child_error', `${site.url} answered: ${e.message}`, 502, { ...data, child_code: e.childCode });
+    default:
+      return new ServiceError('svc_child_bad_reply', `${site.url} sent an invalid reply: ${e.message}`, 502, data);
   }
 }
 
@@ -100,11 +108,15 @@ export class ChildSiteService {
 
   /** One connector (one undici Agent, one bound on calls in flight) per process, made on first use. */
   connector(): Promise<ChildConnector> {
-    this.connectorP ??= this.settings.installationUrl().then((serverUrl) =>
-      new ChildConnector({
-        serverUrl, concurrency: this.config.childConcurrency, timeoutMs: this.config.childTimeoutMs,
-        allowPrivateAddresses: this.config.allowPrivateSites,
-      }));
+    this.connectorP ??= this.settings.installationUrl().then(
+      (serverUrl) =>
+        new ChildConnector({
+          serverUrl,
+          concurrency: this.config.childConcurrency,
+          timeoutMs: this.config.childTimeoutMs,
+          allowPrivateAddresses: this.config.allowPrivateSites,
+        }),
+    );
     return this.connectorP;
   }
 
@@ -116,8 +128,14 @@ export class ChildSiteService {
     const secret = this.sites.secret(site.id);
     if (!secret) throw new ServiceError('svc_site_keys_missing', `Site ${site.id} has no connection keys; reconnect it.`, 409);
     return {
-      url: site.url, admin: site.admin_username, privateKeyPem: secret.private_key_pem, signAlgo: site.sign_algo,
-      regverify: secret.regverify, httpUser: site.http_user, httpPass: secret.http_pass, sslVerify: site.ssl_verify,
+      url: site.url,
+      admin: site.admin_username,
+      privateKeyPem: secret.private_key_pem,
+      signAlgo: site.sign_algo,
+      regverify: secret.regverify,
+      httpUser: site.http_user,
+      httpPass: secret.http_pass,
+      sslVerify: site.ssl_verify,
     };
   }
 
@@ -136,13 +154,26 @@ export class ChildSiteService {
     // Changes accumulate: a sync brings only events newer than the cursor, an action's sync block none of the log.
     const prev = this.siteData(id);
     const data: SiteData = {
-      plugins: snap.plugins, themes: snap.themes, security: snap.security, changes: mergeChanges(prev?.changes ?? [], snap.changes),
-      changes_cursor: snap.changes_cursor ?? prev?.changes_cursor ?? null, users: snap.users, updates: snap.updates, synced_at: now(),
+      plugins: snap.plugins,
+      themes: snap.themes,
+      security: snap.security,
+      changes: mergeChanges(prev?.changes ?? [], snap.changes),
+      changes_cursor: snap.changes_cursor ?? prev?.changes_cursor ?? null,
+      users: snap.users,
+      updates: snap.updates,
+      synced_at: now(),
     };
     tx.putBlob('site-data', id, data);
     return this.sites.patch(tx, id, {
-      wp_version: snap.wp_version, php_version: snap.php_version, child_version: snap.child_version, timezone: snap.timezone,
-      admin_username: snap.admin_username || undefined, last_sync: data.synced_at, sync_error: '', stats: statsOf(snap), ...extra,
+      wp_version: snap.wp_version,
+      php_version: snap.php_version,
+      child_version: snap.child_version,
+      timezone: snap.timezone,
+      admin_username: snap.admin_username || undefined,
+      last_sync: data.synced_at,
+      sync_error: '',
+      stats: statsOf(snap),
+      ...extra,
     } as Partial<SiteRecord>);
   }
 
@@ -160,12 +191,19 @@ export class ChildSiteService {
     let reg;
     try {
       reg = await connector.register({
-        url, admin: input.admin, adminPassword: input.admin_password,
-        httpUser: input.http_user ?? null, httpPass: input.http_pass ?? null, sslVerify: input.ssl_verify,
+        url,
+        admin: input.admin,
+        adminPassword: input.admin_password,
+        httpUser: input.http_user ?? null,
+        httpPass: input.http_pass ?? null,
+        sslVerify: input.ssl_verify,
       });
     } catch (e) {
       if (e instanceof ChildError && (e.kind === 'child_error' || e.kind === 'auth_failed')) {
-        throw new ServiceError('svc_child_refused', `${url} refused the registration: ${e.message.replace(/^ERROR: /, '')}`, 400, { site_url: url, child_code: e.childCode });
+        throw new ServiceError('svc_child_refused', `${url} refused the registration: ${e.message.replace(/^ERROR: /, '')}`, 400, {
+          site_url: url,
+          child_code: e.childCode,
+        });
       }
       const f = childFailure(e, { url });
       if (f.code === 'svc_address_not_allowed') throw f;
@@ -176,15 +214,19 @@ export class ChildSiteService {
       if (this.sites.findByUrl(url)) throw errors.siteExists(url);
       // The client may have gone while the child answered.
       if (input.client_id) this.clients.resolve(input.client_id);
-      const rec = this.sites.insert(tx, {
-        url,
-        name: input.name?.trim() || url.replace(/^https?:\/\//, '').replace(/\/$/, ''),
-        admin_username: input.admin,
-        client_id: input.client_id ?? null,
-        ssl_verify: input.ssl_verify,
-        http_user: input.http_user ?? null,
-        sign_algo: reg.signAlgo,
-      }, secret);
+      const rec = this.sites.insert(
+        tx,
+        {
+          url,
+          name: input.name?.trim() || url.replace(/^https?:\/\//, '').replace(/\/$/, ''),
+          admin_username: input.admin,
+          client_id: input.client_id ?? null,
+          ssl_verify: input.ssl_verify,
+          http_user: input.http_user ?? null,
+          sign_algo: reg.signAlgo,
+        },
+        secret,
+      );
       if (input.tags?.length) this.tags.setSiteTags(tx, rec.id, input.tags);
       return this.recordSnapshot(tx, rec.id, reg.snapshot);
     });
@@ -197,7 +239,12 @@ export class ChildSiteService {
   private assertSameSite(site: SiteRecord, snap: SiteSnapshot): void {
     const host = (u: string) => siteKey(u).split('/')[0];
     if (snap.site_url && host(snap.site_url) !== host(site.url)) {
-      throw new ServiceError('svc_child_wrong_site', `${site.url} answered as another site (${snap.site_url}); its data was not stored.`, 502, { site_url: site.url });
+      throw new ServiceError(
+        'svc_child_wrong_site',
+        `${site.url} answered as another site (${snap.site_url}); its data was not stored.`,
+        502,
+        { site_url: site.url },
+      );
     }
   }
 
@@ -215,19 +262,34 @@ export class ChildSiteService {
       const remote = (!(e instanceof ServiceError) && error.code !== 'svc_address_not_allowed') || error.code === 'svc_child_wrong_site';
       if (remote) for (const l of this.syncFailureListeners) l(site, error);
       return {
-        ok: false, error,
-        commit: remote ? (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { sync_error: error.message }); } : undefined,
+        ok: false,
+        error,
+        commit: remote
+          ? (tx) => {
+              if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { sync_error: error.message });
+            }
+          : undefined,
       };
     }
   }
 
   /** Reachability: an unsigned POST to the site root, timed. Stored on the site. Never throws for a dead site. */
   async fetchCheck(site: SiteRecord): Promise<Outcome<CheckResult>> {
-    const r = await (await this.connector()).probe(site.url, {
-      httpUser: site.http_user, httpPass: this.sites.secret(site.id)?.http_pass ?? null, sslVerify: site.ssl_verify,
+    const r = await (
+      await this.connector()
+    ).probe(site.url, {
+      httpUser: site.http_user,
+      httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+      sslVerify: site.ssl_verify,
     });
     const result: CheckResult = { at: now(), ...r };
-    return { ok: true, commit: (tx) => { if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { last_check: result }); return result; } };
+    return {
+      ok: true,
+      commit: (tx) => {
+        if (tx.get('sites', site.id)) this.sites.patch(tx, site.id, { last_check: result });
+        return result;
+      },
+    };
   }
 
   /** Renew the site's keys with its child; success makes it connected. */
@@ -237,12 +299,24 @@ export class ChildSiteService {
     }
     try {
       const secret = this.sites.secret(site.id);
-      const creds: SiteCredentials = secret ? this.credentials(site) : {
-        url: site.url, admin: site.admin_username, privateKeyPem: '', signAlgo: site.sign_algo, regverify: null,
-        httpUser: site.http_user, httpPass: null, sslVerify: site.ssl_verify,
-      };
+      const creds: SiteCredentials = secret
+        ? this.credentials(site)
+        : {
+            url: site.url,
+            admin: site.admin_username,
+            privateKeyPem: '',
+            signAlgo: site.sign_algo,
+            regverify: null,
+            httpUser: site.http_user,
+            httpPass: null,
+            sslVerify: site.ssl_verify,
+          };
       const reg = await (await this.connector()).reconnect(creds, { adminPassword });
-      const next: SiteSecret = { private_key_pem: reg.privateKeyPem, http_pass: secret?.http_pass ?? null, regverify: reg.regverify ?? secret?.regverify ?? null };
+      const next: SiteSecret = {
+        private_key_pem: reg.privateKeyPem,
+        http_pass: secret?.http_pass ?? null,
+        regverify: reg.regverify ?? secret?.regverify ?? null,
+      };
       return {
         ok: true,
         commit: (tx) => {
@@ -252,7 +326,10 @@ export class ChildSiteService {
       };
     } catch (e) {
       const f = childFailure(e, site);
-      return { ok: false, error: new ServiceError('svc_reconnect_failed', `Site reconnection failed: ${f.message}`, f.status === 504 ? 504 : 502, f.data) };
+      return {
+        ok: false,
+        error: new ServiceError('svc_reconnect_failed', `Site reconnection failed: ${f.message}`, f.status === 504 ? 504 : 502, f.data),
+      };
     }
   }
 
@@ -262,7 +339,8 @@ export class ChildSiteService {
    * already disconnected or has no keys; a failure is reported, not thrown.
    */
   async tellChildToForget(
-    site: SiteRecord, creds: SiteCredentials | null = this.sites.secret(site.id) ? this.credentials(site) : null,
+    site: SiteRecord,
+    creds: SiteCredentials | null = this.sites.secret(site.id) ? this.credentials(site) : null,
   ): Promise<{ child_notified: boolean; child_error: string | null }> {
     if (site.disconnected || !creds) return { child_notified: false, child_error: null };
     try {

@@ -13,7 +13,11 @@ export const MAX_FIELD_NAME = 100;
 export const MAX_FIELD_DESCRIPTION = 1000;
 export const MAX_FIELD_VALUE = 2000;
 
-export interface FieldFilter { search?: string; include?: number[]; exclude?: number[] }
+export interface FieldFilter {
+  search?: string;
+  include?: number[];
+  exclude?: number[];
+}
 export type FieldMatch = 'exact' | 'contains' | 'set';
 
 const now = () => new Date().toISOString();
@@ -27,28 +31,40 @@ export class ClientFieldService {
     const search = f.search?.trim().toLowerCase();
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
-    return [...this.store.all<ClientFieldRecord>('client_fields')].sort(byName((x) => x.name)).filter((x) =>
-      (!include || include.has(x.id)) && (!exclude || !exclude.has(x.id)) &&
-      (!search || x.name.toLowerCase().includes(search) || x.description.toLowerCase().includes(search)));
+    return [...this.store.all<ClientFieldRecord>('client_fields')]
+      .sort(byName((x) => x.name))
+      .filter(
+        (x) =>
+          (!include || include.has(x.id)) &&
+          (!exclude || !exclude.has(x.id)) &&
+          (!search || x.name.toLowerCase().includes(search) || x.description.toLowerCase().includes(search)),
+      );
   }
 
   /** A field by id (number or digits) or by name (any letter case). Throws 404 svc_client_field_not_found. */
   resolveRef(ref: number | string, tx?: Tx): ClientFieldRecord {
     const all = tx ? [...tx.all<ClientFieldRecord>('client_fields')] : [...this.store.all<ClientFieldRecord>('client_fields')];
     const key = String(ref).trim();
-    const found = /^\d+$/.test(key) ? all.find((x) => x.id === Number(key)) ?? all.find((x) => x.name === key)
+    const found = /^\d+$/.test(key)
+      ? (all.find((x) => x.id === Number(key)) ?? all.find((x) => x.name === key))
       : all.find((x) => x.name.toLowerCase() === key.toLowerCase());
-    if (!found) throw new ServiceError('svc_client_field_not_found', `No client field found with ID or name "${key}".`, 404, { field: key });
+    if (!found)
+      throw new ServiceError('svc_client_field_not_found', `No client field found with ID or name "${key}".`, 404, { field: key });
     return found;
   }
 
   private checkName(tx: Tx, raw: string, selfId?: number): string {
     const name = cleanName(raw);
     if (!name) throw new ServiceError('svc_invalid_input', 'Field name must not be empty.', 400, { params: { name: 'must not be empty' } });
-    if (/^\d+$/.test(name)) throw new ServiceError('svc_invalid_input', 'Field name must not be only digits (digits name a field by its ID).', 400, { params: { name: 'must not be only digits' } });
+    if (/^\d+$/.test(name))
+      throw new ServiceError('svc_invalid_input', 'Field name must not be only digits (digits name a field by its ID).', 400, {
+        params: { name: 'must not be only digits' },
+      });
     for (const x of tx.all<ClientFieldRecord>('client_fields')) {
       if (x.id !== selfId && x.name.toLowerCase() === name.toLowerCase()) {
-        throw new ServiceError('svc_client_field_exists', `A client field named "${x.name}" already exists (ID ${x.id}).`, 409, { field_id: x.id });
+        throw new ServiceError('svc_client_field_exists', `A client field named "${x.name}" already exists (ID ${x.id}).`, 409, {
+          field_id: x.id,
+        });
       }
     }
     return name;
@@ -82,7 +98,12 @@ export class ClientFieldService {
     let n = 0;
     for (const _ of tx.all('client_fields')) n++;
     if (n >= MAX_CLIENT_FIELDS) {
-      throw new ServiceError('svc_client_field_limit', `At most ${MAX_CLIENT_FIELDS} client fields can be defined; delete one first.`, 409, { limit: MAX_CLIENT_FIELDS });
+      throw new ServiceError(
+        'svc_client_field_limit',
+        `At most ${MAX_CLIENT_FIELDS} client fields can be defined; delete one first.`,
+        409,
+        { limit: MAX_CLIENT_FIELDS },
+      );
     }
     const t = now();
     return tx.insert<ClientFieldRecord>('client_fields', { name, description: input.description.trim(), created_at: t, updated_at: t });
@@ -135,10 +156,14 @@ export class ClientFieldService {
     const seen = new Set<number>();
     for (const [ref, value] of Object.entries(values)) {
       const field = this.resolveRef(ref, tx);
-      if (seen.has(field.id)) throw new ServiceError('svc_invalid_input', `Field "${field.name}" is given twice.`, 400, { params: { values: `${field.name} given twice` } });
+      if (seen.has(field.id))
+        throw new ServiceError('svc_invalid_input', `Field "${field.name}" is given twice.`, 400, {
+          params: { values: `${field.name} given twice` },
+        });
       seen.add(field.id);
       const v = value?.trim() ?? '';
-      if (v === '') delete cur[String(field.id)]; else cur[String(field.id)] = v;
+      if (v === '') delete cur[String(field.id)];
+      else cur[String(field.id)] = v;
       changed.push(field.name);
     }
     if (Object.keys(cur).length) tx.put<ClientFieldValuesRecord>('client_field_values', { id: clientId, values: cur });

@@ -9,13 +9,29 @@ import { Cascade } from './cascade.js';
 import type { SiteService } from './sites.js';
 
 export const CLIENT_TEXT_FIELDS = [
-  'phone', 'address_1', 'address_2', 'city', 'state', 'zip', 'country', 'note', 'facebook', 'twitter', 'instagram', 'linkedin',
+  'phone',
+  'address_1',
+  'address_2',
+  'city',
+  'state',
+  'zip',
+  'country',
+  'note',
+  'facebook',
+  'twitter',
+  'instagram',
+  'linkedin',
 ] as const;
 export type ClientTextField = (typeof CLIENT_TEXT_FIELDS)[number];
 
 export type ClientInput = { name?: string; email?: string | null; status?: ClientStatus } & Partial<Record<ClientTextField, string>>;
 
-export interface ClientFilter { search?: string; status?: ClientStatus | 'any'; include?: number[]; exclude?: number[] }
+export interface ClientFilter {
+  search?: string;
+  status?: ClientStatus | 'any';
+  include?: number[];
+  exclude?: number[];
+}
 
 const now = () => new Date().toISOString();
 
@@ -31,7 +47,10 @@ export class ClientService {
   /** Who else lets go of a deleted client (its sites, costs). */
   readonly onRemove = new Cascade();
 
-  constructor(private readonly store: Store, private readonly sites: SiteService) {}
+  constructor(
+    private readonly store: Store,
+    private readonly sites: SiteService,
+  ) {}
 
   /** Creates a client and assigns it the sites given, in one durable write. */
   add(input: ClientInput & { name: string }, siteIds: readonly number[] = []): Promise<ClientRecord> {
@@ -105,11 +124,13 @@ export class ClientService {
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
     const status = f.status && f.status !== 'any' ? f.status : null;
-    return this.byName().filter((c) =>
-      (!status || c.status === status) &&
-      (!include || include.has(c.id)) &&
-      (!exclude || !exclude.has(c.id)) &&
-      (!search || String(c.id).includes(search) || c.name.toLowerCase().includes(search) || c.email.toLowerCase().includes(search)));
+    return this.byName().filter(
+      (c) =>
+        (!status || c.status === status) &&
+        (!include || include.has(c.id)) &&
+        (!exclude || !exclude.has(c.id)) &&
+        (!search || String(c.id).includes(search) || c.name.toLowerCase().includes(search) || c.email.toLowerCase().includes(search)),
+    );
   }
 
   count(status: ClientStatus | 'any' = 'any'): number {
@@ -124,7 +145,8 @@ export class ClientService {
       for (const s of this.store.all<SiteRecord>('sites')) {
         if (s.client_id === null) continue;
         const list = this.sitesByClient.get(s.client_id);
-        if (list) list.push(s.id); else this.sitesByClient.set(s.client_id, [s.id]);
+        if (list) list.push(s.id);
+        else this.sitesByClient.set(s.client_id, [s.id]);
       }
       for (const list of this.sitesByClient.values()) list.sort((a, b) => a - b);
       this.siteCacheVersion = v;
@@ -156,7 +178,9 @@ export class ClientService {
     const e = email.toLowerCase();
     for (const c of tx.all<ClientRecord>('clients')) {
       if (c.id !== selfId && c.email.toLowerCase() === e) {
-        throw new ServiceError('svc_client_exists', `A client with e-mail "${email}" already exists (ID ${c.id}).`, 409, { client_id: c.id });
+        throw new ServiceError('svc_client_exists', `A client with e-mail "${email}" already exists (ID ${c.id}).`, 409, {
+          client_id: c.id,
+        });
       }
     }
   }
@@ -169,13 +193,20 @@ export class ClientService {
 
   create(tx: Tx, input: ClientInput & { name: string }): ClientRecord {
     const name = cleanName(input.name);
-    if (!name) throw new ServiceError('svc_invalid_input', 'Client name must not be empty.', 400, { params: { name: 'must not be empty' } });
+    if (!name)
+      throw new ServiceError('svc_invalid_input', 'Client name must not be empty.', 400, { params: { name: 'must not be empty' } });
     const email = (input.email ?? '').trim();
     if (email) this.assertEmailFree(tx, email);
     const t = now();
     const blank = Object.fromEntries(CLIENT_TEXT_FIELDS.map((f) => [f, ''])) as Record<ClientTextField, string>;
     return tx.insert<ClientRecord>('clients', {
-      ...blank, ...this.fields(input), name, email, status: input.status ?? 'active', created_at: t, updated_at: t,
+      ...blank,
+      ...this.fields(input),
+      name,
+      email,
+      status: input.status ?? 'active',
+      created_at: t,
+      updated_at: t,
     });
   }
 
@@ -185,7 +216,8 @@ export class ClientService {
     const next: ClientRecord = { ...cur, ...this.fields(input), updated_at: now() };
     if (input.name !== undefined) {
       next.name = cleanName(input.name);
-      if (!next.name) throw new ServiceError('svc_invalid_input', 'Client name must not be empty.', 400, { params: { name: 'must not be empty' } });
+      if (!next.name)
+        throw new ServiceError('svc_invalid_input', 'Client name must not be empty.', 400, { params: { name: 'must not be empty' } });
     }
     if (input.email !== undefined) {
       next.email = (input.email ?? '').trim();

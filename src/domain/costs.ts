@@ -18,7 +18,15 @@ import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
 import type {
-  ClientRecord, CostRecord, CostStatus, LicenseType, PaymentType, ProductType, RenewalType, SiteRecord, TagRecord,
+  ClientRecord,
+  CostRecord,
+  CostStatus,
+  LicenseType,
+  PaymentType,
+  ProductType,
+  RenewalType,
+  SiteRecord,
+  TagRecord,
 } from '../store/records.js';
 import { RENEWAL_TYPES } from '../store/records.js';
 import type { ClientService } from './clients.js';
@@ -123,7 +131,7 @@ export function nextRenewal(c: Pick<CostRecord, 'payment_type' | 'renewal_type' 
 
 /** The cost's billing frequency in one word: its renewal type, or lifetime. */
 export function frequencyOf(c: Pick<CostRecord, 'payment_type' | 'renewal_type'>): string {
-  return c.payment_type === 'lifetime' ? 'lifetime' : c.renewal_type ?? 'none';
+  return c.payment_type === 'lifetime' ? 'lifetime' : (c.renewal_type ?? 'none');
 }
 
 const now = () => new Date().toISOString();
@@ -184,7 +192,8 @@ export class CostService {
         this.covered.set(c.id, list);
         for (const s of list) {
           const costs = this.bySite.get(s);
-          if (costs) costs.push(c.id); else this.bySite.set(s, [c.id]);
+          if (costs) costs.push(c.id);
+          else this.bySite.set(s, [c.id]);
         }
       }
       this.cacheKey = key;
@@ -199,13 +208,15 @@ export class CostService {
     const status = f.status?.length ? new Set(f.status) : null;
     const category = f.category?.length && !f.category.includes('any') ? new Set(f.category) : null;
     const type = f.type && f.type !== 'any' ? f.type : null;
-    return this.index().sorted.filter((c) =>
-      (!include || include.has(c.id)) &&
-      (!exclude || !exclude.has(c.id)) &&
-      (!status || status.has(c.cost_tracker_status)) &&
-      (!category || category.has(c.product_type)) &&
-      (!type || c.payment_type === type) &&
-      (!search || String(c.id).includes(search) || c.name.toLowerCase().includes(search)));
+    return this.index().sorted.filter(
+      (c) =>
+        (!include || include.has(c.id)) &&
+        (!exclude || !exclude.has(c.id)) &&
+        (!status || status.has(c.cost_tracker_status)) &&
+        (!category || category.has(c.product_type)) &&
+        (!type || c.payment_type === type) &&
+        (!search || String(c.id).includes(search) || c.name.toLowerCase().includes(search)),
+    );
   }
 
   /** Ids of the existing sites a cost covers (directly, through its tags and its clients), ascending. */
@@ -261,8 +272,7 @@ export class CostService {
       if (owner && this.clients.get(owner)) counts.set(owner, (counts.get(owner) ?? 0) + 1);
     }
     const order = byName<ClientRecord>((c) => c.name);
-    return [...counts].map(([id, n]) => ({ client: this.clients.get(id)!, sites_covered: n }))
-      .sort((a, b) => order(a.client, b.client));
+    return [...counts].map(([id, n]) => ({ client: this.clients.get(id)!, sites_covered: n })).sort((a, b) => order(a.client, b.client));
   }
 
   /** A site's costs with its share of each and the totals (rules at the top of this file). */
@@ -280,16 +290,24 @@ export class CostService {
   }
 
   /** Validates and resolves target lists inside the write; unknown ids → 400 naming the list. */
-  private resolveTargets(tx: Tx, input: Pick<CostFields, 'sites' | 'groups' | 'clients'>): Partial<Pick<CostRecord, 'sites' | 'groups' | 'clients'>> {
+  private resolveTargets(
+    tx: Tx,
+    input: Pick<CostFields, 'sites' | 'groups' | 'clients'>,
+  ): Partial<Pick<CostRecord, 'sites' | 'groups' | 'clients'>> {
     const out: Partial<Pick<CostRecord, 'sites' | 'groups' | 'clients'>> = {};
     if (input.sites) {
-      out.sites = sortIds(input.sites.map((ref) => {
-        const s = this.sites.find(ref);
-        if (!s || !tx.get<SiteRecord>('sites', s.id)) {
-          throw invalid('sites', typeof ref === 'number' || /^\d+$/.test(ref) ? `no site found with ID ${Number(ref)}.` : `no site found matching "${ref}".`);
-        }
-        return s.id;
-      }));
+      out.sites = sortIds(
+        input.sites.map((ref) => {
+          const s = this.sites.find(ref);
+          if (!s || !tx.get<SiteRecord>('sites', s.id)) {
+            throw invalid(
+              'sites',
+              typeof ref === 'number' || /^\d+$/.test(ref) ? `no site found with ID ${Number(ref)}.` : `no site found matching "${ref}".`,
+            );
+          }
+          return s.id;
+        }),
+      );
     }
     if (input.groups) {
       for (const id of input.groups) if (!tx.get<TagRecord>('tags', id)) throw invalid('groups', `no tag found with ID ${id}.`);
@@ -307,18 +325,23 @@ export class CostService {
     // Only what is being written is checked against the lists: a stored value whose type was later renamed stays readable.
     if (changed.product_type !== undefined) this.lists?.assertProductType(c.product_type);
     if (changed.payment_method !== undefined) this.lists?.assertPaymentMethod(c.payment_method);
-    if (!c.name) throw new ServiceError('svc_invalid_input', 'Cost name must not be empty.', 400, { params: { name: 'must not be empty' } });
+    if (!c.name)
+      throw new ServiceError('svc_invalid_input', 'Cost name must not be empty.', 400, { params: { name: 'must not be empty' } });
     if (!c.sites.length && !c.groups.length && !c.clients.length) throw new ServiceError('svc_invalid_input', NO_TARGET, 400);
     if (c.payment_type === 'subscription' && !c.renewal_type) {
-      throw new ServiceError('svc_invalid_input', `A subscription needs renewal_type, one of ${RENEWAL_TYPES.join(', ')}.`, 400,
-        { params: { renewal_type: 'required for a subscription' } });
+      throw new ServiceError('svc_invalid_input', `A subscription needs renewal_type, one of ${RENEWAL_TYPES.join(', ')}.`, 400, {
+        params: { renewal_type: 'required for a subscription' },
+      });
     }
   }
 
   private day(value: string | null | undefined): string | null {
     if (value === null || value === undefined || value === '') return null;
     const d = isoDay(value);
-    if (!d) throw new ServiceError('svc_invalid_input', `Invalid last_renewal: "${value}" is not an ISO 8601 date.`, 400, { params: { last_renewal: 'not an ISO 8601 date' } });
+    if (!d)
+      throw new ServiceError('svc_invalid_input', `Invalid last_renewal: "${value}" is not an ISO 8601 date.`, 400, {
+        params: { last_renewal: 'not an ISO 8601 date' },
+      });
     return d;
   }
 
@@ -385,7 +408,12 @@ export class CostService {
     if (input.product_color !== undefined) next.product_color = input.product_color;
     if (input.icon_hidden !== undefined) next.icon_hidden = input.icon_hidden;
     // Targets deleted since the cost was written do not count as targets.
-    const live = { ...next, sites: next.sites.filter((s) => tx.get('sites', s)), groups: next.groups.filter((g) => tx.get('tags', g)), clients: next.clients.filter((c) => tx.get('clients', c)) };
+    const live = {
+      ...next,
+      sites: next.sites.filter((s) => tx.get('sites', s)),
+      groups: next.groups.filter((g) => tx.get('tags', g)),
+      clients: next.clients.filter((c) => tx.get('clients', c)),
+    };
     this.check(live, input);
     return tx.put<CostRecord>('costs', live);
   }
@@ -404,7 +432,13 @@ export class CostService {
   }
 
   /** A deleted site leaves every cost that names it (the cost stays, even without targets). */
-  forgetSite(tx: Tx, siteId: number): void { this.forget(tx, 'sites', siteId); }
-  forgetTag(tx: Tx, tagId: number): void { this.forget(tx, 'groups', tagId); }
-  forgetClient(tx: Tx, clientId: number): void { this.forget(tx, 'clients', clientId); }
+  forgetSite(tx: Tx, siteId: number): void {
+    this.forget(tx, 'sites', siteId);
+  }
+  forgetTag(tx: Tx, tagId: number): void {
+    this.forget(tx, 'groups', tagId);
+  }
+  forgetClient(tx: Tx, clientId: number): void {
+    this.forget(tx, 'clients', clientId);
+  }
 }

@@ -9,8 +9,16 @@ import type { JobService } from './jobs.js';
 import type { SiteService } from './sites.js';
 import type { Store, Tx } from '../store/store.js';
 
-export interface ProductTypeDef { slug: string; title: string; color: string; icon: string }
-export interface PaymentMethodDef { slug: string; title: string }
+export interface ProductTypeDef {
+  slug: string;
+  title: string;
+  color: string;
+  icon: string;
+}
+export interface PaymentMethodDef {
+  slug: string;
+  title: string;
+}
 
 export interface DashboardSettingsRecord {
   id: 2;
@@ -40,24 +48,42 @@ export const DEFAULT_PRODUCT_TYPES: readonly ProductTypeDef[] = [
 ];
 const DEFAULT_SLUGS = new Set(DEFAULT_PRODUCT_TYPES.map((p) => p.slug));
 export const DEFAULT_PAYMENT_METHODS: readonly PaymentMethodDef[] = [
-  { slug: 'paypal', title: 'PayPal' }, { slug: 'stripe', title: 'Stripe' }, { slug: 'credit_debit', title: 'Credit / debit card' },
-  { slug: 'cash', title: 'Cash' }, { slug: 'bank_transfer', title: 'Bank transfer' },
+  { slug: 'paypal', title: 'PayPal' },
+  { slug: 'stripe', title: 'Stripe' },
+  { slug: 'credit_debit', title: 'Credit / debit card' },
+  { slug: 'cash', title: 'Cash' },
+  { slug: 'bank_transfer', title: 'Bank transfer' },
 ];
 
 const DEFAULTS: DashboardSettingsRecord = {
-  id: 2, sync_frequency: 0, sync_time: '00:00', sync_concurrency: null, queue_threshold: null, last_scheduled_sync: null,
-  product_types: [...DEFAULT_PRODUCT_TYPES], payment_methods: [...DEFAULT_PAYMENT_METHODS],
+  id: 2,
+  sync_frequency: 0,
+  sync_time: '00:00',
+  sync_concurrency: null,
+  queue_threshold: null,
+  last_scheduled_sync: null,
+  product_types: [...DEFAULT_PRODUCT_TYPES],
+  payment_methods: [...DEFAULT_PAYMENT_METHODS],
 };
 
 /** WordPress's sanitize_title, as upstream makes slugs of titles: lower case, runs of anything else → "-". */
 export function slugOf(title: string): string {
-  return title.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9_]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 100);
+  return title
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 100);
 }
 
 export type SettingsPatch = Partial<Pick<DashboardSettingsRecord, 'sync_frequency' | 'sync_time' | 'sync_concurrency' | 'queue_threshold'>>;
 
 export class DashboardSettings {
-  constructor(private readonly store: Store, private readonly config: Config) {}
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+  ) {}
 
   get(): DashboardSettingsRecord {
     return { ...DEFAULTS, ...this.store.get<DashboardSettingsRecord>('settings', 2) };
@@ -77,31 +103,49 @@ export class DashboardSettings {
 
   async update(patch: SettingsPatch): Promise<DashboardSettingsRecord> {
     if (patch.sync_time !== undefined && !/^([01]\d|2[0-3]):[0-5]\d$/.test(patch.sync_time)) {
-      throw new ServiceError('svc_invalid_input', `sync_time must be HH:MM (00:00–23:59), not "${patch.sync_time}".`, 400, { params: { sync_time: 'HH:MM' } });
+      throw new ServiceError('svc_invalid_input', `sync_time must be HH:MM (00:00–23:59), not "${patch.sync_time}".`, 400, {
+        params: { sync_time: 'HH:MM' },
+      });
     }
     if (patch.sync_concurrency != null && patch.sync_concurrency > this.config.childConcurrency) {
-      throw new ServiceError('svc_invalid_input', `sync_concurrency cannot exceed the server's child concurrency (${this.config.childConcurrency}, --child-concurrency).`, 400,
-        { params: { sync_concurrency: `at most ${this.config.childConcurrency}` } });
+      throw new ServiceError(
+        'svc_invalid_input',
+        `sync_concurrency cannot exceed the server's child concurrency (${this.config.childConcurrency}, --child-concurrency).`,
+        400,
+        { params: { sync_concurrency: `at most ${this.config.childConcurrency}` } },
+      );
     }
     return this.store.write((tx) => {
       const cur = this.cur(tx);
       // A new schedule starts from now: slots that passed under the old one are not caught up.
       const schedule = patch.sync_frequency !== undefined || patch.sync_time !== undefined;
-      return tx.put<DashboardSettingsRecord>('settings', { ...cur, ...patch, ...(schedule ? { last_scheduled_sync: new Date().toISOString() } : {}) });
+      return tx.put<DashboardSettingsRecord>('settings', {
+        ...cur,
+        ...patch,
+        ...(schedule ? { last_scheduled_sync: new Date().toISOString() } : {}),
+      });
     });
   }
 
   // ---- cost tracker: product types ----
 
-  productTypes(): ProductTypeDef[] { return this.get().product_types; }
-  paymentMethods(): PaymentMethodDef[] { return this.get().payment_methods; }
+  productTypes(): ProductTypeDef[] {
+    return this.get().product_types;
+  }
+  paymentMethods(): PaymentMethodDef[] {
+    return this.get().payment_methods;
+  }
 
   /** For the cost abilities: a product type must be one of the list. */
   assertProductType(slug: string): void {
     const all = this.productTypes();
     if (!all.some((p) => p.slug === slug)) {
-      throw new ServiceError('svc_invalid_product_type', `Unknown product_type "${slug}". Product types: ${all.map((p) => p.slug).join(', ')} (settings: cost-tracker product types).`, 400,
-        { params: { product_type: 'unknown product type' } });
+      throw new ServiceError(
+        'svc_invalid_product_type',
+        `Unknown product_type "${slug}". Product types: ${all.map((p) => p.slug).join(', ')} (settings: cost-tracker product types).`,
+        400,
+        { params: { product_type: 'unknown product type' } },
+      );
     }
   }
 
@@ -109,8 +153,12 @@ export class DashboardSettings {
   assertPaymentMethod(slug: string): void {
     const all = this.paymentMethods();
     if (slug !== '' && !all.some((p) => p.slug === slug)) {
-      throw new ServiceError('svc_invalid_payment_method', `Unknown payment_method "${slug}". Payment methods: ${all.map((p) => p.slug).join(', ')} (settings: cost-tracker payment methods).`, 400,
-        { params: { payment_method: 'unknown payment method' } });
+      throw new ServiceError(
+        'svc_invalid_payment_method',
+        `Unknown payment_method "${slug}". Payment methods: ${all.map((p) => p.slug).join(', ')} (settings: cost-tracker payment methods).`,
+        400,
+        { params: { payment_method: 'unknown payment method' } },
+      );
     }
   }
 
@@ -125,8 +173,12 @@ export class DashboardSettings {
       const cur = this.cur(tx);
       const title = i.title.trim();
       const slug = slugOf(title);
-      if (!slug) throw new ServiceError('svc_invalid_input', 'The title must contain a letter or digit (it makes the slug).', 400, { params: { title: 'makes an empty slug' } });
-      if (cur.product_types.some((p) => p.slug === slug)) throw new ServiceError('svc_duplicate_title', `A product type with slug "${slug}" exists already; choose another title.`, 409);
+      if (!slug)
+        throw new ServiceError('svc_invalid_input', 'The title must contain a letter or digit (it makes the slug).', 400, {
+          params: { title: 'makes an empty slug' },
+        });
+      if (cur.product_types.some((p) => p.slug === slug))
+        throw new ServiceError('svc_duplicate_title', `A product type with slug "${slug}" exists already; choose another title.`, 409);
       if (cur.product_types.length >= MAX_LIST) throw new ServiceError('svc_limit', `At most ${MAX_LIST} product types.`, 409);
       const def = { slug, title, color: i.color ?? DEFAULT_COLOR, icon: i.icon ?? DEFAULT_ICON };
       tx.put<DashboardSettingsRecord>('settings', { ...cur, product_types: [...cur.product_types, def] });
@@ -145,7 +197,12 @@ export class DashboardSettings {
       if (title !== undefined && title !== old.title && DEFAULT_SLUGS.has(slug)) {
         throw new ServiceError('svc_invalid_title', `Cannot change the title of the default product type "${slug}".`, 400);
       }
-      const next = { ...old, ...(title !== undefined ? { title } : {}), ...(i.color ? { color: i.color } : {}), ...(i.icon ? { icon: i.icon } : {}) };
+      const next = {
+        ...old,
+        ...(title !== undefined ? { title } : {}),
+        ...(i.color ? { color: i.color } : {}),
+        ...(i.icon ? { icon: i.icon } : {}),
+      };
       const list = [...cur.product_types];
       list[at] = next;
       tx.put<DashboardSettingsRecord>('settings', { ...cur, product_types: list });
@@ -173,8 +230,12 @@ export class DashboardSettings {
       const cur = this.cur(tx);
       const t = title.trim();
       const slug = slugOf(t);
-      if (!slug) throw new ServiceError('svc_invalid_input', 'The title must contain a letter or digit (it makes the slug).', 400, { params: { title: 'makes an empty slug' } });
-      if (cur.payment_methods.some((p) => p.slug === slug)) throw new ServiceError('svc_duplicate_title', `A payment method with slug "${slug}" exists already; choose another title.`, 409);
+      if (!slug)
+        throw new ServiceError('svc_invalid_input', 'The title must contain a letter or digit (it makes the slug).', 400, {
+          params: { title: 'makes an empty slug' },
+        });
+      if (cur.payment_methods.some((p) => p.slug === slug))
+        throw new ServiceError('svc_duplicate_title', `A payment method with slug "${slug}" exists already; choose another title.`, 409);
       if (cur.payment_methods.length >= MAX_LIST) throw new ServiceError('svc_limit', `At most ${MAX_LIST} payment methods.`, 409);
       tx.put<DashboardSettingsRecord>('settings', { ...cur, payment_methods: [...cur.payment_methods, { slug, title: t }] });
       return { slug, title: t };
@@ -186,7 +247,10 @@ export class DashboardSettings {
       const cur = this.cur(tx);
       if (!cur.payment_methods.some((p) => p.slug === slug)) throw errors.paymentMethodNotFound(slug);
       const next = { slug, title: title.trim() };
-      tx.put<DashboardSettingsRecord>('settings', { ...cur, payment_methods: cur.payment_methods.map((p) => (p.slug === slug ? next : p)) });
+      tx.put<DashboardSettingsRecord>('settings', {
+        ...cur,
+        payment_methods: cur.payment_methods.map((p) => (p.slug === slug ? next : p)),
+      });
       return next;
     });
   }
@@ -235,7 +299,12 @@ export class DashboardSettings {
  * The sync schedule, run on every job runner tick: when a slot is due (claimed once across processes), a background
  * sync job of every connected site is queued, as sync-sites-v1 would queue one over the threshold.
  */
-export async function scheduledSync(dashboard: DashboardSettings, jobs: JobService, sites: SiteService, now = Date.now()): Promise<string | null> {
+export async function scheduledSync(
+  dashboard: DashboardSettings,
+  jobs: JobService,
+  sites: SiteService,
+  now = Date.now(),
+): Promise<string | null> {
   if (!(await dashboard.claimDueSync(now))) return null;
   const ids = [...sites.filter({}, () => new Set())].filter((s: SiteRecord) => !s.suspended && !s.disconnected).map((s) => s.id);
   if (!ids.length) return null;

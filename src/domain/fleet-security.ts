@@ -17,7 +17,10 @@ export interface SiteSecurity {
   issues: SecurityFinding[];
 }
 
-interface Entry { stamp: string; value: SiteSecurity | null }
+interface Entry {
+  stamp: string;
+  value: SiteSecurity | null;
+}
 
 const stampOf = (s: SiteRecord) => `${s.last_sync}|${s.updated_at}|${s.url}|${s.name}`;
 
@@ -29,7 +32,10 @@ class SecurityIndex {
   private sites = new Map<number, Entry>();
   private sorted: SiteSecurity[] = [];
 
-  constructor(private readonly store: Store, private readonly read: (id: number) => SiteData | null) {}
+  constructor(
+    private readonly store: Store,
+    private readonly read: (id: number) => SiteData | null,
+  ) {}
 
   private entry(site: SiteRecord): Entry {
     const issues = this.read(site.id)?.security ?? [];
@@ -37,7 +43,15 @@ class SecurityIndex {
     const count = (sev: SecurityFinding['severity']) => issues.filter((i) => i.severity === sev).length;
     return {
       stamp: stampOf(site),
-      value: { site_id: site.id, site_url: site.url, site_name: site.name, high: count('high'), medium: count('medium'), low: count('low'), issues },
+      value: {
+        site_id: site.id,
+        site_url: site.url,
+        site_name: site.name,
+        high: count('high'),
+        medium: count('medium'),
+        low: count('low'),
+        issues,
+      },
     };
   }
 

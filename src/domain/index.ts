@@ -68,8 +68,14 @@ export async function openServices(config: Config): Promise<Services> {
   const children = new ChildSiteService(store, config, sites, tags, clients, settings);
   const jobs = new JobService(store, sites, config);
   jobs.threshold = () => dashboard.queueThreshold();
-  jobs.define('sync', (s) => children.fetchSync(s), () => dashboard.syncConcurrency());
-  jobs.onTick(async () => { await scheduledSync(dashboard, jobs, sites); });
+  jobs.define(
+    'sync',
+    (s) => children.fetchSync(s),
+    () => dashboard.syncConcurrency(),
+  );
+  jobs.onTick(async () => {
+    await scheduledSync(dashboard, jobs, sites);
+  });
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
@@ -83,24 +89,46 @@ export async function openServices(config: Config): Promise<Services> {
   clients.onRemove.also((tx, id) => clientFields.dropClient(tx, id));
   sites.onRemove.also((tx, id) => updates.forgetSite(tx, id));
   // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
-  jobs.define('renew', async (s) => (s.disconnected
-    ? { ok: false, error: errors.siteDisconnected(s, true) }
-    : children.fetchReconnect(s)));
+  jobs.define('renew', async (s) => (s.disconnected ? { ok: false, error: errors.siteDisconnected(s, true) } : children.fetchReconnect(s)));
   jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
   const monitors = new MonitorService(store, config, sites);
   const webhooks = new WebhookService(store, config);
   monitors.onEvent((e) => void webhooks.emit(e.event, { site: e.site, incident: e.incident }).catch(() => {}));
-  children.syncFailureListeners.add((site, error) => void webhooks.emit('site.sync_failed', {
-    site: { id: site.id, url: site.url, name: site.name }, error: { code: error.code, message: error.message },
-  }).catch(() => {}));
+  children.syncFailureListeners.add(
+    (site, error) =>
+      void webhooks
+        .emit('site.sync_failed', {
+          site: { id: site.id, url: site.url, name: site.name },
+          error: { code: error.code, message: error.message },
+        })
+        .catch(() => {}),
+  );
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   return {
-    config, store, sites, tags, clients, clientFields, costs, auth: new AuthService(store), settings, children, jobs, dashboard, updates, monitors, webhooks,
-    siteData, fleetSecurity: new FleetSecurityService(store, children), pluginActions: new PluginActionService(store, sites, children, siteData),
-    selectors, posts: new PostService(selectors), wpUsers: new WordPressUserService(selectors),
+    config,
+    store,
+    sites,
+    tags,
+    clients,
+    clientFields,
+    costs,
+    auth: new AuthService(store),
+    settings,
+    children,
+    jobs,
+    dashboard,
+    updates,
+    monitors,
+    webhooks,
+    siteData,
+    fleetSecurity: new FleetSecurityService(store, children),
+    pluginActions: new PluginActionService(store, sites, children, siteData),
+    selectors,
+    posts: new PostService(selectors),
+    wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
   };
 }

@@ -31,7 +31,12 @@ const HOST = hostname();
 const OWNER = `${process.pid}-${randomUUID().slice(0, 8)}@${HOST}`;
 
 /** Runs `limit` promises at a time; stops starting new ones once `signal` aborts. */
-async function eachLimited<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
+async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  signal: AbortSignal | undefined,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length && !signal?.aborted) await fn(items[next++]!);
@@ -45,20 +50,28 @@ async function eachLimited<T>(items: readonly T[], limit: number, signal: AbortS
  * aborts; those come back in notDone. Results keep the sites' order; progress is reported per site.
  */
 export async function eachSite<T>(
-  ctx: FanOutCtx, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<T>,
+  ctx: FanOutCtx,
+  sites: readonly SiteRecord[],
+  label: string,
+  step: (site: SiteRecord) => Promise<T>,
 ): Promise<{ results: SiteResult<T>[]; notDone: SiteRecord[] }> {
   const results = new Array<SiteResult<T> | undefined>(sites.length);
   let done = 0;
-  await eachLimited(sites.map((site, i) => [site, i] as const), ctx.config.childConcurrency, ctx.signal, async ([site, i]) => {
-    let r: SiteResult<T>;
-    try {
-      r = { site, ok: true, value: await step(site) };
-    } catch (e) {
-      r = { site, ok: false, error: e instanceof ServiceError ? e : childFailure(e, site) };
-    }
-    results[i] = r;
-    await ctx.progress?.({ done: ++done, total: sites.length, message: `${label} ${site.url}: ${r.ok ? 'ok' : r.error.code}` });
-  });
+  await eachLimited(
+    sites.map((site, i) => [site, i] as const),
+    ctx.config.childConcurrency,
+    ctx.signal,
+    async ([site, i]) => {
+      let r: SiteResult<T>;
+      try {
+        r = { site, ok: true, value: await step(site) };
+      } catch (e) {
+        r = { site, ok: false, error: e instanceof ServiceError ? e : childFailure(e, site) };
+      }
+      results[i] = r;
+      await ctx.progress?.({ done: ++done, total: sites.length, message: `${label} ${site.url}: ${r.ok ? 'ok' : r.error.code}` });
+    },
+  );
   return {
     results: results.filter((r): r is SiteResult<T> => r !== undefined),
     notDone: sites.filter((_, i) => results[i] === undefined),
@@ -66,7 +79,12 @@ export async function eachSite<T>(
 }
 
 /** eachSite over remote steps that return outcomes: each outcome is recorded as it completes (grouped by the store). */
-function runBatch<T>(ctx: FanOutCtx & { store: Store }, sites: readonly SiteRecord[], label: string, step: (site: SiteRecord) => Promise<Outcome<T>>) {
+function runBatch<T>(
+  ctx: FanOutCtx & { store: Store },
+  sites: readonly SiteRecord[],
+  label: string,
+  step: (site: SiteRecord) => Promise<Outcome<T>>,
+) {
   return eachSite(ctx, sites, label, async (site) => {
     const o = await step(site);
     if (o.ok) return ctx.store.write(o.commit);
@@ -103,14 +121,24 @@ export function jobView(j: JobRecord): JobView {
   const processed = j.done.length;
   const total = j.sites.length;
   const view: JobView = {
-    job_id: j.job_id, type: j.type, status: j.status,
+    job_id: j.job_id,
+    type: j.type,
+    status: j.status,
     progress: total ? Math.min(100, Math.round((100 * processed) / total)) : 100,
-    processed, total, succeeded: j.succeeded, failed: j.errors.length,
-    started_at: iso(j.started_at), completed_at: iso(j.completed_at), errors: j.errors,
+    processed,
+    total,
+    succeeded: j.succeeded,
+    failed: j.errors.length,
+    started_at: iso(j.started_at),
+    completed_at: iso(j.completed_at),
+    errors: j.errors,
     job_timed_out: j.failure === 'timeout',
   };
   if (j.failure) view.failure = j.failure;
-  if (j.items) { view.items = j.items.slice(0, MAX_JOB_ITEMS_VIEW); view.items_total = j.items.length; }
+  if (j.items) {
+    view.items = j.items.slice(0, MAX_JOB_ITEMS_VIEW);
+    view.items_total = j.items.length;
+  }
   return view;
 }
 
@@ -128,17 +156,28 @@ export class JobService {
   /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
   threshold: () => number = () => this.config.queueThreshold;
 
-  constructor(private readonly store: Store, private readonly sites: SiteService, private readonly config: Config) {}
+  constructor(
+    private readonly store: Store,
+    private readonly sites: SiteService,
+    private readonly config: Config,
+  ) {}
 
   /**
    * The queue rule: more sites than the threshold → a persisted job, answered with its id. Where to follow it is
    * each door's to say (REST: a status_url; MCP: the sitefleet://jobs/{job_id} resource), never a service's.
    */
   async queueIfOver(
-    type: JobType, sites: readonly SiteRecord[], params?: Record<string, unknown>, threshold = this.threshold(),
+    type: JobType,
+    sites: readonly SiteRecord[],
+    params?: Record<string, unknown>,
+    threshold = this.threshold(),
   ): Promise<{ queued: true; job_id: string } | null> {
     if (sites.length <= threshold) return null;
-    const job = await this.enqueue(type, sites.map((s) => s.id), params);
+    const job = await this.enqueue(
+      type,
+      sites.map((s) => s.id),
+      params,
+    );
     return { queued: true, job_id: job.job_id };
   }
 
@@ -148,13 +187,20 @@ export class JobService {
    * signal and progress; each outcome is recorded as it completes.
    */
   async batch<T = unknown>(
-    call: Omit<CallContext, 'principal'>, type: JobType, sites: readonly SiteRecord[],
+    call: Omit<CallContext, 'principal'>,
+    type: JobType,
+    sites: readonly SiteRecord[],
     step: (site: SiteRecord) => Promise<Outcome<T>> = this.stepOf(type) as (site: SiteRecord) => Promise<Outcome<T>>,
   ): Promise<{ queued: true; job_id: string } | { queued: false; results: SiteResult<T>[]; notDone: SiteRecord[] }> {
     const queued = await this.queueIfOver(type, sites);
     if (queued) return queued;
     const config = { ...this.config, childConcurrency: this.limits.get(type)?.() ?? this.config.childConcurrency };
-    const { results, notDone } = await runBatch({ signal: call.signal, progress: call.progress, config, store: this.store }, sites, type, step);
+    const { results, notDone } = await runBatch(
+      { signal: call.signal, progress: call.progress, config, store: this.store },
+      sites,
+      type,
+      step,
+    );
     return { queued: false, results, notDone };
   }
 
@@ -177,11 +223,25 @@ export class JobService {
   }
 
   async enqueue(type: JobType, siteIds: number[], params?: Record<string, unknown>): Promise<JobRecord> {
-    const job = await this.store.write((tx) => tx.insert<JobRecord>('jobs', {
-      ...(params ? { params } : {}),
-      job_id: `${type}_${randomUUID()}`, type, status: 'queued', sites: siteIds, done: [], succeeded: 0, errors: [],
-      created_at: new Date().toISOString(), started_at: null, completed_at: null, owner: null, lease_until: 0, attempts: 0, failure: null,
-    }));
+    const job = await this.store.write((tx) =>
+      tx.insert<JobRecord>('jobs', {
+        ...(params ? { params } : {}),
+        job_id: `${type}_${randomUUID()}`,
+        type,
+        status: 'queued',
+        sites: siteIds,
+        done: [],
+        succeeded: 0,
+        errors: [],
+        created_at: new Date().toISOString(),
+        started_at: null,
+        completed_at: null,
+        owner: null,
+        lease_until: 0,
+        attempts: 0,
+        failure: null,
+      }),
+    );
     setImmediate(() => void this.tick());
     return job;
   }
@@ -217,7 +277,8 @@ export class JobService {
     const done = new Set(j.done);
     const left = j.sites.filter((id) => !done.has(id));
     return {
-      site_id: 0, code: 'cancelled',
+      site_id: 0,
+      code: 'cancelled',
       message: `Cancelled: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
     };
   }
@@ -246,7 +307,12 @@ export class JobService {
     if (owner === OWNER) return true;
     const at = owner.indexOf('@');
     if (at >= 0 && owner.slice(at + 1) !== HOST) return true;
-    try { process.kill(pid, 0); return true; } catch { return false; }
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   async tick(): Promise<void> {
@@ -265,31 +331,49 @@ export class JobService {
     const now = Date.now();
     // A job this process owns but no longer runs (its last writes failed, e.g. on a full disk) is ours to resume:
     // nothing else will, since its owner looks alive to every other process.
-    const candidates = [...this.store.all<JobRecord>('jobs')].filter((j) =>
-      !this.running.has(j.job_id) &&
-      (j.status === 'queued' || (j.status === 'processing' && (j.owner === OWNER || j.lease_until < now || !this.ownerAlive(j.owner)))));
-    const expired = [...this.store.all<JobRecord>('jobs')].filter((j) =>
-      (j.status === 'completed' || j.status === 'failed') && Date.parse(j.completed_at ?? j.created_at) < now - KEEP_MS);
-    if (expired.length) await this.store.write((tx) => { for (const j of expired) tx.delete('jobs', j.id); }).catch(() => {});
+    const candidates = [...this.store.all<JobRecord>('jobs')].filter(
+      (j) =>
+        !this.running.has(j.job_id) &&
+        (j.status === 'queued' || (j.status === 'processing' && (j.owner === OWNER || j.lease_until < now || !this.ownerAlive(j.owner)))),
+    );
+    const expired = [...this.store.all<JobRecord>('jobs')].filter(
+      (j) => (j.status === 'completed' || j.status === 'failed') && Date.parse(j.completed_at ?? j.created_at) < now - KEEP_MS,
+    );
+    if (expired.length)
+      await this.store
+        .write((tx) => {
+          for (const j of expired) tx.delete('jobs', j.id);
+        })
+        .catch(() => {});
     for (const j of candidates) {
-      const claimed = await this.store.write((tx) => {
-        const cur = tx.get<JobRecord>('jobs', j.id);
-        if (!cur || cur.status === 'completed' || cur.status === 'failed' || this.running.has(cur.job_id)) return null;
-        if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner)) return null;
-        return tx.put<JobRecord>('jobs', {
-          ...cur, status: 'processing', owner: OWNER, lease_until: Date.now() + LEASE_MS,
-          started_at: cur.started_at ?? new Date().toISOString(), attempts: cur.attempts + 1,
-        });
-      }).catch(() => null);
+      const claimed = await this.store
+        .write((tx) => {
+          const cur = tx.get<JobRecord>('jobs', j.id);
+          if (!cur || cur.status === 'completed' || cur.status === 'failed' || this.running.has(cur.job_id)) return null;
+          if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner))
+            return null;
+          return tx.put<JobRecord>('jobs', {
+            ...cur,
+            status: 'processing',
+            owner: OWNER,
+            lease_until: Date.now() + LEASE_MS,
+            started_at: cur.started_at ?? new Date().toISOString(),
+            attempts: cur.attempts + 1,
+          });
+        })
+        .catch(() => null);
       if (!claimed) continue;
-      const p = this.work(claimed).catch(async (e) => {
-        log('error', 'job failed', { job: claimed.job_id, err: String(e) });
-        // Hand it back so that it is retried (and counted as an attempt) rather than held by us forever.
-        await this.store.write((tx) => {
-          const cur = tx.get<JobRecord>('jobs', claimed.id);
-          if (cur?.owner === OWNER && cur.status === 'processing') tx.put<JobRecord>('jobs', { ...cur, owner: null, lease_until: 0 });
-        }).catch(() => {});
-      })
+      const p = this.work(claimed)
+        .catch(async (e) => {
+          log('error', 'job failed', { job: claimed.job_id, err: String(e) });
+          // Hand it back so that it is retried (and counted as an attempt) rather than held by us forever.
+          await this.store
+            .write((tx) => {
+              const cur = tx.get<JobRecord>('jobs', claimed.id);
+              if (cur?.owner === OWNER && cur.status === 'processing') tx.put<JobRecord>('jobs', { ...cur, owner: null, lease_until: 0 });
+            })
+            .catch(() => {});
+        })
         .finally(() => this.running.delete(claimed.job_id));
       this.running.set(claimed.job_id, p);
     }
@@ -298,18 +382,26 @@ export class JobService {
   private finish(tx: Tx, id: number, failure: string | null, extraError?: JobRecord['errors'][number]): void {
     const cur = tx.get<JobRecord>('jobs', id)!;
     tx.put<JobRecord>('jobs', {
-      ...cur, status: failure ? 'failed' : 'completed', completed_at: new Date().toISOString(), owner: null, failure,
+      ...cur,
+      status: failure ? 'failed' : 'completed',
+      completed_at: new Date().toISOString(),
+      owner: null,
+      failure,
       errors: extraError ? [...cur.errors, extraError] : cur.errors,
     });
   }
 
   private async work(job: JobRecord): Promise<void> {
     const step = this.steps.get(job.type);
-    if (!step) return void await this.store.write((tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`));
+    if (!step) return void (await this.store.write((tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`)));
     if (job.attempts > MAX_ATTEMPTS) {
-      return void await this.store.write((tx) => this.finish(tx, job.id, `interrupted ${MAX_ATTEMPTS} times`, {
-        site_id: 0, code: 'interrupted', message: `The job was interrupted ${MAX_ATTEMPTS} times and was given up.`,
-      }));
+      return void (await this.store.write((tx) =>
+        this.finish(tx, job.id, `interrupted ${MAX_ATTEMPTS} times`, {
+          site_id: 0,
+          code: 'interrupted',
+          message: `The job was interrupted ${MAX_ATTEMPTS} times and was given up.`,
+        }),
+      ));
     }
     const started = Date.parse(job.started_at ?? new Date().toISOString());
     const done = new Set(job.done);
@@ -322,40 +414,57 @@ export class JobService {
     const pending = new Set<Promise<void>>();
     const heartbeat = setInterval(() => {
       if (Date.now() - started > TIMEOUT_MS) abort.abort();
-      if (this.find(job.job_id)?.cancel_requested) { cancelled = true; abort.abort(); }
-      void this.store.write((tx) => {
-        const cur = tx.get<JobRecord>('jobs', job.id);
-        if (cur && cur.owner === OWNER) tx.put<JobRecord>('jobs', { ...cur, lease_until: Date.now() + LEASE_MS });
-      }).catch(() => {});
+      if (this.find(job.job_id)?.cancel_requested) {
+        cancelled = true;
+        abort.abort();
+      }
+      void this.store
+        .write((tx) => {
+          const cur = tx.get<JobRecord>('jobs', job.id);
+          if (cur && cur.owner === OWNER) tx.put<JobRecord>('jobs', { ...cur, lease_until: Date.now() + LEASE_MS });
+        })
+        .catch(() => {});
     }, LEASE_MS / 3);
     heartbeat.unref();
     try {
       const limit = Math.max(1, Math.min(this.limits.get(job.type)?.() ?? this.config.childConcurrency, this.config.childConcurrency));
       await eachLimited(todo, limit, abort.signal, async (siteId) => {
         // A cancel made in another process is seen here, before the next site starts.
-        if (this.find(job.job_id)?.cancel_requested) { cancelled = true; abort.abort(); return; }
+        if (this.find(job.job_id)?.cancel_requested) {
+          cancelled = true;
+          abort.abort();
+          return;
+        }
         const site = this.sites.get(siteId);
         let o: Outcome<unknown>;
         if (!site) o = { ok: false, error: errors.siteNotFound(siteId) };
         else {
-          try { o = await step(site, this.find(job.job_id) ?? job); } catch (e) {
-            if (!(e instanceof ServiceError)) log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
+          try {
+            o = await step(site, this.find(job.job_id) ?? job);
+          } catch (e) {
+            if (!(e instanceof ServiceError))
+              log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
             o = { ok: false, error: toServiceError(e) };
           }
         }
         // The worker moves on to its next site while this one's result is committed (grouped with others);
         // a bound on commits in flight keeps memory and the store queue in check.
-        const p = this.store.write((tx) => {
-          const cur = tx.get<JobRecord>('jobs', job.id);
-          if (!cur || cur.owner !== OWNER) return; // taken over; the new owner redoes this site
-          if (cur.done.includes(siteId)) return; // recorded already: never count a site twice
-          if (o.ok) o.commit(tx); else o.commit?.(tx);
-          tx.put<JobRecord>('jobs', {
-            ...cur, done: [...cur.done, siteId], lease_until: Date.now() + LEASE_MS,
-            succeeded: cur.succeeded + (o.ok ? 1 : 0),
-            errors: o.ok ? cur.errors : [...cur.errors, { site_id: siteId, code: o.error.code, message: o.error.message }],
-          });
-        }).catch((e: unknown) => log('error', 'job step not recorded', { job: job.job_id, site: siteId, err: String(e) }));
+        const p = this.store
+          .write((tx) => {
+            const cur = tx.get<JobRecord>('jobs', job.id);
+            if (!cur || cur.owner !== OWNER) return; // taken over; the new owner redoes this site
+            if (cur.done.includes(siteId)) return; // recorded already: never count a site twice
+            if (o.ok) o.commit(tx);
+            else o.commit?.(tx);
+            tx.put<JobRecord>('jobs', {
+              ...cur,
+              done: [...cur.done, siteId],
+              lease_until: Date.now() + LEASE_MS,
+              succeeded: cur.succeeded + (o.ok ? 1 : 0),
+              errors: o.ok ? cur.errors : [...cur.errors, { site_id: siteId, code: o.error.code, message: o.error.message }],
+            });
+          })
+          .catch((e: unknown) => log('error', 'job step not recorded', { job: job.job_id, site: siteId, err: String(e) }));
         pending.add(p);
         void p.finally(() => pending.delete(p));
         if (pending.size >= this.config.childConcurrency * 2) await Promise.race(pending);

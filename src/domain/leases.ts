@@ -39,7 +39,13 @@ export class PartitionLeases {
    * @param prefix lease names are `${prefix}:${n}`; members are `${prefix}-member:${owner}`.
    * @param ttlMs a lease not renewed for this long is free; renew at least every ttlMs / 3.
    */
-  constructor(private readonly store: Store, readonly prefix: string, readonly partitions: number, readonly ttlMs: number, readonly owner = PROCESS_OWNER) {}
+  constructor(
+    private readonly store: Store,
+    readonly prefix: string,
+    readonly partitions: number,
+    readonly ttlMs: number,
+    readonly owner = PROCESS_OWNER,
+  ) {}
 
   holds(p: number): boolean {
     return this.held.has(p);
@@ -54,7 +60,10 @@ export class PartitionLeases {
    * expired ones up to it. `beforeRelease` runs in the same transaction for each partition given up, so its
    * state is written before anyone else can hold it; a partition `canRelease` refuses is kept for this round.
    */
-  async round(beforeRelease: (tx: Tx, partition: number) => void = () => {}, canRelease: (partition: number) => boolean = () => true): Promise<PartitionPlan> {
+  async round(
+    beforeRelease: (tx: Tx, partition: number) => void = () => {},
+    canRelease: (partition: number) => boolean = () => true,
+  ): Promise<PartitionPlan> {
     const plan = await this.store.write((tx) => {
       const now = Date.now();
       const until = now + this.ttlMs;

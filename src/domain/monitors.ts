@@ -12,7 +12,14 @@ import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import { log } from '../log.js';
 import {
-  CAUSES, HIST_MS, type Beat, type Bucket, type Cause, type IncidentRecord, type MonitorRecord, type MonitorSettings,
+  CAUSES,
+  HIST_MS,
+  type Beat,
+  type Bucket,
+  type Cause,
+  type IncidentRecord,
+  type MonitorRecord,
+  type MonitorSettings,
 } from '../store/monitor-records.js';
 import type { SiteRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
@@ -31,7 +38,13 @@ export const LEASE_TTL_MS = 15_000;
 export const LEASE_ROUND_MS = 2_000;
 /** Fleet defaults (upstream's: HTTP, 200–206 up, no keyword), but every 5 minutes rather than every hour. */
 export const DEFAULT_SETTINGS: Required<MonitorSettings> = {
-  active: true, interval_s: 300, timeout_s: 30, expected_status: [200, 201, 202, 203, 204, 205, 206], keyword: '', method: 'get', retries: 1,
+  active: true,
+  interval_s: 300,
+  timeout_s: 30,
+  expected_status: [200, 201, 202, 203, 204, 205, 206],
+  keyword: '',
+  method: 'get',
+  retries: 1,
 };
 export const MAX_RETRIES = 3;
 /** Wait before a confirming re-check: a quarter of the interval, at most 2 s. */
@@ -56,16 +69,23 @@ export function parseDuration(v: number | string, min: number, max: number, code
     if (m) s = Number(m[1]) * ({ s: 1, sec: 1, m: 60, min: 60, h: 3600 }[(m[2] ?? 's').toLowerCase() as 's'] ?? 1);
   }
   if (s === null || !Number.isInteger(s) || s < min || s > max) {
-    throw new ServiceError(code, `Invalid ${what} value: give seconds from ${min} to ${max}, or a label such as "${what === 'interval' ? '5m' : '30s'}".`, 400, { value: v });
+    throw new ServiceError(
+      code,
+      `Invalid ${what} value: give seconds from ${min} to ${max}, or a label such as "${what === 'interval' ? '5m' : '30s'}".`,
+      400,
+      { value: v },
+    );
   }
   return s;
 }
 
 /** HTTP statuses that may count as up: known codes only (100–599), at most MAX_EXPECTED. */
 export function checkExpected(codes: number[]): number[] {
-  if (!codes.length || codes.length > MAX_EXPECTED) throw new ServiceError('svc_invalid_status_code', `Give 1 to ${MAX_EXPECTED} HTTP status codes.`, 400);
+  if (!codes.length || codes.length > MAX_EXPECTED)
+    throw new ServiceError('svc_invalid_status_code', `Give 1 to ${MAX_EXPECTED} HTTP status codes.`, 400);
   const bad = codes.find((c) => !Number.isInteger(c) || c < 100 || c > 599);
-  if (bad !== undefined) throw new ServiceError('svc_invalid_status_code', `Invalid HTTP status code: ${bad}. Allowed codes: 100–599.`, 400, { value: bad });
+  if (bad !== undefined)
+    throw new ServiceError('svc_invalid_status_code', `Invalid HTTP status code: ${bad}. Allowed codes: 100–599.`, 400, { value: bad });
   return [...new Set(codes)].sort((a, b) => a - b);
 }
 
@@ -75,7 +95,10 @@ export interface MonitorEvent {
   incident: IncidentRecord;
 }
 
-interface PendingBeat { beat: Beat; message: string | null }
+interface PendingBeat {
+  beat: Beat;
+  message: string | null;
+}
 
 const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -90,7 +113,8 @@ function newBucket(start: number): Bucket {
 
 function addToBucket(b: Bucket, beat: Beat): void {
   const [, up, ms] = beat;
-  if (up) b[1]!++; else b[2]!++;
+  if (up) b[1]!++;
+  else b[2]!++;
   if (ms >= 0) {
     b[3]! += ms;
     b[4] = b[4]! < 0 ? ms : Math.min(b[4]!, ms);
@@ -105,8 +129,10 @@ export function addBeat(list: Bucket[], width: number, keep: number, beat: Beat)
   const start = Math.floor(beat[0] / width) * width;
   const out = list.map((b) => b.slice());
   let last: Bucket | undefined = out[out.length - 1];
-  if (!last || last[0]! < start) { last = newBucket(start); out.push(last); }
-  else if (last[0]! > start) {
+  if (!last || last[0]! < start) {
+    last = newBucket(start);
+    out.push(last);
+  } else if (last[0]! > start) {
     // An older beat (a process that wrote late): find its bucket, or drop it if it is out of the window.
     last = out.find((b) => b[0] === start);
     if (!last) return out;
@@ -129,13 +155,24 @@ export interface Summary {
 
 /** Uptime and response times over the buckets that start at or after `since` (epoch s). */
 export function summarise(buckets: readonly Bucket[], since: number): Summary {
-  let up = 0, down = 0, sum = 0, timed = 0, min = Infinity, max = -Infinity;
+  let up = 0,
+    down = 0,
+    sum = 0,
+    timed = 0,
+    min = Infinity,
+    max = -Infinity;
   const hist = new Array<number>(HIST_MS.length + 1).fill(0);
   for (const b of buckets) {
     if (b[0]! < since) continue;
-    up += b[1]!; down += b[2]!;
+    up += b[1]!;
+    down += b[2]!;
     const n = hist.reduce((acc, _, i) => acc + b[6 + i]!, 0);
-    if (n && b[4]! >= 0) { sum += b[3]!; timed += n; min = Math.min(min, b[4]!); max = Math.max(max, b[5]!); }
+    if (n && b[4]! >= 0) {
+      sum += b[3]!;
+      timed += n;
+      min = Math.min(min, b[4]!);
+      max = Math.max(max, b[5]!);
+    }
     for (let i = 0; i < hist.length; i++) hist[i]! += b[6 + i]!;
   }
   const pct = (q: number): number | null => {
@@ -150,12 +187,15 @@ export function summarise(buckets: readonly Bucket[], since: number): Summary {
   };
   const checks = up + down;
   return {
-    checks, up,
+    checks,
+    up,
     uptime: checks ? Math.round((10_000 * up) / checks) / 100 : null,
     avg_ms: timed ? Math.round(sum / timed) : null,
     min_ms: timed ? min : null,
     max_ms: timed ? max : null,
-    p50_ms: pct(0.5), p95_ms: pct(0.95), p99_ms: pct(0.99),
+    p50_ms: pct(0.5),
+    p95_ms: pct(0.95),
+    p99_ms: pct(0.99),
   };
 }
 
@@ -190,7 +230,11 @@ export class MonitorService {
   private flushing: Promise<void> = Promise.resolve();
   private stats: SchedulerStats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0 };
 
-  constructor(private readonly store: Store, private readonly config: Config, private readonly sites: SiteService) {
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly sites: SiteService,
+  ) {
     this.checker = new UptimeChecker({ allowPrivate: config.allowPrivateSites, connections: config.monitorConcurrency });
     this.leases = new PartitionLeases(store, 'monitor', PARTITIONS, LEASE_TTL_MS);
   }
@@ -241,7 +285,8 @@ export class MonitorService {
       }
       const next = tx.put<MonitorRecord>('monitors', { ...cur, settings });
       // A new interval takes effect from the next scheduling of the site.
-      if (siteId === 0) this.due.clear(); else this.due.delete(siteId);
+      if (siteId === 0) this.due.clear();
+      else this.due.delete(siteId);
       return next;
     });
   }
@@ -285,7 +330,7 @@ export class MonitorService {
     for (const i of [...tx.all<{ id: number; site_id: number }>('incidents')]) if (i.site_id === siteId) tx.delete('incidents', i.id);
   }
 
-    async stop(): Promise<void> {
+  async stop(): Promise<void> {
     if (!this.timer) return this.checker.close();
     clearInterval(this.timer);
     this.timer = null;
@@ -321,9 +366,15 @@ export class MonitorService {
       let room = this.config.monitorConcurrency - this.inflight.size;
       for (const site of this.store.all<SiteRecord>('sites')) {
         if (!this.leases.holds(site.id % PARTITIONS)) continue;
-        if (!this.monitored(site)) { this.due.delete(site.id); continue; }
+        if (!this.monitored(site)) {
+          this.due.delete(site.id);
+          continue;
+        }
         let d = this.due.get(site.id);
-        if (d === undefined) { d = this.firstDue(site, now); this.due.set(site.id, d); }
+        if (d === undefined) {
+          d = this.firstDue(site, now);
+          this.due.set(site.id, d);
+        }
         if (d > now || this.inflight.has(site.id)) continue;
         if (room <= 0) break; // the rest wait for the next tick (counted late if they wait too long)
         room--;
@@ -361,8 +412,14 @@ export class MonitorService {
       }
       this.stats.checks++;
       const target = {
-        url: site.url, method: eff.method, timeoutMs: eff.timeout_s * 1000, expected: eff.expected_status, keyword: eff.keyword,
-        sslVerify: site.ssl_verify, httpUser: site.http_user, httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+        url: site.url,
+        method: eff.method,
+        timeoutMs: eff.timeout_s * 1000,
+        expected: eff.expected_status,
+        keyword: eff.keyword,
+        sslVerify: site.ssl_verify,
+        httpUser: site.http_user,
+        httpPass: this.sites.secret(site.id)?.http_pass ?? null,
       };
       let outcome = await this.checker.check(target);
       const prev = this.lastBeat(site.id);
@@ -372,7 +429,13 @@ export class MonitorService {
         await new Promise((r) => setTimeout(r, retryDelayMs(eff.interval_s)));
         outcome = await this.checker.check(target);
       }
-      const beat: Beat = [Math.floor(started / 1000), outcome.up ? 1 : 0, outcome.ms, outcome.http_code, outcome.cause ? CAUSES.indexOf(outcome.cause) : -1];
+      const beat: Beat = [
+        Math.floor(started / 1000),
+        outcome.up ? 1 : 0,
+        outcome.ms,
+        outcome.http_code,
+        outcome.cause ? CAUSES.indexOf(outcome.cause) : -1,
+      ];
       const list = this.pending.get(site.id) ?? [];
       list.push({ beat, message: outcome.message });
       if (list.length > RAW_KEPT * 4) list.splice(0, list.length - RAW_KEPT * 4);
@@ -384,7 +447,11 @@ export class MonitorService {
       return outcome;
     })();
     this.inflight.set(site.id, p);
-    void p.finally(() => { if (this.inflight.get(site.id) === p) this.inflight.delete(site.id); }).catch(() => {});
+    void p
+      .finally(() => {
+        if (this.inflight.get(site.id) === p) this.inflight.delete(site.id);
+      })
+      .catch(() => {});
     return p;
   }
 
@@ -397,17 +464,30 @@ export class MonitorService {
       const taken = new Map<number, PendingBeat[]>();
       for (const id of ids ?? [...this.pending.keys()]) {
         const list = this.pending.get(id);
-        if (list?.length) { taken.set(id, list); this.pending.delete(id); }
+        if (list?.length) {
+          taken.set(id, list);
+          this.pending.delete(id);
+        }
       }
       if (!taken.size) return;
       try {
-        await this.store.write((tx) => { events.length = 0; for (const [id, list] of taken) this.fold(tx, id, list, events); });
+        await this.store.write((tx) => {
+          events.length = 0;
+          for (const [id, list] of taken) this.fold(tx, id, list, events);
+        });
       } catch (e) {
         // Not written: put them back in front of newer beats, for the next flush.
         for (const [id, list] of taken) this.pending.set(id, [...list, ...(this.pending.get(id) ?? [])].slice(-RAW_KEPT * 4));
         throw e;
       }
-      for (const e of events) for (const l of this.listeners) { try { l(e); } catch (err) { log('error', 'monitor listener failed', { err: String(err) }); } }
+      for (const e of events)
+        for (const l of this.listeners) {
+          try {
+            l(e);
+          } catch (err) {
+            log('error', 'monitor listener failed', { err: String(err) });
+          }
+        }
     };
     // Flushes run one after another, so beats of a site are folded in order.
     const p = this.flushing.then(run, run);
@@ -423,7 +503,16 @@ export class MonitorService {
       this.fold(tx, id, list, events);
       this.pending.delete(id);
     }
-    queueMicrotask(() => { for (const e of events) for (const l of this.listeners) { try { l(e); } catch { /* logged elsewhere */ } } });
+    queueMicrotask(() => {
+      for (const e of events)
+        for (const l of this.listeners) {
+          try {
+            l(e);
+          } catch {
+            /* logged elsewhere */
+          }
+        }
+    });
   }
 
   private fold(tx: Tx, id: number, beats: PendingBeat[], events: MonitorEvent[]): void {
@@ -446,10 +535,18 @@ export class MonitorService {
         if (m.status !== 'down') {
           const cause = CAUSES[beat[4]] ?? 'connection';
           const inc = tx.insert<IncidentRecord>('incidents', {
-            site_id: id, started_at: iso(beat[0]), ended_at: null, cause, message: message ?? cause, http_code: beat[3] || null, down_count: 1,
+            site_id: id,
+            started_at: iso(beat[0]),
+            ended_at: null,
+            cause,
+            message: message ?? cause,
+            http_code: beat[3] || null,
+            down_count: 1,
           });
           this.trimIncidents(tx);
-          m.status = 'down'; m.down_since = beat[0]; m.open_incident = inc.id;
+          m.status = 'down';
+          m.down_since = beat[0];
+          m.open_incident = inc.id;
           events.push({ event: 'site.down', site: info, incident: inc });
         } else if (m.open_incident) {
           const inc = tx.get<IncidentRecord>('incidents', m.open_incident);
@@ -458,9 +555,16 @@ export class MonitorService {
       } else {
         if (m.status === 'down' && m.open_incident) {
           const inc = tx.get<IncidentRecord>('incidents', m.open_incident);
-          if (inc) events.push({ event: 'site.up', site: info, incident: tx.put<IncidentRecord>('incidents', { ...inc, ended_at: iso(beat[0]) }) });
+          if (inc)
+            events.push({
+              event: 'site.up',
+              site: info,
+              incident: tx.put<IncidentRecord>('incidents', { ...inc, ended_at: iso(beat[0]) }),
+            });
         }
-        m.status = 'up'; m.down_since = null; m.open_incident = null;
+        m.status = 'up';
+        m.down_since = null;
+        m.open_incident = null;
       }
     }
     tx.put<MonitorRecord>('monitors', m);
@@ -493,7 +597,8 @@ export class MonitorService {
   /** A site's kept heartbeats newest first, at or after `since` (epoch s), only up or only down when asked. */
   heartbeats(siteId: number, filter: { since?: number; status?: 'up' | 'down' } = {}): Beat[] {
     const since = filter.since ?? -Infinity;
-    return [...(this.record(siteId)?.recent ?? [])].reverse()
+    return [...(this.record(siteId)?.recent ?? [])]
+      .reverse()
       .filter((b) => b[0] >= since && (!filter.status || (filter.status === 'up') === (b[1] === 1)));
   }
 

@@ -25,8 +25,12 @@ function slugError(slug: string, code: string, message: string, status: number):
 }
 
 const notInstalled = (kind: ItemKind, slug: string, site: SiteRecord, asOf?: string) =>
-  slugError(slug, kind === 'plugins' ? 'svc_plugin_not_found' : 'svc_theme_not_found',
-    `${WORD[kind]} "${slug}" is not installed on ${site.url}${asOf ? ` (as of the last sync, ${asOf})` : ''}.`, 404);
+  slugError(
+    slug,
+    kind === 'plugins' ? 'svc_plugin_not_found' : 'svc_theme_not_found',
+    `${WORD[kind]} "${slug}" is not installed on ${site.url}${asOf ? ` (as of the last sync, ${asOf})` : ''}.`,
+    404,
+  );
 
 /** Distinct slugs; one the wire cannot carry ("||" joins slugs) is an error of its own. */
 function splitSlugs(slugs: readonly string[]): { valid: string[]; errors: SlugError[] } {
@@ -58,7 +62,10 @@ function withoutDeleted(snapshot: SiteSnapshot | null, kind: ItemKind, deleted: 
     : { ...snapshot, themes: snapshot.themes.filter((t) => !deleted.has(t.slug)) };
 }
 
-export interface ActionResult<T> { done: T[]; errors: SlugError[] }
+export interface ActionResult<T> {
+  done: T[];
+  errors: SlugError[];
+}
 
 /** A delete as the abilities answer it: the preview of a dry run, or what the child did. */
 export type DeleteOutcome =
@@ -124,7 +131,12 @@ export class PluginActionService {
       // The child answers SUCCESS even for a plugin it could not activate: the sync block says what happened. A delete
       // is listed in plugin_action_data only when WordPress removed the files, so that list is the truth for deletes.
       const ok = affected.has(slug) && (action === 'delete' || now?.active === (action === 'activate'));
-      if (ok) done.push(action === 'delete' ? { ...(was ?? { slug, name: slug, version: '', update_version: null, last_updated: null, must_use: false }), active: false } : now!);
+      if (ok)
+        done.push(
+          action === 'delete'
+            ? { ...(was ?? { slug, name: slug, version: '', update_version: null, last_updated: null, must_use: false }), active: false }
+            : now!,
+        );
       else if (!now) errors.push(notInstalled('plugins', slug, site));
       else {
         const self = slug.startsWith('mainwp-child/') ? ' The child plugin never acts on itself.' : '';
@@ -134,7 +146,10 @@ export class PluginActionService {
     return { done, errors };
   }
 
-  async activateTheme(site: SiteRecord, slug: string): Promise<{ activated: SiteTheme | null; previous: string | null; errors: SlugError[] }> {
+  async activateTheme(
+    site: SiteRecord,
+    slug: string,
+  ): Promise<{ activated: SiteTheme | null; previous: string | null; errors: SlugError[] }> {
     const { valid, errors } = splitSlugs([slug]);
     const before = this.siteData.of(site).themes;
     if (!valid.length) return { activated: null, previous: activeTheme(before) || null, errors };
@@ -153,7 +168,11 @@ export class PluginActionService {
     const activated = affected.has(target) && now?.active ? now : null;
     const previous = r.previous ?? (activeTheme(before) || null);
     if (!activated) {
-      errors.push(now ? slugError(target, FAILED.activate, `${site.url} did not activate theme "${target}".`, 422) : notInstalled('themes', target, site));
+      errors.push(
+        now
+          ? slugError(target, FAILED.activate, `${site.url} did not activate theme "${target}".`, 422)
+          : notInstalled('themes', target, site),
+      );
       return { activated: null, previous: activeTheme(after) || previous, errors };
     }
     return { activated, previous, errors };
@@ -181,9 +200,16 @@ export class PluginActionService {
       const was = before.find((t) => t.slug === slug);
       if (refused.has(slug)) {
         const parent = /parent/.test(refused.get(slug)!);
-        errors.push(slugError(slug, parent ? 'svc_theme_parent_active' : 'svc_theme_active',
-          parent ? `Theme "${slug}" is the parent of the active theme on ${site.url}; it cannot be deleted.`
-            : `Theme "${slug}" is the active theme on ${site.url}; activate another theme before deleting it.`, 409));
+        errors.push(
+          slugError(
+            slug,
+            parent ? 'svc_theme_parent_active' : 'svc_theme_active',
+            parent
+              ? `Theme "${slug}" is the parent of the active theme on ${site.url}; it cannot be deleted.`
+              : `Theme "${slug}" is the active theme on ${site.url}; activate another theme before deleting it.`,
+            409,
+          ),
+        );
       } else if (affected.has(slug) && !now) {
         done.push({ ...(was ?? { slug, name: slug, version: '', update_version: null, last_updated: null }), active: false });
       } else if (!now) {
@@ -203,7 +229,11 @@ export class PluginActionService {
    * A delete, previewed from the stored lists (no child call): the items that would go, a warning for each
    * active one, and errors for slugs the last sync did not see.
    */
-  deletePreview(site: SiteRecord, kind: ItemKind, slugs: readonly string[]): { items: SiteTheme[]; warnings: string[]; errors: SlugError[] } {
+  deletePreview(
+    site: SiteRecord,
+    kind: ItemKind,
+    slugs: readonly string[],
+  ): { items: SiteTheme[]; warnings: string[]; errors: SlugError[] } {
     const { valid, errors } = splitSlugs(slugs);
     const data = this.siteData.of(site);
     const list: readonly SiteTheme[] = data[kind];
@@ -211,11 +241,17 @@ export class PluginActionService {
     const warnings: string[] = [];
     for (const slug of valid) {
       const item = list.find((i) => i.slug === slug);
-      if (!item) { errors.push(notInstalled(kind, slug, site, data.synced_at || undefined)); continue; }
+      if (!item) {
+        errors.push(notInstalled(kind, slug, site, data.synced_at || undefined));
+        continue;
+      }
       items.push(item);
       if (item.active) {
-        warnings.push(kind === 'plugins' ? `Plugin ${slug} is currently active.`
-          : `Theme ${slug} is the currently active theme: the child will refuse to delete it.`);
+        warnings.push(
+          kind === 'plugins'
+            ? `Plugin ${slug} is currently active.`
+            : `Theme ${slug} is the currently active theme: the child will refuse to delete it.`,
+        );
       } else if (kind === 'themes' && (item as SiteTheme).parent_active) {
         warnings.push(`Theme ${slug} is the parent of the active theme: the child will refuse to delete it.`);
       }
@@ -228,7 +264,12 @@ export class PluginActionService {
    * lookup), a suspended or disconnected site is refused, a dry run previews from the stored list, else confirm is
    * required and the site is asked.
    */
-  async delete(site: SiteRecord, kind: ItemKind, slugs: readonly string[], flags: { confirm?: boolean; dry_run?: boolean }): Promise<DeleteOutcome> {
+  async delete(
+    site: SiteRecord,
+    kind: ItemKind,
+    slugs: readonly string[],
+    flags: { confirm?: boolean; dry_run?: boolean },
+  ): Promise<DeleteOutcome> {
     refuseBothFlags(flags);
     this.children.assertReachable(site);
     if (flags.dry_run) return { dry_run: true, site, ...this.deletePreview(site, kind, slugs) };

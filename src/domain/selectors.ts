@@ -40,11 +40,12 @@ const miss = (identifier: number | string, code: string, message: string) => ({ 
 export function skipNote(s: SiteRecord): z.infer<typeof SkippedSite> | null {
   const status = siteStatus(s);
   if (status === 'connected') return null;
-  const message = status === 'suspended'
-    ? 'Site is suspended; unsuspend it to include it.'
-    : s.disconnected
-      ? 'Site is disconnected; reconnect it to include it.'
-      : `Site is disconnected (last contact failed: ${s.sync_error}); sync or reconnect it to include it.`;
+  const message =
+    status === 'suspended'
+      ? 'Site is suspended; unsuspend it to include it.'
+      : s.disconnected
+        ? 'Site is disconnected; reconnect it to include it.'
+        : `Site is disconnected (last contact failed: ${s.sync_error}); sync or reconnect it to include it.`;
   return { site_id: s.id, site_url: s.url, status, message };
 }
 
@@ -54,12 +55,19 @@ export function skipNote(s: SiteRecord): z.infer<typeof SkippedSite> | null {
  */
 export function childOutcomeError(e: unknown, site: { url: string }): ServiceError {
   if (e instanceof ChildError && e.kind === 'child_error') {
-    return new ServiceError('svc_child_refused', `${site.url} refused: ${e.message.replace(/^ERROR:\s*/, '')}`, 400, { site_url: site.url, child_code: e.childCode });
+    return new ServiceError('svc_child_refused', `${site.url} refused: ${e.message.replace(/^ERROR:\s*/, '')}`, 400, {
+      site_url: site.url,
+      child_code: e.childCode,
+    });
   }
   return childFailure(e, site);
 }
 
-export interface Fanned<T> { selection: SiteSelection; results: SiteResult<T>[]; notDone: SiteRecord[] }
+export interface Fanned<T> {
+  selection: SiteSelection;
+  results: SiteResult<T>[];
+  notDone: SiteRecord[];
+}
 
 /** Which sites a users / posts operation reaches, and one piece of child work on one site or on each selected one. */
 export class SiteSelectorService {
@@ -86,14 +94,27 @@ export class SiteSelectorService {
     const groups = sel.groups ?? [];
     const clients = sel.clients ?? [];
     if (websites.length + groups.length + clients.length === 0) {
-      throw new ServiceError('svc_sites_required', 'Select the sites: websites (site IDs or domains), groups (tag IDs or names) and/or clients (client IDs).', 400);
+      throw new ServiceError(
+        'svc_sites_required',
+        'Select the sites: websites (site IDs or domains), groups (tag IDs or names) and/or clients (client IDs).',
+        400,
+      );
     }
     const ids = new Set<number>();
     const unknown: SiteSelection['unknown'] = [];
     for (const ref of websites) {
       const site = this.sites.find(ref);
       if (site) ids.add(site.id);
-      else unknown.push(miss(ref, 'svc_site_not_found', typeof ref === 'number' || /^\s*\d+\s*$/.test(ref) ? `No site found with ID ${Number(ref)}.` : `No site found matching "${ref}".`));
+      else
+        unknown.push(
+          miss(
+            ref,
+            'svc_site_not_found',
+            typeof ref === 'number' || /^\s*\d+\s*$/.test(ref)
+              ? `No site found with ID ${Number(ref)}.`
+              : `No site found matching "${ref}".`,
+          ),
+        );
     }
     for (const ref of groups) {
       const tag = this.findTag(ref);
@@ -110,7 +131,8 @@ export class SiteSelectorService {
     for (const s of this.sites.filter({}, () => new Set())) {
       if (!ids.has(s.id)) continue;
       const note = skipNote(s);
-      if (note) skipped.push(note); else sites.push(s);
+      if (note) skipped.push(note);
+      else sites.push(s);
     }
     if (sites.length + skipped.length === 0 && unknown.length > 0) {
       const message = unknown.length === 1 ? unknown[0]!.message : 'None of the selected sites, groups or clients was found.';
@@ -132,11 +154,16 @@ export class SiteSelectorService {
 
   /** Selects the sites, then runs one piece of child work on each connected one (eachSite + onChild). */
   async fanOut<T>(
-    call: FleetCall, sel: SiteSelector, label: string, work: (c: ChildConnector, creds: SiteCredentials, site: SiteRecord) => Promise<T>,
+    call: FleetCall,
+    sel: SiteSelector,
+    label: string,
+    work: (c: ChildConnector, creds: SiteCredentials, site: SiteRecord) => Promise<T>,
   ): Promise<Fanned<T>> {
     const selection = this.select(sel);
     const fan = { config: this.config, signal: call.signal, progress: call.progress };
-    const { results, notDone } = await eachSite(fan, selection.sites, label, (site) => this.onChild(site, (c, creds) => work(c, creds, site)));
+    const { results, notDone } = await eachSite(fan, selection.sites, label, (site) =>
+      this.onChild(site, (c, creds) => work(c, creds, site)),
+    );
     return { selection, results, notDone };
   }
 
@@ -149,5 +176,9 @@ export class SiteSelectorService {
 }
 
 /** A failed site as an errors[] item (identifier = site id). */
-export const siteError = (r: { site: SiteRecord; error: ServiceError }): z.infer<typeof ItemError> =>
-  ({ identifier: r.site.id, code: r.error.code, message: r.error.message, status: r.error.status });
+export const siteError = (r: { site: SiteRecord; error: ServiceError }): z.infer<typeof ItemError> => ({
+  identifier: r.site.id,
+  code: r.error.code,
+  message: r.error.message,
+  status: r.error.status,
+});

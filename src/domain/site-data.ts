@@ -38,11 +38,13 @@ export interface ItemFilter {
 
 export function filterItems<T extends SiteTheme & { must_use?: boolean }>(items: readonly T[], f: ItemFilter): T[] {
   const search = f.search?.trim().toLowerCase();
-  return items.filter((i) =>
-    (!f.status || f.status === 'all' || i.active === (f.status === 'active')) &&
-    (!f.has_update || i.update_version !== null) &&
-    (!search || i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search)) &&
-    (f.must_use === undefined || (i.must_use ?? false) === f.must_use));
+  return items.filter(
+    (i) =>
+      (!f.status || f.status === 'all' || i.active === (f.status === 'active')) &&
+      (!f.has_update || i.update_version !== null) &&
+      (!search || i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search)) &&
+      (f.must_use === undefined || (i.must_use ?? false) === f.must_use),
+  );
 }
 
 /** The active theme is the first one flagged active (abilities reference §3.5). */
@@ -99,15 +101,31 @@ class AbandonedIndex {
   private sites = new Map<number, SiteEntry>();
   private flat: Record<ItemKind, AbandonedItem[]> = { plugins: [], themes: [] };
 
-  constructor(private readonly store: Store, private readonly read: (id: number) => SiteData | null) {}
+  constructor(
+    private readonly store: Store,
+    private readonly read: (id: number) => SiteData | null,
+  ) {}
 
   private entry(site: SiteRecord): SiteEntry {
     const data = this.read(site.id);
-    const items = (list: readonly SiteTheme[]) => list
-      .filter((i) => i.last_updated)
-      .map((i) => ({ site_id: site.id, site_url: site.url, slug: i.slug, name: i.name || i.slug, version: i.version, last_updated: i.last_updated! }))
-      .sort(byId);
-    return { stamp: `${site.last_sync}|${site.updated_at}`, url: site.url, plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };
+    const items = (list: readonly SiteTheme[]) =>
+      list
+        .filter((i) => i.last_updated)
+        .map((i) => ({
+          site_id: site.id,
+          site_url: site.url,
+          slug: i.slug,
+          name: i.name || i.slug,
+          version: i.version,
+          last_updated: i.last_updated!,
+        }))
+        .sort(byId);
+    return {
+      stamp: `${site.last_sync}|${site.updated_at}`,
+      url: site.url,
+      plugins: items(data?.plugins ?? []),
+      themes: items(data?.themes ?? []),
+    };
   }
 
   private refresh(): void {
@@ -131,7 +149,7 @@ class AbandonedIndex {
   list(kind: ItemKind, siteId?: number, now = Date.now()): AbandonedItem[] {
     this.refresh();
     const cutoff = abandonedCutoff(now);
-    const all = siteId === undefined ? this.flat[kind] : this.sites.get(siteId)?.[kind] ?? [];
+    const all = siteId === undefined ? this.flat[kind] : (this.sites.get(siteId)?.[kind] ?? []);
     return all.filter((i) => i.last_updated <= cutoff);
   }
 }

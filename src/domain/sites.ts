@@ -64,7 +64,10 @@ export class SiteService {
   /** Who else forgets a removed site (tags, costs). */
   readonly onRemove = new Cascade();
 
-  constructor(private readonly store: Store, private readonly tags: TagService) {}
+  constructor(
+    private readonly store: Store,
+    private readonly tags: TagService,
+  ) {}
 
   /**
    * Changes a site's name, notes, client (null unassigns; an unknown one is 404) and tags (the list replaces them;
@@ -123,7 +126,9 @@ export class SiteService {
   /** A tag (404 when none) and the sites carrying it, by domain then id. */
   inTag(tagId: number): { tag: TagRecord; sites: SiteRecord[] } {
     const tag = this.tags.resolve(tagId);
-    const sites = tag.site_ids.map((id) => this.get(id)).filter((s): s is SiteRecord => !!s)
+    const sites = tag.site_ids
+      .map((id) => this.get(id))
+      .filter((s): s is SiteRecord => !!s)
       .map((s) => [siteKey(s.url), s] as const)
       .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
       .map(([, s]) => s);
@@ -143,13 +148,15 @@ export class SiteService {
     const inTags = f.tag_ids?.length ? tagSites(f.tag_ids) : null;
     const status = f.status && f.status !== 'any' ? f.status : null;
     if (!search && !include && !exclude && !inTags && !status && f.client_id === undefined) return sorted;
-    return sorted.filter((s) =>
-      (!status || (status === 'available_update' ? hasUpdates(s) : siteStatus(s) === status)) &&
-      (!include || include.has(s.id)) &&
-      (!exclude || !exclude.has(s.id)) &&
-      (!inTags || inTags.has(s.id)) &&
-      (f.client_id === undefined || s.client_id === f.client_id) &&
-      (!search || String(s.id).includes(search) || s.name.toLowerCase().includes(search) || s.url.toLowerCase().includes(search)));
+    return sorted.filter(
+      (s) =>
+        (!status || (status === 'available_update' ? hasUpdates(s) : siteStatus(s) === status)) &&
+        (!include || include.has(s.id)) &&
+        (!exclude || !exclude.has(s.id)) &&
+        (!inTags || inTags.has(s.id)) &&
+        (f.client_id === undefined || s.client_id === f.client_id) &&
+        (!search || String(s.id).includes(search) || s.name.toLowerCase().includes(search) || s.url.toLowerCase().includes(search)),
+    );
   }
 
   count(): number {
@@ -197,8 +204,14 @@ export class SiteService {
    * Which sites a batch covers: the named ones (unknown ones as per-item errors), or, for an empty list, every site
    * `byDefault` keeps; either way minus `exclude`.
    */
-  forBatch(refs: Array<number | string>, exclude: readonly number[] | undefined, byDefault: (s: SiteRecord) => boolean): { found: SiteRecord[]; errors: ItemError[] } {
-    const out = refs.length ? this.resolveMany(refs) : { found: this.filter({}, () => new Set()).filter(byDefault), errors: [] as ItemError[] };
+  forBatch(
+    refs: Array<number | string>,
+    exclude: readonly number[] | undefined,
+    byDefault: (s: SiteRecord) => boolean,
+  ): { found: SiteRecord[]; errors: ItemError[] } {
+    const out = refs.length
+      ? this.resolveMany(refs)
+      : { found: this.filter({}, () => new Set()).filter(byDefault), errors: [] as ItemError[] };
     const ex = new Set(exclude ?? []);
     return { found: out.found.filter((s) => !ex.has(s.id)), errors: out.errors };
   }

@@ -5,7 +5,11 @@ import { byName } from '../core/collate.js';
 import type { TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
 
-export interface TagFilter { search?: string; include?: number[]; exclude?: number[] }
+export interface TagFilter {
+  search?: string;
+  include?: number[];
+  exclude?: number[];
+}
 
 const now = () => new Date().toISOString();
 
@@ -32,7 +36,8 @@ export class TagService {
       for (const t of this.sorted) {
         for (const s of t.site_ids) {
           const list = this.bySite.get(s);
-          if (list) list.push(t.id); else this.bySite.set(s, [t.id]);
+          if (list) list.push(t.id);
+          else this.bySite.set(s, [t.id]);
         }
       }
       this.cacheVersion = v;
@@ -59,10 +64,12 @@ export class TagService {
     const search = f.search?.trim().toLowerCase();
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
-    return this.indexes().sorted.filter((t) =>
-      (!search || t.name.toLowerCase().includes(search) || String(t.id).includes(search)) &&
-      (!include || include.has(t.id)) &&
-      (!exclude || !exclude.has(t.id)));
+    return this.indexes().sorted.filter(
+      (t) =>
+        (!search || t.name.toLowerCase().includes(search) || String(t.id).includes(search)) &&
+        (!include || include.has(t.id)) &&
+        (!exclude || !exclude.has(t.id)),
+    );
   }
 
   /** Tag ids of a site, by tag name order. */

@@ -53,7 +53,11 @@ export function certificateStatus(siteUrl: string, opts: TlsCheckOptions = {}): 
       // rejectUnauthorized off so that an untrusted certificate is still read (its dates); `authorized` says
       // whether the chain and the host name check passed.
       socket = connect({
-        host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: false, ca: opts.ca,
+        host,
+        port,
+        servername: isIP(host) ? undefined : host,
+        rejectUnauthorized: false,
+        ca: opts.ca,
         ...(opts.allowPrivate ? {} : { lookup: guardedLookup }),
       });
     } catch (e) {

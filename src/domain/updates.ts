@@ -22,22 +22,73 @@ export type TypeName = (typeof TYPES)[number];
 export type ItemType = 'core' | 'plugin' | 'theme' | 'translation';
 export const SINGULAR: Record<TypeName, ItemType> = { core: 'core', plugins: 'plugin', themes: 'theme', translations: 'translation' };
 
-interface Where { site_id: number; site_url: string; site_name: string }
-export interface PendingView extends Where { type: ItemType; slug: string; name: string; current_version: string | null; new_version: string; language?: string }
-export interface UpdatedView extends Where { type: ItemType; slug: string; name: string; old_version: string | null; new_version: string; language?: string }
-export interface ErrorView extends Where { type: ItemType | 'site'; slug: string; code: string; message: string }
+interface Where {
+  site_id: number;
+  site_url: string;
+  site_name: string;
+}
+export interface PendingView extends Where {
+  type: ItemType;
+  slug: string;
+  name: string;
+  current_version: string | null;
+  new_version: string;
+  language?: string;
+}
+export interface UpdatedView extends Where {
+  type: ItemType;
+  slug: string;
+  name: string;
+  old_version: string | null;
+  new_version: string;
+  language?: string;
+}
+export interface ErrorView extends Where {
+  type: ItemType | 'site';
+  slug: string;
+  code: string;
+  message: string;
+}
 export type SkipReason = 'ignored' | 'not_pending' | 'site_suspended' | 'site_disconnected' | 'cancelled';
-export interface SkippedView extends Where { type: ItemType | 'site'; slug: string; reason: SkipReason; message: string }
-export interface IgnoredView extends Where { type: 'core' | 'plugin' | 'theme'; slug: string; name: string; ignored_version: string; scope: 'site' | 'fleet' }
+export interface SkippedView extends Where {
+  type: ItemType | 'site';
+  slug: string;
+  reason: SkipReason;
+  message: string;
+}
+export interface IgnoredView extends Where {
+  type: 'core' | 'plugin' | 'theme';
+  slug: string;
+  name: string;
+  ignored_version: string;
+  scope: 'site' | 'fleet';
+}
 
-export interface SiteRun { updated: UpdatedView[]; errors: ErrorView[]; skipped: SkippedView[] }
-export interface Summary { core: number; plugins: number; themes: number; translations: number; total: number }
+export interface SiteRun {
+  updated: UpdatedView[];
+  errors: ErrorView[];
+  skipped: SkippedView[];
+}
+export interface Summary {
+  core: number;
+  plugins: number;
+  themes: number;
+  translations: number;
+  total: number;
+}
 
 /** Selection of sites for fleet-wide listing and applying: the union of the selectors; none = every site. */
-export interface Selector { sites?: ReadonlyArray<number | string>; tags?: ReadonlyArray<number | string>; clients?: readonly number[] }
+export interface Selector {
+  sites?: ReadonlyArray<number | string>;
+  tags?: ReadonlyArray<number | string>;
+  clients?: readonly number[];
+}
 
 /** What one run updates: the types (in the fixed order core → plugins → themes → translations) and, optionally, only these slugs. */
-export interface Plan { types: readonly TypeName[]; only?: readonly string[] }
+export interface Plan {
+  types: readonly TypeName[];
+  only?: readonly string[];
+}
 
 /** update-all-v1 becomes a job above this many sites with something pending ("more than a few sites"). */
 export const UPDATE_ALL_QUEUE_OVER = 5;
@@ -63,7 +114,9 @@ export interface RunAnswer extends SiteRun {
 }
 
 const runSummary = (r: SiteRun, sites = false) => ({
-  total_updated: r.updated.length, total_errors: r.errors.length, total_skipped: r.skipped.length,
+  total_updated: r.updated.length,
+  total_errors: r.errors.length,
+  total_skipped: r.skipped.length,
   ...(sites ? { sites_updated: new Set(r.updated.map((u) => u.site_id)).size } : {}),
 });
 
@@ -77,9 +130,10 @@ const ALL_VERSIONS = '*';
 export function storedPending(data: SiteData | null): SitePending {
   if (!data) return EMPTY;
   if (data.updates) return data.updates;
-  const from = (list: SiteData['plugins'] | SiteData['themes']): PendingItem[] => list
-    .filter((i) => i.update_version && isNewer(i.update_version, i.version))
-    .map((i) => ({ slug: i.slug, name: i.name || i.slug, current_version: i.version, new_version: i.update_version! }));
+  const from = (list: SiteData['plugins'] | SiteData['themes']): PendingItem[] =>
+    list
+      .filter((i) => i.update_version && isNewer(i.update_version, i.version))
+      .map((i) => ({ slug: i.slug, name: i.name || i.slug, current_version: i.version, new_version: i.update_version! }));
   return { core: null, plugins: from(data.plugins), themes: from(data.themes), translations: [] };
 }
 
@@ -90,7 +144,14 @@ function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): 
   const add = (t: TypeName, list: PendingItem[]) => {
     if (!types.has(t)) return;
     for (const i of list) {
-      const v: PendingView = { ...w, type: SINGULAR[t], slug: i.slug, name: i.name, current_version: i.current_version, new_version: i.new_version };
+      const v: PendingView = {
+        ...w,
+        type: SINGULAR[t],
+        slug: i.slug,
+        name: i.name,
+        current_version: i.current_version,
+        new_version: i.new_version,
+      };
       if (t === 'translations') v.language = i.language ?? '';
       out.push(v);
     }
@@ -102,7 +163,9 @@ function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): 
 }
 
 const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_version: string }) =>
-  r.type === i.type && (r.slug === ALL_VERSIONS || r.slug === i.slug) && (r.versions.includes(ALL_VERSIONS) || r.versions.includes(i.new_version));
+  r.type === i.type &&
+  (r.slug === ALL_VERSIONS || r.slug === i.slug) &&
+  (r.versions.includes(ALL_VERSIONS) || r.versions.includes(i.new_version));
 
 /** In-memory view of the fleet's pending updates, rebuilt only for sites whose record changed (every sync patches it). */
 class PendingIndex {
@@ -114,7 +177,11 @@ class PendingIndex {
   private flat: PendingView[] = [];
   private bySite = new Map<number, PendingView[]>();
 
-  constructor(private readonly store: Store, private readonly sites: SiteService, private readonly read: (id: number) => SiteData | null) {}
+  constructor(
+    private readonly store: Store,
+    private readonly sites: SiteService,
+    private readonly read: (id: number) => SiteData | null,
+  ) {}
 
   private loadedRules = -1;
 
@@ -173,7 +240,10 @@ class PendingIndex {
     return this.ignoredBy(siteId, i);
   }
 
-  all(): PendingView[] { this.refresh(); return this.flat; }
+  all(): PendingView[] {
+    this.refresh();
+    return this.flat;
+  }
 
   private byTypes = new Map<string, { items: PendingView[]; summary: Summary }>();
   private byTypesAt = '';
@@ -182,7 +252,10 @@ class PendingIndex {
   allOf(types: ReadonlySet<TypeName>): { items: PendingView[]; summary: Summary } {
     this.refresh();
     const at = `${this.sitesVersion}|${this.rulesVersion}`;
-    if (at !== this.byTypesAt) { this.byTypes.clear(); this.byTypesAt = at; }
+    if (at !== this.byTypesAt) {
+      this.byTypes.clear();
+      this.byTypesAt = at;
+    }
     const key = [...types].sort().join(',');
     let hit = this.byTypes.get(key);
     if (!hit) {
@@ -192,7 +265,10 @@ class PendingIndex {
     }
     return hit;
   }
-  ofSite(id: number): PendingView[] { this.refresh(); return this.bySite.get(id) ?? []; }
+  ofSite(id: number): PendingView[] {
+    this.refresh();
+    return this.bySite.get(id) ?? [];
+  }
 }
 
 const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
@@ -202,8 +278,15 @@ export function summarise(items: readonly { type: string }[]): Summary {
   return s;
 }
 
-const siteError = (ref: number | string, e: ServiceError): ErrorView =>
-  ({ site_id: 0, site_url: String(ref), site_name: '', type: 'site', slug: '', code: e.code, message: e.message });
+const siteError = (ref: number | string, e: ServiceError): ErrorView => ({
+  site_id: 0,
+  site_url: String(ref),
+  site_name: '',
+  type: 'site',
+  slug: '',
+  code: e.code,
+  message: e.message,
+});
 
 export class UpdateService {
   private readonly index: PendingIndex;
@@ -225,7 +308,6 @@ export class UpdateService {
     for (const r of [...tx.all<IgnoreRecord>('ignores')]) if (r.site_id === siteId) tx.delete('ignores', r.id);
   }
 
-
   // ---- selection ----
 
   /** Sites named by the selectors (deduplicated, site-list order), and one error item per value that names nothing. */
@@ -238,7 +320,11 @@ export class UpdateService {
     const ids = new Set<number>();
     const errors: ErrorView[] = [];
     for (const ref of refs) {
-      try { ids.add(this.sites.resolve(ref).id); } catch (e) { errors.push(siteError(ref, e as ServiceError)); }
+      try {
+        ids.add(this.sites.resolve(ref).id);
+      } catch (e) {
+        errors.push(siteError(ref, e as ServiceError));
+      }
     }
     for (const ref of tags) {
       const asId = typeof ref === 'number' ? ref : /^\s*\d+\s*$/.test(ref) ? Number(ref) : null;
@@ -280,11 +366,29 @@ export class UpdateService {
   async refresh(call: Call, sites: readonly SiteRecord[]): Promise<ErrorView[]> {
     const live = sites.filter((s) => siteStatus(s) !== 'suspended' && !s.disconnected);
     if (live.length > MAX_REFRESH_SITES) {
-      throw new ServiceError('svc_refresh_too_many', `refresh syncs at most ${MAX_REFRESH_SITES} sites (${live.length} selected); run sync-sites-v1 first, or select fewer sites.`, 400);
+      throw new ServiceError(
+        'svc_refresh_too_many',
+        `refresh syncs at most ${MAX_REFRESH_SITES} sites (${live.length} selected); run sync-sites-v1 first, or select fewer sites.`,
+        400,
+      );
     }
     const fan = { config: this.config, signal: call.signal };
     const { results } = await eachSite(fan, live, 'sync', async (s) => this.children.apply(await this.children.fetchSync(s)));
-    return results.flatMap((r) => r.ok ? [] : [{ site_id: r.site.id, site_url: r.site.url, site_name: r.site.name, type: 'site' as const, slug: '', code: r.error.code, message: r.error.message }]);
+    return results.flatMap((r) =>
+      r.ok
+        ? []
+        : [
+            {
+              site_id: r.site.id,
+              site_url: r.site.url,
+              site_name: r.site.name,
+              type: 'site' as const,
+              slug: '',
+              code: r.error.code,
+              message: r.error.message,
+            },
+          ],
+    );
   }
 
   // ---- ignore rules ----
@@ -299,8 +403,9 @@ export class UpdateService {
     if (slug === ALL_VERSIONS) return type === 'plugin' ? 'All plugins' : 'All themes';
     const data = this.children.siteData(site.id);
     const p = storedPending(data);
-    const hit = (type === 'plugin' ? p.plugins : p.themes).find((i) => i.slug === slug)
-      ?? (type === 'plugin' ? data?.plugins : data?.themes)?.find((i) => i.slug === slug);
+    const hit =
+      (type === 'plugin' ? p.plugins : p.themes).find((i) => i.slug === slug) ??
+      (type === 'plugin' ? data?.plugins : data?.themes)?.find((i) => i.slug === slug);
     return hit?.name || slug;
   }
 
@@ -315,7 +420,15 @@ export class UpdateService {
       if (ignore) {
         if (cur && cur.versions.includes(ALL_VERSIONS)) return false;
         if (cur) tx.put<IgnoreRecord>('ignores', { ...cur, versions: [ALL_VERSIONS], name });
-        else tx.insert<IgnoreRecord>('ignores', { site_id: site.id, type, slug: key, name, versions: [ALL_VERSIONS], created_at: new Date().toISOString() });
+        else
+          tx.insert<IgnoreRecord>('ignores', {
+            site_id: site.id,
+            type,
+            slug: key,
+            name,
+            versions: [ALL_VERSIONS],
+            created_at: new Date().toISOString(),
+          });
         return true;
       }
       if (!cur) return false;
@@ -330,11 +443,17 @@ export class UpdateService {
     const out: IgnoredView[] = [];
     const order = { core: 0, plugin: 1, theme: 2 } as const;
     for (const site of sites) {
-      const rules = this.index.rulesOf(site.id).filter((r) => t.has(r.type))
+      const rules = this.index
+        .rulesOf(site.id)
+        .filter((r) => t.has(r.type))
         .sort((a, b) => order[a.type] - order[b.type] || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
       for (const r of rules) {
         out.push({
-          ...where(site), type: r.type, slug: r.slug, name: r.name, ignored_version: r.versions.includes(ALL_VERSIONS) ? 'all_versions' : r.versions.join(', '),
+          ...where(site),
+          type: r.type,
+          slug: r.slug,
+          name: r.name,
+          ignored_version: r.versions.includes(ALL_VERSIONS) ? 'all_versions' : r.versions.join(', '),
           scope: r.site_id === 0 ? 'fleet' : 'site',
         });
       }
@@ -360,18 +479,36 @@ export class UpdateService {
       if (only && !only.has(i.slug)) continue;
       const rule = this.index.ignoredNow(site.id, i);
       if (rule) {
-        skipped.push({ ...w, type: i.type, slug: i.slug, reason: 'ignored', message: `${i.name} ${i.new_version} is ignored ${rule.site_id ? 'on this site' : 'on every site'}.` });
+        skipped.push({
+          ...w,
+          type: i.type,
+          slug: i.slug,
+          reason: 'ignored',
+          message: `${i.name} ${i.new_version} is ignored ${rule.site_id ? 'on this site' : 'on every site'}.`,
+        });
       } else if (status) {
         skipped.push({
-          ...w, type: i.type, slug: i.slug, reason: status,
-          message: status === 'site_suspended' ? `Site ${site.id} is suspended; unsuspend it to update it.` : `Site ${site.id} is disconnected; reconnect it to update it.`,
+          ...w,
+          type: i.type,
+          slug: i.slug,
+          reason: status,
+          message:
+            status === 'site_suspended'
+              ? `Site ${site.id} is suspended; unsuspend it to update it.`
+              : `Site ${site.id} is disconnected; reconnect it to update it.`,
         });
       } else todo.push(i);
     }
     if (only) {
       for (const slug of only) {
         if (!all.some((i) => i.slug === slug)) {
-          skipped.push({ ...w, type: 'site', slug, reason: 'not_pending', message: `No ${[...types].join('/')} update of "${slug}" is pending on ${site.url} (as of its last sync).` });
+          skipped.push({
+            ...w,
+            type: 'site',
+            slug,
+            reason: 'not_pending',
+            message: `No ${[...types].join('/')} update of "${slug}" is pending on ${site.url} (as of its last sync).`,
+          });
         }
       }
     }
@@ -381,11 +518,22 @@ export class UpdateService {
   /** Runs `fn` holding the site's update lock; a second run on the same site waits (wait) or is refused (409). */
   async withSiteLock<T>(site: SiteRecord, wait: boolean, fn: () => Promise<T>): Promise<T> {
     while (this.busy.has(site.id)) {
-      if (!wait) throw new ServiceError('svc_update_in_progress', `An update run is already in progress on site ${site.id} (${site.url}); try again when it ends.`, 409, { site_id: site.id });
+      if (!wait)
+        throw new ServiceError(
+          'svc_update_in_progress',
+          `An update run is already in progress on site ${site.id} (${site.url}); try again when it ends.`,
+          409,
+          { site_id: site.id },
+        );
       await this.busy.get(site.id);
     }
     let release!: () => void;
-    this.busy.set(site.id, new Promise<void>((r) => { release = r; }));
+    this.busy.set(
+      site.id,
+      new Promise<void>((r) => {
+        release = r;
+      }),
+    );
     try {
       return await fn();
     } finally {
@@ -398,7 +546,16 @@ export class UpdateService {
    * Updates one site: one child call per type, in the order core → plugins → themes → translations, then one store
    * write with what the child reported. Every planned item ends in exactly one of updated / errors (D1).
    */
-  async runSite(site: SiteRecord, plan: Plan, opts: { wait?: boolean; progress?: (p: { item: string; ok: boolean }) => void; extraCommit?: (tx: Tx, r: SiteRun) => void; resumed?: boolean } = {}): Promise<SiteRun> {
+  async runSite(
+    site: SiteRecord,
+    plan: Plan,
+    opts: {
+      wait?: boolean;
+      progress?: (p: { item: string; ok: boolean }) => void;
+      extraCommit?: (tx: Tx, r: SiteRun) => void;
+      resumed?: boolean;
+    } = {},
+  ): Promise<SiteRun> {
     return this.withSiteLock(site, opts.wait ?? false, async () => {
       let verified: UpdatedView[] = [];
       if (opts.resumed) verified = await this.verifyAfterResume(site, plan);
@@ -418,12 +575,16 @@ export class UpdateService {
       for (const [n, type] of order.entries()) {
         const items = byType(type);
         if (!items.length) continue;
-        const r = type === 'core'
-          ? await this.callCore(connector, creds, fresh, items[0]!)
-          : await this.callItems(connector, creds, fresh, type, items);
+        const r =
+          type === 'core'
+            ? await this.callCore(connector, creds, fresh, items[0]!)
+            : await this.callItems(connector, creds, fresh, type, items);
         run.updated.push(...r.updated);
         run.errors.push(...r.errors);
-        if (r.snapshot) { snapshot = r.snapshot; snapshotAt = n; }
+        if (r.snapshot) {
+          snapshot = r.snapshot;
+          snapshotAt = n;
+        }
         for (const u of r.updated) opts.progress?.({ item: `${u.type} ${u.slug}`, ok: true });
         for (const e of r.errors) opts.progress?.({ item: `${e.type} ${e.slug}`, ok: false });
       }
@@ -443,26 +604,40 @@ export class UpdateService {
     await this.store.write(o.commit);
     const now = this.planSite(this.sites.get(site.id) ?? site, plan).todo;
     const data = this.children.siteData(site.id);
-    const installed = (i: PendingView): string | null => i.type === 'core' ? (this.sites.get(site.id)?.wp_version ?? null)
-      : i.type === 'plugin' ? data?.plugins.find((p) => p.slug === i.slug)?.version ?? null
-        : i.type === 'theme' ? data?.themes.find((t) => t.slug === i.slug)?.version ?? null : null;
-    return before.filter((b) => !now.some((x) => x.type === b.type && x.slug === b.slug && x.language === b.language)).flatMap((b) => {
-      const v = installed(b);
-      return v && b.current_version && isNewer(v, b.current_version)
-        ? [{ ...where(site), type: b.type, slug: b.slug, name: b.name, old_version: b.current_version, new_version: v }]
-        : [];
-    });
+    const installed = (i: PendingView): string | null =>
+      i.type === 'core'
+        ? (this.sites.get(site.id)?.wp_version ?? null)
+        : i.type === 'plugin'
+          ? (data?.plugins.find((p) => p.slug === i.slug)?.version ?? null)
+          : i.type === 'theme'
+            ? (data?.themes.find((t) => t.slug === i.slug)?.version ?? null)
+            : null;
+    return before
+      .filter((b) => !now.some((x) => x.type === b.type && x.slug === b.slug && x.language === b.language))
+      .flatMap((b) => {
+        const v = installed(b);
+        return v && b.current_version && isNewer(v, b.current_version)
+          ? [{ ...where(site), type: b.type, slug: b.slug, name: b.name, old_version: b.current_version, new_version: v }]
+          : [];
+      });
   }
 
   private failed(site: SiteRecord, items: readonly PendingView[], e: unknown): ErrorView[] {
     // A top-level `error` from the child is its refusal of the update (requirements, "Invalid request!", the core lock).
-    const err = e instanceof ChildError && e.kind === 'child_error'
-      ? new ServiceError('svc_update_failed', `${site.url} refused the update: ${e.message.replace(/^ERROR: /, '')}`, 502)
-      : childFailure(e, site);
+    const err =
+      e instanceof ChildError && e.kind === 'child_error'
+        ? new ServiceError('svc_update_failed', `${site.url} refused the update: ${e.message.replace(/^ERROR: /, '')}`, 502)
+        : childFailure(e, site);
     return items.map((i) => ({ ...where(site), type: i.type, slug: i.slug, code: err.code, message: err.message }));
   }
 
-  private async callItems(connector: ChildConnector, creds: SiteCredentials, site: SiteRecord, type: 'plugin' | 'theme' | 'translation', items: PendingView[]) {
+  private async callItems(
+    connector: ChildConnector,
+    creds: SiteCredentials,
+    site: SiteRecord,
+    type: 'plugin' | 'theme' | 'translation',
+    items: PendingView[],
+  ) {
     const updated: UpdatedView[] = [];
     const errors: ErrorView[] = [];
     let r: UpgradeResult;
@@ -475,21 +650,43 @@ export class UpdateService {
     for (const i of items) {
       const got = r.items[i.slug];
       const fail = (code: string, message: string) => errors.push({ ...w, type: i.type, slug: i.slug, code, message });
-      if (!got) { fail('svc_update_failed', `${site.url} did not report on ${i.slug}.`); continue; }
-      if (got.error) { fail('svc_update_failed', got.error); continue; }
+      if (!got) {
+        fail('svc_update_failed', `${site.url} did not report on ${i.slug}.`);
+        continue;
+      }
+      if (got.error) {
+        fail('svc_update_failed', got.error);
+        continue;
+      }
       if (type === 'translation') {
         const still = r.snapshot?.updates.translations.some((t) => t.slug === i.slug && t.language === i.language);
-        if (got.success && !still) updated.push({ ...w, type: i.type, slug: i.slug, name: i.name, old_version: null, new_version: i.new_version, language: i.language ?? '' });
-        else fail(got.success ? 'svc_update_not_applied' : 'svc_update_failed', got.success
-          ? `${site.url} reported the ${i.language} translation of ${i.slug} as updated, but still offers it.`
-          : `${site.url} did not install the ${i.language} translation of ${i.slug} (no reason given).`);
+        if (got.success && !still)
+          updated.push({
+            ...w,
+            type: i.type,
+            slug: i.slug,
+            name: i.name,
+            old_version: null,
+            new_version: i.new_version,
+            language: i.language ?? '',
+          });
+        else
+          fail(
+            got.success ? 'svc_update_not_applied' : 'svc_update_failed',
+            got.success
+              ? `${site.url} reported the ${i.language} translation of ${i.slug} as updated, but still offers it.`
+              : `${site.url} did not install the ${i.language} translation of ${i.slug} (no reason given).`,
+          );
         continue;
       }
       // Success is the child's version on disk, newer than what was installed (D2): not its success flag alone.
       if (got.success && got.version && i.current_version && isNewer(got.version, i.current_version)) {
         updated.push({ ...w, type: i.type, slug: i.slug, name: i.name, old_version: i.current_version, new_version: got.version });
       } else if (got.success) {
-        fail('svc_update_not_applied', `${site.url} reported ${i.slug} as updated, but its version on disk is ${got.version ?? 'unknown'} (was ${i.current_version}, offered ${i.new_version}).`);
+        fail(
+          'svc_update_not_applied',
+          `${site.url} reported ${i.slug} as updated, but its version on disk is ${got.version ?? 'unknown'} (was ${i.current_version}, offered ${i.new_version}).`,
+        );
       } else {
         fail('svc_update_failed', `${site.url} did not update ${i.slug} (no reason given).`);
       }
@@ -500,14 +697,26 @@ export class UpdateService {
   /** Core: the child reports the offered version, not the one on disk; a sync right after the call tells the truth. */
   private async callCore(connector: ChildConnector, creds: SiteCredentials, site: SiteRecord, item: PendingView) {
     const w = where(site);
-    const err = (code: string, message: string) => ({ updated: [], errors: [{ ...w, type: 'core' as const, slug: 'wordpress', code, message }], snapshot: null });
+    const err = (code: string, message: string) => ({
+      updated: [],
+      errors: [{ ...w, type: 'core' as const, slug: 'wordpress', code, message }],
+      snapshot: null,
+    });
     let status: string;
     try {
       const r = await connector.upgradeCore(creds);
       status = r.status;
       if (r.status !== 'SUCCESS') {
-        const why = { WPERROR: 'WordPress could not install the update', NORESPONSE: 'WordPress has no core update on offer', LOCALIZATION: 'no update found for the site\'s locale' }[r.status] ?? 'unexpected answer';
-        return err('svc_update_failed', `${site.url} did not update WordPress: ${r.status} (${why})${r.error_codes.length ? `: ${r.error_codes.join(', ')}` : ''}.`);
+        const why =
+          {
+            WPERROR: 'WordPress could not install the update',
+            NORESPONSE: 'WordPress has no core update on offer',
+            LOCALIZATION: "no update found for the site's locale",
+          }[r.status] ?? 'unexpected answer';
+        return err(
+          'svc_update_failed',
+          `${site.url} did not update WordPress: ${r.status} (${why})${r.error_codes.length ? `: ${r.error_codes.join(', ')}` : ''}.`,
+        );
       }
     } catch (e) {
       return { updated: [], errors: this.failed(site, [item], e), snapshot: null };
@@ -516,12 +725,40 @@ export class UpdateService {
     try {
       snap = await connector.sync(creds);
     } catch (e) {
-      return err('svc_update_unverified', `${site.url} answered ${status} but could not be synced to check the version: ${childFailure(e, site).message}`);
+      return err(
+        'svc_update_unverified',
+        `${site.url} answered ${status} but could not be synced to check the version: ${childFailure(e, site).message}`,
+      );
     }
     if (item.current_version && isNewer(snap.wp_version, item.current_version)) {
-      return { updated: [{ ...w, type: 'core' as const, slug: 'wordpress', name: 'WordPress', old_version: item.current_version, new_version: snap.wp_version }], errors: [], snapshot: snap };
+      return {
+        updated: [
+          {
+            ...w,
+            type: 'core' as const,
+            slug: 'wordpress',
+            name: 'WordPress',
+            old_version: item.current_version,
+            new_version: snap.wp_version,
+          },
+        ],
+        errors: [],
+        snapshot: snap,
+      };
     }
-    return { updated: [], errors: [{ ...w, type: 'core' as const, slug: 'wordpress', code: 'svc_update_not_applied', message: `${site.url} answered ${status}, but WordPress is still ${snap.wp_version}.` }], snapshot: snap };
+    return {
+      updated: [],
+      errors: [
+        {
+          ...w,
+          type: 'core' as const,
+          slug: 'wordpress',
+          code: 'svc_update_not_applied',
+          message: `${site.url} answered ${status}, but WordPress is still ${snap.wp_version}.`,
+        },
+      ],
+      snapshot: snap,
+    };
   }
 
   /**
@@ -541,7 +778,10 @@ export class UpdateService {
     let wp: string | undefined;
     for (const u of run.updated) {
       if (order[u.type] <= snapshotAt) continue; // the sync block already shows it
-      if (u.type === 'core') { next.core = null; wp = u.new_version; }
+      if (u.type === 'core') {
+        next.core = null;
+        wp = u.new_version;
+      }
       if (u.type === 'plugin') {
         next.plugins = next.plugins.filter((i) => i.slug !== u.slug);
         plugins = plugins.map((i) => (i.slug === u.slug ? { ...i, version: u.new_version, update_version: null } : i));
@@ -555,8 +795,15 @@ export class UpdateService {
     for (const e of run.errors) {
       const was = todo.find((i) => i.type === e.type && i.slug === e.slug);
       if (!was) continue;
-      const item: PendingItem = { slug: was.slug, name: was.name, current_version: was.current_version, new_version: was.new_version, ...(was.language !== undefined ? { language: was.language } : {}) };
-      if (was.type === 'core' && !next.core && was.current_version) next.core = { current_version: was.current_version, new_version: was.new_version };
+      const item: PendingItem = {
+        slug: was.slug,
+        name: was.name,
+        current_version: was.current_version,
+        new_version: was.new_version,
+        ...(was.language !== undefined ? { language: was.language } : {}),
+      };
+      if (was.type === 'core' && !next.core && was.current_version)
+        next.core = { current_version: was.current_version, new_version: was.new_version };
       const key = ({ plugin: 'plugins', theme: 'themes', translation: 'translations' } as const)[was.type as 'plugin'];
       if (key && !next[key].some((i) => i.slug === was.slug && i.language === was.language)) next[key] = [...next[key], item];
     }
@@ -564,7 +811,12 @@ export class UpdateService {
     const cur = tx.get<SiteRecord>('sites', site.id)!;
     this.sites.patch(tx, site.id, {
       ...(wp ? { wp_version: wp } : {}),
-      stats: { ...cur.stats, plugin_updates: next.plugins.length, theme_updates: next.themes.length, wp_update_available: next.core !== null },
+      stats: {
+        ...cur.stats,
+        plugin_updates: next.plugins.length,
+        theme_updates: next.themes.length,
+        wp_update_available: next.core !== null,
+      },
     });
   }
 
@@ -574,7 +826,11 @@ export class UpdateService {
    * One site's pending updates of these types and the ignored ones (skipped as "ignored"); `refresh` syncs the site
    * first (409 when it is suspended or disconnected).
    */
-  async ofSite(ref: number | string, types: readonly TypeName[], refresh: boolean): Promise<{ site: SiteRecord; updates: PendingView[]; ignored: SkippedView[] }> {
+  async ofSite(
+    ref: number | string,
+    types: readonly TypeName[],
+    refresh: boolean,
+  ): Promise<{ site: SiteRecord; updates: PendingView[]; ignored: SkippedView[] }> {
     let site = this.sites.resolve(ref);
     if (refresh) {
       this.children.assertReachable(site);
@@ -600,10 +856,12 @@ export class UpdateService {
     const site = this.sites.resolve(ref);
     const plan: Plan = { types: ['core'] };
     const p = this.planSite(site, plan);
-    if (!p.todo.length && !p.skipped.length) throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
+    if (!p.todo.length && !p.skipped.length)
+      throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
     const r = await this.runOne(call, site.id, plan, dryRun);
     const failure = r.errors[0];
-    if (failure) throw new ServiceError(failure.code, failure.message, failure.code === 'svc_child_timeout' ? 504 : 502, { site_id: site.id });
+    if (failure)
+      throw new ServiceError(failure.code, failure.message, failure.code === 'svc_child_timeout' ? 504 : 502, { site_id: site.id });
     return r;
   }
 
@@ -613,7 +871,14 @@ export class UpdateService {
     this.children.assertReachable(site);
     if (dryRun) {
       const p = this.planSite(site, plan);
-      return { dry_run: true, would_update: p.todo, updated: [], errors: [], skipped: p.skipped, summary: { total_updated: 0, total_errors: 0, total_skipped: p.skipped.length } };
+      return {
+        dry_run: true,
+        would_update: p.todo,
+        updated: [],
+        errors: [],
+        skipped: p.skipped,
+        summary: { total_updated: 0, total_errors: 0, total_skipped: p.skipped.length },
+      };
     }
     const total = this.planSite(site, plan).todo.length;
     const tick = itemProgress(total, call.progress);
@@ -633,34 +898,85 @@ export class UpdateService {
     const todo = work.flatMap((p) => p.todo);
     const truncated = todo.length > MAX_LISTED || skipped.length > MAX_LISTED;
     const empty = {
-      updated: [], skipped: cap(skipped), errors, ...(truncated ? { truncated } : {}),
+      updated: [],
+      skipped: cap(skipped),
+      errors,
+      ...(truncated ? { truncated } : {}),
       summary: { total_updated: 0, total_errors: errors.length, total_skipped: skipped.length, sites_updated: 0 },
     };
     // Counts first: a preview shown to a person may be cut after some thousands of characters.
     if (dryRun) {
       const { summary: sum, ...rest } = empty;
-      return { dry_run: true, would_update_total: todo.length, sites_to_update: work.length, summary: sum, ...rest, would_update: cap(todo) };
+      return {
+        dry_run: true,
+        would_update_total: todo.length,
+        sites_to_update: work.length,
+        summary: sum,
+        ...rest,
+        would_update: cap(todo),
+      };
     }
-    const queued = await this.jobs.queueIfOver('update', work.map((p) => p.site), plan as unknown as Record<string, unknown>, queueOver);
+    const queued = await this.jobs.queueIfOver(
+      'update',
+      work.map((p) => p.site),
+      plan as unknown as Record<string, unknown>,
+      queueOver,
+    );
     if (queued) return { ...queued, updates_queued: work.reduce((n, p) => n + p.todo.length, 0), sites_queued: work.length, ...empty };
-    const tick = itemProgress(work.reduce((n, p) => n + p.todo.length, 0), call.progress);
-    const { results, notDone } = await eachSite({ config: this.config, signal: call.signal }, work.map((p) => p.site), 'update',
-      (site) => this.runSite(site, plan, { progress: (p) => tick(p, site) }));
+    const tick = itemProgress(
+      work.reduce((n, p) => n + p.todo.length, 0),
+      call.progress,
+    );
+    const { results, notDone } = await eachSite(
+      { config: this.config, signal: call.signal },
+      work.map((p) => p.site),
+      'update',
+      (site) => this.runSite(site, plan, { progress: (p) => tick(p, site) }),
+    );
     // Sites that run re-plan under their lock and report their own skipped items; the others' are reported from here.
-    const run: SiteRun = { updated: [] as UpdatedView[], errors: [...errors], skipped: plans.filter((p) => !p.todo.length).flatMap((p) => p.skipped) };
+    const run: SiteRun = {
+      updated: [] as UpdatedView[],
+      errors: [...errors],
+      skipped: plans.filter((p) => !p.todo.length).flatMap((p) => p.skipped),
+    };
     for (const r of results) {
-      if (r.ok) { run.updated.push(...r.value.updated); run.errors.push(...r.value.errors); run.skipped.push(...r.value.skipped); continue; }
+      if (r.ok) {
+        run.updated.push(...r.value.updated);
+        run.errors.push(...r.value.errors);
+        run.skipped.push(...r.value.skipped);
+        continue;
+      }
       // A site-level failure (locked, no keys): one error per item it was to update.
       const todo: PendingView[] = work.find((p) => p.site.id === r.site.id)?.todo ?? [];
-      for (const t of todo) run.errors.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, code: r.error.code, message: r.error.message });
+      for (const t of todo)
+        run.errors.push({
+          site_id: t.site_id,
+          site_url: t.site_url,
+          site_name: t.site_name,
+          type: t.type,
+          slug: t.slug,
+          code: r.error.code,
+          message: r.error.message,
+        });
     }
     for (const s of notDone) {
       for (const t of work.find((p) => p.site.id === s.id)?.todo ?? []) {
-        run.skipped.push({ site_id: t.site_id, site_url: t.site_url, site_name: t.site_name, type: t.type, slug: t.slug, reason: 'cancelled', message: 'Not started: the run was cancelled.' });
+        run.skipped.push({
+          site_id: t.site_id,
+          site_url: t.site_url,
+          site_name: t.site_name,
+          type: t.type,
+          slug: t.slug,
+          reason: 'cancelled',
+          message: 'Not started: the run was cancelled.',
+        });
       }
     }
     return {
-      ...run, skipped: cap(run.skipped), ...(run.skipped.length > MAX_LISTED ? { truncated: true } : {}), summary: runSummary(run, true),
+      ...run,
+      skipped: cap(run.skipped),
+      ...(run.skipped.length > MAX_LISTED ? { truncated: true } : {}),
+      summary: runSummary(run, true),
       ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}),
     };
   }
@@ -683,11 +999,24 @@ export class UpdateService {
         ...r.skipped.map((s) => ({ ...s, status: 'skipped' })),
       ];
       // A site with nothing to report still gets a row: it is how a resumed job knows the site was done.
-      tx.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), ...(rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }])] });
+      tx.put<JobRecord>('jobs', {
+        ...cur,
+        items: [...(cur.items ?? []), ...(rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }])],
+      });
     };
     const r = await this.runSite(site, plan, { wait: true, resumed, extraCommit: record });
     if (r.errors.length) {
-      return { ok: false, error: new ServiceError('svc_update_failed', `${r.errors.length} update(s) failed on ${site.url}: ${r.errors.map((e) => `${e.slug}: ${e.message}`).join('; ').slice(0, 500)}`, 502) };
+      return {
+        ok: false,
+        error: new ServiceError(
+          'svc_update_failed',
+          `${r.errors.length} update(s) failed on ${site.url}: ${r.errors
+            .map((e) => `${e.slug}: ${e.message}`)
+            .join('; ')
+            .slice(0, 500)}`,
+          502,
+        ),
+      };
     }
     return { ok: true, commit: () => r };
   }

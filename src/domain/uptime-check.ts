@@ -29,7 +29,8 @@ export interface CheckOutcome {
 /** The most of a page read when looking for the keyword; a keyword further down counts as missing. */
 export const KEYWORD_SCAN_BYTES = 1024 * 1024;
 
-const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|ERR_OSSL_)/;
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|ERR_OSSL_)/;
 
 function codeOf(e: unknown): string {
   const c = (e as { code?: unknown })?.code;
@@ -44,10 +45,16 @@ export function classify(err: unknown, timedOut: boolean): { cause: Cause; messa
   const msg = (e: unknown) => (e instanceof Error ? e.message : String(e));
   const last = chain[chain.length - 1] ?? err;
   if (codes.includes(BLOCKED_CODE)) return { cause: 'blocked', message: msg(chain[codes.indexOf(BLOCKED_CODE)]) };
-  if (timedOut || codes.some((c) => c === 'UND_ERR_CONNECT_TIMEOUT' || c === 'UND_ERR_HEADERS_TIMEOUT' || c === 'UND_ERR_BODY_TIMEOUT' || c === 'ETIMEDOUT')) {
+  if (
+    timedOut ||
+    codes.some(
+      (c) => c === 'UND_ERR_CONNECT_TIMEOUT' || c === 'UND_ERR_HEADERS_TIMEOUT' || c === 'UND_ERR_BODY_TIMEOUT' || c === 'ETIMEDOUT',
+    )
+  ) {
     return { cause: 'timeout', message: 'No answer within the timeout.' };
   }
-  if (codes.some((c) => c === 'ENOTFOUND' || c === 'EAI_AGAIN' || c === 'EAI_NONAME')) return { cause: 'dns', message: `DNS: ${msg(last)}` };
+  if (codes.some((c) => c === 'ENOTFOUND' || c === 'EAI_AGAIN' || c === 'EAI_NONAME'))
+    return { cause: 'dns', message: `DNS: ${msg(last)}` };
   const tls = codes.find((c) => TLS_CODES.test(c));
   if (tls) return { cause: 'tls', message: `TLS: ${tls}` };
   return { cause: 'connection', message: msg(last) };
@@ -83,8 +90,12 @@ export class UptimeChecker {
     try {
       if (!this.opts.allowPrivate) assertAllowedHost(new URL(t.url).hostname);
       res = await request(t.url, {
-        method, headers, signal, dispatcher: this.agent(t.sslVerify),
-        headersTimeout: t.timeoutMs, bodyTimeout: t.timeoutMs,
+        method,
+        headers,
+        signal,
+        dispatcher: this.agent(t.sslVerify),
+        headersTimeout: t.timeoutMs,
+        bodyTimeout: t.timeoutMs,
       });
     } catch (e) {
       return { up: false, http_code: 0, ms: elapsed(), ...classify(e, signal.aborted) };
@@ -102,7 +113,10 @@ export class UptimeChecker {
           const part = chunk.length > KEYWORD_SCAN_BYTES - size ? chunk.subarray(0, KEYWORD_SCAN_BYTES - size) : chunk;
           size += part.length;
           const text = tail + part.toString('utf8').toLowerCase();
-          if (text.includes(needle)) { found = true; break; }
+          if (text.includes(needle)) {
+            found = true;
+            break;
+          }
           tail = text.slice(-needle.length);
           if (size >= KEYWORD_SCAN_BYTES) break;
         }
@@ -114,7 +128,8 @@ export class UptimeChecker {
     res.body.on('error', () => {});
     res.body.destroy();
     const ms = elapsed();
-    if (!t.expected.includes(code)) return { up: false, http_code: code, ms, cause: 'http_status', message: `HTTP ${code} is not an expected status.` };
+    if (!t.expected.includes(code))
+      return { up: false, http_code: code, ms, cause: 'http_status', message: `HTTP ${code} is not an expected status.` };
     if (!found) return { up: false, http_code: code, ms, cause: 'keyword', message: `The page does not contain "${t.keyword}".` };
     return { up: true, http_code: code, ms, cause: null, message: null };
   }

@@ -18,7 +18,16 @@ import { USER_ROLES, generatePassword, isEmail, type UserRole } from './users.js
 
 /** The spec's ten columns, in order. */
 export const CSV_COLUMNS = [
-  'username', 'email', 'first_name', 'last_name', 'user_url', 'password', 'send_password', 'role', 'select_sites', 'select_groups',
+  'username',
+  'email',
+  'first_name',
+  'last_name',
+  'user_url',
+  'password',
+  'send_password',
+  'role',
+  'select_sites',
+  'select_groups',
 ] as const;
 /** Upload cap of the REST import, and of CSV text given to the ability. */
 export const MAX_CSV_BYTES = 20 * 1024 * 1024;
@@ -33,14 +42,23 @@ const MAX_ROW_BYTES = 64 * 1024;
 // Binary files (a spreadsheet saved as .xlsx, UTF-16 text) are told apart from CSV by their first bytes.
 const SNIFF_BYTES = 8 * 1024;
 // Codes after which a site is not tried again within one import: it would fail the same way, row after row.
-const SITE_DOWN = new Set(['svc_child_unreachable', 'svc_child_timeout', 'svc_child_not_detected', 'svc_child_auth_failed', 'svc_site_keys_missing']);
+const SITE_DOWN = new Set([
+  'svc_child_unreachable',
+  'svc_child_timeout',
+  'svc_child_not_detected',
+  'svc_child_auth_failed',
+  'svc_site_keys_missing',
+]);
 
 /**
  * A CSV file the REST door is streaming (multipart csv_file). Built by the door only, never from JSON input.
  * `lateFields` settles once the whole upload has been read, with the form fields that came after the file.
  */
 export class CsvUpload {
-  constructor(readonly stream: Readable, readonly lateFields: Promise<Record<string, string>> = Promise.resolve({})) {}
+  constructor(
+    readonly stream: Readable,
+    readonly lateFields: Promise<Record<string, string>> = Promise.resolve({}),
+  ) {}
 }
 
 type SiteNote = { site_id: number; site_url: string };
@@ -79,9 +97,13 @@ class NormaliseText extends Transform {
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
     if (this.sniffed < SNIFF_BYTES) {
       const head = chunk.subarray(0, SNIFF_BYTES - this.sniffed);
-      const utf16 = this.sniffed === 0 && head.length >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
+      const utf16 =
+        this.sniffed === 0 && head.length >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
       if (utf16) return callback(new ServiceError('svc_invalid_file_type', 'The file is UTF-16 text; save it as CSV UTF-8.', 400));
-      if (head.includes(0)) return callback(new ServiceError('svc_invalid_file_type', 'The file is not CSV text (it holds binary data); save it as CSV UTF-8.', 400));
+      if (head.includes(0))
+        return callback(
+          new ServiceError('svc_invalid_file_type', 'The file is not CSV text (it holds binary data); save it as CSV UTF-8.', 400),
+        );
       this.sniffed += head.length;
     }
     const out = Buffer.allocUnsafe(chunk.length + 1);
@@ -118,8 +140,14 @@ type ParsedRecord = { record: string[]; info: Info } | { fatal: CsvError };
 class RecordParser extends Parser {
   constructor() {
     super({
-      bom: true, info: true, record_delimiter: '\n', relax_column_count: true, relax_quotes: true, ltrim: true,
-      skip_empty_lines: true, max_record_size: MAX_ROW_BYTES,
+      bom: true,
+      info: true,
+      record_delimiter: '\n',
+      relax_column_count: true,
+      relax_quotes: true,
+      ltrim: true,
+      skip_empty_lines: true,
+      max_record_size: MAX_ROW_BYTES,
     });
   }
 
@@ -166,9 +194,12 @@ async function* csvRows(source: Readable): AsyncGenerator<Row> {
       if ('fatal' in item) {
         const e = item.fatal as CsvError & { lines?: number; empty_lines?: number };
         const line = lastEnd + 1 + Math.max(0, (e.empty_lines ?? lastEmpty) - lastEmpty);
-        const why = e.code === 'CSV_QUOTE_NOT_CLOSED'
-          ? 'A quoted field opened here is never closed'
-          : e.code === 'CSV_MAX_RECORD_SIZE' ? `The row is longer than ${MAX_ROW_BYTES / 1024} KB (an unclosed quote?)` : `Unreadable CSV (${e.message})`;
+        const why =
+          e.code === 'CSV_QUOTE_NOT_CLOSED'
+            ? 'A quoted field opened here is never closed'
+            : e.code === 'CSV_MAX_RECORD_SIZE'
+              ? `The row is longer than ${MAX_ROW_BYTES / 1024} KB (an unclosed quote?)`
+              : `Unreadable CSV (${e.message})`;
         yield { line, fatal: `${why}: this line and the rest of the file were not imported.` };
         return;
       }
@@ -195,12 +226,24 @@ export function csvFlag(v: string): boolean | undefined {
   return TRUE_WORDS.has(w) ? true : FALSE_WORDS.has(w) ? false : undefined;
 }
 
-const list = (v: string) => v.split(';').map((x) => x.trim()).filter(Boolean);
+const list = (v: string) =>
+  v
+    .split(';')
+    .map((x) => x.trim())
+    .filter(Boolean);
 const quoted = (names: string[]) => names.map((n) => `"${n}"`).join(', ');
 
-type ValidRow = { username: string; email: string; password: string; send_password: boolean; role: UserRole; first_name: string; last_name: string; user_url: string; sites: SiteRecord[] };
-
-
+type ValidRow = {
+  username: string;
+  email: string;
+  password: string;
+  send_password: boolean;
+  role: UserRole;
+  first_name: string;
+  last_name: string;
+  user_url: string;
+  sites: SiteRecord[];
+};
 
 function summary(r: ImportResult, skipped: Map<number, z.infer<typeof SkippedSite>>): ImportResult {
   return { ...r, failed_users: [...r.failed_users], skipped_sites: [...skipped.values()].slice(0, MAX_FAILURES_LISTED) };
@@ -221,13 +264,16 @@ export class UserImportService {
     if (fields.length < CSV_COLUMNS.length || extra.some((f) => f.trim() !== '')) {
       return `Expected ${CSV_COLUMNS.length} columns (${CSV_COLUMNS.join(', ')}); found ${fields.length}.`;
     }
-    const [username, email, first_name, last_name, user_url, password, sendPassword, roleText, siteList, groupList] = fields.map((f) => f.trim()) as string[];
+    const [username, email, first_name, last_name, user_url, password, sendPassword, roleText, siteList, groupList] = fields.map((f) =>
+      f.trim(),
+    ) as string[];
     if (!username) return 'Username is required.';
     if (username.length > 60) return 'Username must be at most 60 characters.';
     if (!email) return 'Email is required.';
     if (!isEmail(email!)) return `Invalid email format: "${email}".`;
     const role = (roleText!.toLowerCase() || 'subscriber') as UserRole;
-    if (!USER_ROLES.includes(role)) return `Invalid role "${roleText}". Allowed roles: administrator, subscriber, editor, author, contributor.`;
+    if (!USER_ROLES.includes(role))
+      return `Invalid role "${roleText}". Allowed roles: administrator, subscriber, editor, author, contributor.`;
     const send = csvFlag(sendPassword!);
     if (send === undefined) return `Invalid send_password "${sendPassword}": use true or false.`;
     const siteRefs = list(siteList!);
@@ -238,17 +284,21 @@ export class UserImportService {
     const unknownGroups: string[] = [];
     for (const ref of siteRefs) {
       const s = this.sites.find(ref);
-      if (s) ids.add(s.id); else unknownSites.push(ref);
+      if (s) ids.add(s.id);
+      else unknownSites.push(ref);
     }
     for (const name of groupNames) {
       const t = this.tags.findByName(name);
-      if (t) t.site_ids.forEach((id) => ids.add(id)); else unknownGroups.push(name);
+      if (t) t.site_ids.forEach((id) => ids.add(id));
+      else unknownGroups.push(name);
     }
     if (unknownSites.length || unknownGroups.length) {
       return [
         unknownSites.length ? `Unknown site${unknownSites.length > 1 ? 's' : ''} ${quoted(unknownSites)} in select_sites.` : '',
         unknownGroups.length ? `Unknown group${unknownGroups.length > 1 ? 's' : ''} ${quoted(unknownGroups)} in select_groups.` : '',
-      ].filter(Boolean).join(' ');
+      ]
+        .filter(Boolean)
+        .join(' ');
     }
     const sites: SiteRecord[] = [];
     const left: string[] = [];
@@ -256,7 +306,10 @@ export class UserImportService {
       const s = this.sites.get(id);
       if (!s) continue;
       const note = skipNote(s);
-      if (note) { skipped.set(s.id, note); left.push(s.url); } else sites.push(s);
+      if (note) {
+        skipped.set(s.id, note);
+        left.push(s.url);
+      } else sites.push(s);
     }
     if (sites.length === 0) {
       return left.length
@@ -264,8 +317,15 @@ export class UserImportService {
         : 'No valid websites found for this user: the selected groups have no sites.';
     }
     return {
-      username: username!, email: email!, password: password || generatePassword(), send_password: send, role,
-      first_name: first_name!, last_name: last_name!, user_url: user_url!, sites,
+      username: username!,
+      email: email!,
+      password: password || generatePassword(),
+      send_password: send,
+      role,
+      first_name: first_name!,
+      last_name: last_name!,
+      user_url: user_url!,
+      sites,
     };
   }
 
@@ -280,14 +340,24 @@ export class UserImportService {
     const stream = upload ? upload.stream : Readable.from([Buffer.from(source as string, 'utf8')]);
     // A has_header field may follow the file in the form: then it is known only once the upload is read.
     const header: Promise<{ value: boolean; invalid?: string }> = upload
-      ? upload.lateFields.then((f) => {
-        if (f.has_header === undefined) return { value: hasHeader };
-        const v = csvFlag(f.has_header);
-        return v === undefined ? { value: hasHeader, invalid: f.has_header } : { value: v };
-      }, () => ({ value: hasHeader }))
+      ? upload.lateFields.then(
+          (f) => {
+            if (f.has_header === undefined) return { value: hasHeader };
+            const v = csvFlag(f.has_header);
+            return v === undefined ? { value: hasHeader, invalid: f.has_header } : { value: v };
+          },
+          () => ({ value: hasHeader }),
+        )
       : Promise.resolve({ value: hasHeader });
 
-    const result: ImportResult = { total: 0, success_count: 0, failed_count: 0, failed_users: [], failed_users_truncated: false, skipped_sites: [] };
+    const result: ImportResult = {
+      total: 0,
+      success_count: 0,
+      failed_count: 0,
+      failed_users: [],
+      failed_users_truncated: false,
+      skipped_sites: [],
+    };
     const skipped = new Map<number, z.infer<typeof SkippedSite>>();
     const down = new Map<number, ServiceError>();
     // Rows finish out of order: keep the first MAX_FAILURES_LISTED by line (a sorted, bounded list).
@@ -306,35 +376,59 @@ export class UserImportService {
 
     const importRow = async (line: number, fields: string[]): Promise<void> => {
       const row = this.validateRow(fields, skipped);
-      if (typeof row === 'string') return fail({ line_number: line, username: fields[0]?.trim() ?? '', email: fields[1]?.trim() ?? '', error: row });
-      const outcomes = await Promise.all(row.sites.map(async (site) => {
-        const known = down.get(site.id);
-        if (known) return { site, error: known };
-        try {
-          const created = await this.selectors.onChild(site, (c, creds) => c.createUser(creds, {
-            user_login: row.username, user_pass: row.password, user_email: row.email, user_url: row.user_url,
-            first_name: row.first_name, last_name: row.last_name, role: row.role,
-          }, row.send_password));
-          return { site, user_id: created.user_id };
-        } catch (e) {
-          const error = e as ServiceError;
-          if (SITE_DOWN.has(error.code)) down.set(site.id, error);
-          return { site, error };
-        }
-      }));
+      if (typeof row === 'string')
+        return fail({ line_number: line, username: fields[0]?.trim() ?? '', email: fields[1]?.trim() ?? '', error: row });
+      const outcomes = await Promise.all(
+        row.sites.map(async (site) => {
+          const known = down.get(site.id);
+          if (known) return { site, error: known };
+          try {
+            const created = await this.selectors.onChild(site, (c, creds) =>
+              c.createUser(
+                creds,
+                {
+                  user_login: row.username,
+                  user_pass: row.password,
+                  user_email: row.email,
+                  user_url: row.user_url,
+                  first_name: row.first_name,
+                  last_name: row.last_name,
+                  role: row.role,
+                },
+                row.send_password,
+              ),
+            );
+            return { site, user_id: created.user_id };
+          } catch (e) {
+            const error = e as ServiceError;
+            if (SITE_DOWN.has(error.code)) down.set(site.id, error);
+            return { site, error };
+          }
+        }),
+      );
       const failed = outcomes.filter((o): o is { site: SiteRecord; error: ServiceError } => 'error' in o);
-      if (failed.length === 0) { result.success_count++; return; }
+      if (failed.length === 0) {
+        result.success_count++;
+        return;
+      }
       const created = outcomes.filter((o): o is { site: SiteRecord; user_id: number } => 'user_id' in o);
       const listedFailed = failed.slice(0, MAX_SITES_LISTED);
       const listedCreated = created.slice(0, MAX_SITES_LISTED);
       const more = failed.length - listedFailed.length + created.length - listedCreated.length;
       fail({
-        line_number: line, username: row.username, email: row.email,
-        error: clip(failed.length === 1 && outcomes.length === 1
-          ? failed[0]!.error.message
-          : `Failed on ${failed.length} of ${outcomes.length} sites: ${[...new Set(failed.map((o) => o.error.message))].join('; ')}`, 1000),
+        line_number: line,
+        username: row.username,
+        email: row.email,
+        error: clip(
+          failed.length === 1 && outcomes.length === 1
+            ? failed[0]!.error.message
+            : `Failed on ${failed.length} of ${outcomes.length} sites: ${[...new Set(failed.map((o) => o.error.message))].join('; ')}`,
+          1000,
+        ),
         failed_sites: listedFailed.map((o) => ({ site_id: o.site.id, site_url: o.site.url, code: o.error.code, message: o.error.message })),
-        ...(created.length ? { created_sites: listedCreated.map((o) => ({ site_id: o.site.id, site_url: o.site.url, user_id: o.user_id })) } : {}),
+        ...(created.length
+          ? { created_sites: listedCreated.map((o) => ({ site_id: o.site.id, site_url: o.site.url, user_id: o.user_id })) }
+          : {}),
         ...(more ? { more_sites: more } : {}),
       });
     };
@@ -348,7 +442,8 @@ export class UserImportService {
       result.total++;
       const keys = [`u:${(fields[0] ?? '').trim().toLowerCase()}`, `e:${(fields[1] ?? '').trim().toLowerCase()}`];
       const earlier = Promise.all(keys.map((k) => lastBy.get(k)));
-      const p: Promise<void> = earlier.then(() => importRow(line, fields))
+      const p: Promise<void> = earlier
+        .then(() => importRow(line, fields))
         .catch((e: unknown) => {
           // The row itself is not logged: it holds a password.
           log('error', 'import row failed', { line, err: (e as Error).stack ?? String(e) });
@@ -395,19 +490,29 @@ export class UserImportService {
       if (upload) await finished(stream);
     } catch (e) {
       await Promise.all(inFlight);
-      const err = e instanceof ServiceError ? e : new ServiceError('svc_upload_interrupted', 'The upload ended before the whole file arrived.', 400);
+      const err =
+        e instanceof ServiceError ? e : new ServiceError('svc_upload_interrupted', 'The upload ended before the whole file arrived.', 400);
       throw new ServiceError(err.code, err.message, err.status, { ...err.data, ...summary(result, skipped) });
     }
     if (first && !call.signal?.aborted) {
       const h = await header;
       if (h.invalid !== undefined) {
         result.total++;
-        fail({ line_number: first.line, username: '', email: '', error: `has_header "${h.invalid}" is not true or false, so line ${first.line} was neither skipped nor imported.` });
+        fail({
+          line_number: first.line,
+          username: '',
+          email: '',
+          error: `has_header "${h.invalid}" is not true or false, so line ${first.line} was neither skipped nor imported.`,
+        });
       } else if (!h.value) start(first.line, first.fields);
     }
     await Promise.all(inFlight);
     if (result.total === 0) {
-      throw new ServiceError('svc_csv_empty', seenFirst ? 'The CSV file has a header line but no user rows.' : 'The CSV file has no rows.', 400);
+      throw new ServiceError(
+        'svc_csv_empty',
+        seenFirst ? 'The CSV file has a header line but no user rows.' : 'The CSV file has no rows.',
+        400,
+      );
     }
     return summary(result, skipped);
   }

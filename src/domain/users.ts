@@ -28,7 +28,17 @@ export interface NewUser {
 }
 
 /** The editable profile fields; `user_url` is WordPress's `url`. */
-export const USER_EDIT_FIELDS = ['email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'nickname', 'display_name', 'description'] as const;
+export const USER_EDIT_FIELDS = [
+  'email',
+  'password',
+  'role',
+  'first_name',
+  'last_name',
+  'user_url',
+  'nickname',
+  'display_name',
+  'description',
+] as const;
 export type UserChanges = Partial<Record<(typeof USER_EDIT_FIELDS)[number], string>>;
 
 /** The same rule as the abilities' email fields (zod's), so that CSV rows and JSON calls agree. */
@@ -37,9 +47,6 @@ export const isEmail = (v: string): boolean => Email.safeParse(v).success;
 
 /** What WordPress's wp_generate_password(24) gives in strength: 24 characters from 144 random bits. */
 export const generatePassword = (): string => randomBytes(18).toString('base64url');
-
-
-
 
 /** The child user id of the site's connection admin, or null when the child has no such login. */
 async function connectionAdminId(c: ChildConnector, creds: SiteCredentials, site: SiteRecord): Promise<number | null> {
@@ -50,18 +57,29 @@ async function connectionAdminId(c: ChildConnector, creds: SiteCredentials, site
 }
 
 function protectedAdmin(site: SiteRecord, userId: number, what: string): ServiceError {
-  return new ServiceError('svc_connection_admin_protected',
-    `User ${userId} is ${site.admin_username}, the administrator this dashboard connects to ${site.url} as; it cannot be ${what}.`, 409,
-    { site_id: site.id, user_id: userId });
+  return new ServiceError(
+    'svc_connection_admin_protected',
+    `User ${userId} is ${site.admin_username}, the administrator this dashboard connects to ${site.url} as; it cannot be ${what}.`,
+    409,
+    { site_id: site.id, user_id: userId },
+  );
 }
 
 const userNotFound = (site: SiteRecord, userId: number) =>
   new ServiceError('svc_user_not_found', `No user with ID ${userId} on ${site.url}.`, 404, { site_id: site.id, user_id: userId });
 
-export interface UpdatedUser { site: SiteRecord; user: ChildUserProfile; updated: string[] }
+export interface UpdatedUser {
+  site: SiteRecord;
+  user: ChildUserProfile;
+  updated: string[];
+}
 
-
-export interface DeletedUser { site: SiteRecord; user: ChildUserProfile; deleted: boolean; dry_run: boolean }
+export interface DeletedUser {
+  site: SiteRecord;
+  user: ChildUserProfile;
+  deleted: boolean;
+  dry_run: boolean;
+}
 
 /**
  * WordPress users on child sites (not dashboard accounts: those are AuthService): listed and created across selected
@@ -76,17 +94,32 @@ export class WordPressUserService {
   }
 
   create(call: FleetCall, sel: SiteSelector, u: NewUser): Promise<Fanned<{ user_id: number }>> {
-    if (!u.username.trim()) throw new ServiceError('svc_invalid_input', 'Username is required.', 400, { params: { username: 'Username is required.' } });
+    if (!u.username.trim())
+      throw new ServiceError('svc_invalid_input', 'Username is required.', 400, { params: { username: 'Username is required.' } });
     const password = u.password || generatePassword();
-    return this.selectors.fanOut(call, sel, 'create user', (c, creds) => c.createUser(creds, {
-      user_login: u.username.trim(), user_pass: password, user_email: u.email.trim(), user_url: u.user_url ?? '',
-      first_name: u.first_name ?? '', last_name: u.last_name ?? '', role: u.role,
-    }, u.send_password));
+    return this.selectors.fanOut(call, sel, 'create user', (c, creds) =>
+      c.createUser(
+        creds,
+        {
+          user_login: u.username.trim(),
+          user_pass: password,
+          user_email: u.email.trim(),
+          user_url: u.user_url ?? '',
+          first_name: u.first_name ?? '',
+          last_name: u.last_name ?? '',
+          role: u.role,
+        },
+        u.send_password,
+      ),
+    );
   }
 
   /** Sets the connection administrator's password on every selected site (the keys keep working, §9.10). */
   setAdminPassword(call: FleetCall, sel: SiteSelector, password: string): Promise<Fanned<void>> {
-    if (password === '') throw new ServiceError('svc_invalid_input', 'The password must not be empty.', 400, { params: { password: 'The password must not be empty.' } });
+    if (password === '')
+      throw new ServiceError('svc_invalid_input', 'The password must not be empty.', 400, {
+        params: { password: 'The password must not be empty.' },
+      });
     return this.selectors.fanOut(call, sel, 'admin password', (c, creds) => c.setAdminPassword(creds, password));
   }
 
@@ -94,11 +127,17 @@ export class WordPressUserService {
   async update(ref: number | string, userId: number, changes: UserChanges): Promise<UpdatedUser> {
     const given = USER_EDIT_FIELDS.filter((k) => changes[k] !== undefined);
     if (given.length === 0) {
-      throw new ServiceError('svc_missing_fields', `At least one field must be provided to update the user: ${USER_EDIT_FIELDS.join(', ')}.`, 400);
+      throw new ServiceError(
+        'svc_missing_fields',
+        `At least one field must be provided to update the user: ${USER_EDIT_FIELDS.join(', ')}.`,
+        400,
+      );
     }
     const empty = given.filter((k) => changes[k]!.trim() === '');
     if (empty.length > 0) {
-      throw new ServiceError('svc_invalid_input', `Empty values cannot clear a field on a WordPress site: ${empty.join(', ')}.`, 400, { params: Object.fromEntries(empty.map((k) => [k, 'Must not be empty.'])) });
+      throw new ServiceError('svc_invalid_input', `Empty values cannot clear a field on a WordPress site: ${empty.join(', ')}.`, 400, {
+        params: Object.fromEntries(empty.map((k) => [k, 'Must not be empty.'])),
+      });
     }
     const site = this.selectors.reachable(ref);
     return this.selectors.onChild(site, async (c, creds) => {
@@ -107,8 +146,15 @@ export class WordPressUserService {
         throw protectedAdmin(site, userId, 'demoted');
       }
       await c.updateUser(creds, userId, {
-        email: changes.email, url: changes.user_url, first_name: changes.first_name, last_name: changes.last_name, nickname: changes.nickname,
-        display_name: changes.display_name, description: changes.description, role: changes.role, password: changes.password,
+        email: changes.email,
+        url: changes.user_url,
+        first_name: changes.first_name,
+        last_name: changes.last_name,
+        nickname: changes.nickname,
+        display_name: changes.display_name,
+        description: changes.description,
+        role: changes.role,
+        password: changes.password,
       });
       const user = await c.getUser(creds, userId);
       if (!user) throw userNotFound(site, userId);

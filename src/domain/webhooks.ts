@@ -35,9 +35,15 @@ export class WebhookService {
   private sending = new Set<Promise<void>>();
   private sweeping = false;
 
-  constructor(private readonly store: Store, private readonly config: Config) {
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+  ) {
     this.agent = new Agent({
-      connections: 8, keepAliveTimeout: 4_000, headersTimeout: SEND_TIMEOUT_MS, bodyTimeout: SEND_TIMEOUT_MS,
+      connections: 8,
+      keepAliveTimeout: 4_000,
+      headersTimeout: SEND_TIMEOUT_MS,
+      bodyTimeout: SEND_TIMEOUT_MS,
       connect: config.allowPrivateSites ? {} : { lookup: guardedLookup },
     });
   }
@@ -60,13 +66,18 @@ export class WebhookService {
 
   private checkUrl(raw: string): string {
     let url: URL;
-    try { url = new URL(raw.trim()); } catch {
+    try {
+      url = new URL(raw.trim());
+    } catch {
       throw new ServiceError('svc_invalid_url', 'Invalid webhook URL: use an absolute http:// or https:// URL.', 400);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ServiceError('svc_invalid_url', 'Invalid webhook URL: use an absolute http:// or https:// URL.', 400);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new ServiceError('svc_invalid_url', 'Invalid webhook URL: use an absolute http:// or https:// URL.', 400);
     if (url.username || url.password) throw new ServiceError('svc_invalid_url', 'Webhook URLs must not carry credentials.', 400);
     if (!this.config.allowPrivateSites) {
-      try { assertAllowedHost(url.hostname); } catch (e) {
+      try {
+        assertAllowedHost(url.hostname);
+      } catch (e) {
         throw new ServiceError('svc_address_not_allowed', (e as Error).message, 400);
       }
     }
@@ -74,14 +85,24 @@ export class WebhookService {
   }
 
   /** The secret is in the answer to this call only. */
-  async create(input: { url: string; events: WebhookRecord['events']; description: string }): Promise<{ webhook: WebhookRecord; secret: string }> {
+  async create(input: {
+    url: string;
+    events: WebhookRecord['events'];
+    description: string;
+  }): Promise<{ webhook: WebhookRecord; secret: string }> {
     const url = this.checkUrl(input.url);
     const secret = `whsec_${randomBytes(24).toString('hex')}`;
     const webhook = await this.store.write((tx) => {
       if ([...tx.all('webhooks')].length >= MAX_WEBHOOKS) {
         throw new ServiceError('svc_webhook_limit', `At most ${MAX_WEBHOOKS} webhooks; delete one first.`, 409);
       }
-      return tx.insert<WebhookRecord>('webhooks', { url, description: input.description, events: [...new Set(input.events)], secret, created_at: isoNow() });
+      return tx.insert<WebhookRecord>('webhooks', {
+        url,
+        description: input.description,
+        events: [...new Set(input.events)],
+        secret,
+        created_at: isoNow(),
+      });
     });
     return { webhook, secret };
   }
@@ -91,7 +112,9 @@ export class WebhookService {
       const w = tx.get<WebhookRecord>('webhooks', id);
       if (!w) throw errors.webhookNotFound(id);
       tx.delete('webhooks', id);
-      for (const d of tx.all<DeliveryRecord>('deliveries')) if (d.webhook_id === id && d.status === 'pending') tx.put<DeliveryRecord>('deliveries', { ...d, status: 'failed', last_error: 'webhook deleted' });
+      for (const d of tx.all<DeliveryRecord>('deliveries'))
+        if (d.webhook_id === id && d.status === 'pending')
+          tx.put<DeliveryRecord>('deliveries', { ...d, status: 'failed', last_error: 'webhook deleted' });
       return w;
     });
   }
@@ -115,13 +138,29 @@ export class WebhookService {
     for (const id of ids) this.sendOne(id);
   }
 
-  private newDelivery(tx: Parameters<Parameters<Store['write']>[0]>[0], webhookId: number, event: WebhookEvent, data: Record<string, unknown>): DeliveryRecord {
+  private newDelivery(
+    tx: Parameters<Parameters<Store['write']>[0]>[0],
+    webhookId: number,
+    event: WebhookEvent,
+    data: Record<string, unknown>,
+  ): DeliveryRecord {
     const event_id = randomUUID();
     const created_at = isoNow();
     const body = JSON.stringify({ id: event_id, event, created_at, ...data });
     return tx.insert<DeliveryRecord>('deliveries', {
-      webhook_id: webhookId, event, event_id, body, status: 'pending', attempts: 0, next_attempt_at: Date.now(),
-      claim_owner: null, claim_until: 0, last_http_status: null, last_error: null, created_at, delivered_at: null,
+      webhook_id: webhookId,
+      event,
+      event_id,
+      body,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: Date.now(),
+      claim_owner: null,
+      claim_until: 0,
+      last_http_status: null,
+      last_error: null,
+      created_at,
+      delivered_at: null,
     });
   }
 
@@ -144,7 +183,10 @@ export class WebhookService {
   }
 
   private sendOne(id: number): void {
-    const p = this.attempt(id, false).then(() => {}, (e) => log('error', 'webhook attempt failed', { delivery: id, err: String(e) }));
+    const p = this.attempt(id, false).then(
+      () => {},
+      (e) => log('error', 'webhook attempt failed', { delivery: id, err: String(e) }),
+    );
     this.sending.add(p);
     void p.finally(() => this.sending.delete(p));
   }
@@ -166,10 +208,16 @@ export class WebhookService {
       try {
         if (!this.config.allowPrivateSites) assertAllowedHost(new URL(hook.url).hostname);
         const res = await request(hook.url, {
-          method: 'POST', body: claimed.body, dispatcher: this.agent, signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+          method: 'POST',
+          body: claimed.body,
+          dispatcher: this.agent,
+          signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
           headers: {
-            'content-type': 'application/json', 'user-agent': `sitefleet/${VERSION}`, 'x-sitefleet-event': claimed.event,
-            'x-sitefleet-delivery': claimed.event_id, 'x-sitefleet-signature': sign(hook.secret, claimed.body),
+            'content-type': 'application/json',
+            'user-agent': `sitefleet/${VERSION}`,
+            'x-sitefleet-event': claimed.event,
+            'x-sitefleet-delivery': claimed.event_id,
+            'x-sitefleet-signature': sign(hook.secret, claimed.body),
           },
         });
         httpStatus = res.statusCode;
@@ -188,13 +236,25 @@ export class WebhookService {
       const done = error === null;
       const giveUp = !done && (final || attempts >= MAX_ATTEMPTS || !hook);
       return tx.put<DeliveryRecord>('deliveries', {
-        ...d, attempts, claim_owner: null, claim_until: 0, last_http_status: httpStatus, last_error: error,
+        ...d,
+        attempts,
+        claim_owner: null,
+        claim_until: 0,
+        last_http_status: httpStatus,
+        last_error: error,
         status: done ? 'delivered' : giveUp ? 'failed' : 'pending',
         delivered_at: done ? isoNow() : null,
         next_attempt_at: done || giveUp ? 0 : Date.now() + this.config.webhookRetryMs * 5 ** (attempts - 1),
       });
     });
-    if (error) log('warn', 'webhook delivery failed', { delivery: id, webhook: claimed.webhook_id, event: claimed.event, attempt: claimed.attempts + 1, err: error });
+    if (error)
+      log('warn', 'webhook delivery failed', {
+        delivery: id,
+        webhook: claimed.webhook_id,
+        event: claimed.event,
+        attempt: claimed.attempts + 1,
+        err: error,
+      });
     return result;
   }
 

@@ -10,7 +10,16 @@ import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 import { withStatusUrl, withStatusUrlSchema } from './job-links.js';
-import { AnswerCache, cacheKey, cachedAnswers, represent, sendConditional, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
+import {
+  AnswerCache,
+  cacheKey,
+  cachedAnswers,
+  represent,
+  sendConditional,
+  sendRepresentation,
+  storeFingerprint,
+  STORE_PURE,
+} from './conditional.js';
 
 const METHOD_MESSAGE = {
   GET: 'Read-only abilities require GET method.',
@@ -28,7 +37,10 @@ function listParams(req: Request): { page: number; per_page: number } {
     const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
     if (!Number.isInteger(n)) bad[name] = `${name} is not of type integer.`;
     else if (n < min || (max !== undefined && n > max)) {
-      bad[name] = max === undefined ? `${name} must be greater than or equal to ${min}` : `${name} must be between ${min} (inclusive) and ${max} (inclusive)`;
+      bad[name] =
+        max === undefined
+          ? `${name} must be greater than or equal to ${min}`
+          : `${name} must be between ${min} (inclusive) and ${max} (inclusive)`;
     }
     return n;
   };
@@ -53,7 +65,10 @@ function sendPaged<T>(req: Request, res: Response, base: string, all: T[], page:
   // Links are built on the server's base URL (SITEFLEET_PUBLIC_URL or the address it listens on), never on the Host
   // header a caller sends (it may be malformed, or another site's name that we would reflect).
   const url = new URL(`${base}${req.originalUrl}`);
-  const link = (p: number) => { url.searchParams.set('page', String(p)); return url.toString(); };
+  const link = (p: number) => {
+    url.searchParams.set('page', String(p));
+    return url.toString();
+  };
   const links: string[] = [];
   if (page > 1) links.push(`<${link(page - 1)}>; rel="prev"`);
   if (page < pages) links.push(`<${link(page + 1)}>; rel="next"`);
@@ -64,8 +79,10 @@ function sendPaged<T>(req: Request, res: Response, base: string, all: T[], page:
 /** How a caller should use an ability, from its annotations (upstream's meta.annotations.instructions). */
 export function instructionsOf(a: Ability): string {
   const { readonly, destructive, openWorld } = a.annotations;
-  const how = readonly ? 'Read-only: safe to call at any time.'
-    : destructive ? 'Destructive: call with dry_run=true first and show the preview, then call again with confirm=true.'
+  const how = readonly
+    ? 'Read-only: safe to call at any time.'
+    : destructive
+      ? 'Destructive: call with dry_run=true first and show the preview, then call again with confirm=true.'
       : 'Changes data: confirm the input with the user before calling.';
   return openWorld ? `${how} Talks to child sites; a site that fails is reported on its own and never fails the call.` : how;
 }
@@ -85,28 +102,55 @@ function abilitiesIndex(base: string, prefix: string) {
   const ns = prefix.replace(/^\/wp-json\//, '').replace(/^\/+|\/+$/g, '');
   const routes: Array<[string, string[], Record<string, unknown>, boolean]> = [
     ['', ['GET'], {}, true],
-    ['/abilities', ['GET'], { ...PAGING_ARGS, category: { type: 'string', required: false, description: 'Only abilities of this category.' } }, true],
+    [
+      '/abilities',
+      ['GET'],
+      { ...PAGING_ARGS, category: { type: 'string', required: false, description: 'Only abilities of this category.' } },
+      true,
+    ],
     ['/abilities/(?P<namespace>[a-z0-9-]+)/(?P<name>[a-z0-9-]+)', ['GET'], { namespace: NAME_ARG, name: NAME_ARG }, false],
-    ['/abilities/(?P<namespace>[a-z0-9-]+)/(?P<name>[a-z0-9-]+)/run', ['GET', 'POST', 'DELETE'], {
-      namespace: NAME_ARG, name: NAME_ARG,
-      input: { type: ['object', 'string', 'null'], required: false, description: 'The ability\'s input: the query string (input[key]=v or JSON) for GET and DELETE, the JSON body\'s input key for POST. The method follows the ability\'s annotations.' },
-    }, false],
+    [
+      '/abilities/(?P<namespace>[a-z0-9-]+)/(?P<name>[a-z0-9-]+)/run',
+      ['GET', 'POST', 'DELETE'],
+      {
+        namespace: NAME_ARG,
+        name: NAME_ARG,
+        input: {
+          type: ['object', 'string', 'null'],
+          required: false,
+          description:
+            "The ability's input: the query string (input[key]=v or JSON) for GET and DELETE, the JSON body's input key for POST. The method follows the ability's annotations.",
+        },
+      },
+      false,
+    ],
     ['/categories', ['GET'], PAGING_ARGS, true],
     ['/categories/(?P<slug>[a-z0-9-]+)', ['GET'], { slug: NAME_ARG }, false],
   ];
   return {
     namespace: ns,
-    routes: Object.fromEntries(routes.map(([path, methods, args, self]) => [`/${ns}${path}`, {
-      namespace: ns, methods, endpoints: [{ methods, args }],
-      ...(self ? { _links: { self: [{ href: `${base}${prefix}${path}` }] } } : {}),
-    }])),
+    routes: Object.fromEntries(
+      routes.map(([path, methods, args, self]) => [
+        `/${ns}${path}`,
+        {
+          namespace: ns,
+          methods,
+          endpoints: [{ methods, args }],
+          ...(self ? { _links: { self: [{ href: `${base}${prefix}${path}` }] } } : {}),
+        },
+      ]),
+    ),
     _links: { up: [{ href: `${base}/wp-json/` }] },
   };
 }
 
 /** `publicBase`: the server's public base URL (SITEFLEET_PUBLIC_URL, else the address it listens on). */
 export function abilitiesRouter(
-  services: Services, registry: Registry, publicBase: string, throttle?: LoginThrottle, answers = new AnswerCache(),
+  services: Services,
+  registry: Registry,
+  publicBase: string,
+  throttle?: LoginThrottle,
+  answers = new AnswerCache(),
 ): express.Router {
   const r = express.Router();
   const prefix = services.config.abilitiesPrefix;
@@ -114,8 +158,14 @@ export function abilitiesRouter(
   const restBase = `${publicBase}${services.config.restPrefix}`;
   const docCache = new Map<string, unknown>();
 
-  r.use(requireAuth(services, ['basic', 'bearer'],
-    () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401), throttle));
+  r.use(
+    requireAuth(
+      services,
+      ['basic', 'bearer'],
+      () => new ServiceError('svc_permission_denied', 'You must be logged in to access this ability.', 401),
+      throttle,
+    ),
+  );
   r.use(cachedAnswers(services.store, answers, ['GET']));
   r.use(jsonBody('1mb'));
   r.use(bodyErrors);
@@ -134,7 +184,9 @@ export function abilitiesRouter(
         output_schema: withStatusUrlSchema(output),
         meta: {
           annotations: {
-            readonly: a.annotations.readonly, destructive: a.annotations.destructive, idempotent: a.annotations.idempotent,
+            readonly: a.annotations.readonly,
+            destructive: a.annotations.destructive,
+            idempotent: a.annotations.idempotent,
             // Upstream always sends this; the official MCP bridge reads it.
             instructions: instructionsOf(a),
           },
@@ -157,7 +209,9 @@ export function abilitiesRouter(
     return a;
   };
 
-  r.get('/', (req, res) => { sendConditional(req, res, abilitiesIndex(publicBase, prefix)); });
+  r.get('/', (req, res) => {
+    sendConditional(req, res, abilitiesIndex(publicBase, prefix));
+  });
 
   r.get('/abilities', (req, res) => {
     try {
@@ -165,11 +219,17 @@ export function abilitiesRouter(
       const category = typeof req.query.category === 'string' ? req.query.category : undefined;
       const list = registry.abilities.filter((a) => !category || a.category === category).map((a) => describe(req, a));
       sendPaged(req, res, publicBase, list, page, per_page);
-    } catch (e) { sendError(res, e); }
+    } catch (e) {
+      sendError(res, e);
+    }
   });
 
   r.get('/abilities/:ns/:name', (req, res) => {
-    try { sendConditional(req, res, describe(req, find(req.params.ns, req.params.name))); } catch (e) { sendError(res, e); }
+    try {
+      sendConditional(req, res, describe(req, find(req.params.ns, req.params.name)));
+    } catch (e) {
+      sendError(res, e);
+    }
   });
 
   r.get('/categories', (req, res) => {
@@ -185,7 +245,9 @@ export function abilitiesRouter(
         },
       }));
       sendPaged(req, res, publicBase, list, page, per_page);
-    } catch (e) { sendError(res, e); }
+    } catch (e) {
+      sendError(res, e);
+    }
   });
 
   r.get('/categories/:slug', (req, res) => {
@@ -232,7 +294,9 @@ function readInput(req: Request): unknown {
   if (req.method === 'GET' || req.method === 'DELETE') {
     const q = req.query.input;
     if (typeof q === 'string' && /^\s*[{[]/.test(q)) {
-      try { return JSON.parse(q); } catch {
+      try {
+        return JSON.parse(q);
+      } catch {
         throw new ServiceError('rest_invalid_json', 'Invalid JSON in the input query parameter.', 400);
       }
     }

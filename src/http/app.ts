@@ -50,9 +50,17 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
   // Cached answers of the doors; the server's fast path (http/fast-path.ts) sends them before express runs.
   const caches = doorCaches();
   app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, base, throttle, caches.abilities));
-  app.use(services.config.restPrefix, restRouter(
-    services, registry, withDiscovery(restRoutes, { restPrefix: services.config.restPrefix, publicUrl: base }), base, throttle, caches.rest,
-  ));
+  app.use(
+    services.config.restPrefix,
+    restRouter(
+      services,
+      registry,
+      withDiscovery(restRoutes, { restPrefix: services.config.restPrefix, publicUrl: base }),
+      base,
+      throttle,
+      caches.rest,
+    ),
+  );
   app.use('/mcp', mcp.router);
   const web = opts.console === false ? null : consoleDoor(services, registry, throttle, base);
   if (web) {
@@ -60,7 +68,14 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
     app.get('/', (_req, res) => res.redirect(302, '/console'));
   }
   // Anything else: credentials first (no path answers without them), then 404.
-  app.use(requireAuth(services, ['bearer', 'basic'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
+  app.use(
+    requireAuth(
+      services,
+      ['bearer', 'basic'],
+      () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401),
+      throttle,
+    ),
+  );
   app.use((_req, res) => sendError(res, noRoute()));
   app.use(((err, _req, res, _next) => {
     log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
@@ -77,13 +92,22 @@ function everyRequest(req: express.Request, res: express.Response): void {
   const start = process.hrtime.bigint();
   res.on('finish', () => {
     log('info', 'request', {
-      method: req.method, path: req.path ?? new URL(req.url, 'http://x').pathname, status: res.statusCode,
-      ms: Number(process.hrtime.bigint() - start) / 1e6, who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
+      method: req.method,
+      path: req.path ?? new URL(req.url, 'http://x').pathname,
+      status: res.statusCode,
+      ms: Number(process.hrtime.bigint() - start) / 1e6,
+      who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
     });
   });
 }
 
-export async function listen(services: Services, registry: Registry, host: string, port: number, opts: HttpOptions = {}): Promise<RunningHttp> {
+export async function listen(
+  services: Services,
+  registry: Registry,
+  host: string,
+  port: number,
+  opts: HttpOptions = {},
+): Promise<RunningHttp> {
   // The doors are built once the address is known (port 0 picks one), so that they hold their base URL from the
   // start and nothing is rewritten later (the config is frozen). They are built in the same turn as 'listening' is
   // answered (only microtasks between), so no request is read before their handler is attached.
@@ -91,11 +115,14 @@ export async function listen(services: Services, registry: Registry, host: strin
   // Requests the HTTP parser refuses (a URL or headers over 16 KB, garbage) still get the error envelope.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
-    const [status, code, message] = err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'svc_request_header_too_large', 'The request line or headers are larger than 16 KB.']
-      : [400, 'svc_bad_request', 'Malformed HTTP request.'];
+    const [status, code, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'svc_request_header_too_large', 'The request line or headers are larger than 16 KB.']
+        : [400, 'svc_bad_request', 'Malformed HTTP request.'];
     const body = JSON.stringify({ code, message, data: { status } });
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -117,13 +144,18 @@ export async function listen(services: Services, registry: Registry, host: strin
     throw e;
   }
   const { app, mcp, web, fast } = built;
-  server.on('request', (req, res) => { if (!fast(req, res)) app(req, res); });
+  server.on('request', (req, res) => {
+    if (!fast(req, res)) app(req, res);
+  });
   return {
     server,
     url,
     base,
     close: async (graceMs = 10_000) => {
-      const closed = new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
+      const closed = new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
       // Keep-alive connections turn idle as their last response ends: close them as they do.
       const idle = setInterval(() => server.closeIdleConnections(), 25);
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);

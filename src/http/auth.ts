@@ -8,10 +8,17 @@ import { sendError } from './respond.js';
 export type Scheme = 'bearer' | 'basic';
 
 declare module 'express-serve-static-core' {
-  interface Request { principal?: Principal }
+  interface Request {
+    principal?: Principal;
+  }
 }
 
-export function readPrincipal(services: Services, header: string | undefined, schemes: readonly Scheme[], missing: () => ServiceError): Principal {
+export function readPrincipal(
+  services: Services,
+  header: string | undefined,
+  schemes: readonly Scheme[],
+  missing: () => ServiceError,
+): Principal {
   if (!header) throw missing();
   const space = header.indexOf(' ');
   const scheme = (space === -1 ? header : header.slice(0, space)).toLowerCase();
@@ -40,7 +47,11 @@ type Failures = { count: number; since: number; until: number };
 export class FailureCounter {
   private map = new Map<string, Failures>();
 
-  constructor(private readonly limit: number, private readonly windowMs = 60_000, private readonly maxEntries = 10_000) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs = 60_000,
+    private readonly maxEntries = 10_000,
+  ) {}
 
   waitFor(key: string, now = Date.now()): number {
     const f = this.map.get(key);
@@ -49,7 +60,8 @@ export class FailureCounter {
 
   failed(key: string, now = Date.now()): void {
     let f = this.map.get(key);
-    if (f) this.map.delete(key); // re-inserted below: the map's order is least recently failed first
+    if (f)
+      this.map.delete(key); // re-inserted below: the map's order is least recently failed first
     else if (this.map.size >= this.maxEntries && !this.makeRoom(now)) return;
     if (!f || (now - f.since > this.windowMs && f.until <= now)) f = { count: 0, since: now, until: 0 };
     f.count++;
@@ -57,7 +69,9 @@ export class FailureCounter {
     this.map.set(key, f);
   }
 
-  get size(): number { return this.map.size; }
+  get size(): number {
+    return this.map.size;
+  }
 
   /** Forgets expired keys, then the oldest unblocked ones, down to 90 % of the bound; false if all are blocked. */
   private makeRoom(now: number): boolean {
@@ -110,14 +124,24 @@ export function accountOf(header: string | undefined): string | null {
 }
 
 /** Middleware: sets req.principal or answers 401 (429 while the address is throttled). Runs before body parsing and routing. */
-export function requireAuth(services: Services, schemes: readonly Scheme[], missing: () => ServiceError, throttle?: LoginThrottle): RequestHandler {
+export function requireAuth(
+  services: Services,
+  schemes: readonly Scheme[],
+  missing: () => ServiceError,
+  throttle?: LoginThrottle,
+): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const addr = req.socket.remoteAddress ?? '';
     const account = throttle ? accountOf(req.headers.authorization) : null;
     const wait = throttle?.waitFor(addr, account) ?? 0;
     if (wait) {
       res.setHeader('Retry-After', String(wait));
-      return sendError(res, new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, { retry_after: wait }));
+      return sendError(
+        res,
+        new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, {
+          retry_after: wait,
+        }),
+      );
     }
     try {
       req.principal = readPrincipal(services, req.headers.authorization, schemes, missing);

@@ -89,7 +89,8 @@ export function sendRepresentation(req: Request, res: Response, r: Representatio
   res.statusCode = 200;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', String(r.body.length));
-  if (req.method === 'HEAD') res.end(); else res.end(r.body);
+  if (req.method === 'HEAD') res.end();
+  else res.end(r.body);
 }
 
 /**
@@ -122,23 +123,37 @@ export function sendConditional(req: Request, res: Response, value: unknown): vo
   sendRepresentation(req, res, represent(res, value));
 }
 
-interface Entry { fp: string; rep: Representation; cost: number }
+interface Entry {
+  fp: string;
+  rep: Representation;
+  cost: number;
+}
 
 /** Serialised answers, least recently used out first; bounded by PAGE_CACHE_ENTRIES and PAGE_CACHE_BYTES. */
 export class AnswerCache {
   private readonly map = new Map<string, Entry>();
   private size = 0;
 
-  constructor(private readonly maxEntries = PAGE_CACHE_ENTRIES, private readonly maxBytes = PAGE_CACHE_BYTES) {}
+  constructor(
+    private readonly maxEntries = PAGE_CACHE_ENTRIES,
+    private readonly maxBytes = PAGE_CACHE_BYTES,
+  ) {}
 
-  get entries(): number { return this.map.size; }
-  get bytes(): number { return this.size; }
+  get entries(): number {
+    return this.map.size;
+  }
+  get bytes(): number {
+    return this.size;
+  }
 
   get(key: string, fp: string): Representation | undefined {
     const e = this.map.get(key);
     if (!e) return undefined;
     this.map.delete(key);
-    if (e.fp !== fp) { this.size -= e.cost; return undefined; }
+    if (e.fp !== fp) {
+      this.size -= e.cost;
+      return undefined;
+    }
     this.map.set(key, e);
     return e.rep;
   }
@@ -148,7 +163,10 @@ export class AnswerCache {
     const cost = rep.body.length + key.length;
     if (rep.body.length > MAX_ENTRY_BYTES || cost > this.maxBytes) return;
     const old = this.map.get(key);
-    if (old) { this.map.delete(key); this.size -= old.cost; }
+    if (old) {
+      this.map.delete(key);
+      this.size -= old.cost;
+    }
     this.map.set(key, { fp, rep, cost });
     this.size += cost;
     for (const [k, e] of this.map) {

@@ -13,7 +13,10 @@ import { accountOf, readPrincipal, type LoginThrottle } from './auth.js';
 import { AnswerCache, principalKey, sendRepresentation, storeFingerprint } from './conditional.js';
 
 /** The answer caches of the doors, shared by the doors (which fill them) and the fast path (which reads them). */
-export interface DoorCaches { rest: AnswerCache; abilities: AnswerCache }
+export interface DoorCaches {
+  rest: AnswerCache;
+  abilities: AnswerCache;
+}
 
 export function doorCaches(): DoorCaches {
   return { rest: new AnswerCache(), abilities: new AnswerCache() };
@@ -33,9 +36,13 @@ export function fastPath(services: Services, caches: DoorCaches, throttle: Login
     if (method !== 'GET' && method !== 'HEAD') return false;
     let cache: AnswerCache;
     let rest: boolean;
-    if (url.startsWith(`${restPrefix}/`)) { cache = caches.rest; rest = true; }
-    else if (method === 'GET' && url.startsWith(`${abilitiesPrefix}/`)) { cache = caches.abilities; rest = false; }
-    else return false;
+    if (url.startsWith(`${restPrefix}/`)) {
+      cache = caches.rest;
+      rest = true;
+    } else if (method === 'GET' && url.startsWith(`${abilitiesPrefix}/`)) {
+      cache = caches.abilities;
+      rest = false;
+    } else return false;
     if (!cache.entries) return false;
     const len = req.headers['content-length'];
     if ((len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined) return false;

@@ -51,7 +51,7 @@ export function withStatusUrlSchema(schema: Record<string, unknown>): Record<str
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(props)) {
     out[k] = v;
-    if (k === 'job_id') out.status_url = { type: 'string', description: 'Queued: where the REST door serves the job\'s status.' };
+    if (k === 'job_id') out.status_url = { type: 'string', description: "Queued: where the REST door serves the job's status." };
   }
   return { ...schema, properties: out };
 }

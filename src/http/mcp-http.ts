@@ -18,7 +18,12 @@ const MAX_SESSIONS = 500;
 const MAX_SESSIONS_PER_KEY = 100;
 const IDLE_MS = 30 * 60_000;
 
-interface Session { transport: StreamableHTTPServerTransport; server: Server; principal: Principal; seen: number }
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  principal: Principal;
+  seen: number;
+}
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
@@ -26,7 +31,11 @@ function rpcError(res: Response, status: number, message: string): void {
   res.status(status).json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
 }
 
-export interface McpHttp { router: express.Router; close(): Promise<void>; sessions(): number }
+export interface McpHttp {
+  router: express.Router;
+  close(): Promise<void>;
+  sessions(): number;
+}
 
 export function mcpHttp(services: Services, registry: Registry, allowedHosts: readonly string[], throttle?: LoginThrottle): McpHttp {
   const sessions = new Map<string, Session>();
@@ -42,16 +51,23 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
   // DNS rebinding: a browser page must not reach us through a name that resolves to this machine.
   r.use((req, res, next) => {
     const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
-    if (!hosts.has(host) && !hosts.has('*')) return rpcError(res, 403, 'Host not allowed (DNS rebinding protection): add it with --allowed-hosts.');
+    if (!hosts.has(host) && !hosts.has('*'))
+      return rpcError(res, 403, 'Host not allowed (DNS rebinding protection): add it with --allowed-hosts.');
     const origin = req.headers.origin;
     if (origin) {
       let oh = '';
-      try { oh = new URL(origin).hostname.toLowerCase(); } catch { /* not a URL */ }
+      try {
+        oh = new URL(origin).hostname.toLowerCase();
+      } catch {
+        /* not a URL */
+      }
       if (!hosts.has('*') && !hosts.has(oh) && !hosts.has(`[${oh}]`)) return rpcError(res, 403, `Origin not allowed: ${origin}`);
     }
     next();
   });
-  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
+  r.use(
+    requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle),
+  );
   r.use(jsonBody('4mb'));
   r.use(bodyErrors);
 
@@ -71,13 +87,18 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       }
       const principal = req.principal!;
       const mine = [...sessions.values()].filter((s) => samePrincipal(s.principal, principal)).length;
-      if (sessions.size >= MAX_SESSIONS || mine >= MAX_SESSIONS_PER_KEY) return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
+      if (sessions.size >= MAX_SESSIONS || mine >= MAX_SESSIONS_PER_KEY)
+        return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
       const server = buildMcpServer(registry, { principal }, services);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => { sessions.set(id, { transport, server, principal, seen: Date.now() }); },
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, server, principal, seen: Date.now() });
+        },
       });
-      transport.onclose = () => { if (transport.sessionId) sessions.delete(transport.sessionId); };
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
       await server.connect(transport);
       await transport.handleRequest(req, res, req.body);
     } catch (e) {

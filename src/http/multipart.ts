@@ -21,7 +21,12 @@ const DRAIN_BYTES = 1024 * 1024;
 const MB = 1024 * 1024;
 
 const noFile = (field: string, detail: string) =>
-  new ServiceError('svc_no_file_uploaded', `No CSV file uploaded: ${detail} Send multipart/form-data with the file in the field ${field}.`, 400, { field });
+  new ServiceError(
+    'svc_no_file_uploaded',
+    `No CSV file uploaded: ${detail} Send multipart/form-data with the file in the field ${field}.`,
+    400,
+    { field },
+  );
 
 /**
  * Starts reading a multipart body and resolves as soon as the file part named `field` begins. Refuses (400
@@ -32,7 +37,8 @@ const noFile = (field: string, detail: string) =>
  */
 export function readUpload(req: Request, res: Response, opts: { field: string; maxBytes: number }): Promise<Upload> {
   const { field, maxBytes } = opts;
-  const tooLarge = () => new ServiceError('svc_upload_too_large', `The uploaded file is larger than ${maxBytes / MB} MB.`, 413, { max_bytes: maxBytes });
+  const tooLarge = () =>
+    new ServiceError('svc_upload_too_large', `The uploaded file is larger than ${maxBytes / MB} MB.`, 413, { max_bytes: maxBytes });
 
   res.once('finish', () => {
     if (req.complete) return;
@@ -64,7 +70,9 @@ export function readUpload(req: Request, res: Response, opts: { field: string; m
     let other: string | null = null;
     let textField = false;
     let settleLate: (f: Record<string, string>) => void = () => {};
-    const lateFields = new Promise<Record<string, string>>((r) => { settleLate = r; });
+    const lateFields = new Promise<Record<string, string>>((r) => {
+      settleLate = r;
+    });
 
     bb.on('field', (name, value) => {
       if (name === field) textField = true;
@@ -80,28 +88,39 @@ export function readUpload(req: Request, res: Response, opts: { field: string; m
       stream.once('limit', () => stream.destroy(tooLarge()));
       // A file part that ends without reaching its end (over the cap, destroyed by its reader) leaves busboy waiting:
       // whoever waits for the late fields must not wait for ever.
-      stream.once('close', () => { if (!stream.readableEnded) settleLate(late); });
+      stream.once('close', () => {
+        if (!stream.readableEnded) settleLate(late);
+      });
       resolve({ file: stream, filename: info.filename ?? '', fields: early, lateFields });
     });
     bb.once('close', () => {
       settleLate(late);
       if (!file) {
-        reject(noFile(field, textField
-          ? `${field} was sent as a text field, not as a file.`
-          : other ? `the file was sent in the field "${other}", not ${field}.` : `the form has no ${field} file.`));
+        reject(
+          noFile(
+            field,
+            textField
+              ? `${field} was sent as a text field, not as a file.`
+              : other
+                ? `the file was sent in the field "${other}", not ${field}.`
+                : `the form has no ${field} file.`,
+          ),
+        );
       }
     });
     bb.once('error', (e: Error) => {
       const err = new ServiceError('svc_invalid_multipart', `Malformed multipart request: ${e.message}.`, 400);
       settleLate(late);
-      if (file) file.destroy(err); else reject(err);
+      if (file) file.destroy(err);
+      else reject(err);
     });
     // A client that goes away mid-upload: the reader of the file must not wait for bytes that will never come.
     req.once('close', () => {
       if (req.complete) return;
       const err = new ServiceError('svc_upload_interrupted', 'The upload ended before the whole file arrived.', 400);
       settleLate(late);
-      if (file) file.destroy(err); else reject(err);
+      if (file) file.destroy(err);
+      else reject(err);
     });
     req.pipe(bb);
   });
@@ -138,19 +157,33 @@ export function readFormFields(req: Request, maxBytes: number): Promise<Record<s
     const pairs: string[] = [];
     let bytes = 0;
     let failed: ServiceError | null = null;
-    const fail = (e: ServiceError) => { if (!failed) { failed = e; req.unpipe(bb); req.resume(); reject(e); } };
+    const fail = (e: ServiceError) => {
+      if (!failed) {
+        failed = e;
+        req.unpipe(bb);
+        req.resume();
+        reject(e);
+      }
+    };
     bb.on('field', (name, value, info) => {
       bytes += name.length + value.length;
       if (info.valueTruncated) return fail(new ServiceError('svc_request_too_large', `Form field ${name} is larger than 64 KB.`, 413));
       if (bytes > maxBytes) return fail(new ServiceError('svc_request_too_large', `Request body larger than ${maxBytes} bytes.`, 413));
       pairs.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
     });
-    bb.on('filesLimit', () => fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400)));
+    bb.on('filesLimit', () =>
+      fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400)),
+    );
     bb.on('fieldsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_FORM_FIELDS} form fields.`, 413)));
     bb.on('partsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_FORM_FIELDS} form parts.`, 413)));
-    bb.on('file', (_name, stream) => { stream.resume(); fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400)); });
+    bb.on('file', (_name, stream) => {
+      stream.resume();
+      fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400));
+    });
     bb.once('error', (e: Error) => fail(new ServiceError('svc_invalid_multipart', `Malformed multipart request: ${e.message}.`, 400)));
-    bb.once('close', () => { if (!failed) resolve(formArgs(decodeForm(pairs.join('&')))); });
+    bb.once('close', () => {
+      if (!failed) resolve(formArgs(decodeForm(pairs.join('&'))));
+    });
     req.pipe(bb);
   });
 }

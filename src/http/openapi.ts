@@ -22,27 +22,48 @@ import type { Config } from '../config.js';
 import { VERSION } from '../version.js';
 import { PARAM_PATTERNS, READ, type BatchShape, type RestArgs, type RestRoute } from './rest-door.js';
 
-export const WpError = z.object({
-  code: z.string().describe('Machine-readable error code (svc_…, rest_…).'),
-  message: z.string(),
-  data: z.looseObject({ status: z.number().int() }).describe('status is the HTTP status; params names the arguments at fault.'),
-}).describe('The WordPress error envelope.');
+export const WpError = z
+  .object({
+    code: z.string().describe('Machine-readable error code (svc_…, rest_…).'),
+    message: z.string(),
+    data: z.looseObject({ status: z.number().int() }).describe('status is the HTTP status; params names the arguments at fault.'),
+  })
+  .describe('The WordPress error envelope.');
 
 const ERROR_REF = { $ref: '#/components/schemas/WpError' };
 const SCHEMA_MODULES: ReadonlyArray<Record<string, unknown>> = [shared, clientViews, costViews, posts, users];
 const WRITE = new Set(['POST', 'PUT', 'PATCH']);
 const MAX_BATCH_ITEMS = 100;
 const KEY_LEVELS: readonly KeyPermission[] = ['read', 'write', 'read_write', 'delete'];
-const METHOD_PERMISSION: Record<string, string> = { GET: 'read', HEAD: 'read', POST: 'write', PUT: 'write', PATCH: 'write', DELETE: 'delete' };
+const METHOD_PERMISSION: Record<string, string> = {
+  GET: 'read',
+  HEAD: 'read',
+  POST: 'write',
+  PUT: 'write',
+  PATCH: 'write',
+  DELETE: 'delete',
+};
 
 /** Child-site failures (domain/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
 const CHILD_ERRORS: Record<number, string[]> = {
   409: ['svc_site_suspended', 'svc_site_disconnected'],
-  502: ['svc_child_unreachable', 'svc_child_auth_failed', 'svc_child_not_detected', 'svc_child_bad_reply', 'svc_child_error', 'svc_child_wrong_site'],
+  502: [
+    'svc_child_unreachable',
+    'svc_child_auth_failed',
+    'svc_child_not_detected',
+    'svc_child_bad_reply',
+    'svc_child_error',
+    'svc_child_wrong_site',
+  ],
   504: ['svc_child_timeout'],
 };
 
-export interface Arg { name: string; schema: JsonSchema; required: boolean; typed: boolean }
+export interface Arg {
+  name: string;
+  schema: JsonSchema;
+  required: boolean;
+  typed: boolean;
+}
 
 /**
  * Output schemas that get a name in components.schemas: the shared zod exports (by their export name) and every
@@ -87,13 +108,26 @@ export function observedArgs(row: RestRoute): { names: string[]; all: boolean } 
   const read = new Set<string>();
   let all = false;
   const args = new Proxy({} as Record<string, unknown>, {
-    get: (_t, k) => { if (typeof k === 'string') read.add(k); return undefined; },
-    has: (_t, k) => { if (typeof k === 'string') read.add(k); return false; },
-    ownKeys: () => { all = true; return []; },
+    get: (_t, k) => {
+      if (typeof k === 'string') read.add(k);
+      return undefined;
+    },
+    has: (_t, k) => {
+      if (typeof k === 'string') read.add(k);
+      return false;
+    },
+    ownKeys: () => {
+      all = true;
+      return [];
+    },
   });
   const params = new Proxy({} as Record<string, string>, { get: (_t, k) => (typeof k === 'string' ? '1' : undefined) });
   const a: RestArgs = { params, args, principal: { kind: 'local', name: 'cli' }, method: row.methods[0]! };
-  try { row.input(a); } catch { /* a row may need a real value past the reads it made (an upload) */ }
+  try {
+    row.input(a);
+  } catch {
+    /* a row may need a real value past the reads it made (an upload) */
+  }
   return { names: [...read].filter((n) => !n.startsWith('_')), all };
 }
 
@@ -117,9 +151,16 @@ export function rowArgs(row: RestRoute): Arg[] {
   // Ability fields the row fills from the path (site_id_or_domain, tag_id, …) are not arguments.
   if (row.input && input) {
     try {
-      const mapped = row.input({ params: new Proxy({}, { get: () => '1' }), args: {}, principal: { kind: 'local', name: 'cli' }, method: row.methods[0]! }) as Record<string, unknown>;
+      const mapped = row.input({
+        params: new Proxy({}, { get: () => '1' }),
+        args: {},
+        principal: { kind: 'local', name: 'cli' },
+        method: row.methods[0]!,
+      }) as Record<string, unknown>;
       for (const k of Object.keys(mapped ?? {})) fromPath.add(k);
-    } catch { /* see observedArgs */ }
+    } catch {
+      /* see observedArgs */
+    }
   }
   const wanted = all && input ? Object.keys(input.properties ?? {}).filter((k) => !fromPath.has(k)) : names;
   const out: Arg[] = [];
@@ -137,7 +178,12 @@ export function rowArgs(row: RestRoute): Arg[] {
     const field = alias ?? name;
     const s = input?.properties?.[field];
     if (s) {
-      out.push({ name, schema: alias ? { ...s, description: `Upstream's name for ${alias}.` } : s, required: !alias && !!input?.required?.includes(field), typed: true });
+      out.push({
+        name,
+        schema: alias ? { ...s, description: `Upstream's name for ${alias}.` } : s,
+        required: !alias && !!input?.required?.includes(field),
+        typed: true,
+      });
     } else {
       out.push({ name, schema: { description: 'Read by this route; no schema declares it.' }, required: false, typed: false });
     }
@@ -162,14 +208,23 @@ export function answerSchema(row: RestRoute, refs: Refs = INLINE): { schema: Jso
   if (d?.batch) return { schema: batchAnswer(d.batch, refs), documented: true };
   if (d?.controllers) {
     return {
-      schema: { type: 'object', properties: Object.fromEntries(Object.entries(d.controllers).map(([k, b]) => [k, batchAnswer(b, refs)])), additionalProperties: false },
+      schema: {
+        type: 'object',
+        properties: Object.fromEntries(Object.entries(d.controllers).map(([k, b]) => [k, batchAnswer(b, refs)])),
+        additionalProperties: false,
+      },
       documented: true,
     };
   }
   // Also pathClient/costRow-style wrappers: a handler that runs the row's own ability without reshaping it.
   if (row.ability && !row.output) {
     return {
-      schema: { type: 'object', properties: { success: { type: 'integer', const: 1 }, data: schemaOf(row.ability.output, 'output') }, required: ['success', 'data'], additionalProperties: false },
+      schema: {
+        type: 'object',
+        properties: { success: { type: 'integer', const: 1 }, data: schemaOf(row.ability.output, 'output') },
+        required: ['success', 'data'],
+        additionalProperties: false,
+      },
       documented: true,
     };
   }
@@ -189,15 +244,20 @@ export function bodySchema(row: RestRoute, refs: Refs = INLINE): JsonSchema {
   if (row.doc?.batch) return batchBody(row.doc.batch, refs);
   if (row.doc?.controllers) {
     return {
-      type: 'object', properties: Object.fromEntries(Object.entries(row.doc.controllers).map(([k, b]) => [k, batchBody(b, refs)])),
-      additionalProperties: false, description: `At most ${MAX_BATCH_ITEMS} items in all.`,
+      type: 'object',
+      properties: Object.fromEntries(Object.entries(row.doc.controllers).map(([k, b]) => [k, batchBody(b, refs)])),
+      additionalProperties: false,
+      description: `At most ${MAX_BATCH_ITEMS} items in all.`,
     };
   }
   return objectOf(rowArgs(row));
 }
 
 /** How a schema of another row is included: inline, or as a reference to components (the document). */
-interface Refs { body(row: RestRoute): JsonSchema; answer(row: RestRoute): JsonSchema }
+interface Refs {
+  body(row: RestRoute): JsonSchema;
+  answer(row: RestRoute): JsonSchema;
+}
 const INLINE: Refs = { body: (r) => bodySchema(r), answer: (r) => answerSchema(r).schema };
 
 function batchBody(b: BatchShape, refs: Refs): JsonSchema {
@@ -206,23 +266,43 @@ function batchBody(b: BatchShape, refs: Refs): JsonSchema {
   if (b.rows.create) props.create = list(refs.body(b.rows.create), 'Items to create: the body of the create route.');
   // Inline: the edit body with the id added (a reference to it would refuse the id).
   const update = bodySchema(b.rows.update);
-  props.update = list({ ...update, properties: { id: ID, ...update.properties }, required: ['id', ...(update.required ?? [])] }, 'Items to update: the edit route\'s body and the id.');
+  props.update = list(
+    { ...update, properties: { id: ID, ...update.properties }, required: ['id', ...(update.required ?? [])] },
+    "Items to update: the edit route's body and the id.",
+  );
   props.delete = list(ID, 'IDs to delete.');
   for (const action of Object.keys(b.actions)) props[action] = list(ID, `Site IDs to run ${action} on.`);
   return { type: 'object', properties: props, additionalProperties: false, description: `At most ${MAX_BATCH_ITEMS} items in all.` };
 }
 
 function batchAnswer(b: BatchShape, refs: Refs): JsonSchema {
-  const phases: Record<string, RestRoute | undefined> = { create: b.rows.create, update: b.rows.update, delete: b.rows.delete, ...b.actions };
-  const props = Object.fromEntries(Object.entries(phases).filter(([, r]) => r).map(([k, r]) =>
-    [k, { type: 'array', items: { anyOf: [refs.answer(r!), failedItem] } } satisfies JsonSchema]));
-  return { type: 'object', properties: props, additionalProperties: false, description: 'One entry per item, in order: the single route\'s answer, or the item\'s error.' };
+  const phases: Record<string, RestRoute | undefined> = {
+    create: b.rows.create,
+    update: b.rows.update,
+    delete: b.rows.delete,
+    ...b.actions,
+  };
+  const props = Object.fromEntries(
+    Object.entries(phases)
+      .filter(([, r]) => r)
+      .map(([k, r]) => [k, { type: 'array', items: { anyOf: [refs.answer(r!), failedItem] } } satisfies JsonSchema]),
+  );
+  return {
+    type: 'object',
+    properties: props,
+    additionalProperties: false,
+    description: "One entry per item, in order: the single route's answer, or the item's error.",
+  };
 }
 
 /** HTTP status → error codes a row may answer, from what the door and its ability do. */
 export function rowErrors(row: RestRoute): Map<number, Set<string>> {
   const out = new Map<number, Set<string>>();
-  const add = (status: number, ...codes: string[]) => { const s = out.get(status) ?? new Set<string>(); codes.forEach((c) => s.add(c)); out.set(status, s); };
+  const add = (status: number, ...codes: string[]) => {
+    const s = out.get(status) ?? new Set<string>();
+    codes.forEach((c) => s.add(c));
+    out.set(status, s);
+  };
   const writes = row.methods.some((m) => WRITE.has(m));
   add(400, 'rest_invalid_param');
   if (row.ability) add(400, 'svc_invalid_input');
@@ -270,7 +350,10 @@ export function undocumented(routes: readonly RestRoute[]): string[] {
 }
 
 const camel = (s: string) => s.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''));
-const pascal = (s: string) => { const c = camel(s); return c.charAt(0).toUpperCase() + c.slice(1); };
+const pascal = (s: string) => {
+  const c = camel(s);
+  return c.charAt(0).toUpperCase() + c.slice(1);
+};
 
 function tagOf(row: RestRoute): string {
   if (row.ability) return row.ability.toolset;
@@ -280,7 +363,9 @@ function tagOf(row: RestRoute): string {
 
 type Json = Record<string, unknown>;
 
-export interface DocumentOptions { restPrefix: string }
+export interface DocumentOptions {
+  restPrefix: string;
+}
 
 export const DEFAULT_ORIGIN = 'http://127.0.0.1:8787';
 
@@ -294,7 +379,15 @@ function operationIds(routes: readonly RestRoute[]): Map<RestRoute, string[]> {
   for (const row of routes) {
     const base0 = row.ability ? camel(row.ability.name.replace(/-v\d+$/, '')) : camel(row.path.replace(/[{}:]/g, '')) || 'routeIndex';
     let base = base0;
-    if (taken.has(base)) base = base0 + pascal(row.path.split('/').filter((x) => x && !x.startsWith(':')).slice(-1)[0] ?? '');
+    if (taken.has(base))
+      base =
+        base0 +
+        pascal(
+          row.path
+            .split('/')
+            .filter((x) => x && !x.startsWith(':'))
+            .slice(-1)[0] ?? '',
+        );
     for (let n = 2; taken.has(base); n++) base = `${base0}${n}`;
     const ids = row.methods.map((method, i) => (i === 0 ? base : base + pascal(method.toLowerCase())));
     ids.forEach((id) => taken.add(id));
@@ -304,14 +397,21 @@ function operationIds(routes: readonly RestRoute[]): Map<RestRoute, string[]> {
 }
 
 const STATUS_WORDS: Record<number, string> = {
-  400: 'BadRequest', 404: 'NotFound', 409: 'Conflict', 413: 'TooLarge', 415: 'UnsupportedType', 501: 'NotImplemented', 502: 'BadGateway',
-  503: 'Unavailable', 504: 'GatewayTimeout',
+  400: 'BadRequest',
+  404: 'NotFound',
+  409: 'Conflict',
+  413: 'TooLarge',
+  415: 'UnsupportedType',
+  501: 'NotImplemented',
+  502: 'BadGateway',
+  503: 'Unavailable',
+  504: 'GatewayTimeout',
 };
 
 /** Error responses that read the same on every route: one definition in components.responses. */
 const SHARED_ERRORS: Record<number, [string, string]> = {
   401: ['Unauthorized', 'svc_rest_authentication_error: no credentials, or a key that is unknown, revoked or malformed.'],
-  403: ['Forbidden', 'svc_permission_denied: the key\'s permission does not open this method.'],
+  403: ['Forbidden', "svc_permission_denied: the key's permission does not open this method."],
   405: ['MethodNotAllowed', 'rest_no_route_method: the path exists; the method does not (the Allow header lists those that do).'],
   429: ['TooManyAttempts', 'svc_too_many_attempts: too many failed logins from this address or for this account.'],
   500: ['InternalError', 'svc_internal_error: a fault of the server; see its log.'],
@@ -328,12 +428,18 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
   const refs: Refs = {
     body: (row) => {
       const name = `${nameOf(row)}Body`;
-      if (!(name in rowSchemas)) { rowSchemas[name] = {}; rowSchemas[name] = bodySchema(row, refs); }
+      if (!(name in rowSchemas)) {
+        rowSchemas[name] = {};
+        rowSchemas[name] = bodySchema(row, refs);
+      }
       return { $ref: `#/components/schemas/${name}` };
     },
     answer: (row) => {
       const name = `${nameOf(row)}Answer`;
-      if (!(name in rowSchemas)) { rowSchemas[name] = {}; rowSchemas[name] = answerSchema(row, refs).schema; }
+      if (!(name in rowSchemas)) {
+        rowSchemas[name] = {};
+        rowSchemas[name] = answerSchema(row, refs).schema;
+      }
       return { $ref: `#/components/schemas/${name}` };
     },
   };
@@ -382,7 +488,9 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
           row.ability?.description ?? row.doc?.description ?? '',
           `Needs an API key with ${permission} permission (${levels.join(', ')}).${row.ability?.module ? ` Module ${row.ability.module} must be enabled.` : ''}`,
           row.ability ? `Runs the ability svc/${row.ability.name}.` : '',
-        ].filter(Boolean).join('\n\n'),
+        ]
+          .filter(Boolean)
+          .join('\n\n'),
         security: [{ apiKey: [permission] }],
         'x-key-permissions': levels,
       };
@@ -397,7 +505,15 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
           op.requestBody = {
             required: true,
             description: `A multipart upload; the file field ${u.file} up to ${u.maxBytes} bytes.`,
-            content: { 'multipart/form-data': { schema: objectOf(args.filter((a) => a.name !== u.file), { [u.file]: { type: 'string', format: 'binary' } }, [u.file]) } },
+            content: {
+              'multipart/form-data': {
+                schema: objectOf(
+                  args.filter((a) => a.name !== u.file),
+                  { [u.file]: { type: 'string', format: 'binary' } },
+                  [u.file],
+                ),
+              },
+            },
           };
         } else if (Object.keys(body.properties ?? {}).length) {
           const example = row.doc?.example?.request;
@@ -412,7 +528,12 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
         }
       }
       const example = row.doc?.example;
-      const ok: Json = { description: 'Success.', content: { 'application/json': { schema: refs.answer(row), ...(example ? { examples: { main: { value: example.response } } } : {}) } } };
+      const ok: Json = {
+        description: 'Success.',
+        content: {
+          'application/json': { schema: refs.answer(row), ...(example ? { examples: { main: { value: example.response } } } : {}) },
+        },
+      };
       if (paged) {
         ok.headers = {
           'X-WP-Total': { $ref: `#/components/headers/${pagedAlways ? 'Total' : 'TotalIfPaged'}` },
@@ -442,11 +563,12 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
       title: 'sitefleet REST API',
       version: VERSION,
       summary: 'Manage a fleet of WordPress sites running the MainWP Child plugin.',
-      description: 'The REST v2 door of sitefleet. Generated from the route table and the ability registry (`sitefleet openapi`); '
-        + 'every route needs an API key (`Authorization: Bearer sf_…`) whose permission opens the method: read for GET, write '
-        + 'for POST/PUT/PATCH, delete (or write) for DELETE. Errors use the WordPress envelope {code, message, data: {status}}. '
-        + 'Arguments of GET and DELETE routes go in the query string, those of POST/PUT/PATCH in a JSON (or form) body; '
-        + 'a write refuses arguments it does not read.',
+      description:
+        'The REST v2 door of sitefleet. Generated from the route table and the ability registry (`sitefleet openapi`); ' +
+        'every route needs an API key (`Authorization: Bearer sf_…`) whose permission opens the method: read for GET, write ' +
+        'for POST/PUT/PATCH, delete (or write) for DELETE. Errors use the WordPress envelope {code, message, data: {status}}. ' +
+        'Arguments of GET and DELETE routes go in the query string, those of POST/PUT/PATCH in a JSON (or form) body; ' +
+        'a write refuses arguments it does not read.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [
@@ -459,9 +581,20 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
     components: {
       schemas: { ...referenced({ paths, rowSchemas }), ...rowSchemas },
       responses: {
-        ...Object.fromEntries(Object.entries(SHARED_ERRORS).map(([status, [name, description]]) => [name, errorResponse(description,
-          status === '401' ? { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } } : status === '429' ? { 'Retry-After': { schema: { type: 'integer' } } } : undefined,
-          [description.split(':')[0]!])])),
+        ...Object.fromEntries(
+          Object.entries(SHARED_ERRORS).map(([status, [name, description]]) => [
+            name,
+            errorResponse(
+              description,
+              status === '401'
+                ? { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } }
+                : status === '429'
+                  ? { 'Retry-After': { schema: { type: 'integer' } } }
+                  : undefined,
+              [description.split(':')[0]!],
+            ),
+          ]),
+        ),
         Error: errorResponse('Any other error, in the same envelope.'),
         NotModified: {
           description: 'The answer is the one the If-None-Match header names (its ETag): no body.',
@@ -472,8 +605,16 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
       headers: {
         Total: header('Items in the whole list.', true),
         TotalPages: header('Pages at this per_page.', true),
-        ETag: { description: 'A strong validator of this answer (its body and list headers): send it back in If-None-Match.', required: true, schema: { type: 'string' } },
-        CacheControl: { description: 'private, no-cache: keep the answer, and revalidate it (If-None-Match) before reuse.', required: true, schema: { type: 'string', const: 'private, no-cache' } },
+        ETag: {
+          description: 'A strong validator of this answer (its body and list headers): send it back in If-None-Match.',
+          required: true,
+          schema: { type: 'string' },
+        },
+        CacheControl: {
+          description: 'private, no-cache: keep the answer, and revalidate it (If-None-Match) before reuse.',
+          required: true,
+          schema: { type: 'string', const: 'private, no-cache' },
+        },
         TotalIfPaged: header('Items in the whole list (when page or per_page is given).', false),
         TotalPagesIfPaged: header('Pages at this per_page (when page or per_page is given).', false),
       },
@@ -482,8 +623,9 @@ export function openApiDocument(routes: readonly RestRoute[], opts: DocumentOpti
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'sf_<key id>_<secret>',
-          description: 'An API key (`sitefleet keys create --permissions read|write|read_write|delete`). The scope of each '
-            + 'operation names the permission it needs: read (keys read, read_write), write (write, read_write), delete (delete, write, read_write).',
+          description:
+            'An API key (`sitefleet keys create --permissions read|write|read_write|delete`). The scope of each ' +
+            'operation names the permission it needs: read (keys read, read_write), write (write, read_write), delete (delete, write, read_write).',
         },
       },
     },
@@ -497,19 +639,28 @@ function referenced(paths: unknown): Record<string, JsonSchema> {
   const scan = (node: unknown) => {
     if (node === undefined) return;
     for (const m of JSON.stringify(node).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) {
-      if (!names.has(m[1]!)) { names.add(m[1]!); scan(defs.get(m[1]!)); }
+      if (!names.has(m[1]!)) {
+        names.add(m[1]!);
+        scan(defs.get(m[1]!));
+      }
     }
   };
   scan(paths);
   for (const n of [...names]) scan(defs.get(n));
-  return Object.fromEntries([...names].sort().filter((n) => defs.has(n)).map((n) => [n, defs.get(n)!]));
+  return Object.fromEntries(
+    [...names]
+      .sort()
+      .filter((n) => defs.has(n))
+      .map((n) => [n, defs.get(n)!]),
+  );
 }
 
 /** WordPress's route pattern of a path: /sites/:id_or_domain → /sites/(?P<id_or_domain>[A-Za-z0-9._-]+). */
-const wpPattern = (path: string) => path.replace(/:(\w+)/g, (_m, name: string) => {
-  const p = PARAM_PATTERNS[name];
-  return `(?P<${name}>${p ? p.source.replace(/^\^/, '').replace(/\$$/, '') : '[^/]+'})`;
-});
+const wpPattern = (path: string) =>
+  path.replace(/:(\w+)/g, (_m, name: string) => {
+    const p = PARAM_PATTERNS[name];
+    return `(?P<${name}>${p ? p.source.replace(/^\^/, '').replace(/\$$/, '') : '[^/]+'})`;
+  });
 
 /** An argument as WordPress's index shows it: its JSON Schema with `required`. */
 const wpArg = (schema: JsonSchema, required: boolean) => ({ ...schema, required });
@@ -544,13 +695,22 @@ export function routeIndex(routes: readonly RestRoute[], base: string, prefix: s
 
 const IndexAnswer = z.looseObject({
   namespace: z.string(),
-  routes: z.record(z.string(), z.looseObject({
-    namespace: z.string(),
-    methods: z.array(z.string()),
-    endpoints: z.array(z.looseObject({ methods: z.array(z.string()), args: z.record(z.string(), z.looseObject({ required: z.boolean() })) })),
-  })),
+  routes: z.record(
+    z.string(),
+    z.looseObject({
+      namespace: z.string(),
+      methods: z.array(z.string()),
+      endpoints: z.array(
+        z.looseObject({ methods: z.array(z.string()), args: z.record(z.string(), z.looseObject({ required: z.boolean() })) }),
+      ),
+    }),
+  ),
 });
-const DocumentAnswer = z.looseObject({ openapi: z.string(), info: z.looseObject({ title: z.string(), version: z.string() }), paths: z.record(z.string(), z.looseObject({})) });
+const DocumentAnswer = z.looseObject({
+  openapi: z.string(),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.looseObject({})),
+});
 
 /**
  * The table with the door's own two routes in front: GET / (the index) and GET /openapi.json (the document). They
@@ -562,16 +722,27 @@ export function withDiscovery(routes: readonly RestRoute[], config: { restPrefix
   let index: Json | undefined;
   const all: RestRoute[] = [
     {
-      methods: READ, path: '/',
+      methods: READ,
+      path: '/',
       handler: async () => {
         index ??= routeIndex(all, config.publicUrl, config.restPrefix);
         return index;
       },
-      doc: { summary: 'Route index', description: 'WordPress-style namespace index: every route with its methods and arguments (type, required).', answers: IndexAnswer },
+      doc: {
+        summary: 'Route index',
+        description: 'WordPress-style namespace index: every route with its methods and arguments (type, required).',
+        answers: IndexAnswer,
+      },
     },
     {
-      methods: READ, path: '/openapi.json', handler: async () => (doc ??= openApiDocument(all, config)),
-      doc: { summary: 'OpenAPI document', description: 'This document: OpenAPI 3.1, generated from the route table.', answers: DocumentAnswer },
+      methods: READ,
+      path: '/openapi.json',
+      handler: async () => (doc ??= openApiDocument(all, config)),
+      doc: {
+        summary: 'OpenAPI document',
+        description: 'This document: OpenAPI 3.1, generated from the route table.',
+        answers: DocumentAnswer,
+      },
     },
     ...routes,
   ];

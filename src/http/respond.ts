@@ -16,9 +16,13 @@ export function jsonBody(limit: string) {
 export const bodyErrors: ErrorRequestHandler = (err, _req, res, next) => {
   const e = err as { type?: string; message?: string; limit?: number };
   if (e.type === 'entity.parse.failed') {
-    return sendError(res, new ServiceError('rest_invalid_json', 'Invalid JSON body passed.', 400, {
-      json_error_code: 4, json_error_message: 'Syntax error',
-    }));
+    return sendError(
+      res,
+      new ServiceError('rest_invalid_json', 'Invalid JSON body passed.', 400, {
+        json_error_code: 4,
+        json_error_message: 'Syntax error',
+      }),
+    );
   }
   if (e.type === 'entity.too.large') {
     return sendError(res, new ServiceError('svc_request_too_large', `Request body larger than ${e.limit} bytes.`, 413));

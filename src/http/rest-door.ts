@@ -129,14 +129,20 @@ function translate(e: unknown, a: RestArgs): ServiceError {
   if (err.code === 'ability_invalid_input') {
     const params = (err.data.params ?? {}) as Record<string, string>;
     // A path id that no record can have (beyond the integer range) is not found, like any unknown id.
-    if (ref !== undefined && 'site_id_or_domain' in params) return new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404);
-    if (a.params.id !== undefined && 'tag_id' in params) return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
+    if (ref !== undefined && 'site_id_or_domain' in params)
+      return new ServiceError('svc_rest_invalid_site_id', 'Invalid or not found ID.', 404);
+    if (a.params.id !== undefined && 'tag_id' in params)
+      return new ServiceError('svc_rest_invalid_tag_id', 'Invalid or not found ID.', 404);
     const names = Object.keys(params);
     // REST names a parameter by itself (`a[b]`), where the abilities API says `input[a][b]`: the error carries both.
     const reason = err.detail.paramReason ?? err.message;
     const clean = Object.fromEntries(names.map((n) => [n, err.detail.paramReason ?? params[n]!]));
-    return new ServiceError('rest_invalid_param', names.length ? `Invalid parameter(s): ${names.join(', ')}` : `Invalid parameter(s): ${reason}`, 400,
-      { params: names.length ? clean : {}, reason });
+    return new ServiceError(
+      'rest_invalid_param',
+      names.length ? `Invalid parameter(s): ${names.join(', ')}` : `Invalid parameter(s): ${reason}`,
+      400,
+      { params: names.length ? clean : {}, reason },
+    );
   }
   return err;
 }
@@ -159,16 +165,31 @@ function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
   const read = new Set<string>();
   let all = false;
   const args = new Proxy(a.args, {
-    get: (t, k) => { if (typeof k === 'string') read.add(k); return Reflect.get(t, k); },
-    has: (t, k) => { if (typeof k === 'string') read.add(k); return Reflect.has(t, k); },
-    ownKeys: (t) => { all = true; return Reflect.ownKeys(t); },
+    get: (t, k) => {
+      if (typeof k === 'string') read.add(k);
+      return Reflect.get(t, k);
+    },
+    has: (t, k) => {
+      if (typeof k === 'string') read.add(k);
+      return Reflect.has(t, k);
+    },
+    ownKeys: (t) => {
+      all = true;
+      return Reflect.ownKeys(t);
+    },
   });
   const mapped = input({ ...a, args });
   // An empty value carries nothing that could be lost (forms send every field, filled or not).
-  const unknown = all ? [] : Object.keys(a.args).filter((k) => !read.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null);
+  const unknown = all
+    ? []
+    : Object.keys(a.args).filter((k) => !read.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null);
   if (unknown.length) {
-    throw new ServiceError('rest_invalid_param', `Unknown parameter(s): ${unknown.join(', ')}. This route does not read them; nothing was changed.`, 400,
-      { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) });
+    throw new ServiceError(
+      'rest_invalid_param',
+      `Unknown parameter(s): ${unknown.join(', ')}. This route does not read them; nothing was changed.`,
+      400,
+      { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) },
+    );
   }
   return mapped;
 }
@@ -186,11 +207,18 @@ function pagingHeaders(res: Response, result: unknown): void {
 
 /** `base`: the server's public base URL (SITEFLEET_PUBLIC_URL, else the address it listens on). */
 export function restRouter(
-  services: Services, registry: Registry, routes: readonly RestRoute[], base: string, throttle?: LoginThrottle, answers = new AnswerCache(),
+  services: Services,
+  registry: Registry,
+  routes: readonly RestRoute[],
+  base: string,
+  throttle?: LoginThrottle,
+  answers = new AnswerCache(),
 ): express.Router {
   const restBase = `${base}${services.config.restPrefix}`;
   const r = express.Router();
-  r.use(requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle));
+  r.use(
+    requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle),
+  );
   r.use((req, res, next) => {
     const p = req.principal!;
     if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
@@ -201,7 +229,9 @@ export function restRouter(
   r.use(cachedAnswers(services.store, answers, ['GET', 'HEAD']));
   r.use(jsonBody('1mb'));
   // Form bodies, as WordPress reads them into $_POST: urlencoded here (parsed below), multipart in the handler.
-  r.use(express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }));
+  r.use(
+    express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }),
+  );
   r.use(bodyErrors);
 
   // The response of a request's own arguments (not of a batch item's): a paged result sets its list headers there.
@@ -214,7 +244,9 @@ export function restRouter(
     try {
       const input = row.input ? readingOnly(a, row.input) : {};
       const result = await registry.run(ability, input, {
-        principal: a.principal, coerce: true, method: a.method,
+        principal: a.principal,
+        coerce: true,
+        method: a.method,
       });
       const res = responses.get(a);
       if (res) pagingHeaders(res, result);
@@ -238,7 +270,10 @@ export function restRouter(
       const row = rows.find((x) => x.methods.includes(method));
       res.setHeader('Allow', allow.join(', '));
       if (!row) {
-        return sendError(res, new ServiceError('rest_no_route_method', `Method ${req.method} is not allowed here. Allowed: ${allow.join(', ')}.`, 405));
+        return sendError(
+          res,
+          new ServiceError('rest_no_route_method', `Method ${req.method} is not allowed here. Allowed: ${allow.join(', ')}.`, 405),
+        );
       }
       try {
         const body = row.body ? await row.body(req, res) : await bodyArgs(req);

@@ -11,7 +11,18 @@ type Node = Record<string, unknown>;
 
 const DROP = new Set(['maxLength', 'minLength', 'maxItems', '$schema', 'pattern', 'format', 'propertyNames']);
 /** Parameters many tools share, explained once in the server's instructions rather than in every tool. */
-export const SHARED_PARAMS = new Set(['site_id_or_domain', 'site_ids_or_domains', 'client_id_or_email', 'page', 'per_page', 'confirm', 'dry_run', 'websites', 'include', 'exclude']);
+export const SHARED_PARAMS = new Set([
+  'site_id_or_domain',
+  'site_ids_or_domains',
+  'client_id_or_email',
+  'page',
+  'per_page',
+  'confirm',
+  'dry_run',
+  'websites',
+  'include',
+  'exclude',
+]);
 
 /** Keywords that constrain only values of one type, so branches of different types can share a node. */
 const TYPE_KEYS: Record<string, readonly string[]> = {
@@ -32,7 +43,8 @@ function merged(out: Node): Node | null {
   const types = branches.map((b) => (b && typeof b === 'object' ? (b as Node).type : undefined));
   if (!types.every((t): t is string => typeof t === 'string') || new Set(types).size !== types.length) return null;
   const enums = (branches as Node[]).filter((b) => Array.isArray(b.enum));
-  if (enums.length && !(branches as Node[]).every((b) => Array.isArray(b.enum) || Object.keys(b).length === 1 && b.type === 'null')) return null;
+  if (enums.length && !(branches as Node[]).every((b) => Array.isArray(b.enum) || (Object.keys(b).length === 1 && b.type === 'null')))
+    return null;
   const { anyOf: _drop, ...rest } = out;
   const node: Node = {};
   for (const b of branches as Node[]) {
@@ -58,7 +70,12 @@ function compact(node: unknown, parentDescribed = false): unknown {
     if (k === 'additionalProperties' && v === false) continue;
     if (k === 'description' && parentDescribed) continue;
     // Bounds that say nothing to a reader: ids start at 1, counts at 0, and limits in the millions.
-    if ((k === 'maximum' || k === 'minimum') && typeof v === 'number' && (Math.abs(v) >= 1_000_000 || (k === 'minimum' && (v === 0 || v === 1)))) continue;
+    if (
+      (k === 'maximum' || k === 'minimum') &&
+      typeof v === 'number' &&
+      (Math.abs(v) >= 1_000_000 || (k === 'minimum' && (v === 0 || v === 1)))
+    )
+      continue;
     if (k === 'default' && (v === '' || v === false)) continue; // says nothing an absent value does not
     if (k === 'additionalProperties' && v && typeof v === 'object') {
       out[k] = compact(v, described || parentDescribed);

@@ -2,9 +2,19 @@
 // job). Transports (stdio, streamable HTTP) live apart and only connect this same server to a pipe.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListResourceTemplatesRequestSchema, ListResourcesRequestSchema,
-  ListToolsRequestSchema, ReadResourceRequestSchema, SetLevelRequestSchema, SubscribeRequestSchema,
-  UnsubscribeRequestSchema, type CallToolResult, type LoggingLevel, type Tool,
+  CallToolRequestSchema,
+  ElicitResultSchema,
+  ErrorCode,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolResult,
+  type LoggingLevel,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
@@ -19,7 +29,11 @@ import { compactInputSchema, toolDescription } from './compact.js';
  * own message, and a client's McpError adds it again ("MCP error -32602: MCP error -32602: …").
  */
 class RpcError extends Error {
-  constructor(readonly code: number, message: string, readonly data?: unknown) {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
     super(message);
   }
 }
@@ -33,10 +47,16 @@ const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}
 /** A queued result's pointer on this door: a link to its job resource (no HTTP URL: over stdio none may answer). */
 function jobLink(result: Record<string, unknown>): CallToolResult['content'] {
   if (result.queued !== true || typeof result.job_id !== 'string') return [];
-  return [{
-    type: 'resource_link', uri: jobUri(result.job_id), name: result.job_id, title: 'Background job', mimeType: 'application/json',
-    description: 'Read for its progress; subscribe to hear when it moves.',
-  }];
+  return [
+    {
+      type: 'resource_link',
+      uri: jobUri(result.job_id),
+      name: result.job_id,
+      title: 'Background job',
+      mimeType: 'application/json',
+      description: 'Read for its progress; subscribe to hear when it moves.',
+    },
+  ];
 }
 /** Downtime incidents: a subscriber hears when one opens or closes (in this or another process on the data dir). */
 export const INCIDENTS_URI = 'sitefleet://incidents';
@@ -49,7 +69,7 @@ export const INSTRUCTIONS = [
   'The connection administrator is the WordPress user of a child site this dashboard connects as.',
   'User and post tools pick sites with websites (IDs or domains), groups (tag IDs or names) and clients (client IDs), added up: disconnected and suspended sites come back in skipped[], values that name nothing in unknown[].',
   'A site that fails in a call over several sites is reported in errors[] and does not fail the call.',
-  'Plugin and theme actions take the slugs get-site-plugins-v1 / get-site-themes-v1 list; a slug that fails is an errors[] entry with its code, and the stored lists follow the site\'s answer.',
+  "Plugin and theme actions take the slugs get-site-plugins-v1 / get-site-themes-v1 list; a slug that fails is an errors[] entry with its code, and the stored lists follow the site's answer.",
   'A cost applies to its sites, to every site carrying one of its groups (tags) and to every site of its clients.',
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
@@ -78,7 +98,9 @@ export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'se
 const MAX_PREVIEW_CHARS = 20_000;
 function previewText(preview: unknown): string {
   const text = JSON.stringify(preview, null, 2);
-  return text.length <= MAX_PREVIEW_CHARS ? text : `${text.slice(0, MAX_PREVIEW_CHARS)}\n… (preview cut at ${MAX_PREVIEW_CHARS.toLocaleString('en')} characters; the counts above cover everything)`;
+  return text.length <= MAX_PREVIEW_CHARS
+    ? text
+    : `${text.slice(0, MAX_PREVIEW_CHARS)}\n… (preview cut at ${MAX_PREVIEW_CHARS.toLocaleString('en')} characters; the counts above cover everything)`;
 }
 
 const toolCache = new WeakMap<Ability, Tool>();
@@ -123,17 +145,26 @@ function watchModules(services: Services, onChange: () => void): () => void {
     let last = JSON.stringify(services.settings.get().modules);
     moduleTimer = setInterval(() => {
       const now = JSON.stringify(services.settings.get().modules);
-      if (now !== last) { last = now; for (const l of moduleListeners) l(); }
+      if (now !== last) {
+        last = now;
+        for (const l of moduleListeners) l();
+      }
     }, 500);
     moduleTimer.unref();
   }
   return () => {
     moduleListeners.delete(onChange);
-    if (!moduleListeners.size && moduleTimer) { clearInterval(moduleTimer); moduleTimer = null; }
+    if (!moduleListeners.size && moduleTimer) {
+      clearInterval(moduleTimer);
+      moduleTimer = null;
+    }
   };
 }
 
-interface JobStatus { status: string; processed: number }
+interface JobStatus {
+  status: string;
+  processed: number;
+}
 
 export function buildMcpServer(registry: Registry, filter: ToolFilter, services?: Services): Server {
   const server = new Server(
@@ -149,7 +180,11 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   // Job subscriptions of this session: job id → the status last sent. One timer polls them all while any is open.
   const subscriptions = new Map<string, string>();
   let pollTimer: NodeJS.Timeout | null = null;
-  const stopWatching = services ? watchModules(services, () => { void server.sendToolListChanged().catch(() => {}); }) : () => {};
+  const stopWatching = services
+    ? watchModules(services, () => {
+        void server.sendToolListChanged().catch(() => {});
+      })
+    : () => {};
   let incidentTimer: NodeJS.Timeout | null = null;
   server.onclose = () => {
     stopWatching();
@@ -187,36 +222,48 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       // that can ask its user gets the dry-run preview put to the person; only "accept" goes ahead.
       // Some others (an update run over several sites) are asked about when their preview says so.
       const asks = a.annotations.destructive || !!a.confirmPreview;
-      const preview = asks && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation
-        ? await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal })
-        : undefined;
+      const preview =
+        asks && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation
+          ? await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal })
+          : undefined;
       if (preview !== undefined && (a.annotations.destructive || a.confirmPreview!(preview))) {
-        const answer = await extra.sendRequest({
-          method: 'elicitation/create',
-          params: {
-            message: `${a.label}: ${a.annotations.destructive ? 'this cannot be undone' : 'this changes several sites'}. Preview of what would change:\n${previewText(preview)}\nProceed?`,
-            requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Yes, do it', description: 'Confirm the deletion.' } }, required: ['confirm'] },
+        const answer = await extra.sendRequest(
+          {
+            method: 'elicitation/create',
+            params: {
+              message: `${a.label}: ${a.annotations.destructive ? 'this cannot be undone' : 'this changes several sites'}. Preview of what would change:\n${previewText(preview)}\nProceed?`,
+              requestedSchema: {
+                type: 'object',
+                properties: { confirm: { type: 'boolean', title: 'Yes, do it', description: 'Confirm the deletion.' } },
+                required: ['confirm'],
+              },
+            },
           },
-        }, ElicitResultSchema);
+          ElicitResultSchema,
+        );
         if (answer.action !== 'accept' || (answer.content as { confirm?: unknown } | undefined)?.confirm === false) {
-          throw new ServiceError('svc_confirmation_declined', `The user did not confirm ${a.name}; nothing was changed.`, 400, { action: answer.action });
+          throw new ServiceError('svc_confirmation_declined', `The user did not confirm ${a.name}; nothing was changed.`, 400, {
+            action: answer.action,
+          });
         }
         args = { ...args, confirm: true };
       }
       say('debug', { event: 'start', tool: a.name });
-      const result = await registry.run(a, args, {
+      const result = (await registry.run(a, args, {
         principal: filter.principal,
         coerce: false,
         signal: extra.signal,
         progress: async (p) => {
           if (p.message && !p.message.endsWith(': ok')) say('warning', p.message);
           if (token === undefined) return;
-          await extra.sendNotification({
-            method: 'notifications/progress',
-            params: { progressToken: token, progress: p.done, total: p.total, ...(p.message ? { message: p.message } : {}) },
-          }).catch(() => {});
+          await extra
+            .sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress: p.done, total: p.total, ...(p.message ? { message: p.message } : {}) },
+            })
+            .catch(() => {});
         },
-      }) as Record<string, unknown>;
+      })) as Record<string, unknown>;
       if (extra.signal.aborted) say('notice', { event: 'cancelled', not_processed: result.not_processed ?? [] });
       // The SDK client dispatches notifications a microtask late but responses at once: a last progress
       // notification read in the same chunk as the result would find its handler gone. A short pause
@@ -236,21 +283,49 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       return await run(name, input);
     } catch (e) {
       const err = toServiceError(e);
-      throw new RpcError(err.status === 404 ? RESOURCE_NOT_FOUND : err.status < 500 ? ErrorCode.InvalidParams : ErrorCode.InternalError, err.message, err.toBody());
+      throw new RpcError(
+        err.status === 404 ? RESOURCE_NOT_FOUND : err.status < 500 ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+        err.message,
+        err.toBody(),
+      );
     }
   };
 
   server.setRequestHandler(ListResourcesRequestSchema, () => ({
     resources: [
-      { uri: 'sitefleet://sites', name: 'sites', title: 'The fleet', description: 'Every managed site (id, url, name, status), 100 per page: sitefleet://sites?page=2 for more.', mimeType: 'application/json' },
-      { uri: INCIDENTS_URI, name: 'incidents', title: 'Downtime incidents', description: 'Open incidents and the 50 latest; subscribe to hear when one opens or closes.', mimeType: 'application/json' },
+      {
+        uri: 'sitefleet://sites',
+        name: 'sites',
+        title: 'The fleet',
+        description: 'Every managed site (id, url, name, status), 100 per page: sitefleet://sites?page=2 for more.',
+        mimeType: 'application/json',
+      },
+      {
+        uri: INCIDENTS_URI,
+        name: 'incidents',
+        title: 'Downtime incidents',
+        description: 'Open incidents and the 50 latest; subscribe to hear when one opens or closes.',
+        mimeType: 'application/json',
+      },
     ],
   }));
 
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
     resourceTemplates: [
-      { uriTemplate: 'sitefleet://sites/{id}', name: 'site', title: 'A site', description: 'One site with its stats (id or domain).', mimeType: 'application/json' },
-      { uriTemplate: 'sitefleet://jobs/{job_id}', name: 'job', title: 'A background job', description: 'Progress of a batch job; subscribe to hear when it moves.', mimeType: 'application/json' },
+      {
+        uriTemplate: 'sitefleet://sites/{id}',
+        name: 'site',
+        title: 'A site',
+        description: 'One site with its stats (id or domain).',
+        mimeType: 'application/json',
+      },
+      {
+        uriTemplate: 'sitefleet://jobs/{job_id}',
+        name: 'job',
+        title: 'A background job',
+        description: 'Progress of a batch job; subscribe to hear when it moves.',
+        mimeType: 'application/json',
+      },
     ],
   }));
 
@@ -258,14 +333,16 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     const uri = req.params.uri;
     if (uri === INCIDENTS_URI) {
       const [open, latest] = await Promise.all([
-        readAbility('list-incidents-v1', { state: 'open', per_page: 100 }), readAbility('list-incidents-v1', { per_page: 50 }),
+        readAbility('list-incidents-v1', { state: 'open', per_page: 100 }),
+        readAbility('list-incidents-v1', { per_page: 50 }),
       ]);
       return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ open, latest }) }] };
     }
     const m = /^sitefleet:\/\/(sites|jobs)(?:\/([^/?]+))?(?:\?page=(\d+))?$/.exec(uri);
     let body: unknown;
     if (m?.[1] === 'sites' && !m[2]) body = await readAbility('list-sites-v1', { page: Number(m[3] ?? 1), per_page: 100 });
-    else if (m?.[1] === 'sites' && m[2]) body = await readAbility('get-site-v1', { site_id_or_domain: decodeURIComponent(m[2]), include_stats: true });
+    else if (m?.[1] === 'sites' && m[2])
+      body = await readAbility('get-site-v1', { site_id_or_domain: decodeURIComponent(m[2]), include_stats: true });
     else if (m?.[1] === 'jobs' && m[2] && !m[3]) body = await readAbility('get-batch-job-status-v1', { job_id: decodeURIComponent(m[2]) });
     else throw new RpcError(RESOURCE_NOT_FOUND, `Unknown resource: ${uri}`, { uri });
     return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] };
@@ -274,7 +351,9 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   const pollJobs = async () => {
     for (const [jobId, last] of subscriptions) {
       let s: JobStatus;
-      try { s = await (run('get-batch-job-status-v1', { job_id: jobId }) as Promise<JobStatus>); } catch {
+      try {
+        s = await (run('get-batch-job-status-v1', { job_id: jobId }) as Promise<JobStatus>);
+      } catch {
         subscriptions.delete(jobId); // expired or removed: nothing more will happen to it
         continue;
       }
@@ -284,7 +363,10 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       void server.sendResourceUpdated({ uri: jobUri(jobId) }).catch(() => {});
       if (s.status === 'completed' || s.status === 'failed') subscriptions.delete(jobId);
     }
-    if (!subscriptions.size && pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+    if (!subscriptions.size && pollTimer) {
+      clearInterval(pollTimer);
+      pollTimer = null;
+    }
   };
 
   // Incidents: a digest of (id, end) of the newest ones, recomputed only when the incidents collection changed.
@@ -316,10 +398,14 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     const uri = req.params.uri;
     if (uri === INCIDENTS_URI) return subscribeIncidents();
     const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(uri);
-    if (!m) throw new RpcError(ErrorCode.InvalidParams, `Only ${INCIDENTS_URI} and job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`);
+    if (!m)
+      throw new RpcError(
+        ErrorCode.InvalidParams,
+        `Only ${INCIDENTS_URI} and job resources (sitefleet://jobs/{job_id}) can be subscribed to: ${uri}`,
+      );
     // One subscription per job, however its id is percent-encoded; the job must exist.
     const jobId = decodeURIComponent(m[1]!);
-    const status = await readAbility('get-batch-job-status-v1', { job_id: jobId }) as JobStatus;
+    const status = (await readAbility('get-batch-job-status-v1', { job_id: jobId })) as JobStatus;
     if (subscriptions.has(jobId)) return {};
     // A finished job will not move again: nothing to watch.
     if (status.status === 'completed' || status.status === 'failed') return {};
@@ -335,7 +421,10 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   });
 
   server.setRequestHandler(UnsubscribeRequestSchema, (req) => {
-    if (req.params.uri === INCIDENTS_URI && incidentTimer) { clearInterval(incidentTimer); incidentTimer = null; }
+    if (req.params.uri === INCIDENTS_URI && incidentTimer) {
+      clearInterval(incidentTimer);
+      incidentTimer = null;
+    }
     const m = /^sitefleet:\/\/jobs\/([^/?]+)$/.exec(req.params.uri);
     if (m) subscriptions.delete(decodeURIComponent(m[1]!));
     return {};

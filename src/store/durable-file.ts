@@ -4,7 +4,10 @@ import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { Adapter } from 'lowdb';
 
 export class StoreCorruptError extends Error {
-  constructor(readonly file: string, reason: string) {
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
     super(`Data file ${file} is unreadable (${reason}). sitefleet stopped without touching it: restore it from a backup or move it away.`);
     this.name = 'StoreCorruptError';
   }
@@ -43,7 +46,11 @@ export function parseJson<T>(file: string, text: string): T {
  * `discard()` removes it. A commit that touches several files stages them all first, so that a full disk or
  * any other write failure leaves every file as it was.
  */
-export interface StagedFile { file: string; commit(): Promise<void>; discard(): Promise<void> }
+export interface StagedFile {
+  file: string;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
 
 /** The temp name of `file` for this process: one writer per file per process at a time (commits are serial). */
 export const tempName = (file: string): string => `${file}.${process.pid}.tmp`;

@@ -55,7 +55,10 @@ export class GroupCommit<T> {
   private kick(): void {
     if (this.flushing || !this.queue.length) return;
     // Callers resolved by the last commit may queue more before this loop has ended: look again after it.
-    this.flushing = this.loop().finally(() => { this.flushing = null; this.kick(); });
+    this.flushing = this.loop().finally(() => {
+      this.flushing = null;
+      this.kick();
+    });
   }
 
   private async loop(): Promise<void> {
@@ -64,7 +67,8 @@ export class GroupCommit<T> {
       const { batch, outcomes, after } = await this.commit(() => this.queue.splice(0));
       batch.forEach((p, i) => {
         const o = outcomes[i]!;
-        if (o.ok) p.resolve(o.value); else p.reject(o.error);
+        if (o.ok) p.resolve(o.value);
+        else p.reject(o.error);
       });
       if (after) await after().catch(() => {});
     }
@@ -108,7 +112,11 @@ export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: Colle
     const map = t.data.get(col)!;
     const prev = map.get(rec.id);
     map.set(rec.id, rec);
-    undo.push(() => { if (prev) map.set(rec.id, prev); else map.delete(rec.id); t.bump(col); });
+    undo.push(() => {
+      if (prev) map.set(rec.id, prev);
+      else map.delete(rec.id);
+      t.bump(col);
+    });
     touched(col, rec.id);
     t.bump(col);
   };
@@ -119,18 +127,26 @@ export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: Colle
       const prevCounter = t.counters[col];
       const id = (prevCounter ?? 0) + 1;
       t.counters[col] = id;
-      undo.push(() => { t.counters[col] = prevCounter; });
+      undo.push(() => {
+        t.counters[col] = prevCounter;
+      });
       const full = { id, ...rec } as unknown as T;
       set(col, full);
       return full;
     },
-    put: (col, rec) => { set(col, rec); return rec; },
+    put: (col, rec) => {
+      set(col, rec);
+      return rec;
+    },
     delete: (col, id) => {
       const map = t.data.get(col)!;
       const prev = map.get(id);
       if (!prev) return false;
       map.delete(id);
-      undo.push(() => { map.set(id, prev); t.bump(col); });
+      undo.push(() => {
+        map.set(id, prev);
+        t.bump(col);
+      });
       touched(col, id);
       t.bump(col);
       return true;

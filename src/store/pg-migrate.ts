@@ -15,17 +15,27 @@ export class MigrateRefused extends Error {}
 
 async function connect(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url, application_name: 'sitefleet-migrate' });
-  await c.connect().catch((e: Error) => { throw new MigrateRefused(`Cannot reach the database at ${redactUrl(url)}: ${e.message}`); });
+  await c.connect().catch((e: Error) => {
+    throw new MigrateRefused(`Cannot reach the database at ${redactUrl(url)}: ${e.message}`);
+  });
   return c;
 }
 
 /** Creates the schema or brings it to this sitefleet's format. */
 export async function migratePg(url: string): Promise<{ from: number; to: number }> {
   const c = await connect(url);
-  try { return await migrateSchema(c); } finally { await c.end(); }
+  try {
+    return await migrateSchema(c);
+  } finally {
+    await c.end();
+  }
 }
 
-export interface CopyReport { kind: string; source: number; target: number }
+export interface CopyReport {
+  kind: string;
+  source: number;
+  target: number;
+}
 
 /**
  * Copies every record, blob and id counter of the data dir `from` into the database `to`, in one transaction, then
@@ -50,7 +60,10 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
       let n = 0;
       for (const id of ids) {
         const v = src.getBlob(kind, id);
-        if (v !== null) { rows.push({ kind, id, data: v }); n++; }
+        if (v !== null) {
+          rows.push({ kind, id, data: v });
+          n++;
+        }
       }
       source[kind] = n;
     }
@@ -66,7 +79,9 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
       await c.query('SELECT pg_advisory_xact_lock($1)', [0x5f1ee7]);
       const held = Number((await c.query('SELECT count(*) AS n FROM sitefleet_rows WHERE data IS NOT NULL')).rows[0].n);
       if (held && !force) {
-        throw new MigrateRefused(`The database at ${redactUrl(to)} already holds ${held} sitefleet rows; nothing was copied. Add --force to replace them.`);
+        throw new MigrateRefused(
+          `The database at ${redactUrl(to)} already holds ${held} sitefleet rows; nothing was copied. Add --force to replace them.`,
+        );
       }
       const seq = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s) + 1;
       if (force) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1 WHERE data IS NOT NULL', [seq]);
@@ -78,7 +93,10 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
           [JSON.stringify(rows.slice(i, i + COPY_CHUNK)), seq],
         );
       }
-      const prev = ((await c.query(`SELECT value FROM sitefleet_meta WHERE key = 'counters'`)).rows[0]?.value ?? {}) as Record<string, number>;
+      const prev = ((await c.query(`SELECT value FROM sitefleet_meta WHERE key = 'counters'`)).rows[0]?.value ?? {}) as Record<
+        string,
+        number
+      >;
       for (const col of COLLECTION_NAMES) counters[col] = Math.max(counters[col]!, prev[col] ?? 0);
       await c.query(`UPDATE sitefleet_meta SET value = $1::jsonb WHERE key = 'counters'`, [JSON.stringify(counters)]);
       await c.query('SELECT pg_notify($1, $2)', ['sitefleet_commits', String(seq)]);
@@ -93,7 +111,9 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
       const report: CopyReport[] = [];
       for (const col of COLLECTION_NAMES) report.push({ kind: col, source: source[col]!, target: target.count(col) });
       for (const kind of BLOB_KINDS) {
-        const n = Number((await c.query('SELECT count(*) AS n FROM sitefleet_rows WHERE kind = $1 AND data IS NOT NULL', [kind])).rows[0].n);
+        const n = Number(
+          (await c.query('SELECT count(*) AS n FROM sitefleet_rows WHERE kind = $1 AND data IS NOT NULL', [kind])).rows[0].n,
+        );
         report.push({ kind, source: source[kind]!, target: n });
       }
       const off = report.filter((r) => r.source !== r.target);

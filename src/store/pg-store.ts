@@ -46,7 +46,12 @@ const PG_MIGRATIONS: Record<number, string> = {
 };
 
 type Kind = CollectionName | Blob;
-interface Row { kind: string; id: number; seq: string; data: unknown }
+interface Row {
+  kind: string;
+  id: number;
+  seq: string;
+  data: unknown;
+}
 
 /** A redacted form of the URL for messages: never print a password. */
 export const redactUrl = (url: string): string => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
@@ -63,10 +68,15 @@ export async function migrateSchema(client: pg.ClientBase): Promise<{ from: numb
     const exists = (await client.query(`SELECT to_regclass('sitefleet_meta') AS t`)).rows[0].t !== null;
     const from = exists ? Number((await client.query(`SELECT value FROM sitefleet_meta WHERE key = 'format'`)).rows[0]?.value ?? 0) : 0;
     if (from > PG_FORMAT) {
-      throw new Error(`The database holds sitefleet schema format ${from}, written by a newer sitefleet (this one reads ${PG_FORMAT}). Nothing was changed.`);
+      throw new Error(
+        `The database holds sitefleet schema format ${from}, written by a newer sitefleet (this one reads ${PG_FORMAT}). Nothing was changed.`,
+      );
     }
     for (let f = from; f < PG_FORMAT; f++) await client.query(PG_MIGRATIONS[f]!);
-    await client.query(`INSERT INTO sitefleet_meta (key, value) VALUES ('format', $1::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(PG_FORMAT)]);
+    await client.query(
+      `INSERT INTO sitefleet_meta (key, value) VALUES ('format', $1::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [JSON.stringify(PG_FORMAT)],
+    );
     await client.query(`INSERT INTO sitefleet_meta (key, value) VALUES ('counters', '{}'::jsonb) ON CONFLICT (key) DO NOTHING`);
     await client.query('COMMIT');
     return { from, to: PG_FORMAT };
@@ -111,7 +121,9 @@ export class PgStore implements Store {
       log('error', 'postgres connection error', { err: e.message });
       if (c === this.writer) this.writerBroken = true;
     });
-    c.on('end', () => { if (c === this.writer && !this.closed) this.writerBroken = true; });
+    c.on('end', () => {
+      if (c === this.writer && !this.closed) this.writerBroken = true;
+    });
     return c;
   }
 
@@ -122,7 +134,10 @@ export class PgStore implements Store {
     });
     try {
       await migrateSchema(this.writer);
-      for (const col of COLLECTION_NAMES) { this.data.set(col, new Map()); this.bump(col); }
+      for (const col of COLLECTION_NAMES) {
+        this.data.set(col, new Map());
+        this.bump(col);
+      }
       for (const kind of BLOB_KINDS) this.blobs.set(kind, new Map());
       await this.listen();
       await this.catchUp(this.writer);
@@ -131,7 +146,9 @@ export class PgStore implements Store {
       await this.listener?.end().catch(() => {});
       throw e;
     }
-    this.poll = setInterval(() => { void this.backgroundCatchUp(); }, POLL_MS);
+    this.poll = setInterval(() => {
+      void this.backgroundCatchUp();
+    }, POLL_MS);
     this.poll.unref();
   }
 
@@ -184,7 +201,9 @@ export class PgStore implements Store {
     this.catchingUp = true;
     return this.serial(() => this.catchUp(this.writer))
       .catch((e: Error) => log('warn', 'postgres catch-up failed', { err: e.message }))
-      .finally(() => { this.catchingUp = false; });
+      .finally(() => {
+        this.catchingUp = false;
+      });
   }
 
   /** The rows committed after `this.seq` (by any process) and the id counters: one statement (seq is our own integer). */
@@ -213,12 +232,14 @@ export class PgStore implements Store {
       if (r.kind in COLLECTIONS) {
         const col = r.kind as CollectionName;
         const map = this.data.get(col)!;
-        if (r.data === null) map.delete(r.id); else map.set(r.id, r.data as Rec);
+        if (r.data === null) map.delete(r.id);
+        else map.set(r.id, r.data as Rec);
         if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
         touched.add(col);
       } else if ((BLOB_KINDS as string[]).includes(r.kind)) {
         const map = this.blobs.get(r.kind as Blob)!;
-        if (r.data === null) map.delete(r.id); else map.set(r.id, r.data);
+        if (r.data === null) map.delete(r.id);
+        else map.set(r.id, r.data);
       }
     }
     for (const col of touched) this.bump(col);
@@ -259,13 +280,17 @@ export class PgStore implements Store {
   sync(): Promise<void> {
     if (this.closed) return Promise.resolve();
     if (!this.checking) {
-      this.checking = this.check().finally(() => { this.checking = null; });
+      this.checking = this.check().finally(() => {
+        this.checking = null;
+      });
       return this.checking;
     }
-    this.nextCheck ??= this.checking.catch(() => {}).then(() => {
-      this.nextCheck = null;
-      return this.sync();
-    });
+    this.nextCheck ??= this.checking
+      .catch(() => {})
+      .then(() => {
+        this.nextCheck = null;
+        return this.sync();
+      });
     return this.nextCheck;
   }
 
@@ -303,7 +328,9 @@ export class PgStore implements Store {
       // Both are simple-protocol multi-statement queries, so values are inlined: integers we own, and JSON through
       // escapeLiteral. An error in any statement skips the rest, COMMIT included.
       began = true;
-      const opened = (await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`)) as unknown as pg.QueryResult<Row>[];
+      const opened = (await c.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`,
+      )) as unknown as pg.QueryResult<Row>[];
       this.applyCatchUp(opened[2]!.rows);
       batch = take();
       const dirty = new Map<string, { kind: Kind; id: number }>();
@@ -312,8 +339,12 @@ export class PgStore implements Store {
       if (dirty.size) {
         const seq = this.seq + 1;
         const rows = [...dirty.values()].map(({ kind, id }) => ({
-          kind, id,
-          data: kind in COLLECTIONS ? this.data.get(kind as CollectionName)!.get(id) ?? null : this.blobs.get(kind as Blob)!.get(id) ?? null,
+          kind,
+          id,
+          data:
+            kind in COLLECTIONS
+              ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
+              : (this.blobs.get(kind as Blob)!.get(id) ?? null),
         }));
         const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
         const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
@@ -337,7 +368,11 @@ export class PgStore implements Store {
       if (began) await c.query('ROLLBACK').catch(() => {});
       for (const u of undoAll.reverse()) u();
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
-      const error = new ServiceError('svc_store_unavailable', 'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.', 503);
+      const error = new ServiceError(
+        'svc_store_unavailable',
+        'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.',
+        503,
+      );
       if (this.writerBroken) await this.reconnect();
       // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
       if (!batch.length) batch = take();
@@ -354,15 +389,25 @@ export class PgStore implements Store {
 
   private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>): Tx {
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
-    const tables: Tables = { data: this.data, counters: this.counters, bump: (col) => this.bump(col), get: (col, id) => this.get(col, id), all: (col) => this.all(col) };
+    const tables: Tables = {
+      data: this.data,
+      counters: this.counters,
+      bump: (col) => this.bump(col),
+      get: (col, id) => this.get(col, id),
+      all: (col) => this.all(col),
+    };
     return {
       ...tableTx(tables, undo, mark),
       putBlob: (kind, id, value) => {
         const map = this.blobs.get(kind)!;
         const had = map.has(id);
         const prev = map.get(id);
-        if (value === null) map.delete(id); else map.set(id, value);
-        undo.push(() => { if (had) map.set(id, prev); else map.delete(id); });
+        if (value === null) map.delete(id);
+        else map.set(id, value);
+        undo.push(() => {
+          if (had) map.set(id, prev);
+          else map.delete(id);
+        });
         mark(kind, id);
       },
     };

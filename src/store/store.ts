@@ -31,7 +31,10 @@ export interface Meta {
   files: Record<string, number>;
 }
 
-interface ShardFile<T> { collection: string; records: T[] }
+interface ShardFile<T> {
+  collection: string;
+  records: T[];
+}
 
 const fileOf = (col: CollectionName, id: number): string =>
   COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
@@ -57,7 +60,12 @@ export class LowdbStore implements StoreEngine {
   private async init(): Promise<void> {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     for (const sub of ['site-data', 'secrets']) mkdirSync(join(this.dir, sub), { recursive: true, mode: 0o700 });
-    try { chmodSync(this.dir, 0o700); chmodSync(join(this.dir, 'secrets'), 0o700); } catch { /* not ours to fix */ }
+    try {
+      chmodSync(this.dir, 0o700);
+      chmodSync(join(this.dir, 'secrets'), 0o700);
+    } catch {
+      /* not ours to fix */
+    }
     const metaFile = join(this.dir, 'meta.json');
     const release = await this.lock();
     try {
@@ -143,7 +151,11 @@ export class LowdbStore implements StoreEngine {
     if (t - this.lastLook < 1) return;
     this.lastLook = t;
     let key: string;
-    try { key = this.statKey(); } catch { return; }
+    try {
+      key = this.statKey();
+    } catch {
+      return;
+    }
     if (key !== this.metaStat) this.reloadChanged();
   }
 
@@ -172,7 +184,13 @@ export class LowdbStore implements StoreEngine {
   }
 
   private tables(): Tables {
-    return { data: this.data, counters: this.meta.counters, bump: (col) => this.bump(col), get: (col, id) => this.get(col, id), all: (col) => this.all(col) };
+    return {
+      data: this.data,
+      counters: this.meta.counters,
+      bump: (col) => this.bump(col),
+      get: (col, id) => this.get(col, id),
+      all: (col) => this.all(col),
+    };
   }
 
   private bump(col: CollectionName): void {
@@ -253,7 +271,12 @@ export class LowdbStore implements StoreEngine {
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
       const error = storeFailure(e);
       outcomes = batch.map(() => ({ ok: false, error }));
-      try { this.loadAll(); this.blobCache.clear(); } catch { /* keep serving what we have */ }
+      try {
+        this.loadAll();
+        this.blobCache.clear();
+      } catch {
+        /* keep serving what we have */
+      }
     }
     // The commit is durable (or failed and was rolled back) when callers are told, before the lock goes (issue 19:
     // one file-system round trip less on every acknowledged write); the next commit still waits for the release.
@@ -269,7 +292,11 @@ export class LowdbStore implements StoreEngine {
         const prev = this.blobCache.get(key);
         this.blobCache.set(key, value);
         blobs.set(key, value);
-        undo.push(() => { if (had) this.blobCache.set(key, prev); else this.blobCache.delete(key); blobs.delete(key); });
+        undo.push(() => {
+          if (had) this.blobCache.set(key, prev);
+          else this.blobCache.delete(key);
+          blobs.delete(key);
+        });
       },
     };
   }
@@ -291,13 +318,18 @@ export class LowdbStore implements StoreEngine {
       const map = this.data.get(col)!;
       const records: Rec[] = [];
       // A shard is a range of ids: look them up (250 gets) rather than scan the whole fleet per edit.
-      if (shard) for (let id = lo; id < hi; id++) { const r = map.get(id); if (r) records.push(r); }
+      if (shard)
+        for (let id = lo; id < hi; id++) {
+          const r = map.get(id);
+          if (r) records.push(r);
+        }
       else records.push(...map.values());
       texts.set(join(this.dir, file), JSON.stringify({ collection: col, records } satisfies ShardFile<Rec>));
     }
     for (const [key, value] of blobs) {
       const file = join(this.dir, `${key}.json`);
-      if (value === null) removals.push(file); else texts.set(file, JSON.stringify(value));
+      if (value === null) removals.push(file);
+      else texts.set(file, JSON.stringify(value));
     }
     const files = { ...this.meta.files };
     for (const f of dirty) files[f] = generation;

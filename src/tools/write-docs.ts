@@ -34,7 +34,9 @@ export function toolsMarkdown(): string {
     const input = jsonSchemaOf(a.input, 'input');
     const required = new Set(input.required ?? []);
     const hints = (['readonly', 'destructive', 'idempotent', 'openWorld'] as const).filter((k) => a.annotations[k]);
-    const routes = restRoutes.filter((r) => r.ability?.name === a.name).map((r) => `\`${r.methods.join('|')} ${r.path.replace(/:(\w+)/g, '{$1}')}\``);
+    const routes = restRoutes
+      .filter((r) => r.ability?.name === a.name)
+      .map((r) => `\`${r.methods.join('|')} ${r.path.replace(/:(\w+)/g, '{$1}')}\``);
     lines.push(`## ${a.name} — ${a.label}`, '', a.description, '');
     lines.push(`- category \`${a.category}\`, toolset \`${a.toolset}\`${a.module ? `, module \`${a.module}\`` : ''}`);
     lines.push(`- hints: ${hints.length ? hints.map((h) => `\`${h}\``).join(', ') : 'none (writes, not destructive)'}`);
@@ -45,7 +47,9 @@ export function toolsMarkdown(): string {
       lines.push('| input | type | required | default | notes |', '|---|---|---|---|---|');
       for (const [k, s] of props) {
         const note = String(s.description ?? '').replace(/\|/g, '\\|');
-        lines.push(`| \`${k}\` | ${typeOf(s)} | ${required.has(k) ? 'yes' : ''} | ${s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``} | ${note} |`);
+        lines.push(
+          `| \`${k}\` | ${typeOf(s)} | ${required.has(k) ? 'yes' : ''} | ${s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``} | ${note} |`,
+        );
       }
       lines.push('');
     } else {
@@ -66,7 +70,11 @@ export function toolsListBytes(): number {
 }
 
 export function toolsSnapshot(): string {
-  return `${JSON.stringify([...toolsList()].sort((x, y) => x.name.localeCompare(y.name)), null, 2)}\n`;
+  return `${JSON.stringify(
+    [...toolsList()].sort((x, y) => x.name.localeCompare(y.name)),
+    null,
+    2,
+  )}\n`;
 }
 
 /** docs/openapi.json: the REST door's OpenAPI document for the default prefix (GET /wp-json/svc/v2/openapi.json). */
@@ -75,14 +83,26 @@ export const openApiSnapshot = () => restDocumentJson(restRoutes, loadConfig({},
 export const DOC_FILES = { 'tools.md': toolsMarkdown, 'tools-list.json': toolsSnapshot, 'openapi.json': openApiSnapshot } as const;
 
 export function staleDocs(): string[] {
-  return Object.entries(DOC_FILES).filter(([f, make]) => {
-    try { return readFileSync(`${DOCS}${f}`, 'utf8') !== make(); } catch { return true; }
-  }).map(([f]) => `docs/${f}`);
+  return Object.entries(DOC_FILES)
+    .filter(([f, make]) => {
+      try {
+        return readFileSync(`${DOCS}${f}`, 'utf8') !== make();
+      } catch {
+        return true;
+      }
+    })
+    .map(([f]) => `docs/${f}`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   for (const [f, make] of Object.entries(DOC_FILES)) writeFileSync(`${DOCS}${f}`, make());
-  console.log(`Wrote ${Object.keys(DOC_FILES).map((f) => `docs/${f}`).join(', ')}`);
+  console.log(
+    `Wrote ${Object.keys(DOC_FILES)
+      .map((f) => `docs/${f}`)
+      .join(', ')}`,
+  );
   const bytes = toolsListBytes();
-  console.log(`tools/list: ${allAbilities.length} tools, ${bytes.toLocaleString('en-US')} bytes (${Math.round(bytes / allAbilities.length)} a tool)`);
+  console.log(
+    `tools/list: ${allAbilities.length} tools, ${bytes.toLocaleString('en-US')} bytes (${Math.round(bytes / allAbilities.length)} a tool)`,
+  );
 }

@@ -33,7 +33,10 @@ export function staleSchemas(dir = SCHEMA_DIR): string[] {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (process.argv.includes('--check')) {
     const stale = staleSchemas();
-    if (stale.length) { console.error(`Stale schemas (run npm run schemas): ${stale.join(', ')}`); process.exit(1); }
+    if (stale.length) {
+      console.error(`Stale schemas (run npm run schemas): ${stale.join(', ')}`);
+      process.exit(1);
+    }
   } else {
     mkdirSync(SCHEMA_DIR, { recursive: true });
     for (const f of readdirSync(SCHEMA_DIR)) if (f.endsWith('.json')) rmSync(join(SCHEMA_DIR, f));

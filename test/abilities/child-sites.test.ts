@@ -16,13 +16,19 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 describe('add-site-v1', () => {
-  it('registers a site with the child\'s own answers, and refuses one already registered or a wrong password', async () => {
+  it("registers a site with the child's own answers, and refuses one already registered or a wrong password", async () => {
     const info = h.sim.sites[3]!;
-    expect(await h.fails('add-site-v1', { url: info.url, admin: info.admin, admin_password: 'wrong' })).toMatchObject({ status: expect.any(Number) });
+    expect(await h.fails('add-site-v1', { url: info.url, admin: info.admin, admin_password: 'wrong' })).toMatchObject({
+      status: expect.any(Number),
+    });
     const s = await h.call('add-site-v1', { url: info.url, admin: info.admin, admin_password: info.password, name: 'Fourth' });
     expect(s).toMatchObject({ url: info.url, name: 'Fourth', status: 'connected', wp_version: h.sim.state(4).wpVersion });
-    expect(await h.fails('add-site-v1', { url: info.url, admin: info.admin, admin_password: info.password })).toMatchObject({ status: 409 });
-    expect(await h.fails('add-site-v1', { url: info.url, admin: info.admin, admin_password: info.password }, h.as.viewer)).toMatchObject({ code: 'svc_permission_denied' });
+    expect(await h.fails('add-site-v1', { url: info.url, admin: info.admin, admin_password: info.password })).toMatchObject({
+      status: 409,
+    });
+    expect(await h.fails('add-site-v1', { url: info.url, admin: info.admin, admin_password: info.password }, h.as.viewer)).toMatchObject({
+      code: 'svc_permission_denied',
+    });
     await h.call('delete-site-v1', { site_id_or_domain: s.id, confirm: true });
   });
 });
@@ -36,7 +42,12 @@ describe('sync-sites-v1, check-site-v1, check-sites-v1', () => {
   });
 
   it('checks one site and several, counting the reachable ones', async () => {
-    expect(await h.call('check-site-v1', { site_id_or_domain: ids[0]! })).toMatchObject({ site_id: ids[0], reachable: true, checked: true, status: { online: true } });
+    expect(await h.call('check-site-v1', { site_id_or_domain: ids[0]! })).toMatchObject({
+      site_id: ids[0],
+      reachable: true,
+      checked: true,
+      status: { online: true },
+    });
     h.sim.setFault(2, { type: 'down' });
     try {
       const r = await h.call('check-sites-v1', { site_ids_or_domains: ids });
@@ -76,10 +87,19 @@ describe('fleet tools', () => {
   });
 
   it('disconnects all sites after a preview and confirm; reconnect-sites undoes it', async () => {
-    expect(await h.call('disconnect-all-sites-v1', { dry_run: true })).toMatchObject({ dry_run: true, total: 3, sites: ids.map((id) => expect.objectContaining({ id })) });
+    expect(await h.call('disconnect-all-sites-v1', { dry_run: true })).toMatchObject({
+      dry_run: true,
+      total: 3,
+      sites: ids.map((id) => expect.objectContaining({ id })),
+    });
     expect(await h.fails('disconnect-all-sites-v1', {})).toMatchObject({ code: 'svc_confirmation_required' });
     expect((await h.call('count-sites-v1', { status: 'connected' })).total).toBe(3);
-    expect(await h.call('disconnect-all-sites-v1', { confirm: true })).toMatchObject({ dry_run: false, queued: false, total: 3, succeeded: 3 });
+    expect(await h.call('disconnect-all-sites-v1', { confirm: true })).toMatchObject({
+      dry_run: false,
+      queued: false,
+      total: 3,
+      succeeded: 3,
+    });
     expect((await h.call('count-sites-v1', { status: 'disconnected' })).total).toBe(3);
     expect(await h.fails('disconnect-all-sites-v1', { confirm: true })).toMatchObject({ code: 'svc_site_not_found' });
     await h.call('reconnect-sites-v1', { site_ids_or_domains: ids });
@@ -93,7 +113,11 @@ describe('background jobs: get-batch-job-status-v1, cancel-batch-job-v1', () => 
     const fourth = await h.call('add-site-v1', { url: info.url, admin: info.admin, admin_password: info.password });
     const q = await h.call('sync-sites-v1', {});
     expect(q).toMatchObject({ queued: true, sites_queued: 4, job_id: expect.stringMatching(/^sync_/) });
-    const done = await until(() => h.call('get-batch-job-status-v1', { job_id: q.job_id! }, h.as.viewer), (j) => j.status === 'completed', 10_000);
+    const done = await until(
+      () => h.call('get-batch-job-status-v1', { job_id: q.job_id! }, h.as.viewer),
+      (j) => j.status === 'completed',
+      10_000,
+    );
     expect(done).toMatchObject({ job_id: q.job_id, type: 'sync', total: 4, processed: 4, succeeded: 4, failed: 0, progress: 100 });
     const again = await h.call('cancel-batch-job-v1', { job_id: q.job_id! });
     expect(again).toMatchObject({ job_id: q.job_id, status: 'completed', succeeded: 4 });

@@ -8,16 +8,28 @@ import { seedSites } from '../support/server.js';
 let h: AbilityHarness;
 let fleet: Fleet;
 let n = 0;
-const uniq = (p: string) => { n += 1; return `${p}${n}`; };
+const uniq = (p: string) => {
+  n += 1;
+  return `${p}${n}`;
+};
 const sitesFor = async (count: number) => seedSites(h.services, count, () => ({ url: `https://${uniq('cl')}.example.com/` }));
 
-beforeAll(async () => { h = await openAbilities(); fleet = await seedFleet(h.services); });
+beforeAll(async () => {
+  h = await openAbilities();
+  fleet = await seedFleet(h.services);
+});
 afterAll(() => h.close());
 
 describe('add-client-v1, get-client-v1, list-clients-v1, count-clients-v1', () => {
   it('adds a client with its sites, finds it by id or email (any case), lists and counts by status', async () => {
     const sites = await sitesFor(2);
-    const c = await h.call('add-client-v1', { name: 'Listed Co', email: 'Boss@Listed.example', status: 'lead', city: 'Oslo', selected_sites: sites.map((s) => s.id) });
+    const c = await h.call('add-client-v1', {
+      name: 'Listed Co',
+      email: 'Boss@Listed.example',
+      status: 'lead',
+      city: 'Oslo',
+      selected_sites: sites.map((s) => s.id),
+    });
     expect(c).toMatchObject({ name: 'Listed Co', status: 'lead', city: 'Oslo', sites_count: 2 });
     expect((await h.call('get-client-v1', { client_id_or_email: 'boss@listed.example' }, h.as.viewer)).id).toBe(c.id);
     expect((await h.call('get-client-v1', { client_id_or_email: c.id })).name).toBe('Listed Co');
@@ -30,8 +42,14 @@ describe('add-client-v1, get-client-v1, list-clients-v1, count-clients-v1', () =
   });
 
   it('refuses an unknown client, a bad status, an unknown site and a read-only caller', async () => {
-    expect(await h.fails('get-client-v1', { client_id_or_email: 'nobody@example.com' })).toMatchObject({ code: 'svc_client_not_found', status: 404 });
-    expect(await h.fails('add-client-v1', { name: 'X', status: 'vip' })).toMatchObject({ code: 'ability_invalid_input', data: { params: { status: expect.any(String) } } });
+    expect(await h.fails('get-client-v1', { client_id_or_email: 'nobody@example.com' })).toMatchObject({
+      code: 'svc_client_not_found',
+      status: 404,
+    });
+    expect(await h.fails('add-client-v1', { name: 'X', status: 'vip' })).toMatchObject({
+      code: 'ability_invalid_input',
+      data: { params: { status: expect.any(String) } },
+    });
     expect(await h.fails('add-client-v1', { name: uniq('Ghost sites '), selected_sites: [99999] })).toMatchObject({ status: 404 });
     expect(await h.fails('add-client-v1', { name: 'Never' }, h.as.viewer)).toMatchObject({ code: 'svc_permission_denied' });
   });
@@ -40,14 +58,24 @@ describe('add-client-v1, get-client-v1, list-clients-v1, count-clients-v1', () =
 describe('the e-mail and lookup rules', () => {
   // Moved from test/clients.test.ts (add-client-v1, get-client-v1, update-client-v1): rules of the client service.
   it('refuses an e-mail another client has (any letter case) with 409', async () => {
-    expect(await h.fails('add-client-v1', { name: 'Copy', email: 'IT@acme.example' })).toMatchObject({ status: 409, code: 'svc_client_exists',
-      message: `A client with e-mail "IT@acme.example" already exists (ID ${fleet.clients[1]!.id}).` });
+    expect(await h.fails('add-client-v1', { name: 'Copy', email: 'IT@acme.example' })).toMatchObject({
+      status: 409,
+      code: 'svc_client_exists',
+      message: `A client with e-mail "IT@acme.example" already exists (ID ${fleet.clients[1]!.id}).`,
+    });
   });
 
   it('answers an unknown client with 404 svc_client_not_found, by id or by e-mail', async () => {
-    expect(await h.fails('get-client-v1', { client_id_or_email: 999 })).toMatchObject({ status: 404, code: 'svc_client_not_found', message: 'No client found with ID 999.' });
-    expect(await h.fails('get-client-v1', { client_id_or_email: 'who@nowhere.example' })).toMatchObject({ status: 404, code: 'svc_client_not_found',
-      message: 'No client found matching "who@nowhere.example".' });
+    expect(await h.fails('get-client-v1', { client_id_or_email: 999 })).toMatchObject({
+      status: 404,
+      code: 'svc_client_not_found',
+      message: 'No client found with ID 999.',
+    });
+    expect(await h.fails('get-client-v1', { client_id_or_email: 'who@nowhere.example' })).toMatchObject({
+      status: 404,
+      code: 'svc_client_not_found',
+      message: 'No client found matching "who@nowhere.example".',
+    });
   });
 });
 
@@ -69,7 +97,7 @@ describe('update-client-v1, suspend-client-v1, unsuspend-client-v1', () => {
 });
 
 describe('count-client-sites-v1, get-client-sites-v1, get-site-client-v1', () => {
-  it('counts and lists a client\'s sites, and names a site\'s client (or none)', async () => {
+  it("counts and lists a client's sites, and names a site's client (or none)", async () => {
     const sites = await sitesFor(3);
     const c = await h.call('add-client-v1', { name: uniq('Owner '), selected_sites: sites.slice(0, 2).map((s) => s.id) });
     expect(await h.call('count-client-sites-v1', { client_id_or_email: c.id })).toEqual({ client_id: c.id, total: 2 });
@@ -85,9 +113,16 @@ describe('delete-client-v1', () => {
   it('previews, needs confirm, then deletes; its sites stay unassigned', async () => {
     const [site] = await sitesFor(1);
     const c = await h.call('add-client-v1', { name: uniq('Gone '), selected_sites: [site!.id] });
-    expect(await h.call('delete-client-v1', { client_id_or_email: c.id, dry_run: true })).toMatchObject({ deleted: false, dry_run: true, sites_unassigned: 1, would_affect: { sites_count: 1 } });
+    expect(await h.call('delete-client-v1', { client_id_or_email: c.id, dry_run: true })).toMatchObject({
+      deleted: false,
+      dry_run: true,
+      sites_unassigned: 1,
+      would_affect: { sites_count: 1 },
+    });
     expect(await h.fails('delete-client-v1', { client_id_or_email: c.id })).toMatchObject({ code: 'svc_confirmation_required' });
-    expect(await h.fails('delete-client-v1', { client_id_or_email: c.id, dry_run: true, confirm: true })).toMatchObject({ code: 'svc_invalid_input' });
+    expect(await h.fails('delete-client-v1', { client_id_or_email: c.id, dry_run: true, confirm: true })).toMatchObject({
+      code: 'svc_invalid_input',
+    });
     expect(await h.call('delete-client-v1', { client_id_or_email: c.id, confirm: true })).toMatchObject({ deleted: true, client_id: c.id });
     expect(await h.fails('get-client-v1', { client_id_or_email: c.id })).toMatchObject({ code: 'svc_client_not_found' });
     const kept = await h.call('get-site-v1', { site_id_or_domain: site!.id });
@@ -101,7 +136,11 @@ describe('client fields', () => {
     expect(f).toMatchObject({ name: 'Contract', description: 'Contract number', clients_count: 0 });
     expect(await h.fails('add-client-field-v1', { name: 'contract' })).toMatchObject({ status: 409 });
     expect((await h.call('list-client-fields-v1', { search: 'contr' })).items.map((x) => x.id)).toEqual([f.id]);
-    expect(await h.call('update-client-field-v1', { field: f.id, name: 'Contract no' })).toMatchObject({ id: f.id, name: 'Contract no', description: 'Contract number' });
+    expect(await h.call('update-client-field-v1', { field: f.id, name: 'Contract no' })).toMatchObject({
+      id: f.id,
+      name: 'Contract no',
+      description: 'Contract number',
+    });
     expect(await h.fails('update-client-field-v1', { field: 99999, name: 'x' })).toMatchObject({ status: 404 });
   });
 
@@ -116,7 +155,9 @@ describe('client fields', () => {
     expect(read.fields).toContainEqual({ id: f.id, name: f.name, value: 'gold' });
     expect((await h.call('list-clients-by-field-v1', { field: f.id, value: 'gold' })).items.map((c) => c.id)).toEqual([gold.id]);
     expect((await h.call('list-clients-by-field-v1', { field: f.name, value: 'gold', match: 'contains' })).total).toBe(2);
-    expect(await h.fails('set-client-field-values-v1', { client_id_or_email: gold.id, values: { 'no such field': 'x' } })).toMatchObject({ status: 404 });
+    expect(await h.fails('set-client-field-values-v1', { client_id_or_email: gold.id, values: { 'no such field': 'x' } })).toMatchObject({
+      status: 404,
+    });
     expect(await h.fails('delete-client-field-v1', { field: f.id })).toMatchObject({ code: 'svc_confirmation_required' });
     expect(await h.call('delete-client-field-v1', { field: f.id, dry_run: true })).toMatchObject({ deleted: false, values_removed: 2 });
     expect(await h.call('delete-client-field-v1', { field: f.id, confirm: true })).toMatchObject({ deleted: true, values_removed: 2 });
@@ -128,7 +169,10 @@ describe('client fields', () => {
 // its own (ids 1..6 as seedFleet makes them on a fresh store). Beta Ltd owns charlie (3); Acme Corp owns alpha (1)
 // and bravo (2).
 
-interface World { h: AbilityHarness; fleet: Fleet }
+interface World {
+  h: AbilityHarness;
+  fleet: Fleet;
+}
 async function world(): Promise<World> {
   const w = await openAbilities();
   return { h: w, fleet: await seedFleet(w.services) };
@@ -165,8 +209,11 @@ describe('list-clients-v1 and count-clients-v1 (rules)', () => {
     expect(await list({ search: 'zeta.example' })).toEqual(['Zeta']);
     expect(await list({ include: [beta!.id, acme!.id] })).toEqual(['Acme Corp', 'Beta Ltd']);
     expect(await list({ exclude: [beta!.id] })).toEqual(['Acme Corp', 'alpha agency', 'Zeta']);
-    expect(await w.h.fails('list-clients-v1', { status: 'vip' })).toMatchObject({ status: 400, code: 'ability_invalid_input',
-      message: invalidInput('list-clients-v1', 'input[status] is not one of any, active, suspended, lead, and lost.') });
+    expect(await w.h.fails('list-clients-v1', { status: 'vip' })).toMatchObject({
+      status: 400,
+      code: 'ability_invalid_input',
+      message: invalidInput('list-clients-v1', 'input[status] is not one of any, active, suspended, lead, and lost.'),
+    });
   });
 
   it('counts, all or by status', async () => {
@@ -177,7 +224,9 @@ describe('list-clients-v1 and count-clients-v1 (rules)', () => {
 
 describe('get-client-sites-v1, get-client-costs-v1, get-site-client-v1 (rules)', () => {
   let w: World;
-  beforeAll(async () => { w = await world(); });
+  beforeAll(async () => {
+    w = await world();
+  });
   afterAll(() => w.h.close());
 
   it('lists the sites of a client by URL', async () => {
@@ -189,8 +238,13 @@ describe('get-client-sites-v1, get-client-costs-v1, get-site-client-v1 (rules)',
       { id: 2, url: 'http://www.bravo.example.org/', name: 'Bravo', status: 'disconnected', client_id: acme.id },
     ]);
     expectSchema(r, outputSchema(w, 'get-client-sites-v1'));
-    expect((await w.h.call('get-client-sites-v1', { client_id_or_email: acme.id, per_page: 1, page: 2 })).sites.map((x) => x.id)).toEqual([2]);
-    expect(await w.h.fails('get-client-sites-v1', { client_id_or_email: 404 })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
+    expect((await w.h.call('get-client-sites-v1', { client_id_or_email: acme.id, per_page: 1, page: 2 })).sites.map((x) => x.id)).toEqual([
+      2,
+    ]);
+    expect(await w.h.fails('get-client-sites-v1', { client_id_or_email: 404 })).toMatchObject({
+      status: 404,
+      code: 'svc_client_not_found',
+    });
   });
 
   it('lists the costs that apply to a client: naming it, or covering its sites directly or by tag', async () => {
@@ -212,22 +266,36 @@ describe('get-client-sites-v1, get-client-costs-v1, get-site-client-v1 (rules)',
   it('answers the client of a site, or null with a message', async () => {
     const acme = w.fleet.clients[1]!;
     const r = await w.h.call('get-site-client-v1', { site_id_or_domain: 'alpha.example.com' });
-    expect(r).toEqual({ site_id: 1, client: expect.objectContaining({ id: acme.id, name: 'Acme Corp', email: 'it@acme.example', status: 'active', sites_count: 2 }), message: 'Client found.' });
+    expect(r).toEqual({
+      site_id: 1,
+      client: expect.objectContaining({ id: acme.id, name: 'Acme Corp', email: 'it@acme.example', status: 'active', sites_count: 2 }),
+      message: 'Client found.',
+    });
     expectSchema(r, outputSchema(w, 'get-site-client-v1'));
-    expect(await w.h.call('get-site-client-v1', { site_id_or_domain: 4 })).toEqual({ site_id: 4, client: null, message: 'No client assigned to this site.' });
+    expect(await w.h.call('get-site-client-v1', { site_id_or_domain: 4 })).toEqual({
+      site_id: 4,
+      client: null,
+      message: 'No client assigned to this site.',
+    });
     expect(await w.h.fails('get-site-client-v1', { site_id_or_domain: 999 })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
   });
 
   it('says so when a site names a client that is not stored (data from before clients could be deleted)', async () => {
     const { services } = w.h;
     await services.store.write((tx) => services.sites.patch(tx, 6, { client_id: 4242 }));
-    expect(await w.h.call('get-site-client-v1', { site_id_or_domain: 6 })).toEqual({ site_id: 6, client: null, message: 'Assigned client not found.' });
+    expect(await w.h.call('get-site-client-v1', { site_id_or_domain: 6 })).toEqual({
+      site_id: 6,
+      client: null,
+      message: 'Assigned client not found.',
+    });
   });
 });
 
 describe('delete-client-v1 (rules)', () => {
   let w: World;
-  beforeEach(async () => { w = await world(); });
+  beforeEach(async () => {
+    w = await world();
+  });
   afterEach(() => w.h.close());
 
   it('follows the confirm / dry_run rule, unassigns its sites (kept) and drops it from costs', async () => {
@@ -238,18 +306,35 @@ describe('delete-client-v1 (rules)', () => {
     const only = await x.call('add-cost-v1', { ...base, name: 'Only Acme', clients: [acme.id] });
     const shared = await x.call('add-cost-v1', { ...base, name: 'Shared', clients: [acme.id], sites: [4] });
     const del = (input: { confirm?: boolean; dry_run?: boolean }) => x.call('delete-client-v1', { client_id_or_email: acme.id, ...input });
-    const delFails = (input: { confirm?: boolean; dry_run?: boolean }) => x.fails('delete-client-v1', { client_id_or_email: acme.id, ...input });
+    const delFails = (input: { confirm?: boolean; dry_run?: boolean }) =>
+      x.fails('delete-client-v1', { client_id_or_email: acme.id, ...input });
 
-    expect(await delFails({ confirm: true, dry_run: true })).toMatchObject({ status: 400, code: 'svc_invalid_input', message: 'Cannot specify both dry_run and confirm.' });
-    expect(await x.fails('delete-client-v1', { client_id_or_email: 999, dry_run: true })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
+    expect(await delFails({ confirm: true, dry_run: true })).toMatchObject({
+      status: 400,
+      code: 'svc_invalid_input',
+      message: 'Cannot specify both dry_run and confirm.',
+    });
+    expect(await x.fails('delete-client-v1', { client_id_or_email: 999, dry_run: true })).toMatchObject({
+      status: 404,
+      code: 'svc_client_not_found',
+    });
     const dry = await del({ dry_run: true });
     expect(dry).toMatchObject({
-      deleted: false, dry_run: true, client_id: acme.id, client_name: 'Acme Corp', sites_unassigned: 2, costs_affected: 2,
+      deleted: false,
+      dry_run: true,
+      client_id: acme.id,
+      client_name: 'Acme Corp',
+      sites_unassigned: 2,
+      costs_affected: 2,
       would_affect: { id: acme.id, name: 'Acme Corp', sites_count: 2, costs_count: 2 },
     });
     expect(dry.warnings.join(' ')).toMatch(/2 site\(s\) would be unassigned.*Only Acme \(ID \d+\)/);
     expectSchema(dry, outputSchema(w, 'delete-client-v1'));
-    expect(await delFails({})).toMatchObject({ status: 400, code: 'svc_confirmation_required', message: 'Client deletion requires confirmation. Set confirm:true to proceed.' });
+    expect(await delFails({})).toMatchObject({
+      status: 400,
+      code: 'svc_confirmation_required',
+      message: 'Client deletion requires confirmation. Set confirm:true to proceed.',
+    });
     expect(s.clients.get(acme.id)).toBeDefined();
 
     const done = await del({ confirm: true });

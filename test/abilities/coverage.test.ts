@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { allAbilities } from '../../src/abilities/index.js';
 
 const dir = join(import.meta.dirname);
-const sources = readdirSync(dir).filter((f) => f.endsWith('.test.ts') && f !== 'coverage.test.ts')
+const sources = readdirSync(dir)
+  .filter((f) => f.endsWith('.test.ts') && f !== 'coverage.test.ts')
   .map((f) => readFileSync(join(dir, f), 'utf8'));
 
 /** Ability names a test file runs: `call('x-v1'`, `fails('x-v1'`, also across a line break after the parenthesis. */
@@ -19,7 +20,10 @@ function calledNames(src: string): Set<string> {
 
 describe('per-ability tests', () => {
   it('finds the calls it counts (the scanner itself)', () => {
-    expect([...calledNames("await h.call('list-tags-v1', {}); await h.fails(\n 'get-tag-v1', { tag_id: 9 })")]).toEqual(['list-tags-v1', 'get-tag-v1']);
+    expect([...calledNames("await h.call('list-tags-v1', {}); await h.fails(\n 'get-tag-v1', { tag_id: 9 })")]).toEqual([
+      'list-tags-v1',
+      'get-tag-v1',
+    ]);
     expect(calledNames("h.ability('list-tags-v1', {})").size).toBe(0);
   });
 

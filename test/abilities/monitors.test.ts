@@ -15,34 +15,61 @@ const got: string[] = [];
 beforeAll(async () => {
   h = await openAbilities({ sim: { sites: 2 }, config: { webhookRetryMs: '50' } });
   ids = (await h.addSimSites()).map((s) => s.id);
-  srv = createServer((req, res) => { let b = ''; req.on('data', (c) => { b += c; }); req.on('end', () => { got.push(b); res.statusCode = 204; res.end(); }); });
+  srv = createServer((req, res) => {
+    let b = '';
+    req.on('data', (c) => {
+      b += c;
+    });
+    req.on('end', () => {
+      got.push(b);
+      res.statusCode = 204;
+      res.end();
+    });
+  });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
   hookUrl = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`;
 });
 afterAll(async () => {
   await h.close();
-  await new Promise<void>((r) => { srv.close(() => r()); srv.closeAllConnections(); });
+  await new Promise<void>((r) => {
+    srv.close(() => r());
+    srv.closeAllConnections();
+  });
 });
 
 describe('checks, monitors, heartbeats and incidents', () => {
   it('checks a site now: up, then down with an open incident, then up with it resolved', async () => {
     const site = ids[0]!;
-    expect(await h.call('check-monitor-v1', { site_id_or_domain: site })).toMatchObject({ site_id: site, uptime_status: 'up', http_code: 200, cause: null });
+    expect(await h.call('check-monitor-v1', { site_id_or_domain: site })).toMatchObject({
+      site_id: site,
+      uptime_status: 'up',
+      http_code: 200,
+      cause: null,
+    });
     h.sim.setFault(1, { type: 'http500' });
-    expect(await h.call('check-monitor-v1', { site_id_or_domain: site })).toMatchObject({ uptime_status: 'down', http_code: 500, cause: 'http_status' });
+    expect(await h.call('check-monitor-v1', { site_id_or_domain: site })).toMatchObject({
+      uptime_status: 'down',
+      http_code: 500,
+      cause: 'http_status',
+    });
     const open = await h.call('list-incidents-v1', { site_id_or_domain: site, state: 'open' }, h.as.viewer);
     expect(open.total).toBe(1);
     expect(open.items[0]).toMatchObject({ site_id: site, resolved: false, cause: 'http_status', http_code: 500 });
     expect((await h.call('get-site-uptime-v1', { site_id_or_domain: site })).open_incident).toMatchObject({ id: open.items[0]!.id });
     h.sim.setFault(1, null);
     await h.call('check-monitor-v1', { site_id_or_domain: site });
-    expect((await h.call('list-incidents-v1', { site_id_or_domain: site, state: 'resolved' })).items[0]).toMatchObject({ id: open.items[0]!.id, resolved: true });
+    expect((await h.call('list-incidents-v1', { site_id_or_domain: site, state: 'resolved' })).items[0]).toMatchObject({
+      id: open.items[0]!.id,
+      resolved: true,
+    });
     const beats = await h.call('list-heartbeats-v1', { site_id_or_domain: site }, h.as.readKey);
     expect(beats.items.map((b) => b.status).sort()).toEqual(['down', 'up', 'up']);
-    expect((await h.call('list-heartbeats-v1', { site_id_or_domain: site, status: 'down' })).items).toEqual([expect.objectContaining({ http_code: 500 })]);
+    expect((await h.call('list-heartbeats-v1', { site_id_or_domain: site, status: 'down' })).items).toEqual([
+      expect.objectContaining({ http_code: 500 }),
+    ]);
   });
 
-  it('lists monitors with the fleet settings, filters by status, and answers one site\'s monitor', async () => {
+  it("lists monitors with the fleet settings, filters by status, and answers one site's monitor", async () => {
     const all = await h.call('list-monitors-v1', {});
     expect(all.items.map((m) => m.id)).toEqual(ids);
     expect(all.fleet_settings).toMatchObject({ active: true, method: expect.any(String) });
@@ -54,7 +81,11 @@ describe('checks, monitors, heartbeats and incidents', () => {
 
   it('sets a site\'s own settings over the fleet defaults; "useglobal" only on a site; nothing given is refused', async () => {
     const r = await h.call('update-monitor-settings-v1', { site_id_or_domain: ids[1]!, interval: '5m', keyword: 'It works' });
-    expect(r).toMatchObject({ site_id: ids[1], own_settings: { interval_s: 300, keyword: 'It works' }, settings: { interval_s: 300, keyword: 'It works' } });
+    expect(r).toMatchObject({
+      site_id: ids[1],
+      own_settings: { interval_s: 300, keyword: 'It works' },
+      settings: { interval_s: 300, keyword: 'It works' },
+    });
     const back = await h.call('update-monitor-settings-v1', { site_id_or_domain: ids[1]!, keyword: 'useglobal' });
     expect(back.settings.keyword).toBe('');
     const fleet = await h.call('update-monitor-settings-v1', { timeout: '20s' });
@@ -67,7 +98,7 @@ describe('checks, monitors, heartbeats and incidents', () => {
   });
 
   // Moved from test/monitors.test.ts ("errors and permissions"): what a site's removal lets go of.
-  it('forgets a removed site\'s monitor and incidents', async () => {
+  it("forgets a removed site's monitor and incidents", async () => {
     // Another site record on simulated site 1 (registered already), so that it has a monitor of its own.
     const rec = await h.services.store.write((tx) => h.services.sites.insert(tx, { url: `${h.sim.sites[0]!.url}?other`, name: 'Doomed' }));
     h.sim.setFault(1, { type: 'http500' });

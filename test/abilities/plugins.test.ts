@@ -27,14 +27,28 @@ describe('get-site-plugins-v1 and get-site-themes-v1', () => {
     expect(active.plugins.every((p) => p.active)).toBe(true);
     expect(active.total).toBe(visible.filter((p) => p.active).length);
     const upd = await h.call('get-site-plugins-v1', { site_id_or_domain: site, has_update: true });
-    expect(upd.plugins.map((p) => p.slug).sort()).toEqual(visible.filter((p) => p.updateVersion).map((p) => p.slug).sort());
-    expect(await h.call('get-site-plugins-v1', { site_id_or_domain: site, page: 1, per_page: 1 })).toMatchObject({ page: 1, per_page: 1, total: all.total, plugins: [expect.any(Object)] });
+    expect(upd.plugins.map((p) => p.slug).sort()).toEqual(
+      visible
+        .filter((p) => p.updateVersion)
+        .map((p) => p.slug)
+        .sort(),
+    );
+    expect(await h.call('get-site-plugins-v1', { site_id_or_domain: site, page: 1, per_page: 1 })).toMatchObject({
+      page: 1,
+      per_page: 1,
+      total: all.total,
+      plugins: [expect.any(Object)],
+    });
   });
 
   it('lists the themes with the active one', async () => {
     const t = await h.call('get-site-themes-v1', { site_id_or_domain: site });
     expect(t.active_theme).toBe(state().themes.find((x) => x.active)!.slug);
-    expect(t.themes.map((x) => x.slug).sort()).toEqual(state().themes.map((x) => x.slug).sort());
+    expect(t.themes.map((x) => x.slug).sort()).toEqual(
+      state()
+        .themes.map((x) => x.slug)
+        .sort(),
+    );
     expect(await h.fails('get-site-themes-v1', { site_id_or_domain: 'nowhere.example' })).toMatchObject({ code: 'svc_site_not_found' });
   });
 });
@@ -49,7 +63,9 @@ describe('plugin actions on the child', () => {
     const a = await h.call('activate-site-plugins-v1', { site_id_or_domain: site, slugs: [target.slug] });
     expect(a.activated).toEqual([expect.objectContaining({ slug: target.slug, active: true })]);
     expect(plugin(target.slug).active).toBe(true);
-    expect(await h.fails('activate-site-plugins-v1', { site_id_or_domain: site }, h.as.admin)).toMatchObject({ code: 'ability_invalid_input' });
+    expect(await h.fails('activate-site-plugins-v1', { site_id_or_domain: site }, h.as.admin)).toMatchObject({
+      code: 'ability_invalid_input',
+    });
   });
 
   it('deletes a plugin after a preview and confirm; the preview deletes nothing', async () => {
@@ -57,7 +73,9 @@ describe('plugin actions on the child', () => {
     const p = await h.call('delete-site-plugins-v1', { site_id_or_domain: site, slugs: [target.slug], dry_run: true });
     expect(p).toMatchObject({ dry_run: true, deleted: [], count: 1, would_affect: [expect.objectContaining({ slug: target.slug })] });
     expect(plugin(target.slug)).toBeDefined();
-    expect(await h.fails('delete-site-plugins-v1', { site_id_or_domain: site, slugs: [target.slug] })).toMatchObject({ code: 'svc_confirmation_required' });
+    expect(await h.fails('delete-site-plugins-v1', { site_id_or_domain: site, slugs: [target.slug] })).toMatchObject({
+      code: 'svc_confirmation_required',
+    });
     const r = await h.call('delete-site-plugins-v1', { site_id_or_domain: site, slugs: [target.slug], confirm: true });
     expect(r).toMatchObject({ dry_run: false, count: 1, deleted: [expect.objectContaining({ slug: target.slug })] });
     expect(plugin(target.slug)).toBeUndefined();
@@ -92,7 +110,7 @@ describe('fleet lists and site reports', () => {
     expect(mine.total).toBe(p.items.filter((i) => i.site_id === site).length);
   });
 
-  it('answers a site\'s security issues with its TLS status, and its changes made in wp-admin', async () => {
+  it("answers a site's security issues with its TLS status, and its changes made in wp-admin", async () => {
     const sec = await h.call('get-site-security-v1', { site_id_or_domain: site });
     expect(sec).toMatchObject({ site_id: site, total_issues: sec.security_issues.length, ssl_status: { valid: false } });
     expect(sec.synced_at).toEqual(expect.any(String));

@@ -44,7 +44,10 @@ describe('list-sites-v1, get-sites-basic-v1, count-sites-v1', () => {
   it('answers id, name and url only from get-sites-basic-v1, filtered by tags', async () => {
     const r = await h.call('get-sites-basic-v1', { tag_ids: [fleet.tags.production.id], per_page: 2 }, h.as.readKey);
     expect(r.total).toBe(3);
-    expect(r.items).toEqual([{ id: at(0)[0], name: 'Alpha', url: 'https://alpha.example.com/' }, { id: at(1)[0], name: 'Bravo', url: 'http://www.bravo.example.org/' }]);
+    expect(r.items).toEqual([
+      { id: at(0)[0], name: 'Alpha', url: 'https://alpha.example.com/' },
+      { id: at(1)[0], name: 'Bravo', url: 'http://www.bravo.example.org/' },
+    ]);
     expect(r.sites).toEqual(r.items);
   });
 
@@ -66,7 +69,9 @@ describe('get-site-v1', () => {
     expect((await h.call('get-site-v1', { site_id_or_domain: 'WWW.alpha.example.com' })).id).toBe(alpha.id);
     expect((await h.call('get-site-v1', { site_id_or_domain: 'bravo.example.org' })).id).toBe(at(1)[0]);
     expect(await h.fails('get-site-v1', { site_id_or_domain: 'gone.example.com' })).toMatchObject({
-      code: 'svc_site_not_found', status: 404, detail: { subject: { kind: 'site', ref: 'gone.example.com' } },
+      code: 'svc_site_not_found',
+      status: 404,
+      detail: { subject: { kind: 'site', ref: 'gone.example.com' } },
     });
   });
 });
@@ -74,10 +79,17 @@ describe('get-site-v1', () => {
 describe('update-site-v1', () => {
   it('edits name and notes, replaces the tags, sets and unassigns the client', async () => {
     const site = await newSite();
-    const r = await h.call('update-site-v1', { site_id_or_domain: site.id, name: 'Renamed', notes: 'n', tags: [fleet.tags.staging.id, fleet.tags.empty.id] });
+    const r = await h.call('update-site-v1', {
+      site_id_or_domain: site.id,
+      name: 'Renamed',
+      notes: 'n',
+      tags: [fleet.tags.staging.id, fleet.tags.empty.id],
+    });
     expect(r).toMatchObject({ id: site.id, name: 'Renamed', notes: 'n' });
     expect((await h.call('get-tag-v1', { tag_id: fleet.tags.empty.id })).sites_ids).toEqual([site.id]);
-    expect((await h.call('update-site-v1', { site_id_or_domain: site.id, client_id: fleet.clients[0]!.id })).client_id).toBe(fleet.clients[0]!.id);
+    expect((await h.call('update-site-v1', { site_id_or_domain: site.id, client_id: fleet.clients[0]!.id })).client_id).toBe(
+      fleet.clients[0]!.id,
+    );
     expect((await h.call('update-site-v1', { site_id_or_domain: site.id, client_id: null })).client_id).toBeNull();
     await h.call('update-site-v1', { site_id_or_domain: site.id, tags: [] });
     expect((await h.call('get-tag-v1', { tag_id: fleet.tags.empty.id })).sites_ids).toEqual([]);
@@ -93,10 +105,21 @@ describe('update-site-v1', () => {
 
   it('answers unknown sites, tags and clients with 404 and changes nothing', async () => {
     const site = await newSite();
-    expect(await h.fails('update-site-v1', { site_id_or_domain: 99999, name: 'x' })).toMatchObject({ code: 'svc_site_not_found', status: 404 });
-    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', tags: [99999] })).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
-    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', client_id: 99999 })).toMatchObject({ code: 'svc_client_not_found', status: 404 });
-    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', colour: 'red' })).toMatchObject({ code: 'ability_invalid_input' });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: 99999, name: 'x' })).toMatchObject({
+      code: 'svc_site_not_found',
+      status: 404,
+    });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', tags: [99999] })).toMatchObject({
+      code: 'svc_tag_not_found',
+      status: 404,
+    });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', client_id: 99999 })).toMatchObject({
+      code: 'svc_client_not_found',
+      status: 404,
+    });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', colour: 'red' })).toMatchObject({
+      code: 'ability_invalid_input',
+    });
     expect((await h.call('get-site-v1', { site_id_or_domain: site.id })).name).toBe(site.name);
   });
 });
@@ -104,9 +127,15 @@ describe('update-site-v1', () => {
 describe('suspend-site-v1, unsuspend-site-v1, suspend-sites-v1', () => {
   it('suspends and unsuspends one site (idempotent), by id or domain; a viewer may not', async () => {
     const site = await newSite({ sync_error: 'HTTP error' });
-    expect(await h.call('suspend-site-v1', { site_id_or_domain: site.id })).toMatchObject({ suspended: true, site_id: site.id, status: 'suspended' });
+    expect(await h.call('suspend-site-v1', { site_id_or_domain: site.id })).toMatchObject({
+      suspended: true,
+      site_id: site.id,
+      status: 'suspended',
+    });
     expect(await h.call('suspend-site-v1', { site_id_or_domain: site.url })).toMatchObject({ suspended: true, status: 'suspended' });
-    expect(await h.fails('unsuspend-site-v1', { site_id_or_domain: site.id }, h.as.viewer)).toMatchObject({ code: 'svc_permission_denied' });
+    expect(await h.fails('unsuspend-site-v1', { site_id_or_domain: site.id }, h.as.viewer)).toMatchObject({
+      code: 'svc_permission_denied',
+    });
     expect(await h.call('unsuspend-site-v1', { site_id_or_domain: site.id })).toMatchObject({ unsuspended: true, status: 'connected' });
     expect(await h.fails('suspend-site-v1', { site_id_or_domain: 'none.example.com' })).toMatchObject({ code: 'svc_site_not_found' });
   });
@@ -118,7 +147,12 @@ describe('suspend-site-v1, unsuspend-site-v1, suspend-sites-v1', () => {
     expect(ids(r.suspended!)).toEqual([a.id, b.id]);
     expect(r.errors).toEqual([expect.objectContaining({ identifier: 99999, code: 'svc_site_not_found' })]);
     expect((await h.call('get-site-v1', { site_id_or_domain: b.id })).status).toBe('suspended');
-    expect(await h.fails('suspend-sites-v1', { site_ids_or_domains: [99998] })).toMatchObject({ code: 'svc_site_not_found', status: 404, message: 'No valid sites found.', data: { errors: [expect.objectContaining({ identifier: 99998 })] } });
+    expect(await h.fails('suspend-sites-v1', { site_ids_or_domains: [99998] })).toMatchObject({
+      code: 'svc_site_not_found',
+      status: 404,
+      message: 'No valid sites found.',
+      data: { errors: [expect.objectContaining({ identifier: 99998 })] },
+    });
   });
 });
 
@@ -127,8 +161,13 @@ describe('delete-site-v1', () => {
     const site = await newSite();
     const tag = await seedTag(h.services, `rm-${site.id}`, [site.id]);
     expect(await h.call('delete-site-v1', { site_id_or_domain: site.id, dry_run: true })).toMatchObject({ dry_run: true, deleted: false });
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id })).toMatchObject({ code: 'svc_confirmation_required', status: 400 });
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, confirm: true }, h.as.readKey)).toMatchObject({ code: 'svc_permission_denied' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id })).toMatchObject({
+      code: 'svc_confirmation_required',
+      status: 400,
+    });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, confirm: true }, h.as.readKey)).toMatchObject({
+      code: 'svc_permission_denied',
+    });
     expect(await h.call('delete-site-v1', { site_id_or_domain: site.id, confirm: true })).toMatchObject({ dry_run: false, deleted: true });
     expect(await h.fails('get-site-v1', { site_id_or_domain: site.id })).toMatchObject({ code: 'svc_site_not_found' });
     expect(await h.call('get-tag-v1', { tag_id: tag.id })).toMatchObject({ sites_count: 0, sites_ids: [] });
@@ -205,7 +244,10 @@ describe('list-sites-v1 and count-sites-v1 on the seeded fleet (rules)', () => {
 
 // ---- Moved from test/abilities-door.test.ts ("abilities that change things"): the edit and delete rules.
 describe('update-site-v1 and delete-site-v1 (rules)', () => {
-  const newTag = async (siteIds: number[] = []) => { n += 1; return seedTag(h.services, `tag-${n}`, siteIds); };
+  const newTag = async (siteIds: number[] = []) => {
+    n += 1;
+    return seedTag(h.services, `tag-${n}`, siteIds);
+  };
   const getSite = (id: number) => h.call('get-site-v1', { site_id_or_domain: id });
   const schema = (name: string) => h.registry.schemas(h.registry.get(name)!).output;
 
@@ -240,16 +282,32 @@ describe('update-site-v1 and delete-site-v1 (rules)', () => {
 
   it('answers an unknown site, client or tag with 404 and changes nothing', async () => {
     const site = await newSite();
-    expect(await h.fails('update-site-v1', { site_id_or_domain: 99999, name: 'x' })).toMatchObject({ status: 404, code: 'svc_site_not_found', message: 'No site found with ID 99999.' });
-    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', client_id: 99999 })).toMatchObject({ status: 404, code: 'svc_client_not_found' });
-    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', tags: [99999] })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: 99999, name: 'x' })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+      message: 'No site found with ID 99999.',
+    });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', client_id: 99999 })).toMatchObject({
+      status: 404,
+      code: 'svc_client_not_found',
+    });
+    expect(await h.fails('update-site-v1', { site_id_or_domain: site.id, name: 'Changed', tags: [99999] })).toMatchObject({
+      status: 404,
+      code: 'svc_tag_not_found',
+    });
     expect((await getSite(site.id)).name).toBe(site.name);
   });
 
   it('previews with dry_run and no confirm, and deletes nothing', async () => {
     const site = await newSite();
     const r = await h.call('delete-site-v1', { site_id_or_domain: site.id, dry_run: true });
-    expect(r).toMatchObject({ dry_run: true, deleted: false, site_id: site.id, site_url: site.url, would_affect: { id: site.id, url: site.url, name: site.name } });
+    expect(r).toMatchObject({
+      dry_run: true,
+      deleted: false,
+      site_id: site.id,
+      site_url: site.url,
+      would_affect: { id: site.id, url: site.url, name: site.name },
+    });
     expect(r.warnings).toHaveLength(4);
     expectSchema(r, schema('delete-site-v1'));
     expect((await getSite(site.id)).id).toBe(site.id);
@@ -258,24 +316,39 @@ describe('update-site-v1 and delete-site-v1 (rules)', () => {
   it('refuses a missing or false confirm with 400 svc_confirmation_required', async () => {
     const site = await newSite();
     for (const input of [{}, { confirm: false }, { dry_run: false }]) {
-      expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, ...input })).toMatchObject({ status: 400, code: 'svc_confirmation_required',
-        message: 'Deletion requires confirm parameter to be true.' });
+      expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, ...input })).toMatchObject({
+        status: 400,
+        code: 'svc_confirmation_required',
+        message: 'Deletion requires confirm parameter to be true.',
+      });
     }
     expect((await getSite(site.id)).id).toBe(site.id);
   });
 
   it('refuses dry_run and confirm together with 400 svc_invalid_input, before looking the site up', async () => {
     const site = await newSite();
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, confirm: true })).toMatchObject({ status: 400, code: 'svc_invalid_input',
-      message: 'Cannot specify both dry_run and confirm.' });
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999, dry_run: true, confirm: true })).toMatchObject({ status: 400, code: 'svc_invalid_input' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, dry_run: true, confirm: true })).toMatchObject({
+      status: 400,
+      code: 'svc_invalid_input',
+      message: 'Cannot specify both dry_run and confirm.',
+    });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999, dry_run: true, confirm: true })).toMatchObject({
+      status: 400,
+      code: 'svc_invalid_input',
+    });
     expect((await getSite(site.id)).id).toBe(site.id);
   });
 
   it('answers an unknown site with 404 before the confirm check, also for a dry run', async () => {
     expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999 })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: 'gone.example', dry_run: true })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999, confirm: true })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 'gone.example', dry_run: true })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+    });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: 99999, confirm: true })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+    });
   });
 
   it('deletes with confirm: the site is gone and its tags no longer count it', async () => {
@@ -287,6 +360,9 @@ describe('update-site-v1 and delete-site-v1 (rules)', () => {
     expectSchema(r, schema('delete-site-v1'));
     expect(await h.fails('get-site-v1', { site_id_or_domain: site.id })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
     expect(await h.call('get-tag-v1', { tag_id: tag.id })).toMatchObject({ sites_count: 1, sites_ids: [other.id] });
-    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, confirm: true })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+    expect(await h.fails('delete-site-v1', { site_id_or_domain: site.id, confirm: true })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+    });
   });
 });

@@ -9,7 +9,10 @@ const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
 let h: AbilityHarness;
 let fleet: Fleet;
 let n = 0;
-const unique = (p: string) => { n += 1; return `${p} ${n}`; };
+const unique = (p: string) => {
+  n += 1;
+  return `${p} ${n}`;
+};
 
 beforeAll(async () => {
   h = await openAbilities();
@@ -22,7 +25,12 @@ describe('list-tags-v1 and get-tag-v1', () => {
     const r = await h.call('list-tags-v1', { per_page: 2 }, h.as.viewer);
     expect(r.total).toBeGreaterThanOrEqual(3);
     expect(r.items.map((t) => t.name)).toEqual(['Empty', 'Production']);
-    expect(r.items[1]).toMatchObject({ id: fleet.tags.production.id, color: '#21ba45', sites_count: 3, sites_ids: ids(fleet.sites.slice(0, 3)) });
+    expect(r.items[1]).toMatchObject({
+      id: fleet.tags.production.id,
+      color: '#21ba45',
+      sites_count: 3,
+      sites_ids: ids(fleet.sites.slice(0, 3)),
+    });
   });
 
   it('searches names (any case) and ids', async () => {
@@ -39,7 +47,11 @@ describe('list-tags-v1 and get-tag-v1', () => {
   });
 
   it('gets one tag, and answers an unknown id with svc_tag_not_found', async () => {
-    expect(await h.call('get-tag-v1', { tag_id: fleet.tags.staging.id }, h.as.readKey)).toMatchObject({ name: 'staging', color: null, sites_ids: [fleet.sites[3]!.id] });
+    expect(await h.call('get-tag-v1', { tag_id: fleet.tags.staging.id }, h.as.readKey)).toMatchObject({
+      name: 'staging',
+      color: null,
+      sites_ids: [fleet.sites[3]!.id],
+    });
     expect(await h.fails('get-tag-v1', { tag_id: 99999 })).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
   });
 });
@@ -52,7 +64,7 @@ describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
     expect((await h.call('get-tag-sites-v1', { tag_id: fleet.tags.empty.id })).total).toBe(0);
   });
 
-  it('lists the clients of a tag\'s sites by name, with sites_with_tag', async () => {
+  it("lists the clients of a tag's sites by name, with sites_with_tag", async () => {
     const [beta, acme] = fleet.clients;
     const r = await h.call('get-tag-clients-v1', { tag_id: fleet.tags.production.id });
     expect(r.items).toEqual([
@@ -64,12 +76,21 @@ describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
 
   // Moved from test/rest-tags.test.ts ("/tags/{id}/clients after changes"): a rule of the tag's clients, not of the door.
   it('counts each client once, with the number of its sites in the tag; a removed site lets go of it', async () => {
-    const [c1, c2] = await seedClients(h.services, [{ name: 'Zed Client', email: 'z@example.com' }, { name: 'Ann Client', email: 'a@example.com' }]);
-    const sites = await seedSites(h.services, 3, (i) => ({ url: `https://cl${i}-${unique('x').replace(' ', '')}.example.com/`, client_id: i < 2 ? c1!.id : c2!.id }));
+    const [c1, c2] = await seedClients(h.services, [
+      { name: 'Zed Client', email: 'z@example.com' },
+      { name: 'Ann Client', email: 'a@example.com' },
+    ]);
+    const sites = await seedSites(h.services, 3, (i) => ({
+      url: `https://cl${i}-${unique('x').replace(' ', '')}.example.com/`,
+      client_id: i < 2 ? c1!.id : c2!.id,
+    }));
     const t = await seedTag(h.services, unique('Clients'), ids(sites));
     const r = await h.call('get-tag-clients-v1', { tag_id: t.id });
     expect(r.total).toBe(2);
-    expect(r.items.map((c) => [c.name, c.sites_with_tag])).toEqual([['Ann Client', 1], ['Zed Client', 2]]);
+    expect(r.items.map((c) => [c.name, c.sites_with_tag])).toEqual([
+      ['Ann Client', 1],
+      ['Zed Client', 2],
+    ]);
     await h.call('delete-site-v1', { site_id_or_domain: sites[2]!.id, confirm: true });
     expect((await h.call('get-tag-clients-v1', { tag_id: t.id })).items.map((c) => c.name)).toEqual(['Zed Client']);
   });
@@ -93,7 +114,10 @@ describe('add-tag-v1 and update-tag-v1', () => {
   });
 
   it.each(['red', '#abc', '#12345g', '123456'])('refuses the colour %s naming color', async (color) => {
-    expect(await h.fails('add-tag-v1', { name: unique('Colour'), color })).toMatchObject({ code: 'ability_invalid_input', data: { params: { color: expect.any(String) } } });
+    expect(await h.fails('add-tag-v1', { name: unique('Colour'), color })).toMatchObject({
+      code: 'ability_invalid_input',
+      data: { params: { color: expect.any(String) } },
+    });
   });
 
   it('renames and keeps the colour; a taken name is 409 and changes nothing; read-only callers may not', async () => {
@@ -102,10 +126,16 @@ describe('add-tag-v1 and update-tag-v1', () => {
     const name = unique('Edited');
     expect(await h.call('update-tag-v1', { tag_id: t.id, name })).toMatchObject({ id: t.id, name, color: '#101010' });
     expect(await h.call('update-tag-v1', { tag_id: t.id, color: '#202020' })).toMatchObject({ name, color: '#202020' });
-    expect(await h.fails('update-tag-v1', { tag_id: t.id, name: taken.name.toLowerCase() })).toMatchObject({ code: 'svc_tag_exists', status: 409 });
+    expect(await h.fails('update-tag-v1', { tag_id: t.id, name: taken.name.toLowerCase() })).toMatchObject({
+      code: 'svc_tag_exists',
+      status: 409,
+    });
     expect(await h.fails('update-tag-v1', { tag_id: 99999, name: 'x' })).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
     for (const who of [h.as.viewer, h.as.readKey, h.as.readOnlyLocal]) {
-      expect(await h.fails('update-tag-v1', { tag_id: t.id, name: 'never' }, who)).toMatchObject({ code: 'svc_permission_denied', status: 403 });
+      expect(await h.fails('update-tag-v1', { tag_id: t.id, name: 'never' }, who)).toMatchObject({
+        code: 'svc_permission_denied',
+        status: 403,
+      });
     }
     expect((await h.call('get-tag-v1', { tag_id: t.id })).name).toBe(name);
   });
@@ -115,9 +145,17 @@ describe('delete-tag-v1', () => {
   it('previews with dry_run, needs confirm, refuses both flags, then removes the tag and keeps its sites', async () => {
     const [site] = await seedSites(h.services, 1, () => ({ url: `https://${unique('tagged').replace(' ', '-')}.example.com/` }));
     const t = await seedTag(h.services, unique('Doomed'), [site!.id]);
-    expect(await h.call('delete-tag-v1', { tag_id: t.id, dry_run: true })).toMatchObject({ deleted: false, dry_run: true, sites_affected: 1, would_affect: { sites_count: 1, clients_count: 0 } });
+    expect(await h.call('delete-tag-v1', { tag_id: t.id, dry_run: true })).toMatchObject({
+      deleted: false,
+      dry_run: true,
+      sites_affected: 1,
+      would_affect: { sites_count: 1, clients_count: 0 },
+    });
     expect(await h.fails('delete-tag-v1', { tag_id: t.id })).toMatchObject({ code: 'svc_confirmation_required', status: 400 });
-    expect(await h.fails('delete-tag-v1', { tag_id: t.id, confirm: true, dry_run: true })).toMatchObject({ code: 'svc_invalid_input', status: 400 });
+    expect(await h.fails('delete-tag-v1', { tag_id: t.id, confirm: true, dry_run: true })).toMatchObject({
+      code: 'svc_invalid_input',
+      status: 400,
+    });
     expect((await h.call('get-tag-v1', { tag_id: t.id })).sites_count).toBe(1);
     expect(await h.call('delete-tag-v1', { tag_id: t.id, confirm: true })).toMatchObject({ deleted: true, tag_id: t.id, tag_name: t.name });
     expect(await h.fails('get-tag-v1', { tag_id: t.id })).toMatchObject({ code: 'svc_tag_not_found' });

@@ -30,7 +30,7 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 describe('list-updates-v1 and get-site-updates-v1', () => {
-  it('lists what the children offered, with a summary by type, and one site\'s share', async () => {
+  it("lists what the children offered, with a summary by type, and one site's share", async () => {
     const all = await h.call('list-updates-v1', { per_page: 200 }, h.as.viewer);
     const want = h.sim.sites.map((_, k) => pending(k + 1));
     expect(all.summary.plugins).toBe(want.reduce((n, p) => n + p.plugins.length, 0));
@@ -58,7 +58,9 @@ describe('applying on one site', () => {
     expect(r.updated).toEqual([expect.objectContaining({ type: 'plugin', slug, old_version: from, new_version: to })]);
     expect(r.summary).toEqual({ total_updated: 1, total_errors: 0, total_skipped: 0 });
     expect(plugin.version).toBe(to);
-    expect(await h.fails('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug] }, h.as.viewer)).toMatchObject({ code: 'svc_permission_denied' });
+    expect(await h.fails('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug] }, h.as.viewer)).toMatchObject({
+      code: 'svc_permission_denied',
+    });
   });
 
   it('update-site-themes-v1 and update-site-translations-v1 install what is pending', async () => {
@@ -90,14 +92,19 @@ describe('ignore rules', () => {
     const k = siteWith((p) => p.plugins.length > 0);
     const id = ids[k - 1]!;
     const slug = pending(k).plugins[0]!;
-    expect(await h.call('ignore-site-plugins-v1', { site_id_or_domain: id, slugs: [slug], action: 'add' })).toMatchObject({ success: true, ignored_count: 1 });
+    expect(await h.call('ignore-site-plugins-v1', { site_id_or_domain: id, slugs: [slug], action: 'add' })).toMatchObject({
+      success: true,
+      ignored_count: 1,
+    });
     expect((await h.call('get-site-updates-v1', { site_id_or_domain: id })).updates.some((u) => u.slug === slug)).toBe(false);
     const rules = await h.call('list-ignored-updates-v1', { site_ids_or_domains: [id] });
     expect(rules.ignored).toContainEqual(expect.objectContaining({ site_id: id, type: 'plugin', slug, scope: 'site' }));
     const run = await h.call('run-updates-v1', { site_ids_or_domains: [id], types: ['plugins'], specific_items: [slug] });
     expect(run.updated).toEqual([]);
     expect(run.skipped).toEqual([expect.objectContaining({ slug, reason: 'ignored' })]);
-    expect(await h.call('ignore-site-plugins-v1', { site_id_or_domain: id, slugs: [slug], action: 'remove' })).toMatchObject({ ignored_count: 1 });
+    expect(await h.call('ignore-site-plugins-v1', { site_id_or_domain: id, slugs: [slug], action: 'remove' })).toMatchObject({
+      ignored_count: 1,
+    });
     expect((await h.call('get-site-updates-v1', { site_id_or_domain: id })).updates.some((u) => u.slug === slug)).toBe(true);
   });
 
@@ -107,12 +114,26 @@ describe('ignore rules', () => {
     const theme = pending(k).themes[0]!;
     expect((await h.call('ignore-site-themes-v1', { site_id_or_domain: id, slugs: [theme], action: 'add' })).ignored_count).toBe(1);
     expect((await h.call('ignore-site-themes-v1', { site_id_or_domain: id, slugs: [theme], action: 'add' })).ignored_count).toBe(0);
-    expect(await h.call('ignore-site-core-v1', { site_id_or_domain: id, action: 'add' })).toMatchObject({ success: true, ignored_count: 1 });
-    expect(await h.call('set-ignored-updates-v1', { action: 'ignore', site_id_or_domain: id, type: 'core', slug: 'wordpress' })).toEqual({ success: true, action: 'ignore', site_id: id, type: 'core', slug: 'wordpress', changed: false });
-    expect(await h.call('set-ignored-updates-v1', { action: 'unignore', site_id_or_domain: id, type: 'theme', slug: theme })).toMatchObject({ changed: true });
+    expect(await h.call('ignore-site-core-v1', { site_id_or_domain: id, action: 'add' })).toMatchObject({
+      success: true,
+      ignored_count: 1,
+    });
+    expect(await h.call('set-ignored-updates-v1', { action: 'ignore', site_id_or_domain: id, type: 'core', slug: 'wordpress' })).toEqual({
+      success: true,
+      action: 'ignore',
+      site_id: id,
+      type: 'core',
+      slug: 'wordpress',
+      changed: false,
+    });
+    expect(await h.call('set-ignored-updates-v1', { action: 'unignore', site_id_or_domain: id, type: 'theme', slug: theme })).toMatchObject(
+      { changed: true },
+    );
     expect(await h.call('ignore-site-core-v1', { site_id_or_domain: id, action: 'remove' })).toMatchObject({ ignored_count: 1 });
     expect((await h.call('list-ignored-updates-v1', { site_ids_or_domains: [id] })).ignored).toEqual([]);
-    expect(await h.fails('set-ignored-updates-v1', { action: 'ignore', site_id_or_domain: 999999, type: 'plugin', slug: 'x' })).toMatchObject({ status: 404 });
+    expect(
+      await h.fails('set-ignored-updates-v1', { action: 'ignore', site_id_or_domain: 999999, type: 'plugin', slug: 'x' }),
+    ).toMatchObject({ status: 404 });
   });
 });
 
@@ -130,7 +151,7 @@ describe('fleet runs: run-updates-v1 and update-all-v1', () => {
     for (const k of ks) expect(new Set(h.sim.state(k).upgradeLog).size).toBe(h.sim.state(k).upgradeLog.length);
   });
 
-  it('run-updates-v1 with specific_items updates only those; a dead site is that site\'s errors', async () => {
+  it("run-updates-v1 with specific_items updates only those; a dead site is that site's errors", async () => {
     const k = siteWith((p) => p.translations.length > 0 || p.plugins.length > 0);
     await h.call('sync-sites-v1', {});
     const rest = await h.call('list-updates-v1', { per_page: 200 });
@@ -140,7 +161,10 @@ describe('fleet runs: run-updates-v1 and update-all-v1', () => {
     const deadIndex = ids.indexOf(dead.site_id) + 1;
     h.sim.setFault(deadIndex, { type: 'http500' });
     try {
-      const r = await h.call('run-updates-v1', { site_ids_or_domains: [item.site_id, dead.site_id], specific_items: [item.slug, dead.slug] });
+      const r = await h.call('run-updates-v1', {
+        site_ids_or_domains: [item.site_id, dead.site_id],
+        specific_items: [item.slug, dead.slug],
+      });
       expect(r.updated.map((u) => u.slug)).toContain(item.slug);
       expect(r.updated.every((u) => u.site_id === item.site_id)).toBe(true);
       expect(r.errors.length).toBeGreaterThan(0);

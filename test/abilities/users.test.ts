@@ -21,10 +21,15 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 describe('list-users-v1', () => {
-  it('lists each selected site\'s users by site URL, filtered by role, and names unknown selectors', async () => {
+  it("lists each selected site's users by site URL, filtered by role, and names unknown selectors", async () => {
     const r = await h.call('list-users-v1', { websites: [sites[0]!.id, sites[1]!.url, 'nowhere.example'] }, h.as.viewer);
     expect(Object.keys(r.data).sort()).toEqual([sites[0]!.url, sites[1]!.url].sort());
-    expect(r.data[sites[0]!.url]!.map((u) => u.username).sort()).toEqual(h.sim.state(1).users.map((u) => u.login).sort());
+    expect(r.data[sites[0]!.url]!.map((u) => u.username).sort()).toEqual(
+      h.sim
+        .state(1)
+        .users.map((u) => u.login)
+        .sort(),
+    );
     expect(r.total).toBe(h.sim.state(1).users.length + h.sim.state(2).users.length);
     expect(r.unknown).toEqual([expect.objectContaining({ identifier: 'nowhere.example' })]);
     const admins = await h.call('list-users-v1', { websites: [sites[0]!.id], roles: ['administrator'] });
@@ -37,7 +42,11 @@ describe('site selectors', () => {
   // Moved from test/users.test.ts ("site selectors"; the REST half stays there): how websites, groups and clients select sites.
   it('unites websites, groups (by name or id) and clients; unknown values are reported, not fatal', async () => {
     const tag = h.services.tags.findByName('Client Blogs')!;
-    const r = await h.call('list-users-v1', { websites: [sites[3]!.id, 999], groups: ['client blogs', 'Nope', tag.id], clients: [clientId, 998] });
+    const r = await h.call('list-users-v1', {
+      websites: [sites[3]!.id, 999],
+      groups: ['client blogs', 'Nope', tag.id],
+      clients: [clientId, 998],
+    });
     expect(Object.keys(r.data)).toEqual(sites.slice(0, 4).map((s) => s.url));
     expect(r.unknown).toEqual([
       { identifier: 999, code: 'svc_site_not_found', message: 'No site found with ID 999.', status: 404 },
@@ -49,36 +58,66 @@ describe('site selectors', () => {
 
 describe('create-user-v1, update-user-v1, delete-user-v1', () => {
   it('creates a user on several sites, edits it on one, and deletes it after a preview and confirm', async () => {
-    const c = await h.call('create-user-v1', { websites: [sites[0]!.id, sites[1]!.id], username: 'jane', email: 'jane@example.com', role: 'editor', first_name: 'Jane' });
-    expect(c).toMatchObject({ total_sites: 2, total_success: 2, total_failed: 0, user: { username: 'jane', role: 'editor', first_name: 'Jane' } });
+    const c = await h.call('create-user-v1', {
+      websites: [sites[0]!.id, sites[1]!.id],
+      username: 'jane',
+      email: 'jane@example.com',
+      role: 'editor',
+      first_name: 'Jane',
+    });
+    expect(c).toMatchObject({
+      total_sites: 2,
+      total_success: 2,
+      total_failed: 0,
+      user: { username: 'jane', role: 'editor', first_name: 'Jane' },
+    });
     expect(userOn(1, 'jane')).toMatchObject({ email: 'jane@example.com', role: 'editor', first_name: 'Jane' });
     expect(userOn(2, 'jane')).toBeDefined();
     expect(userOn(3, 'jane')).toBeUndefined();
     const userId = c.created.find((x) => x.site_id === sites[0]!.id)!.user_id;
-    const u = await h.call('update-user-v1', { site_id_or_domain: sites[0]!.id, user_id: userId, role: 'author', last_name: 'Doe', password: 'N3w-secret!' });
+    const u = await h.call('update-user-v1', {
+      site_id_or_domain: sites[0]!.id,
+      user_id: userId,
+      role: 'author',
+      last_name: 'Doe',
+      password: 'N3w-secret!',
+    });
     expect(u).toMatchObject({ user_id: userId, user: { role: 'author', last_name: 'Doe' } });
     expect(u.updated).toEqual(expect.arrayContaining(['role', 'last_name', 'password']));
     expect(JSON.stringify(u)).not.toContain('N3w-secret!');
     expect(userOn(1, 'jane')).toMatchObject({ role: 'author', last_name: 'Doe', password: 'N3w-secret!' });
     const dry = await h.call('delete-user-v1', { site_id_or_domain: sites[0]!.id, user_id: userId, dry_run: true });
     expect(dry).toMatchObject({ deleted: false, dry_run: true, user: { id: userId } });
-    expect(await h.fails('delete-user-v1', { site_id_or_domain: sites[0]!.id, user_id: userId })).toMatchObject({ code: 'svc_confirmation_required' });
+    expect(await h.fails('delete-user-v1', { site_id_or_domain: sites[0]!.id, user_id: userId })).toMatchObject({
+      code: 'svc_confirmation_required',
+    });
     expect(userOn(1, 'jane')).toBeDefined();
-    expect(await h.call('delete-user-v1', { site_id_or_domain: sites[0]!.id, user_id: userId, confirm: true })).toMatchObject({ deleted: true, user_id: userId });
+    expect(await h.call('delete-user-v1', { site_id_or_domain: sites[0]!.id, user_id: userId, confirm: true })).toMatchObject({
+      deleted: true,
+      user_id: userId,
+    });
     expect(userOn(1, 'jane')).toBeUndefined();
     expect(userOn(2, 'jane')).toBeDefined();
   });
 
   it('refuses a create without sites, a bad e-mail, and a viewer', async () => {
-    expect(await h.fails('create-user-v1', { username: 'x', email: 'x@example.com' })).toMatchObject({ code: 'svc_sites_required', status: 400 });
-    expect(await h.fails('create-user-v1', { websites: [sites[0]!.id], username: 'x', email: 'nope' })).toMatchObject({ code: 'ability_invalid_input', data: { params: { email: expect.any(String) } } });
-    expect(await h.fails('create-user-v1', { websites: [sites[0]!.id], username: 'x', email: 'x@example.com' }, h.as.viewer)).toMatchObject({ code: 'svc_permission_denied' });
+    expect(await h.fails('create-user-v1', { username: 'x', email: 'x@example.com' })).toMatchObject({
+      code: 'svc_sites_required',
+      status: 400,
+    });
+    expect(await h.fails('create-user-v1', { websites: [sites[0]!.id], username: 'x', email: 'nope' })).toMatchObject({
+      code: 'ability_invalid_input',
+      data: { params: { email: expect.any(String) } },
+    });
+    expect(await h.fails('create-user-v1', { websites: [sites[0]!.id], username: 'x', email: 'x@example.com' }, h.as.viewer)).toMatchObject(
+      { code: 'svc_permission_denied' },
+    );
     expect(userOn(1, 'x')).toBeUndefined();
   });
 });
 
 describe('update-admin-password-v1 and import-users-v1', () => {
-  it('sets the connection administrator\'s password on the selected sites, never answering it', async () => {
+  it("sets the connection administrator's password on the selected sites, never answering it", async () => {
     const r = await h.call('update-admin-password-v1', { websites: [sites[2]!.id], password: 'Adm1n-New!' });
     expect(r).toMatchObject({ total_websites: 1, success_count: 1, failed_count: 0, success_websites: [{ id: sites[2]!.id }] });
     expect(JSON.stringify(r)).not.toContain('Adm1n-New!');

@@ -26,7 +26,10 @@ afterAll(async () => {
   await srv?.close();
 });
 
-async function pageAs(who: { name: string; password: string }, viewport = { width: 1280, height: 900 }): Promise<{ ctx: BrowserContext; page: Page }> {
+async function pageAs(
+  who: { name: string; password: string },
+  viewport = { width: 1280, height: 900 },
+): Promise<{ ctx: BrowserContext; page: Page }> {
   const ctx = await browser.newContext({ viewport });
   const page = await ctx.newPage();
   await logIn(page, srv.url, who);
@@ -70,13 +73,23 @@ describe('the overview', () => {
     const trouble = page.getByRole('region', { name: 'Disconnected or failing sync' });
     await expect.poll(() => trouble.textContent()).toContain('Shop 01');
     const basic = `Basic ${Buffer.from(`${srv.admin.name}:${srv.admin.password}`).toString('base64')}`;
-    const abandoned = await (await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/get-abandoned-plugins-v1/run`, { headers: { Authorization: basic } })).json();
+    const abandoned = await (
+      await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/get-abandoned-plugins-v1/run`, { headers: { Authorization: basic } })
+    ).json();
     expect(abandoned.total).toBeGreaterThan(8);
-    await expect.poll(() => page.getByRole('region', { name: 'Abandoned plugins' }).textContent()).toContain(`${abandoned.total.toLocaleString('en-US')} in all`);
-    const insecure = await (await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/get-security-issues-v1/run?input[per_page]=8`, { headers: { Authorization: basic } })).json();
+    await expect
+      .poll(() => page.getByRole('region', { name: 'Abandoned plugins' }).textContent())
+      .toContain(`${abandoned.total.toLocaleString('en-US')} in all`);
+    const insecure = await (
+      await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/get-security-issues-v1/run?input[per_page]=8`, {
+        headers: { Authorization: basic },
+      })
+    ).json();
     expect(insecure.total).toBeGreaterThan(0);
     const panel = page.getByRole('region', { name: 'Security issues' });
-    await expect.poll(() => panel.getByRole('link').allTextContents()).toEqual(insecure.items.map((i: { site_name: string }) => i.site_name));
+    await expect
+      .poll(() => panel.getByRole('link').allTextContents())
+      .toEqual(insecure.items.map((i: { site_name: string }) => i.site_name));
     await shot(page, 'overview');
     await page.setViewportSize({ width: 1200, height: 760 });
     await shot(page, 'readme', false); // docs/console.png is a copy of this one
@@ -153,7 +166,9 @@ describe('site actions', () => {
 describe('a background job', () => {
   it('shows its progress live, without reloading, until it completes', async () => {
     const { ctx, page } = await pageAs(srv.admin);
-    await page.evaluate(() => { (window as unknown as { loadedOnce: boolean }).loadedOnce = true; });
+    await page.evaluate(() => {
+      (window as unknown as { loadedOnce: boolean }).loadedOnce = true;
+    });
     await page.getByRole('button', { name: 'Sync all sites' }).click();
     await page.waitForURL(/#\/jobs\/sync_/);
     const jobId = page.url().split('#/jobs/')[1]!;
@@ -170,7 +185,10 @@ describe('a background job', () => {
     await shot(page, 'job-running');
     await page.locator('main[data-job-status="completed"]').waitFor({ timeout: 30_000 });
     const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
-    const counts = seen.map((t) => /: (\d+) of/.exec(t)?.[1]).filter(Boolean).map(Number);
+    const counts = seen
+      .map((t) => /: (\d+) of/.exec(t)?.[1])
+      .filter(Boolean)
+      .map(Number);
     // Several intermediate values arrived through the stream, in order, and the page was never reloaded.
     expect(new Set(counts.filter((n) => n > 0 && n < 29)).size).toBeGreaterThanOrEqual(2);
     expect(counts).toEqual([...counts].sort((a, b) => a - b));
@@ -242,7 +260,8 @@ describe('a viewer', () => {
     expect(await page.getByRole('checkbox').count()).toBe(0);
     await page.goto(`${srv.url}/console#/sites/5`);
     await page.getByRole('region', { name: 'Plugins' }).getByRole('table').waitFor();
-    for (const name of ['Sync', 'Check', 'Reconnect', 'Suspend', 'Remove…']) expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0);
+    for (const name of ['Sync', 'Check', 'Reconnect', 'Suspend', 'Remove…'])
+      expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0);
     expect(await page.getByRole('button', { name: /^(Activate|Deactivate) / }).count()).toBe(0);
     await shot(page, 'site-viewer');
     await page.goto(`${srv.url}/console#/tags`);
@@ -251,7 +270,11 @@ describe('a viewer', () => {
     // The same call the admin's page makes, with the viewer's own valid CSRF token: 403 from the registry.
     const refused = await page.evaluate(async () => {
       const { csrf_token } = await (await fetch('/console/api/session')).json();
-      const r = await fetch('/console/api/run/add-tag-v1', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf_token }, body: JSON.stringify({ input: { name: 'by-viewer' } }) });
+      const r = await fetch('/console/api/run/add-tag-v1', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf_token },
+        body: JSON.stringify({ input: { name: 'by-viewer' } }),
+      });
       return { status: r.status, body: await r.json() };
     });
     expect(refused).toMatchObject({ status: 403, body: { code: 'svc_permission_denied' } });
@@ -264,7 +287,11 @@ describe('CSRF', () => {
   it('refuses a write without the token, and a form posted from another site', async () => {
     const { ctx, page } = await pageAs(srv.admin);
     const noToken = await page.evaluate(async () => {
-      const r = await fetch('/console/api/run/add-tag-v1', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ input: { name: 'forged' } }) });
+      const r = await fetch('/console/api/run/add-tag-v1', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ input: { name: 'forged' } }),
+      });
       return { status: r.status, body: await r.json() };
     });
     expect(noToken).toMatchObject({ status: 403, body: { code: 'svc_csrf_token_invalid' } });
@@ -273,7 +300,9 @@ describe('CSRF', () => {
     // admin is logged in: the cookie stays home (SameSite=Strict), and the form's encoding is refused anyway.
     const evil: Server = createServer((_req, res) => {
       res.setHeader('Content-Type', 'text/html');
-      res.end(`<form id=f method=post enctype=text/plain action="${srv.url}/console/api/run/add-tag-v1"><input name='{"input":{"name":"evil","x":"' value='"}}'></form><script>f.submit()</script>`);
+      res.end(
+        `<form id=f method=post enctype=text/plain action="${srv.url}/console/api/run/add-tag-v1"><input name='{"input":{"name":"evil","x":"' value='"}}'></form><script>f.submit()</script>`,
+      );
     });
     evil.listen(0, '127.0.0.1');
     await once(evil, 'listening');

@@ -17,7 +17,14 @@ export async function launchBrowser(): Promise<Browser> {
     executablePath: CHROMIUM,
     headless: true,
     chromiumSandbox: false, // as root: --no-sandbox
-    args: ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     timeout: 60_000,
   });
 }
@@ -44,7 +51,9 @@ export interface ConsoleServer {
  * `sitefleet serve` as a process (the console as users get it) over a fresh data dir, with `sites` simulated
  * children registered and synced. The first start's administrator and API key are read from its output.
  */
-export async function startConsoleServer(opts: { sites?: number; latencyMs?: number; env?: Record<string, string> } = {}): Promise<ConsoleServer> {
+export async function startConsoleServer(
+  opts: { sites?: number; latencyMs?: number; env?: Record<string, string> } = {},
+): Promise<ConsoleServer> {
   const sim = await startChildSim({ sites: opts.sites ?? 12, seed: 17, latencyMs: opts.latencyMs ?? 0 });
   const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-browser-'));
   const p = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], opts.env ?? {});
@@ -62,11 +71,17 @@ export async function startConsoleServer(opts: { sites?: number; latencyMs?: num
     return { status: res.status, body: await res.json() };
   };
   for (const s of sim.sites) {
-    const r = await rest('/sites/add', { json: { url: s.url, admin: s.admin, admin_password: s.password, name: `Shop ${String(s.index).padStart(2, '0')}` } });
+    const r = await rest('/sites/add', {
+      json: { url: s.url, admin: s.admin, admin_password: s.password, name: `Shop ${String(s.index).padStart(2, '0')}` },
+    });
     if (r.status !== 200) throw new Error(`add ${s.url}: ${JSON.stringify(r.body)}`);
   }
   return {
-    url: p.url, dataDir, token, sim, rest,
+    url: p.url,
+    dataDir,
+    token,
+    sim,
+    rest,
     admin: { name: 'admin', password },
     viewer: { name: 'viewer', password: viewerPassword },
     close: async () => {

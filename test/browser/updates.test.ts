@@ -9,8 +9,22 @@ import { launchBrowser, logIn, shot, startConsoleServer, type ConsoleServer } fr
 let srv: ConsoleServer;
 let browser: Browser;
 
-interface Pending { site_id: number; site_url: string; site_name: string; type: string; slug: string; name: string; current_version: string | null; new_version: string; language?: string }
-interface ListAnswer { updates: Pending[]; summary: Record<string, number>; total: number }
+interface Pending {
+  site_id: number;
+  site_url: string;
+  site_name: string;
+  type: string;
+  slug: string;
+  name: string;
+  current_version: string | null;
+  new_version: string;
+  language?: string;
+}
+interface ListAnswer {
+  updates: Pending[];
+  summary: Record<string, number>;
+  total: number;
+}
 
 beforeAll(async () => {
   // 20 sites, 2 child calls at a time and 80 ms a call: a run over more than 5 sites (update-all-v1's bound) is a
@@ -29,7 +43,9 @@ afterAll(async () => {
 async function ability(name: string, input: Record<string, unknown>): Promise<any> {
   const basic = `Basic ${Buffer.from(`${srv.admin.name}:${srv.admin.password}`).toString('base64')}`;
   const res = await fetch(`${srv.url}/wp-json/wp-abilities/v1/abilities/svc/${name}/run`, {
-    method: 'POST', headers: { Authorization: basic, 'Content-Type': 'application/json' }, body: JSON.stringify({ input }),
+    method: 'POST',
+    headers: { Authorization: basic, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ input }),
   });
   const body = await res.json();
   if (res.status !== 200) throw new Error(`${name}: ${res.status} ${JSON.stringify(body)}`);
@@ -39,7 +55,10 @@ async function ability(name: string, input: Record<string, unknown>): Promise<an
 const bare = (url: string) => url.replace(/\/+$/, '');
 const simIndex = (u: Pending) => srv.sim.sites.find((s) => bare(s.url) === bare(u.site_url))!.index;
 
-async function pageAs(who: { name: string; password: string }, viewport = { width: 1280, height: 900 }): Promise<{ ctx: BrowserContext; page: Page }> {
+async function pageAs(
+  who: { name: string; password: string },
+  viewport = { width: 1280, height: 900 },
+): Promise<{ ctx: BrowserContext; page: Page }> {
   const ctx = await browser.newContext({ viewport });
   const page = await ctx.newPage();
   await logIn(page, srv.url, who);
@@ -50,10 +69,19 @@ async function pageAs(who: { name: string; password: string }, viewport = { widt
 async function rowsOf(page: Page, checkbox: boolean): Promise<string[][]> {
   const table = page.getByRole('region', { name: 'Pending updates' }).getByRole('table');
   await table.waitFor();
-  const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => td.innerText.replace(/\s+/g, ' ').trim())));
+  const rows = await table
+    .locator('tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => td.innerText.replace(/\s+/g, ' ').trim())));
   return rows.map((r) => (checkbox ? r.slice(1) : r));
 }
-const expected = (list: Pending[]) => list.map((u) => [u.site_name, u.type, `${u.name}${u.language ? ` (${u.language})` : ''} ${u.slug}`, u.current_version ?? '—', u.new_version]);
+const expected = (list: Pending[]) =>
+  list.map((u) => [
+    u.site_name,
+    u.type,
+    `${u.name}${u.language ? ` (${u.language})` : ''} ${u.slug}`,
+    u.current_version ?? '—',
+    u.new_version,
+  ]);
 
 describe('the Updates page', () => {
   it('lists exactly what list-updates-v1 answers, by page and by type', async () => {
@@ -64,7 +92,9 @@ describe('the Updates page', () => {
     expect(api.total).toBeGreaterThan(50); // more than a page, so the pager is tested too
     expect(await rowsOf(page, true)).toEqual(expected(api.updates));
     const s = api.summary;
-    expect(await page.locator('#updates-summary').textContent()).toBe(`${s.total} pending: ${s.core} core, ${s.plugins} plugins, ${s.themes} themes, ${s.translations} translations.`);
+    expect(await page.locator('#updates-summary').textContent()).toBe(
+      `${s.total} pending: ${s.core} core, ${s.plugins} plugins, ${s.themes} themes, ${s.translations} translations.`,
+    );
     expect(await page.locator('.pager-where').textContent()).toBe(`Page 1 of ${Math.ceil(api.total / 50)} (${api.total} updates)`);
     await shot(page, 'updates');
 
@@ -88,7 +118,7 @@ describe('the Updates page', () => {
     await ctx.close();
   });
 
-  it('previews one plugin update with a dry run, cancels, then applies it: the child\'s version changes', async () => {
+  it("previews one plugin update with a dry run, cancels, then applies it: the child's version changes", async () => {
     const { ctx, page } = await pageAs(srv.admin);
     const plugins: ListAnswer = await ability('list-updates-v1', { types: ['plugins'], per_page: 50 });
     const u = plugins.updates.find((x) => x.site_id !== 4)!;
@@ -103,7 +133,9 @@ describe('the Updates page', () => {
     await page.getByRole('button', { name: 'Preview and apply selected…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Apply the selected updates: 1 update(s) on 1 site(s)?' });
     await dialog.waitFor();
-    expect(await dialog.getByRole('listitem').allTextContents()).toEqual([`${u.name} on ${u.site_name}: ${u.current_version} → ${u.new_version}`]);
+    expect(await dialog.getByRole('listitem').allTextContents()).toEqual([
+      `${u.name} on ${u.site_name}: ${u.current_version} → ${u.new_version}`,
+    ]);
     await shot(page, 'updates-preview');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await expect.poll(() => dialog.count()).toBe(0);
@@ -116,8 +148,9 @@ describe('the Updates page', () => {
     await expect.poll(() => page.locator('#notice').textContent()).toBe('Updated 1; 0 failed; 0 skipped.');
     const updated = page.locator('#result-now .result-updated');
     expect(await updated.getByRole('heading').textContent()).toBe('Updated (1)');
-    expect((await updated.locator('tbody tr').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim()))
-      .toEqual([`${u.site_name} plugin ${u.name} ${u.current_version} → ${u.new_version}`]);
+    expect((await updated.locator('tbody tr').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())).toEqual([
+      `${u.site_name} plugin ${u.name} ${u.current_version} → ${u.new_version}`,
+    ]);
     expect(await page.locator('#result-now .result-errors').textContent()).toContain('No failure.');
     // The child's own plugin is at the new version, the list no longer offers it, and the selection is spent.
     expect(sim()).toMatchObject({ version: u.new_version, updateVersion: null });
@@ -135,8 +168,18 @@ describe('the Updates page', () => {
     const live = all.updates.filter((x) => x.site_id !== 4);
     const at = (u: Pending) => all.updates.findIndex((x) => x === u);
     // u1 on page 1 and u2 on page 2 (50 a page), u2's plugin also pending on u1's site: the run must leave that one.
-    const pairs = live.flatMap((u1) => live.filter((u2) => u2.site_id !== u1.site_id && at(u1) < 50 && at(u2) >= 50 && at(u2) < 100
-      && live.some((x) => x.site_id === u1.site_id && x.slug === u2.slug)).map((u2) => [u1, u2] as const));
+    const pairs = live.flatMap((u1) =>
+      live
+        .filter(
+          (u2) =>
+            u2.site_id !== u1.site_id &&
+            at(u1) < 50 &&
+            at(u2) >= 50 &&
+            at(u2) < 100 &&
+            live.some((x) => x.site_id === u1.site_id && x.slug === u2.slug),
+        )
+        .map((u2) => [u1, u2] as const),
+    );
     expect(pairs.length).toBeGreaterThan(0);
     const [u1, u2] = pairs[0]!;
     const bystander = live.find((x) => x.site_id === u1.site_id && x.slug === u2.slug)!;
@@ -152,8 +195,9 @@ describe('the Updates page', () => {
     await page.getByRole('button', { name: 'Preview and apply selected…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Apply the selected updates: 2 update(s) on 2 site(s)?' });
     await dialog.waitFor();
-    expect((await dialog.getByRole('listitem').allTextContents()).sort()).toEqual([u1, u2]
-      .map((u) => `${u.name} on ${u.site_name}: ${u.current_version} → ${u.new_version}`).sort());
+    expect((await dialog.getByRole('listitem').allTextContents()).sort()).toEqual(
+      [u1, u2].map((u) => `${u.name} on ${u.site_name}: ${u.current_version} → ${u.new_version}`).sort(),
+    );
     await dialog.getByRole('button', { name: 'Apply updates' }).click();
     await expect.poll(() => page.locator('#notice').textContent()).toBe('Updated 2; 0 failed; 0 skipped.');
     expect(version(u1)).toBe(u1.new_version);
@@ -176,7 +220,9 @@ describe('the Updates page', () => {
     await page.goto(`${srv.url}/console#/updates?type=themes`);
     await page.getByRole('region', { name: 'Pending updates' }).getByRole('table').waitFor();
     await page.getByRole('button', { name: 'Update all pending themes…' }).click();
-    const dialog = page.getByRole('dialog', { name: `Apply every pending theme update: ${live.length} update(s) on ${new Set(live.map((x) => x.site_id)).size} site(s)?` });
+    const dialog = page.getByRole('dialog', {
+      name: `Apply every pending theme update: ${live.length} update(s) on ${new Set(live.map((x) => x.site_id)).size} site(s)?`,
+    });
     await dialog.waitFor();
     const lines = await dialog.getByRole('listitem').allTextContents();
     expect(lines.filter((l) => !l.startsWith('Skipped:'))).toHaveLength(live.length);
@@ -197,27 +243,40 @@ describe('the Updates page', () => {
     await shot(page, 'updates-job-running');
     await page.locator('.job-box[data-job-status="completed"]').waitFor({ timeout: 30_000 });
     const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
-    const counts = seen.map((t) => /: (\d+) of (\d+)/.exec(t)).filter(Boolean).map((m) => [Number(m![1]), Number(m![2])] as const);
-    expect(counts.some(([n, total]) => n > 0 && n < total), seen.join(' | ')).toBe(true);
+    const counts = seen
+      .map((t) => /: (\d+) of (\d+)/.exec(t))
+      .filter(Boolean)
+      .map((m) => [Number(m![1]), Number(m![2])] as const);
+    expect(
+      counts.some(([n, total]) => n > 0 && n < total),
+      seen.join(' | '),
+    ).toBe(true);
     const sitesWithWork = new Set(live.map((x) => x.site_id)).size;
-    await expect.poll(() => page.locator('#notice').textContent()).toBe(`Job ${jobId} completed: ${sitesWithWork - 1} of ${sitesWithWork} sites updated without error.`);
+    await expect
+      .poll(() => page.locator('#notice').textContent())
+      .toBe(`Job ${jobId} completed: ${sitesWithWork - 1} of ${sitesWithWork} sites updated without error.`);
 
     // Per item: every live theme updated but the bad one, which failed with the child's reason; the suspended site's
     // themes skipped (from the run's own answer).
     const rest = (await srv.rest(`/jobs/${jobId}`)).body;
     const status = rest.data ?? rest;
     expect(status.status).toBe('completed');
-    const itemRows = (status.items as Array<{ status: string }>);
+    const itemRows = status.items as Array<{ status: string }>;
     expect(itemRows.filter((i) => i.status === 'updated')).toHaveLength(live.length - 1);
     expect(await job.locator('.result-updated h3').textContent()).toBe(`Updated (${live.length - 1})`);
-    expect(await job.locator('.result-errors h3').textContent()).toBe(`Failed (${1 + status.errors.filter((e: { site_id: number }) => !itemRows.some((i) => i.status === 'failed' && (i as unknown as { site_id: number }).site_id === e.site_id)).length})`);
+    expect(await job.locator('.result-errors h3').textContent()).toBe(
+      `Failed (${1 + status.errors.filter((e: { site_id: number }) => !itemRows.some((i) => i.status === 'failed' && (i as unknown as { site_id: number }).site_id === e.site_id)).length})`,
+    );
     expect(await job.locator('.result-errors').textContent()).toContain(`${bad.name}Download failed. Not Found`);
     expect(await page.locator('#result-now').textContent()).toContain(`Not queued: 0 failed; ${suspended.length} skipped.`);
     expect(await page.locator('#result-now .result-skipped h3').textContent()).toBe(`Skipped (${suspended.length})`);
     expect(await page.locator('#result-now .result-skipped').textContent()).toContain(`Site suspended: Site 4 is suspended`);
     expect(await page.locator('#result-now .result-updated').count()).toBe(0);
     for (const t of live.filter((x) => x !== bad)) {
-      expect(srv.sim.state(simIndex(t)).themes.find((x) => x.slug === t.slug), t.slug).toMatchObject({ version: t.new_version, updateVersion: null });
+      expect(
+        srv.sim.state(simIndex(t)).themes.find((x) => x.slug === t.slug),
+        t.slug,
+      ).toMatchObject({ version: t.new_version, updateVersion: null });
     }
     // The list reloads: what is left is the failed theme and the suspended site's.
     await expect.poll(async () => (await rowsOf(page, true)).length).toBe(1 + suspended.length);
@@ -233,14 +292,22 @@ describe('the Updates page', () => {
     const api: ListAnswer = await ability('list-updates-v1', { page: 1, per_page: 50 });
     expect(await rowsOf(page, false)).toEqual(expected(api.updates));
     expect(await page.getByRole('checkbox').count()).toBe(0);
-    for (const name of [/Preview and apply/, /Update (all|everything) pending/, /Clear selection/]) expect(await page.getByRole('button', { name }).count()).toBe(0);
+    for (const name of [/Preview and apply/, /Update (all|everything) pending/, /Clear selection/])
+      expect(await page.getByRole('button', { name }).count()).toBe(0);
     await shot(page, 'updates-viewer');
     const u = api.updates[0]!;
-    const refused = await page.evaluate(async (input) => {
-      const { csrf_token } = await (await fetch('/console/api/session')).json();
-      const r = await fetch('/console/api/run/run-updates-v1', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf_token }, body: JSON.stringify({ input }) });
-      return { status: r.status, body: await r.json() };
-    }, { site_ids_or_domains: [u.site_id], specific_items: [u.slug] });
+    const refused = await page.evaluate(
+      async (input) => {
+        const { csrf_token } = await (await fetch('/console/api/session')).json();
+        const r = await fetch('/console/api/run/run-updates-v1', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf_token },
+          body: JSON.stringify({ input }),
+        });
+        return { status: r.status, body: await r.json() };
+      },
+      { site_ids_or_domains: [u.site_id], specific_items: [u.slug] },
+    );
     expect(refused).toMatchObject({ status: 403, body: { code: 'svc_permission_denied' } });
     expect((await ability('list-updates-v1', { page: 1, per_page: 50 })).updates).toEqual(api.updates);
     await ctx.close();

@@ -15,7 +15,9 @@ import { loadConfig } from '../../src/config.js';
 const PG_STORE_JS = fileURLToPath(new URL('../../dist/store/pg-store.js', import.meta.url));
 const server = testPgUrl()!;
 const opened: PgStore[] = [];
-afterAll(async () => { for (const s of opened) await s.close().catch(() => {}); });
+afterAll(async () => {
+  for (const s of opened) await s.close().catch(() => {});
+});
 
 async function open(url: string): Promise<PgStore> {
   const s = await PgStore.open(url);
@@ -26,7 +28,11 @@ const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: ''
 async function query(url: string, sql: string, params: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  try { return (await c.query(sql, params)).rows; } finally { await c.end(); }
+  try {
+    return (await c.query(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
 }
 async function until(ok: () => boolean, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
@@ -59,7 +65,11 @@ describe('PostgreSQL store engine', () => {
     const s = await open(url);
     const results = await Promise.allSettled([
       s.write((tx) => tx.insert<TagRecord>('tags', tag('ok1'))),
-      s.write((tx) => { tx.insert('tags', tag('doomed')); tx.putBlob('site-data', 9, { x: 1 }); throw new Error('no'); }),
+      s.write((tx) => {
+        tx.insert('tags', tag('doomed'));
+        tx.putBlob('site-data', 9, { x: 1 });
+        throw new Error('no');
+      }),
       s.write((tx) => tx.insert<TagRecord>('tags', tag('ok2'))),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -82,10 +92,15 @@ describe('PostgreSQL store engine', () => {
     const url = await freshDatabase(server);
     const a = await open(url);
     const b = await open(url);
-    await a.write((tx) => { for (let i = 0; i < 300; i++) tx.insert('sites', { url: `https://s${i}.test/`, name: `s${i}` }); });
+    await a.write((tx) => {
+      for (let i = 0; i < 300; i++) tx.insert('sites', { url: `https://s${i}.test/`, name: `s${i}` });
+    });
     await until(() => b.count('sites') === 300);
     const v = b.version('sites');
-    await a.write((tx) => { tx.delete('sites', 260); tx.put('sites', { id: 5, url: 'https://s4.test/', name: 'renamed' }); });
+    await a.write((tx) => {
+      tx.delete('sites', 260);
+      tx.put('sites', { id: 5, url: 'https://s4.test/', name: 'renamed' });
+    });
     await until(() => b.count('sites') === 299);
     expect(b.get<{ id: number; name: string }>('sites', 5)?.name).toBe('renamed');
     expect(b.version('sites')).toBeGreaterThan(v);
@@ -108,7 +123,13 @@ describe('PostgreSQL store engine', () => {
       return tx.insert<TagRecord>('tags', tag(name));
     };
     const jobs: Array<Promise<unknown>> = [];
-    for (let i = 0; i < 60; i++) for (const s of stores) jobs.push(s.write(bump), s.write(createOnce(`n${i % 10}`)).catch(() => null), s.write((tx) => tx.insert('costs', { name: `c${i}` })));
+    for (let i = 0; i < 60; i++)
+      for (const s of stores)
+        jobs.push(
+          s.write(bump),
+          s.write(createOnce(`n${i % 10}`)).catch(() => null),
+          s.write((tx) => tx.insert('costs', { name: `c${i}` })),
+        );
     await Promise.all(jobs);
     const fresh = await open(url);
     expect(fresh.get<{ id: number; counter: number }>('settings', 1)!.counter).toBe(180);
@@ -118,12 +139,15 @@ describe('PostgreSQL store engine', () => {
     expect(new Set(ids).size).toBe(180);
   });
 
-  it('answers svc_store_unavailable when the database refuses a commit, and memory keeps the database\'s truth', async () => {
+  it("answers svc_store_unavailable when the database refuses a commit, and memory keeps the database's truth", async () => {
     const url = await freshDatabase(server);
     const s = await open(url);
     await s.write((tx) => tx.insert<TagRecord>('tags', tag('kept')));
     // A NUL character cannot be stored in jsonb: PostgreSQL refuses the whole commit.
-    const bad = s.write((tx) => { tx.insert<TagRecord>('tags', tag('a\u0000b')); tx.put('tags', { ...tx.get<TagRecord>('tags', 1)!, name: 'changed' }); });
+    const bad = s.write((tx) => {
+      tx.insert<TagRecord>('tags', tag('a\u0000b'));
+      tx.put('tags', { ...tx.get<TagRecord>('tags', 1)!, name: 'changed' });
+    });
     await expect(bad).rejects.toMatchObject({ code: 'svc_store_unavailable', status: 503 });
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['kept']);
     const next = await s.write((tx) => tx.insert<TagRecord>('tags', tag('next')));
@@ -146,9 +170,14 @@ describe('PostgreSQL store engine', () => {
     const s = await open(url);
     await s.write((tx) => tx.insert<TagRecord>('tags', tag('before')));
     // The server ends every connection of this database (a restart or failover looks the same to the client).
-    await query(server, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [new URL(url).pathname.slice(1)]);
+    await query(server, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [
+      new URL(url).pathname.slice(1),
+    ]);
     await new Promise((r) => setTimeout(r, 50));
-    await expect(s.write((tx) => tx.insert<TagRecord>('tags', tag('lost')))).rejects.toMatchObject({ code: 'svc_store_unavailable', status: 503 });
+    await expect(s.write((tx) => tx.insert<TagRecord>('tags', tag('lost')))).rejects.toMatchObject({
+      code: 'svc_store_unavailable',
+      status: 503,
+    });
     expect(s.count('tags')).toBe(1);
     const after = await s.write((tx) => tx.insert<TagRecord>('tags', tag('after')));
     expect(after.id).toBe(2);
@@ -171,13 +200,18 @@ describe('PostgreSQL store engine', () => {
     expect((await query(url, `SELECT value FROM sitefleet_meta WHERE key = 'format'`))[0].value).toBe(PG_FORMAT);
     await query(url, `UPDATE sitefleet_meta SET value = '99' WHERE key = 'format'`);
     await expect(PgStore.open(url)).rejects.toThrow(/format 99, written by a newer sitefleet/);
-    await expect(PgStore.open('postgres://nobody@127.0.0.1:1/none')).rejects.toThrow(/Cannot reach the database at postgres:\/\/nobody@127\.0\.0\.1:1\/none/);
+    await expect(PgStore.open('postgres://nobody@127.0.0.1:1/none')).rejects.toThrow(
+      /Cannot reach the database at postgres:\/\/nobody@127\.0\.0\.1:1\/none/,
+    );
   });
 
   it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
     for (let round = 0; round < 2; round++) {
       const url = await freshDatabase(server);
-      const acked = await acknowledgedBeforeKill(`(await import(${JSON.stringify(PG_STORE_JS)})).PgStore.open(${JSON.stringify(url)})`, 30 + round * 40);
+      const acked = await acknowledgedBeforeKill(
+        `(await import(${JSON.stringify(PG_STORE_JS)})).PgStore.open(${JSON.stringify(url)})`,
+        30 + round * 40,
+      );
       const s = await open(url);
       const names = new Set([...s.all<{ id: number; name: string }>('tags')].map((t) => t.name));
       for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);

@@ -35,7 +35,8 @@ describe('sitefleet migrate', () => {
     const sites = await seedSites(s.services, 260);
     await s.services.store.write((tx) => {
       for (const r of sites.slice(0, 30)) tx.putBlob('secrets', r.id, { private_key_pem: `k${r.id}`, http_pass: null, regverify: null });
-      for (const r of sites.slice(0, 12)) tx.putBlob('site-data', r.id, { plugins: [], themes: [], security: [], changes: [], users: [], synced_at: '2026-01-01T00:00:00Z' });
+      for (const r of sites.slice(0, 12))
+        tx.putBlob('site-data', r.id, { plugins: [], themes: [], security: [], changes: [], users: [], synced_at: '2026-01-01T00:00:00Z' });
     });
     for (let i = 0; i < 5; i++) expect((await s.rest('/tags/add', { method: 'POST', json: { name: `t${i}` } })).status).toBe(200);
     const removed = await s.rest('/tags/5/remove', { method: 'DELETE' });
@@ -46,7 +47,12 @@ describe('sitefleet migrate', () => {
     await s.services.jobs.stop();
     const paths = ['/sites?per_page=100&page=3', '/tags?per_page=100', '/clients', '/sites/count', '/tags/1/sites'];
     const before = await Promise.all(paths.map((p) => s.rest(p)));
-    const counts = { sites: s.services.store.count('sites'), keys: s.services.store.count('keys'), users: s.services.store.count('users'), jobs: s.services.store.count('jobs') };
+    const counts = {
+      sites: s.services.store.count('sites'),
+      keys: s.services.store.count('keys'),
+      users: s.services.store.count('users'),
+      jobs: s.services.store.count('jobs'),
+    };
     const token = s.creds.key.read_write;
     await s.close();
 
@@ -70,7 +76,11 @@ describe('sitefleet migrate', () => {
         expect(await res.json(), path).toEqual(before[i]!.body);
       }
       // Ids go on from the lowdb counters: the deleted tag 5's id is not handed out again.
-      const add = await fetch(`${p.url}/wp-json/svc/v2/tags/add`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'new' }) });
+      const add = await fetch(`${p.url}/wp-json/svc/v2/tags/add`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'new' }),
+      });
       expect(((await add.json()) as { data: { id: number } }).data.id).toBe(6);
     } finally {
       await p.stop();
@@ -79,7 +89,8 @@ describe('sitefleet migrate', () => {
     // A second copy into the same (now non-empty) database is refused and changes nothing; --force replaces it.
     const c = new pg.Client({ connectionString: url });
     await c.connect();
-    const rows = async () => (await c.query(`SELECT kind, count(*)::int AS n FROM sitefleet_rows WHERE data IS NOT NULL GROUP BY kind ORDER BY kind`)).rows;
+    const rows = async () =>
+      (await c.query(`SELECT kind, count(*)::int AS n FROM sitefleet_rows WHERE data IS NOT NULL GROUP BY kind ORDER BY kind`)).rows;
     const held = await rows();
     const refused = await cli(['migrate', '--from', dir, '--to', url]);
     expect(refused.code).toBe(1);

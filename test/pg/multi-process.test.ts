@@ -18,14 +18,22 @@ type Serve = Awaited<ReturnType<typeof serveProcess>>;
 /** The two processes of the first suite (the MCP suite reuses them). */
 let urls: { a: string; b: string; token: string };
 const closers: Array<() => Promise<unknown>> = [];
-afterAll(async () => { for (const c of closers.reverse()) await c().catch(() => {}); });
+afterAll(async () => {
+  for (const c of closers.reverse()) await c().catch(() => {});
+});
 
 const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 30_000) => waitUntil(fn, ok, ms);
 
 async function twoProcesses(fleet: TestFleetStore, env: Record<string, string> = {}): Promise<{ a: Serve; b: Serve; token: string }> {
   const token = lastLine((await cli(['keys', 'create', '--name', 'k', ...fleet.args])).stdout);
-  const [a, b] = await Promise.all([serveProcess([...fleet.args, '--allow-private-sites'], env), serveProcess([...fleet.args, '--allow-private-sites'], env)]);
-  closers.push(() => a.stop(), () => b.stop());
+  const [a, b] = await Promise.all([
+    serveProcess([...fleet.args, '--allow-private-sites'], env),
+    serveProcess([...fleet.args, '--allow-private-sites'], env),
+  ]);
+  closers.push(
+    () => a.stop(),
+    () => b.stop(),
+  );
   return { a, b, token };
 }
 
@@ -45,7 +53,7 @@ describe('two serve processes on one PostgreSQL database', () => {
   let A: ReturnType<typeof client>;
   let B: ReturnType<typeof client>;
 
-  it('starts both on the database and each sees the other\'s acknowledged writes on its next request', async () => {
+  it("starts both on the database and each sees the other's acknowledged writes on its next request", async () => {
     fleet = await testFleetStore();
     expect(fleet.databaseUrl).toMatch(/^postgres:/);
     const seed = await openServices(loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl }, {}));
@@ -70,7 +78,9 @@ describe('two serve processes on one PostgreSQL database', () => {
   });
 
   it('keeps tag names unique under 50 concurrent creates across the two processes', async () => {
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 ? A : B)('/tags/add', { method: 'POST', json: { name: `dup-${i % 10}` } })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => (i % 2 ? A : B)('/tags/add', { method: 'POST', json: { name: `dup-${i % 10}` } })),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(10);
     const refused = results.filter((r) => r.status !== 200);
     expect(refused).toHaveLength(40);
@@ -83,7 +93,9 @@ describe('two serve processes on one PostgreSQL database', () => {
 
   it('loses no update when 40 concurrent edits across the processes each add a site to one tag', async () => {
     const tag = (await A('/tags/add', { method: 'POST', json: { name: 'shared' } })).body.data;
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? A : B)(`/sites/${i + 1}/edit`, { method: 'PUT', json: { tags: [tag.id] } })));
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? A : B)(`/sites/${i + 1}/edit`, { method: 'PUT', json: { tags: [tag.id] } })),
+    );
     for (const r of results) expect(r.status).toBe(200);
     for (const side of [A, B]) {
       const sites = (await side(`/tags/${tag.id}/sites?per_page=100`)).body.data as Array<{ id: number }>;
@@ -99,7 +111,9 @@ describe('MCP over HTTP with two processes', () => {
   it('keeps a session in the process that made it; its writes reach the other; the other answers 404 to its id', async () => {
     const { a, b, token } = urls;
     const mcp = new Client({ name: 'lb-test', version: '1' });
-    const transport = new StreamableHTTPClientTransport(new URL(`${a}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${a}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    });
     await mcp.connect(transport);
     closers.push(() => mcp.close());
     const made = await mcp.callTool({ name: 'add-tag-v1', arguments: { name: 'via-mcp' } });
@@ -111,7 +125,13 @@ describe('MCP over HTTP with two processes', () => {
     expect(sid).toBeTruthy();
     const onB = await fetch(`${b}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sid,
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }),
     });
     expect(onB.status).toBe(404);
@@ -126,10 +146,16 @@ describe('a background job across two processes', () => {
     const fleet = await testFleetStore();
     const seed = await openServices(loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl }, {}));
     const keys = await newKeyPair();
-    const sim = await startChildSim({ sites: 40, latencyMs: 150, preconnect: { publicKeyPem: keys.publicKeyPem, server: await seed.settings.installationUrl() } });
+    const sim = await startChildSim({
+      sites: 40,
+      latencyMs: 150,
+      preconnect: { publicKeyPem: keys.publicKeyPem, server: await seed.settings.installationUrl() },
+    });
     closers.push(() => sim.close());
     const recs = await seedSites(seed, 40, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
-    await seed.store.write((tx) => { for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null }); });
+    await seed.store.write((tx) => {
+      for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
+    });
     await closeServices(seed);
 
     const { a, b, token } = await twoProcesses(fleet, { SITEFLEET_QUEUE_THRESHOLD: '5', SITEFLEET_CHILD_CONCURRENCY: '4' });
@@ -149,7 +175,10 @@ describe('a background job across two processes', () => {
     const taken = await until(job, (j) => j.owner !== null && j.owner !== mid.owner);
     const takeoverMs = Date.now() - killedAt;
     expect(Number(taken.owner!.split('-')[0])).toBe(other.child.pid);
-    const end = await until(() => client(other.url, token)(`/jobs/${q.job_id}`), (r) => r.body?.data?.status === 'completed');
+    const end = await until(
+      () => client(other.url, token)(`/jobs/${q.job_id}`),
+      (r) => r.body?.data?.status === 'completed',
+    );
     expect(end.body.data).toMatchObject({ processed: 40, succeeded: 40 });
     const last = await job();
     expect(new Set(last.done).size).toBe(40);

@@ -11,11 +11,16 @@ describe('a real child site', () => {
     resetSite(1);
     s = await startServer();
   });
-  afterAll(async () => { await s?.close(); });
+  afterAll(async () => {
+    await s?.close();
+  });
 
   it('registers with the admin password and lists the plugins WordPress has', async () => {
     const site = realSite(1);
-    const r = await s.rest('/sites/add', { method: 'POST', json: { url: site.url, admin: site.admin, admin_password: site.password, name: 'Real 1' } });
+    const r = await s.rest('/sites/add', {
+      method: 'POST',
+      json: { url: site.url, admin: site.admin, admin_password: site.password, name: 'Real 1' },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     id = r.body.data.id;
     const truth = wpJson<Record<string, { Version: string }>>(1, 'return get_plugins();');

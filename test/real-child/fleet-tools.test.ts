@@ -22,7 +22,9 @@ beforeAll(async () => {
     if (r.status !== 200) throw new Error(`registering real site ${k}: ${r.status} ${JSON.stringify(r.body)}`);
   }
 });
-afterAll(async () => { await s?.close(); });
+afterAll(async () => {
+  await s?.close();
+});
 
 describe('fleet tools on real children', () => {
   it('renews every connection: each child holds a new key, and signed calls work with it', async () => {
@@ -42,7 +44,10 @@ describe('fleet tools on real children', () => {
       const before = SITES.map(pubkey);
       const r = await s.rest('/settings/tools/renew-connections', { method: 'POST' });
       expect(r.body.renew_id).toMatch(/^renew_/);
-      const done = await until(() => s.rest(`/settings/tools/renew-connections-status/${r.body.renew_id}`), (x) => x.body?.status === 'completed');
+      const done = await until(
+        () => s.rest(`/settings/tools/renew-connections-status/${r.body.renew_id}`),
+        (x) => x.body?.status === 'completed',
+      );
       expect(done.body).toMatchObject({ success: true, total: 2, processed: 2, failed: 0 });
       SITES.forEach((k, i) => expect(pubkey(k)).not.toBe(before[i]));
     } finally {
@@ -52,10 +57,13 @@ describe('fleet tools on real children', () => {
   });
 
   it('answers destroy-sessions 501: the child has no call that destroys sessions', async () => {
-    const calls = wpJson<string[]>(SITES[0], `
+    const calls = wpJson<string[]>(
+      SITES[0],
+      `
       $p = new ReflectionProperty('MainWP\\Child\\MainWP_Child_Callable', 'callableFunctions');
       $p->setAccessible(true);
-      return array_keys($p->getValue(\\MainWP\\Child\\MainWP_Child_Callable::get_instance()));`);
+      return array_keys($p->getValue(\\MainWP\\Child\\MainWP_Child_Callable::get_instance()));`,
+    );
     expect(calls).toContain('disconnect');
     expect(calls.filter((c) => /session|logout|log_out/i.test(c))).toEqual([]);
     const r = await s.rest('/settings/tools/destroy-sessions', { method: 'POST' });

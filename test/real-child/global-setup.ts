@@ -6,23 +6,38 @@ import type { TestProject } from 'vitest/node';
 import { KIT, RC_DIR, RC_SITES, type RealSite } from './kit.js';
 
 declare module 'vitest' {
-  export interface ProvidedContext { realSites: RealSite[] }
+  export interface ProvidedContext {
+    realSites: RealSite[];
+  }
 }
 
 export default function setup(project: TestProject): () => void {
   const keep = process.env.SITEFLEET_RC_KEEP === '1';
   if (!keep) {
-    try { execFileSync(`${KIT}/stop.sh`, ['--dir', RC_DIR], { stdio: 'ignore' }); } catch { /* not running */ }
+    try {
+      execFileSync(`${KIT}/stop.sh`, ['--dir', RC_DIR], { stdio: 'ignore' });
+    } catch {
+      /* not running */
+    }
     rmSync(RC_DIR, { recursive: true, force: true });
   }
   const out = execFileSync(`${KIT}/start.sh`, ['--dir', RC_DIR, '--sites', String(RC_SITES)], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 600_000,
   });
-  const sites = out.trim().split('\n').map((l, i) => ({ index: i + 1, ...JSON.parse(l) }) as RealSite);
+  const sites = out
+    .trim()
+    .split('\n')
+    .map((l, i) => ({ index: i + 1, ...JSON.parse(l) }) as RealSite);
   project.provide('realSites', sites);
   return () => {
     if (keep) return;
-    try { execFileSync(`${KIT}/stop.sh`, ['--dir', RC_DIR], { stdio: 'ignore' }); } catch { /* already stopped */ }
+    try {
+      execFileSync(`${KIT}/stop.sh`, ['--dir', RC_DIR], { stdio: 'ignore' });
+    } catch {
+      /* already stopped */
+    }
     rmSync(RC_DIR, { recursive: true, force: true });
   };
 }

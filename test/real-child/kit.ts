@@ -12,10 +12,17 @@ export const KIT = resolve(process.env.SITEFLEET_RC_KIT ?? resolve(repo, '../sha
 export const RC_DIR = process.env.SITEFLEET_RC_DIR ?? '/tmp/sitefleet-rc';
 export const RC_SITES = Number(process.env.SITEFLEET_RC_SITES ?? 4);
 
-export interface RealSite { index: number; url: string; admin: string; password: string }
+export interface RealSite {
+  index: number;
+  url: string;
+  admin: string;
+  password: string;
+}
 
 /** The kit's sites, numbered from 1 as start.sh numbers them. */
-export function realSites(): RealSite[] { return inject('realSites'); }
+export function realSites(): RealSite[] {
+  return inject('realSites');
+}
 export function realSite(k: number): RealSite {
   const s = realSites()[k - 1];
   if (!s) throw new Error(`the lane started ${realSites().length} real sites; there is no site ${k}`);
@@ -46,14 +53,17 @@ export function resetSite(k: number): void {
   cpSync(`${KIT}/fixtures/plugins`, `${root}/plugins`, { recursive: true, force: true });
   cpSync(`${KIT}/fixtures/themes`, `${root}/themes`, { recursive: true, force: true });
   cpSync(`${KIT}/wordpress/wp-content/themes`, `${root}/themes`, { recursive: true, force: true });
-  wp(k, `
+  wp(
+    k,
+    `
     foreach (['mainwp_child_pubkey','mainwp_child_nonce','mainwp_security','mainwp_child_server','mainwp_child_connected_admin',
               'mainwp_child_openssl_sign_algo','mainwp_child_uniqueId'] as $o) { delete_option($o); }
     wp_clean_plugins_cache(); wp_clean_themes_cache();
     deactivate_plugins(['rc-beta/rc-beta.php', 'rc-gamma/rc-gamma.php'], true);
     activate_plugin('rc-alpha/rc-alpha.php');
     switch_theme('twentytwentyfive');
-  `);
+  `,
+  );
 }
 
 /**
@@ -64,18 +74,27 @@ export async function wpAdminPluginAction(k: number, action: 'activate' | 'deact
   const site = realSite(k);
   const jar = new Map<string, string>();
   const keep = (res: Response) => {
-    for (const c of res.headers.getSetCookie()) { const [kv] = c.split(';'); const i = kv!.indexOf('='); jar.set(kv!.slice(0, i), kv!.slice(i + 1)); }
+    for (const c of res.headers.getSetCookie()) {
+      const [kv] = c.split(';');
+      const i = kv!.indexOf('=');
+      jar.set(kv!.slice(0, i), kv!.slice(i + 1));
+    }
   };
   const cookie = () => [...jar].map(([n, v]) => `${n}=${v}`).join('; ');
   const go = async (path: string, init: RequestInit = {}) => {
-    const res = await fetch(new URL(path, site.url), { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: cookie() } });
+    const res = await fetch(new URL(path, site.url), {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), cookie: cookie() },
+    });
     keep(res);
     return res;
   };
   await go('wp-login.php');
   jar.set('wordpress_test_cookie', 'WP%20Cookie%20check');
   const login = await go('wp-login.php', {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ log: site.admin, pwd: site.password, testcookie: '1' }).toString(),
   });
   if (login.status !== 302) throw new Error(`wp-admin login on site ${k} answered ${login.status}`);
@@ -110,7 +129,11 @@ export async function stopSitePhp(k: number): Promise<void> {
   if (!cmd.includes(`${RC_DIR}/sites/${k}`)) throw new Error(`pid ${pid} is not site ${k}'s php -S`);
   process.kill(-pid, 'SIGTERM');
   for (let i = 0; i < 100; i++) {
-    try { process.kill(pid, 0); } catch { return; }
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`site ${k}'s php -S (pid ${pid}) did not stop`);
@@ -118,5 +141,8 @@ export async function stopSitePhp(k: number): Promise<void> {
 
 /** start.sh again on the lane's dir: stopped sites come back on their URLs, running ones are left alone. */
 export function startSitesAgain(): void {
-  execFileSync(`${KIT}/start.sh`, ['--dir', RC_DIR, '--sites', String(RC_SITES)], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
+  execFileSync(`${KIT}/start.sh`, ['--dir', RC_DIR, '--sites', String(RC_SITES)], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 300_000,
+  });
 }

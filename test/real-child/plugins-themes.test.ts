@@ -20,7 +20,9 @@ const listed = async (what: 'plugins' | 'themes') => {
 beforeAll(async () => {
   ({ s, id } = await serverWithRealSite(K, startServer));
 });
-afterAll(async () => { await s?.close(); });
+afterAll(async () => {
+  await s?.close();
+});
 
 describe('plugins on a real child', () => {
   it('activates and deactivates, as WordPress then says', async () => {

@@ -7,14 +7,23 @@ const K = 3;
 let s: TestServer;
 let id: number;
 
-type WpPost = { ID: number; post_status: string; post_title: string; post_date: string; post_date_gmt: string; post_content: string } | null;
+type WpPost = {
+  ID: number;
+  post_status: string;
+  post_title: string;
+  post_date: string;
+  post_date_gmt: string;
+  post_content: string;
+} | null;
 const wpPost = (postId: number) => wpJson<WpPost>(K, `$p = get_post(${postId}); return $p ? $p->to_array() : null;`);
 const ymd = (d: Date) => d.toISOString().slice(0, 19).replace('T', ' ');
 
 beforeAll(async () => {
   ({ s, id } = await serverWithRealSite(K, startServer));
 });
-afterAll(async () => { await s?.close(); });
+afterAll(async () => {
+  await s?.close();
+});
 
 describe('posts on a real child', () => {
   it('creates a draft, reads it back, edits one field and leaves the rest', async () => {
@@ -35,7 +44,10 @@ describe('posts on a real child', () => {
   it('schedules a post for a future date, and WordPress keeps it scheduled (defect 4)', async () => {
     const when = new Date(Date.now() + 7 * 86_400_000);
     when.setUTCMilliseconds(0);
-    const c = await s.rest(`/posts/${id}/create`, { method: 'POST', json: { post_title: 'Lane future', post_status: 'future', post_date: ymd(when) } });
+    const c = await s.rest(`/posts/${id}/create`, {
+      method: 'POST',
+      json: { post_title: 'Lane future', post_status: 'future', post_date: ymd(when) },
+    });
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     expect(c.body.data.post_status).toBe('future');
     const p = wpPost(c.body.data.post_id)!;
@@ -43,7 +55,10 @@ describe('posts on a real child', () => {
   });
 
   it('keeps a back-dated post at its date (defect 4)', async () => {
-    const c = await s.rest(`/posts/${id}/create`, { method: 'POST', json: { post_title: 'Lane old', post_status: 'publish', post_date: '2020-03-04 05:06:07' } });
+    const c = await s.rest(`/posts/${id}/create`, {
+      method: 'POST',
+      json: { post_title: 'Lane old', post_status: 'publish', post_date: '2020-03-04 05:06:07' },
+    });
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     expect(c.body.data.post_status).toBe('publish');
     expect(wpPost(c.body.data.post_id)).toMatchObject({ post_status: 'publish', post_date: '2020-03-04 05:06:07' });

@@ -26,8 +26,12 @@ beforeAll(async () => {
     const reg = await connector.register({ url: site.url, admin: site.admin, adminPassword: site.password, sslVerify: true });
     const creds = { url: site.url, admin: site.admin, privateKeyPem: reg.privateKeyPem };
     replies = await replyScript((fn, fields) => rawSignedCall(creds, fn, { signAlgo: reg.signAlgo, fields }), {
-      plugin: 'rc-beta/rc-beta.php', theme: 'twentytwentyfour', childTheme: 'rc-tt5-child', parentTheme: 'twentytwentyfive',
-      updatePlugin: 'rc-gamma/rc-gamma.php', updateTheme: 'rc-tt5-child',
+      plugin: 'rc-beta/rc-beta.php',
+      theme: 'twentytwentyfour',
+      childTheme: 'rc-tt5-child',
+      parentTheme: 'twentytwentyfive',
+      updatePlugin: 'rc-gamma/rc-gamma.php',
+      updateTheme: 'rc-tt5-child',
     });
   } finally {
     await connector.close();
@@ -35,7 +39,7 @@ beforeAll(async () => {
   resetSite(K);
 });
 
-describe('the real child\'s replies', () => {
+describe("the real child's replies", () => {
   it(record ? 'are recorded as fixtures' : 'still have the shape of the recorded fixtures', () => {
     const normalised = normalise(replies) as Record<string, unknown>;
     if (record) {
@@ -46,7 +50,8 @@ describe('the real child\'s replies', () => {
     expect(existsSync(FILE), `no fixtures yet: run SITEFLEET_RECORD_REPLIES=1 npm run test:real-child`).toBe(true);
     const fixtures = JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, unknown>;
     // The fields, not the data: what a site holds (its plugins, its log events) varies, so lists and maps are left out.
-    const fields = (v: unknown) => [...shape(v).keys()].filter((p) => !p.includes('*') && !p.includes('[]') && p.split('.').length <= 3).sort();
+    const fields = (v: unknown) =>
+      [...shape(v).keys()].filter((p) => !p.includes('*') && !p.includes('[]') && p.split('.').length <= 3).sort();
     for (const [step, reply] of Object.entries(normalised)) expect(fields(reply), step).toEqual(fields(fixtures[step]));
   });
 });

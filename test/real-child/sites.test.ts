@@ -14,10 +14,12 @@ beforeAll(async () => {
   resetSite(K);
   s = await startServer();
 });
-afterAll(async () => { await s?.close(); });
+afterAll(async () => {
+  await s?.close();
+});
 
 describe('a real child site, from add to remove', () => {
-  it('is added through the ability with upstream\'s adminpassword, and the child then trusts our key', async () => {
+  it("is added through the ability with upstream's adminpassword, and the child then trusts our key", async () => {
     const site = realSite(K);
     const r = await s.ability('add-site-v1', { url: site.url, admin: site.admin, adminpassword: site.password, name: 'Real lifecycle' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);

@@ -28,11 +28,16 @@ const withdrawOffers = () => {
   }
   wpJson(K, 'foreach (["update_core","update_plugins","update_themes"] as $t) delete_site_transient($t); return true;');
 };
-const pluginVersion = (file: string) => wpJson<string>(K, `wp_clean_plugins_cache(); return get_plugins()[${JSON.stringify(file)}]["Version"];`);
-const themeVersion = (slug: string) => wpJson<string>(K, `wp_clean_themes_cache(); return wp_get_theme(${JSON.stringify(slug)})->get("Version");`);
+const pluginVersion = (file: string) =>
+  wpJson<string>(K, `wp_clean_plugins_cache(); return get_plugins()[${JSON.stringify(file)}]["Version"];`);
+const themeVersion = (slug: string) =>
+  wpJson<string>(K, `wp_clean_themes_cache(); return wp_get_theme(${JSON.stringify(slug)})->get("Version");`);
 const coreVersion = () => wpJson<string>(K, 'global $wp_version; return $wp_version;');
-const pending = async () => (await s.ability('list-updates-v1', { site_ids_or_domains: [id], refresh: true }, { method: 'GET' })).body.updates
-  .map((u: { type: string; slug: string; current_version: string; new_version: string }) => `${u.type} ${u.slug} ${u.current_version}→${u.new_version}`);
+const pending = async () =>
+  (await s.ability('list-updates-v1', { site_ids_or_domains: [id], refresh: true }, { method: 'GET' })).body.updates.map(
+    (u: { type: string; slug: string; current_version: string; new_version: string }) =>
+      `${u.type} ${u.slug} ${u.current_version}→${u.new_version}`,
+  );
 
 beforeAll(async () => {
   withdrawOffers();
@@ -51,13 +56,19 @@ afterAll(async () => {
 
 describe('updates on a real child', () => {
   it('lists what WordPress offers: rc-gamma, the theme and core', async () => {
-    expect((await pending()).sort()).toEqual(['core wordpress 7.0.4→7.0.5', 'plugin rc-gamma/rc-gamma.php 1.0.0→1.1.0', 'theme rc-tt5-child 1.0.0→1.1.0']);
+    expect((await pending()).sort()).toEqual([
+      'core wordpress 7.0.4→7.0.5',
+      'plugin rc-gamma/rc-gamma.php 1.0.0→1.1.0',
+      'theme rc-tt5-child 1.0.0→1.1.0',
+    ]);
   });
 
   it('update-site-plugins-v1 (abilities door) updates rc-gamma on disk and says so', async () => {
     const r = await s.ability('update-site-plugins-v1', { site_id_or_domain: id, slugs: ['rc-gamma/rc-gamma.php'] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.updated).toEqual([expect.objectContaining({ slug: 'rc-gamma/rc-gamma.php', old_version: '1.0.0', new_version: '1.1.0' })]);
+    expect(r.body.updated).toEqual([
+      expect.objectContaining({ slug: 'rc-gamma/rc-gamma.php', old_version: '1.0.0', new_version: '1.1.0' }),
+    ]);
     expect(r.body.errors).toEqual([]);
     expect(pluginVersion('rc-gamma/rc-gamma.php')).toBe('1.1.0');
   });
@@ -71,7 +82,9 @@ describe('updates on a real child', () => {
       const r = await mcp.call('update-all-v1', { site_ids_or_domains: [id] });
       expect(r.isError, JSON.stringify(r.body)).toBe(false);
       expect(r.body.updated).toEqual([expect.objectContaining({ type: 'core', old_version: '7.0.4', new_version: '7.0.5' })]);
-      expect(r.body.skipped, JSON.stringify(r.body.skipped)).toEqual([expect.objectContaining({ type: 'theme', slug: 'rc-tt5-child', reason: 'ignored' })]);
+      expect(r.body.skipped, JSON.stringify(r.body.skipped)).toEqual([
+        expect.objectContaining({ type: 'theme', slug: 'rc-tt5-child', reason: 'ignored' }),
+      ]);
     } finally {
       await mcp.close();
     }
@@ -89,14 +102,19 @@ describe('updates on a real child', () => {
     expect(await pending()).toEqual([]);
   });
 
-  it('a package WordPress cannot install is an error item with WordPress\'s reason, and the plugin stays at its version', async () => {
+  it("a package WordPress cannot install is an error item with WordPress's reason, and the plugin stays at its version", async () => {
     const zip = `${RC_DIR}/packages/broken-rc-beta.zip`;
-    execFileSync('python3', ['-c', `import zipfile; z=zipfile.ZipFile(${JSON.stringify(zip)},'w'); z.writestr('readme.txt','not a plugin'); z.close()`]);
+    execFileSync('python3', [
+      '-c',
+      `import zipfile; z=zipfile.ZipFile(${JSON.stringify(zip)},'w'); z.writestr('readme.txt','not a plugin'); z.close()`,
+    ]);
     offer(K, '--plugin', 'rc-beta', '--to', '2.1.0', '--package', zip);
     expect(await pending()).toEqual(['plugin rc-beta/rc-beta.php 2.0.0→2.1.0']);
     const r = await s.ability('update-site-plugins-v1', { site_id_or_domain: id });
     expect(r.body.updated).toEqual([]);
-    expect(r.body.errors).toEqual([expect.objectContaining({ slug: 'rc-beta/rc-beta.php', code: 'svc_update_failed', message: expect.stringMatching(/\S/) })]);
+    expect(r.body.errors).toEqual([
+      expect.objectContaining({ slug: 'rc-beta/rc-beta.php', code: 'svc_update_failed', message: expect.stringMatching(/\S/) }),
+    ]);
     expect(pluginVersion('rc-beta/rc-beta.php')).toBe('2.0.0');
   });
 });

@@ -43,7 +43,9 @@ export interface AbilityHarness {
   close(): Promise<void>;
 }
 
-export async function openAbilities(opts: { sim?: ChildSimOptions | true; config?: Partial<Record<keyof Config, string | boolean>> } = {}): Promise<AbilityHarness> {
+export async function openAbilities(
+  opts: { sim?: ChildSimOptions | true; config?: Partial<Record<keyof Config, string | boolean>> } = {},
+): Promise<AbilityHarness> {
   const dataDir = tempDir('sitefleet-abilities-');
   const pg = testPgUrl();
   const databaseUrl = pg ? await freshDatabase(pg) : undefined;
@@ -65,7 +67,11 @@ export async function openAbilities(opts: { sim?: ChildSimOptions | true; config
   };
   const call: AbilityHarness['call'] = (name, input, principal = as.admin) => registry.call(name, input, { principal, coerce: false });
   return {
-    services, registry, dataDir, as, call,
+    services,
+    registry,
+    dataDir,
+    as,
+    call,
     get sim(): ChildSim {
       if (!sim) throw new Error('openAbilities({ sim }) was not asked for a simulator');
       return sim;

@@ -1,6 +1,13 @@
 // test/support/child-sim.ts — a child simulator with a connector wired to it, registered sites, and raw protocol requests.
 import { request } from 'undici';
-import { ChildConnector, startChildSim, type ChildSimOptions, type ConnectorOptions, type Registration, type SiteCredentials } from '../../src/child/index.js';
+import {
+  ChildConnector,
+  startChildSim,
+  type ChildSimOptions,
+  type ConnectorOptions,
+  type Registration,
+  type SiteCredentials,
+} from '../../src/child/index.js';
 import { openReply } from '../../src/child/envelope.js';
 import { encodeForm, type FormInput } from '../../src/child/form.js';
 import { newNonce, signRequest } from '../../src/child/keys.js';
@@ -30,7 +37,11 @@ export async function childFixture(options: ChildSimOptions & { connector?: Part
 
 /** POSTs a form to a URL and returns status and raw body (no classification). */
 export async function postForm(url: string, form: Record<string, FormInput>): Promise<{ status: number; body: string }> {
-  const res = await request(url, { method: 'POST', body: encodeForm(form), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const res = await request(url, {
+    method: 'POST',
+    body: encodeForm(form),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   return { status: res.statusCode, body: await res.body.text() };
 }
 
@@ -42,8 +53,20 @@ export async function rawSignedCall(
 ): Promise<unknown> {
   const nonce = newNonce();
   const signature = await signRequest(fn, nonce, site.privateKeyPem, options.signWith ?? options.signAlgo ?? 7);
-  const form: Record<string, FormInput> = { user: site.admin, function: fn, nonce, mainwpver: '6.1.2', sign_algo: options.signAlgo, mainwpsignature: signature, ...options.fields };
-  const res = await request(`${site.url}wp-admin/admin-ajax.php`, { method: 'POST', body: encodeForm(form), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const form: Record<string, FormInput> = {
+    user: site.admin,
+    function: fn,
+    nonce,
+    mainwpver: '6.1.2',
+    sign_algo: options.signAlgo,
+    mainwpsignature: signature,
+    ...options.fields,
+  };
+  const res = await request(`${site.url}wp-admin/admin-ajax.php`, {
+    method: 'POST',
+    body: encodeForm(form),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   const body = Buffer.from(await res.body.arrayBuffer());
   return openReply({ status: res.statusCode, location: null, body });
 }

@@ -9,11 +9,24 @@ import { seedSites } from './server.js';
 
 /** The slugs issue 2 names, in discovery order. */
 export const SITE_ABILITIES = [
-  'list-sites-v1', 'get-site-v1', 'count-sites-v1', 'get-sites-basic-v1', 'update-site-v1',
-  'delete-site-v1', 'suspend-site-v1', 'unsuspend-site-v1', 'suspend-sites-v1',
+  'list-sites-v1',
+  'get-site-v1',
+  'count-sites-v1',
+  'get-sites-basic-v1',
+  'update-site-v1',
+  'delete-site-v1',
+  'suspend-site-v1',
+  'unsuspend-site-v1',
+  'suspend-sites-v1',
 ] as const;
 export const TAG_ABILITIES = [
-  'list-tags-v1', 'get-tag-v1', 'add-tag-v1', 'update-tag-v1', 'delete-tag-v1', 'get-tag-sites-v1', 'get-tag-clients-v1',
+  'list-tags-v1',
+  'get-tag-v1',
+  'add-tag-v1',
+  'update-tag-v1',
+  'delete-tag-v1',
+  'get-tag-sites-v1',
+  'get-tag-clients-v1',
 ] as const;
 export const ISSUE_ABILITIES = [...SITE_ABILITIES, ...TAG_ABILITIES];
 
@@ -58,9 +71,13 @@ export function expectSchema(value: unknown, schema: unknown): void {
   expect(r.valid ? '' : r.errorMessage).toBe('');
 }
 
-export async function seedClients(services: Services, clients: Array<Pick<ClientRecord, 'name' | 'email'> & Partial<ClientRecord>>): Promise<ClientRecord[]> {
-  return services.store.write((tx) => clients.map((c) =>
-    tx.insert<ClientRecord>('clients', { status: 'active', created_at: new Date().toISOString(), ...c })));
+export async function seedClients(
+  services: Services,
+  clients: Array<Pick<ClientRecord, 'name' | 'email'> & Partial<ClientRecord>>,
+): Promise<ClientRecord[]> {
+  return services.store.write((tx) =>
+    clients.map((c) => tx.insert<ClientRecord>('clients', { status: 'active', created_at: new Date().toISOString(), ...c })),
+  );
 }
 
 /** A tag made by the tag service, then linked to sites. */
@@ -111,7 +128,10 @@ export async function seedFleet(services: Services): Promise<Fleet> {
 }
 
 /** A request with nothing added by fetch (a chosen Host header, for instance). */
-export function rawRequest(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+export function rawRequest(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -119,7 +139,11 @@ export function rawRequest(url: string, opts: { method?: string; headers?: Recor
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
         let body: unknown = text;
-        try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+        try {
+          body = text ? JSON.parse(text) : null;
+        } catch {
+          /* not JSON */
+        }
         resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
       });
     });
@@ -131,7 +155,9 @@ export function rawRequest(url: string, opts: { method?: string; headers?: Recor
 
 /** The MCP initialize request, for raw calls to /mcp. */
 export const MCP_INITIALIZE = JSON.stringify({
-  jsonrpc: '2.0', id: 1, method: 'initialize',
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-test', version: '1.0.0' } },
 });
 export const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };

@@ -10,7 +10,11 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 const PREFIX = '/wp-json/svc/v2';
 
 type Json = Record<string, any>;
-interface Template { path: string; segments: string[]; literals: number }
+interface Template {
+  path: string;
+  segments: string[];
+  literals: number;
+}
 
 let state: { doc: Json; ajv: Ajv2020; templates: Template[]; validators: Map<string, ValidateFunction> } | undefined;
 
@@ -25,10 +29,12 @@ function load() {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
   ajv.addSchema(doc, 'openapi.json');
-  const templates = Object.keys(doc.paths as object).map((path) => {
-    const segments = path.split('/').filter(Boolean);
-    return { path, segments, literals: segments.filter((s) => !s.startsWith('{')).length };
-  }).sort((x, y) => y.literals - x.literals);
+  const templates = Object.keys(doc.paths as object)
+    .map((path) => {
+      const segments = path.split('/').filter(Boolean);
+      return { path, segments, literals: segments.filter((s) => !s.startsWith('{')).length };
+    })
+    .sort((x, y) => y.literals - x.literals);
   state = { doc, ajv, templates, validators: new Map() };
   return state;
 }
@@ -45,10 +51,21 @@ function paramMatches(doc: Json, template: string, name: string, value: string):
 /** The documented path a request path (relative to the REST prefix, query allowed) is routed to, or undefined. */
 export function documentedPath(path: string): string | undefined {
   const { doc, templates } = load();
-  const segs = path.split('?')[0]!.split('/').filter(Boolean).map((s) => { try { return decodeURIComponent(s); } catch { return s; } });
+  const segs = path
+    .split('?')[0]!
+    .split('/')
+    .filter(Boolean)
+    .map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return s;
+      }
+    });
   for (const t of templates) {
     if (t.segments.length !== segs.length) continue;
-    if (t.segments.every((s, i) => (s.startsWith('{') ? paramMatches(doc, t.path, s.slice(1, -1), segs[i]!) : s === segs[i]))) return t.path;
+    if (t.segments.every((s, i) => (s.startsWith('{') ? paramMatches(doc, t.path, s.slice(1, -1), segs[i]!) : s === segs[i])))
+      return t.path;
   }
   return undefined;
 }
@@ -101,7 +118,9 @@ export function checkRestAnswer(method: string, path: string, status: number, bo
   }
   const validate = validator(`${ptr}/content/application~1json/schema`);
   if (!validate(body)) {
-    throw new Error(`${where}: the answer does not match its documented schema (${template ?? 'no route'}):\n`
-      + `${JSON.stringify(validate.errors?.slice(0, 8), null, 1)}\nbody: ${JSON.stringify(body).slice(0, 1500)}`);
+    throw new Error(
+      `${where}: the answer does not match its documented schema (${template ?? 'no route'}):\n` +
+        `${JSON.stringify(validate.errors?.slice(0, 8), null, 1)}\nbody: ${JSON.stringify(body).slice(0, 1500)}`,
+    );
   }
 }

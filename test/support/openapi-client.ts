@@ -21,7 +21,10 @@ export async function sitesFamily(c: RestClient, siteId: number) {
     list: await c.GET('/sites', { params: { query: { per_page: 2, page: 1, with_tags: '1' } } }),
     count: await c.GET('/sites/count'),
     one: await c.GET('/sites/{id_or_domain}', { params: site(siteId) }),
-    edit: await c.PATCH('/sites/{id_or_domain}/edit', { params: site(siteId), body: { name: 'Renamed by the generated client', note: 'typed' } }),
+    edit: await c.PATCH('/sites/{id_or_domain}/edit', {
+      params: site(siteId),
+      body: { name: 'Renamed by the generated client', note: 'typed' },
+    }),
     sync: await c.POST('/sites/{id_or_domain}/sync', { params: site(siteId) }),
     check: await c.POST('/sites/{id_or_domain}/check', { params: site(siteId) }),
     error: await c.GET('/sites/{id_or_domain}', { params: { path: { id_or_domain: '987654' } } }),
@@ -71,7 +74,16 @@ export async function clientsFamily(c: RestClient, siteId: number) {
 }
 
 export async function costsFamily(c: RestClient, siteId: number) {
-  const add = await c.POST('/costs/add', { body: { name: 'Typed hosting', price: 12.5, payment_type: 'subscription', product_type: 'hosting', renewal_type: 'monthly', sites: [siteId] } });
+  const add = await c.POST('/costs/add', {
+    body: {
+      name: 'Typed hosting',
+      price: 12.5,
+      payment_type: 'subscription',
+      product_type: 'hosting',
+      renewal_type: 'monthly',
+      sites: [siteId],
+    },
+  });
   const id = add.data?.data.id ?? 0;
   return {
     add,
@@ -86,18 +98,26 @@ export async function costsFamily(c: RestClient, siteId: number) {
 export async function usersFamily(c: RestClient, siteId: number) {
   return {
     list: await c.GET('/users', { params: { query: { websites: String(siteId), roles: 'administrator' } } }),
-    create: await c.POST('/users/create', { body: { websites: [siteId], username: 'typed_user', email: 'typed_user@example.com', role: 'editor' } }),
+    create: await c.POST('/users/create', {
+      body: { websites: [siteId], username: 'typed_user', email: 'typed_user@example.com', role: 'editor' },
+    }),
     error: await c.POST('/users/create', { body: { websites: [siteId], username: 'bad_email', email: 'not an address' } }),
   };
 }
 
 export async function postsFamily(c: RestClient, siteId: number) {
-  const create = await c.POST('/posts/{id_or_domain}/create', { params: site(siteId), body: { post_title: 'Typed post', post_content: 'Hello.', post_status: 'draft' } });
+  const create = await c.POST('/posts/{id_or_domain}/create', {
+    params: site(siteId),
+    body: { post_title: 'Typed post', post_content: 'Hello.', post_status: 'draft' },
+  });
   const postId = create.data?.data.post_id ?? 0;
   return {
     create,
     one: await c.GET('/posts/{id_or_domain}/{post_id}', { params: { path: { id_or_domain: String(siteId), post_id: postId } } }),
-    status: await c.PATCH('/posts/{id_or_domain}/{post_id}/update-status', { params: { path: { id_or_domain: String(siteId), post_id: postId } }, body: { status: 'publish' } }),
+    status: await c.PATCH('/posts/{id_or_domain}/{post_id}/update-status', {
+      params: { path: { id_or_domain: String(siteId), post_id: postId } },
+      body: { status: 'publish' },
+    }),
     list: await c.GET('/posts', { params: { query: { websites: String(siteId) } } }),
     error: await c.GET('/posts/{id_or_domain}/{post_id}', { params: { path: { id_or_domain: String(siteId), post_id: 99999 } } }),
   };
@@ -139,7 +159,10 @@ export async function updatesFamily(c: RestClient, siteId: number) {
 }
 
 export async function pagesFamily(c: RestClient, siteId: number) {
-  const create = await c.POST('/pages/{id_or_domain}/create', { params: site(siteId), body: { post_title: 'Typed page', post_content: 'About us.', post_status: 'draft' } });
+  const create = await c.POST('/pages/{id_or_domain}/create', {
+    params: site(siteId),
+    body: { post_title: 'Typed page', post_content: 'About us.', post_status: 'draft' },
+  });
   const page = { path: { id_or_domain: String(siteId), post_id: create.data?.data.post_id ?? 0 } };
   return {
     create,
@@ -189,7 +212,9 @@ export async function settingsFamily(c: RestClient) {
 }
 
 export async function monitorsFamily(c: RestClient, siteId: number) {
-  const webhookAdd = await c.POST('/webhooks/add', { body: { url: 'http://127.0.0.1:9/typed-hook', description: 'typed', events: ['site.down'] } });
+  const webhookAdd = await c.POST('/webhooks/add', {
+    body: { url: 'http://127.0.0.1:9/typed-hook', description: 'typed', events: ['site.down'] },
+  });
   const hook = { path: { id: webhookAdd.data?.data.id ?? 0 } };
   return {
     check: await c.POST('/monitors/{id_or_domain}/check', { params: site(siteId) }),
@@ -199,7 +224,10 @@ export async function monitorsFamily(c: RestClient, siteId: number) {
     one: await c.GET('/monitors/{id_or_domain}', { params: site(siteId) }),
     heartbeat: await c.GET('/monitors/{id_or_domain}/heartbeat', { params: { ...site(siteId), query: { period: '24h' } } }),
     incidents: await c.GET('/monitors/{id_or_domain}/incidents', { params: site(siteId) }),
-    siteSettings: await c.PUT('/monitors/{id_or_domain}/settings', { params: site(siteId), body: { interval: '10m', expected_status: [200, 301] } }),
+    siteSettings: await c.PUT('/monitors/{id_or_domain}/settings', {
+      params: site(siteId),
+      body: { interval: '10m', expected_status: [200, 301] },
+    }),
     fleetSettings: await c.GET('/monitors/settings'),
     webhookAdd,
     webhooks: await c.GET('/webhooks'),

@@ -9,11 +9,18 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-export interface PgServer { url: string; stop(): Promise<void> }
+export interface PgServer {
+  url: string;
+  stop(): Promise<void>;
+}
 
 function pgBin(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const v of versions) if (existsSync(join(root, v, 'bin', 'initdb'))) return join(root, v, 'bin');
   throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql: apt-get install -y postgresql');
 }
@@ -22,7 +29,10 @@ async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const a = s.address() as { port: number }; s.close(() => resolve(a.port)); });
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address() as { port: number };
+      s.close(() => resolve(a.port));
+    });
   });
 }
 
@@ -50,7 +60,11 @@ export async function startPostgres(): Promise<PgServer> {
   return {
     url,
     async stop() {
-      try { run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); }
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -60,7 +74,11 @@ export async function freshDatabase(serverUrl: string): Promise<string> {
   const name = `sf_${randomBytes(6).toString('hex')}`;
   const c = new pg.Client({ connectionString: serverUrl });
   await c.connect();
-  try { await c.query(`CREATE DATABASE ${name}`); } finally { await c.end(); }
+  try {
+    await c.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await c.end();
+  }
   const u = new URL(serverUrl);
   u.pathname = `/${name}`;
   return u.toString();

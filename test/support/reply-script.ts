@@ -19,7 +19,9 @@ export interface ScriptSite {
   updateTheme: string;
 }
 
-const SYNCDATA = JSON.stringify(Object.fromEntries(['plugins', 'themes', 'users', 'child_site_actions_data', 'securityStats'].map((k) => [k, 1])));
+const SYNCDATA = JSON.stringify(
+  Object.fromEntries(['plugins', 'themes', 'users', 'child_site_actions_data', 'securityStats'].map((k) => [k, 1])),
+);
 const ymd = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
@@ -35,14 +37,26 @@ export async function replyScript(call: RawCall, site: ScriptSite): Promise<Reco
   r.theme_delete_parent = await call('theme_action', { action: 'delete', theme: site.parentTheme });
   r.theme_delete = await call('theme_action', { action: 'delete', theme: site.theme });
   r.theme_activate_parent = await call('theme_action', { action: 'activate', theme: site.parentTheme });
-  const newPost = (fields: Record<string, string>) => call('newpost', {
-    new_post: b64(JSON.stringify({ post_content: 'Recorded.', comment_status: 'open', ping_status: 'closed', ...fields })),
-    post_custom: b64('[]'), post_category: b64(''), mainwp_upload_dir: b64('{}'),
-  });
+  const newPost = (fields: Record<string, string>) =>
+    call('newpost', {
+      new_post: b64(JSON.stringify({ post_content: 'Recorded.', comment_status: 'open', ping_status: 'closed', ...fields })),
+      post_custom: b64('[]'),
+      post_category: b64(''),
+      mainwp_upload_dir: b64('{}'),
+    });
   const future = ymd(Date.now() + 30 * 86_400_000);
   r.newpost_future = await newPost({ post_title: 'Recorded future', post_status: 'future', post_date: future, post_date_gmt: future });
-  r.newpost_future_without_gmt = await newPost({ post_title: 'Recorded future, local date only', post_status: 'future', post_date: future });
-  r.newpost_backdated = await newPost({ post_title: 'Recorded old', post_status: 'publish', post_date: '2020-03-04 05:06:07', post_date_gmt: '2020-03-04 05:06:07' });
+  r.newpost_future_without_gmt = await newPost({
+    post_title: 'Recorded future, local date only',
+    post_status: 'future',
+    post_date: future,
+  });
+  r.newpost_backdated = await newPost({
+    post_title: 'Recorded old',
+    post_status: 'publish',
+    post_date: '2020-03-04 05:06:07',
+    post_date_gmt: '2020-03-04 05:06:07',
+  });
   const id = Number((r.newpost_backdated as { added_id?: unknown }).added_id);
   r.post_unpublish = await call('post_action', { action: 'unpublish', id });
   r.post_publish = await call('post_action', { action: 'publish', id });
@@ -57,12 +71,15 @@ export async function replyScript(call: RawCall, site: ScriptSite): Promise<Reco
   r.upgrade_plugin_again = await call('upgradeplugintheme', { type: 'plugin', list: site.updatePlugin });
   r.upgrade_theme = await call('upgradeplugintheme', { type: 'theme', list: site.updateTheme });
   r.upgrade_translation_none = await call('upgradetranslation', { type: 'translation', list: 'no-such-domain' });
-  r.stats_after_updates = await call('stats', { syncdata: JSON.stringify({ wp_updates: 1, plugin_updates: 1, theme_updates: 1, translation_updates: 1, plugins: 1, themes: 1 }) });
+  r.stats_after_updates = await call('stats', {
+    syncdata: JSON.stringify({ wp_updates: 1, plugin_updates: 1, theme_updates: 1, translation_updates: 1, plugins: 1, themes: 1 }),
+  });
   return r;
 }
 
 /** Values that differ between runs and sites (keys, nonces, times, ids, ports), replaced so fixtures read stably. */
-const VOLATILE = /^(nonce|regverify|uniqueId|pubkey|created|created_on|dts|post_date|post_date_gmt|post_modified|post_modified_gmt|last_updated|outdate_timestamp|timestamp|added_id|post_id|ID|id|user_id|link|siteurl|url|ip|db_size|dbsize|version|wpversion|phpversion|child_version|mysql_version)$/;
+const VOLATILE =
+  /^(nonce|regverify|uniqueId|pubkey|created|created_on|dts|post_date|post_date_gmt|post_modified|post_modified_gmt|last_updated|outdate_timestamp|timestamp|added_id|post_id|ID|id|user_id|link|siteurl|url|ip|db_size|dbsize|version|wpversion|phpversion|child_version|mysql_version)$/;
 
 /** A reply with its volatile values replaced by their type, for a fixture. */
 export function normalise(v: unknown, key = ''): unknown {
@@ -74,9 +91,22 @@ export function normalise(v: unknown, key = ''): unknown {
 
 /** Objects keyed by slugs, names or ids (PHP associative arrays), not by field names. */
 const MAPS = new Set([
-  'upgrades', 'updated_data', 'upgrade_error_codes', 'upgrades_error',
-  'plugin_action_data', 'plugin_deactivated_data', 'theme_action_data', 'theme_deactivate_data', 'plugin_updates', 'theme_updates',
-  'plugins_outdate_info', 'themes_outdate_info', 'changes_logs_data', 'child_site_actions_data', 'securityStats', 'translation_updates',
+  'upgrades',
+  'updated_data',
+  'upgrade_error_codes',
+  'upgrades_error',
+  'plugin_action_data',
+  'plugin_deactivated_data',
+  'theme_action_data',
+  'theme_deactivate_data',
+  'plugin_updates',
+  'theme_updates',
+  'plugins_outdate_info',
+  'themes_outdate_info',
+  'changes_logs_data',
+  'child_site_actions_data',
+  'securityStats',
+  'translation_updates',
 ]);
 
 /**

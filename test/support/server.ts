@@ -36,9 +36,16 @@ export interface TestServer {
   restBase: string;
   abilitiesBase: string;
   /** fetch against the REST door with a Bearer token (default: the read_write key); the answer is checked against the OpenAPI document. */
-  rest(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<{ status: number; body: any; headers: Headers }>;
+  rest(
+    path: string,
+    init?: RequestInit & { token?: string | null; json?: unknown },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** Run an ability over the abilities door. GET/DELETE put input in the bracketed query string. */
-  ability(name: string, input?: unknown, opts?: { method?: string; auth?: string | null; query?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  ability(
+    name: string,
+    input?: unknown,
+    opts?: { method?: string; auth?: string | null; query?: string },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -47,43 +54,67 @@ export const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${use
 /** PHP-style bracket query: {a:1, b:[1,2], c:{d:'x'}} → input[a]=1&input[b][]=1&input[b][]=2&input[c][d]=x */
 export function bracketQuery(input: unknown, prefix = 'input'): string {
   if (input === undefined || input === null) return '';
-  if (Array.isArray(input)) return input.map((v) => bracketQuery(v, `${prefix}[]`)).filter(Boolean).join('&');
+  if (Array.isArray(input))
+    return input
+      .map((v) => bracketQuery(v, `${prefix}[]`))
+      .filter(Boolean)
+      .join('&');
   if (typeof input === 'object') {
-    return Object.entries(input as Record<string, unknown>).map(([k, v]) => bracketQuery(v, `${prefix}[${k}]`)).filter(Boolean).join('&');
+    return Object.entries(input as Record<string, unknown>)
+      .map(([k, v]) => bracketQuery(v, `${prefix}[${k}]`))
+      .filter(Boolean)
+      .join('&');
   }
   return `${prefix}=${encodeURIComponent(String(input))}`;
 }
 
 async function readJson(res: Response): Promise<any> {
   const text = await res.text();
-  try { return text ? JSON.parse(text) : null; } catch { return text; }
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return text;
+  }
 }
 
 /**
  * Where a test keeps its fleet: a temp data dir, and in the pg lane (SITEFLEET_TEST_PG_URL set by its global setup) a
  * fresh database as well, which then holds the fleet. `args` are the CLI flags that point a process at it.
  */
-export interface TestFleetStore { dataDir: string; databaseUrl?: string; args: string[]; open(): Promise<Store> }
+export interface TestFleetStore {
+  dataDir: string;
+  databaseUrl?: string;
+  args: string[];
+  open(): Promise<Store>;
+}
 
 export async function testFleetStore(dataDir = tempDir()): Promise<TestFleetStore> {
   const pg = testPgUrl();
   const databaseUrl = pg ? await freshDatabase(pg) : undefined;
   return {
-    dataDir, databaseUrl,
+    dataDir,
+    databaseUrl,
     args: ['--data-dir', dataDir, ...(databaseUrl ? ['--database-url', databaseUrl] : [])],
     open: () => openStore({ dataDir, databaseUrl: databaseUrl ?? null }),
   };
 }
 
-export async function startServer(opts: {
-  dataDir?: string; databaseUrl?: string; config?: Partial<Record<keyof Config, string | boolean>>;
-  /** SITEFLEET_* variables the config is read with (none by default: the process's own are ignored). */
-  env?: Record<string, string>;
-} = {}): Promise<TestServer> {
+export async function startServer(
+  opts: {
+    dataDir?: string;
+    databaseUrl?: string;
+    config?: Partial<Record<keyof Config, string | boolean>>;
+    /** SITEFLEET_* variables the config is read with (none by default: the process's own are ignored). */
+    env?: Record<string, string>;
+  } = {},
+): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
   const pg = testPgUrl();
   const databaseUrl = opts.databaseUrl ?? (pg && !opts.dataDir ? await freshDatabase(pg) : undefined);
-  const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir, databaseUrl, allowPrivateSites: true, ...opts.config }, opts.env ?? {});
+  const config = loadConfig(
+    { host: '127.0.0.1', port: '0', dataDir, databaseUrl, allowPrivateSites: true, ...opts.config },
+    opts.env ?? {},
+  );
   const { services, registry, http: served, close } = await boot(config, { http: { port: 0 }, jobTickMs: 100 });
   const http = served!;
   const auth = services.auth;
@@ -105,17 +136,28 @@ export async function startServer(opts: {
   const restBase = `${http.url}${config.restPrefix}`;
   const abilitiesBase = `${http.url}${config.abilitiesPrefix}`;
   return {
-    url: http.url, dataDir, databaseUrl, services, registry, creds, restBase, abilitiesBase,
+    url: http.url,
+    dataDir,
+    databaseUrl,
+    services,
+    registry,
+    creds,
+    restBase,
+    abilitiesBase,
     async rest(path, init = {}) {
       const headers = new Headers(init.headers);
       const token = init.token === undefined ? creds.key.read_write : init.token;
       if (token) headers.set('authorization', `Bearer ${token}`);
       let body = init.body;
-      if (init.json !== undefined) { headers.set('content-type', 'application/json'); body = JSON.stringify(init.json); }
+      if (init.json !== undefined) {
+        headers.set('content-type', 'application/json');
+        body = JSON.stringify(init.json);
+      }
       const res = await fetch(`${restBase}${path}`, { ...init, headers, body });
       const answer = { status: res.status, body: await readJson(res), headers: res.headers };
       // Every answer matches what the OpenAPI document says this route answers (test/support/openapi-check.ts).
-      if (config.restPrefix === '/wp-json/svc/v2') checkRestAnswer((init.method ?? 'GET').toUpperCase(), path, answer.status, answer.body, answer.headers);
+      if (config.restPrefix === '/wp-json/svc/v2')
+        checkRestAnswer((init.method ?? 'GET').toUpperCase(), path, answer.status, answer.body, answer.headers);
       return answer;
     },
     async ability(name, input, o = {}) {
@@ -142,7 +184,22 @@ export async function startServer(opts: {
 }
 
 /** Adds sites through the store's own API (no child traffic): for tests of the registry alone. */
-export async function seedSites(services: Services, n: number, make: (i: number) => Partial<SiteRecord> = () => ({})): Promise<SiteRecord[]> {
-  return services.store.write((tx) => Array.from({ length: n }, (_, i) =>
-    services.sites.insert(tx, { url: `https://site${i + 1}.example.com/`, name: `Site ${i + 1}`, admin_username: 'admin', wp_version: '6.8', php_version: '8.2', child_version: '6.1', ...make(i) })));
+export async function seedSites(
+  services: Services,
+  n: number,
+  make: (i: number) => Partial<SiteRecord> = () => ({}),
+): Promise<SiteRecord[]> {
+  return services.store.write((tx) =>
+    Array.from({ length: n }, (_, i) =>
+      services.sites.insert(tx, {
+        url: `https://site${i + 1}.example.com/`,
+        name: `Site ${i + 1}`,
+        admin_username: 'admin',
+        wp_version: '6.8',
+        php_version: '8.2',
+        child_version: '6.1',
+        ...make(i),
+      }),
+    ),
+  );
 }

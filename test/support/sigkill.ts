@@ -19,7 +19,10 @@ export async function acknowledgedBeforeKill(openStore: string, acks: number): P
   await new Promise<void>((resolve) => {
     child.stdout.on('data', (d) => {
       out += d;
-      if ((out.match(/^ack /gm) ?? []).length >= acks) { child.kill('SIGKILL'); resolve(); }
+      if ((out.match(/^ack /gm) ?? []).length >= acks) {
+        child.kill('SIGKILL');
+        resolve();
+      }
     });
   });
   await new Promise((r) => child.once('exit', r));

@@ -34,7 +34,6 @@ export type SimFault =
   | { type: 'long_error'; bytes: number } // an error reply whose message is this long
   | { type: 'down' } // connection reset: socket destroyed
   | { type: 'hang_after_work' } // the site does the work (an update is installed), then never answers
-
   | { type: 'outage'; windows: Array<{ from: number; to: number }> }; // down (reset) inside scheduled windows (epoch ms), up outside
 
 export interface ChildSim {
@@ -78,11 +77,23 @@ const HUGE_REPLY_BYTES = 21 * 1024 * 1024;
 const HTML = { 'content-type': 'text/html; charset=UTF-8' };
 const FATAL_PAGE =
   '<!DOCTYPE html><html><head><title>WordPress &rsaquo; Error</title></head><body id="error-page"><div class="wp-die-message"><p>There has been a critical error on this website.</p><p><a href="https://wordpress.org/documentation/article/faq-troubleshooting/">Learn more about troubleshooting WordPress.</a></p></div></body></html>';
-const PLAIN_PAGE = '<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works!</h1><p>This site has no MainWP Child plugin.</p></body></html>';
+const PLAIN_PAGE =
+  '<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works!</h1><p>This site has no MainWP Child plugin.</p></body></html>';
 const WAF_PAGE =
   '<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head><body><div id="cf-wrapper"><h1>Sorry, you have been blocked</h1><p>This website is using a security service to protect itself from online attacks.</p></div></body></html>';
 // Every field the connector reads, with a type it cannot accept.
-const WRONG_TYPES = { version: [6, 1], wpversion: { major: 6 }, siteurl: 7, plugins: 'many', themes: 3, status: 42, added: 'yes', result: [], deactivated: 'yes', register: false };
+const WRONG_TYPES = {
+  version: [6, 1],
+  wpversion: { major: 6 },
+  siteurl: 7,
+  plugins: 'many',
+  themes: 3,
+  status: 42,
+  added: 'yes',
+  result: [],
+  deactivated: 'yes',
+  register: false,
+};
 
 let hugeChunk: Buffer | null = null;
 
@@ -162,7 +173,12 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
   let peak = 0;
   let baseUrl = '';
 
-  const info = (index: number): SimSiteInfo => ({ index, url: `${baseUrl}/s/${index}/`, admin, password: options.password ?? defaultPassword(seed, index) });
+  const info = (index: number): SimSiteInfo => ({
+    index,
+    url: `${baseUrl}/s/${index}/`,
+    admin,
+    password: options.password ?? defaultPassword(seed, index),
+  });
   const siteAt = (index: number): SimSite => {
     const site = sites[index - 1];
     if (!site) throw new RangeError(`no simulated site ${index} (1..${count})`);
@@ -200,7 +216,8 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
     const rest = match[2] ?? '/';
     const adminAjax = rest === '/wp-admin/admin-ajax.php';
-    if (!adminAjax && rest !== '/' && rest !== '/index.php') return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
+    if (!adminAjax && rest !== '/' && rest !== '/index.php')
+      return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
     const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);
     const reply = siteAt(index).handle(form, adminAjax);
     if (fault?.type === 'hang_after_work') return;
@@ -235,10 +252,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       else res.destroy();
     });
   };
-  const listen = (srv: Server, port: number) => new Promise<number>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(port, host, () => resolve((srv.address() as AddressInfo).port));
-  });
+  const listen = (srv: Server, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(port, host, () => resolve((srv.address() as AddressInfo).port));
+    });
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const server = createServer(listener);
   const port = await listen(server, options.port ?? 0);
@@ -249,7 +267,8 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
   sites = Array.from({ length: count }, (_, i) => {
     const { index, url, password } = info(i + 1);
     const site = new SimSite(createSiteState({ index, siteUrl: url, seed, admin, password, now: startDay }));
-    if (options.preconnect) Object.assign(site.state.connection, { pubkeyPem: options.preconnect.publicKeyPem, server: options.preconnect.server, admin });
+    if (options.preconnect)
+      Object.assign(site.state.connection, { pubkeyPem: options.preconnect.publicKeyPem, server: options.preconnect.server, admin });
     return site;
   });
 
@@ -278,10 +297,17 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     requestTimes: (index) => [...(times.get(index) ?? [])],
     peakInFlight: () => peak,
     close: async () => {
-      await Promise.all([server, tlsServer].filter((x): x is Server => x !== null).map((srv) => new Promise<void>((resolve) => {
-        srv.close(() => resolve());
-        srv.closeAllConnections();
-      })));
+      await Promise.all(
+        [server, tlsServer]
+          .filter((x): x is Server => x !== null)
+          .map(
+            (srv) =>
+              new Promise<void>((resolve) => {
+                srv.close(() => resolve());
+                srv.closeAllConnections();
+              }),
+          ),
+      );
     },
   };
 }

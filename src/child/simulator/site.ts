@@ -19,7 +19,8 @@ const MSG = {
   sha1Downgrade:
     'To use OPENSSL_ALGO_SHA1 OpenSSL signature algorithm. Please deactivate &amp; reactivate the MainWP Child plugin on the child site and try again.',
   parse1: 'Authentication failed! Please deactivate &amp; re-activate the MainWP Child plugin on this child site and try again.',
-  incompatible: 'Required version has not been detected. Please, make sure that you are using the latest version of the MainWP Child plugin on your site.',
+  incompatible:
+    'Required version has not been detected. Please, make sure that you are using the latest version of the MainWP Child plugin on your site.',
   unexisting: 'Unexisting administrator user. Please verify that it is an existing administrator.',
   notAdmin: 'User not administrator. Please use an administrator user to connect.',
   linked:
@@ -33,12 +34,14 @@ const MSG = {
   reg8: 'Unable to log in as this user. Please verify the Admin Username and try again.',
   reg9: 'User is not an administrator. Please use an administrator user to connect.',
   reg10Forced: 'Forced Reconnect requires Administrator Password authentication. Please enable it on the child site and try again.',
-  reg10Old: 'Your current MainWP Dashboard version is not compatible with the new connection protocol. Please update the MainWP Dashboard to the latest version.',
+  reg10Old:
+    'Your current MainWP Dashboard version is not compatible with the new connection protocol. Please update the MainWP Dashboard to the latest version.',
   reconnect: 'Failed to reconnect to the site. Please remove the site and add it again.',
 };
 
 const DAY = 86_400;
-const AVATAR = "<img alt='' src='https://secure.gravatar.com/avatar/?s=32&#038;d=mm&#038;r=g' class='avatar avatar-32 photo' height='32' width='32' loading='lazy' decoding='async'/>";
+const AVATAR =
+  "<img alt='' src='https://secure.gravatar.com/avatar/?s=32&#038;d=mm&#038;r=g' class='avatar avatar-32 photo' height='32' width='32' loading='lazy' decoding='async'/>";
 
 const reply = (value: unknown): SimReply => ({ status: 200, body: encodeEnvelope(value), envelope: true });
 const fail = (error: string, code?: string): SimReply => reply(code ? { error, error_code: code } : { error });
@@ -51,7 +54,8 @@ const truthy = (v: string | undefined): boolean => v !== undefined && v !== '' &
 const now = (): number => Math.floor(Date.now() / 1000);
 /** Keys the real child's upgrade replies end with (its cache-control module, off on every site it reports). */
 const CACHE_CONTROL = {
-  mainwp_cache_control_last_purged: 0, mainwp_cache_control_cache_solution: 'Plugin Not Found',
+  mainwp_cache_control_last_purged: 0,
+  mainwp_cache_control_cache_solution: 'Plugin Not Found',
   mainwp_cache_control_logs: '{"status":"Disabled","action":"SUCCESS","do_purge":"0"}',
 };
 /** MySQL DATETIME of unix seconds (the simulated sites run in UTC). */
@@ -60,7 +64,11 @@ const fromMysql = (value: string): number | null => {
   const ms = Date.parse(value.replace(' ', 'T') + 'Z');
   return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
 };
-const slugify = (s: string): string => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+const slugify = (s: string): string =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 const fromBase64 = (v: string | undefined): string => Buffer.from(v ?? '', 'base64').toString('utf8');
 const base64 = (v: string): string => Buffer.from(v, 'utf8').toString('base64');
 /** PHP json_encode of an associative array: `[]` when empty. */
@@ -173,7 +181,8 @@ export class SimSite {
     let current: SimUser | undefined;
     // Step A (init priority 1): only when the signature is non-empty.
     if (signature) {
-      const fn = text(form, 'function') || rawurldecode(text(form, 'where') || text(form, 'f') || text(form, 'file') || text(form, 'fdl') || '');
+      const fn =
+        text(form, 'function') || rawurldecode(text(form, 'where') || text(form, 'f') || text(form, 'file') || text(form, 'fdl') || '');
       const verdict = this.verify(fn + (text(form, 'nonce') ?? ''), signature, form);
       if (verdict === 'downgrade') return fail(MSG.sha1Downgrade);
       if (!verdict) return fail(MSG.authFailed);
@@ -251,7 +260,8 @@ export class SimSite {
     if (!login || !pubkey) return fail(MSG.reg1, 'REG_ERROR1');
     const server = text(form, 'server') ?? '';
     const sameDashboard = login === conn.admin && server !== '' && server === conn.server;
-    if (conn.pubkeyPem && !sameDashboard) return this.passwordAuthOn(login) ? fail(MSG.reg2, 'REG_ERROR2') : fail(MSG.reg10Forced, 'REG_ERROR10');
+    if (conn.pubkeyPem && !sameDashboard)
+      return this.passwordAuthOn(login) ? fail(MSG.reg2, 'REG_ERROR2') : fail(MSG.reg10Forced, 'REG_ERROR10');
     if (this.state.uniqueId !== '') {
       const uniqueId = text(form, 'uniqueId') ?? '';
       if (uniqueId === '') return fail(MSG.reg3, 'REG_ERROR3');
@@ -293,7 +303,7 @@ export class SimSite {
       this.changed();
     }
     const logs = form.params_logs;
-    const logParams = logs && typeof logs === 'object' && !Array.isArray(logs) ? logs as Record<string, unknown> : null;
+    const logParams = logs && typeof logs === 'object' && !Array.isArray(logs) ? (logs as Record<string, unknown>) : null;
     const options: StatsOptions = {
       optimize: truthy(text(form, 'optimize')),
       othersData: 'othersData' in form,
@@ -302,7 +312,8 @@ export class SimSite {
       logsCount: Number(logParams?.events_count) || 0,
       logsNewerThan: Number(logParams?.newer_than) || 0,
     };
-    if (truthy(text(form, 'sync_regverify'))) return reply({ ...this.statsPayload(options), regverify_info: this.issueRegverify(user.login) });
+    if (truthy(text(form, 'sync_regverify')))
+      return reply({ ...this.statsPayload(options), regverify_info: this.issueRegverify(user.login) });
     if (this.statsCache.rev !== this.state.rev) this.statsCache = { rev: this.state.rev, entries: new Map() };
     const key = JSON.stringify(options);
     let body = this.statsCache.entries.get(key);
@@ -319,9 +330,18 @@ export class SimSite {
    * cleared within the request: items deleted by the action are still listed (inactive). `ghosts` are those items.
    */
   private embeddedSync(form: FormMap, user: SimUser, ghosts: { plugins?: SimPlugin[]; themes?: SimTheme[] } = {}): Record<string, unknown> {
-    const out = this.statsPayload({ optimize: truthy(text(form, 'optimize')), othersData: 'othersData' in form, lastCreated: 0, admin: user.login, logsCount: 0, logsNewerThan: 0 });
-    if (ghosts.plugins?.length && Array.isArray(out.plugins)) out.plugins = [...out.plugins, ...ghosts.plugins.map((p) => this.pluginItem({ ...p, active: false }))];
-    if (ghosts.themes?.length && Array.isArray(out.themes)) out.themes = [...out.themes, ...ghosts.themes.map((t) => this.themeItem({ ...t, active: false }))];
+    const out = this.statsPayload({
+      optimize: truthy(text(form, 'optimize')),
+      othersData: 'othersData' in form,
+      lastCreated: 0,
+      admin: user.login,
+      logsCount: 0,
+      logsNewerThan: 0,
+    });
+    if (ghosts.plugins?.length && Array.isArray(out.plugins))
+      out.plugins = [...out.plugins, ...ghosts.plugins.map((p) => this.pluginItem({ ...p, active: false }))];
+    if (ghosts.themes?.length && Array.isArray(out.themes))
+      out.themes = [...out.themes, ...ghosts.themes.map((t) => this.themeItem({ ...t, active: false }))];
     return out;
   }
 
@@ -343,12 +363,28 @@ export class SimSite {
   }
 
   private pluginItem(p: SimPlugin): Record<string, unknown> {
-    return { mainwp: p.isChild ? 'T' : 'F', name: p.name, slug: p.slug, description: p.description, version: p.version, active: p.active ? 1 : 0, ...(p.mu ? { mu: 1 } : {}) };
+    return {
+      mainwp: p.isChild ? 'T' : 'F',
+      name: p.name,
+      slug: p.slug,
+      description: p.description,
+      version: p.version,
+      active: p.active ? 1 : 0,
+      ...(p.mu ? { mu: 1 } : {}),
+    };
   }
 
   private themeItem(t: SimTheme): Record<string, unknown> {
     const active = this.state.themes.find((x) => x.active);
-    const item: Record<string, unknown> = { name: t.name, title: t.name, description: `${t.name} theme.`, version: t.version, active: t.active ? 1 : 0, slug: t.slug, parent_active: active?.parent === t.slug ? 1 : 0 };
+    const item: Record<string, unknown> = {
+      name: t.name,
+      title: t.name,
+      description: `${t.name} theme.`,
+      version: t.version,
+      active: t.active ? 1 : 0,
+      slug: t.slug,
+      parent_active: active?.parent === t.slug ? 1 : 0,
+    };
     if (active?.parent === t.slug) item.child_theme = active.name;
     if (t.active && t.parent) item.child_active = 1;
     return item;
@@ -426,8 +462,22 @@ export class SimSite {
         if (!p.updateVersion) continue;
         const dir = p.slug.split('/')[0]!.replace(/\.php$/, '');
         updates[p.slug] = {
-          Name: p.name, PluginURI: '', Version: p.version, Description: p.description, Author: '', active: p.active ? 1 : 0,
-          update: { slug: dir, plugin: p.slug, new_version: p.updateVersion, url: `https://wordpress.org/plugins/${dir}/`, package: `https://downloads.wordpress.org/plugin/${dir}.${p.updateVersion}.zip`, requires: '6.0', tested: s.wpVersion, requires_php: '7.4' },
+          Name: p.name,
+          PluginURI: '',
+          Version: p.version,
+          Description: p.description,
+          Author: '',
+          active: p.active ? 1 : 0,
+          update: {
+            slug: dir,
+            plugin: p.slug,
+            new_version: p.updateVersion,
+            url: `https://wordpress.org/plugins/${dir}/`,
+            package: `https://downloads.wordpress.org/plugin/${dir}.${p.updateVersion}.zip`,
+            requires: '6.0',
+            tested: s.wpVersion,
+            requires_php: '7.4',
+          },
         };
       }
       out.plugin_updates = phpAssoc(updates);
@@ -436,7 +486,17 @@ export class SimSite {
       const updates: Record<string, unknown> = {};
       for (const x of s.themes) {
         if (!x.updateVersion) continue;
-        updates[x.slug] = { update: { theme: x.slug, new_version: x.updateVersion, url: `https://wordpress.org/themes/${x.slug}/`, package: `https://downloads.wordpress.org/theme/${x.slug}.${x.updateVersion}.zip` }, Name: x.name, Version: x.version, active: x.active ? 1 : 0 };
+        updates[x.slug] = {
+          update: {
+            theme: x.slug,
+            new_version: x.updateVersion,
+            url: `https://wordpress.org/themes/${x.slug}/`,
+            package: `https://downloads.wordpress.org/theme/${x.slug}.${x.updateVersion}.zip`,
+          },
+          Name: x.name,
+          Version: x.version,
+          active: x.active ? 1 : 0,
+        };
       }
       out.theme_updates = phpAssoc(updates);
     }
@@ -470,7 +530,13 @@ export class SimSite {
     out.uniqueId = s.uniqueId;
     const cutoff = t - s.outdatedDays * DAY;
     const outdated = (items: (SimPlugin | SimTheme)[]) =>
-      phpAssoc(Object.fromEntries(items.filter((i) => i.lastUpdated < cutoff && !('mu' in i && i.mu)).map((i) => [i.slug, { Name: i.name, Version: i.version, last_updated: i.lastUpdated, outdate_timestamp: t }])));
+      phpAssoc(
+        Object.fromEntries(
+          items
+            .filter((i) => i.lastUpdated < cutoff && !('mu' in i && i.mu))
+            .map((i) => [i.slug, { Name: i.name, Version: i.version, last_updated: i.lastUpdated, outdate_timestamp: t }]),
+        ),
+      );
     if (include('plugins_outdate_info')) out.plugins_outdate_info = outdated(s.plugins);
     if (include('themes_outdate_info')) out.themes_outdate_info = outdated(s.themes);
     if (include('health_site_status')) out.health_site_status = s.health;
@@ -480,17 +546,69 @@ export class SimSite {
         // Child 6.x: asked with params_logs, the changes log answers the oldest events_count events newer than
         // newer_than (§9.1).
         // The real child sends both lists, each with its own events: here odd ids go to the log, even ids stay actions.
-        const events = s.changes.filter((c) => c.id % 2 === 1 && c.created > o.logsNewerThan).sort((a, b) => a.created - b.created).slice(0, o.logsCount);
-        out.child_site_actions_data = phpAssoc(Object.fromEntries(recentChanges.filter((c) => c.id % 2 === 0)
-          .map((c) => [String(c.id), { context: c.context, action: c.action, action_user: c.user, created: c.created, summary: c.summary, meta_data: [], duration: 0 }])));
-        out.changes_logs_data = phpAssoc(Object.fromEntries(events.map((c, i) => [String(i + 1), {
-          id: c.id, blog_id: 1, log_type_id: 1000 + c.id % 1000, created_on: c.created.toFixed(6), client_ip: '203.0.113.9', context: c.context,
-          action_name: c.action, user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0', user_roles: 'administrator', username: c.user,
-          user_id: 1, duration: 0, post_status: '', post_type: '', post_id: 0, meta_data: { name: c.summary },
-        }])));
+        const events = s.changes
+          .filter((c) => c.id % 2 === 1 && c.created > o.logsNewerThan)
+          .sort((a, b) => a.created - b.created)
+          .slice(0, o.logsCount);
+        out.child_site_actions_data = phpAssoc(
+          Object.fromEntries(
+            recentChanges
+              .filter((c) => c.id % 2 === 0)
+              .map((c) => [
+                String(c.id),
+                {
+                  context: c.context,
+                  action: c.action,
+                  action_user: c.user,
+                  created: c.created,
+                  summary: c.summary,
+                  meta_data: [],
+                  duration: 0,
+                },
+              ]),
+          ),
+        );
+        out.changes_logs_data = phpAssoc(
+          Object.fromEntries(
+            events.map((c, i) => [
+              String(i + 1),
+              {
+                id: c.id,
+                blog_id: 1,
+                log_type_id: 1000 + (c.id % 1000),
+                created_on: c.created.toFixed(6),
+                client_ip: '203.0.113.9',
+                context: c.context,
+                action_name: c.action,
+                user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0',
+                user_roles: 'administrator',
+                username: c.user,
+                user_id: 1,
+                duration: 0,
+                post_status: '',
+                post_type: '',
+                post_id: 0,
+                meta_data: { name: c.summary },
+              },
+            ]),
+          ),
+        );
       } else {
         out.child_site_actions_data = phpAssoc(
-          Object.fromEntries(recentChanges.map((c) => [String(c.id), { context: c.context, action: c.action, action_user: c.user, created: c.created, summary: c.summary, meta_data: [], duration: 0 }])),
+          Object.fromEntries(
+            recentChanges.map((c) => [
+              String(c.id),
+              {
+                context: c.context,
+                action: c.action,
+                action_user: c.user,
+                created: c.created,
+                summary: c.summary,
+                meta_data: [],
+                duration: 0,
+              },
+            ]),
+          ),
         );
         out.changes_logs_data = '';
       }
@@ -505,7 +623,14 @@ export class SimSite {
       out.mainwp_cache_control_logs = '';
     }
     if (include('password_policy_options')) {
-      out.password_policy_options = { max_age_days: '0', policy_enabled_at: '0', due_soon_days: '7', due_soon_message: '', overdue_message: '', show_notices_to: 'edit_posts' };
+      out.password_policy_options = {
+        max_age_days: '0',
+        policy_enabled_at: '0',
+        due_soon_days: '7',
+        due_soon_message: '',
+        overdue_message: '',
+        show_notices_to: 'edit_posts',
+      };
     }
     return out;
   }
@@ -518,7 +643,10 @@ export class SimSite {
     const filter = text(form, 'filter');
     // No `filter` field at all still applies the status filter, with "" meaning inactive (§9.2).
     const byStatus = filter === undefined || filter === '1';
-    const keywords = (text(form, 'keyword') ?? '').split(',').map((k) => k.trim().toLowerCase()).filter(Boolean);
+    const keywords = (text(form, 'keyword') ?? '')
+      .split(',')
+      .map((k) => k.trim().toLowerCase())
+      .filter(Boolean);
     const invert = text(form, 'not_criteria') === '1';
     const data = all
       .filter((i) => !byStatus || (status === 'active' ? i.active : !i.active))
@@ -526,7 +654,9 @@ export class SimSite {
       .map((i) => (kind === 'plugins' ? this.pluginItem(i as SimPlugin) : this.themeItem(i as SimTheme)));
     const out: Record<string, unknown> = { data };
     if (data.length === 0 && text(form, 'not_installed') === '1') {
-      out[kind === 'plugins' ? 'installed_plugins' : 'installed_themes'] = all.map((i) => (kind === 'plugins' ? this.pluginItem(i as SimPlugin) : this.themeItem(i as SimTheme)));
+      out[kind === 'plugins' ? 'installed_plugins' : 'installed_themes'] = all.map((i) =>
+        kind === 'plugins' ? this.pluginItem(i as SimPlugin) : this.themeItem(i as SimTheme),
+      );
     }
     return reply(out);
   }
@@ -538,7 +668,16 @@ export class SimSite {
     for (const p of this.state.plugins) {
       if (!p.updateVersion) continue;
       const dir = p.slug.split('/')[0]!.replace(/\.php$/, '');
-      out[p.slug] = { Name: p.name, Version: p.version, update: { slug: dir, plugin: p.slug, new_version: p.updateVersion, package: `https://downloads.wordpress.org/plugin/${dir}.${p.updateVersion}.zip` } };
+      out[p.slug] = {
+        Name: p.name,
+        Version: p.version,
+        update: {
+          slug: dir,
+          plugin: p.slug,
+          new_version: p.updateVersion,
+          package: `https://downloads.wordpress.org/plugin/${dir}.${p.updateVersion}.zip`,
+        },
+      };
     }
     return out;
   }
@@ -546,7 +685,17 @@ export class SimSite {
   private pendingThemes(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const t of this.state.themes) {
-      if (t.updateVersion) out[t.slug] = { update: { theme: t.slug, new_version: t.updateVersion, package: `https://downloads.wordpress.org/theme/${t.slug}.${t.updateVersion}.zip` }, Name: t.name, Version: t.version, active: t.active ? 1 : 0 };
+      if (t.updateVersion)
+        out[t.slug] = {
+          update: {
+            theme: t.slug,
+            new_version: t.updateVersion,
+            package: `https://downloads.wordpress.org/theme/${t.slug}.${t.updateVersion}.zip`,
+          },
+          Name: t.name,
+          Version: t.version,
+          active: t.active ? 1 : 0,
+        };
     }
     return out;
   }
@@ -625,7 +774,8 @@ export class SimSite {
 
   private pluginAction(form: FormMap, user: SimUser): SimReply {
     const action = text(form, 'action') ?? '';
-    if (!['activate', 'deactivate', 'delete'].includes(action)) return reply({ status: 'FAIL', sync: this.embeddedSync(form, user), other_data: [] });
+    if (!['activate', 'deactivate', 'delete'].includes(action))
+      return reply({ status: 'FAIL', sync: this.embeddedSync(form, user), other_data: [] });
     const files = (text(form, 'plugin') ?? '').split('||').filter(Boolean);
     const done: Record<string, { name: string; version: string; slug: string; created?: number }> = {};
     const deactivated: Record<string, { name: string; version: string; slug: string; created: number }> = {};
@@ -634,7 +784,11 @@ export class SimSite {
       const plugin = this.state.plugins.find((p) => p.slug === file && !p.mu);
       // The child never acts on itself (§9.3).
       if (!plugin || plugin.isChild) continue;
-      const item: { name: string; version: string; slug: string; created?: number } = { name: plugin.name, version: plugin.version, slug: plugin.slug };
+      const item: { name: string; version: string; slug: string; created?: number } = {
+        name: plugin.name,
+        version: plugin.version,
+        slug: plugin.slug,
+      };
       if (action === 'delete') {
         if (plugin.active) deactivated[file] = { ...item, created: now() };
         item.created = now();
@@ -694,7 +848,10 @@ export class SimSite {
     if (Object.keys(done).length > 0) this.changed();
     out.status ??= 'SUCCESS';
     out.sync = this.embeddedSync(form, user, { themes: ghostThemes });
-    out.other_data = { theme_action_data: phpAssoc(done), ...(Object.keys(previous).length > 0 ? { theme_deactivate_data: previous } : {}) };
+    out.other_data = {
+      theme_action_data: phpAssoc(done),
+      ...(Object.keys(previous).length > 0 ? { theme_deactivate_data: previous } : {}),
+    };
     return reply(out);
   }
 
@@ -719,7 +876,13 @@ export class SimSite {
       return v === term;
     };
     const roles = (text(form, 'role') ?? '').split(',').filter(Boolean);
-    const columns: Record<string, (u: SimUser) => string> = { user_login: (u) => u.login, display_name: (u) => u.display_name, user_email: (u) => u.email, user_nicename: (u) => u.nicename, user_url: (u) => u.url };
+    const columns: Record<string, (u: SimUser) => string> = {
+      user_login: (u) => u.login,
+      display_name: (u) => u.display_name,
+      user_email: (u) => u.email,
+      user_nicename: (u) => u.nicename,
+      user_url: (u) => u.url,
+    };
     const found: SimUser[] = [];
     for (const column of (text(form, 'search_columns') ?? '').split(',')) {
       const read = columns[column];
@@ -765,9 +928,16 @@ export class SimSite {
         return reply({
           status: 'SUCCESS',
           user_data: {
-            role: target.role, first_name: target.first_name, last_name: target.last_name, nickname: target.nickname,
-            public_display: { display_nickname: target.nickname, display_username: target.login }, display_name: target.display_name,
-            user_email: target.email, user_url: target.url, contact_methods: [], description: target.description,
+            role: target.role,
+            first_name: target.first_name,
+            last_name: target.last_name,
+            nickname: target.nickname,
+            public_display: { display_nickname: target.nickname, display_username: target.login },
+            display_name: target.display_name,
+            user_email: target.email,
+            user_url: target.url,
+            contact_methods: [],
+            description: target.description,
           },
           other_data: usersData(target),
         });
@@ -776,10 +946,15 @@ export class SimSite {
         const extra = form.extra;
         if (extra === undefined || typeof extra === 'string') return reply({ status: 'FAIL' });
         const fields: Record<string, string> = {};
-        for (const [k, v] of Object.entries(extra)) if (typeof v === 'string' && v !== 'donotupdate' && (v !== '' || k === 'role')) fields[k] = v;
+        for (const [k, v] of Object.entries(extra))
+          if (typeof v === 'string' && v !== 'donotupdate' && (v !== '' || k === 'role')) fields[k] = v;
         const error = this.updateUser(target, fields);
         if (error) return reply({ error });
-        return reply({ status: 'SUCCESS', other_data: usersData(target), ...(truthy(text(form, 'optimize')) ? { users: s.users.map((u) => this.userItem(u)) } : {}) });
+        return reply({
+          status: 'SUCCESS',
+          other_data: usersData(target),
+          ...(truthy(text(form, 'optimize')) ? { users: s.users.map((u) => this.userItem(u)) } : {}),
+        });
       }
       default:
         return reply({ status: 'FAIL' });
@@ -789,12 +964,14 @@ export class SimSite {
   /** WordPress's edit_user() checks, in its order; returns the child's error text or null. */
   private updateUser(target: SimUser | undefined, fields: Record<string, string>): string | null {
     if (!target) return ' ERROR: Please enter a username.';
-    if (fields.role !== undefined && fields.role !== '' && !(ROLES as readonly string[]).includes(fields.role)) return 'You can&#8217;t give users that role.';
+    if (fields.role !== undefined && fields.role !== '' && !(ROLES as readonly string[]).includes(fields.role))
+      return 'You can&#8217;t give users that role.';
     const email = fields.email?.trim() || target.email;
     const errors: string[] = [];
     if ((fields.pass1 ?? '') !== (fields.pass2 ?? '')) errors.push('ERROR: Please enter the same password in both password fields.');
     if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email)) errors.push('ERROR: The email address isn&#8217;t correct.');
-    else if (this.state.users.some((u) => u !== target && u.email.toLowerCase() === email.toLowerCase())) errors.push('ERROR: This email is already registered, please choose another one.');
+    else if (this.state.users.some((u) => u !== target && u.email.toLowerCase() === email.toLowerCase()))
+      errors.push('ERROR: This email is already registered, please choose another one.');
     if (errors.length > 0) return errors.map((e) => ' ' + e).join('');
     target.email = email;
     if (fields.role) target.role = fields.role as Role;
@@ -816,13 +993,25 @@ export class SimSite {
     if (login === '') return fail('Cannot create a user with an empty login name.');
     if (this.user(login)) return fail('Sorry, that username already exists!');
     const email = str('user_email').trim();
-    if (email !== '' && this.state.users.some((u) => u.email.toLowerCase() === email.toLowerCase())) return fail('Sorry, that email address is already used!');
+    if (email !== '' && this.state.users.some((u) => u.email.toLowerCase() === email.toLowerCase()))
+      return fail('Sorry, that email address is already used!');
     const role: Role = (ROLES as readonly string[]).includes(str('role')) ? (str('role') as Role) : 'subscriber';
     const first = str('first_name');
     const last = str('last_name');
     const user: SimUser = {
-      id: this.state.nextId.user++, login, password: str('user_pass'), email, nicename: slugify(login) || login, display_name: [first, last].filter(Boolean).join(' ') || login,
-      first_name: first, last_name: last, nickname: login, url: str('user_url'), description: '', role, registered: now(),
+      id: this.state.nextId.user++,
+      login,
+      password: str('user_pass'),
+      email,
+      nicename: slugify(login) || login,
+      display_name: [first, last].filter(Boolean).join(' ') || login,
+      first_name: first,
+      last_name: last,
+      nickname: login,
+      url: str('user_url'),
+      description: '',
+      role,
+      registered: now(),
     };
     this.state.users.push(user);
     this.changed();
@@ -833,7 +1022,10 @@ export class SimSite {
     const password = fromBase64(text(form, 'new_password'));
     if (password === '') return fail('Administrator password could not be changed.');
     current.password = password;
-    return reply({ added: true, other_data: { update_admin_password: { display_name: current.display_name, user_id: current.id, roles: current.role } } });
+    return reply({
+      added: true,
+      other_data: { update_admin_password: { display_name: current.display_name, user_id: current.id, roles: current.role } },
+    });
   }
 
   // ---- posts (§9.11–§9.13) ----
@@ -872,20 +1064,42 @@ export class SimSite {
 
   private postData(p: SimPost, oldStatus: string): Record<string, unknown> {
     return {
-      post_id: p.id, post_type: p.type, post_title: p.title, post_date: mysql(p.date), post_date_gmt: p.date ? mysql(p.date) : '0000-00-00 00:00:00',
-      new_status: p.status, old_status: oldStatus, singular_name: p.type,
+      post_id: p.id,
+      post_type: p.type,
+      post_title: p.title,
+      post_date: mysql(p.date),
+      post_date_gmt: p.date ? mysql(p.date) : '0000-00-00 00:00:00',
+      new_status: p.status,
+      old_status: oldStatus,
+      singular_name: p.type,
     };
   }
 
   private editPayload(p: SimPost, asPost: boolean): Record<string, string> {
     const newPost: Record<string, unknown> = {
-      edit_id: String(p.id), post_title: p.title, post_content: p.content, post_status: p.status, post_date: mysql(p.date || p.modified),
-      post_date_gmt: p.date ? mysql(p.date) : '0000-00-00 00:00:00', post_name: p.name, post_excerpt: p.excerpt, comment_status: p.commentStatus,
+      edit_id: String(p.id),
+      post_title: p.title,
+      post_content: p.content,
+      post_status: p.status,
+      post_date: mysql(p.date || p.modified),
+      post_date_gmt: p.date ? mysql(p.date) : '0000-00-00 00:00:00',
+      post_name: p.name,
+      post_excerpt: p.excerpt,
+      comment_status: p.commentStatus,
       // The real child's page reader says "page" whatever the id names (a post too).
-      ping_status: p.pingStatus, post_type: asPost ? p.type : 'page', post_password: p.password,
+      ping_status: p.pingStatus,
+      post_type: asPost ? p.type : 'page',
+      post_password: p.password,
     };
     if (asPost) Object.assign(newPost, { is_sticky: p.sticky ? 1 : 0, post_tags: p.tags.join(', ') });
-    const uploads = { path: '/var/www/html/wp-content/uploads', url: `${this.state.siteUrl}/wp-content/uploads`, subdir: '', basedir: '/var/www/html/wp-content/uploads', baseurl: `${this.state.siteUrl}/wp-content/uploads`, error: false };
+    const uploads = {
+      path: '/var/www/html/wp-content/uploads',
+      url: `${this.state.siteUrl}/wp-content/uploads`,
+      subdir: '',
+      basedir: '/var/www/html/wp-content/uploads',
+      baseurl: `${this.state.siteUrl}/wp-content/uploads`,
+      error: false,
+    };
     return {
       new_post: base64(JSON.stringify(newPost)),
       post_custom: base64(JSON.stringify(Object.keys(p.custom).length > 0 ? p.custom : [])),
@@ -955,7 +1169,8 @@ export class SimSite {
     const data = parseJsonObject(fromBase64(text(form, 'new_post')));
     if (!data) return fail('Undefined error');
     const custom = parseJsonObject(fromBase64(text(form, 'post_custom'))) ?? {};
-    const str = (k: string): string | undefined => (typeof data[k] === 'string' ? (data[k] as string) : typeof data[k] === 'number' ? String(data[k]) : undefined);
+    const str = (k: string): string | undefined =>
+      typeof data[k] === 'string' ? (data[k] as string) : typeof data[k] === 'number' ? String(data[k]) : undefined;
     const firstOf = (k: string): unknown => (Array.isArray(custom[k]) ? (custom[k] as unknown[])[0] : undefined);
     const type = str('post_type') === 'page' ? 'page' : 'post';
     const editId = Number(firstOf('_mainwp_edit_post_id')) || Number(str('ID')) || 0;
@@ -968,8 +1183,25 @@ export class SimSite {
       oldStatus = post.status;
     } else {
       post = {
-        id: s.nextId.post++, type, status: 'draft', title: '', content: '', name: '', excerpt: '', password: '', date: 0, modified: t, author: current.id,
-        categories: [], tags: [], commentCount: 0, commentStatus: 'open', pingStatus: 'closed', sticky: false, featuredImage: null, custom: {},
+        id: s.nextId.post++,
+        type,
+        status: 'draft',
+        title: '',
+        content: '',
+        name: '',
+        excerpt: '',
+        password: '',
+        date: 0,
+        modified: t,
+        author: current.id,
+        categories: [],
+        tags: [],
+        commentCount: 0,
+        commentStatus: 'open',
+        pingStatus: 'closed',
+        sticky: false,
+        featuredImage: null,
+        custom: {},
       };
       s.posts.push(post);
     }
@@ -985,21 +1217,29 @@ export class SimSite {
     // The child creates a post as an auto-draft and then sets its status: WordPress keeps a new post's date only when
     // post_date_gmt is set, else dates it now (so a "future" post is published at once). An edit keeps post_date.
     const gmt = fromMysql(str('post_date_gmt') ?? '');
-    const date = editId ? gmt ?? fromMysql(str('post_date') ?? '') : gmt;
+    const date = editId ? (gmt ?? fromMysql(str('post_date') ?? '')) : gmt;
     post.date = date ?? (editId ? (post.status === 'draft' ? 0 : post.date || t) : post.status === 'draft' ? 0 : t);
     if (post.status === 'future' && post.date <= t) post.status = 'publish';
     else if (post.status === 'publish' && post.date > t) post.status = 'future';
-    const categories = rawurldecode(fromBase64(text(form, 'post_category'))).split(',').map((c) => c.trim()).filter(Boolean);
+    const categories = rawurldecode(fromBase64(text(form, 'post_category')))
+      .split(',')
+      .map((c) => c.trim())
+      .filter(Boolean);
     const onlyExisting = firstOf('_post_to_only_existing_categories') !== undefined;
     const chosen = categories.filter((c) => !onlyExisting || s.categories.includes(c));
     for (const c of chosen) if (!s.categories.includes(c)) s.categories.push(c);
     if (type === 'post' && (chosen.length > 0 || !editId)) post.categories = chosen.length > 0 ? chosen : ['Uncategorized'];
     const tags = rawurldecode(str('post_tags') ?? '');
-    if (tags !== '') post.tags = tags.split(',').map((x) => x.trim()).filter(Boolean);
+    if (tags !== '')
+      post.tags = tags
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
     post.sticky = fromBase64(String(firstOf('_sticky') ?? '')) === 'sticky';
     const image = fromBase64(text(form, 'post_featured_image'));
     if (image !== '') post.featuredImage = image;
-    for (const [k, v] of Object.entries(custom)) if (!k.startsWith('_mainwp') && k !== '_sticky' && k !== '_post_to_only_existing_categories' && Array.isArray(v)) post.custom[k] = v;
+    for (const [k, v] of Object.entries(custom))
+      if (!k.startsWith('_mainwp') && k !== '_sticky' && k !== '_post_to_only_existing_categories' && Array.isArray(v)) post.custom[k] = v;
     this.changed();
     const link = post.status === 'publish' ? `${s.siteUrl}/${post.name}/` : `${s.siteUrl}/?p=${post.id}`;
     return reply({

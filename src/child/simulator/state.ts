@@ -160,35 +160,88 @@ export function siteSeed(seed: number, index: number): number {
 const WP_VERSIONS = ['6.5.5', '6.6.2', '6.7.2', '6.8.1', '6.8.2'];
 const PHP_VERSIONS = ['7.4.33', '8.0.30', '8.1.31', '8.2.27', '8.3.16'];
 const PLUGINS = [
-  'akismet/akismet.php|Akismet Anti-spam: Spam Protection', 'hello.php|Hello Dolly', 'wordpress-seo/wp-seo.php|Yoast SEO',
-  'woocommerce/woocommerce.php|WooCommerce', 'contact-form-7/wp-contact-form-7.php|Contact Form 7', 'elementor/elementor.php|Elementor',
-  'jetpack/jetpack.php|Jetpack', 'wordfence/wordfence.php|Wordfence Security', 'wp-super-cache/wp-cache.php|WP Super Cache',
-  'updraftplus/updraftplus.php|UpdraftPlus - Backup/Restore', 'classic-editor/classic-editor.php|Classic Editor',
-  'really-simple-ssl/rlrsssl-really-simple-ssl.php|Really Simple Security', 'wpforms-lite/wpforms.php|WPForms Lite',
-  'all-in-one-seo-pack/all_in_one_seo_pack.php|All in One SEO', 'litespeed-cache/litespeed-cache.php|LiteSpeed Cache',
-  'duplicate-post/duplicate-post.php|Yoast Duplicate Post', 'redirection/redirection.php|Redirection', 'wp-mail-smtp/wp_mail_smtp.php|WP Mail SMTP',
-  'google-site-kit/google-site-kit.php|Site Kit by Google', 'limit-login-attempts-reloaded/limit-login-attempts-reloaded.php|Limit Login Attempts Reloaded',
-  'wp-optimize/wp-optimize.php|WP-Optimize', 'tablepress/tablepress.php|TablePress', 'regenerate-thumbnails/regenerate-thumbnails.php|Regenerate Thumbnails',
-  'custom-post-type-ui/custom-post-type-ui.php|Custom Post Type UI', 'advanced-custom-fields/acf.php|Advanced Custom Fields',
-  'loco-translate/loco.php|Loco Translate', 'wp-file-manager/file_folder_manager.php|WP File Manager', 'smush/wp-smush.php|Smush',
-  'autoptimize/autoptimize.php|Autoptimize', 'cookie-notice/cookie-notice.php|Cookie Notice & Compliance', 'mailchimp-for-wp/mailchimp-for-wp.php|MC4WP: Mailchimp for WordPress',
-  'svg-support/svg-support.php|SVG Support', 'wp-statistics/wp-statistics.php|WP Statistics', 'user-role-editor/user-role-editor.php|User Role Editor',
-  'health-check/health-check.php|Health Check & Troubleshooting', 'query-monitor/query-monitor.php|Query Monitor', 'disable-comments/disable-comments.php|Disable Comments',
-  'post-smtp/postman-smtp.php|Post SMTP', 'broken-link-checker/broken-link-checker.php|Broken Link Checker', 'wp-maintenance-mode/wp-maintenance-mode.php|LightStart',
-  'black-studio-tinymce-widget/black-studio-tinymce-widget.php|Black Studio TinyMCE Widget', 'simple-custom-post-order/simple-custom-post-order.php|Simple Custom Post Order',
-  'wps-hide-login/wps-hide-login.php|WPS Hide Login', 'members/members.php|Members',
+  'akismet/akismet.php|Akismet Anti-spam: Spam Protection',
+  'hello.php|Hello Dolly',
+  'wordpress-seo/wp-seo.php|Yoast SEO',
+  'woocommerce/woocommerce.php|WooCommerce',
+  'contact-form-7/wp-contact-form-7.php|Contact Form 7',
+  'elementor/elementor.php|Elementor',
+  'jetpack/jetpack.php|Jetpack',
+  'wordfence/wordfence.php|Wordfence Security',
+  'wp-super-cache/wp-cache.php|WP Super Cache',
+  'updraftplus/updraftplus.php|UpdraftPlus - Backup/Restore',
+  'classic-editor/classic-editor.php|Classic Editor',
+  'really-simple-ssl/rlrsssl-really-simple-ssl.php|Really Simple Security',
+  'wpforms-lite/wpforms.php|WPForms Lite',
+  'all-in-one-seo-pack/all_in_one_seo_pack.php|All in One SEO',
+  'litespeed-cache/litespeed-cache.php|LiteSpeed Cache',
+  'duplicate-post/duplicate-post.php|Yoast Duplicate Post',
+  'redirection/redirection.php|Redirection',
+  'wp-mail-smtp/wp_mail_smtp.php|WP Mail SMTP',
+  'google-site-kit/google-site-kit.php|Site Kit by Google',
+  'limit-login-attempts-reloaded/limit-login-attempts-reloaded.php|Limit Login Attempts Reloaded',
+  'wp-optimize/wp-optimize.php|WP-Optimize',
+  'tablepress/tablepress.php|TablePress',
+  'regenerate-thumbnails/regenerate-thumbnails.php|Regenerate Thumbnails',
+  'custom-post-type-ui/custom-post-type-ui.php|Custom Post Type UI',
+  'advanced-custom-fields/acf.php|Advanced Custom Fields',
+  'loco-translate/loco.php|Loco Translate',
+  'wp-file-manager/file_folder_manager.php|WP File Manager',
+  'smush/wp-smush.php|Smush',
+  'autoptimize/autoptimize.php|Autoptimize',
+  'cookie-notice/cookie-notice.php|Cookie Notice & Compliance',
+  'mailchimp-for-wp/mailchimp-for-wp.php|MC4WP: Mailchimp for WordPress',
+  'svg-support/svg-support.php|SVG Support',
+  'wp-statistics/wp-statistics.php|WP Statistics',
+  'user-role-editor/user-role-editor.php|User Role Editor',
+  'health-check/health-check.php|Health Check & Troubleshooting',
+  'query-monitor/query-monitor.php|Query Monitor',
+  'disable-comments/disable-comments.php|Disable Comments',
+  'post-smtp/postman-smtp.php|Post SMTP',
+  'broken-link-checker/broken-link-checker.php|Broken Link Checker',
+  'wp-maintenance-mode/wp-maintenance-mode.php|LightStart',
+  'black-studio-tinymce-widget/black-studio-tinymce-widget.php|Black Studio TinyMCE Widget',
+  'simple-custom-post-order/simple-custom-post-order.php|Simple Custom Post Order',
+  'wps-hide-login/wps-hide-login.php|WPS Hide Login',
+  'members/members.php|Members',
 ];
 const THEMES = [
-  'twentytwentyfive|Twenty Twenty-Five', 'twentytwentyfour|Twenty Twenty-Four', 'twentytwentythree|Twenty Twenty-Three',
-  'twentytwentytwo|Twenty Twenty-Two', 'twentytwentyone|Twenty Twenty-One', 'astra|Astra', 'generatepress|GeneratePress', 'oceanwp|OceanWP',
-  'kadence|Kadence', 'neve|Neve', 'hello-elementor|Hello Elementor', 'storefront|Storefront',
+  'twentytwentyfive|Twenty Twenty-Five',
+  'twentytwentyfour|Twenty Twenty-Four',
+  'twentytwentythree|Twenty Twenty-Three',
+  'twentytwentytwo|Twenty Twenty-Two',
+  'twentytwentyone|Twenty Twenty-One',
+  'astra|Astra',
+  'generatepress|GeneratePress',
+  'oceanwp|OceanWP',
+  'kadence|Kadence',
+  'neve|Neve',
+  'hello-elementor|Hello Elementor',
+  'storefront|Storefront',
 ];
 const PEOPLE = ['alice', 'bruno', 'chen', 'dana', 'emeka', 'farah', 'gus', 'hana', 'ivan', 'jo'];
-const TITLES = ['Hello world!', 'Spring update', 'Our new office', 'How we ship', 'Release notes', 'Meet the team', 'Five tips', 'Year in review', 'Roadmap', 'Customer story'];
+const TITLES = [
+  'Hello world!',
+  'Spring update',
+  'Our new office',
+  'How we ship',
+  'Release notes',
+  'Meet the team',
+  'Five tips',
+  'Year in review',
+  'Roadmap',
+  'Customer story',
+];
 const CHANGE_KINDS: [string, string, string][] = [
-  ['plugin', 'activated', 'Activated plugin'], ['plugin', 'deactivated', 'Deactivated plugin'], ['plugin', 'updated', 'Updated plugin'],
-  ['theme', 'switched', 'Switched theme'], ['user', 'created', 'Created user'], ['user', 'login', 'User logged in'],
-  ['post', 'published', 'Published post'], ['post', 'updated', 'Updated post'], ['settings', 'updated', 'Updated general settings'],
+  ['plugin', 'activated', 'Activated plugin'],
+  ['plugin', 'deactivated', 'Deactivated plugin'],
+  ['plugin', 'updated', 'Updated plugin'],
+  ['theme', 'switched', 'Switched theme'],
+  ['user', 'created', 'Created user'],
+  ['user', 'login', 'User logged in'],
+  ['post', 'published', 'Published post'],
+  ['post', 'updated', 'Updated post'],
+  ['settings', 'updated', 'Updated general settings'],
 ];
 const DAY = 86_400;
 
@@ -229,15 +282,45 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
   const phpVersion = PHP_VERSIONS[int(0, PHP_VERSIONS.length - 1)]!;
 
   const plugins: SimPlugin[] = [
-    { slug: 'mainwp-child/mainwp-child.php', name: 'MainWP Child', description: 'Provides a secure connection between your MainWP Dashboard and your WordPress sites.', version: '6.1', active: true, mu: false, isChild: true, updateVersion: null, lastUpdated: now - int(5, 60) * DAY },
+    {
+      slug: 'mainwp-child/mainwp-child.php',
+      name: 'MainWP Child',
+      description: 'Provides a secure connection between your MainWP Dashboard and your WordPress sites.',
+      version: '6.1',
+      active: true,
+      mu: false,
+      isChild: true,
+      updateVersion: null,
+      lastUpdated: now - int(5, 60) * DAY,
+    },
   ];
   for (const entry of shuffled(PLUGINS).slice(0, int(9, 39))) {
     const [slug, name] = entry.split('|') as [string, string];
     const v = version();
-    plugins.push({ slug, name, description: `${name} for WordPress.`, version: v, active: chance(0.6), mu: false, isChild: false, updateVersion: chance(0.25) ? bump(v) : null, lastUpdated: released() });
+    plugins.push({
+      slug,
+      name,
+      description: `${name} for WordPress.`,
+      version: v,
+      active: chance(0.6),
+      mu: false,
+      isChild: false,
+      updateVersion: chance(0.25) ? bump(v) : null,
+      lastUpdated: released(),
+    });
   }
   if (chance(0.2)) {
-    plugins.push({ slug: 'site-loader.php', name: 'Site Loader (must-use)', description: 'Host-provided must-use plugin.', version: '1.0.0', active: true, mu: true, isChild: false, updateVersion: null, lastUpdated: now - 400 * DAY });
+    plugins.push({
+      slug: 'site-loader.php',
+      name: 'Site Loader (must-use)',
+      description: 'Host-provided must-use plugin.',
+      version: '1.0.0',
+      active: true,
+      mu: true,
+      isChild: false,
+      updateVersion: null,
+      lastUpdated: now - 400 * DAY,
+    });
   }
 
   const themes: SimTheme[] = shuffled(THEMES)
@@ -245,20 +328,46 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
     .map((entry, i) => {
       const [slug, name] = entry.split('|') as [string, string];
       const v = version();
-      return { slug, name, version: v, active: i === 0, parent: null, updateVersion: chance(0.25) ? bump(v) : null, lastUpdated: released() };
+      return {
+        slug,
+        name,
+        version: v,
+        active: i === 0,
+        parent: null,
+        updateVersion: chance(0.25) ? bump(v) : null,
+        lastUpdated: released(),
+      };
     });
   if (chance(0.25)) {
     // The active theme is a child theme: its parent cannot be deleted either (§9.4).
     const parent = themes[0]!;
     parent.active = false;
-    themes.unshift({ slug: `${parent.slug}-child`, name: `${parent.name} Child`, version: '1.0.0', active: true, parent: parent.slug, updateVersion: null, lastUpdated: now - 100 * DAY });
+    themes.unshift({
+      slug: `${parent.slug}-child`,
+      name: `${parent.name} Child`,
+      version: '1.0.0',
+      active: true,
+      parent: parent.slug,
+      updateVersion: null,
+      lastUpdated: now - 100 * DAY,
+    });
   }
 
   const domain = `site${input.index}.example`;
   const users: SimUser[] = [
     {
-      id: 1, login: input.admin, password: input.password, email: `${input.admin}@${domain}`, nicename: input.admin.toLowerCase(),
-      display_name: input.admin, first_name: '', last_name: '', nickname: input.admin, url: '', description: '', role: 'administrator',
+      id: 1,
+      login: input.admin,
+      password: input.password,
+      email: `${input.admin}@${domain}`,
+      nicename: input.admin.toLowerCase(),
+      display_name: input.admin,
+      first_name: '',
+      last_name: '',
+      nickname: input.admin,
+      url: '',
+      description: '',
+      role: 'administrator',
       registered: now - int(400, 3000) * DAY,
     },
   ];
@@ -266,8 +375,19 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
     const role = (['editor', 'author', 'contributor', 'subscriber'] as const)[int(0, 3)]!;
     const first = person[0]!.toUpperCase() + person.slice(1);
     users.push({
-      id: users.length + 1, login: person, password: `${person}-secret`, email: `${person}@${domain}`, nicename: person, display_name: first,
-      first_name: first, last_name: 'Example', nickname: person, url: '', description: '', role, registered: now - int(10, 900) * DAY,
+      id: users.length + 1,
+      login: person,
+      password: `${person}-secret`,
+      email: `${person}@${domain}`,
+      nicename: person,
+      display_name: first,
+      first_name: first,
+      last_name: 'Example',
+      nickname: person,
+      url: '',
+      description: '',
+      role,
+      registered: now - int(10, 900) * DAY,
     });
   }
 
@@ -280,11 +400,28 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
     const status = page ? 'publish' : (['publish', 'publish', 'publish', 'draft', 'pending', 'future'] as const)[int(0, 5)]!;
     const date = status === 'future' ? now + int(2, 30) * DAY : now - int(1, 400) * DAY;
     posts.push({
-      id: i + 1, type: page ? 'page' : 'post', status, title, content: `<p>${title} — generated for site ${input.index}.</p>`,
-      name: `${title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}-${i + 1}`, excerpt: '', password: '',
-      date, modified: status === 'future' ? now - DAY : date + int(0, 5) * DAY, author: users[int(0, users.length - 1)]!.id,
-      categories: page ? [] : [categories[int(0, categories.length - 1)]!], tags: page ? [] : ['demo'], commentCount: int(0, 12),
-      commentStatus: 'open', pingStatus: 'closed', sticky: false, featuredImage: null, custom: {},
+      id: i + 1,
+      type: page ? 'page' : 'post',
+      status,
+      title,
+      content: `<p>${title} — generated for site ${input.index}.</p>`,
+      name: `${title
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-|-$/g, '')}-${i + 1}`,
+      excerpt: '',
+      password: '',
+      date,
+      modified: status === 'future' ? now - DAY : date + int(0, 5) * DAY,
+      author: users[int(0, users.length - 1)]!.id,
+      categories: page ? [] : [categories[int(0, categories.length - 1)]!],
+      tags: page ? [] : ['demo'],
+      commentCount: int(0, 12),
+      commentStatus: 'open',
+      pingStatus: 'closed',
+      sticky: false,
+      featuredImage: null,
+      custom: {},
     });
   }
 
@@ -292,8 +429,22 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
   const changeCount = int(3, 10);
   for (let i = 0; i < changeCount; i++) {
     const [context, action, label] = CHANGE_KINDS[int(0, CHANGE_KINDS.length - 1)]!;
-    const subject = context === 'plugin' ? plugins[int(0, plugins.length - 1)]!.name : context === 'theme' ? themes[0]!.name : context === 'post' ? posts[0]!.title : users[int(0, users.length - 1)]!.login;
-    changes.push({ id: i + 1, context, action, user: users[int(0, users.length - 1)]!.login, created: now - int(60, 29 * DAY) + int(0, 999) / 1000, summary: `${label}: ${subject}` });
+    const subject =
+      context === 'plugin'
+        ? plugins[int(0, plugins.length - 1)]!.name
+        : context === 'theme'
+          ? themes[0]!.name
+          : context === 'post'
+            ? posts[0]!.title
+            : users[int(0, users.length - 1)]!.login;
+    changes.push({
+      id: i + 1,
+      context,
+      action,
+      user: users[int(0, users.length - 1)]!.login,
+      created: now - int(60, 29 * DAY) + int(0, 999) / 1000,
+      summary: `${label}: ${subject}`,
+    });
   }
   changes.sort((a, b) => a.created - b.created).forEach((c, i) => (c.id = i + 1));
 
@@ -305,9 +456,18 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
     childVersion: '6.1',
     wpUpdate: wpVersion === WP_VERSIONS[WP_VERSIONS.length - 1] ? null : WP_VERSIONS[WP_VERSIONS.length - 1]!,
     // Every third site has a German language pack on offer for its first plugin (no draw from rand: other data stays as it was).
-    translations: input.index % 3 === 0 && plugins[1]
-      ? [{ type: 'plugin', slug: plugins[1].slug.split('/')[0]!.replace(/\.php$/, ''), language: 'de_DE', version: plugins[1].version, name: plugins[1].name }]
-      : [],
+    translations:
+      input.index % 3 === 0 && plugins[1]
+        ? [
+            {
+              type: 'plugin',
+              slug: plugins[1].slug.split('/')[0]!.replace(/\.php$/, ''),
+              language: 'de_DE',
+              version: plugins[1].version,
+              name: plugins[1].name,
+            },
+          ]
+        : [],
     failingUpdates: {},
     upgradeLog: [],
     users,

@@ -19,10 +19,19 @@ async function call(method, path, body) {
     headers['Content-Type'] = 'application/json';
     if (session) headers['X-CSRF-Token'] = session.csrf_token;
   }
-  const res = await fetch(BASE + path, { method, headers, body: method === 'GET' ? undefined : JSON.stringify(body ?? {}), credentials: 'same-origin' });
+  const res = await fetch(BASE + path, {
+    method,
+    headers,
+    body: method === 'GET' ? undefined : JSON.stringify(body ?? {}),
+    credentials: 'same-origin',
+  });
   const text = await res.text();
   let json;
-  try { json = text ? JSON.parse(text) : null; } catch { json = { message: text }; }
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = { message: text };
+  }
   if (!res.ok) {
     const err = new ApiError(res.status, json);
     if (res.status === 401 && path !== '/login') {
@@ -37,7 +46,12 @@ async function call(method, path, body) {
 }
 
 export async function loadSession() {
-  try { session = await call('GET', '/session'); } catch (e) { if (e.status === 401) session = null; else throw e; }
+  try {
+    session = await call('GET', '/session');
+  } catch (e) {
+    if (e.status === 401) session = null;
+    else throw e;
+  }
   return session;
 }
 
@@ -47,7 +61,11 @@ export async function login(name, password) {
 }
 
 export async function logout() {
-  try { await call('POST', '/logout', {}); } finally { session = null; }
+  try {
+    await call('POST', '/logout', {});
+  } finally {
+    session = null;
+  }
 }
 
 export const current = () => session;

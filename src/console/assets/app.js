@@ -35,54 +35,99 @@ function drawChrome() {
   nav.hidden = !s;
   who.hidden = !s;
   if (!s) return;
-  const links = [['#/', 'Fleet'], ['#/jobs', 'Jobs'], ['#/tags', 'Tags'], ['#/clients', 'Clients']];
+  const links = [
+    ['#/', 'Fleet'],
+    ['#/jobs', 'Jobs'],
+    ['#/tags', 'Tags'],
+    ['#/clients', 'Clients'],
+  ];
   // The updates page appears once the registry has the update abilities.
   if (has('list-updates-v1')) links.splice(1, 0, ['#/updates', 'Updates']);
   const { path } = parseHash();
-  clear(nav, h('ul', {}, links.map(([href, label]) => {
-    const active = href === '#/' ? path === '/' || path.startsWith('/sites') : path.startsWith(href.slice(1));
-    return h('li', {}, h('a', { href, 'aria-current': active ? 'page' : false }, label));
-  })));
-  clear(who,
+  clear(
+    nav,
+    h(
+      'ul',
+      {},
+      links.map(([href, label]) => {
+        const active = href === '#/' ? path === '/' || path.startsWith('/sites') : path.startsWith(href.slice(1));
+        return h('li', {}, h('a', { href, 'aria-current': active ? 'page' : false }, label));
+      }),
+    ),
+  );
+  clear(
+    who,
     h('span', {}, s.user.name, ' ', h('span', { class: `role role-${s.user.role}` }, s.user.role)),
-    h('button', { type: 'button', class: 'btn btn-small', id: 'logout', onclick: async () => { await logout(); showLogin('You are logged out.'); } }, 'Log out'));
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'btn btn-small',
+        id: 'logout',
+        onclick: async () => {
+          await logout();
+          showLogin('You are logged out.');
+        },
+      },
+      'Log out',
+    ),
+  );
 }
 
 function showLogin(message) {
-  if (cleanup) { cleanup(); cleanup = null; }
+  if (cleanup) {
+    cleanup();
+    cleanup = null;
+  }
   drawChrome();
   document.title = 'Log in · sitefleet';
   const name = h('input', { name: 'name', autocomplete: 'username', required: true, autofocus: true });
   const password = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true });
   const out = h('div', { 'aria-live': 'polite' }, message ? h('p', { class: 'muted' }, message) : '');
-  const form = h('form', { class: 'card login', onsubmit: async (ev) => {
-    ev.preventDefault();
-    const button = form.querySelector('button');
-    button.disabled = true;
-    try {
-      await login(name.value.trim(), password.value);
-      password.value = '';
-      await route();
-    } catch (e) {
-      clear(out, errorText(e));
-      password.select();
-    } finally { button.disabled = false; }
-  } },
-  h('h1', {}, 'Log in'),
-  h('p', { class: 'muted' }, 'A dashboard user and its application password (as for the abilities door).'),
-  field('User', name), field('Application password', password),
-  h('button', { type: 'submit', class: 'btn btn-primary' }, 'Log in'), out);
+  const form = h(
+    'form',
+    {
+      class: 'card login',
+      onsubmit: async (ev) => {
+        ev.preventDefault();
+        const button = form.querySelector('button');
+        button.disabled = true;
+        try {
+          await login(name.value.trim(), password.value);
+          password.value = '';
+          await route();
+        } catch (e) {
+          clear(out, errorText(e));
+          password.select();
+        } finally {
+          button.disabled = false;
+        }
+      },
+    },
+    h('h1', {}, 'Log in'),
+    h('p', { class: 'muted' }, 'A dashboard user and its application password (as for the abilities door).'),
+    field('User', name),
+    field('Application password', password),
+    h('button', { type: 'submit', class: 'btn btn-primary' }, 'Log in'),
+    out,
+  );
   clear(main, form);
   name.focus();
 }
 
 async function route() {
-  if (cleanup) { cleanup(); cleanup = null; }
+  if (cleanup) {
+    cleanup();
+    cleanup = null;
+  }
   if (!current()) return showLogin();
   drawChrome();
   const { path, query } = parseHash();
   const found = ROUTES.find(([re]) => re.test(path));
-  if (!found) { clear(main, h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/' }, 'Back to the fleet'))); return; }
+  if (!found) {
+    clear(main, h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/' }, 'Back to the fleet')));
+    return;
+  }
   const [re, page, title] = found;
   const params = re.exec(path).slice(1);
   document.title = `${title} · sitefleet`;
@@ -98,4 +143,10 @@ async function route() {
 window.addEventListener('hashchange', () => void route());
 window.addEventListener('console:logged-out', (ev) => showLogin(ev.detail?.message));
 
-loadSession().then(() => route(), (e) => { clear(main, errorText(e)); notice('The console could not reach the server.', 'error'); });
+loadSession().then(
+  () => route(),
+  (e) => {
+    clear(main, errorText(e));
+    notice('The console could not reach the server.', 'error');
+  },
+);

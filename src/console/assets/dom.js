@@ -40,29 +40,64 @@ export function when(iso) {
 /** A table with a caption (for screen readers) and a scrolling wrapper (for phones). */
 export function table(caption, head, rows, empty = 'Nothing here.') {
   if (!rows.length) return h('p', { class: 'muted' }, empty);
-  return h('div', { class: 'table-wrap' },
-    h('table', {},
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      {},
       h('caption', { class: 'sr-only' }, caption),
-      h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => h('td', {}, c)))))));
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          head.map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        rows.map((r) =>
+          h(
+            'tr',
+            {},
+            r.map((c) => h('td', {}, c)),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 /** "Page 2 of 40 (1,990 sites)" with previous / next links built by `href(page)`. */
 export function pager(page, perPage, total, noun, href) {
   const pages = Math.max(1, Math.ceil(total / perPage));
-  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
+  return h(
+    'nav',
+    { class: 'pager', 'aria-label': 'Pages' },
     page > 1 ? h('a', { href: href(page - 1), rel: 'prev' }, '← Previous') : h('span', { class: 'muted' }, '← Previous'),
     h('span', { class: 'pager-where' }, `Page ${page} of ${pages} (${total.toLocaleString()} ${noun})`),
-    page < pages ? h('a', { href: href(page + 1), rel: 'next' }, 'Next →') : h('span', { class: 'muted' }, 'Next →'));
+    page < pages ? h('a', { href: href(page + 1), rel: 'next' }, 'Next →') : h('span', { class: 'muted' }, 'Next →'),
+  );
 }
 
 /** A section whose body loads on its own; a failure shows in it without breaking the page. */
 export function section(title, load, opts = {}) {
   const body = h('div', { class: 'section-body' }, h('p', { class: 'muted' }, 'Loading…'));
-  const el = h('section', { class: `card ${opts.class ?? ''}`, 'aria-labelledby': `h-${slug(title)}` },
-    h('h2', { id: `h-${slug(title)}` }, title), body);
+  const el = h(
+    'section',
+    { class: `card ${opts.class ?? ''}`, 'aria-labelledby': `h-${slug(title)}` },
+    h('h2', { id: `h-${slug(title)}` }, title),
+    body,
+  );
   const reload = async () => {
-    try { clear(body, await load(reload)); } catch (e) { clear(body, errorText(e)); }
+    try {
+      clear(body, await load(reload));
+    } catch (e) {
+      clear(body, errorText(e));
+    }
   };
   void reload();
   return el;
@@ -89,13 +124,26 @@ export function notice(text, kind = 'ok') {
  */
 export function confirmDialog(title, lines, confirmLabel) {
   return new Promise((resolve) => {
-    const dlg = h('dialog', { class: 'confirm', 'aria-labelledby': 'dlg-title' },
+    const dlg = h(
+      'dialog',
+      { class: 'confirm', 'aria-labelledby': 'dlg-title' },
       h('h2', { id: 'dlg-title' }, title),
-      h('ul', {}, lines.map((l) => h('li', {}, l))),
-      h('div', { class: 'actions' },
+      h(
+        'ul',
+        {},
+        lines.map((l) => h('li', {}, l)),
+      ),
+      h(
+        'div',
+        { class: 'actions' },
         h('button', { type: 'button', class: 'btn', value: 'cancel', onclick: () => dlg.close('cancel') }, 'Cancel'),
-        h('button', { type: 'button', class: 'btn btn-danger', value: 'confirm', onclick: () => dlg.close('confirm') }, confirmLabel)));
-    dlg.addEventListener('close', () => { dlg.remove(); resolve(dlg.returnValue === 'confirm'); });
+        h('button', { type: 'button', class: 'btn btn-danger', value: 'confirm', onclick: () => dlg.close('confirm') }, confirmLabel),
+      ),
+    );
+    dlg.addEventListener('close', () => {
+      dlg.remove();
+      resolve(dlg.returnValue === 'confirm');
+    });
     document.body.append(dlg);
     dlg.showModal();
     dlg.querySelector('button').focus();
@@ -108,7 +156,11 @@ export function actionButton(label, action, opts = {}) {
   b.addEventListener('click', async () => {
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
-    try { await action(b); } catch (e) { notice(`${label}: ${e.message}`, 'error'); } finally {
+    try {
+      await action(b);
+    } catch (e) {
+      notice(`${label}: ${e.message}`, 'error');
+    } finally {
       b.disabled = false;
       b.removeAttribute('aria-busy');
     }

@@ -7,9 +7,17 @@ export const Int = z.number().int();
 /** The simple site view of per-site answers (REST v2 reference §0.4). */
 export const SimpleSite = z.object({ id: Int, name: z.string(), url: z.string(), client_id: Int.nullable() });
 /** A flag argument the door reads itself: 1/0, true/false, yes. */
-export const Flag = (description: string) => z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).optional().describe(description);
+export const Flag = (description: string) =>
+  z
+    .union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])])
+    .optional()
+    .describe(description);
 /** A comma-separated list or an array. */
-export const ListArg = <T extends z.ZodType>(item: T, description: string) => z.union([z.array(item), z.string()]).optional().describe(description);
+export const ListArg = <T extends z.ZodType>(item: T, description: string) =>
+  z
+    .union([z.array(item), z.string()])
+    .optional()
+    .describe(description);
 
 /** {success: 1, ...shape} */
 export const ok = <S extends z.ZodRawShape>(shape: S) => z.object({ success: z.literal(1), ...shape });
@@ -17,10 +25,10 @@ export const ok = <S extends z.ZodRawShape>(shape: S) => z.object({ success: z.l
 export const okOrNot = <S extends z.ZodRawShape>(shape: S) => z.object({ success: z.union([z.literal(1), z.literal(0)]), ...shape });
 /** {success: 1, total, data: [item]} */
 export const listed = <T extends z.ZodType, S extends z.ZodRawShape = Record<never, never>>(item: T, extra?: S) =>
-  ok({ total: Int, data: z.array(item), ...(extra ?? {}) as S });
+  ok({ total: Int, data: z.array(item), ...((extra ?? {}) as S) });
 /** {success: 1, message, data} */
 export const done = <T extends z.ZodType, S extends z.ZodRawShape = Record<never, never>>(data: T, extra?: S) =>
-  ok({ message: z.string(), data, ...(extra ?? {}) as S });
+  ok({ message: z.string(), data, ...((extra ?? {}) as S) });
 /** A batch over every matched site that went to the background: where to follow it. */
 export const Queued = ok({ message: z.string(), job_id: z.string().optional(), status_url: z.string().optional(), total: Int.optional() });
 export const Errors = z.array(ItemError).optional();

@@ -4,14 +4,20 @@ import type { BatchShape, RestArgs, RestRoute, RowRunner } from '../rest-door.js
 
 export const site = (a: RestArgs) => a.params.id_or_domain!;
 export const pathId = (a: RestArgs) => a.params.id!;
-export const simple = (s: { id: number; name: string; url: string; client_id: number | null }) =>
-  ({ id: s.id, name: s.name, url: s.url, client_id: s.client_id });
+export const simple = (s: { id: number; name: string; url: string; client_id: number | null }) => ({
+  id: s.id,
+  name: s.name,
+  url: s.url,
+  client_id: s.client_id,
+});
 /** Picks the named arguments that were given; everything else the caller sent is ignored. */
 export const pick = (a: RestArgs, ...names: string[]) =>
   Object.fromEntries(names.filter((n) => a.args[n] !== undefined && a.args[n] !== '').map((n) => [n, a.args[n]]));
-export const truthy = (v: unknown, def: boolean) => (v === undefined || v === '' ? def : ['1', 'true', 'yes', true, 1].includes(v as never));
+export const truthy = (v: unknown, def: boolean) =>
+  v === undefined || v === '' ? def : ['1', 'true', 'yes', true, 1].includes(v as never);
 /** A comma-separated string or an array, as a list; absent or empty → undefined. */
-export const list = (v: unknown): unknown[] | undefined => (v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(','));
+export const list = (v: unknown): unknown[] | undefined =>
+  v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(',');
 
 /** A per-site error of a batch ability, answered as the single route's own error. */
 export function firstError(r: { errors?: Array<{ identifier: number | string; code: string; message: string; status?: number }> }): void {
@@ -37,38 +43,48 @@ export function batchItems(args: Record<string, unknown>, keys: readonly string[
 export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record<string, RestRoute>> = {}) {
   const phaseKeys = ['create', 'update', 'delete', ...Object.keys(actions)];
   const shape: BatchShape = { rows, actions };
-  return Object.assign(async (a: RestArgs, run: RowRunner) => {
-    const unknown = Object.keys(a.args).filter((k) => !phaseKeys.includes(k) && !k.startsWith('_'));
-    if (unknown.length) {
-      throw new ServiceError('rest_invalid_param', `Unknown batch operation(s): ${unknown.join(', ')}. This batch takes: ${phaseKeys.join(', ')}.`, 400,
-        { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown batch operation.'])) });
-    }
-    const list = (k: string): unknown[] => (Array.isArray(a.args[k]) ? a.args[k] as unknown[] : a.args[k] === undefined ? [] : [a.args[k]]);
-    if (batchItems(a.args, phaseKeys) > MAX_BATCH) {
-      throw new ServiceError('svc_rest_request_entity_too_large', `Unable to accept more than ${MAX_BATCH} items for this request.`, 413);
-    }
-    const out: Record<string, unknown[]> = {};
-    for (const phase of phaseKeys) {
-      const items = list(phase);
-      if (!items.length && a.args[phase] === undefined) continue;
-      const row = phase in actions ? actions[phase] : rows[phase as keyof BatchRows];
-      if (!row) throw new ServiceError('svc_invalid_input', `This batch route has no ${phase} operation.`, 400);
-      const byId = phase !== 'create' && phase !== 'update';
-      out[phase] = await Promise.all(items.map(async (item) => {
-        const obj = item && typeof item === 'object' && !Array.isArray(item) ? { ...(item as Record<string, unknown>) } : {};
-        const id = phase === 'create' ? 0 : byId ? item : obj.id;
-        const idNum = typeof id === 'number' ? id : Number(id);
-        if (phase !== 'create' && !(Number.isInteger(idNum) && idNum > 0)) {
-          return { id: 0, error: new ServiceError('svc_invalid_input', `A ${phase} item needs a numeric id.`, 400).toBody() };
-        }
-        delete obj.id;
-        try {
-          return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
-        } catch (e) {
-          return { id: idNum, error: toServiceError(e).toBody() };
-        }
-      }));
-    }
-    return out;
-  }, { shape });
+  return Object.assign(
+    async (a: RestArgs, run: RowRunner) => {
+      const unknown = Object.keys(a.args).filter((k) => !phaseKeys.includes(k) && !k.startsWith('_'));
+      if (unknown.length) {
+        throw new ServiceError(
+          'rest_invalid_param',
+          `Unknown batch operation(s): ${unknown.join(', ')}. This batch takes: ${phaseKeys.join(', ')}.`,
+          400,
+          { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown batch operation.'])) },
+        );
+      }
+      const list = (k: string): unknown[] =>
+        Array.isArray(a.args[k]) ? (a.args[k] as unknown[]) : a.args[k] === undefined ? [] : [a.args[k]];
+      if (batchItems(a.args, phaseKeys) > MAX_BATCH) {
+        throw new ServiceError('svc_rest_request_entity_too_large', `Unable to accept more than ${MAX_BATCH} items for this request.`, 413);
+      }
+      const out: Record<string, unknown[]> = {};
+      for (const phase of phaseKeys) {
+        const items = list(phase);
+        if (!items.length && a.args[phase] === undefined) continue;
+        const row = phase in actions ? actions[phase] : rows[phase as keyof BatchRows];
+        if (!row) throw new ServiceError('svc_invalid_input', `This batch route has no ${phase} operation.`, 400);
+        const byId = phase !== 'create' && phase !== 'update';
+        out[phase] = await Promise.all(
+          items.map(async (item) => {
+            const obj = item && typeof item === 'object' && !Array.isArray(item) ? { ...(item as Record<string, unknown>) } : {};
+            const id = phase === 'create' ? 0 : byId ? item : obj.id;
+            const idNum = typeof id === 'number' ? id : Number(id);
+            if (phase !== 'create' && !(Number.isInteger(idNum) && idNum > 0)) {
+              return { id: 0, error: new ServiceError('svc_invalid_input', `A ${phase} item needs a numeric id.`, 400).toBody() };
+            }
+            delete obj.id;
+            try {
+              return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
+            } catch (e) {
+              return { id: idNum, error: toServiceError(e).toBody() };
+            }
+          }),
+        );
+      }
+      return out;
+    },
+    { shape },
+  );
 }

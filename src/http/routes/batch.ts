@@ -13,8 +13,14 @@ const siteActions = { ...siteBatchRows.actions, ...siteBatchReads };
 const runSitesBatch = batch(siteBatchRows.rows, 'id_or_domain', siteActions);
 
 export const sitesBatch: RestRoute = {
-  methods: EDIT, path: '/sites/batch', handler: runSitesBatch,
-  doc: { summary: 'Site batch', description: 'Add, edit and remove sites, and run per-site actions, in one request.', batch: runSitesBatch.shape },
+  methods: EDIT,
+  path: '/sites/batch',
+  handler: runSitesBatch,
+  doc: {
+    summary: 'Site batch',
+    description: 'Add, edit and remove sites, and run per-site actions, in one request.',
+    batch: runSitesBatch.shape,
+  },
 };
 
 /** Each controller of the combined batch: its own batch, and the operations counted towards the limit. */
@@ -42,15 +48,29 @@ export const globalBatch: RestRoute = {
     // Own keys of CONTROLLERS only: `in` would take "__proto__", "constructor", … for controllers (a 500).
     const unknown = Object.keys(a.args).filter((k) => !Object.hasOwn(CONTROLLERS, k) && !k.startsWith('_'));
     if (unknown.length) {
-      throw new ServiceError('rest_invalid_param', `Unknown batch controller(s): ${unknown.join(', ')}. This batch takes: ${Object.keys(CONTROLLERS).join(', ')}.`, 400,
-        { params: Object.fromEntries(unknown.map((k) => [k, k === 'updates' ? 'Updates are not supported by sitefleet yet.' : 'Unknown batch controller.'])) });
+      throw new ServiceError(
+        'rest_invalid_param',
+        `Unknown batch controller(s): ${unknown.join(', ')}. This batch takes: ${Object.keys(CONTROLLERS).join(', ')}.`,
+        400,
+        {
+          params: Object.fromEntries(
+            unknown.map((k) => [k, k === 'updates' ? 'Updates are not supported by sitefleet yet.' : 'Unknown batch controller.']),
+          ),
+        },
+      );
     }
-    const bodies = Object.entries(a.args).filter(([k]) => Object.hasOwn(CONTROLLERS, k)).map(([k, v]) => {
-      if (!v || typeof v !== 'object' || Array.isArray(v)) throw new ServiceError('rest_invalid_param', `${k} must be an object of operation lists.`, 400, { params: { [k]: 'Not an object.' } });
-      return [k, v as Record<string, unknown>] as const;
-    });
+    const bodies = Object.entries(a.args)
+      .filter(([k]) => Object.hasOwn(CONTROLLERS, k))
+      .map(([k, v]) => {
+        if (!v || typeof v !== 'object' || Array.isArray(v))
+          throw new ServiceError('rest_invalid_param', `${k} must be an object of operation lists.`, 400, {
+            params: { [k]: 'Not an object.' },
+          });
+        return [k, v as Record<string, unknown>] as const;
+      });
     const total = bodies.reduce((n, [k, v]) => n + batchItems(v, CONTROLLERS[k]!.ops), 0);
-    if (total > MAX_BATCH) throw new ServiceError('svc_rest_request_entity_too_large', `Unable to accept more than ${MAX_BATCH} items for this request.`, 413);
+    if (total > MAX_BATCH)
+      throw new ServiceError('svc_rest_request_entity_too_large', `Unable to accept more than ${MAX_BATCH} items for this request.`, 413);
     const out: Record<string, unknown> = {};
     for (const [k, v] of bodies) out[k] = await CONTROLLERS[k]!.run({ ...a, args: v }, run);
     return out;

@@ -2,7 +2,13 @@
 // (GET /clients/{id}/fields, PUT /clients/{id}/fields/edit) and the clients with a value (/clients/fields/{f}/clients).
 // Before the client routes: /clients/{id_or_email} would otherwise take "fields".
 import {
-  addClientField, deleteClientField, getClientFieldValues, listClientFields, listClientsByField, setClientFieldValues, updateClientField,
+  addClientField,
+  deleteClientField,
+  getClientFieldValues,
+  listClientFields,
+  listClientsByField,
+  setClientFieldValues,
+  updateClientField,
 } from '../../abilities/client-fields.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { pick } from './args.js';
@@ -14,8 +20,13 @@ import { Int, done, listed, ok } from './answers.js';
 const field = (a: RestArgs) => ({ field: a.params.id_name! });
 const client = (a: RestArgs) => ({ client_id_or_email: a.params.id! });
 /** Upstream spells per_page "pre_page" here. */
-const paging = (a: RestArgs) => ({ ...pick(a, 'page', 'per_page'), ...(a.args.pre_page !== undefined && a.args.per_page === undefined ? { per_page: a.args.pre_page } : {}) });
-const Paging = { pre_page: z.number().int().min(1).max(100).optional().describe('Upstream\'s spelling of per_page (used when per_page is not given).') };
+const paging = (a: RestArgs) => ({
+  ...pick(a, 'page', 'per_page'),
+  ...(a.args.pre_page !== undefined && a.args.per_page === undefined ? { per_page: a.args.pre_page } : {}),
+});
+const Paging = {
+  pre_page: z.number().int().min(1).max(100).optional().describe("Upstream's spelling of per_page (used when per_page is not given)."),
+};
 const FIELD_NOT_FOUND = { 404: ['svc_client_field_not_found'] } as const;
 
 const fieldsList = route(READ, '/clients/fields', listClientFields, {
@@ -62,4 +73,12 @@ const clientValuesEdit = route(EDIT, '/clients/:id/fields/edit', setClientFieldV
   output: (r) => ({ success: 1, message: 'Client fields updated successfully.', data: r }),
 });
 
-export const clientFieldRoutes: readonly RestRoute[] = [fieldsList, fieldAdd, fieldEdit, fieldDelete, fieldClients, clientValues, clientValuesEdit];
+export const clientFieldRoutes: readonly RestRoute[] = [
+  fieldsList,
+  fieldAdd,
+  fieldEdit,
+  fieldDelete,
+  fieldClients,
+  clientValues,
+  clientValuesEdit,
+];

@@ -1,9 +1,7 @@
 // REST v2 cost routes (module cost-tracker), and the costs of one site (GET /sites/{id_or_domain}/costs).
 // With the module off every one of them answers 501 svc_module_not_available, whatever else is wrong with
 // the request: upstream removes the routes altogether, so the module comes before argument checks here.
-import {
-  addCost, deleteCost, getCost, getCostClients, getCostSites, getSiteCosts, listCosts, updateCost,
-} from '../../abilities/costs.js';
+import { addCost, deleteCost, getCost, getCostClients, getCostSites, getSiteCosts, listCosts, updateCost } from '../../abilities/costs.js';
 import { ServiceError, toServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { batch, pathId, pick } from './args.js';
@@ -11,8 +9,25 @@ import { z } from 'zod';
 import { Cost, FullSiteCostItem } from '../../abilities/cost-views.js';
 import { done, listed } from './answers.js';
 
-const COST_FIELDS = ['name', 'price', 'payment_type', 'product_type', 'product_slug', 'license_type', 'renewal_type', 'last_renewal',
-  'payment_method', 'cost_tracker_status', 'url', 'note', 'product_color', 'icon_hidden', 'sites', 'groups', 'clients'] as const;
+const COST_FIELDS = [
+  'name',
+  'price',
+  'payment_type',
+  'product_type',
+  'product_slug',
+  'license_type',
+  'renewal_type',
+  'last_renewal',
+  'payment_method',
+  'cost_tracker_status',
+  'url',
+  'note',
+  'product_color',
+  'icon_hidden',
+  'sites',
+  'groups',
+  'clients',
+] as const;
 
 /**
  * A failed cost route: REST's own code for the cost named in the path (mainwp_rest_invalid_costs_id), also for an id
@@ -40,43 +55,57 @@ const costFields = (a: RestArgs) => ({
   ...Object.fromEntries(COST_FIELDS.filter((f) => a.args[f] === null).map((f) => [f, null])),
 });
 
-const costsList = costRow(route(READ, '/costs', listCosts, {
-  input: (a) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status', 'category', 'type'),
-  // category: a product type.
-  errors: { 400: ['svc_invalid_product_type'] },
-  answers: listed(Cost),
-  output: (r) => ({ success: 1, total: r.total, data: r.items }),
-}));
-const costAdd = costRow(route(EDIT, '/costs/add', addCost, {
-  input: costFields,
-  errors: LIST_ERRORS,
-  answers: done(Cost),
-  output: (r) => ({ success: 1, message: 'Cost created successfully.', data: r }),
-}));
-const costGet = costRow(route(READ, '/costs/:id', getCost, {
-  input: costId,
-}));
-const costEdit = costRow(route(EDIT, '/costs/:id/edit', updateCost, {
-  input: (a) => ({ ...costId(a), ...costFields(a) }),
-  errors: LIST_ERRORS,
-  answers: done(Cost),
-  output: (r) => ({ success: 1, message: 'Cost updated successfully.', data: r }),
-}));
-const costRemove = costRow(route(REMOVE, '/costs/:id/remove', deleteCost, {
-  input: (a) => ({ ...costId(a), confirm: true }),
-  answers: done(Cost),
-  output: (r) => ({ success: 1, message: 'Cost deleted successfully.', data: r.cost }),
-}));
-const costSites = costRow(route(READ, '/costs/:id/sites', getCostSites, {
-  input: (a) => ({ ...costId(a), ...pick(a, 'page', 'per_page') }),
-  answers: listed(getCostSites.output.shape.sites.element),
-  output: (r) => ({ success: 1, total: r.total, data: r.sites }),
-}));
-const costClients = costRow(route(READ, '/costs/:id/clients', getCostClients, {
-  input: (a) => ({ ...costId(a), ...pick(a, 'page', 'per_page') }),
-  answers: listed(getCostClients.output.shape.clients.element),
-  output: (r) => ({ success: 1, total: r.total, data: r.clients }),
-}));
+const costsList = costRow(
+  route(READ, '/costs', listCosts, {
+    input: (a) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status', 'category', 'type'),
+    // category: a product type.
+    errors: { 400: ['svc_invalid_product_type'] },
+    answers: listed(Cost),
+    output: (r) => ({ success: 1, total: r.total, data: r.items }),
+  }),
+);
+const costAdd = costRow(
+  route(EDIT, '/costs/add', addCost, {
+    input: costFields,
+    errors: LIST_ERRORS,
+    answers: done(Cost),
+    output: (r) => ({ success: 1, message: 'Cost created successfully.', data: r }),
+  }),
+);
+const costGet = costRow(
+  route(READ, '/costs/:id', getCost, {
+    input: costId,
+  }),
+);
+const costEdit = costRow(
+  route(EDIT, '/costs/:id/edit', updateCost, {
+    input: (a) => ({ ...costId(a), ...costFields(a) }),
+    errors: LIST_ERRORS,
+    answers: done(Cost),
+    output: (r) => ({ success: 1, message: 'Cost updated successfully.', data: r }),
+  }),
+);
+const costRemove = costRow(
+  route(REMOVE, '/costs/:id/remove', deleteCost, {
+    input: (a) => ({ ...costId(a), confirm: true }),
+    answers: done(Cost),
+    output: (r) => ({ success: 1, message: 'Cost deleted successfully.', data: r.cost }),
+  }),
+);
+const costSites = costRow(
+  route(READ, '/costs/:id/sites', getCostSites, {
+    input: (a) => ({ ...costId(a), ...pick(a, 'page', 'per_page') }),
+    answers: listed(getCostSites.output.shape.sites.element),
+    output: (r) => ({ success: 1, total: r.total, data: r.sites }),
+  }),
+);
+const costClients = costRow(
+  route(READ, '/costs/:id/clients', getCostClients, {
+    input: (a) => ({ ...costId(a), ...pick(a, 'page', 'per_page') }),
+    answers: listed(getCostClients.output.shape.clients.element),
+    output: (r) => ({ success: 1, total: r.total, data: r.clients }),
+  }),
+);
 
 const runBatch = batch({ create: costAdd, update: costEdit, delete: costRemove }, 'id');
 /** One entry per item, each with its own success: the route's body (success 1) or {id, success: 0, error}. */
@@ -84,12 +113,21 @@ export const costsBatch: RestRoute = {
   methods: EDIT,
   path: '/costs/batch',
   module: 'cost-tracker',
-  doc: { summary: 'Cost batch', description: 'Create, edit and delete costs in one request.', batch: runBatch.shape, errors: { 501: ['svc_module_not_available'] } },
+  doc: {
+    summary: 'Cost batch',
+    description: 'Create, edit and delete costs in one request.',
+    batch: runBatch.shape,
+    errors: { 501: ['svc_module_not_available'] },
+  },
   handler: async (a, run) => {
     const out = await runBatch(a, run);
     const failed = (e: unknown): e is { id: number; error: unknown } => !!e && typeof e === 'object' && 'error' in e;
-    return Object.fromEntries(Object.entries(out).map(([phase, entries]) => [phase,
-      entries.map((e) => (failed(e) ? { id: e.id, success: 0, error: e.error } : e))]));
+    return Object.fromEntries(
+      Object.entries(out).map(([phase, entries]) => [
+        phase,
+        entries.map((e) => (failed(e) ? { id: e.id, success: 0, error: e.error } : e)),
+      ]),
+    );
   },
 };
 
@@ -102,5 +140,13 @@ const siteCosts = route(READ, '/sites/:id_or_domain/costs', getSiteCosts, {
 
 /** Static paths before parameterised ones. */
 export const costRoutes: readonly RestRoute[] = [
-  costsList, costAdd, costsBatch, costGet, costEdit, costRemove, costSites, costClients, siteCosts,
+  costsList,
+  costAdd,
+  costsBatch,
+  costGet,
+  costEdit,
+  costRemove,
+  costSites,
+  costClients,
+  siteCosts,
 ];

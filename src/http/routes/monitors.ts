@@ -2,8 +2,17 @@
 // the site's id, or the site's domain. Where upstream answers a soft 200 ("Monitor not found.") or miscounts, these
 // answer the usual 404 and count what they say (reference: [defect] notes).
 import {
-  addWebhook, checkMonitor, deleteWebhook, getSiteUptime, listHeartbeats, listIncidents, listMonitors, listWebhooks, testWebhook,
-  updateMonitorSettings, type MonitorView,
+  addWebhook,
+  checkMonitor,
+  deleteWebhook,
+  getSiteUptime,
+  listHeartbeats,
+  listIncidents,
+  listMonitors,
+  listWebhooks,
+  testWebhook,
+  updateMonitorSettings,
+  type MonitorView,
 } from '../../abilities/monitors.js';
 import { ServiceError } from '../../core/errors.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
@@ -25,13 +34,28 @@ const listArgs = (a: RestArgs) => {
 const sqlTime = (s: string | null) => (s ? s.replace('T', ' ').replace(/Z$/, '') : '');
 
 const upstreamMonitor = (m: MonitorView) => ({
-  id: m.id, name: m.name, url: m.url, type: 'http', last_status: m.status, check_frequency: m.interval_s % 60 ? `${m.interval_s}s` : `${m.interval_s / 60}m`,
-  last_check_at: sqlTime(m.last_check_at), last_status_code: m.last_http_code, last_cause: m.last_cause, down_since: m.down_since,
+  id: m.id,
+  name: m.name,
+  url: m.url,
+  type: 'http',
+  last_status: m.status,
+  check_frequency: m.interval_s % 60 ? `${m.interval_s}s` : `${m.interval_s / 60}m`,
+  last_check_at: sqlTime(m.last_check_at),
+  last_status_code: m.last_http_code,
+  last_cause: m.last_cause,
+  down_since: m.down_since,
   uptime_24h: m.hourly.map((h) => ({ timestamp: h.hour, status: h.status })),
-  uptime_ratio_24h: m.uptime_24h, uptime_ratio_7d: m.uptime_7d, uptime_ratio_30d: m.uptime_30d,
-  incidents_count_7d: m.incidents_7d, incidents_count_30d: m.incidents_30d,
-  response_time_avg_ms: m.response_ms.avg, response_time_min_ms: m.response_ms.min, response_time_max_ms: m.response_ms.max,
-  response_time_p50_ms: m.response_ms.p50, response_time_p95_ms: m.response_ms.p95, response_time_p99_ms: m.response_ms.p99,
+  uptime_ratio_24h: m.uptime_24h,
+  uptime_ratio_7d: m.uptime_7d,
+  uptime_ratio_30d: m.uptime_30d,
+  incidents_count_7d: m.incidents_7d,
+  incidents_count_30d: m.incidents_30d,
+  response_time_avg_ms: m.response_ms.avg,
+  response_time_min_ms: m.response_ms.min,
+  response_time_max_ms: m.response_ms.max,
+  response_time_p50_ms: m.response_ms.p50,
+  response_time_p95_ms: m.response_ms.p95,
+  response_time_p99_ms: m.response_ms.p99,
 });
 
 // What the rows read beyond their abilities' fields, and what they answer.
@@ -39,26 +63,60 @@ const M = listMonitors.output.shape.items.element.shape;
 const Settings = listMonitors.output.shape.fleet_settings;
 const NInt = Int.nullable();
 const UpstreamMonitor = z.object({
-  id: Int, name: z.string(), url: z.string(), type: z.literal('http'), last_status: M.status,
+  id: Int,
+  name: z.string(),
+  url: z.string(),
+  type: z.literal('http'),
+  last_status: M.status,
   check_frequency: z.string().describe('The interval: "5m" (minutes) or "90s".'),
-  last_check_at: z.string().describe('"YYYY-MM-DD HH:MM:SS" UTC; "" before the first check.'), last_status_code: NInt, last_cause: M.last_cause,
-  down_since: M.down_since, uptime_24h: z.array(z.object({ timestamp: z.string(), status: M.hourly.element.shape.status })),
-  uptime_ratio_24h: M.uptime_24h, uptime_ratio_7d: M.uptime_7d, uptime_ratio_30d: M.uptime_30d, incidents_count_7d: Int, incidents_count_30d: Int,
-  response_time_avg_ms: NInt, response_time_min_ms: NInt, response_time_max_ms: NInt, response_time_p50_ms: NInt, response_time_p95_ms: NInt,
+  last_check_at: z.string().describe('"YYYY-MM-DD HH:MM:SS" UTC; "" before the first check.'),
+  last_status_code: NInt,
+  last_cause: M.last_cause,
+  down_since: M.down_since,
+  uptime_24h: z.array(z.object({ timestamp: z.string(), status: M.hourly.element.shape.status })),
+  uptime_ratio_24h: M.uptime_24h,
+  uptime_ratio_7d: M.uptime_7d,
+  uptime_ratio_30d: M.uptime_30d,
+  incidents_count_7d: Int,
+  incidents_count_30d: Int,
+  response_time_avg_ms: NInt,
+  response_time_min_ms: NInt,
+  response_time_max_ms: NInt,
+  response_time_p50_ms: NInt,
+  response_time_p95_ms: NInt,
   response_time_p99_ms: NInt,
 });
 const BasicMonitor = z.object({ id: Int, url: z.string(), last_status: M.status });
 const Counted = ok({ count: Int });
 /** Upstream's status filter: the names, or their numbers (as text in a query). */
 const StatusArg = (names: readonly [string, ...string[]], numbers: readonly [string, ...string[]], said: string) =>
-  z.union([z.enum(names), z.enum(numbers), z.union(numbers.filter((n) => /^-?\d+$/.test(n)).map((n) => z.literal(Number(n))) as [z.ZodLiteral<number>, ...z.ZodLiteral<number>[]])])
-    .optional().describe(`${names.join(', ')}, or upstream's numbers: ${said}.`);
-const MonitorStatus = StatusArg(['up', 'down', 'pending', 'paused'], ['1', '0', '2', '3', 'first', '-1'], '1 up, 0 down, 2 / 3 / first pending, -1 paused');
+  z
+    .union([
+      z.enum(names),
+      z.enum(numbers),
+      z.union(
+        numbers.filter((n) => /^-?\d+$/.test(n)).map((n) => z.literal(Number(n))) as [z.ZodLiteral<number>, ...z.ZodLiteral<number>[]],
+      ),
+    ])
+    .optional()
+    .describe(`${names.join(', ')}, or upstream's numbers: ${said}.`);
+const MonitorStatus = StatusArg(
+  ['up', 'down', 'pending', 'paused'],
+  ['1', '0', '2', '3', 'first', '-1'],
+  '1 up, 0 down, 2 / 3 / first pending, -1 paused',
+);
 const settingsDocArgs = {
-  maxretries: z.union([z.literal(-1), z.literal(0), z.literal(1), z.enum(['-1', '0', '1'])]).optional()
-    .describe('Upstream\'s re-check count: -1, 0 (both: none) or 1; retries wins when both are given.'),
-  active: z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'useglobal'])]).optional().describe('Check the site: 1/0, or "useglobal" (a site only).'),
-  expected_status: z.union([z.array(z.union([Int, z.string()])), z.string()]).optional()
+  maxretries: z
+    .union([z.literal(-1), z.literal(0), z.literal(1), z.enum(['-1', '0', '1'])])
+    .optional()
+    .describe("Upstream's re-check count: -1, 0 (both: none) or 1; retries wins when both are given."),
+  active: z
+    .union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'useglobal'])])
+    .optional()
+    .describe('Check the site: 1/0, or "useglobal" (a site only).'),
+  expected_status: z
+    .union([z.array(z.union([Int, z.string()])), z.string()])
+    .optional()
     .describe('HTTP codes that mean up, a list or comma-separated; "useglobal" (a site only).'),
 };
 const SETTINGS_ERRORS = { 400: ['invalid_maxretries', 'svc_invalid_interval', 'svc_invalid_timeout', 'svc_invalid_status_code'] };
@@ -139,23 +197,36 @@ const heartbeat = route(READ, '/monitors/:id_or_domain/heartbeat', listHeartbeat
     return i;
   },
   args: {
-    period: z.enum(['24h', '7d', '30d']).optional().describe('Upstream\'s period: checked, but the answer is the latest checks whatever it is.'),
-    limit: Int.optional().describe('Upstream\'s name for per_page (0 or less: ignored).'),
+    period: z
+      .enum(['24h', '7d', '30d'])
+      .optional()
+      .describe("Upstream's period: checked, but the answer is the latest checks whatever it is."),
+    limit: Int.optional().describe("Upstream's name for per_page (0 or less: ignored)."),
     status: StatusArg(['up', 'down'], ['1', '0'], '1 up, 0 down'),
   },
   answers: ok({
-    data: z.array(z.object({
-      monitor_id: Int.optional().describe('When the path names the monitor by id.'), status: z.union([z.literal(1), z.literal(0)]), time: z.string(),
-      ping_ms: NInt, http_code: NInt, msg: z.string(),
-    })),
+    data: z.array(
+      z.object({
+        monitor_id: Int.optional().describe('When the path names the monitor by id.'),
+        status: z.union([z.literal(1), z.literal(0)]),
+        time: z.string(),
+        ping_ms: NInt,
+        http_code: NInt,
+        msg: z.string(),
+      }),
+    ),
     meta: z.object({ page: Int, per_page: Int, total: Int, total_pages: Int }),
   }),
   errors: { 400: ['invalid_period'], ...SITE_NOT_FOUND },
   output: (r, { args }) => ({
     success: 1,
     data: r.items.map((b) => ({
-      monitor_id: Number(args.params.id_or_domain) || undefined, status: b.status === 'up' ? 1 : 0, time: b.time,
-      ping_ms: b.response_ms, http_code: b.http_code, msg: b.cause ?? '',
+      monitor_id: Number(args.params.id_or_domain) || undefined,
+      status: b.status === 'up' ? 1 : 0,
+      time: b.time,
+      ping_ms: b.response_ms,
+      http_code: b.http_code,
+      msg: b.cause ?? '',
     })),
     meta: { page: r.page, per_page: r.per_page, total: r.total, total_pages: Math.ceil(r.total / r.per_page) },
   }),
@@ -165,7 +236,8 @@ const incidents = route(READ, '/monitors/:id_or_domain/incidents', listIncidents
   answers: listed(listIncidents.output.shape.items.element.omit({ duration_s: true }).extend({ duration_sec: Int })),
   errors: SITE_NOT_FOUND,
   output: (r) => ({
-    success: 1, total: r.total,
+    success: 1,
+    total: r.total,
     data: r.items.map((i) => ({ ...i, duration_sec: i.duration_s, duration_s: undefined })),
   }),
 });
@@ -219,7 +291,20 @@ const webhookTest = route(CREATE, '/webhooks/:id/test', testWebhook, {
 });
 
 export const monitorRoutes: readonly RestRoute[] = [
-  monitorsList, monitorsBasic, monitorsCount, fleetSettingsGet, fleetSettings, // before /monitors/:id_or_domain
-  monitorGet, monitorBasic, heartbeat, incidents, incidentsCount, siteSettings, check,
-  webhooksList, webhookAdd, webhookRemove, webhookTest,
+  monitorsList,
+  monitorsBasic,
+  monitorsCount,
+  fleetSettingsGet,
+  fleetSettings, // before /monitors/:id_or_domain
+  monitorGet,
+  monitorBasic,
+  heartbeat,
+  incidents,
+  incidentsCount,
+  siteSettings,
+  check,
+  webhooksList,
+  webhookAdd,
+  webhookRemove,
+  webhookTest,
 ];

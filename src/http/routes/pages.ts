@@ -9,10 +9,27 @@ import { Int, ListArg, done } from './answers.js';
 
 const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
 const WRITE_FIELDS = [
-  'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
-  'post_date', 'post_date_gmt', 'post_featured_image', 'post_custom',
+  'post_title',
+  'post_content',
+  'post_status',
+  'post_name',
+  'post_excerpt',
+  'post_password',
+  'comment_status',
+  'ping_status',
+  'post_date',
+  'post_date_gmt',
+  'post_featured_image',
+  'post_custom',
 ];
-const SEARCH_ON: Record<string, string> = { title: 'title', content: 'content', body: 'content', all: 'all', both: 'all', 'title and body': 'all' };
+const SEARCH_ON: Record<string, string> = {
+  title: 'title',
+  content: 'content',
+  body: 'content',
+  all: 'all',
+  both: 'all',
+  'title and body': 'all',
+};
 const pageRef = (a: RestArgs) => ({ site_id_or_domain: site(a), page_id: a.params.post_id });
 /** Every single-page route reads the page on its site first; the child may refuse what it is asked. */
 const ONE_PAGE = { 400: ['svc_child_refused'], 404: ['svc_page_not_found'] } as const;
@@ -35,8 +52,21 @@ const pagesList = route(READ, '/pages', listPages, {
     post_type: z.literal('page').optional().describe('Upstream\'s; pages are listed, so only "page" is taken (anything else is refused).'),
   },
   errors: { 400: ['svc_sites_required', 'svc_invalid_date', 'svc_invalid_date_range'], 404: ['svc_sites_not_found'] },
-  answers: done(listPages.output.shape.data, { total: Int, errors: z.array(ItemError), skipped: z.array(SkippedSite), unknown: z.array(ItemError) }),
-  output: (r) => ({ success: 1, message: 'Get pages successfully.', total: r.total, data: r.data, errors: r.errors, skipped: r.skipped, unknown: r.unknown }),
+  answers: done(listPages.output.shape.data, {
+    total: Int,
+    errors: z.array(ItemError),
+    skipped: z.array(SkippedSite),
+    unknown: z.array(ItemError),
+  }),
+  output: (r) => ({
+    success: 1,
+    message: 'Get pages successfully.',
+    total: r.total,
+    data: r.data,
+    errors: r.errors,
+    skipped: r.skipped,
+    unknown: r.unknown,
+  }),
 });
 
 const pageCreate = route(CREATE, '/pages/:id_or_domain/create', createPage, {
@@ -44,7 +74,8 @@ const pageCreate = route(CREATE, '/pages/:id_or_domain/create', createPage, {
   errors: { 400: ['svc_invalid_date', 'svc_child_refused'] },
   answers: done(z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), website_id: Int })),
   output: (r) => ({
-    success: 1, message: 'Create page successfully.',
+    success: 1,
+    message: 'Create page successfully.',
     data: { id: r.page_id, post_id: r.page_id, name: r.post_title, post_status: r.post_status, link: r.link, website_id: r.site_id },
   }),
 });
@@ -59,9 +90,12 @@ const pageGet = route(READ, '/pages/:id_or_domain/:post_id', getPage, {
 const pageEdit = route(EDIT, '/pages/:id_or_domain/:post_id/edit', updatePage, {
   input: (a) => ({ ...pageRef(a), ...pick(a, ...WRITE_FIELDS) }),
   errors: { ...ONE_PAGE, 400: ['svc_missing_fields', 'svc_invalid_date', ...ONE_PAGE[400]] },
-  answers: done(z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) })),
+  answers: done(
+    z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) }),
+  ),
   output: (r) => ({
-    success: 1, message: 'Edit page successfully.',
+    success: 1,
+    message: 'Edit page successfully.',
     data: { id: r.page_id, post_id: r.page_id, name: r.post_title, post_status: r.post_status, link: r.link, updated_fields: r.updated },
   }),
 });
@@ -70,7 +104,11 @@ const pageStatus = route(STATUS_METHODS, '/pages/:id_or_domain/:post_id/update-s
   input: (a) => ({ ...pageRef(a), ...pick(a, 'status') }),
   errors: { ...ONE_PAGE, 400: ['svc_invalid_status_change', ...ONE_PAGE[400]], 422: ['svc_status_not_changed'] },
   answers: done(z.object({ id: Int, previous_status: z.string(), post_status: updatePageStatus.output.shape.post_status })),
-  output: (r) => ({ success: 1, message: 'Update page status successfully.', data: { id: r.page_id, previous_status: r.previous_status, post_status: r.post_status } }),
+  output: (r) => ({
+    success: 1,
+    message: 'Update page status successfully.',
+    data: { id: r.page_id, previous_status: r.previous_status, post_status: r.post_status },
+  }),
 });
 
 const pageDelete = route(REMOVE, '/pages/:id_or_domain/:post_id/delete', deletePage, {

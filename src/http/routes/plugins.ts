@@ -1,7 +1,16 @@
 // REST v2 per-site routes for plugins, themes, abandoned items, the security snapshot and the change log.
 import {
-  activateSitePlugins, activateSiteTheme, deactivateSitePlugins, deleteSitePlugins, deleteSiteThemes, getAbandonedPlugins,
-  getAbandonedThemes, getSiteChanges, getSitePlugins, getSiteSecurity, getSiteThemes,
+  activateSitePlugins,
+  activateSiteTheme,
+  deactivateSitePlugins,
+  deleteSitePlugins,
+  deleteSiteThemes,
+  getAbandonedPlugins,
+  getAbandonedThemes,
+  getSiteChanges,
+  getSitePlugins,
+  getSiteSecurity,
+  getSiteThemes,
 } from '../../abilities/plugins.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { list, pick, simple, site, truthy } from './args.js';
@@ -12,7 +21,14 @@ const Slug = ListArg(z.string(), 'One slug, a comma-separated list or an array.'
 const SlugErrors = activateSitePlugins.output.shape.errors;
 const Item = activateSitePlugins.output.shape.activated;
 const deleteAnswer = z.union([
-  ok({ dry_run: z.literal(true), message: z.string(), data: deleteSitePlugins.output.shape.would_affect, warnings: z.array(z.string()), errors: SlugErrors, site: SimpleSite }),
+  ok({
+    dry_run: z.literal(true),
+    message: z.string(),
+    data: deleteSitePlugins.output.shape.would_affect,
+    warnings: z.array(z.string()),
+    errors: SlugErrors,
+    site: SimpleSite,
+  }),
   okOrNot({ message: z.string(), data: deleteSitePlugins.output.shape.deleted, errors: SlugErrors, site: SimpleSite }),
 ]);
 const abandonedAnswer = listed(getAbandonedPlugins.output.shape.items.element, { page: Int, per_page: Int, site: SimpleSite });
@@ -22,7 +38,9 @@ const siteView = (r: { site: { id: number; name: string; url: string; client_id:
 
 /** `status`: active | inactive; any, all, empty or both values mean no filter. Anything else is refused by the ability. */
 function status(a: RestArgs): { status?: unknown } {
-  const values = list(a.args.status)?.map((v) => String(v).trim().toLowerCase()).filter(Boolean);
+  const values = list(a.args.status)
+    ?.map((v) => String(v).trim().toLowerCase())
+    .filter(Boolean);
   if (!values?.length) return {};
   const set = new Set(values.map((v) => (v === 'any' ? 'all' : v)));
   if (set.has('all') || (set.has('active') && set.has('inactive'))) return { status: 'all' };
@@ -31,10 +49,15 @@ function status(a: RestArgs): { status?: unknown } {
 
 /** `slug`: one slug or a comma-separated list (also accepted: slugs, and the family's own plural). */
 const slugs = (a: RestArgs, alias: string) =>
-  list(a.args.slug ?? a.args.slugs ?? a.args[alias])?.map((v) => (typeof v === 'string' ? v.trim() : v)).filter((v) => v !== '');
+  list(a.args.slug ?? a.args.slugs ?? a.args[alias])
+    ?.map((v) => (typeof v === 'string' ? v.trim() : v))
+    .filter((v) => v !== '');
 
-const listInput = (a: RestArgs, extra: string[] = []) =>
-  ({ site_id_or_domain: site(a), ...status(a), ...pick(a, 'search', 'page', 'per_page', 'has_update', ...extra) });
+const listInput = (a: RestArgs, extra: string[] = []) => ({
+  site_id_or_domain: site(a),
+  ...status(a),
+  ...pick(a, 'search', 'page', 'per_page', 'has_update', ...extra),
+});
 
 const plugins = route(READ, '/sites/:id_or_domain/plugins', getSitePlugins, {
   input: (a) => listInput(a, ['must_use']),
@@ -49,7 +72,9 @@ const pluginsActivate = route(EDIT, '/sites/:id_or_domain/plugins/activate', act
   output: (r) => ({
     success: r.activated.length ? 1 : 0,
     message: `${r.activated.length} plugin(s) activated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
-    data: r.activated, errors: r.errors, site: siteView(r),
+    data: r.activated,
+    errors: r.errors,
+    site: siteView(r),
   }),
 });
 
@@ -60,7 +85,9 @@ const pluginsDeactivate = route(EDIT, '/sites/:id_or_domain/plugins/deactivate',
   output: (r) => ({
     success: r.deactivated.length ? 1 : 0,
     message: `${r.deactivated.length} plugin(s) deactivated${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
-    data: r.deactivated, errors: r.errors, site: siteView(r),
+    data: r.deactivated,
+    errors: r.errors,
+    site: siteView(r),
   }),
 });
 
@@ -69,13 +96,24 @@ const deleteInput = (alias: string) => (a: RestArgs) => {
   const dry = truthy(a.args.dry_run, false);
   return { site_id_or_domain: site(a), slugs: slugs(a, alias), confirm: !dry, dry_run: dry };
 };
-const deleteOutput = (what: string) => (r: z.output<typeof deleteSitePlugins.output>) => (r.dry_run
-  ? { success: 1, dry_run: true, message: `${r.would_affect.length} ${what}(s) would be deleted.`, data: r.would_affect, warnings: r.warnings, errors: r.errors, site: siteView(r) }
-  : {
-    success: r.deleted.length ? 1 : 0,
-    message: `${r.deleted.length} ${what}(s) deleted${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
-    data: r.deleted, errors: r.errors, site: siteView(r),
-  });
+const deleteOutput = (what: string) => (r: z.output<typeof deleteSitePlugins.output>) =>
+  r.dry_run
+    ? {
+        success: 1,
+        dry_run: true,
+        message: `${r.would_affect.length} ${what}(s) would be deleted.`,
+        data: r.would_affect,
+        warnings: r.warnings,
+        errors: r.errors,
+        site: siteView(r),
+      }
+    : {
+        success: r.deleted.length ? 1 : 0,
+        message: `${r.deleted.length} ${what}(s) deleted${r.errors.length ? `, ${r.errors.length} not` : ''}.`,
+        data: r.deleted,
+        errors: r.errors,
+        site: siteView(r),
+      };
 
 const pluginsDelete = route(REMOVE, '/sites/:id_or_domain/plugins/delete', deleteSitePlugins, {
   input: deleteInput('plugins'),
@@ -105,14 +143,19 @@ const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activa
     return { site_id_or_domain: site(a), ...(slug === undefined || slug === '' ? {} : { slug }) };
   },
   answers: okOrNot({
-    message: z.string(), data: z.object({ activate: activateSiteTheme.output.shape.theme, deactivate: z.string().nullable() }),
-    previous_theme: z.string().nullable(), errors: SlugErrors, site: SimpleSite,
+    message: z.string(),
+    data: z.object({ activate: activateSiteTheme.output.shape.theme, deactivate: z.string().nullable() }),
+    previous_theme: z.string().nullable(),
+    errors: SlugErrors,
+    site: SimpleSite,
   }),
   output: (r) => ({
     success: r.activated ? 1 : 0,
     message: r.activated ? `Theme ${r.activated} activated.` : `Theme not activated: ${r.errors[0]?.message ?? 'unknown reason'}`,
     data: { activate: r.theme, deactivate: r.activated ? r.previous_theme : null },
-    previous_theme: r.previous_theme, errors: r.errors, site: siteView(r),
+    previous_theme: r.previous_theme,
+    errors: r.errors,
+    site: siteView(r),
   }),
 });
 
@@ -142,7 +185,8 @@ const security = route(READ, '/sites/:id_or_domain/security', getSiteSecurity, {
 
 const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteChanges, {
   input: (a) => ({
-    site_id_or_domain: site(a), ...pick(a, 'page', 'per_page', 'source'),
+    site_id_or_domain: site(a),
+    ...pick(a, 'page', 'per_page', 'source'),
     ...(list(a.args.actions) ? { actions: list(a.args.actions) } : {}),
     ...(list(a.args.contexts) ? { contexts: list(a.args.contexts) } : {}),
   }),
@@ -155,9 +199,10 @@ const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteCh
     ok({ data: z.object({ total: Int }), site: SimpleSite }),
     listed(getSiteChanges.output.shape.changes.element, { page: Int, per_page: Int, site: SimpleSite }),
   ]),
-  output: (r, { args }) => (truthy(args.args.total_count, false)
-    ? { success: 1, data: { total: r.total }, site: siteView(r) }
-    : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(r) }),
+  output: (r, { args }) =>
+    truthy(args.args.total_count, false)
+      ? { success: 1, data: { total: r.total }, site: siteView(r) }
+      : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(r) },
 });
 
 /** Static segments after the site (plugins/abandoned) never collide with a parameter: the order is free. */
@@ -165,6 +210,15 @@ const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteCh
 export const siteBatchReads = { security, plugins, themes, 'non-mainwp-changes': changes };
 
 export const pluginRoutes: readonly RestRoute[] = [
-  plugins, pluginsActivate, pluginsDeactivate, pluginsDelete, pluginsAbandoned,
-  themes, themeActivate, themesDelete, themesAbandoned, security, changes,
+  plugins,
+  pluginsActivate,
+  pluginsDeactivate,
+  pluginsDelete,
+  pluginsAbandoned,
+  themes,
+  themeActivate,
+  themesDelete,
+  themesAbandoned,
+  security,
+  changes,
 ];

@@ -10,11 +10,31 @@ import { Int, ListArg, done } from './answers.js';
 // update-status also takes POST, as edit does (clients send it).
 const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
 const WRITE_FIELDS = [
-  'post_title', 'post_content', 'post_status', 'post_name', 'post_excerpt', 'post_password', 'comment_status', 'ping_status',
-  'post_date', 'post_date_gmt', 'post_tags', 'post_category', 'post_featured_image', 'is_sticky', 'post_custom',
+  'post_title',
+  'post_content',
+  'post_status',
+  'post_name',
+  'post_excerpt',
+  'post_password',
+  'comment_status',
+  'ping_status',
+  'post_date',
+  'post_date_gmt',
+  'post_tags',
+  'post_category',
+  'post_featured_image',
+  'is_sticky',
+  'post_custom',
 ];
 // Upstream's search_on words.
-const SEARCH_ON: Record<string, string> = { title: 'title', content: 'content', body: 'content', all: 'all', both: 'all', 'title and body': 'all' };
+const SEARCH_ON: Record<string, string> = {
+  title: 'title',
+  content: 'content',
+  body: 'content',
+  all: 'all',
+  both: 'all',
+  'title and body': 'all',
+};
 
 const postsList = route(READ, '/posts', listPosts, {
   input: (a: RestArgs) => {
@@ -31,8 +51,21 @@ const postsList = route(READ, '/posts', listPosts, {
     status: ListArg(z.string(), 'Post statuses (publish, draft, …).'),
   },
   errors: { 400: ['svc_invalid_date', 'svc_invalid_date_range'] },
-  answers: done(listPosts.output.shape.data, { total: Int, errors: z.array(ItemError), skipped: z.array(SkippedSite), unknown: z.array(ItemError) }),
-  output: (r) => ({ success: 1, message: 'Get posts successfully.', total: r.total, data: r.data, errors: r.errors, skipped: r.skipped, unknown: r.unknown }),
+  answers: done(listPosts.output.shape.data, {
+    total: Int,
+    errors: z.array(ItemError),
+    skipped: z.array(SkippedSite),
+    unknown: z.array(ItemError),
+  }),
+  output: (r) => ({
+    success: 1,
+    message: 'Get posts successfully.',
+    total: r.total,
+    data: r.data,
+    errors: r.errors,
+    skipped: r.skipped,
+    unknown: r.unknown,
+  }),
 });
 
 // Before /posts/:id_or_domain/:post_id, which would otherwise take "create" for a post id.
@@ -40,7 +73,8 @@ const postCreate = route(CREATE, '/posts/:id_or_domain/create', createPost, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, ...WRITE_FIELDS) }),
   answers: done(z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), website_id: Int })),
   output: (r) => ({
-    success: 1, message: 'Create post successfully.',
+    success: 1,
+    message: 'Create post successfully.',
     data: { id: r.post_id, post_id: r.post_id, name: r.post_title, post_status: r.post_status, link: r.link, website_id: r.site_id },
   }),
 });
@@ -54,9 +88,12 @@ const postGet = route(READ, '/posts/:id_or_domain/:post_id', getPost, {
 
 const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, ...WRITE_FIELDS) }),
-  answers: done(z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) })),
+  answers: done(
+    z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) }),
+  ),
   output: (r) => ({
-    success: 1, message: 'Edit post successfully.',
+    success: 1,
+    message: 'Edit post successfully.',
     data: { id: r.post_id, post_id: r.post_id, name: r.post_title, post_status: r.post_status, link: r.link, updated_fields: r.updated },
   }),
 });
@@ -64,7 +101,11 @@ const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
 const postStatus = route(STATUS_METHODS, '/posts/:id_or_domain/:post_id/update-status', updatePostStatus, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, 'status') }),
   answers: done(z.object({ id: Int, previous_status: z.string(), post_status: z.string() })),
-  output: (r) => ({ success: 1, message: 'Update post status successfully.', data: { id: r.post_id, previous_status: r.previous_status, post_status: r.post_status } }),
+  output: (r) => ({
+    success: 1,
+    message: 'Update post status successfully.',
+    data: { id: r.post_id, previous_status: r.previous_status, post_status: r.post_status },
+  }),
 });
 
 const postDelete = route(REMOVE, '/posts/:id_or_domain/:post_id/delete', deletePost, {

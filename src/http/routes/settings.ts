@@ -6,7 +6,15 @@
 import { disconnectAllSites, renewConnections } from '../../abilities/fleet-tools.js';
 import { getBatchJobStatus } from '../../abilities/child-sites.js';
 import {
-  addCostProductType, addPaymentMethod, deleteCostProductType, deletePaymentMethod, getSettings, Settings, SettingsInput, updateCostProductType, updatePaymentMethod,
+  addCostProductType,
+  addPaymentMethod,
+  deleteCostProductType,
+  deletePaymentMethod,
+  getSettings,
+  Settings,
+  SettingsInput,
+  updateCostProductType,
+  updatePaymentMethod,
   updateSettings,
 } from '../../abilities/settings.js';
 import { ServiceError } from '../../core/errors.js';
@@ -26,9 +34,18 @@ const NOT_SUPPORTED_ERROR = { 501: ['svc_not_supported'] } as const;
 const unsupported = (methods: readonly string[], path: string, why: string): RestRoute => {
   NOT_SUPPORTED.add(path);
   return {
-    methods, path, handler: async () => { throw notSupported(why); },
+    methods,
+    path,
+    handler: async () => {
+      throw notSupported(why);
+    },
     // It never succeeds: no success body.
-    doc: { summary: 'Not supported', description: `Always answers 501 svc_not_supported: ${why}`, answers: z.never(), errors: NOT_SUPPORTED_ERROR },
+    doc: {
+      summary: 'Not supported',
+      description: `Always answers 501 svc_not_supported: ${why}`,
+      answers: z.never(),
+      errors: NOT_SUPPORTED_ERROR,
+    },
   };
 };
 /** Paths of the upstream routes sitefleet answers 501 (the sweeps in test/ check they answer exactly that). */
@@ -39,68 +56,138 @@ function refuseKeys(a: RestArgs, keys: readonly string[], why: string): void {
   const given = keys.filter((k) => a.args[k] !== undefined);
   if (given.length) throw notSupported(`${given.join(', ')} — ${why} Nothing was changed.`);
 }
-const Refused = z.unknown().optional().describe('Upstream\'s; not applied here: given, it is refused with 501 svc_not_supported naming it, and nothing is changed.');
+const Refused = z
+  .unknown()
+  .optional()
+  .describe("Upstream's; not applied here: given, it is refused with 501 svc_not_supported naming it, and nothing is changed.");
 const refusedArgs = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => [k, Refused]));
 
 const GENERAL_UNSUPPORTED = [
-  'date_format', 'time_format', 'timezone_string', 'sidebar_position', 'hide_update_everything', 'mainwp_widgets', 'plugin_automatic_daily_update',
-  'theme_automatic_daily_update', 'trans_automatic_daily_update', 'automatic_daily_update', 'frequency_auto_update', 'time_auto_update',
-  'show_language_updates', 'disable_update_confirmations', 'check_http_response', 'check_http_response_method', 'backup_before_upgrade',
-  'backup_before_upgrade_days', 'numberdays_outdate_plugin_theme', 'dayinweek_auto_update', 'dayinmonth_auto_update', 'delay_autoupdate',
-  'mainwp_primary_backup', 'mainwp_enable_legacy_backup_feature', 'mainwp_backups_on_server',
+  'date_format',
+  'time_format',
+  'timezone_string',
+  'sidebar_position',
+  'hide_update_everything',
+  'mainwp_widgets',
+  'plugin_automatic_daily_update',
+  'theme_automatic_daily_update',
+  'trans_automatic_daily_update',
+  'automatic_daily_update',
+  'frequency_auto_update',
+  'time_auto_update',
+  'show_language_updates',
+  'disable_update_confirmations',
+  'check_http_response',
+  'check_http_response_method',
+  'backup_before_upgrade',
+  'backup_before_upgrade_days',
+  'numberdays_outdate_plugin_theme',
+  'dayinweek_auto_update',
+  'dayinmonth_auto_update',
+  'delay_autoupdate',
+  'mainwp_primary_backup',
+  'mainwp_enable_legacy_backup_feature',
+  'mainwp_backups_on_server',
 ];
 const ADVANCED_UNSUPPORTED = [
-  'mainwp_maximum_requests', 'mainwp_minimum_delay', 'mainwp_maximum_ip_requests', 'mainwp_minimum_ip_delay', 'mainwp_chunksitesnumber',
-  'mainwp_chunksleepinterval', 'mainwp_maximum_install_update_requests', 'mainwp_maximum_uptime_monitoring_requests', 'mainwp_optimize', 'mainwp_wp_cron',
-  'mainwp_ssl_verify_certificate', 'mainwp_verify_connection_method', 'mainwp_connect_signature_algo', 'mainwp_force_use_ipv4', 'sync_data',
+  'mainwp_maximum_requests',
+  'mainwp_minimum_delay',
+  'mainwp_maximum_ip_requests',
+  'mainwp_minimum_ip_delay',
+  'mainwp_chunksitesnumber',
+  'mainwp_chunksleepinterval',
+  'mainwp_maximum_install_update_requests',
+  'mainwp_maximum_uptime_monitoring_requests',
+  'mainwp_optimize',
+  'mainwp_wp_cron',
+  'mainwp_ssl_verify_certificate',
+  'mainwp_verify_connection_method',
+  'mainwp_connect_signature_algo',
+  'mainwp_force_use_ipv4',
+  'sync_data',
 ];
 
-const general = (r: { sync_frequency: number; sync_time: string; next_scheduled_sync: string | null }) =>
-  ({ frequency_daily_update: r.sync_frequency, time_daily_update: r.sync_time, next_scheduled_sync: r.next_scheduled_sync });
-const General = z.object({
-  frequency_daily_update: Settings.shape.sync_frequency, time_daily_update: Settings.shape.sync_time, next_scheduled_sync: Settings.shape.next_scheduled_sync,
+const general = (r: { sync_frequency: number; sync_time: string; next_scheduled_sync: string | null }) => ({
+  frequency_daily_update: r.sync_frequency,
+  time_daily_update: r.sync_time,
+  next_scheduled_sync: r.next_scheduled_sync,
 });
-const generalGet = route(READ, '/settings/general', getSettings, { answers: ok({ data: General }), output: (r) => ({ success: 1, data: general(r) }) });
+const General = z.object({
+  frequency_daily_update: Settings.shape.sync_frequency,
+  time_daily_update: Settings.shape.sync_time,
+  next_scheduled_sync: Settings.shape.next_scheduled_sync,
+});
+const generalGet = route(READ, '/settings/general', getSettings, {
+  answers: ok({ data: General }),
+  output: (r) => ({ success: 1, data: general(r) }),
+});
 const generalEdit = route(EDIT, '/settings/general/edit', updateSettings, {
   args: {
-    frequency_daily_update: SettingsInput.sync_frequency.describe('Upstream\'s name for sync_frequency: automatic syncs a day, 0 = off.'),
-    time_daily_update: SettingsInput.sync_time.describe('Upstream\'s name for sync_time: the first sync, HH:MM UTC.'),
+    frequency_daily_update: SettingsInput.sync_frequency.describe("Upstream's name for sync_frequency: automatic syncs a day, 0 = off."),
+    time_daily_update: SettingsInput.sync_time.describe("Upstream's name for sync_time: the first sync, HH:MM UTC."),
     ...refusedArgs(GENERAL_UNSUPPORTED),
   },
   errors: { 400: ['svc_missing_fields'], ...NOT_SUPPORTED_ERROR },
   answers: done(General),
   input: (a) => {
-    refuseKeys(a, GENERAL_UNSUPPORTED, 'sitefleet has no dashboard UI, no automatic updates and no backups; of the general settings it applies the automatic sync schedule (frequency_daily_update 0–12 a day, 0 = off; time_daily_update HH:MM UTC).');
+    refuseKeys(
+      a,
+      GENERAL_UNSUPPORTED,
+      'sitefleet has no dashboard UI, no automatic updates and no backups; of the general settings it applies the automatic sync schedule (frequency_daily_update 0–12 a day, 0 = off; time_daily_update HH:MM UTC).',
+    );
     return { sync_frequency: a.args.frequency_daily_update, sync_time: a.args.time_daily_update };
   },
   output: (r) => ({ success: 1, message: 'General settings updated successfully.', data: general(r) }),
 });
 
-const advanced = (r: { sync_concurrency: number; queue_threshold: number }) =>
-  ({ mainwp_maximum_sync_requests: r.sync_concurrency, queue_threshold: r.queue_threshold });
-const Advanced = z.object({ mainwp_maximum_sync_requests: Settings.shape.sync_concurrency, queue_threshold: Settings.shape.queue_threshold });
-const advancedGet = route(READ, '/settings/advanced', getSettings, { answers: ok({ data: Advanced }), output: (r) => ({ success: 1, data: advanced(r) }) });
+const advanced = (r: { sync_concurrency: number; queue_threshold: number }) => ({
+  mainwp_maximum_sync_requests: r.sync_concurrency,
+  queue_threshold: r.queue_threshold,
+});
+const Advanced = z.object({
+  mainwp_maximum_sync_requests: Settings.shape.sync_concurrency,
+  queue_threshold: Settings.shape.queue_threshold,
+});
+const advancedGet = route(READ, '/settings/advanced', getSettings, {
+  answers: ok({ data: Advanced }),
+  output: (r) => ({ success: 1, data: advanced(r) }),
+});
 const advancedEdit = route(EDIT, '/settings/advanced/edit', updateSettings, {
   args: {
-    mainwp_maximum_sync_requests: SettingsInput.sync_concurrency.describe('Upstream\'s name for sync_concurrency: sites synced at once; null = default.'),
+    mainwp_maximum_sync_requests: SettingsInput.sync_concurrency.describe(
+      "Upstream's name for sync_concurrency: sites synced at once; null = default.",
+    ),
     ...refusedArgs(ADVANCED_UNSUPPORTED),
   },
   errors: { 400: ['svc_missing_fields'], ...NOT_SUPPORTED_ERROR },
   answers: done(Advanced),
   input: (a) => {
-    refuseKeys(a, ADVANCED_UNSUPPORTED, 'sitefleet bounds its child traffic with --child-concurrency and --child-timeout-ms and always syncs everything; of the advanced settings it applies mainwp_maximum_sync_requests (sites synced at once) and queue_threshold (sites above which batches run as jobs).');
+    refuseKeys(
+      a,
+      ADVANCED_UNSUPPORTED,
+      'sitefleet bounds its child traffic with --child-concurrency and --child-timeout-ms and always syncs everything; of the advanced settings it applies mainwp_maximum_sync_requests (sites synced at once) and queue_threshold (sites above which batches run as jobs).',
+    );
     return { sync_concurrency: a.args.mainwp_maximum_sync_requests, queue_threshold: a.args.queue_threshold };
   },
   output: (r) => ({ success: 1, message: 'Advanced settings updated successfully.', data: advanced(r) }),
 });
 
-const costTracker = (r: { product_types: Array<{ slug: string; title: string; color: string; icon: string }>; payment_methods: Array<{ slug: string; title: string }> }) => ({
+const costTracker = (r: {
+  product_types: Array<{ slug: string; title: string; color: string; icon: string }>;
+  payment_methods: Array<{ slug: string; title: string }>;
+}) => ({
   product_categories: r.product_types,
   // Always an object (upstream sends [] when empty).
   payment_methods: Object.fromEntries(r.payment_methods.map((p) => [p.slug, p.title])),
 });
-const CostTracker = z.object({ product_categories: Settings.shape.product_types, payment_methods: z.record(z.string(), z.string()).describe('slug → title') });
-const costGet = route(READ, '/settings/cost-tracker', getSettings, { answers: ok({ data: CostTracker }), output: (r) => ({ success: 1, data: costTracker(r) }) });
+const CostTracker = z.object({
+  product_categories: Settings.shape.product_types,
+  payment_methods: z.record(z.string(), z.string()).describe('slug → title'),
+});
+const costGet = route(READ, '/settings/cost-tracker', getSettings, {
+  answers: ok({ data: CostTracker }),
+  output: (r) => ({ success: 1, data: costTracker(r) }),
+});
 /** {slug: {title, color, icon}} and {slug: title}: upstream's shapes of one product type and one payment method. */
 const ProductTypeAnswer = done(z.record(z.string(), addCostProductType.output.omit({ slug: true })));
 const PaymentMethodAnswer = done(z.record(z.string(), z.string()));
@@ -111,13 +198,21 @@ const typeAdd = route(CREATE, '/settings/cost-tracker/product-types/add', addCos
   input: (a) => pick(a, 'title', 'color', 'icon'),
   errors: { 409: ['svc_duplicate_title', 'svc_limit'] },
   answers: ProductTypeAnswer,
-  output: (r) => ({ success: 1, message: 'Product type added successfully.', data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } } }),
+  output: (r) => ({
+    success: 1,
+    message: 'Product type added successfully.',
+    data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } },
+  }),
 });
 const typeEdit = route(EDIT, '/settings/cost-tracker/product-types/:slug/edit', updateCostProductType, {
   input: (a) => ({ ...slug(a), ...pick(a, 'title', 'color', 'icon') }),
   errors: { ...NO_SLUG, 400: ['svc_missing_fields', 'svc_invalid_title'] },
   answers: ProductTypeAnswer,
-  output: (r) => ({ success: 1, message: 'Product type updated successfully.', data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } } }),
+  output: (r) => ({
+    success: 1,
+    message: 'Product type updated successfully.',
+    data: { [r.slug]: { title: r.title, color: r.color, icon: r.icon } },
+  }),
 });
 const typeDelete = route(REMOVE, '/settings/cost-tracker/product-types/:slug/delete', deleteCostProductType, {
   input: (a) => ({ ...slug(a), confirm: true }),
@@ -148,8 +243,16 @@ const methodDelete = route(REMOVE, '/settings/cost-tracker/payment-methods/:slug
 const Job = getBatchJobStatus.output.shape;
 /** success: the job completed and no site failed; errors: the first 10. */
 const JobStatusAnswer = z.object({
-  success: z.boolean(), status: Job.status, total: Job.total, processed: Job.processed, succeeded: Job.succeeded, failed: Job.failed,
-  progress: Job.progress, errors: Job.errors.max(10), started_at: Job.started_at, completed_at: Job.completed_at,
+  success: z.boolean(),
+  status: Job.status,
+  total: Job.total,
+  processed: Job.processed,
+  succeeded: Job.succeeded,
+  failed: Job.failed,
+  progress: Job.progress,
+  errors: Job.errors.max(10),
+  started_at: Job.started_at,
+  completed_at: Job.completed_at,
 });
 
 /** A job's status on its tool's own route: another tool's job id is not found here. */
@@ -160,8 +263,16 @@ function jobStatus(type: JobType, notFound: string): RestRoute {
     output: (r) => {
       if (r.type !== type) throw new ServiceError('svc_job_not_found', notFound, 404);
       return {
-        success: r.status === 'completed' && r.failed === 0, status: r.status, total: r.total, processed: r.processed, succeeded: r.succeeded,
-        failed: r.failed, progress: r.progress, errors: r.errors.slice(0, 10), started_at: r.started_at, completed_at: r.completed_at,
+        success: r.status === 'completed' && r.failed === 0,
+        status: r.status,
+        total: r.total,
+        processed: r.processed,
+        succeeded: r.succeeded,
+        failed: r.failed,
+        progress: r.progress,
+        errors: r.errors.slice(0, 10),
+        started_at: r.started_at,
+        completed_at: r.completed_at,
       };
     },
   });
@@ -172,9 +283,12 @@ const statusRow = (type: JobType, notFound: string): RestRoute => {
   return {
     ...row,
     handler: async (a, run) => {
-      try { return await run(row, a); } catch (e) {
+      try {
+        return await run(row, a);
+      } catch (e) {
         const err = e instanceof ServiceError ? e : null;
-        if (err && (err.code === 'svc_job_not_found' || err.code === 'rest_invalid_param')) throw new ServiceError('svc_job_not_found', notFound, 404);
+        if (err && (err.code === 'svc_job_not_found' || err.code === 'rest_invalid_param'))
+          throw new ServiceError('svc_job_not_found', notFound, 404);
         throw e;
       }
     },
@@ -198,9 +312,10 @@ const renew = route(CREATE, '/settings/tools/renew-connections', renewConnection
     ok({ message: z.string(), renew_id: z.string(), status_url: z.string(), data: RenewData }),
     done(renewConnections.output),
   ]),
-  output: (r, { restBase }) => (r.queued
-    ? toolQueued(renewConnections, 'renew_id', 'Renew connection process started in background.', r, restBase)
-    : { success: 1, message: `Connections renewed: ${r.succeeded} of ${r.total} site(s).`, data: r }),
+  output: (r, { restBase }) =>
+    r.queued
+      ? toolQueued(renewConnections, 'renew_id', 'Renew connection process started in background.', r, restBase)
+      : { success: 1, message: `Connections renewed: ${r.succeeded} of ${r.total} site(s).`, data: r },
 });
 const disconnectAll = route(CREATE, '/settings/tools/disconnect-all-sites', disconnectAllSites, {
   input: (a) => pick(a, 'confirm', 'dry_run'),
@@ -209,32 +324,59 @@ const disconnectAll = route(CREATE, '/settings/tools/disconnect-all-sites', disc
     ok({ message: z.string(), disconnect_id: z.string(), status_url: z.string(), data: DisconnectAllData }),
     done(disconnectAllSites.output),
   ]),
-  output: (r, { restBase }) => (r.dry_run
-    ? { success: 1, message: `${r.total} site(s) would be disconnected.`, data: r }
-    : r.queued
-      ? toolQueued(disconnectAllSites, 'disconnect_id', 'Disconnect process started in background.', r, restBase)
-      : { success: 1, message: `Sites disconnected: ${r.succeeded} of ${r.total}.`, data: r }),
+  output: (r, { restBase }) =>
+    r.dry_run
+      ? { success: 1, message: `${r.total} site(s) would be disconnected.`, data: r }
+      : r.queued
+        ? toolQueued(disconnectAllSites, 'disconnect_id', 'Disconnect process started in background.', r, restBase)
+        : { success: 1, message: `Sites disconnected: ${r.succeeded} of ${r.total}.`, data: r },
 });
 
 export const settingsRoutes: readonly RestRoute[] = [
-  generalGet, generalEdit, advancedGet, advancedEdit,
+  generalGet,
+  generalEdit,
+  advancedGet,
+  advancedEdit,
   unsupported(READ, '/settings/monitoring', 'uptime monitoring settings belong to the monitors (issue 22), not to this route.'),
   unsupported(EDIT, '/settings/monitoring/edit', 'uptime monitoring settings belong to the monitors (issue 22), not to this route.'),
   unsupported(READ, '/settings/emails', 'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).'),
-  unsupported(EDIT, '/settings/emails/:mail_type/edit', 'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).'),
+  unsupported(
+    EDIT,
+    '/settings/emails/:mail_type/edit',
+    'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).',
+  ),
   costGet,
-  unsupported(EDIT, '/settings/cost-tracker/edit', 'sitefleet keeps prices as plain numbers and formats no amounts, so currency and number format would change nothing. Product types and payment methods are supported.'),
-  typeAdd, typeEdit, typeDelete, methodAdd, methodEdit, methodDelete,
+  unsupported(
+    EDIT,
+    '/settings/cost-tracker/edit',
+    'sitefleet keeps prices as plain numbers and formats no amounts, so currency and number format would change nothing. Product types and payment methods are supported.',
+  ),
+  typeAdd,
+  typeEdit,
+  typeDelete,
+  methodAdd,
+  methodEdit,
+  methodDelete,
   unsupported(READ, '/settings/dashboard-insights', 'sitefleet keeps no dashboard insights log.'),
   unsupported(EDIT, '/settings/dashboard-insights/edit', 'sitefleet keeps no dashboard insights log.'),
   unsupported(READ, '/settings/api-backups', 'sitefleet has no backups, so no hosting-provider backup API keys.'),
   unsupported(EDIT, '/settings/api-backups/:api_slug/edit', 'sitefleet has no backups, so no hosting-provider backup API keys.'),
   unsupported(READ, '/settings/tools', 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.'),
   unsupported(EDIT, '/settings/tools/edit', 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.'),
-  unsupported(CREATE, '/settings/tools/destroy-sessions', 'MainWP Child 6.1 has no call that destroys user sessions (upstream\'s job sends nothing to the children); log users out per site with update-user-v1 (a new password).'),
-  unsupported(READ, '/settings/tools/destroy-sessions-status/:destroy_id', 'MainWP Child 6.1 has no call that destroys user sessions, so there are no such jobs.'),
-  renew, statusRow('renew', 'Renew connection job not found.'),
-  disconnectAll, statusRow('disconnect', 'Disconnect job not found.'),
+  unsupported(
+    CREATE,
+    '/settings/tools/destroy-sessions',
+    "MainWP Child 6.1 has no call that destroys user sessions (upstream's job sends nothing to the children); log users out per site with update-user-v1 (a new password).",
+  ),
+  unsupported(
+    READ,
+    '/settings/tools/destroy-sessions-status/:destroy_id',
+    'MainWP Child 6.1 has no call that destroys user sessions, so there are no such jobs.',
+  ),
+  renew,
+  statusRow('renew', 'Renew connection job not found.'),
+  disconnectAll,
+  statusRow('disconnect', 'Disconnect job not found.'),
   unsupported(CREATE, '/settings/tools/clear-activation-data', 'sitefleet has no extension licences or shop login to clear.'),
   unsupported(CREATE, '/settings/tools/restore-info-messages', 'sitefleet has no UI with dismissible info messages.'),
 ];

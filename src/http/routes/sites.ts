@@ -1,7 +1,15 @@
 // REST v2 site routes (and the job status route their batches point to).
 import { getSite, listSites, countSites, updateSite, deleteSite, suspendSite, unsuspendSite } from '../../abilities/sites.js';
 import {
-  addSite, checkSite, checkSites, disconnectSite, disconnectSites, getBatchJobStatus, reconnectSite, reconnectSites, syncSites,
+  addSite,
+  checkSite,
+  checkSites,
+  disconnectSite,
+  disconnectSites,
+  getBatchJobStatus,
+  reconnectSite,
+  reconnectSites,
+  syncSites,
 } from '../../abilities/child-sites.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestContext, type RestRoute } from '../rest-door.js';
 import { jobStatusUrl } from '../job-links.js';
@@ -11,11 +19,21 @@ import { z } from 'zod';
 import { BasicSite, FullSite, ListedSite, SiteStatus } from '../../abilities/schemas.js';
 
 const FullData = Flag('Answer full site records (default 0).');
-const WithTags = Flag('Add each site\'s tags (default 0 on lists, 1 on one site).');
+const WithTags = Flag("Add each site's tags (default 0 on lists, 1 on one site).");
 const SiteWithTags = FullSite.extend({ tags: FullSite.shape.tags.optional() });
 const EXAMPLE_SITE = {
-  id: 12, url: 'https://shop.example.com/', name: 'Shop', status: 'connected', client_id: 3, admin_username: 'admin', wp_version: '6.8.2',
-  php_version: '8.2.28', child_version: '6.1', last_sync: '2025-11-20T08:30:00.000Z', notes: '', tags: [{ id: 2, name: 'Production' }],
+  id: 12,
+  url: 'https://shop.example.com/',
+  name: 'Shop',
+  status: 'connected',
+  client_id: 3,
+  admin_username: 'admin',
+  wp_version: '6.8.2',
+  php_version: '8.2.28',
+  child_version: '6.1',
+  last_sync: '2025-11-20T08:30:00.000Z',
+  notes: '',
+  tags: [{ id: 2, name: 'Production' }],
   stats: { plugin_updates: 2, theme_updates: 0, wp_update_available: false, health_score: 92 },
 };
 const matchedArgs = {
@@ -30,7 +48,9 @@ const sitesList = route(READ, '/sites', listSites, {
   args: { full_data: FullData, with_tags: WithTags },
   example: {
     response: {
-      success: 1, total: 2, data: [
+      success: 1,
+      total: 2,
+      data: [
         { id: 12, url: 'https://shop.example.com/', name: 'Shop', status: 'connected', client_id: 3 },
         { id: 14, url: 'https://blog.example.org/', name: 'Blog', status: 'disconnected', client_id: null },
       ],
@@ -62,9 +82,9 @@ const siteGet = route(READ, '/sites/:id_or_domain', getSite, {
 
 const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
   args: {
-    note: z.string().max(5000).optional().describe('Upstream\'s name for notes.'),
-    groupids: ListArg(Int, 'Upstream\'s name for tags: the site\'s tag IDs (replaces them).'),
-    tags: ListArg(Int, 'The site\'s tag IDs (replaces them).'),
+    note: z.string().max(5000).optional().describe("Upstream's name for notes."),
+    groupids: ListArg(Int, "Upstream's name for tags: the site's tag IDs (replaces them)."),
+    tags: ListArg(Int, "The site's tag IDs (replaces them)."),
   },
   answers: done(FullSite),
   errors: { 404: ['svc_client_not_found'] },
@@ -95,20 +115,36 @@ const siteRemove = route(REMOVE, '/sites/:id_or_domain/remove', deleteSite, {
   input: (a) => ({ site_id_or_domain: site(a), confirm: true }),
   answers: done(BasicSite, { child_notified: z.boolean(), warnings: z.array(z.string()).optional() }),
   output: (r) => ({
-    success: 1, message: 'The site has been removed.', data: { id: r.site.id, name: r.site.name, url: r.site.url },
-    child_notified: r.child_notified ?? false, ...(r.warnings.length ? { warnings: r.warnings } : {}),
+    success: 1,
+    message: 'The site has been removed.',
+    data: { id: r.site.id, name: r.site.name, url: r.site.url },
+    child_notified: r.child_notified ?? false,
+    ...(r.warnings.length ? { warnings: r.warnings } : {}),
   }),
 });
 
 const siteAdd = route(CREATE, '/sites/add', addSite, {
   args: {
-    ssl_verify: z.union([z.boolean(), z.literal(0), z.literal(1), z.literal(2)]).optional().describe('Verify TLS (default true).'),
-    groupids: ListArg(Int, 'Upstream\'s name for tags.'),
+    ssl_verify: z
+      .union([z.boolean(), z.literal(0), z.literal(1), z.literal(2)])
+      .optional()
+      .describe('Verify TLS (default true).'),
+    groupids: ListArg(Int, "Upstream's name for tags."),
     tags: ListArg(Int, 'Tag IDs to put the site in.'),
   },
   answers: done(FullSite),
   input: (a) => {
-    const i: Record<string, unknown> = pick(a, 'url', 'name', 'admin', 'admin_username', 'admin_password', 'client_id', 'http_user', 'http_pass');
+    const i: Record<string, unknown> = pick(
+      a,
+      'url',
+      'name',
+      'admin',
+      'admin_username',
+      'admin_password',
+      'client_id',
+      'http_user',
+      'http_pass',
+    );
     if (a.args.adminpassword !== undefined) i.admin_password = a.args.adminpassword;
     if (a.args.ssl_verify !== undefined) i.ssl_verify = a.args.ssl_verify;
     const groups = a.args.groupids ?? a.args.tags;
@@ -134,31 +170,59 @@ const allMatched = (a: RestArgs) => {
 };
 /** A queued batch: its job id and where this door serves the job's status. */
 const queuedReply = (r: { job_id?: string; total?: number; sites_queued?: number }, what: string, ctx: RestContext) => ({
-  success: 1, message: `${what} queued for background processing.`, job_id: r.job_id,
-  status_url: r.job_id ? jobStatusUrl(ctx.restBase, r.job_id) : undefined, total: r.sites_queued ?? r.total,
+  success: 1,
+  message: `${what} queued for background processing.`,
+  job_id: r.job_id,
+  status_url: r.job_id ? jobStatusUrl(ctx.restBase, r.job_id) : undefined,
+  total: r.sites_queued ?? r.total,
 });
 
 const sitesSync = route(EDIT, '/sites/sync', syncSites, {
   input: allMatched,
   args: matchedArgs,
-  answers: z.union([Queued, ok({ total: Int, total_synced: Int.optional(), total_errors: Int.optional(), data: z.array(BasicSite).optional(), errors: Errors })]),
-  output: (r, ctx) => (r.queued ? queuedReply(r, 'Sync', ctx)
-    : { success: 1, total: (r.total_synced ?? 0) + (r.total_errors ?? 0), total_synced: r.total_synced, total_errors: r.total_errors, data: r.synced, errors: r.errors }),
+  answers: z.union([
+    Queued,
+    ok({ total: Int, total_synced: Int.optional(), total_errors: Int.optional(), data: z.array(BasicSite).optional(), errors: Errors }),
+  ]),
+  output: (r, ctx) =>
+    r.queued
+      ? queuedReply(r, 'Sync', ctx)
+      : {
+          success: 1,
+          total: (r.total_synced ?? 0) + (r.total_errors ?? 0),
+          total_synced: r.total_synced,
+          total_errors: r.total_errors,
+          data: r.synced,
+          errors: r.errors,
+        },
 });
 
 const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
   answers: done(SimpleSite.extend({ status: SiteStatus, reachable: z.boolean(), http_status: Int, response_time_ms: Int })),
   output: (r) => ({
-    success: 1, message: r.reachable ? 'Site is reachable.' : 'Site is not reachable.',
-    data: { ...simple(r.site), status: r.site.status, reachable: r.reachable, http_status: r.http_status, response_time_ms: r.response_time_ms },
+    success: 1,
+    message: r.reachable ? 'Site is reachable.' : 'Site is not reachable.',
+    data: {
+      ...simple(r.site),
+      status: r.site.status,
+      reachable: r.reachable,
+      http_status: r.http_status,
+      response_time_ms: r.response_time_ms,
+    },
   }),
 });
 const sitesCheck = route(EDIT, '/sites/check', checkSites, {
   input: allMatched,
   args: matchedArgs,
-  answers: z.union([Queued, ok({ total: Int, summary: checkSites.output.shape.summary, data: checkSites.output.shape.results, errors: Errors })]),
-  output: (r, ctx) => (r.queued ? queuedReply(r, 'Check', ctx) : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors }),
+  answers: z.union([
+    Queued,
+    ok({ total: Int, summary: checkSites.output.shape.summary, data: checkSites.output.shape.results, errors: Errors }),
+  ]),
+  output: (r, ctx) =>
+    r.queued
+      ? queuedReply(r, 'Check', ctx)
+      : { success: 1, total: r.results!.length, summary: r.summary, data: r.results, errors: r.errors },
 });
 
 const siteReconnect = route(EDIT, '/sites/:id_or_domain/reconnect', reconnectSite, {
@@ -170,19 +234,35 @@ const sitesReconnect = route(EDIT, '/sites/reconnect', reconnectSites, {
   input: allMatched,
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
-  output: (r, ctx) => (r.queued ? queuedReply(r, 'Reconnect', ctx) : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors }),
+  output: (r, ctx) =>
+    r.queued
+      ? queuedReply(r, 'Reconnect', ctx)
+      : { success: 1, total: (r.reconnected as unknown[]).length, data: r.reconnected, errors: r.errors },
 });
 
 const siteDisconnect = route(EDIT, '/sites/:id_or_domain/disconnect', disconnectSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
   answers: done(SimpleSite, { child_notified: z.boolean() }),
-  output: (r) => ({ success: 1, message: r.child_notified ? 'Site disconnected.' : `Site disconnected here; the child was not told: ${r.child_error ?? 'it was already disconnected'}.`, child_notified: r.child_notified, data: simple(r.site) }),
+  output: (r) => ({
+    success: 1,
+    message: r.child_notified
+      ? 'Site disconnected.'
+      : `Site disconnected here; the child was not told: ${r.child_error ?? 'it was already disconnected'}.`,
+    child_notified: r.child_notified,
+    data: simple(r.site),
+  }),
 });
 const sitesDisconnect = route(EDIT, '/sites/disconnect', disconnectSites, {
   args: matchedArgs,
   answers: z.union([Queued, ok({ total: Int, data: z.array(BasicSite), errors: Errors })]),
-  input: (a) => { const m = allMatched(a); return m.site_ids_or_domains ? m : { ...m, all: true }; },
-  output: (r, ctx) => (r.queued ? queuedReply(r, 'Disconnect', ctx) : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors }),
+  input: (a) => {
+    const m = allMatched(a);
+    return m.site_ids_or_domains ? m : { ...m, all: true };
+  },
+  output: (r, ctx) =>
+    r.queued
+      ? queuedReply(r, 'Disconnect', ctx)
+      : { success: 1, total: (r.disconnected as unknown[]).length, data: r.disconnected, errors: r.errors },
 });
 
 const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
@@ -192,13 +272,34 @@ const jobGet = route(READ, '/jobs/:job_id', getBatchJobStatus, {
 /** The rows a site batch runs (routes/batch.ts): create/update/delete and the per-site actions of this file. */
 export const siteBatchRows = {
   rows: { create: siteAdd, update: siteEdit, delete: siteRemove },
-  actions: { sync: siteSync, reconnect: siteReconnect, disconnect: siteDisconnect, suspend: siteSuspend, check: siteCheck, remove: siteRemove },
+  actions: {
+    sync: siteSync,
+    reconnect: siteReconnect,
+    disconnect: siteDisconnect,
+    suspend: siteSuspend,
+    check: siteCheck,
+    remove: siteRemove,
+  },
 };
-
 
 /** Static paths come before parameterised ones so that /sites/count is never read as a domain. */
 export const siteRoutes: readonly RestRoute[] = [
-  sitesList, sitesBasic, sitesCount, siteAdd, sitesSync, sitesCheck, sitesReconnect, sitesDisconnect,
-  siteGet, siteEdit, siteSuspend, siteUnsuspend, siteRemove, siteSync, siteCheck, siteReconnect, siteDisconnect,
+  sitesList,
+  sitesBasic,
+  sitesCount,
+  siteAdd,
+  sitesSync,
+  sitesCheck,
+  sitesReconnect,
+  sitesDisconnect,
+  siteGet,
+  siteEdit,
+  siteSuspend,
+  siteUnsuspend,
+  siteRemove,
+  siteSync,
+  siteCheck,
+  siteReconnect,
+  siteDisconnect,
   jobGet,
 ];

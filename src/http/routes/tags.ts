@@ -6,7 +6,13 @@ import { Tag } from '../../abilities/schemas.js';
 import { done, listed } from './answers.js';
 
 const EXAMPLE_TAG = {
-  id: 2, name: 'Production', color: '#21ba45', sites_count: 2, sites_ids: [12, 14], created_at: '2025-11-02T10:00:00.000Z', updated_at: '2025-11-02T10:00:00.000Z',
+  id: 2,
+  name: 'Production',
+  color: '#21ba45',
+  sites_count: 2,
+  sites_ids: [12, 14],
+  created_at: '2025-11-02T10:00:00.000Z',
+  updated_at: '2025-11-02T10:00:00.000Z',
 };
 
 const tagsList = route(READ, '/tags', listTags, {
@@ -21,7 +27,10 @@ const tagGet = route(READ, '/tags/:id', getTag, {
 const tagAdd = route(CREATE, '/tags/add', addTag, {
   input: (a) => pick(a, 'name', 'color'),
   answers: done(Tag),
-  example: { request: { name: 'Production', color: '#21ba45' }, response: { success: 1, message: 'Tag created successfully.', data: EXAMPLE_TAG } },
+  example: {
+    request: { name: 'Production', color: '#21ba45' },
+    response: { success: 1, message: 'Tag created successfully.', data: EXAMPLE_TAG },
+  },
   output: (r) => ({ success: 1, message: 'Tag created successfully.', data: r }),
 });
 const tagEdit = route(EDIT, '/tags/:id/edit', updateTag, {
@@ -46,9 +55,10 @@ const tagClients = route(READ, '/tags/:id/clients', getTagClients, {
 });
 export const runTagsBatch = batch({ create: tagAdd, update: tagEdit, delete: tagRemove }, 'id');
 const tagsBatch: RestRoute = {
-  methods: EDIT, path: '/tags/batch', handler: runTagsBatch,
+  methods: EDIT,
+  path: '/tags/batch',
+  handler: runTagsBatch,
   doc: { summary: 'Tag batch', description: 'Create, edit and delete tags in one request.', batch: runTagsBatch.shape },
 };
-
 
 export const tagRoutes: readonly RestRoute[] = [tagsList, tagAdd, tagsBatch, tagGet, tagEdit, tagRemove, tagSites, tagClients];

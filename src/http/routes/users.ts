@@ -23,7 +23,9 @@ const PUT_PATCH = ['PUT', 'PATCH'] as const;
 export const selectors = (a: RestArgs) => {
   const out: Record<string, unknown> = {};
   for (const k of ['websites', 'groups', 'clients']) {
-    const v = list(a.args[k])?.map((x) => (typeof x === 'string' ? x.trim() : x)).filter((x) => x !== '');
+    const v = list(a.args[k])
+      ?.map((x) => (typeof x === 'string' ? x.trim() : x))
+      .filter((x) => x !== '');
     if (v?.length) out[k] = v;
   }
   return out;
@@ -42,19 +44,30 @@ const usersList = route(READ, '/users', listUsers, {
 });
 
 const usersCreate = route(CREATE, '/users/create', createUser, {
-  input: (a) => ({ ...selectors(a), ...pick(a, 'username', 'email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'send_password') }),
+  input: (a) => ({
+    ...selectors(a),
+    ...pick(a, 'username', 'email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'send_password'),
+  }),
   args: SelectorArgs,
-  answers: done(z.object({
-    user_info: createUser.output.shape.user, total_sites: Int, total_success: Int, total_failed: Int,
-    created_sites: z.record(z.string(), z.object({ url: z.string(), user_id: Int, message: z.string() })),
-    failed_sites: z.record(z.string(), z.object({ code: z.string(), message: z.string() })),
-    ...Notes,
-  })),
+  answers: done(
+    z.object({
+      user_info: createUser.output.shape.user,
+      total_sites: Int,
+      total_success: Int,
+      total_failed: Int,
+      created_sites: z.record(z.string(), z.object({ url: z.string(), user_id: Int, message: z.string() })),
+      failed_sites: z.record(z.string(), z.object({ code: z.string(), message: z.string() })),
+      ...Notes,
+    }),
+  ),
   output: (r) => {
     const n = r.total_sites;
-    const message = r.total_failed === 0 ? `User created successfully on all ${n} website(s).`
-      : r.total_success === 0 ? `User creation failed on all ${n} website(s).`
-        : `User created on ${r.total_success} of ${n} website(s). ${r.total_failed} failed.`;
+    const message =
+      r.total_failed === 0
+        ? `User created successfully on all ${n} website(s).`
+        : r.total_success === 0
+          ? `User creation failed on all ${n} website(s).`
+          : `User created on ${r.total_success} of ${n} website(s). ${r.total_failed} failed.`;
     return {
       success: 1,
       message,
@@ -63,7 +76,9 @@ const usersCreate = route(CREATE, '/users/create', createUser, {
         total_sites: n,
         total_success: r.total_success,
         total_failed: r.total_failed,
-        created_sites: Object.fromEntries(r.created.map((c) => [c.site_id, { url: c.site_url, user_id: c.user_id, message: 'User created successfully.' }])),
+        created_sites: Object.fromEntries(
+          r.created.map((c) => [c.site_id, { url: c.site_url, user_id: c.user_id, message: 'User created successfully.' }]),
+        ),
         failed_sites: Object.fromEntries(r.errors.map((e) => [e.identifier, { code: e.code, message: e.message }])),
         skipped: r.skipped,
         unknown: r.unknown,
@@ -74,12 +89,22 @@ const usersCreate = route(CREATE, '/users/create', createUser, {
 
 const userEdit = route(EDIT, '/users/:id_or_domain/:user_id/edit', updateUser, {
   input: (a) => ({
-    site_id_or_domain: site(a), user_id: a.params.user_id,
+    site_id_or_domain: site(a),
+    user_id: a.params.user_id,
     ...pick(a, 'email', 'password', 'role', 'first_name', 'last_name', 'user_url', 'nickname', 'display_name', 'description'),
   }),
-  answers: done(z.object({ website_id: Int, website_url: z.string(), user_id: Int, updated_fields: z.array(z.string()), user: updateUser.output.shape.user })),
+  answers: done(
+    z.object({
+      website_id: Int,
+      website_url: z.string(),
+      user_id: Int,
+      updated_fields: z.array(z.string()),
+      user: updateUser.output.shape.user,
+    }),
+  ),
   output: (r) => ({
-    success: 1, message: 'User updated successfully.',
+    success: 1,
+    message: 'User updated successfully.',
     data: { website_id: r.site_id, website_url: r.site_url, user_id: r.user_id, updated_fields: r.updated, user: r.user },
   }),
 });
@@ -88,7 +113,11 @@ const userDelete = route(REMOVE, '/users/:id_or_domain/:user_id/delete', deleteU
   input: (a) => ({ site_id_or_domain: site(a), user_id: a.params.user_id, confirm: true }),
   answers: done(z.object({ website_id: Int, website_url: z.string(), user_id: Int })),
   errors: { 409: ['svc_connection_admin_protected'] },
-  output: (r) => ({ success: 1, message: 'User deleted successfully.', data: { website_id: r.site_id, website_url: r.site_url, user_id: r.user_id } }),
+  output: (r) => ({
+    success: 1,
+    message: 'User deleted successfully.',
+    data: { website_id: r.site_id, website_url: r.site_url, user_id: r.user_id },
+  }),
 });
 
 const adminPassword = route(PUT_PATCH, '/users/update-admin-password', updateAdminPassword, {
@@ -118,8 +147,13 @@ const usersImport = route(CREATE, '/users/import', importUsers, {
   output: (r) => ({
     success: 1,
     message: `Imported ${r.success_count} of ${r.total} user(s).`,
-    total: r.total, success_count: r.success_count, failed_count: r.failed_count, failed_users: r.failed_users,
-    failed_users_truncated: r.failed_users_truncated, ...(r.stopped ? { stopped: r.stopped } : {}), skipped_sites: r.skipped_sites,
+    total: r.total,
+    success_count: r.success_count,
+    failed_count: r.failed_count,
+    failed_users: r.failed_users,
+    failed_users_truncated: r.failed_users_truncated,
+    ...(r.stopped ? { stopped: r.stopped } : {}),
+    skipped_sites: r.skipped_sites,
   }),
 });
 
