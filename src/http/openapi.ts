@@ -46,7 +46,7 @@ const METHOD_PERMISSION: Record<string, string> = {
 
 /** Child-site failures (domain/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
 const CHILD_ERRORS: Record<number, string[]> = {
-  409: ['svc_site_suspended', 'svc_site_disconnected'],
+  409: ['svc_site_suspended', 'svc_site_disconnected', 'svc_site_keys_missing'],
   502: [
     'svc_child_unreachable',
     'svc_child_auth_failed',
