@@ -94,7 +94,9 @@ describe('the OpenAPI document', () => {
     const cost = doc.paths['/costs'].get;
     expect(resp(doc, cost, 501).description).toBe('svc_module_not_available');
     expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 504).description).toBe('svc_child_timeout');
-    expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 409).description).toBe('svc_site_suspended, svc_site_disconnected, svc_site_keys_missing');
+    expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 409).description).toBe(
+      'svc_site_suspended, svc_site_disconnected, svc_site_keys_missing',
+    );
     expect(resp(doc, doc.paths['/tags/batch'].post, 413).description).toContain('svc_rest_request_entity_too_large');
     expect(doc.paths['/users/import'].post.requestBody.content['multipart/form-data'].schema.properties.csv_file).toEqual({
       type: 'string',
