@@ -21,23 +21,13 @@ import { Client } from '../../abilities/client-views.js';
 import { Cost } from '../../abilities/cost-views.js';
 import { ListedSite } from '../../abilities/schemas.js';
 import { Int, done, listed, ok } from './answers.js';
+import { CLIENT_TEXT_FIELDS } from '../../domain/clients.js';
 
 const CLIENT_FIELDS = [
   'name',
   'email',
   'status',
-  'phone',
-  'address_1',
-  'address_2',
-  'city',
-  'state',
-  'zip',
-  'country',
-  'note',
-  'facebook',
-  'twitter',
-  'instagram',
-  'linkedin',
+  ...CLIENT_TEXT_FIELDS,
   'suspended',
   'selected_sites',
   // upstream's names, renamed by the abilities

@@ -6,22 +6,11 @@ import { SelectorArgs, selectors } from './users.js';
 import { z } from 'zod';
 import { ItemError, SkippedSite } from '../../abilities/schemas.js';
 import { Int, ListArg, done } from './answers.js';
+import { PAGE_EDIT_FIELDS } from '../../domain/posts.js';
 
 const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
-const WRITE_FIELDS = [
-  'post_title',
-  'post_content',
-  'post_status',
-  'post_name',
-  'post_excerpt',
-  'post_password',
-  'comment_status',
-  'ping_status',
-  'post_date',
-  'post_date_gmt',
-  'post_featured_image',
-  'post_custom',
-];
+/** The fields a page write takes: the post service's list for pages. */
+const WRITE_FIELDS = PAGE_EDIT_FIELDS;
 const SEARCH_ON: Record<string, string> = {
   title: 'title',
   content: 'content',

@@ -6,26 +6,12 @@ import { SelectorArgs, selectors } from './users.js';
 import { z } from 'zod';
 import { ItemError, SkippedSite } from '../../abilities/schemas.js';
 import { Int, ListArg, done } from './answers.js';
+import { POST_EDIT_FIELDS } from '../../domain/posts.js';
 
 // update-status also takes POST, as edit does (clients send it).
 const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
-const WRITE_FIELDS = [
-  'post_title',
-  'post_content',
-  'post_status',
-  'post_name',
-  'post_excerpt',
-  'post_password',
-  'comment_status',
-  'ping_status',
-  'post_date',
-  'post_date_gmt',
-  'post_tags',
-  'post_category',
-  'post_featured_image',
-  'is_sticky',
-  'post_custom',
-];
+/** The fields a post write takes: the post service's own list. */
+const WRITE_FIELDS = POST_EDIT_FIELDS;
 // Upstream's search_on words.
 const SEARCH_ON: Record<string, string> = {
   title: 'title',
