@@ -609,44 +609,6 @@ describe('get-sites-basic-v1', () => {
 describe('list-tags-v1', () => {
   const list = (input: unknown) => s.ability('list-tags-v1', input, { method: 'GET' });
 
-  it('lists tags by name without regard to case, with counts, site ids and timestamps', async () => {
-    const r = await list(undefined);
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ page: 1, per_page: 20, total: 3 });
-    expect(r.body.items.map((t: any) => t.name)).toEqual(['Empty', 'Production', 'staging']);
-    const prod = r.body.items[1];
-    expect(prod).toMatchObject({
-      id: fleet.tags.production.id,
-      name: 'Production',
-      color: '#21ba45',
-      sites_count: 3,
-      sites_ids: ids(fleet.sites.slice(0, 3)),
-    });
-    expect(r.body.items[2]).toMatchObject({ name: 'staging', color: null, sites_count: 1 });
-    expect(Date.parse(prod.created_at)).not.toBeNaN();
-    expect(Date.parse(prod.updated_at)).not.toBeNaN();
-    expectSchema(r.body, outputSchema('list-tags-v1'));
-  });
-
-  it('searches names (any case) and ids, includes and excludes ids', async () => {
-    expect((await list({ search: 'PROD' })).body.items.map((t: any) => t.id)).toEqual([fleet.tags.production.id]);
-    expect((await list({ search: String(fleet.tags.staging.id) })).body.items.map((t: any) => t.id)).toContain(fleet.tags.staging.id);
-    expect((await list({ include: [fleet.tags.staging.id, fleet.tags.empty.id] })).body.items.map((t: any) => t.id)).toEqual([
-      fleet.tags.empty.id,
-      fleet.tags.staging.id,
-    ]);
-    const ex = await list({ exclude: [fleet.tags.production.id] });
-    expect(ex.body.items.map((t: any) => t.id)).toEqual([fleet.tags.empty.id, fleet.tags.staging.id]);
-    expect(ex.body.total).toBe(2);
-  });
-
-  it('pages, and a page past the end is empty', async () => {
-    const r = await list({ page: 2, per_page: 1 });
-    expect(r.body.items.map((t: any) => t.name)).toEqual(['Production']);
-    expect(r.body.total).toBe(3);
-    expect((await list({ page: 50 })).body).toMatchObject({ items: [], total: 3 });
-  });
-
   it.each([
     [{ per_page: 9999 }, 'input[per_page] must be between 1 (inclusive) and 100 (inclusive)'],
     [{ include: ['a'] }, 'input[include][0] is not of type integer.'],
@@ -657,19 +619,15 @@ describe('list-tags-v1', () => {
 });
 
 describe('get-tag-v1', () => {
+  // The tag's fields and the 404 are rules (test/abilities/tags.test.ts); here, the door answers the same over both methods.
   it('returns one tag over POST and GET', async () => {
     const t = fleet.tags.production;
     const post = await s.ability('get-tag-v1', { tag_id: t.id });
     expect(post.status).toBe(200);
-    expect(post.body).toMatchObject({ id: t.id, name: 'Production', color: '#21ba45', sites_count: 3 });
-    expect(post.body.created_at).toBe(t.created_at);
-    expectSchema(post.body, outputSchema('get-tag-v1'));
+    expect(post.body.id).toBe(t.id);
     const get = await s.ability('get-tag-v1', { tag_id: t.id }, { method: 'GET' });
+    expect(get.status).toBe(200);
     expect(get.body).toEqual(post.body);
-  });
-
-  it('answers an unknown tag with 404 svc_tag_not_found', async () => {
-    expectError(await s.ability('get-tag-v1', { tag_id: 99999 }), 404, 'svc_tag_not_found', 'No tag found with ID 99999.');
   });
 
   it.each([
@@ -682,51 +640,21 @@ describe('get-tag-v1', () => {
 });
 
 describe('get-tag-sites-v1 and get-tag-clients-v1', () => {
-  it('lists the sites of a tag by URL with tag_id, tag_name, paging and total', async () => {
+  // What they list and how they page are rules (test/abilities/tags.test.ts); here, paging read from a GET query string.
+  it('read page and per_page from a GET query string', async () => {
     const t = fleet.tags.production;
-    const r = await s.ability('get-tag-sites-v1', { tag_id: t.id });
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 3 });
-    // Ordered like list-sites-v1: by URL with the scheme and www. left out (alpha, bravo, ...).
     const key = (u: string) => u.replace(/^https?:\/\/(www\.)?/, '');
     const byUrl = fleet.sites.slice(0, 3).sort((a, b) => (key(a.url) < key(b.url) ? -1 : 1));
-    expect(r.body.sites.map((x: any) => x.id)).toEqual(ids(byUrl));
-    expect(r.body.sites).toContainEqual({
-      id: fleet.sites[0]!.id,
-      url: 'https://alpha.example.com/',
-      name: 'Alpha',
-      status: 'connected',
-      client_id: fleet.clients[1]!.id,
-    });
-    expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[1]!.id, status: 'disconnected' }));
-    expect(r.body.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[2]!.id, status: 'suspended' }));
-    expectSchema(r.body, outputSchema('get-tag-sites-v1'));
     const p2 = await s.ability('get-tag-sites-v1', { tag_id: t.id, page: 2, per_page: 2 }, { method: 'GET' });
+    expect(p2.status).toBe(200);
     expect(p2.body.sites.map((x: any) => x.id)).toEqual([byUrl[2]!.id]);
     expect(p2.body.total).toBe(3);
-    const empty = await s.ability('get-tag-sites-v1', { tag_id: fleet.tags.empty.id });
-    expect(empty.body).toMatchObject({ sites: [], total: 0 });
-  });
-
-  it('lists the clients of a tag by name with sites_with_tag', async () => {
-    const t = fleet.tags.production;
-    const r = await s.ability('get-tag-clients-v1', { tag_id: t.id });
-    expect(r.status).toBe(200);
-    const [beta, acme] = fleet.clients;
-    expect(r.body).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 2 });
-    expect(r.body.clients).toEqual([
-      expect.objectContaining({ id: acme!.id, name: 'Acme Corp', email: 'it@acme.example', sites_with_tag: 2 }),
-      expect.objectContaining({ id: beta!.id, name: 'Beta Ltd', email: 'ops@beta.example', sites_with_tag: 1 }),
-    ]);
-    expectSchema(r.body, outputSchema('get-tag-clients-v1'));
     const p = await s.ability('get-tag-clients-v1', { tag_id: t.id, per_page: 1, page: 2 }, { method: 'GET' });
-    expect(p.body.clients.map((c: any) => c.id)).toEqual([beta!.id]);
-    const none = await s.ability('get-tag-clients-v1', { tag_id: fleet.tags.staging.id });
-    expect(none.body).toMatchObject({ clients: [], total: 0 });
+    expect(p.status).toBe(200);
+    expect(p.body.clients.map((c: any) => c.id)).toEqual([fleet.clients[0]!.id]);
   });
 
-  it.each(['get-tag-sites-v1', 'get-tag-clients-v1'])('%s answers an unknown tag with 404 and bad paging with 400', async (name) => {
-    expectError(await s.ability(name, { tag_id: 99999 }), 404, 'svc_tag_not_found');
+  it.each(['get-tag-sites-v1', 'get-tag-clients-v1'])('%s answers bad paging and a missing tag_id with 400', async (name) => {
     expectError(
       await s.ability(name, { tag_id: fleet.tags.production.id, per_page: 101 }),
       400,

@@ -1,8 +1,9 @@
 // Tag abilities through the registry: the tag rules (names unique in any letter case, colours, search, what a
 // removal lets go of, confirm / dry_run), without a door.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InputOf } from '../../src/abilities/index.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
-import { seedClients, seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
+import { expectSchema, seedClients, seedFleet, seedTag, type Fleet } from '../support/fixtures.js';
 import { seedSites } from '../support/server.js';
 
 const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
@@ -19,6 +20,7 @@ beforeAll(async () => {
   fleet = await seedFleet(h.services);
 });
 afterAll(() => h.close());
+const schema = (name: string) => h.registry.schemas(h.registry.get(name)!).output;
 
 describe('list-tags-v1 and get-tag-v1', () => {
   it('lists tags by name with their sites, and pages', async () => {
@@ -53,6 +55,113 @@ describe('list-tags-v1 and get-tag-v1', () => {
       sites_ids: [fleet.sites[3]!.id],
     });
     expect(await h.fails('get-tag-v1', { tag_id: 99999 })).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
+  });
+});
+
+// ---- Moved from test/abilities-door.test.ts (list-tags-v1, get-tag-v1, get-tag-sites-v1 and get-tag-clients-v1): the
+// reading rules on the seeded fleet. They run before any test below adds a tag, site or client (the file's tests run in
+// order), so the seeded totals hold. The schema refusals and GET query-string paging stay at the door.
+describe('list-tags-v1 on the seeded fleet (rules)', () => {
+  const list = (input: InputOf<'list-tags-v1'>) => h.call('list-tags-v1', input);
+
+  it('lists tags by name without regard to case, with counts, site ids and timestamps', async () => {
+    const r = await list({});
+    expect(r).toMatchObject({ page: 1, per_page: 20, total: 3 });
+    expect(r.items.map((t) => t.name)).toEqual(['Empty', 'Production', 'staging']);
+    const prod = r.items[1]!;
+    expect(prod).toMatchObject({
+      id: fleet.tags.production.id,
+      name: 'Production',
+      color: '#21ba45',
+      sites_count: 3,
+      sites_ids: ids(fleet.sites.slice(0, 3)),
+    });
+    expect(r.items[2]).toMatchObject({ name: 'staging', color: null, sites_count: 1 });
+    expect(Date.parse(prod.created_at)).not.toBeNaN();
+    expect(Date.parse(prod.updated_at)).not.toBeNaN();
+    expectSchema(r, schema('list-tags-v1'));
+  });
+
+  it('searches names (any case) and ids, includes and excludes ids', async () => {
+    expect(ids((await list({ search: 'PROD' })).items)).toEqual([fleet.tags.production.id]);
+    expect(ids((await list({ search: String(fleet.tags.staging.id) })).items)).toContain(fleet.tags.staging.id);
+    expect(ids((await list({ include: [fleet.tags.staging.id, fleet.tags.empty.id] })).items)).toEqual([
+      fleet.tags.empty.id,
+      fleet.tags.staging.id,
+    ]);
+    const ex = await list({ exclude: [fleet.tags.production.id] });
+    expect(ids(ex.items)).toEqual([fleet.tags.empty.id, fleet.tags.staging.id]);
+    expect(ex.total).toBe(2);
+  });
+
+  it('pages, and a page past the end is empty', async () => {
+    const r = await list({ page: 2, per_page: 1 });
+    expect(r.items.map((t) => t.name)).toEqual(['Production']);
+    expect(r.total).toBe(3);
+    expect(await list({ page: 50 })).toMatchObject({ items: [], total: 3 });
+  });
+});
+
+describe('get-tag-v1 on the seeded fleet (rules)', () => {
+  it('returns one tag with its name, colour, count and timestamps', async () => {
+    const t = fleet.tags.production;
+    const r = await h.call('get-tag-v1', { tag_id: t.id });
+    expect(r).toMatchObject({ id: t.id, name: 'Production', color: '#21ba45', sites_count: 3 });
+    expect(r.created_at).toBe(t.created_at);
+    expectSchema(r, schema('get-tag-v1'));
+  });
+
+  it('answers an unknown tag with 404 svc_tag_not_found', async () => {
+    expect(await h.fails('get-tag-v1', { tag_id: 99999 })).toMatchObject({
+      status: 404,
+      code: 'svc_tag_not_found',
+      message: 'No tag found with ID 99999.',
+    });
+  });
+});
+
+describe('get-tag-sites-v1 and get-tag-clients-v1 on the seeded fleet (rules)', () => {
+  it('lists the sites of a tag by URL with tag_id, tag_name, paging and total', async () => {
+    const t = fleet.tags.production;
+    const r = await h.call('get-tag-sites-v1', { tag_id: t.id });
+    expect(r).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 3 });
+    // Ordered like list-sites-v1: by URL with the scheme and www. left out (alpha, bravo, ...).
+    const key = (u: string) => u.replace(/^https?:\/\/(www\.)?/, '');
+    const byUrl = fleet.sites.slice(0, 3).sort((a, b) => (key(a.url) < key(b.url) ? -1 : 1));
+    expect(ids(r.sites)).toEqual(ids(byUrl));
+    expect(r.sites).toContainEqual({
+      id: fleet.sites[0]!.id,
+      url: 'https://alpha.example.com/',
+      name: 'Alpha',
+      status: 'connected',
+      client_id: fleet.clients[1]!.id,
+    });
+    expect(r.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[1]!.id, status: 'disconnected' }));
+    expect(r.sites).toContainEqual(expect.objectContaining({ id: fleet.sites[2]!.id, status: 'suspended' }));
+    expectSchema(r, schema('get-tag-sites-v1'));
+    const p2 = await h.call('get-tag-sites-v1', { tag_id: t.id, page: 2, per_page: 2 });
+    expect(ids(p2.sites)).toEqual([byUrl[2]!.id]);
+    expect(p2.total).toBe(3);
+    expect(await h.call('get-tag-sites-v1', { tag_id: fleet.tags.empty.id })).toMatchObject({ sites: [], total: 0 });
+  });
+
+  it('lists the clients of a tag by name with sites_with_tag', async () => {
+    const t = fleet.tags.production;
+    const r = await h.call('get-tag-clients-v1', { tag_id: t.id });
+    const [beta, acme] = fleet.clients;
+    expect(r).toMatchObject({ tag_id: t.id, tag_name: 'Production', page: 1, per_page: 20, total: 2 });
+    expect(r.clients).toEqual([
+      expect.objectContaining({ id: acme!.id, name: 'Acme Corp', email: 'it@acme.example', sites_with_tag: 2 }),
+      expect.objectContaining({ id: beta!.id, name: 'Beta Ltd', email: 'ops@beta.example', sites_with_tag: 1 }),
+    ]);
+    expectSchema(r, schema('get-tag-clients-v1'));
+    const p = await h.call('get-tag-clients-v1', { tag_id: t.id, per_page: 1, page: 2 });
+    expect(ids(p.clients)).toEqual([beta!.id]);
+    expect(await h.call('get-tag-clients-v1', { tag_id: fleet.tags.staging.id })).toMatchObject({ clients: [], total: 0 });
+  });
+
+  it.each(['get-tag-sites-v1', 'get-tag-clients-v1'] as const)('%s answers an unknown tag with 404', async (name) => {
+    expect(await h.fails(name, { tag_id: 99999 })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
   });
 });
 
