@@ -366,3 +366,68 @@ describe('update-site-v1 and delete-site-v1 (rules)', () => {
     });
   });
 });
+
+// ---- Moved from test/abilities-door.test.ts ("abilities that change things"): the suspension rules. The schema
+// refusals stay at the door.
+describe('suspend-site-v1, unsuspend-site-v1 and suspend-sites-v1 (rules)', () => {
+  const getSite = (id: number) => h.call('get-site-v1', { site_id_or_domain: id });
+  const schema = (name: string) => h.registry.schemas(h.registry.get(name)!).output;
+
+  it('suspends (again without error) and answers suspended, site_id, site_url, status', async () => {
+    const site = await newSite();
+    for (let i = 0; i < 2; i++) {
+      const r = await h.call('suspend-site-v1', { site_id_or_domain: site.id });
+      expect(r).toMatchObject({ suspended: true, site_id: site.id, site_url: site.url, status: 'suspended' });
+      expect(r.site).toMatchObject({ id: site.id, status: 'suspended' });
+      expectSchema(r, schema('suspend-site-v1'));
+    }
+    expect((await getSite(site.id)).status).toBe('suspended');
+  });
+
+  it("unsuspends to connected, as the spec's state table says, even after a failed sync", async () => {
+    const site = await newSite({ suspended: true, sync_error: 'HTTP error' });
+    expect((await getSite(site.id)).status).toBe('suspended');
+    const r = await h.call('unsuspend-site-v1', { site_id_or_domain: site.url });
+    expect(r).toMatchObject({ unsuspended: true, site_id: site.id, site_url: site.url, status: 'connected' });
+    expectSchema(r, schema('unsuspend-site-v1'));
+    expect((await getSite(site.id)).status).toBe('connected');
+  });
+
+  it.each(['suspend-site-v1', 'unsuspend-site-v1'] as const)('%s answers unknown sites with 404', async (name) => {
+    expect(await h.fails(name, { site_id_or_domain: 99999 })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+      message: 'No site found with ID 99999.',
+    });
+    expect(await h.fails(name, { site_id_or_domain: 'nowhere.example' })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+  });
+
+  it('suspends the sites it finds and reports each unknown identifier, keeping its JSON type', async () => {
+    const a = await newSite();
+    const b = await newSite();
+    const r = await h.call('suspend-sites-v1', {
+      site_ids_or_domains: [a.id, b.url.replace('https://', ''), 999999, 'nope.example', a.id],
+    });
+    expect(r.suspended).toEqual([
+      { id: a.id, url: a.url, name: a.name, suspended: 1 },
+      { id: b.id, url: b.url, name: b.name, suspended: 1 },
+    ]);
+    expect(r.errors).toEqual([
+      { identifier: 999999, code: 'svc_site_not_found', message: 'No site found with ID 999999.', status: 404 },
+      { identifier: 'nope.example', code: 'svc_site_not_found', message: 'No site found matching "nope.example".', status: 404 },
+    ]);
+    expect(r).toMatchObject({ total_suspended: 2, total_errors: 2 });
+    expectSchema(r, schema('suspend-sites-v1'));
+    expect((await getSite(a.id)).status).toBe('suspended');
+    expect((await getSite(b.id)).status).toBe('suspended');
+  });
+
+  it('answers 404 svc_site_not_found when no identifier names a site, or the list is empty', async () => {
+    expect(await h.fails('suspend-sites-v1', { site_ids_or_domains: [999999, 'nope.example'] })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+      message: 'No valid sites found.',
+    });
+    expect(await h.fails('suspend-sites-v1', { site_ids_or_domains: [] })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+  });
+});
