@@ -271,3 +271,126 @@ describe('delete-tag-v1', () => {
     expect((await h.call('get-site-v1', { site_id_or_domain: site!.id })).tags).toEqual([]);
   });
 });
+
+// ---- Moved from test/abilities-door.test.ts ("abilities that change things"): the add, edit and delete rules. The
+// schema refusals, confirm read from a DELETE query string and DELETE vs POST stay at the door.
+describe('add-tag-v1, update-tag-v1 and delete-tag-v1 (rules)', () => {
+  const newSite = async (fields: Record<string, unknown> = {}) => {
+    const [site] = await seedSites(h.services, 1, () => ({ url: `https://${unique('w').replace(' ', '')}.example.com/`, ...fields }));
+    return site!;
+  };
+  const newTag = (name?: string, siteIds: number[] = [], color: string | null = null) =>
+    seedTag(h.services, name ?? unique('tag').replace(' ', '-'), siteIds, color);
+
+  it('creates a tag with id, name, colour, no sites and timestamps', async () => {
+    const r = await h.call('add-tag-v1', { name: 'Clients 2026', color: '#AABBCC' });
+    expect(r).toMatchObject({ name: 'Clients 2026', color: '#AABBCC', sites_count: 0, sites_ids: [] });
+    expect(Number.isInteger(r.id)).toBe(true);
+    expect(new Date(r.created_at).toISOString()).toBe(r.created_at);
+    expect(typeof r.updated_at).toBe('string');
+    expectSchema(r, schema('add-tag-v1'));
+    expect(await h.call('get-tag-v1', { tag_id: r.id })).toEqual(r);
+  });
+
+  it('stores no colour as null and drops markup from the name', async () => {
+    expect(await h.call('add-tag-v1', { name: '  <b>Bold tag</b>  ' })).toMatchObject({ name: 'Bold tag', color: null });
+  });
+
+  it('refuses a duplicate name in any letter case with 409 svc_tag_exists', async () => {
+    await h.call('add-tag-v1', { name: 'Duplicate Me' });
+    for (const name of ['Duplicate Me', 'duplicate me', 'DUPLICATE ME']) {
+      expect(await h.fails('add-tag-v1', { name })).toMatchObject({ status: 409, code: 'svc_tag_exists' });
+    }
+    expect((await h.call('list-tags-v1', { search: 'duplicate' })).total).toBe(1);
+  });
+
+  it('lets only one of two simultaneous adds of the same name through', async () => {
+    const [a, b] = await Promise.allSettled([h.call('add-tag-v1', { name: 'Race Tag' }), h.call('add-tag-v1', { name: 'race tag' })]);
+    expect([a!.status, b!.status].sort()).toEqual(['fulfilled', 'rejected']);
+    expect(([a, b].find((x) => x!.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({
+      status: 409,
+      code: 'svc_tag_exists',
+    });
+    expect((await h.call('list-tags-v1', { search: 'race tag' })).total).toBe(1);
+  });
+
+  it('renames and keeps the colour; recolours and keeps the name; moves updated_at', async () => {
+    const t = await newTag('Before', [], '#111111');
+    await new Promise((r) => setTimeout(r, 5));
+    const renamed = await h.call('update-tag-v1', { tag_id: t.id, name: 'After' });
+    expect(renamed).toMatchObject({ id: t.id, name: 'After', color: '#111111', created_at: t.created_at });
+    expect(Date.parse(renamed.updated_at)).toBeGreaterThan(Date.parse(t.updated_at));
+    expectSchema(renamed, schema('update-tag-v1'));
+    expect(await h.call('update-tag-v1', { tag_id: t.id, color: '#222222' })).toMatchObject({ name: 'After', color: '#222222' });
+  });
+
+  it("refuses a name another tag has (any case) with 409, and accepts the tag's own name", async () => {
+    await newTag('Taken Name');
+    const t = await newTag('Mine');
+    expect(await h.fails('update-tag-v1', { tag_id: t.id, name: 'taken name' })).toMatchObject({ status: 409, code: 'svc_tag_exists' });
+    expect((await h.call('update-tag-v1', { tag_id: t.id, name: 'MINE' })).name).toBe('MINE');
+  });
+
+  it('answers an unknown tag with 404', async () => {
+    expect(await h.fails('update-tag-v1', { tag_id: 99999, name: 'x' })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
+  });
+
+  it('previews a deletion with dry_run (no confirm needed): sites_affected and clients_count', async () => {
+    const [client] = await seedClients(h.services, [{ name: 'Tag Client', email: 'tc@example.com' }]);
+    const a = await newSite({ client_id: client!.id });
+    const b = await newSite();
+    const t = await newTag(undefined, [a.id, b.id]);
+    const r = await h.call('delete-tag-v1', { tag_id: t.id, dry_run: true });
+    expect(r).toMatchObject({
+      dry_run: true,
+      deleted: false,
+      tag_id: t.id,
+      tag_name: t.name,
+      sites_affected: 2,
+      would_affect: { id: t.id, name: t.name, sites_count: 2, clients_count: 1 },
+    });
+    expectSchema(r, schema('delete-tag-v1'));
+    expect((await h.call('get-tag-v1', { tag_id: t.id })).id).toBe(t.id);
+  });
+
+  it('refuses a deletion with a missing or false confirm with 400 svc_confirmation_required', async () => {
+    const t = await newTag();
+    expect(await h.fails('delete-tag-v1', { tag_id: t.id })).toMatchObject({
+      status: 400,
+      code: 'svc_confirmation_required',
+      message: 'Tag deletion requires confirmation. Set confirm:true to proceed.',
+    });
+    expect(await h.fails('delete-tag-v1', { tag_id: t.id, confirm: false })).toMatchObject({
+      status: 400,
+      code: 'svc_confirmation_required',
+    });
+    expect((await h.call('get-tag-v1', { tag_id: t.id })).id).toBe(t.id);
+  });
+
+  it('refuses dry_run and confirm together with 400 svc_invalid_input, before the lookup', async () => {
+    expect(await h.fails('delete-tag-v1', { tag_id: 99999, dry_run: true, confirm: true })).toMatchObject({
+      status: 400,
+      code: 'svc_invalid_input',
+      message: 'Cannot specify both dry_run and confirm.',
+    });
+  });
+
+  it('answers an unknown tag with 404 for a dry run, a missing confirm and a confirmed delete', async () => {
+    for (const input of [{ dry_run: true }, {}, { confirm: true }]) {
+      expect(await h.fails('delete-tag-v1', { tag_id: 99999, ...input })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
+    }
+  });
+
+  it('deletes with confirm: the sites stay, the grouping goes', async () => {
+    const site = await newSite();
+    const t1 = await newTag(undefined, [site.id]);
+    const t2 = await newTag(undefined, [site.id]);
+    const first = await h.call('delete-tag-v1', { tag_id: t1.id, confirm: true });
+    expect(first).toMatchObject({ deleted: true, tag_id: t1.id, tag_name: t1.name });
+    expectSchema(first, schema('delete-tag-v1'));
+    expect(await h.call('delete-tag-v1', { tag_id: t2.id, confirm: true })).toMatchObject({ deleted: true, tag_id: t2.id });
+    expect(await h.fails('get-tag-v1', { tag_id: t1.id })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
+    expect(await h.fails('delete-tag-v1', { tag_id: t1.id, confirm: true })).toMatchObject({ status: 404, code: 'svc_tag_not_found' });
+    expect((await h.call('get-site-v1', { site_id_or_domain: site.id })).tags).toEqual([]);
+  });
+});
