@@ -1,7 +1,7 @@
 // Uptime monitoring abilities: monitors (one per site, id = the site's id), heartbeats, incidents, settings, a
 // check now; and the webhooks that announce incidents and failed syncs.
 import { z } from 'zod';
-import { defineAbility, type AbilityContext } from './context.js';
+import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate, perPage } from '../core/paging.js';
@@ -15,18 +15,15 @@ import {
   TIMEOUT_MAX_S,
   checkExpected,
   parseDuration,
-  summarise,
 } from '../domain/monitors.js';
 import {
   CAUSES,
   WEBHOOK_EVENTS,
   type Beat,
   type DeliveryRecord,
-  type IncidentRecord,
   type MonitorSettings,
   type WebhookRecord,
 } from '../store/monitor-records.js';
-import type { SiteRecord } from '../store/records.js';
 import { Confirm, DryRun, SiteRef, paged } from './schemas.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -113,69 +110,6 @@ const Webhook = z.object({
 });
 
 const iso = MonitorService.iso;
-const DAY = 86_400;
-
-function hourly(hours: readonly number[][], now: number) {
-  const top = Math.floor(now / 3600) * 3600;
-  return Array.from({ length: 24 }, (_, i) => {
-    const start = top - (23 - i) * 3600;
-    const b = hours.find((h) => h[0] === start);
-    const up = b?.[1] ?? 0;
-    const down = b?.[2] ?? 0;
-    return { hour: iso(start), status: down ? (0 as const) : up ? (1 as const) : null, up, down };
-  });
-}
-
-function monitorView(
-  ctx: AbilityContext,
-  site: SiteRecord,
-  counts?: { d7: Map<number, number>; d30: Map<number, number> },
-): z.input<typeof Monitor> {
-  const m = ctx.monitors.record(site.id);
-  const now = MonitorService.now();
-  const last = m?.last_check ?? null;
-  const day = summarise(m?.hours ?? [], now - DAY);
-  const s7 = summarise(m?.days ?? [], Math.floor(now / DAY) * DAY - 6 * DAY);
-  const s30 = summarise(m?.days ?? [], Math.floor(now / DAY) * DAY - 29 * DAY);
-  const c = counts ?? { d7: ctx.monitors.incidentCounts(now - 7 * DAY), d30: ctx.monitors.incidentCounts(now - 30 * DAY) };
-  return {
-    id: site.id,
-    url: site.url,
-    name: site.name,
-    status: ctx.monitors.statusOf(site),
-    interval_s: ctx.monitors.effective(site.id).interval_s,
-    last_check_at: last ? iso(last[0]) : null,
-    last_http_code: last?.[3] || null,
-    last_response_ms: last && last[2] >= 0 ? last[2] : null,
-    last_cause: last && last[4] >= 0 ? (CAUSES[last[4]] ?? null) : null,
-    down_since: m?.down_since ? iso(m.down_since) : null,
-    open_incident_id: m?.open_incident ?? null,
-    uptime_24h: day.uptime,
-    uptime_7d: s7.uptime,
-    uptime_30d: s30.uptime,
-    response_ms: { avg: day.avg_ms, min: day.min_ms, max: day.max_ms, p50: day.p50_ms, p95: day.p95_ms, p99: day.p99_ms },
-    incidents_7d: c.d7.get(site.id) ?? 0,
-    incidents_30d: c.d30.get(site.id) ?? 0,
-    hourly: hourly(m?.hours ?? [], now),
-  };
-}
-
-function incidentView(ctx: AbilityContext, i: IncidentRecord): z.input<typeof Incident> {
-  const end = i.ended_at ? Date.parse(i.ended_at) : Date.now();
-  return {
-    id: i.id,
-    site_id: i.site_id,
-    site_url: ctx.sites.get(i.site_id)?.url ?? '',
-    started_at: i.started_at,
-    ended_at: i.ended_at,
-    resolved: i.ended_at !== null,
-    duration_s: Math.max(0, Math.round((end - Date.parse(i.started_at)) / 1000)),
-    cause: i.cause,
-    message: i.message,
-    http_code: i.http_code,
-    down_count: i.down_count,
-  };
-}
 
 const beatView = (b: Beat): z.input<typeof Heartbeat> => ({
   time: iso(b[0]),
@@ -224,18 +158,8 @@ export const listMonitors = defineAbility({
   output: paged(Monitor).extend({ fleet_settings: Settings }),
   annotations: ro,
   execute: (i, ctx) => {
-    const all = ctx.sites
-      .filter({ search: i.search, include: i.include, exclude: i.exclude }, () => new Set())
-      .filter((s) => !i.status || ctx.monitors.statusOf(s) === i.status);
-    const now = MonitorService.now();
-    const counts = { d7: ctx.monitors.incidentCounts(now - 7 * DAY), d30: ctx.monitors.incidentCounts(now - 30 * DAY) };
-    return {
-      items: paginate(all, i.page, i.per_page).map((s) => monitorView(ctx, s, counts)),
-      page: i.page,
-      per_page: i.per_page,
-      total: all.length,
-      fleet_settings: ctx.monitors.fleetSettings(),
-    };
+    const { items, total } = ctx.monitors.page(i, i.page, i.per_page);
+    return { items, page: i.page, per_page: i.per_page, total, fleet_settings: ctx.monitors.fleetSettings() };
   },
 });
 
@@ -250,13 +174,13 @@ export const getSiteUptime = defineAbility({
   annotations: ro,
   execute: (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const view = monitorView(ctx, site);
+    const view = ctx.monitors.summary(site);
     const open = view.open_incident_id ? ctx.monitors.incident(view.open_incident_id) : undefined;
     return {
       ...view,
       settings: ctx.monitors.effective(site.id),
       own_settings: ctx.monitors.record(site.id)?.settings ?? {},
-      open_incident: open ? incidentView(ctx, open) : null,
+      open_incident: open ? ctx.monitors.incidentSummary(open) : null,
     };
   },
 });
@@ -303,7 +227,7 @@ export const listIncidents = defineAbility({
     const siteId = i.site_id_or_domain === undefined ? undefined : ctx.sites.resolve(i.site_id_or_domain).id;
     const all = ctx.monitors.incidents({ siteId, state: i.state });
     return {
-      items: paginate(all, i.page, i.per_page).map((x) => incidentView(ctx, x)),
+      items: paginate(all, i.page, i.per_page).map((x) => ctx.monitors.incidentSummary(x)),
       page: i.page,
       per_page: i.per_page,
       total: all.length,

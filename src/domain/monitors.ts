@@ -11,6 +11,7 @@
 import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import { log } from '../log.js';
+import { paginate } from '../core/paging.js';
 import {
   CAUSES,
   HIST_MS,
@@ -610,8 +611,120 @@ export class MonitorService {
     return m;
   }
 
+  // ---- what callers see ------------------------------------------------------------------------------------
+
+  /** The monitors of the sites a filter names (and, when given, in one state), a page of them with their summaries. */
+  page(q: { search?: string; include?: number[]; exclude?: number[]; status?: MonitorStatus }, page: number, perPage: number) {
+    const all = this.sites
+      .filter({ search: q.search, include: q.include, exclude: q.exclude }, () => new Set())
+      .filter((s) => !q.status || this.statusOf(s) === q.status);
+    const now = nowS();
+    const counts = { d7: this.incidentCounts(now - 7 * DAY_S), d30: this.incidentCounts(now - 30 * DAY_S) };
+    return { items: paginate(all, page, perPage).map((s) => this.summary(s, counts)), total: all.length };
+  }
+
+  /** A site's monitor as callers see it: state, last check, uptime over 24 h / 7 d / 30 d, response times, incidents, hours. */
+  summary(site: SiteRecord, counts?: { d7: Map<number, number>; d30: Map<number, number> }): MonitorSummary {
+    const m = this.record(site.id);
+    const now = nowS();
+    const last = m?.last_check ?? null;
+    const day = summarise(m?.hours ?? [], now - DAY_S);
+    const s7 = summarise(m?.days ?? [], Math.floor(now / DAY_S) * DAY_S - 6 * DAY_S);
+    const s30 = summarise(m?.days ?? [], Math.floor(now / DAY_S) * DAY_S - 29 * DAY_S);
+    const c = counts ?? { d7: this.incidentCounts(now - 7 * DAY_S), d30: this.incidentCounts(now - 30 * DAY_S) };
+    return {
+      id: site.id,
+      url: site.url,
+      name: site.name,
+      status: this.statusOf(site),
+      interval_s: this.effective(site.id).interval_s,
+      last_check_at: last ? iso(last[0]) : null,
+      last_http_code: last?.[3] || null,
+      last_response_ms: last && last[2] >= 0 ? last[2] : null,
+      last_cause: last && last[4] >= 0 ? (CAUSES[last[4]] ?? null) : null,
+      down_since: m?.down_since ? iso(m.down_since) : null,
+      open_incident_id: m?.open_incident ?? null,
+      uptime_24h: day.uptime,
+      uptime_7d: s7.uptime,
+      uptime_30d: s30.uptime,
+      response_ms: { avg: day.avg_ms, min: day.min_ms, max: day.max_ms, p50: day.p50_ms, p95: day.p95_ms, p99: day.p99_ms },
+      incidents_7d: c.d7.get(site.id) ?? 0,
+      incidents_30d: c.d30.get(site.id) ?? 0,
+      hourly: hourly(m?.hours ?? [], now),
+    };
+  }
+
+  /** An incident as callers see it: with its site's URL, whether it is resolved and how long it lasted (so far). */
+  incidentSummary(i: IncidentRecord): IncidentSummary {
+    const end = i.ended_at ? Date.parse(i.ended_at) : Date.now();
+    return {
+      id: i.id,
+      site_id: i.site_id,
+      site_url: this.sites.get(i.site_id)?.url ?? '',
+      started_at: i.started_at,
+      ended_at: i.ended_at,
+      resolved: i.ended_at !== null,
+      duration_s: Math.max(0, Math.round((end - Date.parse(i.started_at)) / 1000)),
+      cause: i.cause,
+      message: i.message,
+      http_code: i.http_code,
+      down_count: i.down_count,
+    };
+  }
+
   static readonly iso = iso;
   static readonly now = nowS;
 }
+
+const DAY_S = 86_400;
+
+/** The last 24 whole hours: each one's state (0 down, 1 up, null unchecked) and its up and down checks. */
+function hourly(hours: readonly number[][], now: number) {
+  const top = Math.floor(now / 3600) * 3600;
+  return Array.from({ length: 24 }, (_, i) => {
+    const start = top - (23 - i) * 3600;
+    const b = hours.find((h) => h[0] === start);
+    const up = b?.[1] ?? 0;
+    const down = b?.[2] ?? 0;
+    return { hour: iso(start), status: down ? (0 as const) : up ? (1 as const) : null, up, down };
+  });
+}
+
+export interface MonitorSummary {
+  id: number;
+  url: string;
+  name: string;
+  status: MonitorStatus;
+  interval_s: number;
+  last_check_at: string | null;
+  last_http_code: number | null;
+  last_response_ms: number | null;
+  last_cause: Cause | null;
+  down_since: string | null;
+  open_incident_id: number | null;
+  uptime_24h: Summary['uptime'];
+  uptime_7d: Summary['uptime'];
+  uptime_30d: Summary['uptime'];
+  response_ms: {
+    avg: Summary['avg_ms'];
+    min: Summary['min_ms'];
+    max: Summary['max_ms'];
+    p50: Summary['p50_ms'];
+    p95: Summary['p95_ms'];
+    p99: Summary['p99_ms'];
+  };
+  incidents_7d: number;
+  incidents_30d: number;
+  hourly: ReturnType<typeof hourly>;
+}
+
+export type IncidentSummary = Pick<
+  IncidentRecord,
+  'id' | 'site_id' | 'started_at' | 'ended_at' | 'cause' | 'message' | 'http_code' | 'down_count'
+> & {
+  site_url: string;
+  resolved: boolean;
+  duration_s: number;
+};
 
 export type { CheckOutcome, Cause };
