@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { buildRegistry } from '../dist/abilities/index.js';
 import { startChildSim } from '../dist/child/simulator/server.js';
 import { loadConfig } from '../dist/config.js';
-import { listen } from '../dist/http/app.js';
+import { listen } from '../dist/app/http.js';
 import { closeServices, openServices } from '../dist/domain/index.js';
 
 const { values } = parseArgs({ options: { rows: { type: 'string' }, sites: { type: 'string' }, 'latency-ms': { type: 'string' } } });

@@ -2,7 +2,7 @@
 // into a session cookie, CSRF, what a viewer may do, the shared login throttle, expiry, logout, live job streams
 // and their bounds, and --no-console.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listen } from '../src/http/app.js';
+import { listen } from '../src/app/http.js';
 import { ConsoleSessions } from '../src/console/sessions.js';
 import { MAX_STREAMS_PER_SESSION } from '../src/console/door.js';
 import { rmSync } from 'node:fs';

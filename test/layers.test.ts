@@ -91,6 +91,13 @@ describe('layers', () => {
     expect(circles).toEqual([]);
   });
 
+  it('has no two folders that import each other (doors on one floor stay apart; the app puts them together)', () => {
+    const top = (file: string) => relative(SRC, file).split('/')[0]!;
+    const pairs = new Set([...graph].flatMap(([f, deps]) => deps.filter((d) => top(d) !== top(f)).map((d) => `${top(f)} -> ${top(d)}`)));
+    const both = [...pairs].filter((p) => p.split(' -> ')[0]! < p.split(' -> ')[1]! && pairs.has(p.split(' -> ').reverse().join(' -> ')));
+    expect(both).toEqual([]);
+  });
+
   it('resolves every relative import to a file (so the checks above see every arrow)', () => {
     const missing = [...graph].flatMap(([f, deps]) => deps.filter((d) => !graph.has(d)).map((d) => `${name(f)} -> ${name(d)}`));
     expect(missing).toEqual([]);

@@ -3,7 +3,7 @@
 // reverse, in order, once.
 import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
-import { listen, type HttpOptions, type RunningHttp } from '../http/app.js';
+import { listen, type HttpOptions, type RunningHttp } from './http.js';
 import { closeServices, openServices, startMonitoring, type Services } from '../domain/index.js';
 
 export interface BootOptions {

@@ -4,16 +4,16 @@ import express from 'express';
 import type { Registry } from '../core/registry.js';
 import { log, logs } from '../log.js';
 import type { Services } from '../domain/index.js';
-import { abilitiesRouter } from './abilities-door.js';
-import { mcpHttp } from './mcp-http.js';
-import { LoginThrottle, requireAuth } from './auth.js';
-import { restRouter, noRoute } from './rest-door.js';
-import { restRoutes } from './rest-routes.js';
-import { withDiscovery } from './openapi.js';
-import { sendError } from './respond.js';
+import { abilitiesRouter } from '../http/abilities-door.js';
+import { mcpHttp } from '../http/mcp-http.js';
+import { LoginThrottle, requireAuth } from '../http/auth.js';
+import { restRouter, noRoute } from '../http/rest-door.js';
+import { restRoutes } from '../http/rest-routes.js';
+import { withDiscovery } from '../http/openapi.js';
+import { sendError } from '../http/respond.js';
 import { ServiceError } from '../core/errors.js';
 import { consoleDoor } from '../console/door.js';
-import { doorCaches, fastPath } from './fast-path.js';
+import { doorCaches, fastPath } from '../http/fast-path.js';
 
 export interface RunningHttp {
   server: HttpServer;
