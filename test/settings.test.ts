@@ -1,7 +1,8 @@
 // Dashboard settings (issue 21) through every door: the sync schedule (stored, then run by the job runner's hook),
 // sync concurrency and the queue threshold (applied to real syncs), the cost tracker's product types and payment
 // methods (which the cost abilities then validate against), the 501 answers of every other upstream settings
-// route, and who may change them.
+// route, and who may change them. The rules of the settings abilities (the next slot, an empty change, the concurrency
+// bound, what product types and payment methods allow) are in test/abilities/settings.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardSettings, scheduledSync } from '../src/domain/dashboard-settings.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
@@ -35,10 +36,7 @@ describe('general: the sync schedule', () => {
       message: 'General settings updated successfully.',
       data: { frequency_daily_update: 4, time_daily_update: '06:30' },
     });
-    const next = Date.parse(r.body.data.next_scheduled_sync);
-    expect(next).toBeGreaterThan(Date.now());
-    expect(next - Date.now()).toBeLessThanOrEqual(6 * 3600_000);
-    expect(new Date(next).toISOString().slice(14, 16)).toBe('30');
+    expect(r.body.data.next_scheduled_sync).toEqual(expect.any(String));
     const other = await startServer({ dataDir: f.s.dataDir, databaseUrl: f.s.databaseUrl });
     try {
       expect((await other.ability('get-settings-v1', {}, { method: 'GET' })).body).toMatchObject({ sync_frequency: 4, sync_time: '06:30' });
@@ -58,8 +56,6 @@ describe('general: the sync schedule', () => {
       const r = await f.s.rest('/settings/general/edit', { method: 'PUT', json: body });
       expect(r.status, JSON.stringify(body)).toBe(400);
     }
-    const none = await f.s.ability('update-settings-v1', {});
-    expect([none.status, none.body.code]).toEqual([400, 'svc_missing_fields']);
     expect(f.s.services.dashboard.get()).toMatchObject({ sync_frequency: 4, sync_time: '06:30' });
   });
 
@@ -125,93 +121,43 @@ describe('advanced: sync concurrency and the queue threshold, applied', () => {
     expect((await f.s.ability('sync-sites-v1', {})).body.queued).toBe(false);
   });
 
-  it("refuses keys it does not apply (501), and a concurrency above the server's own bound (400)", async () => {
+  it('refuses keys it does not apply (501)', async () => {
     const r = await f.s.rest('/settings/advanced/edit', { method: 'PUT', json: { mainwp_maximum_requests: 4, sync_data: { users: 0 } } });
     expect([r.status, r.body.code]).toEqual([501, 'svc_not_supported']);
     expect(r.body.message).toContain('mainwp_maximum_requests, sync_data');
-    const over = await f.s.ability('update-settings-v1', { sync_concurrency: f.s.services.config.childConcurrency + 1 });
-    expect([over.status, over.body.code]).toEqual([400, 'svc_invalid_input']);
     expect((await f.s.rest('/settings/advanced')).body.data.mainwp_maximum_sync_requests).toBe(f.s.services.config.childConcurrency);
   });
 });
 
 describe('cost tracker: product types and payment methods', () => {
-  const cost = (extra: Record<string, unknown>) =>
-    f.s.ability('add-cost-v1', {
-      name: 'Domain',
-      price: 12,
-      payment_type: 'lifetime',
-      product_type: 'other',
-      sites: [ids[0]!.id],
-      ...extra,
-    });
-
-  it('lists the defaults; an added product type is one costs may use, and only then', async () => {
+  it('lists the defaults and adds a product type over REST, with the upstream envelopes', async () => {
     const g = await f.s.rest('/settings/cost-tracker');
     expect(g.body.data.product_categories.map((p: { slug: string }) => p.slug)).toEqual(['plugin', 'theme', 'hosting', 'service', 'other']);
     expect(g.body.data.payment_methods).toMatchObject({ paypal: 'PayPal', stripe: 'Stripe' });
-    const before = await cost({ product_type: 'domain-names' });
-    expect([before.status, before.body.code]).toEqual([400, 'svc_invalid_product_type']);
     const a = await f.s.rest('/settings/cost-tracker/product-types/add', { method: 'POST', json: { title: 'Domain names' } });
     expect(a.body).toEqual({
       success: 1,
       message: 'Product type added successfully.',
       data: { 'domain-names': { title: 'Domain names', color: '#34424D', icon: 'deficon:folder open' } },
     });
-    const after = await cost({ product_type: 'domain-names' });
-    expect(after.status, JSON.stringify(after.body)).toBe(200);
-    const listed = await f.s.rest('/costs?category=domain-names');
-    expect(listed.body.total).toBe(1);
   });
 
-  it('refuses duplicates, bad colours and icons, renaming or deleting a default, and deleting one in use', async () => {
-    const dup = await f.s.rest('/settings/cost-tracker/product-types/add', { method: 'POST', json: { title: 'domain  NAMES' } });
-    expect([dup.status, dup.body.code]).toEqual([409, 'svc_duplicate_title']);
-    expect((await f.s.ability('add-cost-product-type-v1', { title: 'X', color: 'red' })).status).toBe(400);
-    expect((await f.s.ability('add-cost-product-type-v1', { title: 'X', icon: 'folder' })).status).toBe(400);
-    expect((await f.s.ability('add-cost-product-type-v1', { title: '!!!' })).body.code).toBe('svc_invalid_input');
+  it('a default product type over REST (slug from the path): PATCH recolours it, PUT cannot rename it, DELETE cannot delete it', async () => {
     const rename = await f.s.rest('/settings/cost-tracker/product-types/plugin/edit', { method: 'PUT', json: { title: 'Plugins!' } });
     expect([rename.status, rename.body.code]).toEqual([400, 'svc_invalid_title']);
     const recolour = await f.s.rest('/settings/cost-tracker/product-types/plugin/edit', { method: 'PATCH', json: { color: '#112233' } });
     expect(recolour.body.data.plugin).toEqual({ title: 'Plugin', color: '#112233', icon: 'deficon:plug' });
     const delDefault = await f.s.rest('/settings/cost-tracker/product-types/plugin/delete', { method: 'DELETE' });
     expect([delDefault.status, delDefault.body.code]).toEqual([400, 'svc_invalid_slug']);
-    const inUse = await f.s.rest('/settings/cost-tracker/product-types/domain-names/delete', { method: 'DELETE' });
-    expect([inUse.status, inUse.body.code]).toEqual([409, 'svc_in_use']);
-    const unknown = await f.s.rest('/settings/cost-tracker/product-types/nosuch/edit', { method: 'PUT', json: { title: 'x' } });
-    expect([unknown.status, unknown.body.code]).toEqual([404, 'svc_invalid_slug']);
   });
 
-  it('edits keep what is not given; a type no cost uses is deleted (confirm on the abilities door)', async () => {
-    const e = await mcp.call('update-cost-product-type-v1', { slug: 'domain-names', icon: 'deficon:globe' });
-    expect(e.body).toEqual({ slug: 'domain-names', title: 'Domain names', color: '#34424D', icon: 'deficon:globe' });
-    const c = (await f.s.rest('/costs?category=domain-names')).body.data[0];
-    await f.s.ability('update-cost-v1', { cost_id: c.id, product_type: 'other' });
-    const bare = await f.s.ability('delete-cost-product-type-v1', { slug: 'domain-names' });
-    expect([bare.status, bare.body.code]).toEqual([400, 'svc_confirmation_required']);
-    const d = await f.s.ability('delete-cost-product-type-v1', { slug: 'domain-names', confirm: true });
-    expect(d.body).toMatchObject({ deleted: true });
-    expect(f.s.services.dashboard.productTypes().map((p) => p.slug)).not.toContain('domain-names');
-  });
-
-  it('payment methods: add, use, rename (slug kept), refuse unknown and in-use deletion', async () => {
-    const unknown = await cost({ payment_method: 'wire-transfer' });
-    expect([unknown.status, unknown.body.code]).toEqual([400, 'svc_invalid_payment_method']);
+  it('payment methods over REST: add, rename (slug kept), delete, and a missing title refused', async () => {
     const a = await f.s.rest('/settings/cost-tracker/payment-methods/add', { method: 'POST', json: { title: 'Wire transfer' } });
     expect(a.body).toEqual({ success: 1, message: 'Payment method added successfully.', data: { 'wire-transfer': 'Wire transfer' } });
-    const used = await cost({ payment_method: 'wire-transfer' });
-    expect(used.status).toBe(200);
     const e = await f.s.rest('/settings/cost-tracker/payment-methods/wire-transfer/edit', { method: 'PUT', json: { title: 'Wire' } });
     expect(e.body.data).toEqual({ 'wire-transfer': 'Wire' });
-    const dup = await f.s.ability('add-payment-method-v1', { title: 'wire transfer' });
-    expect([dup.status, dup.body.code]).toEqual([409, 'svc_duplicate_title']);
-    const busy = await f.s.rest('/settings/cost-tracker/payment-methods/wire-transfer/delete', { method: 'DELETE' });
-    expect([busy.status, busy.body.code]).toEqual([409, 'svc_in_use']);
-    await f.s.ability('update-cost-v1', { cost_id: used.body.id, payment_method: '' });
     const gone = await f.s.rest('/settings/cost-tracker/payment-methods/wire-transfer/delete', { method: 'DELETE' });
     expect(gone.body).toEqual({ success: 1, message: 'Payment method deleted successfully.' });
-    const again = await f.s.rest('/settings/cost-tracker/payment-methods/wire-transfer/delete', { method: 'DELETE' });
-    expect([again.status, again.body.code]).toEqual([404, 'svc_invalid_slug']);
     const missing = await f.s.rest('/settings/cost-tracker/payment-methods/add', { method: 'POST', json: {} });
     expect(missing.status).toBe(400);
   });

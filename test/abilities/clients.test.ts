@@ -1,6 +1,7 @@
 // Client and client-field abilities through the registry: lookups by id or email, status rules, suspension of a
 // client's sites, removal (its sites stay, unassigned), custom fields and their values — without a door.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_CLIENT_FIELDS } from '../../src/domain/client-fields.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
 import { expectSchema, invalidInput, seedFleet, type Fleet } from '../support/fixtures.js';
 import { seedSites } from '../support/server.js';
@@ -127,6 +128,155 @@ describe('delete-client-v1', () => {
     expect(await h.fails('get-client-v1', { client_id_or_email: c.id })).toMatchObject({ code: 'svc_client_not_found' });
     const kept = await h.call('get-site-v1', { site_id_or_domain: site!.id });
     expect(kept.client_id).toBeNull();
+  });
+});
+
+// ---- Moved from test/client-fields.test.ts: the field and value rules (names unique in any case, bounds, edits by id
+// or name, values kept and cleared, lookups by value, what deleting a field or a client takes along). They run before
+// any other test here defines a field (the file's tests run in order), so the totals hold. Acme's e-mail differs from
+// the seeded Acme Corp's. The REST envelopes, pre_page, PATCH, the REST delete and read-only callers stay at the door.
+describe('client fields and their values (rules)', () => {
+  let acme: number;
+  let globex: number;
+  const valuesOf = (id: number) => h.services.clientFields.valuesOf(id);
+  beforeAll(async () => {
+    acme = (await h.call('add-client-v1', { name: 'Acme', email: 'it@acme-fields.example' })).id;
+    globex = (await h.call('add-client-v1', { name: 'Globex' })).id;
+  });
+
+  it('adds fields and lists them by name', async () => {
+    const a = await h.call('add-client-field-v1', { name: 'Plan', description: 'Support plan' });
+    expect(a).toMatchObject({ id: expect.any(Number), name: 'Plan', description: 'Support plan', clients_count: 0 });
+    expect(await h.call('add-client-field-v1', { name: 'Account manager' })).toMatchObject({ name: 'Account manager', description: '' });
+    expect(await h.call('list-client-fields-v1', { per_page: 1 })).toMatchObject({ total: 2, items: [{ name: 'Account manager' }] });
+    const searched = await h.call('list-client-fields-v1', { search: 'support' });
+    expect(searched.items.map((f) => f.name)).toEqual(['Plan']);
+  });
+
+  it('refuses a duplicate name (any case), an empty or digits-only name and a too long one', async () => {
+    expect(await h.fails('add-client-field-v1', { name: 'plan', description: 'x' })).toMatchObject({
+      status: 409,
+      code: 'svc_client_field_exists',
+    });
+    expect(await h.fails('add-client-field-v1', { name: '  <b></b> ' })).toMatchObject({ status: 400, code: 'svc_invalid_input' });
+    expect((await h.fails('add-client-field-v1', { name: '42' })).status).toBe(400);
+    expect((await h.fails('add-client-field-v1', { name: 'x'.repeat(101) })).status).toBe(400);
+    expect((await h.call('list-client-fields-v1', {})).total).toBe(2);
+  });
+
+  it('edits a field by id or name; unknown is 404, a clash 409', async () => {
+    const e = await h.call('update-client-field-v1', { field: 'Plan', description: 'Support plan (gold, silver)' });
+    expect(e).toMatchObject({ name: 'Plan', description: 'Support plan (gold, silver)' });
+    const id = e.id;
+    expect(await h.call('update-client-field-v1', { field: id, name: 'Support plan' })).toMatchObject({ id, name: 'Support plan' });
+    expect(await h.fails('update-client-field-v1', { field: id, name: 'account MANAGER' })).toMatchObject({
+      status: 409,
+      code: 'svc_client_field_exists',
+    });
+    expect(await h.fails('update-client-field-v1', { field: 'nosuch', name: 'x' })).toMatchObject({
+      status: 404,
+      code: 'svc_client_field_not_found',
+    });
+    expect(await h.fails('update-client-field-v1', { field: id })).toMatchObject({ status: 400, code: 'svc_missing_fields' });
+  });
+
+  it('holds the number of fields to its bound', async () => {
+    const have = (await h.call('list-client-fields-v1', {})).total;
+    await h.services.store.write((tx) => {
+      for (let i = have; i < MAX_CLIENT_FIELDS; i++) h.services.clientFields.create(tx, { name: `Bulk ${i}`, description: '' });
+    });
+    expect(await h.fails('add-client-field-v1', { name: 'One too many' })).toMatchObject({ status: 409, code: 'svc_client_field_limit' });
+    await h.services.store.write((tx) => {
+      for (const f of h.services.clientFields.list({ search: 'Bulk ' })) h.services.clientFields.delete(tx, f.id);
+    });
+  });
+
+  it('sets values by field name or id (client by id or e-mail), reads them back; other fields keep theirs', async () => {
+    const r = await h.call('set-client-field-values-v1', {
+      client_id_or_email: acme,
+      values: { 'Support plan': 'Gold', 'Account manager': 'Dana' },
+    });
+    expect(r.updated).toEqual(['Support plan', 'Account manager']);
+    const plan = h.services.clientFields.resolveRef('support plan');
+    await h.call('set-client-field-values-v1', { client_id_or_email: 'it@acme-fields.example', values: { [String(plan.id)]: 'Silver' } });
+    expect(await h.call('get-client-field-values-v1', { client_id_or_email: acme })).toEqual({
+      client_id: acme,
+      fields: [
+        { id: expect.any(Number), name: 'Account manager', value: 'Dana' },
+        { id: plan.id, name: 'Support plan', value: 'Silver' },
+      ],
+    });
+    const other = await h.call('get-client-field-values-v1', { client_id_or_email: globex });
+    expect(other.fields.every((f) => f.value === null)).toBe(true);
+    await h.call('set-client-field-values-v1', { client_id_or_email: globex, values: { 'Support plan': 'gold plus' } });
+  });
+
+  it('changes nothing when one field is unknown; refuses an empty set, a too long value, a field twice and an unknown client', async () => {
+    const bad = await h.fails('set-client-field-values-v1', {
+      client_id_or_email: acme,
+      values: { 'Account manager': 'Lee', Colour: 'red' },
+    });
+    expect([bad.status, bad.code]).toEqual([404, 'svc_client_field_not_found']);
+    expect(bad.message).toContain('Colour');
+    expect(valuesOf(acme).find((f) => f.name === 'Account manager')!.value).toBe('Dana');
+    expect(await h.fails('set-client-field-values-v1', { client_id_or_email: acme, values: {} })).toMatchObject({
+      status: 400,
+      code: 'svc_missing_fields',
+    });
+    const long = await h.fails('set-client-field-values-v1', { client_id_or_email: acme, values: { 'Account manager': 'x'.repeat(2001) } });
+    expect(long.status).toBe(400);
+    const twice = await h.fails('set-client-field-values-v1', {
+      client_id_or_email: acme,
+      values: { 'Account manager': 'a', 'account manager': 'b' },
+    });
+    expect(twice.status).toBe(400);
+    expect(await h.fails('get-client-field-values-v1', { client_id_or_email: 999 })).toMatchObject({
+      status: 404,
+      code: 'svc_client_not_found',
+    });
+  });
+
+  it('finds clients by a value: exact, contains, set (case-insensitive)', async () => {
+    const exact = await h.call('list-clients-by-field-v1', { field: 'Support plan', value: 'silver' });
+    expect(exact).toMatchObject({ total: 1, items: [{ id: acme, name: 'Acme' }] });
+    const contains = await h.call('list-clients-by-field-v1', { field: 'Support plan', value: 'GOLD', match: 'contains' });
+    expect(contains.items.map((c) => c.id)).toEqual([globex]);
+    const set = await h.call('list-clients-by-field-v1', { field: 'Support plan', match: 'set' });
+    expect(set.items.map((c) => c.name)).toEqual(['Acme', 'Globex']);
+    expect((await h.fails('list-clients-by-field-v1', { field: 'nosuch' })).status).toBe(404);
+  });
+
+  it('clears a value with null or ""', async () => {
+    await h.call('set-client-field-values-v1', { client_id_or_email: acme, values: { 'Account manager': null } });
+    expect(valuesOf(acme).find((f) => f.name === 'Account manager')!.value).toBeNull();
+    await h.call('set-client-field-values-v1', { client_id_or_email: globex, values: { 'Support plan': '' } });
+    expect(valuesOf(globex).every((f) => f.value === null)).toBe(true);
+  });
+
+  it('a field needs confirm, previews with dry_run, and takes its values along', async () => {
+    expect(await h.fails('delete-client-field-v1', { field: 'Support plan' })).toMatchObject({
+      status: 400,
+      code: 'svc_confirmation_required',
+    });
+    expect(await h.call('delete-client-field-v1', { field: 'Support plan', dry_run: true })).toMatchObject({
+      deleted: false,
+      dry_run: true,
+      values_removed: 1,
+      field: { name: 'Support plan', clients_count: 1 },
+    });
+    expect(await h.call('delete-client-field-v1', { field: 'Support plan', confirm: true })).toMatchObject({ values_removed: 1 });
+    expect(valuesOf(acme).map((f) => f.name)).toEqual(['Account manager']);
+    expect(await h.fails('delete-client-field-v1', { field: 'Support plan', confirm: true })).toMatchObject({
+      status: 404,
+      code: 'svc_client_field_not_found',
+    });
+  });
+
+  it("a deleted client's values go with it", async () => {
+    await h.call('set-client-field-values-v1', { client_id_or_email: globex, values: { 'Account manager': 'Kim' } });
+    expect(h.services.clientFields.usedBy(h.services.clientFields.resolveRef('Account manager').id)).toEqual([globex]);
+    await h.call('delete-client-v1', { client_id_or_email: globex, confirm: true });
+    expect(h.services.store.get('client_field_values', globex)).toBeUndefined();
   });
 });
 

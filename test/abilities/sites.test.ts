@@ -76,6 +76,108 @@ describe('get-site-v1', () => {
   });
 });
 
+// ---- Moved from test/abilities-door.test.ts (list-sites-v1, get-site-v1, get-sites-basic-v1): the reading rules on
+// the seeded fleet. They run before any test below adds a site (the file's tests run in order), so the seeded totals
+// hold. The schema refusals, GET = POST, a GET without input and the 404 over GET stay at the door.
+describe('list-sites-v1, get-site-v1 and get-sites-basic-v1 on the seeded fleet (rules)', () => {
+  const outputSchema = (name: string) => h.registry.schemas(h.registry.get(name)!).output;
+  const get = (input: InputOf<'get-site-v1'>) => h.call('get-site-v1', input);
+
+  it('lists with the defaults: page 1, 20 per page, sorted by URL, items of id, url, name, status, client_id', async () => {
+    const r = await h.call('list-sites-v1', {});
+    expect(r).toMatchObject({ page: 1, per_page: 20, total: 6 });
+    expect(ids(r.items)).toEqual(ids(fleet.sites));
+    expect(r.items[1]).toEqual({
+      id: fleet.sites[1]!.id,
+      url: 'http://www.bravo.example.org/',
+      name: 'Bravo',
+      status: 'disconnected',
+      client_id: fleet.clients[1]!.id,
+    });
+    for (const item of r.items) expect(Object.keys(item).sort()).toEqual(['client_id', 'id', 'name', 'status', 'url']);
+    expectSchema(r, outputSchema('list-sites-v1'));
+  });
+
+  it('returns the full site by id, with tags and no stats by default', async () => {
+    const a = fleet.sites[0]!;
+    const r = await get({ site_id_or_domain: a.id });
+    expect(r).toMatchObject({
+      id: a.id,
+      url: 'https://alpha.example.com/',
+      name: 'Alpha',
+      status: 'connected',
+      client_id: fleet.clients[1]!.id,
+      admin_username: 'admin',
+      wp_version: '6.8',
+      php_version: '8.2',
+      child_version: '6.1',
+      notes: 'first',
+      tags: [{ id: fleet.tags.production.id, name: 'Production' }],
+    });
+    expect(typeof r.last_sync).toBe('string');
+    expect(r).not.toHaveProperty('stats');
+    expectSchema(r, outputSchema('get-site-v1'));
+  });
+
+  it('adds stats from stored data with include_stats', async () => {
+    const r = await get({ site_id_or_domain: fleet.sites[0]!.id, include_stats: true });
+    expect(r.stats).toEqual({ plugin_updates: 2, theme_updates: 1, wp_update_available: true, health_score: 87 });
+    const never = await get({ site_id_or_domain: fleet.sites[5]!.id, include_stats: true });
+    expect(never.stats).toEqual({ plugin_updates: 0, theme_updates: 0, wp_update_available: false, health_score: null });
+    expect(never.last_sync).toBeNull();
+    expectSchema(r, outputSchema('get-site-v1'));
+  });
+
+  it.each([
+    ['bravo.example.org', 1],
+    ['www.bravo.example.org', 1],
+    ['WWW.BRAVO.EXAMPLE.ORG', 1],
+    ['https://bravo.example.org/', 1],
+    ['HTTP://www.Bravo.example.org', 1],
+    ['alpha.example.com/', 0],
+    ['http://alpha.example.com', 0],
+    ['delta.example.com/blog', 3],
+    ['2', 1],
+  ] as const)('finds a site by %s', async (ref, idx) => {
+    expect((await get({ site_id_or_domain: ref })).id).toBe(fleet.sites[idx]!.id);
+  });
+
+  it('answers an unknown id or domain with 404 svc_site_not_found', async () => {
+    expect(await h.fails('get-site-v1', { site_id_or_domain: 99999 })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+      message: 'No site found with ID 99999.',
+    });
+    expect(await h.fails('get-site-v1', { site_id_or_domain: 'nope.example' })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+      message: 'No site found matching "nope.example".',
+    });
+    expect(await h.fails('get-site-v1', { site_id_or_domain: 'delta.example.com' })).toMatchObject({
+      status: 404,
+      code: 'svc_site_not_found',
+    });
+    expect(await h.fails('get-site-v1', { site_id_or_domain: 0 })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
+  });
+
+  it('lists id, url and name only from get-sites-basic-v1, as sites[] (spec) and items[] (upstream), with the total', async () => {
+    const r = await h.call('get-sites-basic-v1', {});
+    expect(r.total).toBe(6);
+    expect(r.sites).toEqual(fleet.sites.map((x) => ({ id: x.id, url: x.url, name: x.name })));
+    expect(r.items).toEqual(r.sites);
+    expect(r).toMatchObject({ page: 1, per_page: 20 });
+    expectSchema(r, outputSchema('get-sites-basic-v1'));
+  });
+
+  it('pages get-sites-basic-v1 and filters it by status', async () => {
+    const r = await h.call('get-sites-basic-v1', { per_page: 2, page: 3 });
+    expect(ids(r.sites)).toEqual([fleet.sites[4]!.id, fleet.sites[5]!.id]);
+    expect(r.total).toBe(6);
+    const susp = await h.call('get-sites-basic-v1', { status: 'suspended' });
+    expect(ids(susp.sites)).toEqual([fleet.sites[2]!.id, fleet.sites[4]!.id]);
+  });
+});
+
 describe('update-site-v1', () => {
   it('edits name and notes, replaces the tags, sets and unassigns the client', async () => {
     const site = await newSite();
