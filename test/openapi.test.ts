@@ -97,6 +97,10 @@ describe('the OpenAPI document', () => {
     expect(resp(doc, doc.paths['/sites/{id_or_domain}/sync'].post, 409).description).toBe(
       'svc_site_suspended, svc_site_disconnected, svc_site_keys_missing',
     );
+    // A site's updates with refresh syncs it first: the same child failures as any route that talks to sites.
+    expect(resp(doc, doc.paths['/updates/{id_or_domain}'].get, 409).description).toBe(
+      'svc_site_suspended, svc_site_disconnected, svc_site_keys_missing',
+    );
     expect(resp(doc, doc.paths['/tags/batch'].post, 413).description).toContain('svc_rest_request_entity_too_large');
     expect(doc.paths['/users/import'].post.requestBody.content['multipart/form-data'].schema.properties.csv_file).toEqual({
       type: 'string',

@@ -12,14 +12,14 @@ import {
   PostStatus,
   Saved,
   WritableStatus,
-  bySiteUrl,
   postFields,
   postItem,
   postView,
   remoteRead,
   remoteWrite,
 } from './posts.js';
-import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
+import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList } from './schemas.js';
+import { bySiteUrl } from './views.js';
 
 const PageId = z.number().int().min(1);
 /** The post fields pages have, without descriptions the post tools give (the tool list is held to a byte budget). */
@@ -68,13 +68,7 @@ export const listPages = defineAbility({
       maximum: z.number().int().min(1).max(200).default(10),
     })
     .strict(),
-  output: z.object({
-    data: z.record(z.string(), z.array(PageItem)),
-    total: z.number().int(),
-    errors: z.array(ItemError),
-    ...SelectionNotes,
-    not_processed: z.array(z.number().int()).optional(),
-  }),
+  output: bySiteList(PageItem),
   annotations: remoteRead,
   execute: async (i, ctx) => {
     return bySiteUrl(await ctx.posts.list(ctx, i, i, PAGE_KIND), pageItem);

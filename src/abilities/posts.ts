@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from './context.js';
 import { POST_STATUSES } from '../domain/posts.js';
-import { siteError, type Fanned } from '../domain/selectors.js';
 import type { SiteRecord } from '../store/records.js';
-import { Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors } from './schemas.js';
+import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList } from './schemas.js';
+import { bySiteUrl } from './views.js';
 
 export const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 export const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
@@ -109,40 +109,12 @@ export const listPosts = defineAbility({
         .default('post'),
     })
     .strict(),
-  output: z.object({
-    data: z.record(z.string(), z.array(PostItem)),
-    total: z.number().int(),
-    errors: z.array(ItemError),
-    ...SelectionNotes,
-    not_processed: z.array(z.number().int()).optional(),
-  }),
+  output: bySiteList(PostItem),
   annotations: remoteRead,
   execute: async (i, ctx) => {
     return bySiteUrl(await ctx.posts.list(ctx, i, i), postItem);
   },
 });
-
-/**
- * A fan-out's answers in upstream's list shape: the items keyed by site URL, their total, and the sites that failed,
- * were skipped or named nothing (posts and pages alike).
- */
-export function bySiteUrl<P, T>(r: Fanned<P[]>, item: (site: SiteRecord, p: P) => T) {
-  const data: Record<string, T[]> = {};
-  let total = 0;
-  for (const x of r.results) {
-    if (!x.ok) continue;
-    data[x.site.url] = x.value.map((p) => item(x.site, p));
-    total += x.value.length;
-  }
-  return {
-    data,
-    total,
-    errors: r.results.filter((x) => !x.ok).map(siteError),
-    skipped: r.selection.skipped,
-    unknown: r.selection.unknown,
-    ...(r.notDone.length ? { not_processed: r.notDone.map((s) => s.id) } : {}),
-  };
-}
 
 export const getPost = defineAbility({
   name: 'get-post-v1',

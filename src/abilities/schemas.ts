@@ -76,3 +76,13 @@ export const SiteSelectors = {
 };
 /** What a selection left out: skipped sites, and selector values that name nothing (identifier = the value). */
 export const SelectionNotes = { skipped: z.array(SkippedSite), unknown: z.array(ItemError) };
+export const NotProcessed = z.array(z.number().int()).optional().describe('Sites not reached because the call was cancelled.');
+/** A fan-out's list keyed by site URL (posts, pages, WordPress users): the items, their total, and the sites that failed, were skipped or named nothing. */
+export const bySiteList = <T extends z.ZodType>(item: T) =>
+  z.object({
+    data: z.record(z.string(), z.array(item)),
+    total: z.number().int(),
+    errors: z.array(ItemError),
+    ...SelectionNotes,
+    not_processed: NotProcessed,
+  });

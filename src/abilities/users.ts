@@ -8,7 +8,19 @@ import { siteError, type SiteSelection } from '../domain/selectors.js';
 import { CsvUpload, MAX_CSV_BYTES } from '../domain/users-import.js';
 import { USER_ROLES } from '../domain/users.js';
 import type { SiteRecord } from '../store/records.js';
-import { BasicSite, Confirm, DryRun, ItemError, SelectionNotes, SiteRef, SiteSelectors, SkippedSite } from './schemas.js';
+import {
+  BasicSite,
+  Confirm,
+  DryRun,
+  ItemError,
+  NotProcessed,
+  SelectionNotes,
+  SiteRef,
+  SiteSelectors,
+  SkippedSite,
+  bySiteList,
+} from './schemas.js';
+import { bySiteUrl } from './views.js';
 
 const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 
@@ -61,7 +73,6 @@ const userProfile = (p: ChildUserProfile): z.infer<typeof UserProfile> => ({
   description: p.description,
 });
 
-const NotProcessed = z.array(z.number().int()).optional().describe('Sites not reached because the call was cancelled.');
 const notes = (s: SiteSelection, notDone: SiteRecord[]) => ({
   skipped: s.skipped,
   unknown: s.unknown,
@@ -84,24 +95,10 @@ export const listUsers = defineAbility({
       roles: z.array(UserRole).optional().describe('Any of these roles.'),
     })
     .strict(),
-  output: z.object({
-    data: z.record(z.string(), z.array(UserItem)),
-    total: z.number().int(),
-    errors: z.array(ItemError),
-    ...SelectionNotes,
-    not_processed: NotProcessed,
-  }),
+  output: bySiteList(UserItem),
   annotations: remoteRead,
   execute: async (i, ctx) => {
-    const r = await ctx.wpUsers.list(ctx, i, { search: i.search, roles: i.roles });
-    const data: Record<string, z.infer<typeof UserItem>[]> = {};
-    let total = 0;
-    for (const x of r.results) {
-      if (!x.ok) continue;
-      data[x.site.url] = x.value.map((u) => userItem(x.site, u));
-      total += x.value.length;
-    }
-    return { data, total, errors: r.results.filter((x) => !x.ok).map(siteError), ...notes(r.selection, r.notDone) };
+    return bySiteUrl(await ctx.wpUsers.list(ctx, i, { search: i.search, roles: i.roles }), userItem);
   },
 });
 

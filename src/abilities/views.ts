@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Services } from '../domain/index.js';
 import { siteStatus } from '../domain/sites.js';
 import type { SiteRecord, TagRecord } from '../store/records.js';
+import { siteError, type Fanned } from '../domain/selectors.js';
 import type { FullSite, ListedSite, Tag } from './schemas.js';
 
 type S = Pick<Services, 'sites' | 'tags'>;
@@ -41,5 +42,27 @@ export function tagView(svc: S, t: TagRecord): z.infer<typeof Tag> {
     sites_ids,
     created_at: t.created_at,
     updated_at: t.updated_at,
+  };
+}
+
+/**
+ * A fan-out's answers in upstream's list shape: the items keyed by site URL, their total, and the sites that failed,
+ * were skipped or named nothing (posts, pages and WordPress users alike).
+ */
+export function bySiteUrl<P, T>(r: Fanned<P[]>, item: (site: SiteRecord, p: P) => T) {
+  const data: Record<string, T[]> = {};
+  let total = 0;
+  for (const x of r.results) {
+    if (!x.ok) continue;
+    data[x.site.url] = x.value.map((p) => item(x.site, p));
+    total += x.value.length;
+  }
+  return {
+    data,
+    total,
+    errors: r.results.filter((x) => !x.ok).map(siteError),
+    skipped: r.selection.skipped,
+    unknown: r.selection.unknown,
+    ...(r.notDone.length ? { not_processed: r.notDone.map((s) => s.id) } : {}),
   };
 }

@@ -20,6 +20,7 @@ import { dropSafeIntBounds, jsonSchemaOf } from '../core/registry.js';
 import type { JsonSchema } from '../core/input.js';
 import type { Config } from '../config.js';
 import { VERSION } from '../version.js';
+import { CHILD_ERRORS } from './routes/answers.js';
 import { PARAM_PATTERNS, READ, type BatchShape, type RestArgs, type RestRoute } from './rest-door.js';
 
 export const WpError = z
@@ -42,20 +43,6 @@ const METHOD_PERMISSION: Record<string, string> = {
   PUT: 'write',
   PATCH: 'write',
   DELETE: 'delete',
-};
-
-/** Child-site failures (domain/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
-const CHILD_ERRORS: Record<number, string[]> = {
-  409: ['svc_site_suspended', 'svc_site_disconnected', 'svc_site_keys_missing'],
-  502: [
-    'svc_child_unreachable',
-    'svc_child_auth_failed',
-    'svc_child_not_detected',
-    'svc_child_bad_reply',
-    'svc_child_error',
-    'svc_child_wrong_site',
-  ],
-  504: ['svc_child_timeout'],
 };
 
 export interface Arg {

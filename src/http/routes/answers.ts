@@ -32,3 +32,17 @@ export const done = <T extends z.ZodType, S extends z.ZodRawShape = Record<never
 /** A batch over every matched site that went to the background: where to follow it. */
 export const Queued = ok({ message: z.string(), job_id: z.string().optional(), status_url: z.string().optional(), total: Int.optional() });
 export const Errors = z.array(ItemError).optional();
+
+/** Child-site failures (domain/child-sites.ts childFailure, requireUsable) of a route whose ability talks to sites. */
+export const CHILD_ERRORS: Readonly<Record<number, readonly string[]>> = {
+  409: ['svc_site_suspended', 'svc_site_disconnected', 'svc_site_keys_missing'],
+  502: [
+    'svc_child_unreachable',
+    'svc_child_auth_failed',
+    'svc_child_not_detected',
+    'svc_child_bad_reply',
+    'svc_child_error',
+    'svc_child_wrong_site',
+  ],
+  504: ['svc_child_timeout'],
+};

@@ -19,7 +19,7 @@ import { ServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
 import { list, pick, site, truthy } from './args.js';
 import { z } from 'zod';
-import { Int, ListArg, done, ok, okOrNot } from './answers.js';
+import { CHILD_ERRORS, Int, ListArg, done, ok, okOrNot } from './answers.js';
 
 /** `type`: REST's own names (wp, plugins, themes, translations, all), one or a comma list. */
 function types(a: RestArgs): string[] | undefined {
@@ -70,19 +70,7 @@ const RunAnswer = runAnswer();
 const ruleAnswer = okOrNot({ message: z.string(), changed: Int });
 
 // Errors the abilities' descriptions do not name. The child's failures of a refresh (a read ability: not derived).
-const REFRESH_ERRORS = {
-  400: ['svc_address_not_allowed'],
-  409: ['svc_site_suspended', 'svc_site_disconnected'],
-  502: [
-    'svc_child_unreachable',
-    'svc_child_auth_failed',
-    'svc_child_not_detected',
-    'svc_child_bad_reply',
-    'svc_child_error',
-    'svc_child_wrong_site',
-  ],
-  504: ['svc_child_timeout'],
-};
+const REFRESH_ERRORS = { 400: ['svc_address_not_allowed'], ...CHILD_ERRORS };
 /**
  * A path site the door cannot tell REST's own code for (a number it does not read as the id, such as -0); on the
  * ignore routes also a site removed while its rule was being written.
