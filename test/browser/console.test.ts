@@ -4,8 +4,8 @@
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser, logIn, shot, startConsoleServer, type ConsoleServer } from './support.js';
+import type { Browser } from 'playwright-core';
+import { launchBrowser, logIn, openPageAs, shot, startConsoleServer, type ConsoleServer } from './support.js';
 
 let srv: ConsoleServer;
 let browser: Browser;
@@ -26,15 +26,8 @@ afterAll(async () => {
   await srv?.close();
 });
 
-async function pageAs(
-  who: { name: string; password: string },
-  viewport = { width: 1280, height: 900 },
-): Promise<{ ctx: BrowserContext; page: Page }> {
-  const ctx = await browser.newContext({ viewport });
-  const page = await ctx.newPage();
-  await logIn(page, srv.url, who);
-  return { ctx, page };
-}
+const pageAs = (who: { name: string; password: string }, viewport?: { width: number; height: number }) =>
+  openPageAs(browser, srv.url, who, viewport);
 
 describe('logging in', () => {
   it('turns a wrong password away with a message, and opens the fleet with the right one', async () => {

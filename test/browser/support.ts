@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { startChildSim, type ChildSim } from '../../src/child/simulator/server.js';
 import { cli, serveProcess } from '../support/process.js';
 
@@ -99,4 +99,17 @@ export async function logIn(page: Page, base: string, who: { name: string; passw
   await page.getByLabel('Application password').fill(who.password);
   await page.getByLabel('Application password').press('Enter');
   await page.getByRole('heading', { name: 'Fleet', level: 1 }).waitFor();
+}
+
+/** A fresh browser context (no cookies) logged in as `who`, at a desktop width unless told otherwise. */
+export async function openPageAs(
+  browser: Browser,
+  base: string,
+  who: { name: string; password: string },
+  viewport = { width: 1280, height: 900 },
+): Promise<{ ctx: BrowserContext; page: Page }> {
+  const ctx = await browser.newContext({ viewport });
+  const page = await ctx.newPage();
+  await logIn(page, base, who);
+  return { ctx, page };
 }

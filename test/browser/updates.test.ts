@@ -3,8 +3,8 @@
 // moves; every pending theme applied as a background job whose progress and per-item results (one failure included)
 // arrive live; a viewer sees the list and no control that writes. Screenshots go to artifacts/browser/.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser, logIn, shot, startConsoleServer, type ConsoleServer } from './support.js';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser, openPageAs, shot, startConsoleServer, type ConsoleServer } from './support.js';
 
 let srv: ConsoleServer;
 let browser: Browser;
@@ -55,15 +55,8 @@ async function ability(name: string, input: Record<string, unknown>): Promise<an
 const bare = (url: string) => url.replace(/\/+$/, '');
 const simIndex = (u: Pending) => srv.sim.sites.find((s) => bare(s.url) === bare(u.site_url))!.index;
 
-async function pageAs(
-  who: { name: string; password: string },
-  viewport = { width: 1280, height: 900 },
-): Promise<{ ctx: BrowserContext; page: Page }> {
-  const ctx = await browser.newContext({ viewport });
-  const page = await ctx.newPage();
-  await logIn(page, srv.url, who);
-  return { ctx, page };
-}
+const pageAs = (who: { name: string; password: string }, viewport?: { width: number; height: number }) =>
+  openPageAs(browser, srv.url, who, viewport);
 
 /** The rows of the pending-updates table as the page shows them: site, type, item (name + slug), installed, available. */
 async function rowsOf(page: Page, checkbox: boolean): Promise<string[][]> {
