@@ -101,6 +101,7 @@ describe('the OpenAPI document', () => {
     expect(resp(doc, doc.paths['/updates/{id_or_domain}'].get, 409).description).toBe(
       'svc_site_suspended, svc_site_disconnected, svc_site_keys_missing',
     );
+    expect(resp(doc, doc.paths['/posts/{id_or_domain}/{post_id}/update-status'].put, 422).description).toBe('svc_status_not_changed');
     expect(resp(doc, doc.paths['/tags/batch'].post, 413).description).toContain('svc_rest_request_entity_too_large');
     expect(doc.paths['/users/import'].post.requestBody.content['multipart/form-data'].schema.properties.csv_file).toEqual({
       type: 'string',

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ItemError, SkippedSite } from '../../abilities/schemas.js';
 import { Int, ListArg, done } from './answers.js';
 import { PAGE_EDIT_FIELDS } from '../../domain/posts.js';
+import { Created, Deleted, Edited } from './posts.js';
 
 const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
 /** The fields a page write takes: the post service's list for pages. */
@@ -61,7 +62,7 @@ const pagesList = route(READ, '/pages', listPages, {
 const pageCreate = route(CREATE, '/pages/:id_or_domain/create', createPage, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, ...WRITE_FIELDS) }),
   errors: { 400: ['svc_invalid_date', 'svc_child_refused'] },
-  answers: done(z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), website_id: Int })),
+  answers: Created,
   output: (r) => ({
     success: 1,
     message: 'Create page successfully.',
@@ -79,9 +80,7 @@ const pageGet = route(READ, '/pages/:id_or_domain/:post_id', getPage, {
 const pageEdit = route(EDIT, '/pages/:id_or_domain/:post_id/edit', updatePage, {
   input: (a) => ({ ...pageRef(a), ...pick(a, ...WRITE_FIELDS) }),
   errors: { ...ONE_PAGE, 400: ['svc_missing_fields', 'svc_invalid_date', ...ONE_PAGE[400]] },
-  answers: done(
-    z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) }),
-  ),
+  answers: Edited,
   output: (r) => ({
     success: 1,
     message: 'Edit page successfully.',
@@ -103,7 +102,7 @@ const pageStatus = route(STATUS_METHODS, '/pages/:id_or_domain/:post_id/update-s
 const pageDelete = route(REMOVE, '/pages/:id_or_domain/:post_id/delete', deletePage, {
   input: (a) => ({ ...pageRef(a), confirm: true }),
   errors: ONE_PAGE,
-  answers: done(z.object({ id: Int, name: z.string() })),
+  answers: Deleted,
   output: (r) => ({ success: 1, message: 'Delete page successfully.', data: { id: r.page_id, name: r.page.post_title } }),
 });
 

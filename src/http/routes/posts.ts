@@ -8,6 +8,14 @@ import { ItemError, SkippedSite } from '../../abilities/schemas.js';
 import { Int, ListArg, done } from './answers.js';
 import { POST_EDIT_FIELDS } from '../../domain/posts.js';
 
+/** Upstream's answers to a post or page write (pages answer the same shapes). */
+export const Created = done(
+  z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), website_id: Int }),
+);
+export const Edited = done(
+  z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) }),
+);
+export const Deleted = done(z.object({ id: Int, name: z.string() }));
 // update-status also takes POST, as edit does (clients send it).
 const STATUS_METHODS = ['PUT', 'PATCH', 'POST'] as const;
 /** The fields a post write takes: the post service's own list. */
@@ -57,7 +65,7 @@ const postsList = route(READ, '/posts', listPosts, {
 // Before /posts/:id_or_domain/:post_id, which would otherwise take "create" for a post id.
 const postCreate = route(CREATE, '/posts/:id_or_domain/create', createPost, {
   input: (a) => ({ site_id_or_domain: site(a), ...pick(a, ...WRITE_FIELDS) }),
-  answers: done(z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), website_id: Int })),
+  answers: Created,
   output: (r) => ({
     success: 1,
     message: 'Create post successfully.',
@@ -74,9 +82,7 @@ const postGet = route(READ, '/posts/:id_or_domain/:post_id', getPost, {
 
 const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, ...WRITE_FIELDS) }),
-  answers: done(
-    z.object({ id: Int, post_id: Int, name: z.string(), post_status: z.string(), link: z.string(), updated_fields: z.array(z.string()) }),
-  ),
+  answers: Edited,
   output: (r) => ({
     success: 1,
     message: 'Edit post successfully.',
@@ -86,6 +92,8 @@ const postEdit = route(EDIT, '/posts/:id_or_domain/:post_id/edit', updatePost, {
 
 const postStatus = route(STATUS_METHODS, '/posts/:id_or_domain/:post_id/update-status', updatePostStatus, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, ...pick(a, 'status') }),
+  // The child may leave the post in another status than asked (domain/posts.ts setStatus).
+  errors: { 422: ['svc_status_not_changed'] },
   answers: done(z.object({ id: Int, previous_status: z.string(), post_status: z.string() })),
   output: (r) => ({
     success: 1,
@@ -96,7 +104,7 @@ const postStatus = route(STATUS_METHODS, '/posts/:id_or_domain/:post_id/update-s
 
 const postDelete = route(REMOVE, '/posts/:id_or_domain/:post_id/delete', deletePost, {
   input: (a) => ({ site_id_or_domain: site(a), post_id: a.params.post_id, confirm: true }),
-  answers: done(z.object({ id: Int, name: z.string() })),
+  answers: Deleted,
   output: (r) => ({ success: 1, message: 'Delete post successfully.', data: { id: r.post_id, name: r.post.post_title } }),
 });
 
