@@ -19,3 +19,13 @@ export const SkippedSite = z.object({
   message: z.string(),
 });
 export type SkippedSite = z.infer<typeof SkippedSite>;
+
+/**
+ * The job id of an ability result that is a queued job's answer (`queued: true` with its `job_id`), else null: each
+ * door renders its own pointer to it.
+ */
+export function queuedJob(result: unknown): string | null {
+  if (!result || typeof result !== 'object' || Array.isArray(result)) return null;
+  const r = result as { queued?: unknown; job_id?: unknown };
+  return r.queued === true && typeof r.job_id === 'string' ? r.job_id : null;
+}

@@ -1,6 +1,7 @@
 // Where the HTTP doors point a caller at a background job. Services and abilities answer a job's id only; a door
 // renders its own pointer from it: here the REST status URL (the MCP door points at sitefleet://jobs/{job_id}).
 import type { JobType } from '../store/records.js';
+import { queuedJob } from '../core/results.js';
 
 /** Job types with their own status route (upstream's settings tools); every job is also at /jobs/{job_id}. */
 export const STATUS_PATHS: Partial<Record<JobType, string>> = {
@@ -17,13 +18,6 @@ const ABILITY_STATUS_PATHS: Readonly<Record<string, string | undefined>> = {
 /** The REST status URL of a job: `restBase` is the door's base URL with the REST prefix. */
 export function jobStatusUrl(restBase: string, jobId: string, path = '/jobs/'): string {
   return `${restBase}${path}${jobId}`;
-}
-
-/** Whether an ability result is a queued job's answer (`queued: true` with its `job_id`). */
-export function queuedJob(result: unknown): string | null {
-  if (!result || typeof result !== 'object' || Array.isArray(result)) return null;
-  const r = result as { queued?: unknown; job_id?: unknown };
-  return r.queued === true && typeof r.job_id === 'string' ? r.job_id : null;
 }
 
 /**

@@ -23,6 +23,7 @@ import { jsonSchemaOf, type Registry } from '../core/registry.js';
 import type { Services } from '../domain/index.js';
 import { VERSION } from '../version.js';
 import { compactInputSchema, toolDescription } from './compact.js';
+import { queuedJob } from '../core/results.js';
 
 /**
  * A JSON-RPC error whose message goes on the wire as written. The SDK's McpError writes "MCP error <code>: " into its
@@ -46,12 +47,13 @@ const jobUri = (jobId: string) => `sitefleet://jobs/${encodeURIComponent(jobId)}
 
 /** A queued result's pointer on this door: a link to its job resource (no HTTP URL: over stdio none may answer). */
 function jobLink(result: Record<string, unknown>): CallToolResult['content'] {
-  if (result.queued !== true || typeof result.job_id !== 'string') return [];
+  const jobId = queuedJob(result);
+  if (!jobId) return [];
   return [
     {
       type: 'resource_link',
-      uri: jobUri(result.job_id),
-      name: result.job_id,
+      uri: jobUri(jobId),
+      name: jobId,
       title: 'Background job',
       mimeType: 'application/json',
       description: 'Read for its progress; subscribe to hear when it moves.',
