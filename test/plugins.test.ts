@@ -617,6 +617,9 @@ describe('changes made outside the dashboard', () => {
         'svc_module_not_available',
       );
       expectError(await f.s.rest(`/sites/${siteId(2)}/non-mainwp-changes`), 501, 'svc_module_not_available');
+      // The module closes the REST route before its arguments or its site are looked at (upstream removes the route).
+      expectError(await f.s.rest(`/sites/${siteId(2)}/non-mainwp-changes?per_page=0`), 501, 'svc_module_not_available');
+      expectError(await f.s.rest('/sites/99999/non-mainwp-changes'), 501, 'svc_module_not_available');
       expect(await tool('get-site-changes-v1', { site_id_or_domain: siteId(2) })).toMatchObject({
         isError: true,
         body: { code: 'svc_module_not_available', data: { status: 501 } },
