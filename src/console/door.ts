@@ -134,12 +134,12 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
   // site", so the SameSite cookie lets it through: the login and every write must also come from this very origin.
   api.use((req, _res, next) => {
     const write = req.method !== 'GET' && req.method !== 'HEAD';
-    if (write && mediaType(req.headers['content-type']) !== 'application/json') {
-      return next(new ServiceError('svc_unsupported_media_type', 'Console requests carry JSON (Content-Type: application/json).', 415));
-    }
     const site = req.headers['sec-fetch-site'];
     if (site === 'cross-site' || (write && site === 'same-site') || (write && !sameOrigin(req.headers.origin, req.headers.host))) {
       return next(new ServiceError('svc_csrf_refused', "Requests to the console from another site's pages are refused.", 403));
+    }
+    if (write && mediaType(req.headers['content-type']) !== 'application/json') {
+      return next(new ServiceError('svc_unsupported_media_type', 'Console requests carry JSON (Content-Type: application/json).', 415));
     }
     next();
   });
