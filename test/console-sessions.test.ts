@@ -129,12 +129,13 @@ describe('two serve processes on one store', () => {
     expect(await whoAmI(a.url, sess)).toMatchObject({ status: 401, body: { code: 'svc_console_login_required' } });
     expect((await whoAmI(b.url, sess)).status).toBe(401);
 
-    // A role change made by another process (the test's own services on the same store) ends them in both.
+    // A role change from the command line (another process) ends them in both, and leaves none stored.
     const demoted = await login(a.url, 'demoted', demotedPassword);
     expect((await whoAmI(b.url, demoted)).status).toBe(200);
+    const changed = await cli(['users', 'set-role', 'demoted', '--role', 'viewer', ...fleet.args]);
+    expect(changed).toMatchObject({ code: 0, stdout: 'User "demoted" is now viewer; their console sessions ended.\n' });
     const services = await openServices(loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl }, {}));
     try {
-      await services.auth.setRole('demoted', 'viewer');
       expect(services.consoleSessions.countOf(services.auth.listUsers().find((u) => u.name === 'demoted')!.id)).toBe(0);
     } finally {
       await closeServices(services);
