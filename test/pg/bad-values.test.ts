@@ -8,6 +8,7 @@ import { PgStore } from '../../src/store/pg-store.js';
 import type { TagRecord } from '../../src/store/records.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { expectBadTextCleaned, registerSites, startFleet } from '../support/fleet.js';
 
 async function query(url: string, sql: string): Promise<Array<Record<string, unknown>>> {
   const c = new pg.Client({ connectionString: url });
@@ -120,6 +121,19 @@ describe('a bad value in a group commit (PostgreSQL)', () => {
       expect((await storedTagNames(url)).has('after-2')).toBe(true);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('a hostile child on the PostgreSQL engine', () => {
+  it('a child reporting NUL and lone surrogates in its names syncs cleaned, and the three healthy sites beside it sync too', async () => {
+    const f = await startFleet({ sim: { sites: 4 } });
+    try {
+      expect(f.s.databaseUrl).toBeTruthy();
+      await registerSites(f, 4);
+      await expectBadTextCleaned(f, [2], [1, 3, 4]);
+    } finally {
+      await f.close();
     }
   });
 });
