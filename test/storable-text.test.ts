@@ -95,6 +95,21 @@ describe('text the store cannot keep, refused at every door', () => {
     expect(tagCount()).toBe(before);
   });
 
+  it('refuses input nested more than 64 levels deep (the bound of the walk), and walks 63 levels', async () => {
+    const nest = (levels: number): unknown => (levels === 0 ? 'leaf' : { a: nest(levels - 1) });
+    const deep = await s.ability('add-tag-v1', { name: 'deep', deep: nest(64) });
+    expect([deep.status, deep.body.code]).toEqual([400, 'ability_invalid_input']);
+    expect(deep.body.message).toBe(
+      `Ability "svc/add-tag-v1" has invalid input. Reason: input[deep]${'[a]'.repeat(63)} is nested more than 64 levels deep.`,
+    );
+    // One level less is walked through, and the schema then speaks (the field is unknown).
+    const within = await s.ability('add-tag-v1', { name: 'deep', deep: nest(63) });
+    expect([within.status, within.body.message]).toEqual([
+      400,
+      'Ability "svc/add-tag-v1" has invalid input. Reason: deep is not a valid property of Object.',
+    ]);
+  });
+
   it('keeps text that is merely unusual: paired surrogates (emoji), other control characters, U+FFFD', async () => {
     const r = await s.rest('/tags/add', { method: 'POST', json: { name: 'ok 😀 \u2028 \u0001 \ufffd' } });
     expect(r.status).toBe(200);
