@@ -38,8 +38,31 @@ function isPlain(value: unknown): value is object {
   return Array.isArray(value) || proto === Object.prototype || proto === null;
 }
 
+/**
+ * Whether `value` holds a string (value or object key) the store cannot keep, or nests deeper than MAX_TEXT_DEPTH: the
+ * walk every write pays, so it allocates nothing (the path is found only when there is a fault).
+ */
+function hasTextFault(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return BAD.test(value) && textFault(value) !== null;
+  if (!isPlain(value)) return false;
+  if (depth >= MAX_TEXT_DEPTH) return true;
+  if (Array.isArray(value)) {
+    for (const v of value) if (hasTextFault(v, depth + 1)) return true;
+    return false;
+  }
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    if ((BAD.test(k) && textFault(k) !== null) || hasTextFault((value as Record<string, unknown>)[k], depth + 1)) return true;
+  }
+  return false;
+}
+
 /** The first string (value or object key) in `value` that the store cannot keep, or null. */
-export function findTextFault(value: unknown, path: Array<string | number> = []): TextFault | null {
+export function findTextFault(value: unknown): TextFault | null {
+  return hasTextFault(value, 0) ? locate(value, []) : null;
+}
+
+function locate(value: unknown, path: Array<string | number>): TextFault | null {
   if (typeof value === 'string') {
     const fault = textFault(value);
     return fault ? { path, fault } : null;
@@ -48,7 +71,7 @@ export function findTextFault(value: unknown, path: Array<string | number> = [])
   if (path.length >= MAX_TEXT_DEPTH) return { path, fault: `is nested more than ${MAX_TEXT_DEPTH} levels deep` };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const f = findTextFault(value[i], [...path, i]);
+      const f = locate(value[i], [...path, i]);
       if (f) return f;
     }
     return null;
@@ -56,7 +79,7 @@ export function findTextFault(value: unknown, path: Array<string | number> = [])
   for (const [k, v] of Object.entries(value)) {
     const keyFault = textFault(k);
     if (keyFault) return { path, fault: `has a key "${printable(k)}" that ${keyFault}` };
-    const f = findTextFault(v, [...path, k]);
+    const f = locate(v, [...path, k]);
     if (f) return f;
   }
   return null;
