@@ -5,6 +5,7 @@ import { annotationMethod, type Ability, type CallContext, type ModuleName, type
 import { ServiceError, toServiceError } from './errors.js';
 import { validateInput, type JsonSchema } from './input.js';
 import { assertMayRun, type Principal } from './principal.js';
+import { assertStorableInput } from './storable-text.js';
 
 /**
  * Every answer checked against the ability's output schema before any door sees it (the test suites turn it on, so a
@@ -107,7 +108,9 @@ export class Registry<S extends RegistryServices = RegistryServices> {
 
   /** Validate, check permission and module, execute. Throws ServiceError. */
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
-    const input = validateInput(a.name, a.input, this.schemas(a).input, renameAliases(a, rawInput), { coerce: opts.coerce });
+    const raw = renameAliases(a, rawInput);
+    assertStorableInput(a.name, raw);
+    const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
     this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };

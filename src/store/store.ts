@@ -20,7 +20,17 @@ import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
 import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
-import { GroupCommit, applyBatch, tableTx, type Commit, type Outcome, type Pending, type Tables } from './group-commit.js';
+import {
+  GroupCommit,
+  applyBatch,
+  assertStorable,
+  tableTx,
+  valueRefused,
+  type Commit,
+  type Outcome,
+  type Pending,
+  type Tables,
+} from './group-commit.js';
 
 export { COLLECTIONS, type CollectionName, type Tx, type Blob };
 
@@ -262,15 +272,24 @@ export class LowdbStore implements StoreEngine {
     const batch = take();
     let release: (() => Promise<void>) | undefined;
     let outcomes: Outcome[];
+    const undoAll: Array<() => void> = [];
     try {
       release = await this.lock();
       const key = this.statKey();
       if (key !== this.metaStat) this.reloadChanged();
       const dirty = new Set<string>();
       const blobs = new Map<string, unknown>();
-      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs));
+      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs), undoAll);
       if (dirty.size || blobs.size) await this.persist(dirty, blobs);
     } catch (e) {
+      if (e instanceof Unserialisable) {
+        // A value JSON cannot hold (a BigInt, a cycle): nothing reached the disk; memory goes back by the undo logs, and
+        // the batch is committed again in halves until the write that holds it fails alone.
+        for (const u of undoAll.reverse()) u();
+        log('warn', 'store commit failed', { err: String(e.cause), writes: batch.length });
+        const error = valueRefused(`a value in it cannot be stored (${String(e.cause)})`);
+        return { batch, outcomes: batch.map(() => ({ ok: false, error })), after: release, refused: true };
+      }
       // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
       const error = storeFailure(e);
@@ -291,6 +310,7 @@ export class LowdbStore implements StoreEngine {
     return {
       ...tableTx(this.tables(), undo, (col, id) => dirty.add(fileOf(col, id))),
       putBlob: (kind, id, value) => {
+        if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         const key = `${kind}/${id}`;
         const had = this.blobCache.has(key);
         const prev = this.blobCache.get(key);
@@ -328,12 +348,12 @@ export class LowdbStore implements StoreEngine {
           if (r) records.push(r);
         }
       else records.push(...map.values());
-      texts.set(join(this.dir, file), JSON.stringify({ collection: col, records } satisfies ShardFile<Rec>));
+      texts.set(join(this.dir, file), serialise({ collection: col, records } satisfies ShardFile<Rec>));
     }
     for (const [key, value] of blobs) {
       const file = join(this.dir, `${key}.json`);
       if (value === null) removals.push(file);
-      else texts.set(file, JSON.stringify(value));
+      else texts.set(file, serialise(value));
     }
     const files = { ...this.meta.files };
     for (const f of dirty) files[f] = generation;
@@ -362,6 +382,21 @@ export class LowdbStore implements StoreEngine {
   /** Waits for queued writes, then refuses new ones. */
   async close(): Promise<void> {
     await this.writes.close();
+  }
+}
+
+/** A value of a commit that JSON cannot hold: the value's fault, not the disk's. */
+class Unserialisable extends Error {
+  constructor(override readonly cause: unknown) {
+    super('unserialisable value');
+  }
+}
+
+function serialise(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (e) {
+    throw new Unserialisable(e instanceof Error ? e.message : e);
   }
 }
 
