@@ -79,6 +79,7 @@ Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir
   users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR]
        sitefleet users list [--data-dir DIR]
        sitefleet users delete NAME [--data-dir DIR]
+       sitefleet users set-role NAME --role administrator|viewer [--data-dir DIR]
 
 "create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
   openapi: `Usage: sitefleet openapi [--rest-prefix /wp-json/svc/v2]
@@ -271,6 +272,11 @@ async function users(args: string[]): Promise<void> {
       if (!arg) throw new UsageError('users delete needs a user name.');
       const u = await s.auth.deleteUser(arg);
       process.stdout.write(`Deleted user "${u.name}".\n`);
+    } else if (sub === 'set-role') {
+      if (!arg || (values.role !== 'administrator' && values.role !== 'viewer'))
+        throw new UsageError('users set-role needs a user name and --role administrator|viewer.');
+      const u = await s.auth.setRole(arg, values.role);
+      process.stdout.write(`User "${u.name}" is now ${u.role}; their console sessions ended.\n`);
     } else {
       throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
     }

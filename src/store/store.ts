@@ -145,10 +145,10 @@ export class LowdbStore implements StoreEngine {
    * Every read first takes in what another process committed (at most one stat of meta.json a millisecond), so no
    * caller has to remember to; a write does the same under the lock.
    */
-  private refreshIfStale(): void {
+  private refreshIfStale(force = false): void {
     if (this.writes.busy || this.writes.isClosed) return;
     const t = performance.now();
-    if (t - this.lastLook < 1) return;
+    if (!force && t - this.lastLook < 1) return;
     this.lastLook = t;
     let key: string;
     try {
@@ -231,8 +231,12 @@ export class LowdbStore implements StoreEngine {
     return value;
   }
 
-  /** Every read already takes in other processes' commits (refreshIfStale): nothing to wait for. */
+  /**
+   * Reads take in other processes' commits at most once a millisecond (refreshIfStale); a request looks once more as
+   * it arrives (one stat), so a commit acknowledged elsewhere just before it (a console logout) is never missed.
+   */
   sync(): Promise<void> {
+    this.refreshIfStale(true);
     return Promise.resolve();
   }
 
