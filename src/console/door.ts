@@ -170,6 +170,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
       return sendError(res, e);
     }
     if (principal.kind !== 'user') return sendError(res, loginRequired(false));
+    // Counted in the same bounded tables as failures are (FailureCounter), but apart from them.
     loginsByAddress.failed(addr, now);
     loginsByUser.failed(account!, now);
     try {
