@@ -27,6 +27,7 @@ const SERVE_OPTIONS = {
   'child-concurrency': { type: 'string' },
   'allow-private-sites': { type: 'boolean' },
   'allowed-hosts': { type: 'string' },
+  'trust-proxy': { type: 'string' },
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -52,7 +53,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
-                       [--no-console] [--monitor-interval SECONDS]
+                       [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
 
        [--database-url postgres://user:pass@host/db]
 
@@ -60,6 +61,8 @@ Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATAB
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
 can share it; without one it lives in the data dir's files.
 --allow-private-sites lets sitefleet connect to loopback and private-network sites (refused by default).
+--trust-proxy (SITEFLEET_TRUST_PROXY) names the reverse proxies (addresses or CIDRs) whose X-Forwarded-For is
+believed: the login throttle and the request log then use the client's address. None by default.
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
 Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
@@ -148,6 +151,7 @@ async function serve(args: string[]): Promise<void> {
     childConcurrency: values['child-concurrency'],
     allowPrivateSites: values['allow-private-sites'],
     monitorIntervalS: values['monitor-interval'],
+    trustProxy: values['trust-proxy'],
   });
   const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {

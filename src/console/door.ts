@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { ServiceError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import { FailureCounter, type LoginThrottle } from '../http/auth.js';
+import { FailureCounter, requestAddress, type LoginThrottle } from '../http/auth.js';
 import { bodyErrors, jsonBody, sendError } from '../http/respond.js';
 import type { Services } from '../domain/index.js';
 import { MODULES } from '../domain/settings.js';
@@ -147,7 +147,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
   api.use(bodyErrors);
 
   api.post('/login', async (req, res) => {
-    const addr = req.socket.remoteAddress ?? '';
+    const addr = requestAddress(req, services);
     const now = sessions.now();
     const raw: unknown = req.body;
     const name =
