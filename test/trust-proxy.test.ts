@@ -170,6 +170,8 @@ describe('the failed-login throttle behind a trusted proxy', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => l.msg === 'request');
     expect(lines.find((l) => String(l.path).endsWith('/sites'))).toMatchObject({ client: '198.51.100.23', status: 200 });
+    // The log names the whole path, the door's prefix included (not the router's `/sites`).
+    expect(lines.map((l) => l.path)).toContain(new URL(`${s.restBase}/sites/count`).pathname);
     expect(lines.find((l) => String(l.path).endsWith('/sites/count'))).toMatchObject({ client: '127.0.0.1', status: 200 });
   });
 });

@@ -94,7 +94,8 @@ function everyRequest(req: express.Request, res: express.Response, services: Ser
   res.on('finish', () => {
     log('info', 'request', {
       method: req.method,
-      path: req.path ?? new URL(req.url, 'http://x').pathname,
+      // The whole path: inside a router `req.path` has lost the door's prefix (`/sites` for `/wp-json/svc/v2/sites`).
+      path: new URL(req.originalUrl ?? req.url, 'http://x').pathname,
       status: res.statusCode,
       client: requestAddress(req, services),
       ms: Number(process.hrtime.bigint() - start) / 1e6,
