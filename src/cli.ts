@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo | openapi.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { resolve } from 'node:path';
+// sitefleet command line: serve | mcp | keys | users | modules | migrate | backup | restore | child-sim | demo | openapi.
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
@@ -11,11 +11,14 @@ import { closeServices, openServices, type Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
 import { storeLocation } from './store/open.js';
+import { readLeases, restoreBackup, writeBackup } from './store/backup.js';
+import { liveHolders } from './domain/leases.js';
 import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
 import { childSimCommand } from './child/simulator/command.js';
 import { demo } from './demo.js';
+import { closestFlag, parseCommand, UsageError } from './cli-args.js';
 
 const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
@@ -44,6 +47,8 @@ Commands:
   users      create | list | delete users (HTTP Basic with an application password)
   modules    list | enable | disable optional modules (logs, cost-tracker)
   migrate    create/migrate the PostgreSQL schema, or move a data dir's fleet into PostgreSQL
+  backup     write the whole fleet (data dir or PostgreSQL) to one file, consistent while serve runs
+  restore    put a backup into a data dir or a PostgreSQL database
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
@@ -88,24 +93,52 @@ is this output for the default prefix).`,
 The first form creates the PostgreSQL schema or migrates it to this version (SITEFLEET_DATABASE_URL works too).
 The second copies a data dir's fleet (sites, secrets, site data, keys, users, tags, clients, costs, jobs,
 settings) into PostgreSQL in one transaction and checks the counts; a database that already holds a fleet is
-refused unless --force (which replaces it). Stop the processes using the data dir first.`,
+refused unless --force (which replaces it). A data dir that a running "serve" holds (its leases show it) is
+refused too, unless --force: stop the processes using the data dir first.`,
+  backup: `Usage: sitefleet backup --to FILE [--data-dir DIR | --database-url postgres://…]
+
+Writes the whole fleet (sites, secrets, site data, keys, users, tags, clients, costs, jobs, settings, monitors) to FILE:
+JSON lines, one format for both engines, mode 0600 (it holds the fleet's secrets). Safe while "serve" runs: a data
+dir is snapshotted under its commit lock, a database in one transaction. FILE must not exist yet.`,
+  restore: `Usage: sitefleet restore --from FILE [--data-dir DIR | --database-url postgres://…] [--force]
+
+Puts a backup (from "sitefleet backup", of either engine) into a data dir or a database. A target that holds a fleet
+is refused unless --force: a data dir is then moved aside (DIR.replaced-<time>, never deleted), a database's fleet
+replaced in one transaction. Refused while a "serve" runs on the target (stop it first). A cut-off file restores
+nothing.`,
   modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
 };
 
-class UsageError extends Error {}
+type Where = { 'data-dir'?: string; 'database-url'?: string };
 
-function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
+/**
+ * The store a fleet command works on. Both store flags at once are refused (they name two fleets). A command with
+ * `existing` (one that only reads, or acts on something that must already be there) refuses a data dir that is not one,
+ * so a mistyped --data-dir is an error instead of a new, empty fleet.
+ */
+function fleetConfig(where: Where, existing: boolean): Config {
+  oneStore(where);
+  const cfg = loadConfig({ dataDir: where['data-dir'], databaseUrl: where['database-url'] });
+  if (existing && !cfg.databaseUrl) requireDataDir(cfg.dataDir);
+  return cfg;
+}
+
+function oneStore(where: Where): void {
+  if (where['data-dir'] !== undefined && where['database-url'] !== undefined) {
+    throw new UsageError('--data-dir and --database-url name two different fleets; give one of them.');
   }
 }
 
-async function withServices<R>(where: { 'data-dir'?: string; 'database-url'?: string }, fn: (s: Services) => Promise<R>): Promise<R> {
-  const services = await openServices(loadConfig({ dataDir: where['data-dir'], databaseUrl: where['database-url'] }));
+function requireDataDir(dir: string): void {
+  if (existsSync(join(dir, 'meta.json'))) return;
+  const what = existsSync(dir) ? 'is not a sitefleet data dir (no meta.json)' : 'does not exist';
+  throw new Error(`${dir} ${what}. Check --data-dir (or SITEFLEET_DATA_DIR); "sitefleet serve" creates a data dir on its first start.`);
+}
+
+async function withServices<R>(where: Where, fn: (s: Services) => Promise<R>, existing = false): Promise<R> {
+  const services = await openServices(fleetConfig(where, existing));
   try {
     return await fn(services);
   } finally {
@@ -113,21 +146,32 @@ async function withServices<R>(where: { 'data-dir'?: string; 'database-url'?: st
   }
 }
 
+/**
+ * First start: a fleet without any user gets an administrator (whatever keys exist: a key made with "keys create" before
+ * the first serve must not leave the console without a login), and a fleet without any key gets one.
+ */
 async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boolean): Promise<void> {
-  if (!s.auth.isEmpty()) return;
-  const { password } = await s.auth.createUser('admin', 'administrator');
-  const { token } = await s.auth.createKey('default', 'read_write');
+  if (s.auth.listUsers().length) return;
+  let password: string;
+  try {
+    ({ password } = await s.auth.createUser('admin', 'administrator'));
+  } catch (e) {
+    if ((e as { code?: string }).code === 'svc_user_exists') return; // another process made it first
+    throw e;
+  }
+  const token = s.auth.listKeys().length ? null : (await s.auth.createKey('default', 'read_write')).token;
+  const what = token ? 'an administrator and an API key' : 'an administrator (API keys exist already: "sitefleet keys list")';
   const out = [
     '',
-    'First start: created an administrator and an API key. They are shown only now; store them safely.',
+    `First start: created ${what}. They are shown only now; store them safely.`,
     `  user:     admin`,
     `  password: ${password}`,
-    `  API key:  ${token}`,
+    ...(token ? [`  API key:  ${token}`] : []),
     '',
     'Try:',
-    `  curl -H "Authorization: Bearer ${token}" ${url}${cfg.restPrefix}/sites`,
+    ...(token ? [`  curl -H "Authorization: Bearer ${token}" ${url}${cfg.restPrefix}/sites`] : []),
     `  curl -u "admin:${password}" ${url}${cfg.abilitiesPrefix}/abilities/svc/list-sites-v1/run`,
-    `  MCP over HTTP: ${url}/mcp with header "Authorization: Bearer ${token}"`,
+    ...(token ? [`  MCP over HTTP: ${url}/mcp with header "Authorization: Bearer ${token}"`] : []),
     ...(withConsole ? [`  Web console: ${url}/console (log in as admin with the password above)`] : []),
     '',
   ];
@@ -135,8 +179,9 @@ async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boo
 }
 
 async function serve(args: string[]): Promise<void> {
-  const { values } = parse(args, SERVE_OPTIONS);
+  const { values } = parseCommand('serve', args, SERVE_OPTIONS, { positionals: 0 });
   if (values.help) return void console.log(HELP.serve);
+  oneStore(values);
   const cfg = loadConfig({
     host: values.host,
     port: values.port,
@@ -177,14 +222,20 @@ async function serve(args: string[]): Promise<void> {
 }
 
 async function mcp(args: string[]): Promise<void> {
-  const { values } = parse(args, {
-    ...DATA_DIR,
-    toolsets: { type: 'string' },
-    'read-only': { type: 'boolean' },
-    'allow-private-sites': { type: 'boolean' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values } = parseCommand(
+    'mcp',
+    args,
+    {
+      ...DATA_DIR,
+      toolsets: { type: 'string' },
+      'read-only': { type: 'boolean' },
+      'allow-private-sites': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    { positionals: 0 },
+  );
   if (values.help) return void console.log(HELP.mcp);
+  oneStore(values);
   const toolsets = values.toolsets
     ?.split(',')
     .map((t) => t.trim())
@@ -214,90 +265,121 @@ async function mcp(args: string[]): Promise<void> {
 }
 
 async function keys(args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, {
-    ...DATA_DIR,
-    name: { type: 'string' },
-    permissions: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values, positionals } = parseCommand(
+    'keys',
+    args,
+    {
+      ...DATA_DIR,
+      name: { type: 'string' },
+      permissions: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    { positionals: 2 },
+  );
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.keys);
-  await withServices(values, async (s) => {
-    if (sub === 'create') {
-      if (!values.name) throw new UsageError('keys create needs --name NAME.');
-      const perm = (values.permissions ?? 'read_write') as KeyPermission;
-      if (!['read', 'write', 'read_write', 'delete'].includes(perm))
-        throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm);
-      process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
-    } else if (sub === 'list') {
-      for (const k of s.auth.listKeys()) {
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
+  if (sub !== 'revoke' && arg !== undefined) throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
+  await withServices(
+    values,
+    async (s) => {
+      if (sub === 'create') {
+        if (!values.name) throw new UsageError('keys create needs --name NAME.');
+        const perm = (values.permissions ?? 'read_write') as KeyPermission;
+        if (!['read', 'write', 'read_write', 'delete'].includes(perm))
+          throw new UsageError('--permissions is read, write, read_write or delete.');
+        const { key, token } = await s.auth.createKey(values.name, perm);
+        process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
+      } else if (sub === 'list') {
+        for (const k of s.auth.listKeys()) {
+          process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
+        }
+      } else if (sub === 'revoke') {
+        const id = Number(arg);
+        if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
+        const k = await s.auth.revokeKey(id);
+        process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
+      } else {
+        throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
       }
-    } else if (sub === 'revoke') {
-      const id = Number(arg);
-      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
-      const k = await s.auth.revokeKey(id);
-      process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
-    } else {
-      throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
-    }
-  });
+    },
+    sub !== 'create',
+  );
 }
 
 async function users(args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, {
-    ...DATA_DIR,
-    name: { type: 'string' },
-    role: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values, positionals } = parseCommand(
+    'users',
+    args,
+    {
+      ...DATA_DIR,
+      name: { type: 'string' },
+      role: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    { positionals: 2 },
+  );
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.users);
-  await withServices(values, async (s) => {
-    if (sub === 'create') {
-      if (!values.name) throw new UsageError('users create needs --name NAME.');
-      const role = (values.role ?? 'administrator') as UserRole;
-      if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
-      const { user, password } = await s.auth.createUser(values.name, role);
-      process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
-    } else if (sub === 'list') {
-      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
-    } else if (sub === 'delete') {
-      if (!arg) throw new UsageError('users delete needs a user name.');
-      const u = await s.auth.deleteUser(arg);
-      process.stdout.write(`Deleted user "${u.name}".\n`);
-    } else {
-      throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
-    }
-  });
+  if (sub !== 'delete' && arg !== undefined) throw new UsageError(`sitefleet users ${sub}: unexpected argument "${arg}".\n\n${HELP.users}`);
+  await withServices(
+    values,
+    async (s) => {
+      if (sub === 'create') {
+        if (!values.name) throw new UsageError('users create needs --name NAME.');
+        const role = (values.role ?? 'administrator') as UserRole;
+        if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
+        const { user, password } = await s.auth.createUser(values.name, role);
+        process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
+      } else if (sub === 'list') {
+        for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
+      } else if (sub === 'delete') {
+        if (!arg) throw new UsageError('users delete needs a user name.');
+        const u = await s.auth.deleteUser(arg);
+        process.stdout.write(`Deleted user "${u.name}".\n`);
+      } else {
+        throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
+      }
+    },
+    sub !== 'create',
+  );
 }
 
 async function modules(args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parseCommand('modules', args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } }, { positionals: 2 });
   const [sub, name] = positionals;
   if (values.help || !sub) return void console.log(HELP.modules);
-  await withServices(values, async (s) => {
-    if (sub === 'list') {
-      for (const m of Object.keys(MODULES) as ModuleName[])
-        process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
-      return;
-    }
-    if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
-    if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
-    await s.settings.setModule(name as ModuleName, sub === 'enable');
-    process.stdout.write(`Module ${name} ${sub}d.\n`);
-  });
+  if (sub === 'list' && name !== undefined)
+    throw new UsageError(`sitefleet modules list: unexpected argument "${name}".\n\n${HELP.modules}`);
+  await withServices(
+    values,
+    async (s) => {
+      if (sub === 'list') {
+        for (const m of Object.keys(MODULES) as ModuleName[])
+          process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
+        return;
+      }
+      if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
+      if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
+      await s.settings.setModule(name as ModuleName, sub === 'enable');
+      process.stdout.write(`Module ${name} ${sub}d.\n`);
+    },
+    sub === 'list',
+  );
 }
 
 async function migrateCommand(args: string[]): Promise<void> {
-  const { values } = parse(args, {
-    'database-url': { type: 'string' },
-    from: { type: 'string' },
-    to: { type: 'string' },
-    force: { type: 'boolean' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values } = parseCommand(
+    'migrate',
+    args,
+    {
+      'database-url': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      force: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    { positionals: 0 },
+  );
   if (values.help) return void console.log(HELP.migrate);
   const pgUrl = (flag: string, v: string | undefined) => {
     if (!v || !/^postgres(ql)?:\/\/\S+$/.test(v)) throw new UsageError(`${flag} must be a postgres:// URL.\n${HELP.migrate}`);
@@ -306,6 +388,9 @@ async function migrateCommand(args: string[]): Promise<void> {
   if (values.from !== undefined || values.to !== undefined) {
     if (!values.from) throw new UsageError(`--to needs --from DATA_DIR.\n${HELP.migrate}`);
     const to = pgUrl('--to', values.to);
+    requireDataDir(resolve(values.from));
+    if (values.force !== true)
+      await refuseWhileServed({ dataDir: resolve(values.from), databaseUrl: null }, 'Copying it now would miss its next writes', '--force');
     const report = await copyLowdbToPg(resolve(values.from), to, values.force === true);
     process.stdout.write(`Copied ${resolve(values.from)} to ${storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
     for (const r of report) process.stdout.write(`  ${r.kind.padEnd(10)} ${String(r.source).padStart(7)} → ${r.target}\n`);
@@ -316,8 +401,58 @@ async function migrateCommand(args: string[]): Promise<void> {
   process.stdout.write(from === to ? `Schema is at format ${to}; nothing to do.\n` : `Schema migrated from format ${from} to ${to}.\n`);
 }
 
+/** Refuses while another process serves the fleet (its member lease is live): `what` says why that matters. */
+async function refuseWhileServed(fleet: Pick<Config, 'dataDir' | 'databaseUrl'>, what: string, override?: string): Promise<void> {
+  const live = liveHolders(await readLeases(fleet));
+  if (!live.length) return;
+  const who = live.map((h) => `pid ${h.pid}`).join(', ');
+  const wait = Math.ceil((Math.max(...live.map((h) => h.until)) - Date.now()) / 1000);
+  throw new Error(
+    `${storeLocation(fleet)} is in use by a running sitefleet serve (${who}). ${what}: stop it first` +
+      ` (a process that died lets go within ${wait} s)${override ? `, or add ${override} to go ahead anyway` : ''}.`,
+  );
+}
+
+async function backupCommand(args: string[]): Promise<void> {
+  const { values } = parseCommand(
+    'backup',
+    args,
+    { ...DATA_DIR, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    { positionals: 0 },
+  );
+  if (values.help) return void console.log(HELP.backup);
+  if (!values.to) throw new UsageError(`backup needs --to FILE.\n\n${HELP.backup}`);
+  const file = resolve(values.to);
+  if (existsSync(file)) throw new UsageError(`${file} exists already; give --to a new file name (a backup never overwrites a file).`);
+  const cfg = fleetConfig(values, true);
+  const r = await writeBackup(cfg, file);
+  process.stdout.write(`Backed up ${storeLocation(cfg)} (data format ${r.dataFormat}) to ${file}: ${r.rows} rows\n`);
+  for (const [kind, n] of Object.entries(r.counts)) process.stdout.write(`  ${kind.padEnd(20)} ${String(n).padStart(7)}\n`);
+}
+
+async function restoreCommand(args: string[]): Promise<void> {
+  const { values } = parseCommand(
+    'restore',
+    args,
+    { ...DATA_DIR, from: { type: 'string' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    { positionals: 0 },
+  );
+  if (values.help) return void console.log(HELP.restore);
+  if (!values.from) throw new UsageError(`restore needs --from FILE.\n\n${HELP.restore}`);
+  const cfg = fleetConfig(values, false);
+  await refuseWhileServed(cfg, 'Replacing a fleet under a running process would lose its writes and confuse it');
+  const r = await restoreBackup(resolve(values.from), cfg, values.force === true);
+  process.stdout.write(`Restored ${resolve(values.from)} into ${storeLocation(cfg)}: ${r.rows} rows (data format ${r.dataFormat})\n`);
+  if (r.replacedTo) process.stdout.write(`The data dir it replaced was moved to ${r.replacedTo}\n`);
+}
+
 async function openapi(args: string[]): Promise<void> {
-  const { values } = parse(args, { 'rest-prefix': { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  const { values } = parseCommand(
+    'openapi',
+    args,
+    { 'rest-prefix': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    { positionals: 0 },
+  );
   if (values.help) return void console.log(HELP.openapi);
   const { restDocumentJson } = await import('./http/openapi.js');
   const { restRoutes } = await import('./http/rest-routes.js');
@@ -333,16 +468,38 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   modules,
   openapi,
   migrate: migrateCommand,
+  backup: backupCommand,
+  restore: restoreCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
 };
 
+/** Commands that keep running (a server, a stdio session): a reader of their output going away must not stop them. */
+const SERVING = new Set(['serve', 'mcp', 'demo', 'child-sim']);
+
+/**
+ * `sitefleet openapi | head`: when the reader of stdout or stderr goes away (EPIPE), a command that prints ends quietly as
+ * other command-line tools do, instead of a stack trace; a serving command ignores it and keeps serving.
+ */
+function quietOnClosedPipe(cmd: string): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE') throw e;
+      if (!SERVING.has(cmd)) process.exit(0);
+    });
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
+  quietOnClosedPipe(cmd ?? '');
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') return void console.log(HELP.main);
   if (cmd === '--version') return void console.log((await import('./version.js')).VERSION);
   const run = COMMANDS[cmd];
-  if (!run) throw new UsageError(`Unknown command "${cmd}".\n\n${HELP.main}`);
+  if (!run) {
+    const near = closestFlag(cmd, Object.keys(COMMANDS));
+    throw new UsageError(`Unknown command "${cmd}".${near ? ` Did you mean "${near}"?` : ''}\n\n${HELP.main}`);
+  }
   await run(rest);
 }
 
