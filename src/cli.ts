@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // sitefleet command line: serve | mcp | keys | users | modules | migrate | backup | restore | child-sim | demo | openapi.
 import { existsSync } from 'node:fs';
+import type { ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { boot } from './app/boot.js';
@@ -113,6 +114,15 @@ Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change
 
 type Where = { 'data-dir'?: string; 'database-url'?: string };
 
+/** The command being run (main sets it): argument errors name it. */
+let command = '';
+/** Positional words a command takes (keys revoke ID, users delete NAME, modules enable NAME); the others take none. */
+const POSITIONALS: Record<string, number> = { keys: 2, users: 2, modules: 2 };
+
+function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
+  return parseCommand(command, args, options, { positionals: POSITIONALS[command] ?? 0 });
+}
+
 /**
  * The store a fleet command works on. Both store flags at once are refused (they name two fleets). A command with
  * `existing` (one that only reads, or acts on something that must already be there) refuses a data dir that is not one,
@@ -137,8 +147,9 @@ function requireDataDir(dir: string): void {
   throw new Error(`${dir} ${what}. Check --data-dir (or SITEFLEET_DATA_DIR); "sitefleet serve" creates a data dir on its first start.`);
 }
 
-async function withServices<R>(where: Where, fn: (s: Services) => Promise<R>, existing = false): Promise<R> {
-  const services = await openServices(fleetConfig(where, existing));
+/** Runs `fn` on the fleet's services; `existing`: the command needs a fleet that is there already (see fleetConfig). */
+async function withServices<R>(where: Where & { existing?: boolean }, fn: (s: Services) => Promise<R>): Promise<R> {
+  const services = await openServices(fleetConfig(where, where.existing === true));
   try {
     return await fn(services);
   } finally {
@@ -179,7 +190,7 @@ async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boo
 }
 
 async function serve(args: string[]): Promise<void> {
-  const { values } = parseCommand('serve', args, SERVE_OPTIONS, { positionals: 0 });
+  const { values } = parse(args, SERVE_OPTIONS);
   if (values.help) return void console.log(HELP.serve);
   oneStore(values);
   const cfg = loadConfig({
@@ -222,18 +233,13 @@ async function serve(args: string[]): Promise<void> {
 }
 
 async function mcp(args: string[]): Promise<void> {
-  const { values } = parseCommand(
-    'mcp',
-    args,
-    {
-      ...DATA_DIR,
-      toolsets: { type: 'string' },
-      'read-only': { type: 'boolean' },
-      'allow-private-sites': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    { positionals: 0 },
-  );
+  const { values } = parse(args, {
+    ...DATA_DIR,
+    toolsets: { type: 'string' },
+    'read-only': { type: 'boolean' },
+    'allow-private-sites': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (values.help) return void console.log(HELP.mcp);
   oneStore(values);
   const toolsets = values.toolsets
@@ -265,121 +271,94 @@ async function mcp(args: string[]): Promise<void> {
 }
 
 async function keys(args: string[]): Promise<void> {
-  const { values, positionals } = parseCommand(
-    'keys',
-    args,
-    {
-      ...DATA_DIR,
-      name: { type: 'string' },
-      permissions: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    { positionals: 2 },
-  );
+  const { values, positionals } = parse(args, {
+    ...DATA_DIR,
+    name: { type: 'string' },
+    permissions: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.keys);
   if (sub !== 'revoke' && arg !== undefined) throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
-  await withServices(
-    values,
-    async (s) => {
-      if (sub === 'create') {
-        if (!values.name) throw new UsageError('keys create needs --name NAME.');
-        const perm = (values.permissions ?? 'read_write') as KeyPermission;
-        if (!['read', 'write', 'read_write', 'delete'].includes(perm))
-          throw new UsageError('--permissions is read, write, read_write or delete.');
-        const { key, token } = await s.auth.createKey(values.name, perm);
-        process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
-      } else if (sub === 'list') {
-        for (const k of s.auth.listKeys()) {
-          process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
-        }
-      } else if (sub === 'revoke') {
-        const id = Number(arg);
-        if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
-        const k = await s.auth.revokeKey(id);
-        process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
-      } else {
-        throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
+  await withServices({ ...values, existing: sub !== 'create' }, async (s) => {
+    if (sub === 'create') {
+      if (!values.name) throw new UsageError('keys create needs --name NAME.');
+      const perm = (values.permissions ?? 'read_write') as KeyPermission;
+      if (!['read', 'write', 'read_write', 'delete'].includes(perm))
+        throw new UsageError('--permissions is read, write, read_write or delete.');
+      const { key, token } = await s.auth.createKey(values.name, perm);
+      process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
+    } else if (sub === 'list') {
+      for (const k of s.auth.listKeys()) {
+        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
       }
-    },
-    sub !== 'create',
-  );
+    } else if (sub === 'revoke') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
+      const k = await s.auth.revokeKey(id);
+      process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
+    } else {
+      throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
+    }
+  });
 }
 
 async function users(args: string[]): Promise<void> {
-  const { values, positionals } = parseCommand(
-    'users',
-    args,
-    {
-      ...DATA_DIR,
-      name: { type: 'string' },
-      role: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    { positionals: 2 },
-  );
+  const { values, positionals } = parse(args, {
+    ...DATA_DIR,
+    name: { type: 'string' },
+    role: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.users);
   if (sub !== 'delete' && arg !== undefined) throw new UsageError(`sitefleet users ${sub}: unexpected argument "${arg}".\n\n${HELP.users}`);
-  await withServices(
-    values,
-    async (s) => {
-      if (sub === 'create') {
-        if (!values.name) throw new UsageError('users create needs --name NAME.');
-        const role = (values.role ?? 'administrator') as UserRole;
-        if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
-        const { user, password } = await s.auth.createUser(values.name, role);
-        process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
-      } else if (sub === 'list') {
-        for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
-      } else if (sub === 'delete') {
-        if (!arg) throw new UsageError('users delete needs a user name.');
-        const u = await s.auth.deleteUser(arg);
-        process.stdout.write(`Deleted user "${u.name}".\n`);
-      } else {
-        throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
-      }
-    },
-    sub !== 'create',
-  );
+  await withServices({ ...values, existing: sub !== 'create' }, async (s) => {
+    if (sub === 'create') {
+      if (!values.name) throw new UsageError('users create needs --name NAME.');
+      const role = (values.role ?? 'administrator') as UserRole;
+      if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
+      const { user, password } = await s.auth.createUser(values.name, role);
+      process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
+    } else if (sub === 'list') {
+      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
+    } else if (sub === 'delete') {
+      if (!arg) throw new UsageError('users delete needs a user name.');
+      const u = await s.auth.deleteUser(arg);
+      process.stdout.write(`Deleted user "${u.name}".\n`);
+    } else {
+      throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
+    }
+  });
 }
 
 async function modules(args: string[]): Promise<void> {
-  const { values, positionals } = parseCommand('modules', args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } }, { positionals: 2 });
+  const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
   const [sub, name] = positionals;
   if (values.help || !sub) return void console.log(HELP.modules);
   if (sub === 'list' && name !== undefined)
     throw new UsageError(`sitefleet modules list: unexpected argument "${name}".\n\n${HELP.modules}`);
-  await withServices(
-    values,
-    async (s) => {
-      if (sub === 'list') {
-        for (const m of Object.keys(MODULES) as ModuleName[])
-          process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
-        return;
-      }
-      if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
-      if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
-      await s.settings.setModule(name as ModuleName, sub === 'enable');
-      process.stdout.write(`Module ${name} ${sub}d.\n`);
-    },
-    sub === 'list',
-  );
+  await withServices({ ...values, existing: sub === 'list' }, async (s) => {
+    if (sub === 'list') {
+      for (const m of Object.keys(MODULES) as ModuleName[])
+        process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
+      return;
+    }
+    if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
+    if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
+    await s.settings.setModule(name as ModuleName, sub === 'enable');
+    process.stdout.write(`Module ${name} ${sub}d.\n`);
+  });
 }
 
 async function migrateCommand(args: string[]): Promise<void> {
-  const { values } = parseCommand(
-    'migrate',
-    args,
-    {
-      'database-url': { type: 'string' },
-      from: { type: 'string' },
-      to: { type: 'string' },
-      force: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    { positionals: 0 },
-  );
+  const { values } = parse(args, {
+    'database-url': { type: 'string' },
+    from: { type: 'string' },
+    to: { type: 'string' },
+    force: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (values.help) return void console.log(HELP.migrate);
   const pgUrl = (flag: string, v: string | undefined) => {
     if (!v || !/^postgres(ql)?:\/\/\S+$/.test(v)) throw new UsageError(`${flag} must be a postgres:// URL.\n${HELP.migrate}`);
@@ -414,12 +393,7 @@ async function refuseWhileServed(fleet: Pick<Config, 'dataDir' | 'databaseUrl'>,
 }
 
 async function backupCommand(args: string[]): Promise<void> {
-  const { values } = parseCommand(
-    'backup',
-    args,
-    { ...DATA_DIR, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    { positionals: 0 },
-  );
+  const { values } = parse(args, { ...DATA_DIR, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
   if (values.help) return void console.log(HELP.backup);
   if (!values.to) throw new UsageError(`backup needs --to FILE.\n\n${HELP.backup}`);
   const file = resolve(values.to);
@@ -431,12 +405,12 @@ async function backupCommand(args: string[]): Promise<void> {
 }
 
 async function restoreCommand(args: string[]): Promise<void> {
-  const { values } = parseCommand(
-    'restore',
-    args,
-    { ...DATA_DIR, from: { type: 'string' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    { positionals: 0 },
-  );
+  const { values } = parse(args, {
+    ...DATA_DIR,
+    from: { type: 'string' },
+    force: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (values.help) return void console.log(HELP.restore);
   if (!values.from) throw new UsageError(`restore needs --from FILE.\n\n${HELP.restore}`);
   const cfg = fleetConfig(values, false);
@@ -447,12 +421,7 @@ async function restoreCommand(args: string[]): Promise<void> {
 }
 
 async function openapi(args: string[]): Promise<void> {
-  const { values } = parseCommand(
-    'openapi',
-    args,
-    { 'rest-prefix': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    { positionals: 0 },
-  );
+  const { values } = parse(args, { 'rest-prefix': { type: 'string' }, help: { type: 'boolean', short: 'h' } });
   if (values.help) return void console.log(HELP.openapi);
   const { restDocumentJson } = await import('./http/openapi.js');
   const { restRoutes } = await import('./http/rest-routes.js');
@@ -492,7 +461,8 @@ function quietOnClosedPipe(cmd: string): void {
 
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
-  quietOnClosedPipe(cmd ?? '');
+  command = cmd ?? '';
+  quietOnClosedPipe(command);
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') return void console.log(HELP.main);
   if (cmd === '--version') return void console.log((await import('./version.js')).VERSION);
   const run = COMMANDS[cmd];
