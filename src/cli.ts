@@ -58,9 +58,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
-                       [--no-console] [--monitor-interval SECONDS]
-
-       [--database-url postgres://user:pass@host/db]
+                       [--no-console] [--monitor-interval SECONDS] [--database-url postgres://user:pass@host/db]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -69,19 +67,20 @@ can share it; without one it lives in the data dir's files.
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
 Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
-On an empty data dir it creates an administrator user and an API key and prints them once.`,
-  mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
+On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
+  mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
+                     [--allow-private-sites]
 
 Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR]
-       sitefleet keys list [--data-dir DIR]
-       sitefleet keys revoke ID [--data-dir DIR]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR | --database-url URL]
+       sitefleet keys list [--data-dir DIR | --database-url URL]
+       sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
 
 "create" prints the new bearer token alone on the last line of stdout (shown once, stored hashed).`,
-  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR]
-       sitefleet users list [--data-dir DIR]
-       sitefleet users delete NAME [--data-dir DIR]
+  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR | --database-url URL]
+       sitefleet users list [--data-dir DIR | --database-url URL]
+       sitefleet users delete NAME [--data-dir DIR | --database-url URL]
 
 "create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
   openapi: `Usage: sitefleet openapi [--rest-prefix /wp-json/svc/v2]
@@ -107,7 +106,7 @@ Puts a backup (from "sitefleet backup", of either engine) into a data dir or a d
 is refused unless --force: a data dir is then moved aside (DIR.replaced-<time>, never deleted), a database's fleet
 replaced in one transaction. Refused while a "serve" runs on the target (stop it first). A cut-off file restores
 nothing.`,
-  modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
+  modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR | --database-url URL]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
 };
@@ -279,7 +278,8 @@ async function keys(args: string[]): Promise<void> {
   });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.keys);
-  if (sub !== 'revoke' && arg !== undefined) throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
+  if ((sub === 'create' || sub === 'list') && arg !== undefined)
+    throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
   await withServices({ ...values, existing: sub !== 'create' }, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('keys create needs --name NAME.');
@@ -312,7 +312,8 @@ async function users(args: string[]): Promise<void> {
   });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.users);
-  if (sub !== 'delete' && arg !== undefined) throw new UsageError(`sitefleet users ${sub}: unexpected argument "${arg}".\n\n${HELP.users}`);
+  if ((sub === 'create' || sub === 'list') && arg !== undefined)
+    throw new UsageError(`sitefleet users ${sub}: unexpected argument "${arg}".\n\n${HELP.users}`);
   await withServices({ ...values, existing: sub !== 'create' }, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('users create needs --name NAME.');
