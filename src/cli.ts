@@ -123,21 +123,14 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
 }
 
 /**
- * The store a fleet command works on. Both store flags at once are refused (they name two fleets). A command with
+ * The store a fleet command works on (--data-dir beats an exported SITEFLEET_DATABASE_URL; --database-url beats both). A command with
  * `existing` (one that only reads, or acts on something that must already be there) refuses a data dir that is not one,
  * so a mistyped --data-dir is an error instead of a new, empty fleet.
  */
 function fleetConfig(where: Where, existing: boolean): Config {
-  oneStore(where);
   const cfg = loadConfig({ dataDir: where['data-dir'], databaseUrl: where['database-url'] });
   if (existing && !cfg.databaseUrl) requireDataDir(cfg.dataDir);
   return cfg;
-}
-
-function oneStore(where: Where): void {
-  if (where['data-dir'] !== undefined && where['database-url'] !== undefined) {
-    throw new UsageError('--data-dir and --database-url name two different fleets; give one of them.');
-  }
 }
 
 function requireDataDir(dir: string): void {
@@ -191,7 +184,6 @@ async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boo
 async function serve(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS);
   if (values.help) return void console.log(HELP.serve);
-  oneStore(values);
   const cfg = loadConfig({
     host: values.host,
     port: values.port,
@@ -240,7 +232,6 @@ async function mcp(args: string[]): Promise<void> {
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) return void console.log(HELP.mcp);
-  oneStore(values);
   const toolsets = values.toolsets
     ?.split(',')
     .map((t) => t.trim())

@@ -41,14 +41,15 @@ describe('flags and words', () => {
     expect((await cli(['demo', 'now'])).stderr).toMatch(/sitefleet demo: unexpected argument "now"/);
   });
 
-  it('lets --data-dir win over an exported SITEFLEET_DATABASE_URL, and refuses both flags at once', async () => {
+  it('lets --data-dir win over an exported SITEFLEET_DATABASE_URL', async () => {
     const dir = tempDir();
     const made = await cli(['keys', 'create', '--name', 'k', '--data-dir', dir], { SITEFLEET_DATABASE_URL: NOWHERE });
     expect(made.code, made.stderr).toBe(0);
     expect(existsSync(join(dir, 'keys.json'))).toBe(true);
+    // Both flags: the database URL is the more specific (the data dir is then unused), as it always was.
     const both = await cli(['keys', 'list', '--data-dir', dir, '--database-url', NOWHERE]);
-    expect(both.code).toBe(2);
-    expect(both.stderr).toMatch(/--data-dir and --database-url name two different fleets/);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/Cannot reach the database at postgres:\/\/nobody@127\.0\.0\.1:1\/none/);
     const p = await serveProcess(['--data-dir', dir], { SITEFLEET_DATABASE_URL: NOWHERE });
     stops.push(() => p.stop());
     expect(p.stdout()).toContain(`(data: ${dir})`);
