@@ -435,8 +435,11 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   demo: (args) => demo(args),
 };
 
-/** Commands that keep running (a server, a stdio session): a reader of their output going away must not stop them. */
-const SERVING = new Set(['serve', 'mcp', 'demo', 'child-sim']);
+/**
+ * Commands that keep serving after their first lines: a reader of their output going away must not stop them. (`mcp`
+ * is not one: stdout is its client, and a client gone is the end of the session.)
+ */
+const SERVING = new Set(['serve', 'demo', 'child-sim']);
 
 /**
  * `sitefleet openapi | head`: when the reader of stdout or stderr goes away (EPIPE), a command that prints ends quietly as
