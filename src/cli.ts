@@ -181,9 +181,24 @@ async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boo
   process.stdout.write(out.join('\n') + '\n');
 }
 
+/**
+ * `npm start --port=9000` runs the script without the flag: npm keeps it as its own setting and only says so in the
+ * environment (npm_config_port). Run by npm, a serve flag found there is refused instead of silently ignored.
+ */
+function refuseFlagsNpmKept(flags: string[]): void {
+  if (!process.env.npm_lifecycle_event) return;
+  const kept = flags.find((f) => process.env[`npm_config_${f.replace(/-/g, '_')}`] !== undefined);
+  if (kept) {
+    throw new UsageError(
+      `npm kept --${kept} for itself (it is not passed to sitefleet); put sitefleet's flags after --: npm start -- --${kept} VALUE`,
+    );
+  }
+}
+
 async function serve(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS);
   if (values.help) return void console.log(HELP.serve);
+  refuseFlagsNpmKept(Object.keys(SERVE_OPTIONS));
   const cfg = loadConfig({
     host: values.host,
     port: values.port,

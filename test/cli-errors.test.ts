@@ -39,6 +39,10 @@ describe('flags and words', () => {
     expect(r.stderr).toMatch(/unexpected argument "9000".*npm start -- --port 9000/);
     expect((await cli(['keys', 'list', 'extra'])).stderr).toMatch(/unexpected argument "extra"/);
     expect((await cli(['demo', 'now'])).stderr).toMatch(/sitefleet demo: unexpected argument "now"/);
+    // npm start --port=9000: npm keeps the flag and only sets npm_config_port for the script.
+    const kept = await cli(['serve', '--data-dir', tempDir()], { npm_lifecycle_event: 'start', npm_config_port: '9000' });
+    expect(kept.code).toBe(2);
+    expect(kept.stderr).toMatch(/npm kept --port for itself .*npm start -- --port VALUE/);
   });
 
   it('lets --data-dir win over an exported SITEFLEET_DATABASE_URL', async () => {
