@@ -71,7 +71,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     host,
     port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
-    databaseUrl: databaseUrl(pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
+    databaseUrl: databaseUrl(storeFlags(flags) === 'dataDir' ? '' : pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
@@ -95,6 +95,15 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
     publicUrl: publicUrl(env.SITEFLEET_PUBLIC_URL ?? ''),
   });
+}
+
+/**
+ * Which store flag was given, if any. Flags win over the environment, so `--data-dir` alone means the data dir even when
+ * SITEFLEET_DATABASE_URL is exported (the command line refuses both flags at once; code that passes both means the URL).
+ */
+function storeFlags(flags: ConfigFlags): 'dataDir' | 'databaseUrl' | null {
+  if (typeof flags.databaseUrl === 'string') return 'databaseUrl';
+  return typeof flags.dataDir === 'string' ? 'dataDir' : null;
 }
 
 /** An http(s) origin, with a path prefix if the proxy adds one; no trailing slash (links append to it). */
