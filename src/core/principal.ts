@@ -51,6 +51,11 @@ export function refusal(p: Principal, ability: { readonly: boolean }, method: st
   return null;
 }
 
+/** May this principal write (run a POST that is not read-only)? Administrators, write keys, a local process not read-only. */
+export function mayWrite(p: Principal): boolean {
+  return refusal(p, { readonly: false }, 'POST') === null;
+}
+
 export function assertMayRun(p: Principal, ability: { readonly: boolean }, method: string): void {
   const no = refusal(p, ability, method);
   if (no) throw no;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError, toServiceError } from './errors.js';
 import { validateInput, type JsonSchema } from './input.js';
-import { assertMayRun, type Principal } from './principal.js';
+import { assertMayRun, mayWrite, type Principal } from './principal.js';
 
 /**
  * Every answer checked against the ability's output schema before any door sees it (the test suites turn it on, so a
@@ -109,6 +109,7 @@ export class Registry<S extends RegistryServices = RegistryServices> {
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
     const input = validateInput(a.name, a.input, this.schemas(a).input, renameAliases(a, rawInput), { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
+    if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;
