@@ -9,6 +9,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildMcpServer } from '../src/mcp/server.js';
 import { COLLECTION_NAMES } from '../src/store/engine.js';
+import { consoleSession } from './support/console.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 let f: Fleet;
@@ -101,23 +102,10 @@ it('MCP over HTTP with a read key, and a read-only stdio session: the tool call 
 });
 
 it('console: a viewer running list-updates-v1 with refresh is refused (403), nothing called', async () => {
-  const [name, ...rest] = Buffer.from(f.s.creds.viewer.slice(6), 'base64').toString().split(':');
-  const login = await fetch(`${f.s.url}/console/api/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: f.s.url },
-    body: JSON.stringify({ name, password: rest.join(':') }),
-  });
-  expect(login.status).toBe(200);
-  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-  const csrf = ((await login.json()) as { csrf_token: string }).csrf_token;
+  const viewer = await consoleSession(f.s, f.s.creds.viewer);
   await refusedQuietly(async () => {
-    const r = await fetch(`${f.s.url}/console/api/run/list-updates-v1`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: f.s.url, cookie, 'x-csrf-token': csrf },
-      body: JSON.stringify({ input: { refresh: true } }),
-    });
-    const body = (await r.json()) as { code: string; message: string };
-    return { status: r.status, code: body.code, message: body.message };
+    const r = await viewer.run('list-updates-v1', { refresh: true });
+    return { status: r.status, code: r.body.code, message: r.body.message };
   });
 });
 
