@@ -28,6 +28,9 @@ export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
   }
 }
 
+/** The methods the key rule speaks of; any other (TRACE, PROPFIND, …) no route serves: 405, not a key's 403. */
+export const KEY_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
 const METHOD_WORD: Record<string, string> = { GET: 'read', HEAD: 'read', POST: 'write', PUT: 'write', PATCH: 'write', DELETE: 'delete' };
 
 export function keyMethodError(method: string): ServiceError {
