@@ -71,7 +71,11 @@ describe('each batch item is authorised as the route it stands for (issue 35, fi
     expect(r.body.sites.suspend[0]).toMatchObject({ success: 1 });
     expect(r.body.tags.create[0]).toMatchObject({ success: 1, data: { name: 'by-write-key' } });
     const tag = r.body.tags.create[0].data.id;
-    const d = await s.rest('/tags/batch', { method: 'POST', token: write, json: { update: [{ id: tag, name: 'renamed' }], delete: [tag] } });
+    const d = await s.rest('/tags/batch', {
+      method: 'POST',
+      token: write,
+      json: { update: [{ id: tag, name: 'renamed' }], delete: [tag] },
+    });
     expect(d.body.update[0]).toMatchObject({ success: 1 });
     expect(d.body.delete[0]).not.toHaveProperty('error');
   });

@@ -26,7 +26,11 @@ describe("REST answers in upstream's shape", () => {
     f.sim.setFault(2, { type: 'http500' });
     try {
       const down = await f.s.rest(`/sites/${ids[1]!.id}/check`, { method: 'POST' });
-      expect(down.body).toMatchObject({ success: 1, message: 'Site is not reachable.', data: { status: 0, http_code: 500, reachable: false } });
+      expect(down.body).toMatchObject({
+        success: 1,
+        message: 'Site is not reachable.',
+        data: { status: 0, http_code: 500, reachable: false },
+      });
     } finally {
       f.sim.setFault(2, null);
     }

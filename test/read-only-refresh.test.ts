@@ -73,7 +73,9 @@ it('MCP over HTTP with a read key, and a read-only stdio session: the tool call 
     }),
   );
   const [a, b] = InMemoryTransport.createLinkedPair();
-  await buildMcpServer(f.s.registry, { principal: { kind: 'local', name: 'stdio', readOnly: true }, readOnly: true }, f.s.services).connect(a);
+  await buildMcpServer(f.s.registry, { principal: { kind: 'local', name: 'stdio', readOnly: true }, readOnly: true }, f.s.services).connect(
+    a,
+  );
   const stdio = new Client({ name: 'read-only', version: '1' });
   await stdio.connect(b);
   try {

@@ -52,7 +52,9 @@ it('abilities door: an administrator sees them whole; a viewer and a read key ma
 it('MCP: a read key over HTTP and a read-only stdio session see them masked; a full stdio session whole', async () => {
   const http = new Client({ name: 'read-key', version: '1' });
   await http.connect(
-    new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${s.creds.key.read}` } } }),
+    new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${s.creds.key.read}` } },
+    }),
   );
   const stdio = async (readOnly: boolean) => {
     const [a, b] = InMemoryTransport.createLinkedPair();

@@ -22,4 +22,3 @@ export function maskUrl(url: string): string {
 export function secretUrlFor(p: Principal, url: string): { url: string; url_masked: boolean } {
   return mayWrite(p) ? { url, url_masked: false } : { url: maskUrl(url), url_masked: true };
 }
-

@@ -79,7 +79,12 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
             }
             delete obj.id;
             try {
-              return await run(row, { ...a, method, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
+              return await run(row, {
+                ...a,
+                method,
+                params: phase === 'create' ? {} : { [idParam]: String(idNum) },
+                args: byId ? {} : obj,
+              });
             } catch (e) {
               return { id: idNum, error: toServiceError(e).toBody() };
             }

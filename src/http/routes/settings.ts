@@ -352,7 +352,7 @@ const ToolView = z.union([
     description: z.string(),
     method: z.literal('POST'),
     path: z.string().describe('Relative to the REST base.'),
-    status_path: z.string().describe('Where a queued run is followed ({id}: the answer\'s <tool>_id).'),
+    status_path: z.string().describe("Where a queued run is followed ({id}: the answer's <tool>_id)."),
     needs_confirm: z.boolean().describe('A run needs confirm: true (dry_run: true previews).'),
     may_run: z.boolean().describe('Whether the calling key may run it.'),
   }),
