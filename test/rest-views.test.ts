@@ -79,7 +79,7 @@ describe('list-sites-v1: with_tags and full', () => {
     expect(m.body.items).toEqual([await fullOf(ids[0]!.id)]);
     const rest = await f.s.rest('/sites?full_data=1');
     expect(rest.body.data).toEqual((await f.s.ability('list-sites-v1', { full: true }, { method: 'GET' })).body.items);
-    const restTags = await f.s.rest('/sites?with_tags=yes&per_page=2&page=1');
+    const restTags = await f.s.rest('/sites?with_tags=true&per_page=2&page=1');
     expect(restTags.body).toEqual({
       success: 1,
       total: 3,

@@ -6,10 +6,10 @@ import { ItemError } from '../../abilities/schemas.js';
 export const Int = z.number().int();
 /** The simple site view of per-site answers (REST v2 reference §0.4). */
 export const SimpleSite = z.object({ id: Int, name: z.string(), url: z.string(), client_id: Int.nullable() });
-/** A flag argument the door reads itself: 1/0, true/false, yes. */
+/** A flag argument the door reads itself, as WordPress reads a boolean: true/false, 1/0 (strings in any case). */
 export const Flag = (description: string) =>
   z
-    .union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])])
+    .union([z.boolean(), z.enum(['1', '0', 'true', 'false'])])
     .optional()
     .describe(description);
 /** A comma-separated list or an array. */
