@@ -335,9 +335,13 @@ export function restRouter(
       try {
         const query = queryArgs(req);
         const body = row.body ? await row.body(req, res) : await bodyArgs(req);
-        const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
+        // A batch reads its operations from the body (as WordPress's batch controllers do): its query is ignored.
+        const batch = !!(row.doc?.batch || row.doc?.controllers);
+        const ignoredByBatch = batch ? Object.keys(query).filter((k) => !(k in body)) : [];
+        if (ignoredByBatch.length) res.setHeader(IGNORED_HEADER, ignoredHeader(ignoredByBatch));
+        const args: RestArgs = { params, args: batch ? body : { ...query, ...body }, principal: req.principal!, method: req.method };
         responses.set(args, res);
-        queryOnly.set(args, new Set(Object.keys(query).filter((k) => !(k in body))));
+        queryOnly.set(args, new Set(batch ? [] : Object.keys(query).filter((k) => !(k in body))));
         if (method !== 'GET') return res.json(await runRow(row, args));
         // A GET: conditional (ETag, 304), and served from the answer cache when the row's ability is store-pure and
         // the request carries nothing beyond its URL.
