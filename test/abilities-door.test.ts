@@ -420,10 +420,13 @@ describe('run: input from the query string and the body', () => {
   });
 
   it('reads a POST body without an input key, or with a non-object input, as no input', async () => {
-    for (const body of ['{}', '{"input": 5}', '{"input": [1]}', '{"site_id_or_domain": 1}']) {
+    for (const body of ['{}', '{"input": 5}', '{"input": [1]}']) {
       const r = await run(s, 'get-site-v1', { body });
       expectError(r, 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input is not of type object.'));
     }
+    // Fields beside the input key, not under it (issue #27 item 14): said so, rather than "input is not of type object".
+    const r = await run(s, 'get-site-v1', { body: '{"site_id_or_domain": 1}' });
+    expectError(r, 400, 'ability_invalid_input', /no "input" key \(it has site_id_or_domain\)/);
   });
 
   it('reads "false" and "0" in the query string as false', async () => {

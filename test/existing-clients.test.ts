@@ -161,7 +161,7 @@ describe('clients as upstream clients send them', () => {
     // Both names with different values: refused, naming them.
     const both = await f.s.ability('update-client-v1', { client_id_or_email: id, email: 'a@b.example', client_email: 'c@d.example' });
     expect(both.status).toBe(400);
-    expect(both.body.message).toMatch(/client_email and email/);
+    expect(both.body.message).toMatch(/email and client_email name the same field and were given different values/);
   });
 
   it('answers the client routes upstream has: count, get by e-mail, suspend, unsuspend, sites count', async () => {

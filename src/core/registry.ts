@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError, toServiceError } from './errors.js';
-import { validateInput, type JsonSchema } from './input.js';
+import { oneValue, validateInput, type JsonSchema } from './input.js';
 import { assertMayRun, mayWrite, type Principal } from './principal.js';
 import { assertStorableInput } from './storable-text.js';
 
@@ -15,8 +15,8 @@ const CHECK_OUTPUTS = process.env.SITEFLEET_CHECK_OUTPUTS === '1';
 
 export interface RunOptions {
   principal: Principal;
-  /** WordPress-style string coercion (abilities and REST doors). */
-  coerce: boolean;
+  /** WordPress-style string coercion (abilities and REST doors; `'upstream'`: REST, which also reads "yes"/"no"). */
+  coerce: boolean | 'upstream';
   /** The HTTP method a key's permission is checked against; defaults to the ability's own (§1.3 rule). */
   method?: string;
   signal?: AbortSignal;
@@ -40,7 +40,10 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSch
   return s;
 }
 
-/** Upstream field names renamed to ours; the same field under both names with different values is refused. */
+/**
+ * Upstream field names renamed to ours (input.ts oneValue: the same value under both names is fine, an empty one gives
+ * way to the other, two different values are refused, naming both).
+ */
 export function renameAliases(a: Ability, raw: unknown): unknown {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   if (a.ignores?.some((k) => k in (raw as object))) {
@@ -50,13 +53,14 @@ export function renameAliases(a: Ability, raw: unknown): unknown {
   const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   for (const [alias, name] of Object.entries(a.aliases)) {
     if (!(alias in out)) continue;
-    const v = out[alias];
+    const v =
+      name in out
+        ? oneValue([
+            [name, out[name]],
+            [alias, out[alias]],
+          ])
+        : out[alias];
     delete out[alias];
-    if (name in out && JSON.stringify(out[name]) !== JSON.stringify(v)) {
-      throw new ServiceError('ability_invalid_input', `${alias} and ${name} name the same field; send one of them.`, 400, {
-        params: { [alias]: `Same field as ${name}.` },
-      });
-    }
     out[name] = v;
   }
   return out;

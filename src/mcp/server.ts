@@ -20,6 +20,7 @@ import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
 import { refusal, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
+import { wpBoolean } from '../core/input.js';
 import type { Services } from '../domain/index.js';
 import { VERSION } from '../version.js';
 import { compactInputSchema, toolDescription } from './compact.js';
@@ -225,7 +226,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       // Some others (an update run over several sites) are asked about when their preview says so.
       const asks = a.annotations.destructive || !!a.confirmPreview;
       const preview =
-        asks && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation
+        asks && wpBoolean(args.confirm) !== true && wpBoolean(args.dry_run) !== true && server.getClientCapabilities()?.elicitation
           ? await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal })
           : undefined;
       if (preview !== undefined && (a.annotations.destructive || a.confirmPreview!(preview))) {

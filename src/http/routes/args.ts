@@ -1,5 +1,6 @@
 // Shared pieces of REST rows: reading path and body arguments, the simple site view, and batches.
 import { ServiceError, toServiceError } from '../../core/errors.js';
+import { oneValue, readFlag } from '../../core/input.js';
 import type { BatchShape, RestArgs, RestRoute, RowRunner } from '../rest-door.js';
 
 export const site = (a: RestArgs) => a.params.id_or_domain!;
@@ -13,8 +14,10 @@ export const simple = (s: { id: number; name: string; url: string; client_id: nu
 /** Picks the named arguments that were given; everything else the caller sent is ignored. */
 export const pick = (a: RestArgs, ...names: string[]) =>
   Object.fromEntries(names.filter((n) => a.args[n] !== undefined && a.args[n] !== '').map((n) => [n, a.args[n]]));
-export const truthy = (v: unknown, def: boolean) =>
-  v === undefined || v === '' ? def : ['1', 'true', 'yes', true, 1].includes(v as never);
+/** One argument sent under several names (ours first): every name is read, and core/input.ts oneValue decides. */
+export const either = (a: RestArgs, ...names: string[]) => oneValue(names.map((n) => [n, a.args[n]] as const));
+/** A flag argument, read as WordPress reads a boolean (true/false, 1/0); anything else is a 400 naming it (core/input.ts). */
+export const flag = (a: RestArgs, name: string, def: boolean) => readFlag(name, a.args[name], def);
 /** A comma-separated string or an array, as a list; absent or empty → undefined. */
 export const list = (v: unknown): unknown[] | undefined =>
   v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(',');

@@ -17,13 +17,13 @@ import {
 import { cancelBatchJob } from '../../abilities/child-sites.js';
 import { ServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
-import { list, pick, site, truthy } from './args.js';
+import { either, flag, list, pick, site } from './args.js';
 import { z } from 'zod';
 import { CHILD_ERRORS, Int, ListArg, done, ok, okOrNot } from './answers.js';
 
 /** `type`: REST's own names (wp, plugins, themes, translations, all), one or a comma list. */
 function types(a: RestArgs): string[] | undefined {
-  const values = list(a.args.type ?? a.args.types)
+  const values = list(either(a, 'type', 'types'))
     ?.map((v) => String(v).trim().toLowerCase())
     .filter(Boolean);
   if (!values?.length || values.includes('all')) return undefined;
@@ -31,10 +31,10 @@ function types(a: RestArgs): string[] | undefined {
 }
 const ids = (v: unknown) => list(v)?.map((x) => (/^\s*\d+\s*$/.test(String(x)) ? Number(x) : x));
 const slugs = (a: RestArgs) =>
-  list(a.args.slug ?? a.args.slugs)
+  list(either(a, 'slug', 'slugs'))
     ?.map((v) => String(v).trim())
     .filter(Boolean);
-const flags = (a: RestArgs) => ({ dry_run: truthy(a.args.dry_run, false) });
+const flags = (a: RestArgs) => ({ dry_run: flag(a, 'dry_run', false) });
 
 // What the rows read beyond their abilities' fields, and what they answer.
 const SiteIds = ListArg(z.union([Int, z.string()]), 'Only these sites (IDs or domains); default: every site.');
