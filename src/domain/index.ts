@@ -23,6 +23,7 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { PackageSource } from './package-source.js';
 
 export interface Services {
   config: Config;
@@ -54,6 +55,8 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** The plugin and theme directory (--package-source): search, versions, download links. */
+  packages: PackageSource;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -130,6 +133,7 @@ export async function openServices(config: Config): Promise<Services> {
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    packages: new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites }),
   };
 }
 
@@ -145,5 +149,6 @@ export async function closeServices(s: Services): Promise<void> {
   await s.monitors.stop();
   await s.webhooks.stop();
   await s.children.close();
+  await s.packages.close();
   await s.store.close();
 }

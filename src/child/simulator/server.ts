@@ -4,6 +4,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { encodeEnvelope } from '../envelope.js';
 import { decodeForm } from '../form.js';
+import { directoryAnswer } from './directory.js';
 import { SimSite } from './site.js';
 import { createSiteState, defaultPassword, type SimSiteState } from './state.js';
 
@@ -187,6 +188,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]!;
+    if (path.startsWith('/__sim/dir/')) {
+      // The stand-in wordpress.org directory (directory.ts): JSON answers, no site involved.
+      const dir = directoryAnswer(path.slice('/__sim/dir/'.length), new URL(req.url ?? '/', baseUrl).searchParams, `${baseUrl}/__sim/dir/`);
+      if (dir) return send(res, dir.status, JSON.stringify(dir.json), { 'content-type': 'application/json; charset=utf-8' });
+    }
     const match = /^\/s\/(\d+)(\/.*)?$/.exec(path);
     const index = match ? Number(match[1]) : 0;
     if (!match || index < 1 || index > count) return send(res, 404, '<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
