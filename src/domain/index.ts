@@ -24,6 +24,7 @@ import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
 import { PackageSource } from './package-source.js';
+import { InstallService } from './installs.js';
 
 export interface Services {
   config: Config;
@@ -57,6 +58,8 @@ export interface Services {
   wpUserImport: UserImportService;
   /** The plugin and theme directory (--package-source): search, versions, download links. */
   packages: PackageSource;
+  /** Plugin and theme installs on many sites (from the directory or a zip URL). */
+  installs: InstallService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -110,6 +113,10 @@ export async function openServices(config: Config): Promise<Services> {
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
+  const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
+  const pluginActions = new PluginActionService(store, sites, children, siteData);
+  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages);
+  jobs.define('install', (s, job) => installs.jobStep(s, job!));
   return {
     config,
     store,
@@ -128,12 +135,13 @@ export async function openServices(config: Config): Promise<Services> {
     webhooks,
     siteData,
     fleetSecurity: new FleetSecurityService(store, children),
-    pluginActions: new PluginActionService(store, sites, children, siteData),
+    pluginActions,
     selectors,
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
-    packages: new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites }),
+    packages,
+    installs,
   };
 }
 
