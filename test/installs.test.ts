@@ -270,13 +270,23 @@ describe('over the queue threshold', () => {
         (j) => j.status === 'completed',
       );
       expect(job).toMatchObject({ processed: 2, succeeded: 2, failed: 0 });
-      expect(job.items.map((i: { site_id: number; status: string; version: string }) => [i.site_id, i.status, i.version])).toEqual([
+      // Recorded as each site finishes (sites run in parallel): sorted here.
+      const rows = job.items.map((i: { site_id: number; status: string; version: string }) => [i.site_id, i.status, i.version]);
+      expect(rows.sort((x: [number], y: [number]) => x[0] - y[0])).toEqual([
         [a, 'installed', '1.0.0'],
         [b, 'installed', '1.0.0'],
       ]);
       expect(simPlugin(9, 'sim-delta')!.version).toBe('1.0.0');
       const stored = (await q.ability('get-site-plugins-v1', { site_id_or_domain: b })).body.plugins;
       expect(stored.find((p: { slug: string }) => p.slug === 'sim-delta/sim-delta.php')).toMatchObject({ version: '1.0.0' });
+      // REST: the queued answer says where to follow the job.
+      const rest = await q.rest('/themes/install', { method: 'POST', json: { site_ids_or_domains: [a, b], slug: 'sim-nova' } });
+      expect(rest.body).toMatchObject({ success: 1, queued: true, status_url: `${q.restBase}/jobs/${rest.body.job_id}` });
+      const done = await until(
+        async () => (await q.rest(`/jobs/${rest.body.job_id}`)).body.data,
+        (j) => j.status === 'completed',
+      );
+      expect(done).toMatchObject({ succeeded: 2 });
     } finally {
       await q.close();
     }

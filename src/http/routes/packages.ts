@@ -1,6 +1,7 @@
 // REST v2 routes for the plugin and theme directory (ours; upstream has none): search it for the slug an install takes.
 import { installPlugins, installThemes, searchPluginDirectory, searchThemeDirectory } from '../../abilities/packages.js';
-import { CREATE, READ, route, type RestArgs, type RestRoute } from '../rest-door.js';
+import { CREATE, READ, route, type RestArgs, type RestContext, type RestRoute } from '../rest-door.js';
+import { jobStatusUrl } from '../job-links.js';
 import { pick } from './args.js';
 import { z } from 'zod';
 import { Int, ok, okOrNot } from './answers.js';
@@ -36,15 +37,17 @@ const Installs = okOrNot({
   sites_to_install: O.sites_to_install,
   queued: O.queued,
   job_id: O.job_id,
+  status_url: z.string().optional().describe('A queued run: where to follow its job.'),
   data: z.object({ installed: O.installed, errors: O.errors, skipped: O.skipped }),
   summary: O.summary,
   not_processed: O.not_processed,
 });
 const installInput = (a: RestArgs) =>
   pick(a, 'site_ids_or_domains', 'tags', 'clients', 'slug', 'version', 'url', 'activate', 'overwrite', 'dry_run');
-const installed = (r: z.output<typeof installPlugins.output>) => {
+const installed = (r: z.output<typeof installPlugins.output>, ctx: RestContext) => {
   const { installed: done, errors, skipped, ...rest } = r;
-  return { success: errors.length ? (0 as const) : (1 as const), ...rest, data: { installed: done, errors, skipped } };
+  const follow = r.job_id ? { status_url: jobStatusUrl(ctx.restBase, r.job_id) } : {};
+  return { success: errors.length ? (0 as const) : (1 as const), ...rest, ...follow, data: { installed: done, errors, skipped } };
 };
 
 /** Ours (upstream has no install route): POST, the targets and the package in the body. */
