@@ -5,6 +5,7 @@ import { defineAbility } from './context.js';
 import { Page } from '../core/paging.js';
 import { SiteRefs } from './schemas.js';
 import { MAX_DIRECTORY_PER_PAGE, type PackageType } from '../domain/package-source.js';
+import { KEEP_S, MAX_PACKAGE_BYTES } from '../domain/uploads.js';
 
 const directoryRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 
@@ -70,11 +71,12 @@ const install = { readonly: false, destructive: false, idempotent: false, openWo
 const Where = { site_id: z.number().int(), site_url: z.string(), site_name: z.string() };
 const InstallPackage = z.object({
   type: z.enum(['plugin', 'theme']),
-  source: z.enum(['directory', 'url']),
+  source: z.enum(['directory', 'url', 'upload']),
+  upload_id: z.string().optional(),
   slug: z.string().nullable().describe('The folder it installs into, when known beforehand.'),
   name: z.string().nullable(),
   version: z.string().nullable().describe('From the directory; null for a zip URL (the child reports it).'),
-  download_url: z.string().describe('What each child downloads.'),
+  download_url: z.string().describe('What each child downloads (an upload: upload:ID; each site gets a fresh signed link).'),
 });
 const Installed = z.object({
   ...Where,
@@ -127,7 +129,8 @@ const Targets = {
 
 const INSTALL_ERRORS =
   'Errors: svc_invalid_input / svc_invalid_slug / svc_invalid_version / svc_invalid_url / svc_address_not_allowed / ' +
-  'svc_sites_required (400), svc_package_not_found / svc_package_version_not_found / svc_sites_not_found (404), ' +
+  'svc_sites_required / svc_upload_not_served (400), svc_package_not_found / svc_package_version_not_found / ' +
+  'svc_upload_not_found / svc_sites_not_found (404), ' +
   'svc_package_source_unavailable (502), svc_package_source_timeout (504); per site: errors[] (svc_install_failed, ' +
   'the child failures), skipped[].';
 
@@ -147,6 +150,7 @@ function installAbility(type: PackageType) {
       slug: z.string().min(1).max(200).optional().describe(`Directory slug (search-${type}-directory-v1 finds it).`),
       version: z.string().min(1).max(50).optional().describe('With slug: this version (default the stable one).'),
       url: z.string().min(1).max(2048).optional().describe('A zip to install instead of a directory package.'),
+      upload_id: z.string().min(1).max(64).optional().describe('A zip uploaded with upload-package-v1.'),
       ...(type === 'plugin' ? { activate: z.boolean().default(false).describe('Activate it after the install.') } : {}),
       overwrite: z.boolean().default(false).describe('Replace an installed copy (e.g. another version).'),
       dry_run: z.boolean().default(false),
@@ -160,7 +164,7 @@ function installAbility(type: PackageType) {
       return ctx.installs.run(
         ctx,
         { websites: i.site_ids_or_domains, groups: i.tags, clients: i.clients },
-        { type, slug: i.slug, version: i.version, url: i.url, activate, overwrite: i.overwrite },
+        { type, slug: i.slug, version: i.version, url: i.url, upload_id: i.upload_id, activate, overwrite: i.overwrite },
         i.dry_run,
       );
     },
@@ -170,4 +174,42 @@ function installAbility(type: PackageType) {
 export const installPlugins = installAbility('plugin');
 export const installThemes = installAbility('theme');
 
-export const packageAbilities = [searchPluginDirectory, searchThemeDirectory, installPlugins, installThemes];
+// ---- uploads ----
+
+/** The zip: bytes the REST door read from a multipart upload, or base64 from JSON callers (MCP, abilities). */
+const Zip = z
+  .custom<Buffer | string>(
+    (v) =>
+      Buffer.isBuffer(v) ||
+      (typeof v === 'string' && v.length > 0 && v.length <= Math.ceil(MAX_PACKAGE_BYTES / 3) * 4 && /^[A-Za-z0-9+/]+={0,2}$/.test(v)),
+    `zip is required: the zip file in base64 (at most ${MAX_PACKAGE_BYTES / 1024 / 1024} MB).`,
+  )
+  .meta({ type: 'string', minLength: 1, contentEncoding: 'base64', description: 'The zip file, base64.' });
+
+export const uploadPackage = defineAbility({
+  name: 'upload-package-v1',
+  label: 'Upload a plugin or theme zip',
+  category: 'svc-sites',
+  toolset: 'plugins',
+  description:
+    'Upload a plugin or theme zip for install-plugins-v1 / install-themes-v1 (upload_id). It is checked first: a real ' +
+    'zip, one top folder, a plugin header or a theme style.css, no path that climbs out, bounded entries and unpacked ' +
+    `size; kept ${KEEP_S / 3600} hours. Errors: svc_invalid_package (400), svc_upload_too_large (413).`,
+  input: z.object({ type: z.enum(['plugin', 'theme']), zip: Zip }),
+  output: z.object({
+    upload_id: z.string(),
+    type: z.enum(['plugin', 'theme']),
+    folder: z.string().describe('The top folder: where it installs.'),
+    name: z.string(),
+    version: z.string(),
+    size: z.number().int(),
+    unpacked_bytes: z.number().int(),
+    entries: z.number().int(),
+    created_at: z.string(),
+    expires_at: z.string(),
+  }),
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
+  execute: (i, ctx) => ctx.uploads.save(Buffer.isBuffer(i.zip) ? i.zip : Buffer.from(i.zip, 'base64'), i.type),
+});
+
+export const packageAbilities = [searchPluginDirectory, searchThemeDirectory, uploadPackage, installPlugins, installThemes];

@@ -25,6 +25,7 @@ import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
 import { PackageSource } from './package-source.js';
 import { InstallService } from './installs.js';
+import { PackageUploads } from './uploads.js';
 
 export interface Services {
   config: Config;
@@ -60,6 +61,8 @@ export interface Services {
   packages: PackageSource;
   /** Plugin and theme installs on many sites (from the directory or a zip URL). */
   installs: InstallService;
+  /** Uploaded plugin and theme zips, checked, served to children from signed links. */
+  uploads: PackageUploads;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -115,7 +118,8 @@ export async function openServices(config: Config): Promise<Services> {
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const pluginActions = new PluginActionService(store, sites, children, siteData);
-  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages);
+  const uploads = new PackageUploads(config);
+  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
   return {
     config,
@@ -142,6 +146,7 @@ export async function openServices(config: Config): Promise<Services> {
     wpUserImport: new UserImportService(config, sites, tags, selectors),
     packages,
     installs,
+    uploads,
   };
 }
 

@@ -20,13 +20,15 @@ import type { PluginActionService } from './plugin-actions.js';
 import type { SiteSelector, SiteSelectorService } from './selectors.js';
 import type { SiteDataService } from './site-data.js';
 import type { SiteService } from './sites.js';
+import type { PackageUploads } from './uploads.js';
 
-/** What to install and how. Exactly one of slug (a directory package) or url (a zip). */
+/** What to install and how. Exactly one of slug (a directory package), url (a zip) or upload_id (an uploaded zip). */
 export interface InstallRequest {
   type: PackageType;
   slug?: string;
   version?: string;
   url?: string;
+  upload_id?: string;
   /** Plugins: activate after the install. */
   activate: boolean;
   /** Replace an installed copy (else a site that has it is skipped). */
@@ -36,7 +38,9 @@ export interface InstallRequest {
 /** The package an install sends every site: the URL the child downloads, and what is known of it beforehand. */
 export interface InstallPackage {
   type: PackageType;
-  source: 'directory' | 'url';
+  source: 'directory' | 'url' | 'upload';
+  /** An uploaded zip: each site gets a fresh signed link to it (download_url is then upload:ID). */
+  upload_id?: string;
   /** The folder it installs into, when known (directory slug; a zip URL's file name SLUG.zip or SLUG.VERSION.zip). */
   slug: string | null;
   name: string | null;
@@ -193,12 +197,35 @@ export class InstallService {
     private readonly pluginActions: PluginActionService,
     private readonly jobs: JobService,
     private readonly packages: PackageSource,
+    private readonly uploads: PackageUploads,
   ) {}
 
   /** The package of a request: resolved in the directory, or the zip URL checked. Nothing reaches a site before. */
   async package(req: InstallRequest): Promise<InstallPackage> {
-    if ((req.slug === undefined) === (req.url === undefined))
-      throw new ServiceError('svc_invalid_input', 'Give either slug (a directory package) or url (a zip), not both.', 400);
+    const given = [req.slug, req.url, req.upload_id].filter((v) => v !== undefined).length;
+    if (given !== 1)
+      throw new ServiceError(
+        'svc_invalid_input',
+        'Give one of slug (a directory package), url (a zip) or upload_id (an uploaded zip).',
+        400,
+      );
+    if (req.upload_id !== undefined) {
+      if (req.version !== undefined)
+        throw new ServiceError('svc_invalid_input', 'version goes with slug; an uploaded zip installs the version it holds.', 400);
+      const rec = this.uploads.get(req.upload_id);
+      if (rec.type !== req.type)
+        throw new ServiceError('svc_invalid_input', `Upload ${rec.upload_id} is a ${rec.type}, not a ${req.type}.`, 400);
+      this.uploads.link(rec.upload_id); // no public address here: refused before any site
+      return {
+        type: req.type,
+        source: 'upload',
+        upload_id: rec.upload_id,
+        slug: rec.folder,
+        name: rec.name,
+        version: rec.version || null,
+        download_url: `upload:${rec.upload_id}`,
+      };
+    }
     if (req.url !== undefined) {
       if (req.version !== undefined)
         throw new ServiceError('svc_invalid_input', 'version goes with slug; a zip URL installs the version it holds.', 400);
@@ -296,7 +323,8 @@ export class InstallService {
     const connector = await this.children.connector();
     let item: Awaited<ReturnType<typeof connector.install>>;
     try {
-      item = await connector.install(creds, pkg.type, pkg.download_url, { overwrite: p.overwrite });
+      const url = pkg.upload_id ? this.uploads.link(pkg.upload_id) : pkg.download_url;
+      item = await connector.install(creds, pkg.type, url, { overwrite: p.overwrite });
     } catch (e) {
       throw installFailure(e, site, label);
     }

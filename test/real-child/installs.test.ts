@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawSignedCall } from '../support/child-sim.js';
 import { shape } from '../support/reply-script.js';
+import { makeZip, pluginZip } from '../support/zip.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { RC_DIR, realSite, resetSite, startSitesAgain, stopSitePhp, wp, wpJson } from './kit.js';
 
@@ -23,6 +24,8 @@ function withoutPackages(k: number): void {
   wp(k, `deactivate_plugins('rc-delta/rc-delta.php', true); delete_option('rc_delta_activated');`);
   rmSync(`${RC_DIR}/sites/${k}/wp-content/plugins/rc-delta`, { recursive: true, force: true });
   rmSync(`${RC_DIR}/sites/${k}/wp-content/themes/rc-nova`, { recursive: true, force: true });
+  wp(k, `deactivate_plugins('rc-upload/rc-upload.php', true);`);
+  rmSync(`${RC_DIR}/sites/${k}/wp-content/plugins/rc-upload`, { recursive: true, force: true });
   wp(k, 'wp_clean_plugins_cache(); wp_clean_themes_cache();');
 }
 
@@ -141,6 +144,31 @@ describe('installing on real children', () => {
       startSitesAgain();
     }
     expect(wpJson(4, `wp_clean_themes_cache(); return wp_get_theme('rc-nova')->exists();`)).toBe(false);
+  });
+});
+
+describe('installing an uploaded zip on real children', () => {
+  it('the children download it from the signed link and WordPress installs it; a hostile zip never reaches them', async () => {
+    const form = (zip: Buffer) => {
+      const f = new FormData();
+      f.set('type', 'plugin');
+      f.set('file', new Blob([new Uint8Array(zip)]), 'p.zip');
+      return f;
+    };
+    const bad = await s.rest('/packages/upload', { method: 'POST', body: form(makeZip([{ name: 'rc-up/../../x.php', data: 'x' }])) });
+    expect(bad.status).toBe(400);
+    const up = await s.rest('/packages/upload', { method: 'POST', body: form(pluginZip('rc-upload', '3.1.4', 'RC Upload')) });
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
+    const r = await install('plugins', { site_ids_or_domains: [id[1], id[2]], upload_id: up.body.data.upload_id, activate: true });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.summary, JSON.stringify(r.body)).toEqual({ installed: 2, failed: 0, skipped: 0 });
+    for (const k of [1, 2])
+      expect(
+        wpJson(
+          k,
+          `wp_clean_plugins_cache(); return [get_plugins()['rc-upload/rc-upload.php']['Version'] ?? null, is_plugin_active('rc-upload/rc-upload.php')];`,
+        ),
+      ).toEqual(['3.1.4', true]);
   });
 });
 

@@ -4,8 +4,10 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { encodeEnvelope } from '../envelope.js';
 import { decodeForm } from '../form.js';
+import { request } from 'undici';
+import { inspectPackageZip } from '../../core/zip-check.js';
 import { directoryAnswer } from './directory.js';
-import { SimSite } from './site.js';
+import { SimSite, type SimDownload } from './site.js';
 import { createSiteState, defaultPassword, type SimSiteState } from './state.js';
 
 export interface SimSiteInfo {
@@ -156,6 +158,31 @@ function readBody(req: IncomingMessage): Promise<string | null> {
   });
 }
 
+/** The zips an installplugintheme names outside /__sim/dir/, fetched and read (null: WordPress could not install it). */
+async function downloads(urlField: unknown, typeField: unknown): Promise<Map<string, SimDownload | null>> {
+  const out = new Map<string, SimDownload | null>();
+  let urls: unknown;
+  try {
+    urls = JSON.parse(String(urlField ?? '').replace(/\\(.)/g, '$1'));
+  } catch {
+    return out;
+  }
+  const type = typeField === 'theme' ? 'theme' : 'plugin';
+  for (const url of (Array.isArray(urls) ? urls : [urls]).filter((u): u is string => typeof u === 'string')) {
+    if (url.includes('/__sim/dir/')) continue;
+    try {
+      const res = await request(url, { method: 'GET', headersTimeout: 10_000, bodyTimeout: 10_000 });
+      const buf = Buffer.from(await res.body.arrayBuffer());
+      if (res.statusCode !== 200 || buf.length > 64 * 1024 * 1024) throw new Error('download failed');
+      const pkg = await inspectPackageZip(buf, type);
+      out.set(url, { type, slug: pkg.folder, name: pkg.name, version: pkg.version, main: pkg.main });
+    } catch {
+      out.set(url, null);
+    }
+  }
+  return out;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startChildSim(options: ChildSimOptions = {}): Promise<ChildSim> {
@@ -225,6 +252,8 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     if (!adminAjax && rest !== '/' && rest !== '/index.php')
       return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
     const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);
+    // installplugintheme downloads each package that is not the simulator's own directory's, as WordPress would.
+    if (form.function === 'installplugintheme') siteAt(index).downloads = await downloads(form.url, form.type);
     const reply = siteAt(index).handle(form, adminAjax);
     if (fault?.type === 'hang_after_work') return;
     if (reply.envelope && fault?.type === 'huge') return sendHuge(res, reply.body);

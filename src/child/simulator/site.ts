@@ -5,7 +5,7 @@ import { rawurldecode, type FormField, type FormMap } from '../form.js';
 import { SHA1, SIGN_ALGOS, verifySignature } from '../keys.js';
 import { versionAtLeast } from '../version.js';
 import { ROLES, type Role, type SimPlugin, type SimPost, type SimSiteState, type SimTheme, type SimUser } from './state.js';
-import { packageAt } from './directory.js';
+import { packageAt, type SimPackage } from './directory.js';
 
 export interface SimReply {
   status: number;
@@ -114,7 +114,19 @@ interface StatsOptions {
 
 type Callable = (form: FormMap, user: SimUser) => SimReply;
 
+/** A package the simulated WordPress downloaded from outside the simulator's directory (server.ts reads it). */
+export interface SimDownload {
+  type: 'plugin' | 'theme';
+  slug: string;
+  name: string;
+  version: string;
+  /** Plugins: folder/file.php. */
+  main: string;
+}
+
 export class SimSite {
+  /** Set by the server before an installplugintheme: the packages it downloaded for it, by URL. */
+  downloads = new Map<string, SimDownload | null>();
   /** Set by the `bad_signature` fault: every signature check fails, as if the stored key did not match. */
   rejectSignatures = false;
   // The signed `stats` reply is most of the traffic: keep the encoded envelope until the state changes.
@@ -771,9 +783,27 @@ export class SimSite {
     const items: Array<{ name: string; version: string; slug: string }> = [];
     let destination: string | null = null;
     for (const url of urls) {
-      const found = packageAt(url);
+      const got = this.downloads.get(url);
+      const found: { type: 'plugin' | 'theme'; slug: string; version: string; main?: string; pkg: SimPackage } | null =
+        packageAt(url) ??
+        (got && got.type === type
+          ? {
+              type: got.type,
+              slug: got.slug,
+              version: got.version,
+              main: got.main,
+              pkg: {
+                name: got.name,
+                author: '',
+                description: `${got.name}.`,
+                versions: [got.version],
+                stable: got.version,
+                requires_php: null,
+              },
+            }
+          : null);
       const slug = found?.slug ?? '';
-      const file = `${slug}/${slug}.php`;
+      const file = found?.main ?? `${slug}/${slug}.php`;
       const exists =
         type === 'plugin' ? this.state.plugins.some((p) => p.slug.startsWith(`${slug}/`)) : this.state.themes.some((t) => t.slug === slug);
       const failure =
