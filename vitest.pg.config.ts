@@ -37,6 +37,7 @@ export default defineConfig({
       'test/monitors.test.ts',
       'test/monitor-outages.test.ts',
       'test/console.test.ts',
+      'test/console-sessions.test.ts',
       'test/openapi.test.ts',
       'test/openapi-client.test.ts',
     ],

@@ -1,4 +1,5 @@
 // Configuration: command-line flags over SITEFLEET_* environment variables over these defaults.
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 /** Read once at start and frozen (`loadConfig`, and `boot` again): no part of the process changes it afterwards. */
@@ -20,6 +21,11 @@ interface ConfigFields {
   allowPrivateSites: boolean;
   /** Batches over this many sites become background jobs. */
   queueThreshold: number;
+  /**
+   * Proxies whose X-Forwarded-For is believed (--trust-proxy, SITEFLEET_TRUST_PROXY), as "address/bits"; none by
+   * default, so that no caller can name its own address (core/client-address.ts).
+   */
+  trustProxy: readonly string[];
   /** Failed logins from one address within a minute before it must wait (429). */
   loginFailureLimit: number;
   /** Life of a web console login (an absolute limit from the login; the cookie's Max-Age). */
@@ -43,6 +49,9 @@ interface ConfigFields {
 
 export type ConfigFlags = Partial<Record<Exclude<keyof ConfigFields, 'publicUrl'>, string | boolean | undefined>>;
 
+/** At most this many --trust-proxy entries (each is checked on every request from a proxy). */
+export const TRUST_PROXY_MAX = 100;
+
 export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
   const pick = (flag: keyof ConfigFlags, envName: string, def: string): string => {
     const v = flags[flag];
@@ -64,12 +73,13 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     host,
     port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
-    databaseUrl: databaseUrl(pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
+    databaseUrl: databaseUrl(storeFlags(flags) === 'dataDir' ? '' : pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
     childTimeoutMs: int('child timeout', pick('childTimeoutMs', 'SITEFLEET_CHILD_TIMEOUT_MS', '30000'), 100, 3_600_000),
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
+    trustProxy: trustProxy(pick('trustProxy', 'SITEFLEET_TRUST_PROXY', '')),
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),
     loginFailureLimit: int('login failure limit', pick('loginFailureLimit', 'SITEFLEET_LOGIN_FAILURE_LIMIT', '30'), 1, 1_000_000),
     consoleSessionSeconds: int(
@@ -88,6 +98,15 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     publicUrl: publicUrl(env.SITEFLEET_PUBLIC_URL ?? ''),
     packageSource: packageSourceBase(pick('packageSource', 'SITEFLEET_PACKAGE_SOURCE', DEFAULT_PACKAGE_SOURCE)),
   });
+}
+
+/**
+ * Which store flag was given, if any. Flags win over the environment, so `--data-dir` alone means the data dir even when
+ * SITEFLEET_DATABASE_URL is exported (the command line refuses both flags at once; code that passes both means the URL).
+ */
+function storeFlags(flags: ConfigFlags): 'dataDir' | 'databaseUrl' | null {
+  if (typeof flags.databaseUrl === 'string') return 'databaseUrl';
+  return typeof flags.dataDir === 'string' ? 'dataDir' : null;
 }
 
 /** An http(s) origin, with a path prefix if the proxy adds one; no trailing slash (links append to it). */
@@ -119,6 +138,53 @@ export function packageSourceBase(v: string): string {
   if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password)
     throw new Error(`--package-source must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
   return u.href.endsWith('/') ? u.href : `${u.href}/`;
+}
+
+/**
+ * "127.0.0.1, 10.0.0.0/8, ::1, fd00::/8" → ["127.0.0.1/32", "10.0.0.0/8", "::1/128", "fd00::/8"]. A CIDR with bits
+ * set past its prefix is refused (10.0.0.1/8 is a typo for 10.0.0.0/8 or for 10.0.0.1, and either guess is a risk).
+ */
+function trustProxy(v: string): readonly string[] {
+  const entries = v
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  if (entries.length > TRUST_PROXY_MAX) throw new Error(`--trust-proxy takes at most ${TRUST_PROXY_MAX} entries (got ${entries.length}).`);
+  return Object.freeze(entries.map(trustEntry));
+}
+
+function trustEntry(entry: string): string {
+  const bad = (why: string) =>
+    new Error(`--trust-proxy: "${entry}" ${why}; give IP addresses or CIDRs separated by commas (127.0.0.1,10.0.0.0/8,::1,fd00::/8).`);
+  const slash = entry.indexOf('/');
+  const addr = slash === -1 ? entry : entry.slice(0, slash);
+  const family = addr.includes('%') ? 0 : isIP(addr);
+  if (!family) throw bad('is not an IPv4 or IPv6 address');
+  const max = family === 4 ? 32 : 128;
+  const bitsText = slash === -1 ? String(max) : entry.slice(slash + 1);
+  const bits = /^\d{1,3}$/.test(bitsText) ? Number(bitsText) : NaN;
+  if (!(bits >= 0 && bits <= max)) throw bad(`has a prefix length that is not 0 to ${max}`);
+  if (hostBitsSet(addr, family, bits)) throw bad(`sets bits past its /${bits} prefix`);
+  return `${addr}/${bits}`;
+}
+
+/** Whether any bit of the address past the first `bits` is 1. */
+function hostBitsSet(addr: string, family: number, bits: number): boolean {
+  let bytes: number[];
+  if (family === 4) bytes = addr.split('.').map(Number);
+  else {
+    // The URL parser writes any IPv6 spelling (an embedded IPv4 included) as hex groups with at most one "::".
+    const [head, tail = ''] = new URL(`http://[${addr}]/`).hostname.slice(1, -1).split('::') as [string, string?];
+    const groups = (s: string) => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
+    const h = groups(head);
+    const t = groups(tail);
+    const all = [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t];
+    bytes = all.flatMap((g) => [g >> 8, g & 0xff]);
+  }
+  return bytes.some((b, i) => {
+    const keep = Math.max(0, Math.min(8, bits - i * 8));
+    return (b & (0xff >> keep)) !== 0;
+  });
 }
 
 function databaseUrl(v: string): string | null {

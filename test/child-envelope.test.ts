@@ -102,3 +102,24 @@ describe('openReply', () => {
     expect(failure(`<mainwp>${Buffer.from('a:1:{s:1:"a";i:1;}').toString('base64')}</mainwp>`).message).toContain('too old');
   });
 });
+
+describe('child text the store cannot keep', () => {
+  it('drops NUL characters and turns unpaired surrogates into U+FFFD, in values and keys at any depth; keeps the rest', () => {
+    const payload = Buffer.from(
+      '{"plugins":[{"name":"a\\u0000b \\ud800 \\udc00x \\ud83d\\ude00"}],"k\\u0000":{"deep":["\\udbff"]},"lit":"\\\\u0000"}',
+    ).toString('base64');
+    expect(openReply(reply(`<mainwp>${payload}</mainwp>`))).toEqual({
+      plugins: [{ name: 'ab \ufffd \ufffdx 😀' }],
+      k: { deep: ['\ufffd'] },
+      lit: '\\u0000',
+    });
+  });
+
+  it('keeps a key named __proto__ a key while cleaning', () => {
+    const payload = Buffer.from('{"__proto__":{"polluted":"\\u0000yes"}}').toString('base64');
+    const value = openReply(reply(`<mainwp>${payload}</mainwp>`)) as Record<string, unknown>;
+    expect(Object.keys(value)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect((value as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+});

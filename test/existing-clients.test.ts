@@ -20,6 +20,22 @@ describe("REST answers in upstream's shape", () => {
     expect(r.body).toMatchObject({ success: 1, message: 'Site is reachable.', data: { id: ids[0]!.id, client_id: null, reachable: true } });
   });
 
+  it('POST /sites/{id}/check answers data.status and data.http_code as numbers, as upstream does (issue 27, defect 5)', async () => {
+    const up = await f.s.rest(`/sites/${ids[0]!.id}/check`, { method: 'POST' });
+    expect(up.body.data).toMatchObject({ status: 1, http_code: 200, http_status: 200, site_status: 'connected' });
+    f.sim.setFault(2, { type: 'http500' });
+    try {
+      const down = await f.s.rest(`/sites/${ids[1]!.id}/check`, { method: 'POST' });
+      expect(down.body).toMatchObject({
+        success: 1,
+        message: 'Site is not reachable.',
+        data: { status: 0, http_code: 500, reachable: false },
+      });
+    } finally {
+      f.sim.setFault(2, null);
+    }
+  });
+
   it('GET /posts/{site}/{id} sends is_sticky as 0/1 and post_gallery_images', async () => {
     const c = await f.s.rest(`/posts/${ids[0]!.id}/create`, {
       method: 'POST',

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SimFault } from '../src/child/simulator/server.js';
 import type { SiteData } from '../src/store/records.js';
-import { registerSites, startFleet, type Fleet } from './support/fleet.js';
+import { expectBadTextCleaned, registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 let f: Fleet;
 beforeAll(async () => {
@@ -49,4 +49,10 @@ describe('a misbehaving child', () => {
     },
     30_000,
   );
+});
+
+describe('a child whose texts hold NUL characters and unpaired surrogates', () => {
+  it('syncs with its texts cleaned (NUL dropped, unpaired surrogate as U+FFFD), and the site beside it syncs too', async () => {
+    await expectBadTextCleaned(f, [1], [2]);
+  }, 30_000);
 });

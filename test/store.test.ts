@@ -44,6 +44,56 @@ describe('store', () => {
     expect(onDisk).toEqual(['ok1', 'ok2']);
   });
 
+  it('refuses a NUL character or an unpaired surrogate in a record, a key or a blob, as the PostgreSQL engine does: that write alone', async () => {
+    const s = await Store.open(tmp());
+    const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+    const results = await Promise.allSettled([
+      s.write((tx) => tx.insert<TagRecord>('tags', tag('ok1'))),
+      s.write((tx) => tx.insert<TagRecord>('tags', tag('a\u0000b'))),
+      s.write((tx) => tx.insert<TagRecord>('tags', tag('lone \ud800'))),
+      s.write((tx) => tx.insert('tags', { ...tag('bad key'), ['k\u0000']: 1 })),
+      s.write((tx) => tx.putBlob('site-data', 7, { plugins: [{ name: 'x\udc00' }] })),
+      s.write((tx) => tx.insert<TagRecord>('tags', tag('paired 😀 is fine'))),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected', 'rejected', 'fulfilled']);
+    const reasons = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    for (const e of reasons) expect(e).toMatchObject({ code: 'svc_invalid_input', status: 400 });
+    expect(reasons.map((e) => e.message)).toEqual([
+      'The change was not saved because the tags record 2, field name, holds a NUL character (U+0000), which text may not contain; nothing was changed.',
+      'The change was not saved because the tags record 2, field name, holds an unpaired surrogate (U+D800), which is not valid Unicode text; nothing was changed.',
+      'The change was not saved because the tags record 2 has a key "k\\u0000" that holds a NUL character (U+0000), which text may not contain; nothing was changed.',
+      'The change was not saved because the site-data of 7, field plugins.0.name, holds an unpaired surrogate (U+DC00), which is not valid Unicode text; nothing was changed.',
+    ]);
+    expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'paired 😀 is fine']);
+    expect(s.getBlob('site-data', 7)).toBeNull();
+    const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
+    expect(onDisk).toEqual(['ok1', 'paired 😀 is fine']);
+  });
+
+  it('fails alone a write whose value JSON cannot hold: its group is committed again in halves, the others are acknowledged', async () => {
+    const s = await Store.open(tmp());
+    const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+    const before = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
+    const results = await Promise.allSettled(
+      Array.from({ length: 100 }, (_, i) => s.write((tx) => tx.insert('tags', i === 41 ? { ...tag('big'), size: 10n } : tag(`t${i}`)))),
+    );
+    expect(results.flatMap((r, i) => (r.status === 'rejected' ? [i] : []))).toEqual([41]);
+    expect((results[41] as PromiseRejectedResult).reason).toMatchObject({
+      code: 'svc_invalid_input',
+      status: 400,
+      message: expect.stringMatching(/cannot be stored \(Do not know how to serialize a BigInt\)/),
+    });
+    expect(s.count('tags')).toBe(99);
+    const reopened = await Store.open(s.dir);
+    expect([...reopened.all<TagRecord>('tags')].map((t) => t.name).sort()).toEqual(
+      Array.from({ length: 100 }, (_, i) => `t${i}`)
+        .filter((n) => n !== 't41')
+        .sort(),
+    );
+    const after = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
+    expect(after - before).toBeLessThan(20);
+  });
+
   it('groups concurrent writes into few commits', async () => {
     const s = await Store.open(tmp());
     const before = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;

@@ -71,6 +71,11 @@ const selector = (i: { site_ids_or_domains?: Array<number | string>; tags?: Arra
   clients: i.clients,
 });
 const Refresh = z.boolean().default(false);
+/** refresh syncs the sites (signed child calls, stored results, sync_failed events): a write, as sync-sites-v1 is. */
+const refreshWrites = {
+  test: (i: { refresh: boolean }) => i.refresh,
+  why: 'refresh: true syncs the sites, which needs write permission (as sync-sites-v1 does); without refresh the answer is as of the last sync.',
+};
 const DryRun = z.boolean().default(false);
 const Confirm = z.boolean().optional();
 
@@ -109,7 +114,7 @@ export const listUpdates = defineAbility({
   toolset: 'updates',
   description:
     'Pending core, plugin, theme and translation updates of the fleet (not ignored ones), paged, with a summary. ' +
-    'As of the last sync; refresh syncs first.',
+    'As of the last sync; refresh syncs first (a write: needs write permission).',
   input: z.object({
     ...Selectors,
     types: Types.optional(),
@@ -127,6 +132,7 @@ export const listUpdates = defineAbility({
   }),
   annotations: ro,
   acceptsPost: true,
+  writesWhen: refreshWrites,
   execute: async (i, ctx) => {
     const sel = selector(i);
     const refreshErrors = i.refresh ? await ctx.updates.refresh(ctx, ctx.updates.select(sel).sites) : [];
@@ -140,7 +146,8 @@ export const getSiteUpdates = defineAbility({
   label: 'Get Site Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: "One site's pending updates (ignored ones in ignored[]), with a summary by type.",
+  description:
+    "One site's pending updates (ignored ones in ignored[]), with a summary by type. As of the last sync; refresh syncs first (a write: needs write permission).",
   input: z.object({ site_id_or_domain: SiteRef, types: Types.default([...TYPES]), refresh: Refresh }),
   output: z.object({
     ...Where,
@@ -152,6 +159,7 @@ export const getSiteUpdates = defineAbility({
   }),
   annotations: ro,
   acceptsPost: true,
+  writesWhen: refreshWrites,
   execute: async (i, ctx) => {
     const { site, updates, ignored } = await ctx.updates.ofSite(i.site_id_or_domain, i.types, i.refresh);
     return {

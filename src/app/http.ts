@@ -6,7 +6,7 @@ import { log, logs } from '../log.js';
 import type { Services } from '../domain/index.js';
 import { abilitiesRouter } from '../http/abilities-door.js';
 import { mcpHttp } from '../http/mcp-http.js';
-import { LoginThrottle, requireAuth } from '../http/auth.js';
+import { LoginThrottle, requestAddress, requireAuth } from '../http/auth.js';
 import { restRouter, noRoute } from '../http/rest-door.js';
 import { restRoutes } from '../http/rest-routes.js';
 import { withDiscovery } from '../http/openapi.js';
@@ -39,8 +39,9 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
   app.set('query parser', 'extended');
   app.set('trust proxy', false);
 
+  const every = (req: express.Request, res: express.Response) => everyRequest(req, res, services);
   app.use((req, res, next) => {
-    everyRequest(req, res);
+    every(req, res);
     // With several processes on one database: see every write acknowledged before this request (a no-op on lowdb).
     services.store.sync().then(() => next(), next);
   });
@@ -89,11 +90,11 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
     log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
     sendError(res, err);
   }) as express.ErrorRequestHandler);
-  return { app, mcp, web, fast: fastPath(services, caches, throttle, everyRequest) };
+  return { app, mcp, web, fast: fastPath(services, caches, throttle, every) };
 }
 
 /** What every request gets first: its log line when it ends, and nosniff. */
-function everyRequest(req: express.Request, res: express.Response): void {
+function everyRequest(req: express.Request, res: express.Response, services: Services): void {
   res.setHeader('X-Content-Type-Options', 'nosniff');
   // The level is read as the request arrives (a level set later does not log requests already in flight).
   if (!logs('info')) return;
@@ -101,8 +102,10 @@ function everyRequest(req: express.Request, res: express.Response): void {
   res.on('finish', () => {
     log('info', 'request', {
       method: req.method,
-      path: req.path ?? new URL(req.url, 'http://x').pathname,
+      // The whole path: inside a router `req.path` has lost the door's prefix (`/sites` for `/wp-json/svc/v2/sites`).
+      path: new URL(req.originalUrl ?? req.url, 'http://x').pathname,
       status: res.statusCode,
+      client: requestAddress(req, services),
       ms: Number(process.hrtime.bigint() - start) / 1e6,
       who: req.principal && 'name' in req.principal ? req.principal.name : undefined,
     });

@@ -1,4 +1,5 @@
 // src/child/envelope.ts — the `<mainwp>base64(JSON)</mainwp>` reply envelope: encode (child side), find and decode (§3).
+import { cleanTexts } from '../core/storable-text.js';
 import { ChildError, NO_MARKER_MESSAGE, childErrorFromReply } from './child-error.js';
 
 const OPEN = '<mainwp>';
@@ -25,6 +26,22 @@ export function findEnvelope(body: Buffer): string | null {
   return body.toString('latin1', start + OPEN.length, end);
 }
 
+/**
+ * A JSON escape of NUL or of a surrogate (`\u0000`, `\ud800`): the only ways a JSON text can put into its strings what
+ * the store cannot keep (raw NUL is invalid JSON; UTF-8 decoding never yields a lone surrogate). Paired surrogates
+ * match too and are kept by the cleaning; this is only the cheap test that decides whether to clean.
+ */
+const SUSPECT_ESCAPE = /\\u(0000|d[89a-f])/i;
+
+/**
+ * The JSON value of child text: a child's strings (plugin names, versions, user names…) go everywhere sitefleet keeps
+ * or shows them, so NUL characters are dropped and unpaired surrogates become U+FFFD here, once, for every reply.
+ */
+export function parseChildJson(text: string): unknown {
+  const value = JSON.parse(text) as unknown;
+  return SUSPECT_ESCAPE.test(text) ? cleanTexts(value) : value;
+}
+
 /** The JSON value inside an envelope payload; an empty, non-base64, non-JSON or PHP-serialised payload is a bad reply. */
 export function decodeEnvelope(payload: string): unknown {
   // Node's base64 decoder skips foreign characters like PHP's; whatever is not JSON afterwards fails below.
@@ -34,7 +51,7 @@ export function decodeEnvelope(payload: string): unknown {
     throw new ChildError('bad_reply', 'The MainWP Child plugin on this site is too old (PHP-serialised reply); update it to 4.5 or newer.');
   }
   try {
-    return JSON.parse(text) as unknown;
+    return parseChildJson(text);
   } catch {
     throw new ChildError('bad_reply', 'Invalid reply from the child site: the envelope does not hold JSON.');
   }

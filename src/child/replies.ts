@@ -1,6 +1,8 @@
 // src/child/replies.ts — zod schemas of the raw child replies other than `stats`, and the post / user-profile records built from them (§7, §9).
 import { z } from 'zod';
+import { cleanText } from '../core/storable-text.js';
 import { ChildError } from './child-error.js';
+import { parseChildJson } from './envelope.js';
 import { Count, Flag, LongText, RawStats, RawUser, Text, isoFromMysqlGmt, isoFromUnix, phpMap } from './snapshot.js';
 
 /** An object whose fields are all optional, which PHP sends as `[]` when it is empty. */
@@ -258,14 +260,15 @@ const EditedPost = z.object({
 });
 const PostCustom = z.union([z.record(z.string(), z.array(z.unknown())), z.tuple([]).transform(() => ({}))]);
 
+/** A base64 text of the child's, cleaned as every child text is (envelope.ts parseChildJson). */
 function fromBase64(blob: string): string {
-  return Buffer.from(blob, 'base64').toString('utf8');
+  return cleanText(Buffer.from(blob, 'base64').toString('utf8'));
 }
 
 function base64Json<T extends z.ZodType>(blob: string, schema: T, what: string): z.output<T> {
   let value: unknown;
   try {
-    value = JSON.parse(fromBase64(blob));
+    value = parseChildJson(fromBase64(blob));
   } catch {
     throw new ChildError('bad_reply', `Invalid reply from the child site: ${what} is not base64 JSON.`);
   }

@@ -8,21 +8,27 @@ import { z } from 'zod';
 import { ServiceError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import type { LoginThrottle } from '../http/auth.js';
+import { FailureCounter, requestAddress, type LoginThrottle } from '../http/auth.js';
 import { bodyErrors, jsonBody, sendError } from '../http/respond.js';
 import type { Services } from '../domain/index.js';
 import { MODULES } from '../domain/settings.js';
 import type { ModuleName } from '../core/ability.js';
-import type { UserRecord } from '../store/records.js';
-import { ConsoleSessions, sameToken, type ConsoleSession } from './sessions.js';
+import type { ConsoleSession } from '../domain/console-sessions.js';
 
 /** The files the browser loads. They sit beside the source and ship with the package (package.json "files"). */
 export const ASSETS_DIR = fileURLToPath(new URL('../../src/console/assets/', import.meta.url));
 
 export const COOKIE = 'sitefleet_console';
-/** Live job streams one session may hold open, and the whole server. */
-export const MAX_STREAMS_PER_SESSION = 4;
+/** Live job streams one user may hold open in one process (whatever their sessions), and the whole process. */
+export const MAX_STREAMS_PER_USER = 4;
 export const MAX_STREAMS = 200;
+/**
+ * Successful logins (each a durable write) one user, and one client address, may make in LOGIN_WINDOW_MS per process;
+ * past them the login waits (429, Retry-After, doubling) like a failed one. Failed logins have the shared throttle.
+ */
+export const LOGINS_PER_USER = 20;
+export const LOGINS_PER_ADDRESS = 60;
+export const LOGIN_WINDOW_MS = 10 * 60_000;
 /** How often a job stream reads the job, and how long one stream lasts at most (the browser reconnects). */
 const STREAM_POLL_MS = 250;
 const STREAM_MAX_MS = 30 * 60_000;
@@ -47,7 +53,7 @@ const LoginBody = z
 
 const RunBody = z.object({ input: z.unknown().optional() }).strict();
 
-type ConsoleRequest = Request & { consoleSession?: ConsoleSession; consoleSessionId?: string };
+type ConsoleRequest = Request & { consoleSession?: ConsoleSession; consoleSessionToken?: string };
 
 function cookieValue(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
@@ -65,6 +71,9 @@ function invalidBody(e: z.ZodError): ServiceError {
   return new ServiceError('svc_invalid_input', `Invalid ${where}: ${issue.message}`, 400, { params: { [where]: issue.message } });
 }
 
+/** The media type of a Content-Type header, without its parameters, lower case. */
+const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.trim().toLowerCase();
+
 const loginRequired = (expired: boolean) =>
   new ServiceError(
     'svc_console_login_required',
@@ -74,7 +83,6 @@ const loginRequired = (expired: boolean) =>
 
 export interface ConsoleDoor {
   router: express.Router;
-  sessions: ConsoleSessions;
   /** Ends the live streams (at shutdown), so that they do not hold the server open. */
   close(): void;
 }
@@ -82,9 +90,15 @@ export interface ConsoleDoor {
 /** `base`: the server's public base URL (its scheme says whether the session cookie is Secure). */
 export function consoleDoor(services: Services, registry: Registry, throttle: LoginThrottle, base: string): ConsoleDoor {
   const r = express.Router();
-  const sessions = new ConsoleSessions(services.config.consoleSessionSeconds * 1000);
+  const sessions = services.consoleSessions;
   const streams = new Set<() => void>();
+  /** Live streams per user id, in this process. */
+  const userStreams = new Map<number, number>();
+  // A counter lets `limit` events through and blocks after the next one: LOGINS_PER_… - 1 blocks after the bound.
+  const loginsByUser = new FailureCounter(LOGINS_PER_USER - 1, LOGIN_WINDOW_MS);
+  const loginsByAddress = new FailureCounter(LOGINS_PER_ADDRESS - 1, LOGIN_WINDOW_MS);
   const secure = base.startsWith('https:');
+  const publicOrigin = new URL(base).origin;
   const indexHtml = readFileSync(`${ASSETS_DIR}index.html`);
 
   const setCookie = (res: Response, value: string, maxAge: number) => {
@@ -115,34 +129,36 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  // A cross-site form can post only form encodings: JSON alone (with the CSRF header below) closes that door.
+  // A page elsewhere can post only form encodings and text/plain without asking (CORS): exactly application/json (with
+  // the CSRF token below) closes that door. A page on another port of this host or on a sibling subdomain is "same
+  // site", so the SameSite cookie lets it through: the login and every write must also come from this very origin.
   api.use((req, _res, next) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD' && !/\bjson\b/i.test(String(req.headers['content-type'] ?? ''))) {
-      return next(new ServiceError('svc_unsupported_media_type', 'Console requests carry JSON (Content-Type: application/json).', 415));
+    const write = req.method !== 'GET' && req.method !== 'HEAD';
+    const site = req.headers['sec-fetch-site'];
+    if (site === 'cross-site' || (write && site === 'same-site') || (write && !sameOrigin(req.headers.origin, req.headers.host))) {
+      return next(new ServiceError('svc_csrf_refused', "Requests to the console from another site's pages are refused.", 403));
     }
-    if (req.headers['sec-fetch-site'] === 'cross-site') {
-      return next(new ServiceError('svc_csrf_refused', 'Cross-site requests to the console are refused.', 403));
+    if (write && mediaType(req.headers['content-type']) !== 'application/json') {
+      return next(new ServiceError('svc_unsupported_media_type', 'Console requests carry JSON (Content-Type: application/json).', 415));
     }
     next();
   });
   api.use(jsonBody('1mb'));
   api.use(bodyErrors);
 
-  api.post('/login', (req, res) => {
-    const addr = req.socket.remoteAddress ?? '';
+  api.post('/login', async (req, res) => {
+    const addr = requestAddress(req, services);
+    const now = sessions.now();
     const raw: unknown = req.body;
     const name =
       raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string' ? (raw as { name: string }).name : '';
     const account = name ? `user:${name.slice(0, 200).toLowerCase()}` : null;
-    const wait = throttle.waitFor(addr, account);
+    const failures = throttle.waitFor(addr, account);
+    const wait = Math.max(failures, loginsByAddress.waitFor(addr, now), account ? loginsByUser.waitFor(account, now) : 0);
     if (wait) {
       res.setHeader('Retry-After', String(wait));
-      return sendError(
-        res,
-        new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, {
-          retry_after: wait,
-        }),
-      );
+      const what = failures ? 'Too many failed logins from this address' : 'Too many logins for this user or from this address';
+      return sendError(res, new ServiceError('svc_too_many_attempts', `${what}; retry in ${wait} s.`, 429, { retry_after: wait }));
     }
     const body = LoginBody.safeParse(raw ?? {});
     if (!body.success) return sendError(res, invalidBody(body.error));
@@ -154,29 +170,29 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
       return sendError(res, e);
     }
     if (principal.kind !== 'user') return sendError(res, loginRequired(false));
-    const old = cookieValue(req, COOKIE);
-    if (old) sessions.delete(old);
-    const { id, session } = sessions.create(principal.id);
-    setCookie(res, id, services.config.consoleSessionSeconds);
-    res.json(sessionView(principal, session));
+    // Counted in the same bounded tables as failures are (FailureCounter), but apart from them.
+    loginsByAddress.failed(addr, now);
+    loginsByUser.failed(account!, now);
+    try {
+      const { token, session } = await sessions.create(principal, cookieValue(req, COOKIE));
+      setCookie(res, token, services.config.consoleSessionSeconds);
+      res.json(sessionView(principal, session));
+    } catch (e) {
+      sendError(res, e);
+    }
   });
 
   // Everything below needs a live session; writes need its CSRF token too.
   api.use((req: ConsoleRequest, _res, next) => {
-    const id = cookieValue(req, COOKIE);
-    const session = sessions.get(id);
-    if (!session) return next(loginRequired(id !== undefined));
-    const user = services.store.get<UserRecord>('users', session.userId);
-    if (!user) {
-      sessions.delete(id!);
-      return next(loginRequired(true));
-    }
+    const token = cookieValue(req, COOKIE);
+    const session = sessions.get(token);
+    if (!session) return next(loginRequired(token !== undefined));
+    const user = session.user;
     req.principal = { kind: 'user', id: user.id, name: user.name, role: user.role };
     req.consoleSession = session;
-    req.consoleSessionId = id;
+    req.consoleSessionToken = token;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      const token = req.headers['x-csrf-token'];
-      if (typeof token !== 'string' || !sameToken(token, session.csrf)) {
+      if (!sessions.csrfMatches(token!, req.headers['x-csrf-token'])) {
         return next(new ServiceError('svc_csrf_token_invalid', "The console's CSRF token is missing or wrong; reload the page.", 403));
       }
     }
@@ -187,10 +203,14 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     res.json(sessionView(req.principal!, req.consoleSession!));
   });
 
-  api.post('/logout', (req: ConsoleRequest, res) => {
-    sessions.delete(req.consoleSessionId!);
-    setCookie(res, '', 0);
-    res.json({ logged_out: true });
+  api.post('/logout', async (req: ConsoleRequest, res) => {
+    try {
+      await sessions.end(req.consoleSessionToken!);
+      setCookie(res, '', 0);
+      res.json({ logged_out: true });
+    } catch (e) {
+      sendError(res, e);
+    }
   });
 
   api.post('/run/:name', async (req: ConsoleRequest, res) => {
@@ -213,17 +233,19 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
   // Live progress of a background job: an event each time its status changes, until it ends.
   api.get('/jobs/:job_id/events', async (req: ConsoleRequest, res) => {
     const session = req.consoleSession!;
-    const sessionId = req.consoleSessionId!;
+    const token = req.consoleSessionToken!;
+    const userId = session.user.id;
     const status = registry.get('get-batch-job-status-v1')!;
     const read = () => registry.run(status, { job_id: String(req.params.job_id) }, { principal: req.principal!, coerce: false });
     let first: unknown;
     try {
       first = await read();
-      if (session.streams >= MAX_STREAMS_PER_SESSION) {
+      if ((userStreams.get(userId) ?? 0) >= MAX_STREAMS_PER_USER) {
         throw new ServiceError(
           'svc_too_many_streams',
-          `A console session follows at most ${MAX_STREAMS_PER_SESSION} jobs at once; close one.`,
+          `A console user follows at most ${MAX_STREAMS_PER_USER} jobs at once; close one.`,
           429,
+          { limit: MAX_STREAMS_PER_USER },
         );
       }
       if (streams.size >= MAX_STREAMS)
@@ -240,21 +262,25 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     let last = JSON.stringify(first);
     write('retry: 2000\n\n');
     send('job', first);
-    session.streams++;
+    userStreams.set(userId, (userStreams.get(userId) ?? 0) + 1);
     const started = Date.now();
     let beat = Date.now();
     let busy = false;
     const finished = (j: unknown) => ['completed', 'failed'].includes((j as { status?: string }).status ?? '');
     const stop = () => {
       clearInterval(timer);
-      if (streams.delete(stop)) session.streams--;
+      if (streams.delete(stop)) {
+        const left = (userStreams.get(userId) ?? 1) - 1;
+        if (left > 0) userStreams.set(userId, left);
+        else userStreams.delete(userId);
+      }
       if (!res.writableEnded) res.end();
     };
     const tick = async () => {
       if (busy) return;
       busy = true;
       try {
-        if (sessions.get(sessionId) !== session || !services.store.get<UserRecord>('users', session.userId)) {
+        if (sessions.get(token)?.id !== session.id) {
           send('expired', { code: 'svc_console_login_required', message: 'Your console session has ended; log in again.' });
           return stop();
         }
@@ -300,6 +326,19 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     sendError(res, new ServiceError('rest_no_route', 'No console page was found at this URL.', 404)),
   );
 
+  /** No Origin (a client that is not a browser) or this server's own: its public URL's, or the Host it was asked by. */
+  function sameOrigin(origin: string | undefined, host: string | undefined): boolean {
+    if (origin === undefined) return true;
+    let o: URL;
+    try {
+      o = new URL(origin);
+    } catch {
+      return false; // "null" (a sandboxed frame, a data: URL) and anything else that is no origin
+    }
+    if (o.origin === publicOrigin) return true;
+    return (o.protocol === 'http:' || o.protocol === 'https:') && host !== undefined && o.host === host.toLowerCase();
+  }
+
   function sessionView(p: Principal, s: ConsoleSession) {
     const user = p.kind === 'user' ? { name: p.name, role: p.role } : { name: p.name, role: 'viewer' as const };
     return {
@@ -320,7 +359,6 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
 
   return {
     router: r,
-    sessions,
     close: () => {
       for (const stop of [...streams]) stop();
     },

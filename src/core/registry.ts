@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError, toServiceError } from './errors.js';
 import { validateInput, type JsonSchema } from './input.js';
-import { assertMayRun, type Principal } from './principal.js';
+import { assertMayRun, mayWrite, type Principal } from './principal.js';
+import { assertStorableInput } from './storable-text.js';
 
 /**
  * Every answer checked against the ability's output schema before any door sees it (the test suites turn it on, so a
@@ -61,6 +62,31 @@ export function renameAliases(a: Ability, raw: unknown): unknown {
   return out;
 }
 
+/**
+ * The input schema as the abilities discovery document serves it: with the upstream names the ability accepts
+ * (`aliases`, typed as the field they stand for; a required field may come under either name) and the keys it sets
+ * aside (`ignores`), so that a client validating its input against the discovered schema does not refuse them.
+ * (The registry validates with the plain schema, after renaming; the MCP tool list leaves these out for size.)
+ */
+export function withUpstreamNames(a: Pick<Ability, 'aliases' | 'ignores'>, input: JsonSchema): JsonSchema {
+  if (!a.aliases && !a.ignores) return input;
+  const s: JsonSchema = structuredClone(input);
+  const props = (s.properties ??= {});
+  const required = new Set(s.required ?? []);
+  const either: JsonSchema[] = [];
+  for (const [alias, name] of Object.entries(a.aliases ?? {})) {
+    const target = props[name];
+    if (!target || alias in props) continue;
+    props[alias] = { ...target, description: `Alias of ${name} (upstream's name).`, 'x-alias-of': name };
+    if (required.delete(name)) either.push({ anyOf: [{ required: [name] }, { required: [alias] }] });
+  }
+  for (const key of a.ignores ?? []) if (!(key in props)) props[key] = { description: 'Accepted for upstream clients, and ignored.' };
+  if (s.required) s.required = s.required.filter((n) => required.has(n));
+  if (s.required?.length === 0) delete s.required;
+  if (either.length) s.allOf = [...((s.allOf as JsonSchema[] | undefined) ?? []), ...either];
+  return s;
+}
+
 /** What the registry itself needs of the services it hands to abilities. */
 export interface RegistryServices {
   settings: { assertModule(m: ModuleName): void };
@@ -107,8 +133,11 @@ export class Registry<S extends RegistryServices = RegistryServices> {
 
   /** Validate, check permission and module, execute. Throws ServiceError. */
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
-    const input = validateInput(a.name, a.input, this.schemas(a).input, renameAliases(a, rawInput), { coerce: opts.coerce });
+    const raw = renameAliases(a, rawInput);
+    assertStorableInput(a.name, raw);
+    const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
+    if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;

@@ -7,6 +7,7 @@ import { ServiceError } from '../core/errors.js';
 import type { KeyPermission, Principal, UserRole } from '../core/principal.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import { Cascade } from './cascade.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const now = () => new Date().toISOString();
@@ -35,6 +36,8 @@ const DUMMY_HASH = sha256('sitefleet-no-such-credential');
 export class AuthService {
   private keyIndexVersion = -1;
   private keyIndex = new Map<string, KeyRecord>();
+  /** Run inside the write that deletes a user or changes their role (their console sessions end there). */
+  readonly onAccessChange = new Cascade();
 
   constructor(private readonly store: Store) {}
 
@@ -117,8 +120,20 @@ export class AuthService {
     return this.store.write((tx) => {
       const u = [...tx.all<UserRecord>('users')].find((x) => x.name === name);
       if (!u) throw new ServiceError('svc_user_not_found', `No user named "${name}".`, 404);
+      this.onAccessChange.run(tx, u.id);
       tx.delete('users', u.id);
       return u;
+    });
+  }
+
+  /** Gives a user another role; their console sessions end (they log in again with the new role). */
+  async setRole(name: string, role: UserRole): Promise<UserRecord> {
+    return this.store.write((tx) => {
+      const u = [...tx.all<UserRecord>('users')].find((x) => x.name === name);
+      if (!u) throw new ServiceError('svc_user_not_found', `No user named "${name}".`, 404);
+      if (u.role === role) return u;
+      this.onAccessChange.run(tx, u.id);
+      return tx.put<UserRecord>('users', { ...u, role });
     });
   }
 

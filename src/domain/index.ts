@@ -4,6 +4,7 @@ import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
 import { errors } from '../core/errors.js';
 import { AuthService } from './auth.js';
+import { ConsoleSessionService } from './console-sessions.js';
 import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
 import { TagService } from './tags.js';
@@ -36,6 +37,8 @@ export interface Services {
   clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
+  /** Web console logins, in the store (every process sees them; a logout, deletion or role change ends them). */
+  consoleSessions: ConsoleSessionService;
   settings: SettingsService;
   children: ChildSiteService;
   jobs: JobService;
@@ -116,6 +119,9 @@ export async function openServices(config: Config): Promise<Services> {
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
+  const auth = new AuthService(store);
+  const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
+  auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const pluginActions = new PluginActionService(store, sites, children, siteData);
   const uploads = new PackageUploads(config);
@@ -129,7 +135,8 @@ export async function openServices(config: Config): Promise<Services> {
     clients,
     clientFields,
     costs,
-    auth: new AuthService(store),
+    auth,
+    consoleSessions,
     settings,
     children,
     jobs,

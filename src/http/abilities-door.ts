@@ -5,7 +5,7 @@ import express, { type Request, type Response } from 'express';
 import { CATEGORIES } from '../abilities/index.js';
 import { allowedMethods, annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
-import type { Registry } from '../core/registry.js';
+import { withUpstreamNames, type Registry } from '../core/registry.js';
 import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
@@ -180,7 +180,7 @@ export function abilitiesRouter(
         label: a.label,
         description: a.description,
         category: a.category,
-        input_schema: input,
+        input_schema: withUpstreamNames(a, input),
         output_schema: withStatusUrlSchema(output),
         meta: {
           annotations: {

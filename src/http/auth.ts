@@ -1,5 +1,7 @@
 // Credentials on HTTP: which schemes each door takes, and the 401 every route answers without them.
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { clientAddress } from '../core/client-address.js';
 import { ServiceError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { Services } from '../domain/index.js';
@@ -111,6 +113,11 @@ export class LoginThrottle {
   }
 }
 
+/** The address a request counts as coming from: the throttle's key and the request log's `client` (--trust-proxy). */
+export function requestAddress(req: IncomingMessage, services: Services): string {
+  return clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], services.config.trustProxy);
+}
+
 /** The account a credential names, before it is checked: "key:<key id>" or "user:<name>". */
 export function accountOf(header: string | undefined): string | null {
   if (!header) return null;
@@ -131,7 +138,7 @@ export function requireAuth(
   throttle?: LoginThrottle,
 ): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    const addr = req.socket.remoteAddress ?? '';
+    const addr = requestAddress(req, services);
     const account = throttle ? accountOf(req.headers.authorization) : null;
     const wait = throttle?.waitFor(addr, account) ?? 0;
     if (wait) {

@@ -9,7 +9,7 @@ import type { Request, Response } from 'express';
 import { ServiceError } from '../core/errors.js';
 import { keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Services } from '../domain/index.js';
-import { accountOf, readPrincipal, type LoginThrottle } from './auth.js';
+import { accountOf, readPrincipal, requestAddress, type LoginThrottle } from './auth.js';
 import { AnswerCache, principalKey, sendRepresentation, storeFingerprint } from './conditional.js';
 
 /** The answer caches of the doors, shared by the doors (which fill them) and the fast path (which reads them). */
@@ -51,7 +51,7 @@ export function fastPath(services: Services, caches: DoorCaches, throttle: Login
     // Another process's commits are in memory before anything is read (store.sync is immediate on lowdb; the
     // PostgreSQL engine's needs a round trip: it takes the usual path).
     if (services.store.engine !== 'lowdb') return false;
-    if (throttle.waitFor(req.socket.remoteAddress ?? '', accountOf(header))) return false;
+    if (throttle.waitFor(requestAddress(req, services), accountOf(header))) return false;
     let principal: Principal;
     try {
       principal = readPrincipal(services, header, rest ? ['bearer'] : ['basic', 'bearer'], MISSING);

@@ -5,7 +5,7 @@ import express, { type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { Ability } from '../core/ability.js';
 import { ServiceError, toServiceError, type Subject } from '../core/errors.js';
-import { keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
+import { KEY_METHODS, keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
@@ -221,7 +221,9 @@ export function restRouter(
   );
   r.use((req, res, next) => {
     const p = req.principal!;
-    if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
+    if (p.kind === 'key' && KEY_METHODS.has(req.method) && !keyAllowsMethod(p.permissions, req.method)) {
+      return sendError(res, keyMethodError(req.method));
+    }
     next();
   });
   // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint; a hit is sent here

@@ -23,6 +23,8 @@ export const COLLECTIONS = {
   webhooks: 0,
   deliveries: 500,
   leases: 0,
+  /** Web console logins (a hash of each session token, never the token), shared by every process. */
+  console_sessions: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];

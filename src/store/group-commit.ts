@@ -2,6 +2,8 @@
 // one, so that many concurrent writers cost one fsync (lowdb) or one transaction (PostgreSQL), not one each.
 // The engine says how a commit is made (`commit`); this file owns the queue, the loop and what callers are told,
 // and the record half of a write's Tx over the tables both engines hold in memory.
+import { ServiceError } from '../core/errors.js';
+import { findTextFault } from '../core/storable-text.js';
 import type { CollectionName, Rec, Tx } from './engine.js';
 
 /** What became of one queued write. */
@@ -20,7 +22,28 @@ export type Commit<T> = (take: () => Pending<T>[]) => Promise<{
   outcomes: Outcome[];
   /** Runs after the callers have been told (lowdb releases its file lock there). */
   after?: () => Promise<void>;
+  /**
+   * Set when nothing was committed because of a value in the batch (the database refused it, or it could not be
+   * serialised), not because the disk or the server failed: the batch is then committed again in halves, so that the
+   * write that holds the value fails alone and the others are acknowledged.
+   */
+  refused?: boolean;
 }>;
+
+/** What the caller of a write the engine refused for a value in it is told (a batch of one: the write is the cause). */
+export function valueRefused(why: string): ServiceError {
+  return new ServiceError('svc_invalid_input', `The change was not saved because ${why}; nothing was changed.`, 400);
+}
+
+/**
+ * Refuses a record or blob that holds text no engine may keep (a NUL character, an unpaired surrogate: PostgreSQL's
+ * jsonb refuses both). Both engines check every record and blob a write puts, so that they store the same things, and
+ * the write that holds such text fails alone, before any commit.
+ */
+export function assertStorable(what: string, value: unknown): void {
+  const f = findTextFault(value);
+  if (f) throw valueRefused(`${what}${f.path.length ? `, field ${f.path.join('.')},` : ''} ${f.fault}`);
+}
 
 export class GroupCommit<T> {
   private queue: Pending<T>[] = [];
@@ -63,15 +86,28 @@ export class GroupCommit<T> {
 
   private async loop(): Promise<void> {
     await Promise.resolve(); // let writes issued in the same tick join this commit
-    while (this.queue.length) {
-      const { batch, outcomes, after } = await this.commit(() => this.queue.splice(0));
-      batch.forEach((p, i) => {
-        const o = outcomes[i]!;
-        if (o.ok) p.resolve(o.value);
-        else p.reject(o.error);
-      });
+    while (this.queue.length) await this.commitSome(() => this.queue.splice(0));
+  }
+
+  /**
+   * One commit, and its callers told. A batch refused for a value in it is committed again in halves (each write runs
+   * anew, memory having been put back): one bad write among n costs about 2·log2(n) more commits, and fails alone.
+   */
+  private async commitSome(take: () => Pending<T>[]): Promise<void> {
+    const { batch, outcomes, after, refused } = await this.commit(take);
+    if (refused && batch.length > 1) {
       if (after) await after().catch(() => {});
+      const half = Math.ceil(batch.length / 2);
+      await this.commitSome(() => batch.slice(0, half));
+      await this.commitSome(() => batch.slice(half));
+      return;
     }
+    batch.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) p.resolve(o.value);
+      else p.reject(o.error);
+    });
+    if (after) await after().catch(() => {});
   }
 }
 
@@ -109,6 +145,7 @@ export interface Tables {
  */
 export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: CollectionName, id: number) => void): Omit<Tx, 'putBlob'> {
   const set = (col: CollectionName, rec: Rec) => {
+    assertStorable(`the ${col} record ${rec.id}`, rec);
     const map = t.data.get(col)!;
     const prev = map.get(rec.id);
     map.set(rec.id, rec);

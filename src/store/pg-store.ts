@@ -25,7 +25,7 @@
 import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
-import { GroupCommit, applyBatch, tableTx, type Commit, type Pending, type Tables } from './group-commit.js';
+import { GroupCommit, applyBatch, assertStorable, tableTx, valueRefused, type Commit, type Pending, type Tables } from './group-commit.js';
 import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
@@ -84,6 +84,17 @@ export async function migrateSchema(client: pg.ClientBase): Promise<{ from: numb
     await client.query('ROLLBACK').catch(() => {});
     throw e;
   }
+}
+
+/**
+ * Whether a failed commit was refused for a value it carried rather than for the server's state: PostgreSQL's data
+ * exceptions (class 22: a text jsonb cannot hold, a number out of range), integrity violations (23: a constraint) and
+ * program limits (54: a value too large), or a value JSON cannot serialise (a BigInt, a cycle, a string too long).
+ */
+export function refusedForValue(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(22|23|54)/.test(code);
+  return e instanceof TypeError || e instanceof RangeError;
 }
 
 export class PgStore implements Store {
@@ -323,6 +334,8 @@ export class PgStore implements Store {
     const undoAll: Array<() => void> = [];
     const c = this.writer;
     let began = false;
+    /** Set once the batch's rows are being serialised and written: a failure from there on may be a value's fault. */
+    let writing = false;
     try {
       // Two round trips a commit, to keep the shared lock short: (begin, lock, catch up) and (write, notify, commit).
       // Both are simple-protocol multi-statement queries, so values are inlined: integers we own, and JSON through
@@ -348,6 +361,7 @@ export class PgStore implements Store {
         }));
         const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
         const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
+        writing = true;
         await c.query(
           `INSERT INTO sitefleet_rows (kind, id, seq, data)
              SELECT x.kind, x.id, ${seq}, x.data FROM jsonb_to_recordset(${lit(rows)}::jsonb) AS x(kind text, id integer, data jsonb)
@@ -367,16 +381,23 @@ export class PgStore implements Store {
       // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
       if (began) await c.query('ROLLBACK').catch(() => {});
       for (const u of undoAll.reverse()) u();
-      log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
-      const error = new ServiceError(
-        'svc_store_unavailable',
-        'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.',
-        503,
-      );
+      const refused = writing && !this.writerBroken && refusedForValue(e);
+      log(refused ? 'warn' : 'error', 'store commit failed', {
+        err: String((e as Error).message ?? e),
+        writes: batch.length,
+        ...(refused && batch.length > 1 ? { then: 'committing the writes in smaller groups to find the one that holds the value' } : {}),
+      });
+      const error = refused
+        ? valueRefused('the database refused a value in it (the server log says which)')
+        : new ServiceError(
+            'svc_store_unavailable',
+            'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.',
+            503,
+          );
       if (this.writerBroken) await this.reconnect();
       // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
       if (!batch.length) batch = take();
-      return { batch, outcomes: batch.map(() => ({ ok: false as const, error })) };
+      return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
     }
   }
 
@@ -399,6 +420,7 @@ export class PgStore implements Store {
     return {
       ...tableTx(tables, undo, mark),
       putBlob: (kind, id, value) => {
+        if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         const map = this.blobs.get(kind)!;
         const had = map.has(id);
         const prev = map.get(id);

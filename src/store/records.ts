@@ -142,6 +142,20 @@ export interface UserRecord {
   created_at: string;
 }
 
+/**
+ * A web console login (domain/console-sessions.ts). Only a hash of the session token is kept: the token itself lives
+ * in the browser's cookie alone. `role` is the user's role at login: a session whose user's role differs has ended.
+ */
+export interface ConsoleSessionRecord {
+  id: number;
+  user_id: number;
+  role: 'administrator' | 'viewer';
+  /** sha256 of the cookie's token, hex. */
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface KeyRecord {
   id: number;
   name: string;

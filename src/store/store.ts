@@ -10,7 +10,7 @@
 // throws leaves no trace. A commit holds a lock file shared with other sitefleet processes on the same
 // data dir (`serve` and `mcp` side by side), reloads what they changed first, and resolves its callers
 // only after every file is fsynced and renamed into place.
-import { mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
@@ -20,7 +20,17 @@ import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
 import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
-import { GroupCommit, applyBatch, tableTx, type Commit, type Outcome, type Pending, type Tables } from './group-commit.js';
+import {
+  GroupCommit,
+  applyBatch,
+  assertStorable,
+  tableTx,
+  valueRefused,
+  type Commit,
+  type Outcome,
+  type Pending,
+  type Tables,
+} from './group-commit.js';
 
 export { COLLECTIONS, type CollectionName, type Tx, type Blob };
 
@@ -36,7 +46,25 @@ interface ShardFile<T> {
   records: T[];
 }
 
-const fileOf = (col: CollectionName, id: number): string =>
+/**
+ * The data dir's cross-process lock, which every commit holds: what is on disk while it is held is one consistent fleet
+ * (backups take it to snapshot the files).
+ */
+export function lockDataDir(dir: string): Promise<() => Promise<void>> {
+  return lockfile.lock(dir, {
+    lockfilePath: join(dir, '.lock'),
+    realpath: false,
+    // A holder refreshes the lock every second; one not refreshed for 5 s belongs to a dead process
+    // (kill -9) and is taken over. Waiting is bounded at about 10 s, longer than that staleness.
+    stale: 5_000,
+    update: 1_000,
+    retries: { retries: 400, factor: 1, minTimeout: 25, maxTimeout: 25 },
+    onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
+  });
+}
+
+/** The file that holds record `id` of `col`: `sites.0.json` (ids 0–249), …, or `tags.json` for an unsharded collection. */
+export const fileOf = (col: CollectionName, id: number): string =>
   COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
 
 export class LowdbStore implements StoreEngine {
@@ -58,8 +86,7 @@ export class LowdbStore implements StoreEngine {
   }
 
   private async init(): Promise<void> {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    for (const sub of ['site-data', 'secrets']) mkdirSync(join(this.dir, sub), { recursive: true, mode: 0o700 });
+    makeDataDir(this.dir);
     try {
       chmodSync(this.dir, 0o700);
       chmodSync(join(this.dir, 'secrets'), 0o700);
@@ -145,10 +172,10 @@ export class LowdbStore implements StoreEngine {
    * Every read first takes in what another process committed (at most one stat of meta.json a millisecond), so no
    * caller has to remember to; a write does the same under the lock.
    */
-  private refreshIfStale(): void {
+  private refreshIfStale(force = false): void {
     if (this.writes.busy || this.writes.isClosed) return;
     const t = performance.now();
-    if (t - this.lastLook < 1) return;
+    if (!force && t - this.lastLook < 1) return;
     this.lastLook = t;
     let key: string;
     try {
@@ -231,8 +258,12 @@ export class LowdbStore implements StoreEngine {
     return value;
   }
 
-  /** Every read already takes in other processes' commits (refreshIfStale): nothing to wait for. */
+  /**
+   * Reads take in other processes' commits at most once a millisecond (refreshIfStale); a request looks once more as
+   * it arrives (one stat), so a commit acknowledged elsewhere just before it (a console logout) is never missed.
+   */
   sync(): Promise<void> {
+    this.refreshIfStale(true);
     return Promise.resolve();
   }
 
@@ -240,17 +271,8 @@ export class LowdbStore implements StoreEngine {
     return this.writes.write(fn);
   }
 
-  private async lock(): Promise<() => Promise<void>> {
-    return lockfile.lock(this.dir, {
-      lockfilePath: join(this.dir, '.lock'),
-      realpath: false,
-      // A holder refreshes the lock every second; one not refreshed for 5 s belongs to a dead process
-      // (kill -9) and is taken over. Waiting is bounded at about 10 s, longer than that staleness.
-      stale: 5_000,
-      update: 1_000,
-      retries: { retries: 400, factor: 1, minTimeout: 25, maxTimeout: 25 },
-      onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
-    });
+  private lock(): Promise<() => Promise<void>> {
+    return lockDataDir(this.dir);
   }
 
   /** One commit of every write queued so far, under the cross-process lock; callers hear of it while the lock goes. */
@@ -258,15 +280,24 @@ export class LowdbStore implements StoreEngine {
     const batch = take();
     let release: (() => Promise<void>) | undefined;
     let outcomes: Outcome[];
+    const undoAll: Array<() => void> = [];
     try {
       release = await this.lock();
       const key = this.statKey();
       if (key !== this.metaStat) this.reloadChanged();
       const dirty = new Set<string>();
       const blobs = new Map<string, unknown>();
-      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs));
+      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs), undoAll);
       if (dirty.size || blobs.size) await this.persist(dirty, blobs);
     } catch (e) {
+      if (e instanceof Unserialisable) {
+        // A value JSON cannot hold (a BigInt, a cycle): nothing reached the disk; memory goes back by the undo logs, and
+        // the batch is committed again in halves until the write that holds it fails alone.
+        for (const u of undoAll.reverse()) u();
+        log('warn', 'store commit failed', { err: String(e.cause), writes: batch.length });
+        const error = valueRefused(`a value in it cannot be stored (${String(e.cause)})`);
+        return { batch, outcomes: batch.map(() => ({ ok: false, error })), after: release, refused: true };
+      }
       // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
       const error = storeFailure(e);
@@ -287,6 +318,7 @@ export class LowdbStore implements StoreEngine {
     return {
       ...tableTx(this.tables(), undo, (col, id) => dirty.add(fileOf(col, id))),
       putBlob: (kind, id, value) => {
+        if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         const key = `${kind}/${id}`;
         const had = this.blobCache.has(key);
         const prev = this.blobCache.get(key);
@@ -324,12 +356,12 @@ export class LowdbStore implements StoreEngine {
           if (r) records.push(r);
         }
       else records.push(...map.values());
-      texts.set(join(this.dir, file), JSON.stringify({ collection: col, records } satisfies ShardFile<Rec>));
+      texts.set(join(this.dir, file), serialise({ collection: col, records } satisfies ShardFile<Rec>));
     }
     for (const [key, value] of blobs) {
       const file = join(this.dir, `${key}.json`);
       if (value === null) removals.push(file);
-      else texts.set(file, JSON.stringify(value));
+      else texts.set(file, serialise(value));
     }
     const files = { ...this.meta.files };
     for (const f of dirty) files[f] = generation;
@@ -358,6 +390,44 @@ export class LowdbStore implements StoreEngine {
   /** Waits for queued writes, then refuses new ones. */
   async close(): Promise<void> {
     await this.writes.close();
+  }
+}
+
+/** A value of a commit that JSON cannot hold: the value's fault, not the disk's. */
+class Unserialisable extends Error {
+  constructor(override readonly cause: unknown) {
+    super('unserialisable value');
+  }
+}
+
+function serialise(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (e) {
+    throw new Unserialisable(e instanceof Error ? e.message : e);
+  }
+}
+
+/** A data dir that cannot be used (a file in its place, no permission, a read-only disk): said plainly, nothing changed. */
+export class DataDirError extends Error {}
+
+function makeDataDir(dir: string): void {
+  const why = (e: unknown): string => {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file stands where a directory is needed';
+    if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+    if (code === 'EROFS') return 'the file system is read-only';
+    return (e as Error).message;
+  };
+  if (existsSync(dir) && !statSync(dir).isDirectory()) {
+    throw new DataDirError(`Cannot use ${dir} as the data dir: it is a file, not a directory. Give --data-dir a directory.`);
+  }
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const sub of ['site-data', 'secrets']) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.W_OK);
+  } catch (e) {
+    throw new DataDirError(`Cannot use ${dir} as the data dir: ${why(e)}. Give --data-dir a directory this user can write.`);
   }
 }
 

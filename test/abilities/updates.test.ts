@@ -2,6 +2,7 @@
 // (plugins, themes, translations, core) with the child's own versions, ignore rules and what they hide, and fleet
 // runs (dry run first) — without a door. (Upstream defects, jobs, MCP elicitation: test/updates.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLLECTION_NAMES } from '../../src/store/engine.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
 
 let h: AbilityHarness;
@@ -42,6 +43,42 @@ describe('list-updates-v1 and get-site-updates-v1', () => {
     expect(one.updates.map((u) => u.slug).sort()).toEqual([...pending(k).plugins].sort());
     expect(one.summary.plugins).toBe(pending(k).plugins.length);
     expect(await h.fails('get-site-updates-v1', { site_id_or_domain: 99999 })).toMatchObject({ code: 'svc_site_not_found' });
+  });
+});
+
+describe('refresh is a write (issue 35, finding 2)', () => {
+  /** Requests the simulated children received, and every collection's version: what a refresh would change. */
+  const childRequests = () => h.sim.sites.reduce((n, _s, k) => n + h.sim.requests(k + 1), 0);
+  const storeVersion = () => COLLECTION_NAMES.map((c) => h.services.store.version(c)).join('.');
+
+  it.each(['readKey', 'viewer', 'readOnlyLocal'] as const)(
+    'a read-only caller (%s) asking for refresh is refused with 403: no child call, no store write',
+    async (who) => {
+      const [calls, version] = [childRequests(), storeVersion()];
+      for (const [name, input] of [
+        ['list-updates-v1', { refresh: true }],
+        ['get-site-updates-v1', { site_id_or_domain: ids[0]!, refresh: true }],
+      ] as const) {
+        const e = await h.fails(name, input, h.as[who]);
+        expect(e).toMatchObject({ code: 'svc_permission_denied', status: 403 });
+        expect(e.message).toMatch(/refresh: true syncs the sites, which needs write permission/);
+      }
+      expect(childRequests()).toBe(calls);
+      expect(storeVersion()).toBe(version);
+      // Without refresh the same caller reads what the last sync stored.
+      expect((await h.call('list-updates-v1', {}, h.as[who])).errors).toEqual([]);
+      expect((await h.call('get-site-updates-v1', { site_id_or_domain: ids[0]! }, h.as[who])).site_id).toBe(ids[0]);
+      expect(childRequests()).toBe(calls);
+    },
+  );
+
+  it('a caller that may write still refreshes: every live site is asked again', async () => {
+    const calls = childRequests();
+    expect((await h.call('list-updates-v1', { refresh: true })).errors).toEqual([]);
+    expect(childRequests()).toBeGreaterThanOrEqual(calls + ids.length);
+    const one = childRequests();
+    await h.call('get-site-updates-v1', { site_id_or_domain: ids[0]!, refresh: true }, h.as.admin);
+    expect(childRequests()).toBeGreaterThan(one);
   });
 });
 

@@ -314,6 +314,38 @@ describe('CSRF', () => {
   });
 });
 
+describe('login CSRF', () => {
+  it('refuses a login posted by a page on another port of the same host (same site), so the browser gets no session', async () => {
+    // The page posts the viewer's credentials as text/plain;json without CORS (no-cors, credentials included): the
+    // same-site request carries and may set SameSite=Strict cookies. The console must refuse it (Origin, media type).
+    const body = JSON.stringify({ name: srv.viewer.name, password: srv.viewer.password });
+    const evil: Server = createServer((_req, res) => {
+      res.setHeader('Content-Type', 'text/html');
+      res.end(
+        `<script>fetch(${JSON.stringify(`${srv.url}/console/api/login`)}, {method: 'POST', mode: 'no-cors', credentials: 'include', ` +
+          `headers: {'Content-Type': 'text/plain;json'}, body: ${JSON.stringify(body)}})</script>`,
+      );
+    });
+    evil.listen(0, '127.0.0.1');
+    await once(evil, 'listening');
+    const port = (evil.address() as { port: number }).port;
+    const ctx = await browser.newContext();
+    try {
+      const page = await ctx.newPage();
+      const answer = page.waitForResponse((r) => r.url().endsWith('/console/api/login'));
+      await page.goto(`http://127.0.0.1:${port}/`);
+      const res = await answer;
+      expect(res.status()).toBe(403);
+      expect((await ctx.cookies(srv.url)).find((c) => c.name === 'sitefleet_console')).toBeUndefined();
+      await page.goto(`${srv.url}/console`);
+      await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    } finally {
+      evil.close();
+      await ctx.close();
+    }
+  });
+});
+
 describe('logging out', () => {
   it('ends the session on the server, so the old cookie opens nothing', async () => {
     const { ctx, page } = await pageAs(srv.admin);

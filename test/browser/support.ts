@@ -44,6 +44,8 @@ export interface ConsoleServer {
   token: string;
   sim: ChildSim;
   rest(path: string, init?: { method?: string; json?: unknown }): Promise<{ status: number; body: any }>;
+  /** Everything the serve process has written to stdout and stderr so far (its logs). */
+  output(): string;
   close(): Promise<void>;
 }
 
@@ -82,6 +84,7 @@ export async function startConsoleServer(
     token,
     sim,
     rest,
+    output: () => p.stdout() + p.stderr(),
     admin: { name: 'admin', password },
     viewer: { name: 'viewer', password: viewerPassword },
     close: async () => {

@@ -139,16 +139,27 @@ describe('PostgreSQL store engine', () => {
     expect(new Set(ids).size).toBe(180);
   });
 
-  it("answers svc_store_unavailable when the database refuses a commit, and memory keeps the database's truth", async () => {
+  it("refuses a write whose value the database cannot hold with a 400 that blames the value, and memory keeps the database's truth", async () => {
     const url = await freshDatabase(server);
     const s = await open(url);
     await s.write((tx) => tx.insert<TagRecord>('tags', tag('kept')));
-    // A NUL character cannot be stored in jsonb: PostgreSQL refuses the whole commit.
+    // A NUL character cannot be stored in jsonb: the engine refuses it before the commit (as the lowdb engine does).
     const bad = s.write((tx) => {
-      tx.insert<TagRecord>('tags', tag('a\u0000b'));
       tx.put('tags', { ...tx.get<TagRecord>('tags', 1)!, name: 'changed' });
+      tx.insert<TagRecord>('tags', tag('a\u0000b'));
     });
-    await expect(bad).rejects.toMatchObject({ code: 'svc_store_unavailable', status: 503 });
+    await expect(bad).rejects.toMatchObject({ code: 'svc_invalid_input', status: 400, message: expect.stringMatching(/NUL character/) });
+    // A value the database itself refuses (a constraint sitefleet does not know about) is the value's fault too.
+    await query(url, `ALTER TABLE sitefleet_rows ADD CONSTRAINT no_poison CHECK (data IS NULL OR strpos(data::text, 'poison') = 0)`);
+    const refused = s.write((tx) => {
+      tx.put('tags', { ...tx.get<TagRecord>('tags', 1)!, name: 'changed' });
+      tx.insert<TagRecord>('tags', tag('poison'));
+    });
+    await expect(refused).rejects.toMatchObject({
+      code: 'svc_invalid_input',
+      status: 400,
+      message: expect.stringMatching(/database refused a value/),
+    });
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['kept']);
     const next = await s.write((tx) => tx.insert<TagRecord>('tags', tag('next')));
     expect(next.id).toBe(2);

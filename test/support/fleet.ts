@@ -1,5 +1,7 @@
 // Test support: a sitefleet server plus a child-site simulator on loopback, and registration of its sites.
-import { startChildSim, type ChildSim, type ChildSimOptions } from '../../src/child/simulator/server.js';
+import { expect } from 'vitest';
+import { BAD_TEXT_FAULT, startChildSim, type ChildSim, type ChildSimOptions } from '../../src/child/simulator/server.js';
+import type { SiteData } from '../../src/store/records.js';
 import { startServer, type TestServer } from './server.js';
 import type { Config } from '../../src/config.js';
 
@@ -36,4 +38,41 @@ export async function registerSites(f: Fleet, n = f.sim.sites.length): Promise<A
     out.push({ id: r.body.data.id, url: r.body.data.url });
   }
   return out;
+}
+
+/**
+ * With the `bad_text` fault on the `hostile` sites (simulator index = site id), one sync of them and the `healthy` ones
+ * succeeds for all: the hostile sites' texts are stored cleaned, and the healthy sites' data is stored as they sent it.
+ */
+export async function expectBadTextCleaned(f: Fleet, hostile: number[], healthy: number[]): Promise<void> {
+  const before = new Map(hostile.map((id) => [id, f.s.services.children.siteData(id) as SiteData]));
+  const versions = new Map(hostile.map((id) => [id, f.s.services.sites.get(id)?.wp_version]));
+  const lastSync = new Map(healthy.map((id) => [id, f.s.services.sites.get(id)?.last_sync]));
+  for (const id of hostile) f.sim.setFault(id, { type: 'bad_text' });
+  try {
+    const r = await f.s.ability('sync-sites-v1', { site_ids_or_domains: [...hostile, ...healthy] });
+    expect([r.status, r.body.errors]).toEqual([200, []]);
+    expect(r.body.total_synced).toBe(hostile.length + healthy.length);
+    for (const id of hostile) {
+      const data = f.s.services.children.siteData(id) as SiteData;
+      const prev = before.get(id)!;
+      // The one plugin, theme and user the fault touched: a name it had, plus the cleaned suffix.
+      const names = (d: SiteData) => [d.plugins.map((p) => p.name), d.themes.map((t) => t.name), d.users.map((u) => u.display_name)];
+      const [now, then] = [names(data), names(prev)];
+      now.forEach((list, i) => {
+        const touched = list.filter((n) => n.endsWith(BAD_TEXT_FAULT.cleanSuffix));
+        expect(touched).toHaveLength(1);
+        expect(then[i]!.map((n) => n + BAD_TEXT_FAULT.cleanSuffix)).toContain(touched[0]);
+      });
+      expect(data.security.map((x) => x.type)).toContain('evilcheck');
+      expect(f.s.services.sites.get(id)?.wp_version).toBe(versions.get(id));
+      expect(JSON.stringify(data)).not.toMatch(/\\u0000|\\ud[89a-f]/i);
+    }
+    for (const id of healthy) {
+      expect(f.s.services.sites.get(id)?.sync_error).toBe('');
+      expect(f.s.services.sites.get(id)?.last_sync).not.toBe(lastSync.get(id));
+    }
+  } finally {
+    for (const id of hostile) f.sim.setFault(id, null);
+  }
 }

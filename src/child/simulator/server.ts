@@ -35,9 +35,31 @@ export type SimFault =
   | { type: 'other_site' } // a valid reply, but about another WordPress (its siteurl names another host)
   | { type: 'long_text'; bytes: number } // a valid reply whose texts (wpversion, plugin names) are this long
   | { type: 'long_error'; bytes: number } // an error reply whose message is this long
+  | { type: 'bad_text' } // a valid reply whose texts hold NUL characters and unpaired surrogates (BAD_TEXT_FAULT)
   | { type: 'down' } // connection reset: socket destroyed
   | { type: 'hang_after_work' } // the site does the work (an update is installed), then never answers
   | { type: 'outage'; windows: Array<{ from: number; to: number }> }; // down (reset) inside scheduled windows (epoch ms), up outside
+
+/**
+ * What the `bad_text` fault puts into a reply, as JSON escapes (PHP's json_encode writes them so): a NUL and an unpaired
+ * surrogate appended to the first plugin's and theme's names and the first user's display name, a NUL inside the
+ * WordPress version, and a NUL in the key of a failed security check. A dashboard keeps them as the cleaned text says.
+ */
+export const BAD_TEXT_FAULT = { suffix: '\u0000 \ud800', cleanSuffix: ' \ufffd', securityCheck: 'evil\u0000check' } as const;
+
+function withBadText(data: Record<string, unknown>): Record<string, unknown> {
+  const first = (list: unknown, field: string) => {
+    const item = Array.isArray(list) ? (list[0] as Record<string, unknown> | undefined) : undefined;
+    if (item && typeof item[field] === 'string') item[field] = `${item[field]}${BAD_TEXT_FAULT.suffix}`;
+  };
+  first(data.plugins, 'name');
+  first(data.themes, 'name');
+  first(data.users, 'display_name');
+  if (typeof data.wpversion === 'string') data.wpversion = data.wpversion.replace('.', '\u0000.');
+  const sec = data.securityStats;
+  if (sec && typeof sec === 'object' && !Array.isArray(sec)) (sec as Record<string, string>)[BAD_TEXT_FAULT.securityCheck] = 'N';
+  return data;
+}
 
 export interface ChildSim {
   baseUrl: string;
@@ -267,6 +289,14 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       const data = JSON.parse(Buffer.from(inner, 'base64').toString('utf8')) as Record<string, unknown>;
       if ('siteurl' in data) data.siteurl = 'https://another-site.example/';
       return send(res, 200, encodeEnvelope(data));
+    }
+    if (reply.envelope && fault?.type === 'bad_text') {
+      const inner = /<mainwp>([^<]*)<\/mainwp>/.exec(String(reply.body))?.[1] ?? '';
+      return send(
+        res,
+        200,
+        encodeEnvelope(withBadText(JSON.parse(Buffer.from(inner, 'base64').toString('utf8')) as Record<string, unknown>)),
+      );
     }
     if (reply.envelope && fault?.type === 'long_error') return send(res, 200, encodeEnvelope({ error: 'E'.repeat(fault.bytes) }));
     if (reply.envelope && fault?.type === 'long_text') {

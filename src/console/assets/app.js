@@ -1,9 +1,10 @@
-// The console's shell: login, navigation and the hash router (#/, #/sites/12, #/jobs/<id>, #/tags, #/clients,
-// #/updates). Each page is a module whose render(main, params) may return a cleanup function.
+// The console's shell: login, navigation and the hash router (#/, #/sites/12, #/sites/new, #/jobs/<id>, #/tags,
+// #/clients, #/updates). Each page is a module whose render(main, params) may return a cleanup function.
 import { current, has, loadSession, login, logout } from './api.js';
 import { clear, errorText, field, h, notice } from './dom.js';
 import * as overview from './pages/overview.js';
 import * as site from './pages/site.js';
+import * as addSite from './pages/add-site.js';
 import * as jobs from './pages/jobs.js';
 import * as tags from './pages/tags.js';
 import * as clients from './pages/clients.js';
@@ -17,6 +18,7 @@ let cleanup = null;
 
 const ROUTES = [
   [/^\/$/, overview, 'Fleet'],
+  [/^\/sites\/new$/, addSite, 'Add a site'],
   [/^\/sites\/(\d+)$/, site, 'Site'],
   [/^\/jobs$/, jobs, 'Jobs'],
   [/^\/jobs\/([\w-]+)$/, jobs, 'Job'],

@@ -66,6 +66,9 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
         const row = phase in actions ? actions[phase] : rows[phase as keyof BatchRows];
         if (!row) throw new ServiceError('svc_invalid_input', `This batch route has no ${phase} operation.`, 400);
         const byId = phase !== 'create' && phase !== 'update';
+        // An item is authorised as the route it stands for: a read item (plugins[], security[], …) needs what its GET
+        // needs, whatever the batch's own POST — a write-only key reads through a batch no more than directly.
+        const method = row.methods.includes(a.method) ? a.method : row.methods[0]!;
         out[phase] = await Promise.all(
           items.map(async (item) => {
             const obj = item && typeof item === 'object' && !Array.isArray(item) ? { ...(item as Record<string, unknown>) } : {};
@@ -76,7 +79,12 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
             }
             delete obj.id;
             try {
-              return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
+              return await run(row, {
+                ...a,
+                method,
+                params: phase === 'create' ? {} : { [idParam]: String(idNum) },
+                args: byId ? {} : obj,
+              });
             } catch (e) {
               return { id: idNum, error: toServiceError(e).toBody() };
             }

@@ -199,13 +199,25 @@ const sitesSync = route(EDIT, '/sites/sync', syncSites, {
 
 const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
-  answers: done(SimpleSite.extend({ status: SiteStatus, reachable: z.boolean(), http_status: Int, response_time_ms: Int })),
+  answers: done(
+    SimpleSite.extend({
+      status: z.union([z.literal(0), z.literal(1)]).describe("Upstream's number: 1 when the site answered 200–206, else 0."),
+      http_code: Int.describe("Upstream's name for http_status."),
+      site_status: SiteStatus,
+      reachable: z.boolean(),
+      http_status: Int,
+      response_time_ms: Int,
+    }),
+  ),
   output: (r) => ({
     success: 1,
     message: r.reachable ? 'Site is reachable.' : 'Site is not reachable.',
     data: {
       ...simple(r.site),
-      status: r.site.status,
+      // Upstream answers status and http_code as numbers (REST v2 reference §0.4); the site's own status is site_status.
+      status: r.reachable ? (1 as const) : (0 as const),
+      http_code: r.http_status,
+      site_status: r.site.status,
       reachable: r.reachable,
       http_status: r.http_status,
       response_time_ms: r.response_time_ms,

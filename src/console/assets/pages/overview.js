@@ -212,9 +212,16 @@ export async function render(main, _params, query) {
       )
     : '';
 
+  // Adding a site is where an empty fleet starts: the link is there for an administrator, and leads the empty list.
+  const adding = may('add-site-v1');
+  const addLink = (label) => h('a', { class: 'btn btn-primary', href: '#/sites/new', id: 'add-site' }, label);
+  const empty =
+    adding && !list.total && !query.toString()
+      ? h('span', {}, 'No sites yet. ', h('a', { href: '#/sites/new' }, 'Add the first one.'))
+      : 'No site matches.';
   clear(
     main,
-    h('h1', {}, 'Fleet'),
+    h('div', { class: 'page-head' }, h('h1', {}, 'Fleet'), adding ? addLink('Add a site') : ''),
     counts(),
     h('h2', { class: 'sr-only' }, 'Needs attention'),
     attention(),
@@ -224,12 +231,7 @@ export async function render(main, _params, query) {
       h('h2', { id: 'h-sites' }, 'Sites'),
       filters,
       actions,
-      table(
-        'Sites',
-        [...(canSync ? [h('span', { class: 'sr-only' }, 'Select')] : []), 'Site', 'Status', 'Client'],
-        rows,
-        'No site matches.',
-      ),
+      table('Sites', [...(canSync ? [h('span', { class: 'sr-only' }, 'Select')] : []), 'Site', 'Status', 'Client'], rows, empty),
       pager(page, PER_PAGE, list.total, 'sites', (p) => hrefWith(query, { page: p, t: '' })),
     ),
   );
