@@ -34,6 +34,7 @@ const SERVE_OPTIONS = {
   'trust-proxy': { type: 'string' },
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
+  'package-source': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -60,7 +61,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
-                       [--database-url postgres://user:pass@host/db]
+                       [--package-source URL] [--database-url postgres://user:pass@host/db]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -71,9 +72,11 @@ believed: the login throttle and the request log then use the client's address. 
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
 Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
+--package-source (SITEFLEET_PACKAGE_SOURCE) is the plugin and theme directory installs and searches use
+(default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
-                     [--allow-private-sites]
+                     [--allow-private-sites] [--package-source URL]
 
 Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
@@ -214,6 +217,7 @@ async function serve(args: string[]): Promise<void> {
     childConcurrency: values['child-concurrency'],
     allowPrivateSites: values['allow-private-sites'],
     monitorIntervalS: values['monitor-interval'],
+    packageSource: values['package-source'],
     trustProxy: values['trust-proxy'],
   });
   const withConsole = values['no-console'] !== true;
@@ -250,6 +254,7 @@ async function mcp(args: string[]): Promise<void> {
     toolsets: { type: 'string' },
     'read-only': { type: 'boolean' },
     'allow-private-sites': { type: 'boolean' },
+    'package-source': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) return void console.log(HELP.mcp);
@@ -260,7 +265,12 @@ async function mcp(args: string[]): Promise<void> {
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
   const { services, registry, close } = await boot(
-    loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'], allowPrivateSites: values['allow-private-sites'] }),
+    loadConfig({
+      dataDir: values['data-dir'],
+      databaseUrl: values['database-url'],
+      allowPrivateSites: values['allow-private-sites'],
+      packageSource: values['package-source'],
+    }),
   );
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);

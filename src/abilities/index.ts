@@ -18,11 +18,13 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
+import { packageAbilities } from './packages.js';
 
 const families = [
   ...siteAbilities,
   ...childSiteAbilities,
   ...pluginAbilities,
+  ...packageAbilities,
   ...fleetSecurityAbilities,
   ...tagAbilities,
   ...jobAbilities,

@@ -24,6 +24,9 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { PackageSource } from './package-source.js';
+import { InstallService } from './installs.js';
+import { PackageUploads } from './uploads.js';
 
 export interface Services {
   config: Config;
@@ -57,6 +60,12 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** The plugin and theme directory (--package-source): search, versions, download links. */
+  packages: PackageSource;
+  /** Plugin and theme installs on many sites (from the directory or a zip URL). */
+  installs: InstallService;
+  /** Uploaded plugin and theme zips, checked, served to children from signed links. */
+  uploads: PackageUploads;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -113,6 +122,11 @@ export async function openServices(config: Config): Promise<Services> {
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
+  const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
+  const pluginActions = new PluginActionService(store, sites, children, siteData);
+  const uploads = new PackageUploads(config);
+  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
+  jobs.define('install', (s, job) => installs.jobStep(s, job!));
   return {
     config,
     store,
@@ -132,11 +146,14 @@ export async function openServices(config: Config): Promise<Services> {
     webhooks,
     siteData,
     fleetSecurity: new FleetSecurityService(store, children),
-    pluginActions: new PluginActionService(store, sites, children, siteData),
+    pluginActions,
     selectors,
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    packages,
+    installs,
+    uploads,
   };
 }
 
@@ -152,5 +169,6 @@ export async function closeServices(s: Services): Promise<void> {
   await s.monitors.stop();
   await s.webhooks.stop();
   await s.children.close();
+  await s.packages.close();
   await s.store.close();
 }

@@ -4,7 +4,10 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { encodeEnvelope } from '../envelope.js';
 import { decodeForm } from '../form.js';
-import { SimSite } from './site.js';
+import { request } from 'undici';
+import { inspectPackageZip } from '../../core/zip-check.js';
+import { directoryAnswer } from './directory.js';
+import { SimSite, type SimDownload } from './site.js';
 import { createSiteState, defaultPassword, type SimSiteState } from './state.js';
 
 export interface SimSiteInfo {
@@ -177,6 +180,31 @@ function readBody(req: IncomingMessage): Promise<string | null> {
   });
 }
 
+/** The zips an installplugintheme names outside /__sim/dir/, fetched and read (null: WordPress could not install it). */
+async function downloads(urlField: unknown, typeField: unknown): Promise<Map<string, SimDownload | null>> {
+  const out = new Map<string, SimDownload | null>();
+  let urls: unknown;
+  try {
+    urls = JSON.parse(String(urlField ?? '').replace(/\\(.)/g, '$1'));
+  } catch {
+    return out;
+  }
+  const type = typeField === 'theme' ? 'theme' : 'plugin';
+  for (const url of (Array.isArray(urls) ? urls : [urls]).filter((u): u is string => typeof u === 'string')) {
+    if (url.includes('/__sim/dir/')) continue;
+    try {
+      const res = await request(url, { method: 'GET', headersTimeout: 10_000, bodyTimeout: 10_000 });
+      const buf = Buffer.from(await res.body.arrayBuffer());
+      if (res.statusCode !== 200 || buf.length > 64 * 1024 * 1024) throw new Error('download failed');
+      const pkg = await inspectPackageZip(buf, type);
+      out.set(url, { type, slug: pkg.folder, name: pkg.name, version: pkg.version, main: pkg.main });
+    } catch {
+      out.set(url, null);
+    }
+  }
+  return out;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startChildSim(options: ChildSimOptions = {}): Promise<ChildSim> {
@@ -209,6 +237,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]!;
+    if (path.startsWith('/__sim/dir/')) {
+      // The stand-in wordpress.org directory (directory.ts): JSON answers, no site involved.
+      const dir = directoryAnswer(path.slice('/__sim/dir/'.length), new URL(req.url ?? '/', baseUrl).searchParams, `${baseUrl}/__sim/dir/`);
+      if (dir) return send(res, dir.status, JSON.stringify(dir.json), { 'content-type': 'application/json; charset=utf-8' });
+    }
     const match = /^\/s\/(\d+)(\/.*)?$/.exec(path);
     const index = match ? Number(match[1]) : 0;
     if (!match || index < 1 || index > count) return send(res, 404, '<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
@@ -241,6 +274,8 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     if (!adminAjax && rest !== '/' && rest !== '/index.php')
       return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
     const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);
+    // installplugintheme downloads each package that is not the simulator's own directory's, as WordPress would.
+    if (form.function === 'installplugintheme') siteAt(index).downloads = await downloads(form.url, form.type);
     const reply = siteAt(index).handle(form, adminAjax);
     if (fault?.type === 'hang_after_work') return;
     if (reply.envelope && fault?.type === 'huge') return sendHuge(res, reply.body);

@@ -9,6 +9,7 @@ import * as jobs from './pages/jobs.js';
 import * as tags from './pages/tags.js';
 import * as clients from './pages/clients.js';
 import * as updates from './pages/updates.js';
+import * as install from './pages/install.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -24,6 +25,7 @@ const ROUTES = [
   [/^\/tags$/, tags, 'Tags'],
   [/^\/clients$/, clients, 'Clients'],
   [/^\/updates$/, updates, 'Updates'],
+  [/^\/install$/, install, 'Install'],
 ];
 
 function parseHash() {
@@ -45,6 +47,7 @@ function drawChrome() {
   ];
   // The updates page appears once the registry has the update abilities.
   if (has('list-updates-v1')) links.splice(1, 0, ['#/updates', 'Updates']);
+  if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   const { path } = parseHash();
   clear(
     nav,
