@@ -23,6 +23,8 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { HealthService } from './health.js';
+import { UpdateHistoryService } from './update-history.js';
 
 export interface Services {
   config: Config;
@@ -54,6 +56,10 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** Health probes of sites (home, login, extra paths) and each site's latest health. */
+  health: HealthService;
+  /** Every update attempt, bounded in time and count. */
+  updateHistory: UpdateHistoryService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -79,7 +85,9 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
-  const updates = new UpdateService(store, config, sites, tags, children, jobs);
+  const health = new HealthService(store, config, sites);
+  const updateHistory = new UpdateHistoryService(store);
+  const updates = new UpdateService(store, config, sites, tags, children, jobs, health, updateHistory);
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));
@@ -88,6 +96,7 @@ export async function openServices(config: Config): Promise<Services> {
   clients.onRemove.also((tx, id) => costs.forgetClient(tx, id));
   clients.onRemove.also((tx, id) => clientFields.dropClient(tx, id));
   sites.onRemove.also((tx, id) => updates.forgetSite(tx, id));
+  sites.onRemove.also((tx, id) => health.forgetSite(tx, id));
   // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
   jobs.define('renew', async (s) => (s.disconnected ? { ok: false, error: errors.siteDisconnected(s, true) } : children.fetchReconnect(s)));
   jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
@@ -130,6 +139,8 @@ export async function openServices(config: Config): Promise<Services> {
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    health,
+    updateHistory,
   };
 }
 
@@ -145,5 +156,6 @@ export async function closeServices(s: Services): Promise<void> {
   await s.monitors.stop();
   await s.webhooks.stop();
   await s.children.close();
+  await s.health.close();
   await s.store.close();
 }

@@ -16,6 +16,10 @@ import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
 import type { Config } from '../config.js';
+import type { Principal } from '../core/principal.js';
+import type { UpdateActor } from '../store/health-records.js';
+import type { HealthService } from './health.js';
+import { actorOf, type HistoryEntry, type UpdateHistoryService } from './update-history.js';
 
 export const TYPES = ['core', 'plugins', 'themes', 'translations'] as const;
 export type TypeName = (typeof TYPES)[number];
@@ -88,6 +92,8 @@ export interface Selector {
 export interface Plan {
   types: readonly TypeName[];
   only?: readonly string[];
+  /** Who started the run, for the update history (kept in a queued job's params). */
+  actor?: UpdateActor;
 }
 
 /** update-all-v1 becomes a job above this many sites with something pending ("more than a few sites"). */
@@ -120,7 +126,7 @@ const runSummary = (r: SiteRun, sites = false) => ({
   ...(sites ? { sites_updated: new Set(r.updated.map((u) => u.site_id)).size } : {}),
 });
 
-type Call = Pick<CallContext, 'signal' | 'progress'>;
+type Call = Pick<CallContext, 'signal' | 'progress'> & { principal?: Principal };
 
 const where = (s: SiteRecord): Where => ({ site_id: s.id, site_url: s.url, site_name: s.name });
 const EMPTY: SitePending = { core: null, plugins: [], themes: [], translations: [] };
@@ -300,6 +306,8 @@ export class UpdateService {
     private readonly tags: TagService,
     private readonly children: ChildSiteService,
     private readonly jobs: JobService,
+    readonly health: HealthService,
+    private readonly history: UpdateHistoryService,
   ) {
     this.index = new PendingIndex(store, sites, (id) => children.siteData(id));
   }
@@ -572,13 +580,19 @@ export class UpdateService {
       let snapshotAt = -1;
       const byType = (t: ItemType) => todo.filter((i) => i.type === t);
       const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
+      const history: HistoryEntry[] = [];
       for (const [n, type] of order.entries()) {
         const items = byType(type);
         if (!items.length) continue;
+        const at = new Date().toISOString();
+        const t0 = performance.now();
         const r =
           type === 'core'
             ? await this.callCore(connector, creds, fresh, items[0]!)
             : await this.callItems(connector, creds, fresh, type, items);
+        // One child call updates the items of a type together: each is recorded with that call's time.
+        const took = Math.round(performance.now() - t0);
+        history.push(...historyOf(fresh, items, r, { at, duration_ms: took, actor: plan.actor, safe: false, probe: null }));
         run.updated.push(...r.updated);
         run.errors.push(...r.errors);
         if (r.snapshot) {
@@ -590,6 +604,7 @@ export class UpdateService {
       }
       await this.store.write((tx) => {
         this.commitSite(tx, fresh, snapshot, snapshotAt, run, todo);
+        this.history.record(tx, history);
         opts.extraCommit?.(tx, run);
       });
       return run;
@@ -882,7 +897,7 @@ export class UpdateService {
     }
     const total = this.planSite(site, plan).todo.length;
     const tick = itemProgress(total, call.progress);
-    const r = await this.runSite(site, plan, { progress: (p) => tick(p, site) });
+    const r = await this.runSite(site, { ...plan, actor: plan.actor ?? actorOf(call.principal) }, { progress: (p) => tick(p, site) });
     return { updated: r.updated, errors: r.errors, skipped: r.skipped, summary: runSummary(r) };
   }
 
@@ -890,7 +905,8 @@ export class UpdateService {
    * Many sites: dry run (the exact list), a job when more sites than `queueOver` have something to update (only those
    * sites are queued), else every site in turn, one child call per type, with per-item progress and cancellation.
    */
-  async runMany(call: Call, sel: Selector, plan: Plan, dryRun: boolean, queueOver: number): Promise<RunAnswer> {
+  async runMany(call: Call, sel: Selector, asked: Plan, dryRun: boolean, queueOver: number): Promise<RunAnswer> {
+    const plan: Plan = { ...asked, actor: asked.actor ?? actorOf(call.principal) };
     const { sites, errors } = this.select(sel);
     const plans = sites.map((s) => ({ site: s, ...this.planSite(s, plan) }));
     const skipped: SkippedView[] = plans.flatMap((p) => p.skipped);
@@ -1023,6 +1039,38 @@ export class UpdateService {
 }
 
 const TYPE_NAME: Record<ItemType, TypeName> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/** The history entries of one child call's items: each planned item ends updated or failed. */
+function historyOf(
+  site: SiteRecord,
+  items: readonly PendingView[],
+  r: { updated: UpdatedView[]; errors: ErrorView[] },
+  how: Pick<HistoryEntry, 'at' | 'duration_ms' | 'safe' | 'probe'> & { actor?: UpdateActor },
+): HistoryEntry[] {
+  const same = (a: { type: string; slug: string; language?: string }, b: PendingView) =>
+    a.type === b.type && a.slug === b.slug && (a.language ?? '') === (b.language ?? '');
+  return items.map((i) => {
+    const u = r.updated.find((x) => same(x, i));
+    const e = u ? undefined : r.errors.find((x) => x.type === i.type && x.slug === i.slug);
+    return {
+      site_id: site.id,
+      site_url: site.url,
+      type: i.type,
+      slug: i.slug,
+      name: i.language ? `${i.name} (${i.language})` : i.name,
+      from: i.current_version,
+      to: u?.new_version ?? i.new_version,
+      outcome: u ? 'updated' : 'failed',
+      reason: u ? '' : (e?.message ?? 'The child did not report on it.'),
+      code: u ? '' : (e?.code ?? 'svc_update_failed'),
+      actor: how.actor ?? actorOf(undefined),
+      at: how.at,
+      duration_ms: how.duration_ms,
+      safe: how.safe,
+      probe: how.probe,
+    };
+  });
+}
 
 /** Per-item progress over a whole run: `done` of `total` items, for MCP progress notifications. */
 export function itemProgress(total: number, report?: (p: ProgressReport) => void | Promise<void>) {

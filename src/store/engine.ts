@@ -23,6 +23,10 @@ export const COLLECTIONS = {
   webhooks: 0,
   deliveries: 500,
   leases: 0,
+  // Site health and update history (health-records.ts): a record per site (id = site id), and one per update attempt
+  // (ids only grow, so a new entry rewrites only the newest shard; trimming empties the oldest).
+  site_health: 100,
+  update_history: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
