@@ -27,7 +27,13 @@ describe('REST /sites/{id_or_domain}/health', () => {
     expect(none.body).toMatchObject({ success: 1, data: { site_id: ids[0], health: null } });
     const probed = await f.s.rest(`/sites/${ids[0]}/health`, { method: 'POST' });
     expect(probed.status).toBe(200);
-    expect(probed.body.data.health).toMatchObject({ status: 'healthy', pages: [{ kind: 'home', ok: true }, { kind: 'login', ok: true }] });
+    expect(probed.body.data.health).toMatchObject({
+      status: 'healthy',
+      pages: [
+        { kind: 'home', ok: true },
+        { kind: 'login', ok: true },
+      ],
+    });
     const stored = await f.s.rest(`/sites/${ids[0]}/health`, { token: f.s.creds.key.read });
     expect(stored.body.data.health).toEqual(probed.body.data.health);
   });
