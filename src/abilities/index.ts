@@ -19,11 +19,13 @@ import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 import { healthAbilities } from './health.js';
+import { packageAbilities } from './packages.js';
 
 const families = [
   ...siteAbilities,
   ...childSiteAbilities,
   ...pluginAbilities,
+  ...packageAbilities,
   ...fleetSecurityAbilities,
   ...tagAbilities,
   ...jobAbilities,

@@ -25,6 +25,7 @@ import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
 import { HealthService } from './health.js';
 import { UpdateHistoryService } from './update-history.js';
+import { PackageSource } from './package-source.js';
 
 export interface Services {
   config: Config;
@@ -60,6 +61,8 @@ export interface Services {
   health: HealthService;
   /** Every update attempt, bounded in time and count. */
   updateHistory: UpdateHistoryService;
+  /** The plugin and theme directory (--package-source): search, versions, download links. */
+  packages: PackageSource;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -85,6 +88,7 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
+  const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const health = new HealthService(store, config, sites);
   const updateHistory = new UpdateHistoryService(store);
   const updates = new UpdateService(store, config, sites, tags, children, jobs, health, updateHistory);
@@ -141,6 +145,7 @@ export async function openServices(config: Config): Promise<Services> {
     wpUserImport: new UserImportService(config, sites, tags, selectors),
     health,
     updateHistory,
+    packages,
   };
 }
 
@@ -157,5 +162,6 @@ export async function closeServices(s: Services): Promise<void> {
   await s.webhooks.stop();
   await s.children.close();
   await s.health.close();
+  await s.packages.close();
   await s.store.close();
 }

@@ -15,6 +15,7 @@ import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { healthRoutes } from './routes/health.js';
+import { packageRoutes } from './routes/packages.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -31,4 +32,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,
+  ...packageRoutes,
 ];

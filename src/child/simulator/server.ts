@@ -6,6 +6,7 @@ import { encodeEnvelope } from '../envelope.js';
 import { decodeForm } from '../form.js';
 import { SimSite, WP_FATAL_PAGE } from './site.js';
 import { createSiteState, defaultPassword, type SimBreak, type SimSiteState } from './state.js';
+import { directoryAnswer } from './directory.js';
 
 export interface SimSiteInfo {
   /** 1-based; the site lives at `${baseUrl}/s/<index>/`. */
@@ -194,6 +195,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]!;
+    if (path.startsWith('/__sim/dir/')) {
+      // The stand-in wordpress.org directory (directory.ts): JSON answers, no site involved.
+      const dir = directoryAnswer(path.slice('/__sim/dir/'.length), new URL(req.url ?? '/', baseUrl).searchParams, `${baseUrl}/__sim/dir/`);
+      if (dir) return send(res, dir.status, JSON.stringify(dir.json), { 'content-type': 'application/json; charset=utf-8' });
+    }
     const match = /^\/s\/(\d+)(\/.*)?$/.exec(path);
     const index = match ? Number(match[1]) : 0;
     if (!match || index < 1 || index > count) return send(res, 404, '<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
