@@ -81,3 +81,22 @@ describe('REST /updates/history', () => {
     expect(unknown.status).toBe(404);
   });
 });
+
+describe('REST update routes: safe and force', () => {
+  it('take safe/force as true or false, refuse anything else, and answer whether the run was safe', async () => {
+    const k = [1, 2, 3].find((i) => f.sim.state(i).plugins.some((p) => p.updateVersion))!;
+    const slug = f.sim.state(k).plugins.find((p) => p.updateVersion)!.slug;
+    const bad = await f.s.rest(`/updates/${ids[k - 1]}/update/plugins?slug=${encodeURIComponent(slug)}&safe=maybe`, { method: 'POST' });
+    expect(bad.status).toBe(400);
+    const badForce = await f.s.rest(`/updates/update?force=sure`, { method: 'POST' });
+    expect(badForce.status).toBe(400);
+    const dry = await f.s.rest(`/updates/${ids[k - 1]}/update/plugins?slug=${encodeURIComponent(slug)}&dry_run=1&safe=false`, { method: 'POST' });
+    expect(dry.status).toBe(200);
+    const run = await f.s.rest(`/updates/${ids[k - 1]}/update/plugins?slug=${encodeURIComponent(slug)}&safe=true`, { method: 'POST' });
+    expect(run.status).toBe(200);
+    expect(run.body).toMatchObject({ success: 1, safe: true, data: { updated: [{ slug }], rolled_back: [] } });
+    const hist = await f.s.rest(`/updates/${ids[k - 1]}/history?per_page=1`);
+    expect(hist.body.data[0]).toMatchObject({ slug, safe: true, probe: { before: 'healthy', after: 'healthy' } });
+  });
+});
+

@@ -25,6 +25,7 @@ import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
 import { HealthService } from './health.js';
 import { UpdateHistoryService } from './update-history.js';
+import { UpdateRollback } from './safe-updates.js';
 import { PackageSource } from './package-source.js';
 
 export interface Services {
@@ -91,7 +92,7 @@ export async function openServices(config: Config): Promise<Services> {
   const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const health = new HealthService(store, config, sites);
   const updateHistory = new UpdateHistoryService(store);
-  const updates = new UpdateService(store, config, sites, tags, children, jobs, health, updateHistory);
+  const updates = new UpdateService(store, config, sites, tags, children, jobs, health, updateHistory, new UpdateRollback(packages, health));
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));

@@ -15,6 +15,16 @@ export const HISTORY_MAX_PER_PAGE = 100;
 
 export type HistoryEntry = Omit<UpdateHistoryRecord, 'id'>;
 
+export interface RollbackItemView {
+  slug: string;
+  name: string;
+  old_version: string | null;
+  version: string;
+  outcome: 'rolled_back' | 'rollback_failed';
+  reason: string;
+  at: string;
+}
+
 export interface HistoryFilter {
   site_id?: number;
   type?: UpdateHistoryRecord['type'];
@@ -113,6 +123,40 @@ export class UpdateHistoryService {
       total++;
     }
     return { entries, total };
+  }
+
+  /**
+   * Upstream's rollback_items of a site's pending updates: for each pending plugin or theme update whose very version
+   * was rolled back here before (its latest such attempt), what happened — so nobody applies it again unawares.
+   */
+  rollbackItems(
+    siteId: number,
+    pending: ReadonlyArray<{ type: string; slug: string; new_version: string }>,
+  ): { plugins: RollbackItemView[]; themes: RollbackItemView[] } {
+    const out = { plugins: [] as RollbackItemView[], themes: [] as RollbackItemView[] };
+    const wanted = pending.filter((p) => p.type === 'plugin' || p.type === 'theme');
+    if (!wanted.length) return out;
+    for (const p of wanted) {
+      const hit = this.newestFirst().find(
+        (r) =>
+          r.site_id === siteId &&
+          r.type === p.type &&
+          r.slug === p.slug &&
+          r.to === p.new_version &&
+          (r.outcome === 'rolled_back' || r.outcome === 'rollback_failed'),
+      );
+      if (!hit) continue;
+      (p.type === 'plugin' ? out.plugins : out.themes).push({
+        slug: hit.slug,
+        name: hit.name,
+        old_version: hit.from,
+        version: hit.to!,
+        outcome: hit.outcome as RollbackItemView['outcome'],
+        reason: hit.reason,
+        at: hit.at,
+      });
+    }
+    return out;
   }
 
   private newestFirst(): UpdateHistoryRecord[] {

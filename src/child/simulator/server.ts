@@ -51,6 +51,8 @@ export interface ChildSim {
    * Makes an update of `slug` (or "wordpress") break the site's front end once installed (null: installs well again).
    */
   breakOnUpdate(index: number, slug: string, effect: SimBreak | null): void;
+  /** Offers an update of an installed plugin (file) or theme (stylesheet) to `version`, as wordpress.org would. */
+  offerUpdate(index: number, type: 'plugin' | 'theme', slug: string, version: string): void;
   /** Breaks the front end now (as `by` would), or puts it right (null). */
   setFrontEnd(index: number, broken: { effect: SimBreak; by: string } | null): void;
   /** Requests received by a site (any path, method or fault), for "no child call" assertions. */
@@ -306,6 +308,13 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       const st = siteAt(index).state;
       if (effect === null) delete st.breakOnUpdate[slug];
       else st.breakOnUpdate[slug] = effect;
+    },
+    offerUpdate: (index, type, slug, version) => {
+      const st = siteAt(index).state;
+      const item = (type === 'plugin' ? st.plugins : st.themes).find((i) => i.slug === slug);
+      if (!item) throw new RangeError(`simulated site ${index} has no ${type} ${slug}`);
+      item.updateVersion = version;
+      st.rev++;
     },
     setFrontEnd: (index, broken) => {
       siteAt(index).state.frontEnd = broken;

@@ -825,6 +825,8 @@ export class SimSite {
       } else {
         plugin.active = action === 'activate';
       }
+      // The plugin that broke the front end no longer runs: the site renders again.
+      if (action !== 'activate' && this.state.frontEnd?.by === file) this.state.frontEnd = null;
       done[file] = item;
     }
     if (files.length > 0) this.changed();
