@@ -27,6 +27,7 @@ import { HealthService } from './health.js';
 import { UpdateHistoryService } from './update-history.js';
 import { UpdateRollback } from './safe-updates.js';
 import { PackageSource } from './package-source.js';
+import { InstallService } from './installs.js';
 
 export interface Services {
   config: Config;
@@ -64,6 +65,8 @@ export interface Services {
   updateHistory: UpdateHistoryService;
   /** The plugin and theme directory (--package-source): search, versions, download links. */
   packages: PackageSource;
+  /** Plugin and theme installs on many sites (from the directory or a zip URL). */
+  installs: InstallService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -121,6 +124,9 @@ export async function openServices(config: Config): Promise<Services> {
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
+  const pluginActions = new PluginActionService(store, sites, children, siteData);
+  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages);
+  jobs.define('install', (s, job) => installs.jobStep(s, job!));
   return {
     config,
     store,
@@ -139,7 +145,7 @@ export async function openServices(config: Config): Promise<Services> {
     webhooks,
     siteData,
     fleetSecurity: new FleetSecurityService(store, children),
-    pluginActions: new PluginActionService(store, sites, children, siteData),
+    pluginActions,
     selectors,
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
@@ -147,6 +153,7 @@ export async function openServices(config: Config): Promise<Services> {
     health,
     updateHistory,
     packages,
+    installs,
   };
 }
 
