@@ -65,8 +65,8 @@ export const getSiteHealth = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description:
-    "A site's latest health probe as stored (no outgoing call; null when never probed), its probe settings and response-time baseline. " +
-    'To probe now: check-site-health-v1. Errors: svc_site_not_found (404).',
+    "A site's stored latest health probe (null: never probed), probe settings and baseline; no outgoing call. " +
+    'Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: HealthOutput,
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
@@ -80,9 +80,9 @@ export const checkSiteHealth = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description:
-    'Probe a site now as a visitor sees it: home page (with its content marker), wp-login.php and its extra paths; HTTP status, ' +
-    "WordPress's critical-error page, PHP fatal/parse errors, response time against its baseline. Stored as its latest health. " +
-    `Bounds: ${PROBE_TIMEOUT_MS / 1000} s and ${PROBE_MAX_BYTES / 1024} KiB a page, ${PROBE_MAX_REDIRECTS} redirects. Errors: svc_site_not_found (404).`,
+    'Probe a site now: home page (content marker), wp-login.php, extra paths; status, critical-error page, PHP errors, ' +
+    `slowness. Stored as its latest health. ${PROBE_TIMEOUT_MS / 1000} s, ${PROBE_MAX_BYTES / 1024} KiB a page, ` +
+    `${PROBE_MAX_REDIRECTS} redirects. Errors: svc_site_not_found (404).`,
   input: z.object({ site_id_or_domain: SiteRef }),
   output: HealthOutput,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
@@ -118,9 +118,9 @@ export const listUpdateHistory = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description:
-    'Every update attempt, newest first: item, from → to, who started it, when, outcome (updated, failed, skipped, rolled_back, ' +
-    'rollback_failed) with reason, duration, probe summary. Fleet-wide, one site, or one item (type + slug); by time and outcome; paged. ' +
-    `Kept ${HISTORY_MAX_DAYS} days, at most ${HISTORY_MAX_ENTRIES} entries. Errors: svc_site_not_found (404), svc_invalid_date (400).`,
+    'Update attempts, newest first: item, from, to, who, when, outcome with reason, duration, probes. Fleet, site or ' +
+    `item (type+slug); by time, outcome; paged. Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
+    'Errors: svc_site_not_found (404), svc_invalid_date (400).',
   input: z.object({
     site_id_or_domain: SiteRef.optional(),
     type: z.enum(['core', 'plugin', 'theme', 'translation']).optional(),

@@ -107,7 +107,8 @@ describe('what a broken update does, as the probe sees it', () => {
     const slug = pluginUpdate(k);
     await h.call('check-site-health-v1', { site_id_or_domain: ids[k - 1]! });
     h.sim.breakOnUpdate(k, slug, 'fatal');
-    await h.call('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug] });
+    // Plain mode: safe mode would put it back at once (safe-updates.test.ts).
+    await h.call('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug], safe: false });
     const r = await h.call('check-site-health-v1', { site_id_or_domain: ids[k - 1]! });
     expect(r.health!.status).toBe('unhealthy');
     expect(r.health!.pages.map((p) => [p.kind, p.http_status, p.problem])).toEqual([
@@ -185,10 +186,16 @@ describe('list-update-history-v1', () => {
       to: okTo,
       reason: '',
       actor: { kind: 'key', name: 'write' },
-      safe: false,
-      probe: null,
+      safe: true,
+      probe: { before: 'healthy', after: 'healthy', summary: 'healthy' },
     });
-    expect(byOutcome.failed).toMatchObject({ slug: bad!.slug, code: 'svc_update_failed', reason: 'Download failed. Not Found' });
+    // A failed update is not probed after (nothing changed): the probe before is its evidence.
+    expect(byOutcome.failed).toMatchObject({
+      slug: bad!.slug,
+      code: 'svc_update_failed',
+      reason: 'Download failed. Not Found',
+      probe: { before: 'healthy', after: null },
+    });
     expect(Date.parse(byOutcome.updated!.at)).toBeGreaterThanOrEqual(Date.parse(startedAt));
     expect(byOutcome.updated!.duration_ms).toBeGreaterThanOrEqual(0);
     h.sim.failUpdate(k, bad!.slug, null);
