@@ -90,7 +90,9 @@ describe('REST update routes: safe and force', () => {
     expect(bad.status).toBe(400);
     const badForce = await f.s.rest(`/updates/update?force=sure`, { method: 'POST' });
     expect(badForce.status).toBe(400);
-    const dry = await f.s.rest(`/updates/${ids[k - 1]}/update/plugins?slug=${encodeURIComponent(slug)}&dry_run=1&safe=false`, { method: 'POST' });
+    const dry = await f.s.rest(`/updates/${ids[k - 1]}/update/plugins?slug=${encodeURIComponent(slug)}&dry_run=1&safe=false`, {
+      method: 'POST',
+    });
     expect(dry.status).toBe(200);
     const run = await f.s.rest(`/updates/${ids[k - 1]}/update/plugins?slug=${encodeURIComponent(slug)}&safe=true`, { method: 'POST' });
     expect(run.status).toBe(200);
@@ -99,4 +101,3 @@ describe('REST update routes: safe and force', () => {
     expect(hist.body.data[0]).toMatchObject({ slug, safe: true, probe: { before: 'healthy', after: 'healthy' } });
   });
 });
-

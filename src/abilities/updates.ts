@@ -83,7 +83,10 @@ const Safe = {
     ),
   force: z.boolean().default(false).describe('Safe mode: update a site even if it is unhealthy before (else skipped).'),
 };
-const safePlan = (i: { safe?: boolean; force: boolean }, ctx: AbilityContext) => ({ safe: i.safe ?? ctx.dashboard.safeUpdates(), force: i.force });
+const safePlan = (i: { safe?: boolean; force: boolean }, ctx: AbilityContext) => ({
+  safe: i.safe ?? ctx.dashboard.safeUpdates(),
+  force: i.force,
+});
 
 const RolledBack = z.object({
   ...Where,

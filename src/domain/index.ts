@@ -95,7 +95,17 @@ export async function openServices(config: Config): Promise<Services> {
   const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const health = new HealthService(store, config, sites);
   const updateHistory = new UpdateHistoryService(store);
-  const updates = new UpdateService(store, config, sites, tags, children, jobs, health, updateHistory, new UpdateRollback(packages, health));
+  const updates = new UpdateService(
+    store,
+    config,
+    sites,
+    tags,
+    children,
+    jobs,
+    health,
+    updateHistory,
+    new UpdateRollback(packages, health),
+  );
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));

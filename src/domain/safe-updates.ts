@@ -74,7 +74,9 @@ export class UpdateRollback {
       before: before.summary,
       after: broken.summary,
       after_rollback: after?.summary ?? null,
-      problems: broken.pages.filter((p) => !p.ok).map((p) => ({ kind: p.kind, url: p.url, http_status: p.http_status, problem: p.problem })),
+      problems: broken.pages
+        .filter((p) => !p.ok)
+        .map((p) => ({ kind: p.kind, url: p.url, http_status: p.http_status, problem: p.problem })),
     });
     const broke = `${item.name} ${item.new_version} left the site unhealthy (${broken.summary})`;
     if (item.type === 'core' || item.type === 'translation') {
@@ -105,7 +107,8 @@ export class UpdateRollback {
       try {
         const got = await connector.install(creds, item.type, packageUrl, { overwrite: true });
         if (got && got.version === item.current_version) action = 'reinstalled';
-        else why = `the reinstall of ${item.current_version} from ${packageUrl} reported ${got ? `version ${got.version}` : 'nothing installed'}`;
+        else
+          why = `the reinstall of ${item.current_version} from ${packageUrl} reported ${got ? `version ${got.version}` : 'nothing installed'}`;
       } catch (e) {
         why = `the reinstall of ${item.current_version} from ${packageUrl} failed: ${childFailure(e, site).message}`;
       }
@@ -133,9 +136,7 @@ export class UpdateRollback {
     }
     const after = await this.health.probe(site);
     const done =
-      action === 'reinstalled'
-        ? `reinstalled ${item.current_version} from ${packageUrl}`
-        : `deactivated the plugin instead (${why})`;
+      action === 'reinstalled' ? `reinstalled ${item.current_version} from ${packageUrl}` : `deactivated the plugin instead (${why})`;
     const well = after.status !== 'unhealthy';
     return {
       view: {
@@ -143,7 +144,9 @@ export class UpdateRollback {
         outcome: well ? 'rolled_back' : 'rollback_failed',
         action,
         package_url: packageUrl,
-        reason: well ? `${broke}; ${done}; the site is ${after.status} again.` : `${broke}; ${done}, but the site is still unhealthy (${after.summary}).`,
+        reason: well
+          ? `${broke}; ${done}; the site is ${after.status} again.`
+          : `${broke}; ${done}, but the site is still unhealthy (${after.summary}).`,
         evidence: evidence(after),
       },
       after,

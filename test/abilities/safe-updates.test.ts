@@ -23,9 +23,14 @@ const plugin = (k: number, slug: string) => h.sim.state(k).plugins.find((p) => p
 async function deltaOffered(k: number): Promise<string> {
   const dir = `${h.sim.baseUrl}/__sim/dir/`;
   const connector = await h.services.children.connector();
-  await connector.install(h.services.children.credentials(h.services.sites.get(ids[k - 1]!)!), 'plugin', `${dir}plugin/sim-delta.1.0.0.zip`, {
-    activate: true,
-  });
+  await connector.install(
+    h.services.children.credentials(h.services.sites.get(ids[k - 1]!)!),
+    'plugin',
+    `${dir}plugin/sim-delta.1.0.0.zip`,
+    {
+      activate: true,
+    },
+  );
   h.sim.offerUpdate(k, 'plugin', 'sim-delta/sim-delta.php', '1.1.0');
   await h.call('sync-sites-v1', { site_ids_or_domains: [ids[k - 1]!] });
   return 'sim-delta/sim-delta.php';
@@ -47,7 +52,12 @@ describe('safe mode', () => {
     const r = await h.call('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug] });
     expect(r).toMatchObject({ safe: true, rolled_back: [], errors: [], updated: [{ slug, new_version: to }] });
     const last = (await h.call('list-update-history-v1', { site_id_or_domain: ids[k - 1]! })).entries[0]!;
-    expect(last).toMatchObject({ slug, outcome: 'updated', safe: true, probe: { before: 'healthy', after: 'healthy', summary: 'healthy' } });
+    expect(last).toMatchObject({
+      slug,
+      outcome: 'updated',
+      safe: true,
+      probe: { before: 'healthy', after: 'healthy', summary: 'healthy' },
+    });
     expect((await h.call('get-site-health-v1', { site_id_or_domain: ids[k - 1]! })).health!.status).toBe('healthy');
   });
 
@@ -80,7 +90,14 @@ describe('safe mode', () => {
     expect(r.skipped[0]!.message).toMatch(/unhealthy before the update \(unhealthy: home fatal_error \(HTTP 500\); login fatal_error/);
     expect(plugin(k, slug).version).toBe(was);
     const hist = (await h.call('list-update-history-v1', { site_id_or_domain: ids[k - 1]!, outcomes: ['skipped'] })).entries;
-    expect(hist).toEqual([expect.objectContaining({ slug, outcome: 'skipped', code: 'svc_site_unhealthy', probe: expect.objectContaining({ before: 'unhealthy' }) })]);
+    expect(hist).toEqual([
+      expect.objectContaining({
+        slug,
+        outcome: 'skipped',
+        code: 'svc_site_unhealthy',
+        probe: expect.objectContaining({ before: 'unhealthy' }),
+      }),
+    ]);
     const forced = await h.call('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug], force: true });
     expect(forced.updated).toEqual([expect.objectContaining({ slug })]);
     expect(forced.rolled_back).toEqual([]); // unhealthy before and after: not a regression
@@ -112,12 +129,20 @@ describe('safe mode', () => {
     expect(plugin(k, slug)).toMatchObject({ version: '1.0.0', active: true });
     expect(h.sim.state(k).frontEnd).toBeNull();
     const hist = (await h.call('list-update-history-v1', { site_id_or_domain: ids[k - 1]!, type: 'plugin', slug })).entries[0]!;
-    expect(hist).toMatchObject({ outcome: 'rolled_back', from: '1.0.0', to: '1.1.0', code: 'svc_update_rolled_back', probe: { before: 'healthy', after: 'unhealthy' } });
+    expect(hist).toMatchObject({
+      outcome: 'rolled_back',
+      from: '1.0.0',
+      to: '1.1.0',
+      code: 'svc_update_rolled_back',
+      probe: { before: 'healthy', after: 'unhealthy' },
+    });
     expect(hist.probe!.summary).toMatch(/after the rollback: healthy$/);
     // Still offered (WordPress offers it again), and marked as rolled back before.
     const site = await h.call('get-site-updates-v1', { site_id_or_domain: ids[k - 1]!, types: ['plugins'] });
     expect(site.updates.some((u) => u.slug === slug && u.current_version === '1.0.0')).toBe(true);
-    expect(site.rollback_items.plugins).toEqual([expect.objectContaining({ slug, old_version: '1.0.0', version: '1.1.0', outcome: 'rolled_back' })]);
+    expect(site.rollback_items.plugins).toEqual([
+      expect.objectContaining({ slug, old_version: '1.0.0', version: '1.1.0', outcome: 'rolled_back' }),
+    ]);
   });
 
   it('deactivates a breaking plugin that has no package of its old version, and says so', async () => {
@@ -125,7 +150,9 @@ describe('safe mode', () => {
     const p = pendingPlugins(k)[0]!;
     h.sim.breakOnUpdate(k, p.slug, 'php_error');
     const r = await h.call('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [p.slug] });
-    expect(r.rolled_back).toEqual([expect.objectContaining({ slug: p.slug, outcome: 'rolled_back', action: 'deactivated', package_url: null })]);
+    expect(r.rolled_back).toEqual([
+      expect.objectContaining({ slug: p.slug, outcome: 'rolled_back', action: 'deactivated', package_url: null }),
+    ]);
     expect(r.rolled_back![0]!.reason).toMatch(/deactivated the plugin instead \(no package of .*\); the site is healthy again\.$/);
     expect(plugin(k, p.slug).active).toBe(false);
   });

@@ -207,7 +207,14 @@ const core = (path: string) =>
     errors: {
       404: ['svc_no_updates', 'svc_site_not_found'],
       409: ['svc_update_in_progress'],
-      502: ['svc_update_failed', 'svc_update_not_applied', 'svc_update_unverified', 'svc_address_not_allowed', 'svc_update_rolled_back', 'svc_rollback_failed'],
+      502: [
+        'svc_update_failed',
+        'svc_update_not_applied',
+        'svc_update_unverified',
+        'svc_address_not_allowed',
+        'svc_update_rolled_back',
+        'svc_rollback_failed',
+      ],
     },
     output: runOutput,
   });
