@@ -6,6 +6,7 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
+import { until } from '../support/wait.js';
 
 let h: AbilityHarness;
 let ids: number[];
@@ -185,6 +186,36 @@ describe('safe mode over many sites', () => {
     expect(r.updated.length).toBe(before.reduce((a, b) => a + b, 0) - 1);
     // One child call per item: the culprit's own is known, the others were applied after it and kept.
     for (const i of sites) expect(h.sim.state(i).frontEnd).toBeNull();
+  });
+
+  it('a queued run (a job) is safe too: rollbacks in its items and in the history, under the caller who queued it', async () => {
+    const k = [1, 2, 3, 4, 5, 6, 7, 8].find((i) => pendingPlugins(i).length > 0)!;
+    const culprit = pendingPlugins(k)[0]!.slug;
+    h.sim.breakOnUpdate(k, culprit, 'fatal');
+    // update-all-v1 queues over 5 sites with something to update.
+    const q = await h.call('update-all-v1', { confirm: true }, h.as.writeKey);
+    expect(q).toMatchObject({ queued: true, safe: true });
+    expect(q.sites_queued).toBeGreaterThan(5);
+    const done = await until(
+      () => h.call('get-batch-job-status-v1', { job_id: q.job_id! }),
+      (j) => j.status === 'completed' || j.status === 'failed',
+    );
+    expect(done.items).toContainEqual(expect.objectContaining({ site_id: ids[k - 1], slug: culprit, status: 'rolled_back' }));
+    const hist = await h.call('list-update-history-v1', { site_id_or_domain: ids[k - 1]!, outcomes: ['rolled_back'] });
+    expect(hist.entries[0]).toMatchObject({ slug: culprit, safe: true, actor: { kind: 'key', name: 'write' } });
+    expect(h.sim.state(k).frontEnd).toBeNull();
+  });
+
+  it('a removed site takes its health with it; its history stays', async () => {
+    const k = 8;
+    await h.call('check-site-health-v1', { site_id_or_domain: ids[k - 1]! });
+    expect(h.services.store.get('site_health', ids[k - 1]!)).toBeDefined();
+    const hadHistory = (await h.call('list-update-history-v1', { site_id_or_domain: ids[k - 1]! })).total;
+    await h.call('delete-site-v1', { site_id_or_domain: ids[k - 1]!, confirm: true });
+    expect(h.services.store.get('site_health', ids[k - 1]!)).toBeUndefined();
+    expect(await h.fails('get-site-health-v1', { site_id_or_domain: ids[k - 1]! })).toMatchObject({ code: 'svc_site_not_found' });
+    const all = await h.call('list-update-history-v1', { per_page: 100 });
+    expect(all.entries.filter((e) => e.site_id === ids[k - 1]).length).toBe(Math.min(hadHistory, 100));
   });
 
   it('refuses a safe flag that is not a boolean', async () => {
