@@ -61,10 +61,16 @@ export function checkSettings(input: { urls?: readonly string[]; keyword?: strin
   return out;
 }
 
-/** The URL of a path on the site (the site's own base path kept: "/shop/" on https://x.test/blog/ is /blog/shop/). */
+/**
+ * The URL of a path on the site (the site's own base path kept: "/shop/" on https://x.test/blog/ is /blog/shop/).
+ * Joined as text, never resolved as a reference, so that no path ("/http://elsewhere/") can name another host.
+ */
 export function pathOnSite(siteUrl: string, path: string): string {
   const base = siteUrl.endsWith('/') ? siteUrl : `${siteUrl}/`;
-  return new URL(path.replace(/^\/+/, ''), base).toString();
+  const url = new URL(base + path.replace(/^\/+/, ''));
+  if (url.origin !== new URL(base).origin)
+    throw new ServiceError('svc_invalid_health_url', `"${path.slice(0, 100)}" is not a path on the site.`, 400);
+  return url.toString();
 }
 
 function summaryOf(status: HealthStatus, pages: HealthPage[], slow: boolean, ms: number | null, baseline: number | null): string {

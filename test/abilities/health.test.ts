@@ -72,6 +72,10 @@ describe('check-site-health-v1 and get-site-health-v1', () => {
     expect(bad.health).toMatchObject({ status: 'unhealthy' });
     expect(bad.health!.pages[3]).toMatchObject({ kind: 'extra', http_status: 404, ok: false, problem: 'http_status' });
     expect(bad.health!.summary).toContain('/shop/ http_status (HTTP 404)');
+    // A path that looks like an address is still a path on the site: the probe never leaves it.
+    await h.call('update-site-v1', { site_id_or_domain: ids[1]!, health_urls: ['/http://elsewhere.test/x'] });
+    const odd = await h.call('check-site-health-v1', { site_id_or_domain: ids[1]! });
+    expect(odd.health!.pages[2]).toMatchObject({ url: `${h.sim.sites[1]!.url}http://elsewhere.test/x`, http_status: 404 });
     await h.call('update-site-v1', { site_id_or_domain: ids[1]!, health_urls: [] });
   });
 
