@@ -12,6 +12,12 @@ import { HealthProber, PROBE_MAX_BYTES, PROBE_MAX_REDIRECTS, PROBE_TIMEOUT_MS, s
 import type { SiteService } from './sites.js';
 
 export { PROBE_MAX_BYTES, PROBE_MAX_REDIRECTS, PROBE_TIMEOUT_MS };
+/**
+ * Sites a safe update run works on at once, as a multiple of --child-concurrency: each site spends most of its time
+ * waiting on its own probes and one-at-a-time calls, so more sites overlap; child calls in flight stay bounded by the
+ * connector's slots (--child-concurrency), probes by the prober's connections (this many × --child-concurrency per origin).
+ */
+export const SAFE_SITES_FACTOR = 4;
 /** Extra paths a site may have probed besides its home page and login page. */
 export const MAX_HEALTH_URLS = 10;
 export const MAX_HEALTH_URL_LENGTH = 500;
@@ -90,7 +96,8 @@ export class HealthService {
     config: Config,
     private readonly sites: SiteService,
   ) {
-    this.prober = new HealthProber({ allowPrivate: config.allowPrivateSites, connections: config.childConcurrency });
+    // Per origin: many simulated (or multisite) sites share one origin, and safe runs probe that many sites at once.
+    this.prober = new HealthProber({ allowPrivate: config.allowPrivateSites, connections: SAFE_SITES_FACTOR * config.childConcurrency });
   }
 
   record(siteId: number): SiteHealthRecord {

@@ -13,7 +13,7 @@ import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
 import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
-import { UpdateService } from './updates.js';
+import { UpdateService, type Plan } from './updates.js';
 import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
 import { SiteDataService } from './site-data.js';
@@ -117,7 +117,11 @@ export async function openServices(config: Config): Promise<Services> {
   sites.onRemove.also((tx, id) => health.forgetSite(tx, id));
   // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
   jobs.define('renew', async (s) => (s.disconnected ? { ok: false, error: errors.siteDisconnected(s, true) } : children.fetchReconnect(s)));
-  jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
+  jobs.define(
+    'update',
+    (s, job) => updates.jobStep(s, job!), // always run by a job
+    (job) => updates.siteConcurrency(job?.params as Plan | undefined),
+  );
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
   const monitors = new MonitorService(store, config, sites);
   const webhooks = new WebhookService(store, config);

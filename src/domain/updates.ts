@@ -18,7 +18,7 @@ import { eachSite, type JobService } from './jobs.js';
 import type { Config } from '../config.js';
 import type { Principal } from '../core/principal.js';
 import type { UpdateActor } from '../store/health-records.js';
-import { isRegression, type HealthService } from './health.js';
+import { SAFE_SITES_FACTOR, isRegression, type HealthService } from './health.js';
 import type { UpdateRollback, RollbackView } from './safe-updates.js';
 import type { HealthReport } from '../store/health-records.js';
 import { actorOf, type HistoryEntry, type UpdateHistoryService } from './update-history.js';
@@ -328,6 +328,11 @@ export class UpdateService {
   /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in domain/index.ts). */
   forgetSite(tx: Tx, siteId: number): void {
     for (const r of [...tx.all<IgnoreRecord>('ignores')]) if (r.site_id === siteId) tx.delete('ignores', r.id);
+  }
+
+  /** Sites a run of this plan works on at once. */
+  siteConcurrency(plan: Pick<Plan, 'safe'> | undefined): number {
+    return plan?.safe ? SAFE_SITES_FACTOR * this.config.childConcurrency : this.config.childConcurrency;
   }
 
   // ---- selection ----
@@ -1080,7 +1085,7 @@ export class UpdateService {
       call.progress,
     );
     const { results, notDone } = await eachSite(
-      { config: this.config, signal: call.signal },
+      { config: { ...this.config, childConcurrency: this.siteConcurrency(plan) }, signal: call.signal },
       work.map((p) => p.site),
       'update',
       (site) => this.runSite(site, plan, { progress: (p) => tick(p, site) }),
