@@ -18,6 +18,7 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
+import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 
 const families = [
@@ -37,6 +38,7 @@ const families = [
   ...settingsAbilities,
   ...fleetToolAbilities,
   ...updateAbilities,
+  ...healthAbilities,
   ...monitorAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];

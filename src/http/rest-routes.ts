@@ -14,6 +14,7 @@ import { clientFieldRoutes } from './routes/client-fields.js';
 import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
+import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
 
 export const restRoutes: readonly RestRoute[] = [
@@ -28,6 +29,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,
   ...packageRoutes,

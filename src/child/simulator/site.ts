@@ -41,6 +41,9 @@ const MSG = {
 };
 
 const DAY = 86_400;
+/** WordPress's page after a fatal error (wp_die since 5.2), as a real site answers it with HTTP 500. */
+export const WP_FATAL_PAGE =
+  '<!DOCTYPE html><html><head><title>WordPress &rsaquo; Error</title></head><body id="error-page"><div class="wp-die-message"><p>There has been a critical error on this website.</p><p><a href="https://wordpress.org/documentation/article/faq-troubleshooting/">Learn more about troubleshooting WordPress.</a></p></div></body></html>';
 const AVATAR =
   "<img alt='' src='https://secure.gravatar.com/avatar/?s=32&#038;d=mm&#038;r=g' class='avatar avatar-32 photo' height='32' width='32' loading='lazy' decoding='async'/>";
 
@@ -178,20 +181,43 @@ export class SimSite {
     return login === undefined ? undefined : this.state.users.find((u) => u.login === login);
   }
 
-  /** What WordPress does with a request the child does not answer: admin-ajax says `0`/400, the front end renders. */
-  private notHandled(adminAjax: boolean): SimReply {
+  /**
+   * What WordPress does with a request the child does not answer: admin-ajax says `0`/400, the front end renders —
+   * the home page, the login page, the sample page — as broken as a broken update left it (state.frontEnd).
+   */
+  private notHandled(adminAjax: boolean, path = '/'): SimReply {
     if (adminAjax) return { status: 400, body: '0', envelope: false };
-    const title = `Simulated site ${this.state.index}`;
-    return {
-      status: 200,
-      body: `<!DOCTYPE html>\n<html lang="en-US"><head><meta charset="UTF-8"><title>${title}</title></head><body><h1>${title}</h1><p>Just another WordPress site</p></body></html>\n`,
-      envelope: false,
-    };
+    const name = `Simulated site ${this.state.index}`;
+    const broken = this.state.frontEnd?.effect;
+    if (broken === 'fatal') return { status: 500, body: WP_FATAL_PAGE, envelope: false };
+    const login = path === '/wp-login.php';
+    const page = (title: string, body: string) =>
+      `<!DOCTYPE html>\n<html lang="en-US"><head><meta charset="UTF-8"><title>${title}</title></head><body>${body}</body></html>\n`;
+    if (login)
+      return {
+        status: 200,
+        body: page(`Log In &lsaquo; ${name} &#8212; WordPress`, '<form name="loginform" id="loginform" method="post"></form>'),
+        envelope: false,
+      };
+    if (broken === 'no_title')
+      return { status: 200, body: page('Notice', `<p>${this.state.frontEnd!.by} replaced this page</p>`), envelope: false };
+    const php =
+      broken === 'php_error'
+        ? `<br />\n<b>Fatal error</b>:  Uncaught Error: Call to undefined function in /var/www/wp-content/plugins/${this.state.frontEnd!.by}.php:12<br />\n`
+        : '';
+    const title = path === '/sample-page/' ? `Sample Page &#8211; ${name}` : `${name} &#8211; Just another WordPress site`;
+    return { status: 200, body: page(title, `${php}<h1>${name}</h1><p>Just another WordPress site</p>`), envelope: false };
   }
 
-  /** The §6 pipeline, step A then step B. */
-  handle(form: FormMap, adminAjax: boolean): SimReply {
-    if (!this.state.childActive) return this.notHandled(adminAjax);
+  /** An update of `slug` was installed: the front end breaks if it was set to (sim.breakOnUpdate). */
+  private installed(slug: string): void {
+    const effect = this.state.breakOnUpdate[slug];
+    if (effect) this.state.frontEnd = { effect, by: slug };
+  }
+
+  /** The §6 pipeline, step A then step B. `path` is the front-end page asked for (not admin-ajax). */
+  handle(form: FormMap, adminAjax: boolean, path = '/'): SimReply {
+    if (!this.state.childActive) return this.notHandled(adminAjax, path);
     const signature = text(form, 'mainwpsignature');
     let auth = false;
     let current: SimUser | undefined;
@@ -224,7 +250,7 @@ export class SimSite {
       const { connection: conn, childVersion, wpVersion } = this.state;
       return conn.pubkeyPem ? fail(MSG.linked) : reply({ version: childVersion, wpversion: wpVersion, wpe: 0, wphost: '' });
     }
-    return this.notHandled(adminAjax);
+    return this.notHandled(adminAjax, path);
   }
 
   /** §4.2–§4.4: true, false, or 'downgrade' (SHA-1 asked for after a stronger algorithm was stored). */
@@ -744,6 +770,7 @@ export class SimSite {
         item.updateVersion = null;
         upgrades[slug] = true;
         this.state.upgradeLog.push(`${type}:${slug}`);
+        this.installed(slug);
       } else {
         upgrades[slug] = true;
         data[slug] = { name: item?.name ?? '', old_version: '', slug, success: 1, ...(item ? { version: item.version } : {}) };
@@ -858,6 +885,9 @@ export class SimSite {
         items.push({ name: pkg.name, slug, version });
       }
       this.state.upgradeLog.push(`install:${type}:${slug}:${version}`);
+      // Another version of the code that broke the front end replaces it (a rollback): the site renders again.
+      const by = this.state.frontEnd?.by;
+      if (by && (by === slug || by.startsWith(`${slug}/`))) this.state.frontEnd = null;
     }
     this.changed();
     return reply({
@@ -892,6 +922,7 @@ export class SimSite {
     s.wpVersion = s.wpUpdate;
     s.wpUpdate = null;
     s.upgradeLog.push('core:wordpress');
+    this.installed('wordpress');
     this.changed();
     return reply({ upgrade: 'SUCCESS', old_version: old, version: s.wpVersion, ...CACHE_CONTROL });
   }
@@ -921,6 +952,8 @@ export class SimSite {
       } else {
         plugin.active = action === 'activate';
       }
+      // The plugin that broke the front end no longer runs: the site renders again.
+      if (action !== 'activate' && this.state.frontEnd?.by === file) this.state.frontEnd = null;
       done[file] = item;
     }
     if (files.length > 0) this.changed();

@@ -89,7 +89,7 @@ const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
   answers: done(FullSite),
   errors: { 404: ['svc_client_not_found'] },
   input: (a) => {
-    const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'client_id') };
+    const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'client_id', 'health_urls', 'health_keyword') };
     // An empty `notes` is no change (as any empty field); upstream's `note` sent empty clears them.
     const notes = either(a, 'notes', 'note');
     if (notes !== undefined && (notes !== '' || a.args.note !== undefined)) i.notes = notes;
