@@ -475,7 +475,8 @@ describe('cancelling a job', () => {
     const g = await startFleet({ sim: { sites: 6, seed: 5, latencyMs: 150 }, config: { queueThreshold: '2', childConcurrency: '1' } });
     try {
       await registerSites(g);
-      const r = await g.s.rest('/updates/update', { method: 'POST' });
+      // Plain mode: one site at a time (safe mode runs more sites at once, with probes between items).
+      const r = await g.s.rest('/updates/update', { method: 'POST', json: { safe: false } });
       expect(r.body.queued, JSON.stringify(r.body)).toBe(true);
       const id = r.body.job_id;
       const status = async () => (await g.s.rest(`/jobs/${id}`)).body.data;
