@@ -6,6 +6,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ServiceError } from '../core/errors.js';
+import { TOOLSETS, type Toolset } from '../core/ability.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import { buildMcpServer } from '../mcp/server.js';
@@ -29,6 +30,42 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 function rpcError(res: Response, status: number, message: string): void {
   res.status(status).json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
+}
+
+/**
+ * What a client chose for its session at initialize: `X-MCP-Toolsets: sites,updates` and `X-MCP-Readonly: true`. Both
+ * only narrow what the caller's key or role allows. An unknown toolset or a flag that is not clearly true or false is
+ * a 400 naming the header.
+ */
+export function sessionChoice(req: Request): { toolsets?: Toolset[]; readOnly: boolean } {
+  const bad = (header: string, message: string) => new ServiceError('svc_invalid_input', `${header}: ${message}`, 400, { header });
+  const rawSets = req.headers['x-mcp-toolsets'];
+  let toolsets: Toolset[] | undefined;
+  if (rawSets !== undefined) {
+    const names = String(rawSets)
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean);
+    if (!names.length) throw bad('X-MCP-Toolsets', `name at least one toolset (${TOOLSETS.join(', ')}).`);
+    const unknown = names.find((t) => !(TOOLSETS as readonly string[]).includes(t));
+    if (unknown) throw bad('X-MCP-Toolsets', `unknown toolset "${unknown}". Toolsets: ${TOOLSETS.join(', ')}.`);
+    toolsets = [...new Set(names)] as Toolset[];
+  }
+  const rawRo = req.headers['x-mcp-readonly'];
+  let readOnly = false;
+  if (rawRo !== undefined) {
+    const v = String(rawRo).trim().toLowerCase();
+    if (v === 'true' || v === '1') readOnly = true;
+    else if (v !== 'false' && v !== '0') throw bad('X-MCP-Readonly', `"${String(rawRo)}" is not true or false.`);
+  }
+  return { toolsets, readOnly };
+}
+
+/** The caller as a read-only session runs: no write and no outgoing call whatever its key or role allows. */
+function readOnlyPrincipal(p: Principal): Principal {
+  if (p.kind === 'key') return p.permissions === 'read_write' ? { ...p, permissions: 'read' } : p;
+  if (p.kind === 'user') return { ...p, role: 'viewer' };
+  return { ...p, readOnly: true };
 }
 
 export interface McpHttp {
@@ -89,7 +126,12 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       const mine = [...sessions.values()].filter((s) => samePrincipal(s.principal, principal)).length;
       if (sessions.size >= MAX_SESSIONS || mine >= MAX_SESSIONS_PER_KEY)
         return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
-      const server = buildMcpServer(registry, { principal }, services);
+      const choice = sessionChoice(req);
+      const server = buildMcpServer(
+        registry,
+        { principal: choice.readOnly ? readOnlyPrincipal(principal) : principal, toolsets: choice.toolsets, readOnly: choice.readOnly },
+        services,
+      );
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
