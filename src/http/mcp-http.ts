@@ -3,13 +3,22 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  SUPPORTED_PROTOCOL_VERSIONS,
+  isInitializeRequest,
+  isJSONRPCRequest,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  type MessageExtraInfo,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ServiceError } from '../core/errors.js';
 import { TOOLSETS, type Toolset } from '../core/ability.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import { buildMcpServer } from '../mcp/server.js';
+import { buildMcpServer, needsStream } from '../mcp/server.js';
 import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
@@ -19,8 +28,82 @@ const MAX_SESSIONS = 500;
 const MAX_SESSIONS_PER_KEY = 100;
 const IDLE_MS = 30 * 60_000;
 
+/**
+ * The session's transport: the SDK's streamable HTTP transport, plus plain JSON answers for requests that need no
+ * stream. The SDK chooses JSON or an event stream once per transport (enableJsonResponse); we choose per request
+ * (see needsStream): a plain answer skips the event-stream framing and the conversion of Node's request and response
+ * to web ones, which were most of a call's cost.
+ */
+class SessionTransport implements Transport {
+  onmessage?: Transport['onmessage'];
+  onclose?: () => void;
+  onerror?: (e: Error) => void;
+  /** Requests answered as plain JSON, by id: who takes the answer. */
+  private readonly plain = new Map<RequestId, (m: JSONRPCMessage) => void>();
+
+  constructor(readonly sdk: StreamableHTTPServerTransport) {
+    sdk.onmessage = (m, extra) => this.onmessage?.(m, extra);
+    sdk.onerror = (e) => this.onerror?.(e);
+    sdk.onclose = () => {
+      for (const [id, answer] of this.plain) answer({ jsonrpc: '2.0', id, error: { code: -32000, message: 'Session closed.' } });
+      this.plain.clear();
+      this.onclose?.();
+    };
+  }
+  get sessionId(): string | undefined {
+    return this.sdk.sessionId;
+  }
+  start(): Promise<void> {
+    return this.sdk.start();
+  }
+  close(): Promise<void> {
+    return this.sdk.close();
+  }
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (('result' in message || 'error' in message) && message.id !== undefined) {
+      const answer = this.plain.get(message.id);
+      if (answer) {
+        this.plain.delete(message.id);
+        answer(message);
+        return Promise.resolve();
+      }
+    }
+    const related = options?.relatedRequestId;
+    if (related !== undefined && this.plain.has(related)) {
+      // needsStream said nothing would be sent before this answer; a request to the client cannot wait for one.
+      if ('method' in message && 'id' in message)
+        return Promise.reject(new Error('This call is answered as plain JSON and cannot ask the client.'));
+      return Promise.resolve();
+    }
+    return this.sdk.send(message, options);
+  }
+  /** Runs one request and resolves with its answer. */
+  answer(request: JSONRPCRequest, extra: MessageExtraInfo): Promise<JSONRPCMessage> {
+    return new Promise((resolve) => {
+      this.plain.set(request.id, resolve);
+      this.onmessage?.(request, extra);
+    });
+  }
+  handleRequest(req: Request, res: Response, body: unknown): Promise<void> {
+    return this.sdk.handleRequest(req, res, body);
+  }
+}
+
+/**
+ * A request of an open session that can be answered as plain JSON: one JSON-RPC request (not a batch, not a
+ * notification), headers the SDK transport would accept, and nothing to send before its answer.
+ */
+function plainAnswerable(req: Request, server: Server): req is Request & { body: JSONRPCRequest } {
+  if (req.method !== 'POST' || !isJSONRPCRequest(req.body)) return false;
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
+  const version = req.headers['mcp-protocol-version'];
+  if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return false;
+  return !needsStream(server, req.body.method, req.body.params);
+}
+
 interface Session {
-  transport: StreamableHTTPServerTransport;
+  transport: SessionTransport;
   server: Server;
   principal: Principal;
   seen: number;
@@ -117,6 +200,11 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
         const s = sessions.get(sid);
         if (!s || !samePrincipal(s.principal, req.principal!)) return rpcError(res, 404, 'Session not found.');
         s.seen = Date.now();
+        if (plainAnswerable(req, s.server)) {
+          const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } });
+          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
+          return void res.end(JSON.stringify(answer));
+        }
         return await s.transport.handleRequest(req, res, req.body);
       }
       if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
@@ -132,12 +220,14 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
         { principal: choice.readOnly ? readOnlyPrincipal(principal) : principal, toolsets: choice.toolsets, readOnly: choice.readOnly },
         services,
       );
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, { transport, server, principal, seen: Date.now() });
-        },
-      });
+      const transport = new SessionTransport(
+        new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            sessions.set(id, { transport, server, principal, seen: Date.now() });
+          },
+        }),
+      );
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };

@@ -173,6 +173,20 @@ interface JobStatus {
   processed: number;
 }
 
+/** Per server: whether a request could send anything before its answer (see needsStream). */
+const streamNeeds = new WeakMap<Server, (method: string, params: Record<string, unknown> | undefined) => boolean>();
+
+/**
+ * Does this request need an event stream, or can it be answered as plain JSON? A stream only when something may go
+ * to the client before the answer: progress (a progressToken), log lines (the client asked with logging/setLevel), or
+ * a question to the person (elicitation, for a tool that asks before acting, from a client that can be asked).
+ */
+export function needsStream(server: Server, method: string, params: Record<string, unknown> | undefined): boolean {
+  const meta = params?._meta as { progressToken?: unknown } | undefined;
+  if (meta?.progressToken !== undefined) return true;
+  return streamNeeds.get(server)?.(method, params) ?? true;
+}
+
 /** Per-site resources: a template each, read through the tool named (so the same permissions apply). */
 const SITE_PARTS = [
   {
@@ -263,6 +277,21 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     const a = registry.get(name);
     return !!a && visible(a, { principal: filter.principal }, services);
   };
+
+  streamNeeds.set(server, (method, params) => {
+    if (method !== 'tools/call') return false;
+    if (minLevel !== Infinity) return true;
+    const a = typeof params?.name === 'string' ? registry.get(params.name) : undefined;
+    const args = (params?.arguments ?? {}) as Record<string, unknown>;
+    // The same test as the call's own before it asks the person (see CallToolRequestSchema below).
+    return (
+      !!a &&
+      (a.annotations.destructive || !!a.confirmPreview) &&
+      args.confirm !== true &&
+      args.dry_run !== true &&
+      !!server.getClientCapabilities()?.elicitation
+    );
+  });
 
   server.setRequestHandler(SetLevelRequestSchema, (req) => {
     minLevel = LEVELS.indexOf(req.params.level);
