@@ -123,3 +123,28 @@ it('leaves what the SDK transport refuses to it: a wrong Accept is 406, an unkno
   const v = await post('tools/call', { name: 'count-sites-v1', arguments: {} }, { 'mcp-protocol-version': '1999-01-01' });
   expect(v.status).toBe(400);
 });
+
+it('answers a session request the same before express as through it: bad JSON, another key, a foreign Host', async () => {
+  const bad = await fetch(`${f.s.url}/mcp`, { method: 'POST', headers: headers(), body: '{"jsonrpc":' });
+  expect(bad.status).toBe(400);
+  expect(await bad.json()).toMatchObject({ code: 'rest_invalid_json', data: { status: 400 } });
+  const other = await fetch(`${f.s.url}/mcp`, {
+    method: 'POST',
+    headers: { ...headers(), authorization: `Bearer ${f.s.creds.key.read}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
+  });
+  expect(other.status).toBe(404);
+  const wrongKey = await fetch(`${f.s.url}/mcp`, {
+    method: 'POST',
+    headers: { ...headers(), authorization: 'Bearer sf_000000000000_' + 'A'.repeat(32) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 98, method: 'tools/list', params: {} }),
+  });
+  expect(wrongKey.status).toBe(401);
+  const { rawRequest } = await import('./support/fixtures.js');
+  const foreign = await rawRequest(`${f.s.url}/mcp`, {
+    method: 'POST',
+    headers: { ...headers(), host: 'evil.example' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 97, method: 'tools/list', params: {} }),
+  });
+  expect(foreign.status).toBe(403);
+});
