@@ -121,7 +121,7 @@ function rpcError(res: Response, status: number, message: string): void {
  * only narrow what the caller's key or role allows. An unknown toolset or a flag that is not clearly true or false is
  * a 400 naming the header.
  */
-export function sessionChoice(req: Request): { toolsets?: Toolset[]; readOnly: boolean } {
+export function sessionChoice(req: Request): { toolsets?: Toolset[]; readOnly: boolean; outputSchemas: boolean } {
   const bad = (header: string, message: string) => new ServiceError('svc_invalid_input', `${header}: ${message}`, 400, { header });
   const rawSets = req.headers['x-mcp-toolsets'];
   let toolsets: Toolset[] | undefined;
@@ -135,14 +135,15 @@ export function sessionChoice(req: Request): { toolsets?: Toolset[]; readOnly: b
     if (unknown) throw bad('X-MCP-Toolsets', `unknown toolset "${unknown}". Toolsets: ${TOOLSETS.join(', ')}.`);
     toolsets = [...new Set(names)] as Toolset[];
   }
-  const rawRo = req.headers['x-mcp-readonly'];
-  let readOnly = false;
-  if (rawRo !== undefined) {
-    const v = String(rawRo).trim().toLowerCase();
-    if (v === 'true' || v === '1') readOnly = true;
-    else if (v !== 'false' && v !== '0') throw bad('X-MCP-Readonly', `"${String(rawRo)}" is not true or false.`);
-  }
-  return { toolsets, readOnly };
+  const flag = (header: string): boolean => {
+    const raw = req.headers[header.toLowerCase()];
+    if (raw === undefined) return false;
+    const v = String(raw).trim().toLowerCase();
+    if (v === 'true' || v === '1') return true;
+    if (v !== 'false' && v !== '0') throw bad(header, `"${String(raw)}" is not true or false.`);
+    return false;
+  };
+  return { toolsets, readOnly: flag('X-MCP-Readonly'), outputSchemas: flag('X-MCP-Output-Schemas') };
 }
 
 /** The caller as a read-only session runs: no write and no outgoing call whatever its key or role allows. */
@@ -230,7 +231,12 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       const choice = sessionChoice(req);
       const server = buildMcpServer(
         registry,
-        { principal: choice.readOnly ? readOnlyPrincipal(principal) : principal, toolsets: choice.toolsets, readOnly: choice.readOnly },
+        {
+          principal: choice.readOnly ? readOnlyPrincipal(principal) : principal,
+          toolsets: choice.toolsets,
+          readOnly: choice.readOnly,
+          outputSchemas: choice.outputSchemas,
+        },
         services,
       );
       const transport = new SessionTransport(

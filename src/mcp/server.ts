@@ -90,6 +90,8 @@ export interface ToolFilter {
   principal: Principal;
   toolsets?: readonly string[];
   readOnly?: boolean;
+  /** Opt-in: tools carry their output schemas, and error results only their text (see typedToolOf). */
+  outputSchemas?: boolean;
 }
 
 /** Which tools a caller sees: toolsets, read-only mode, the caller's key or role, and switched-off modules. */
@@ -134,6 +136,21 @@ export function toolOf(a: Ability): Tool {
       annotations: hints(a),
     };
     toolCache.set(a, tool);
+  }
+  return tool;
+}
+
+const typedCache = new WeakMap<Ability, Tool>();
+
+/**
+ * The tool with its output schema, for clients that asked for typed results (`--output-schemas`,
+ * `X-MCP-Output-Schemas: true`): about twice the list's size, so never by default.
+ */
+export function typedToolOf(a: Ability): Tool {
+  let tool = typedCache.get(a);
+  if (!tool) {
+    tool = { ...toolOf(a), outputSchema: compactInputSchema(jsonSchemaOf(a.output, 'output')) as Tool['outputSchema'] };
+    typedCache.set(a, tool);
   }
   return tool;
 }
@@ -299,7 +316,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => toolOf(a)),
+    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => (filter.outputSchemas ? typedToolOf(a) : toolOf(a))),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -368,6 +385,8 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     } catch (e) {
       // The error is the result; it is not also sent as a log line.
       const body = toServiceError(e).toBody();
+      // With output schemas, structuredContent must fit the tool's: an error is then its JSON text only.
+      if (filter.outputSchemas) return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
     }
   });
