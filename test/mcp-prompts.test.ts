@@ -79,6 +79,14 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     toolNames = new Set((await c.listTools()).tools.map((t) => t.name));
   });
 
+  it('introduces itself with a title and an inline SVG icon', () => {
+    const info = c.getServerVersion()!;
+    expect(info).toMatchObject({ name: 'sitefleet', title: expect.stringMatching(/WordPress fleet/) });
+    const icon = info.icons![0]!;
+    expect(icon).toMatchObject({ mimeType: 'image/svg+xml', sizes: ['any'] });
+    expect(Buffer.from(icon.src.replace(/^data:image\/svg\+xml;base64,/, ''), 'base64').toString()).toMatch(/^<svg /);
+  });
+
   it('lists the six workflow prompts with titles and typed arguments', async () => {
     const { prompts } = await c.listPrompts();
     expect(prompts.map((p) => p.name).sort()).toEqual(PROMPT_NAMES);

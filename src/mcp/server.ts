@@ -190,6 +190,17 @@ interface JobStatus {
   processed: number;
 }
 
+/** The server's icon in clients that show one: a small SVG (a stack of three sites), inline so it needs no host. */
+const ICON = {
+  src: `data:image/svg+xml;base64,${Buffer.from(
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1d4ed8"/>' +
+      '<g fill="#fff"><rect x="14" y="14" width="36" height="9" rx="2"/><rect x="14" y="28" width="36" height="9" rx="2"/>' +
+      '<rect x="14" y="42" width="36" height="9" rx="2"/></g></svg>',
+  ).toString('base64')}`,
+  mimeType: 'image/svg+xml',
+  sizes: ['any'],
+};
+
 /** Per server: whether a request could send anything before its answer (see needsStream). */
 const streamNeeds = new WeakMap<Server, (method: string, params: Record<string, unknown> | undefined) => boolean>();
 
@@ -231,7 +242,7 @@ export const MAX_PROMPT_ARG = 500;
 
 export function buildMcpServer(registry: Registry, filter: ToolFilter, services?: Services): Server {
   const server = new Server(
-    { name: 'sitefleet', version: VERSION },
+    { name: 'sitefleet', version: VERSION, title: 'sitefleet: WordPress fleet manager', icons: [ICON] },
     {
       capabilities: {
         tools: { listChanged: true },
