@@ -148,3 +148,28 @@ it('answers a session request the same before express as through it: bad JSON, a
   });
   expect(foreign.status).toBe(403);
 });
+
+it('keeps a session working after a plain call is cancelled (the SDK sends no answer for it)', async () => {
+  const c = new Client({ name: 'cancel', version: '1' });
+  await c.connect(
+    new StreamableHTTPClientTransport(new URL(`${f.s.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${f.s.creds.key.read_write}` } },
+    }),
+  );
+  try {
+    const before = f.s.services.sites.get(1)!.last_sync;
+    f.sim.setFault(1, { type: 'latency', ms: 1500 });
+    const ac = new AbortController();
+    const call = c.callTool({ name: 'sync-sites-v1', arguments: { site_ids_or_domains: [1] } }, undefined, { signal: ac.signal });
+    setTimeout(() => ac.abort('enough'), 100);
+    await expect(call).rejects.toThrow();
+    const r = await c.callTool({ name: 'count-sites-v1', arguments: {} });
+    expect(r.structuredContent).toEqual({ total: 3 });
+    // The site already asked finishes (a cancel starts no new site): wait for its sync to land before the fleet closes.
+    for (const end = Date.now() + 10_000; Date.now() < end && f.s.services.sites.get(1)!.last_sync === before;)
+      await new Promise((x) => setTimeout(x, 50));
+  } finally {
+    f.sim.setFault(1, null);
+    await c.close();
+  }
+});

@@ -78,12 +78,22 @@ class SessionTransport implements Transport {
     }
     return this.sdk.send(message, options);
   }
-  /** Runs one request and resolves with its answer. */
-  answer(request: JSONRPCRequest, extra: MessageExtraInfo): Promise<JSONRPCMessage> {
+  /**
+   * Runs one request and resolves with its answer. A request cancelled by the client gets none (the SDK sends nothing
+   * for it): its entry goes when the HTTP exchange closes.
+   */
+  answer(request: JSONRPCRequest, extra: MessageExtraInfo, res: ServerResponse): Promise<JSONRPCMessage> {
     return new Promise((resolve) => {
       this.plain.set(request.id, resolve);
+      res.once('close', () => {
+        if (this.plain.get(request.id) === resolve) this.plain.delete(request.id);
+      });
       this.onmessage?.(request, extra);
     });
+  }
+  /** Requests waiting for a plain answer (for tests: none is left behind). */
+  waiting(): number {
+    return this.plain.size;
   }
   handleRequest(req: Request, res: Response, body: unknown): Promise<void> {
     return this.sdk.handleRequest(req, res, body);
@@ -215,7 +225,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
         if (!s || !samePrincipal(s.principal, req.principal!)) return rpcError(res, 404, 'Session not found.');
         s.seen = Date.now();
         if (plainAnswerable(req, s.server)) {
-          const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } });
+          const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
           res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
           return void res.end(JSON.stringify(answer));
         }
@@ -273,7 +283,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
     }
     s.seen = Date.now();
     if (plainAnswerable(req, s.server)) {
-      const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } });
+      const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
       res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
       return void res.end(JSON.stringify(answer));
     }
