@@ -1,7 +1,7 @@
 // bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
-//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, onboard, sync, rss, attack, updates, monitors, pg)
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, mcp, onboard, sync, rss, attack, updates, monitors, pg)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { cleanupAll, snapshotDist } from './lib/proc.mjs';
 import { call, fleetRound, rssAfterSync, syncAndCheck, underAttack } from './lib/scenarios.mjs';
 import { monitorsRound } from './lib/monitors.mjs';
 import { onboardBench } from './lib/onboard.mjs';
+import { mcpHttpVsBare } from './lib/mcp-plain.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
 import { listUpdatesBench, runUpdatesBench } from './lib/updates.mjs';
 import { nearTheLimit, renderTable, targets } from './lib/table.mjs';
@@ -122,6 +123,10 @@ if (quick && !sizes.includes(20000) && run('20k')) {
   // The quick mode still measures the two figures whose target is at 20,000 sites.
   log('fleet of 20,000 sites (cold start and domain lookup only)');
   results.rounds[20000] = await step('fleet 20000', () => fleetRound(20000, d, log, ['get_domain']));
+}
+if (run('mcp')) {
+  log('MCP HTTP tools/call at 1,000 sites, side by side with a bare node:http server sending the same bytes (issue 33)');
+  results.mcp_http_vs_bare = await step('mcp http vs bare', () => mcpHttpVsBare(1000, d, log));
 }
 if (run('sync')) {
   log('sync and check of 1,000 simulated sites, 50 ms child latency');

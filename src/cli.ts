@@ -76,9 +76,9 @@ Uptime monitors check every connected site on their interval (settings: update-m
 (default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
-                     [--allow-private-sites] [--package-source URL]
+                     [--output-schemas] [--allow-private-sites] [--package-source URL]
 
-Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
+Serves MCP over stdio. --output-schemas gives each tool its output schema (typed results; about twice the list). Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
   keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
@@ -253,6 +253,7 @@ async function mcp(args: string[]): Promise<void> {
     ...DATA_DIR,
     toolsets: { type: 'string' },
     'read-only': { type: 'boolean' },
+    'output-schemas': { type: 'boolean' },
     'allow-private-sites': { type: 'boolean' },
     'package-source': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -273,7 +274,11 @@ async function mcp(args: string[]): Promise<void> {
     }),
   );
   const readOnly = values['read-only'] === true;
-  const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);
+  const server = buildMcpServer(
+    registry,
+    { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly, outputSchemas: values['output-schemas'] === true },
+    services,
+  );
   const transport = new StdioServerTransport();
   transport.onclose = () => {
     void close().then(() => process.exit(0));

@@ -115,7 +115,13 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     const { resources } = await c.listResources();
     expect(resources.map((x) => x.uri)).toContain('sitefleet://sites');
     const { resourceTemplates } = await c.listResourceTemplates();
-    expect(resourceTemplates.map((t) => t.uriTemplate).sort()).toEqual(['sitefleet://jobs/{job_id}', 'sitefleet://sites/{id}']);
+    expect(resourceTemplates.map((t) => t.uriTemplate).sort()).toEqual([
+      'sitefleet://jobs/{job_id}',
+      'sitefleet://sites/{id}',
+      'sitefleet://sites/{id}/plugins',
+      'sitefleet://sites/{id}/themes',
+      'sitefleet://sites/{id}/updates',
+    ]);
     const fleet = JSON.parse(((await c.readResource({ uri: 'sitefleet://sites' })).contents[0] as { text: string }).text);
     expect(fleet.total).toBe(12);
     const site = JSON.parse(((await c.readResource({ uri: 'sitefleet://sites/1' })).contents[0] as { text: string }).text);

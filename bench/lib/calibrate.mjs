@@ -30,7 +30,7 @@ const SERVERS = {
     const s = app.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + s.address().port));`,
 };
 
-async function startInline(code, env = {}) {
+export async function startInline(code, env = {}) {
   const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
     cwd: new URL('../..', import.meta.url).pathname,
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -60,6 +60,14 @@ export function targets(res) {
   add('MCP tools/call list-sites-v1, stdio', 'p50 ≤ 2 ms', 5000, ms1 && `p50 ${ms(ms1.p50)} ms`, ms1 && ms1.p50 <= 2);
   const mh = at(5000, 'mcp_http');
   add('MCP tools/call list-sites-v1, HTTP', 'p50 ≤ 5 ms', 5000, mh && `p50 ${ms(mh.p50)} ms`, mh && mh.p50 <= 5);
+  const vb = res.mcp_http_vs_bare;
+  add(
+    'MCP HTTP tools/call, vs bare node:http (same bytes)',
+    'p50 ≤ 0.7 ms, ≥ 40 % of bare',
+    1000,
+    vb && `p50 ${ms(vb.mcp.p50)} ms, bare ${ms(vb.bare.p50)} ms: ${Math.round(vb.share_of_bare * 100)} %`,
+    vb && vb.mcp.p50 <= 0.7 && vb.share_of_bare >= 0.4,
+  );
   for (const [k, name] of [
     ['tag_add', 'durable add-tag-v1'],
     ['site_edit', 'durable update-site-v1'],

@@ -1,5 +1,5 @@
 // The HTTP server: REST v2, abilities v1 and MCP on one port. Every path needs credentials.
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import express from 'express';
 import type { Registry } from '../core/registry.js';
 import { log, logs } from '../log.js';
@@ -90,7 +90,8 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
     log('error', 'unhandled', { err: (err as Error).stack ?? String(err) });
     sendError(res, err);
   }) as express.ErrorRequestHandler);
-  return { app, mcp, web, fast: fastPath(services, caches, throttle, every) };
+  const cached = fastPath(services, caches, throttle, every);
+  return { app, mcp, web, fast: (req: IncomingMessage, res: ServerResponse) => cached(req, res) || mcp.fast(req, res, every) };
 }
 
 /** What every request gets first: its log line when it ends, and nosniff. */

@@ -254,6 +254,13 @@ export class JobService {
     return undefined;
   }
 
+  /** Up to `limit` job ids starting with `prefix`, newest first (jobs are kept a day, so they are few). */
+  idsStartingWith(prefix: string, limit: number): string[] {
+    const found = [...this.store.all<JobRecord>('jobs')].filter((j) => j.job_id.startsWith(prefix));
+    found.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+    return found.slice(0, limit).map((j) => j.job_id);
+  }
+
   get(jobId: string): JobRecord {
     const j = this.find(jobId);
     if (!j) throw errors.jobNotFound(jobId);

@@ -246,4 +246,49 @@ export class SiteService {
   secret(id: number): SiteSecret | null {
     return this.store.getBlob<SiteSecret>('secrets', id);
   }
+
+  /**
+   * Up to `limit` sites whose domain or name starts with `text` (letter case, scheme and www. ignored; a number also
+   * names its id), by domain; and whether more match. Two binary searches over prefix indexes rebuilt only when
+   * sites change, so a completion costs O(log n + limit) at any fleet size.
+   */
+  suggest(text: string, limit: number): { sites: SiteRecord[]; more: boolean } {
+    const v = this.store.version('sites');
+    if (v !== this.prefixVersion) {
+      const keyed = (key: (s: SiteRecord) => string) =>
+        [...this.store.all<SiteRecord>('sites')]
+          .map((s) => [key(s), s.id] as const)
+          .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+      this.prefixes = [keyed((s) => siteKey(s.url)), keyed((s) => s.name.toLowerCase())];
+      this.prefixVersion = v;
+    }
+    const out = new Map<number, SiteRecord>();
+    const id = asSiteId(text);
+    const exact = id !== null && id > 0 ? this.get(id) : undefined;
+    if (exact) out.set(exact.id, exact);
+    let more = false;
+    const want = siteKey(text);
+    for (const [i, index] of this.prefixes.entries()) {
+      const p = i === 0 ? want : text.trim().toLowerCase();
+      let lo = 0;
+      let hi = index.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (index[mid]![0] < p) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let j = lo; j < index.length && index[j]![0].startsWith(p); j++) {
+        if (out.has(index[j]![1])) continue;
+        if (out.size >= limit) {
+          more = true;
+          break;
+        }
+        const s = this.get(index[j]![1]);
+        if (s) out.set(s.id, s);
+      }
+    }
+    return { sites: [...out.values()], more };
+  }
+  private prefixVersion = -1;
+  private prefixes: Array<ReadonlyArray<readonly [string, number]>> = [[], []];
 }

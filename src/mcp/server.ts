@@ -3,7 +3,10 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ElicitResultSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
   ErrorCode,
   ListResourceTemplatesRequestSchema,
   ListResourcesRequestSchema,
@@ -16,7 +19,7 @@ import {
   type LoggingLevel,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { annotationMethod, type Ability } from '../core/ability.js';
+import { TOOLSETS, annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
 import { refusal, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
@@ -25,6 +28,8 @@ import type { Services } from '../domain/index.js';
 import { VERSION } from '../version.js';
 import { compactInputSchema, toolDescription } from './compact.js';
 import { queuedJob } from '../core/results.js';
+import { PROMPTS, UPDATE_TYPES, promptMessages, type ArgKind, type PromptDef, type Resolved } from './prompts.js';
+import { completeValue } from './complete.js';
 
 /**
  * A JSON-RPC error whose message goes on the wire as written. The SDK's McpError writes "MCP error <code>: " into its
@@ -86,6 +91,8 @@ export interface ToolFilter {
   principal: Principal;
   toolsets?: readonly string[];
   readOnly?: boolean;
+  /** Opt-in: tools carry their output schemas, and error results only their text (see typedToolOf). */
+  outputSchemas?: boolean;
 }
 
 /** Which tools a caller sees: toolsets, read-only mode, the caller's key or role, and switched-off modules. */
@@ -134,6 +141,21 @@ export function toolOf(a: Ability): Tool {
   return tool;
 }
 
+const typedCache = new WeakMap<Ability, Tool>();
+
+/**
+ * The tool with its output schema, for clients that asked for typed results (`--output-schemas`,
+ * `X-MCP-Output-Schemas: true`): about twice the list's size, so never by default.
+ */
+export function typedToolOf(a: Ability): Tool {
+  let tool = typedCache.get(a);
+  if (!tool) {
+    tool = { ...toolOf(a), outputSchema: compactInputSchema(jsonSchemaOf(a.output, 'output')) as Tool['outputSchema'] };
+    typedCache.set(a, tool);
+  }
+  return tool;
+}
+
 const LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /**
@@ -169,11 +191,67 @@ interface JobStatus {
   processed: number;
 }
 
+/** The server's icon in clients that show one: a small SVG (a stack of three sites), inline so it needs no host. */
+const ICON = {
+  src: `data:image/svg+xml;base64,${Buffer.from(
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1d4ed8"/>' +
+      '<g fill="#fff"><rect x="14" y="14" width="36" height="9" rx="2"/><rect x="14" y="28" width="36" height="9" rx="2"/>' +
+      '<rect x="14" y="42" width="36" height="9" rx="2"/></g></svg>',
+  ).toString('base64')}`,
+  mimeType: 'image/svg+xml',
+  sizes: ['any'],
+};
+
+/** Per server: whether a request could send anything before its answer (see needsStream). */
+const streamNeeds = new WeakMap<Server, (method: string, params: Record<string, unknown> | undefined) => boolean>();
+
+/**
+ * Does this request need an event stream, or can it be answered as plain JSON? A stream only when something may go
+ * to the client before the answer: progress (a progressToken), log lines (the client asked with logging/setLevel), or
+ * a question to the person (elicitation, for a tool that asks before acting, from a client that can be asked).
+ */
+export function needsStream(server: Server, method: string, params: Record<string, unknown> | undefined): boolean {
+  const meta = params?._meta as { progressToken?: unknown } | undefined;
+  if (meta?.progressToken !== undefined) return true;
+  return streamNeeds.get(server)?.(method, params) ?? true;
+}
+
+/** Per-site resources: a template each, read through the tool named (so the same permissions apply). */
+const SITE_PARTS = [
+  {
+    part: 'plugins',
+    tool: 'get-site-plugins-v1',
+    title: "A site's plugins",
+    description: 'Plugins as of the last sync, 100 per page (?page=2).',
+  },
+  {
+    part: 'themes',
+    tool: 'get-site-themes-v1',
+    title: "A site's themes",
+    description: 'Themes and the active one as of the last sync, 100 per page.',
+  },
+  {
+    part: 'updates',
+    tool: 'get-site-updates-v1',
+    title: "A site's pending updates",
+    description: 'Pending core, plugin, theme and translation updates, and the ignored ones.',
+  },
+] as const;
+
+/** Characters of one prompt argument at most. */
+export const MAX_PROMPT_ARG = 500;
+
 export function buildMcpServer(registry: Registry, filter: ToolFilter, services?: Services): Server {
   const server = new Server(
-    { name: 'sitefleet', version: VERSION },
+    { name: 'sitefleet', version: VERSION, title: 'sitefleet: WordPress fleet manager', icons: [ICON] },
     {
-      capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: false }, logging: {} },
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { subscribe: true, listChanged: true },
+        prompts: { listChanged: true },
+        completions: {},
+        logging: {},
+      },
       instructions: INSTRUCTIONS,
     },
   );
@@ -185,10 +263,27 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   let pollTimer: NodeJS.Timeout | null = null;
   const stopWatching = services
     ? watchModules(services, () => {
+        // A module's tools leave the list, and with them the prompts that need them and their toolset's help resource.
         void server.sendToolListChanged().catch(() => {});
+        void server.sendResourceListChanged().catch(() => {});
+        void server.sendPromptListChanged().catch(() => {});
       })
     : () => {};
   let incidentTimer: NodeJS.Timeout | null = null;
+  /** The tools of one toolset this session sees (a help resource is listed when there is at least one). */
+  const toolsetAbilities = (t: string) => registry.abilities.filter((a) => a.toolset === t && visible(a, filter, services));
+  const helpText = (t: string) =>
+    [
+      `# The ${t} tools`,
+      '',
+      ...toolsetAbilities(t).map((a) => {
+        const { readonly, destructive } = a.annotations;
+        const kind = readonly ? 'reads' : destructive ? 'deletes or cannot be undone: confirm=true, dry_run=true first' : 'changes';
+        return `- \`${a.name}\` — ${a.label} (${kind}). ${toolDescription(a.description)}`;
+      }),
+      '',
+      'Resources: sitefleet://sites (the fleet), sitefleet://sites/{id} and its /plugins, /themes, /updates, sitefleet://jobs/{job_id}, sitefleet://incidents.',
+    ].join('\n');
   server.onclose = () => {
     stopWatching();
     if (pollTimer) clearInterval(pollTimer);
@@ -201,13 +296,39 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     return registry.run(a, input, { principal: filter.principal, coerce: false, signal: extra?.signal });
   };
 
+  /** This session may call the tool (its toolsets, read-only choice, key or role, modules). */
+  const can = (name: string) => {
+    const a = registry.get(name);
+    return !!a && visible(a, filter, services);
+  };
+  /** The caller may run the tool at all (key or role, modules), whatever toolsets the session chose: reads behind resources. */
+  const may = (name: string) => {
+    const a = registry.get(name);
+    return !!a && visible(a, { principal: filter.principal }, services);
+  };
+
+  streamNeeds.set(server, (method, params) => {
+    if (method !== 'tools/call') return false;
+    if (minLevel !== Infinity) return true;
+    const a = typeof params?.name === 'string' ? registry.get(params.name) : undefined;
+    const args = (params?.arguments ?? {}) as Record<string, unknown>;
+    // The same test as the call's own before it asks the person (see CallToolRequestSchema below).
+    return (
+      !!a &&
+      (a.annotations.destructive || !!a.confirmPreview) &&
+      args.confirm !== true &&
+      args.dry_run !== true &&
+      !!server.getClientCapabilities()?.elicitation
+    );
+  });
+
   server.setRequestHandler(SetLevelRequestSchema, (req) => {
     minLevel = LEVELS.indexOf(req.params.level);
     return {};
   });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => toolOf(a)),
+    tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => (filter.outputSchemas ? typedToolOf(a) : toolOf(a))),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -276,6 +397,8 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     } catch (e) {
       // The error is the result; it is not also sent as a log line.
       const body = toServiceError(e).toBody();
+      // With output schemas, structuredContent must fit the tool's: an error is then its JSON text only.
+      if (filter.outputSchemas) return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
     }
   });
@@ -310,6 +433,13 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
         description: 'Open incidents and the 50 latest; subscribe to hear when one opens or closes.',
         mimeType: 'application/json',
       },
+      ...TOOLSETS.filter((t) => toolsetAbilities(t).length).map((t) => ({
+        uri: `sitefleet://help/${t}`,
+        name: `help-${t}`,
+        title: `Help: the ${t} tools`,
+        description: `What the ${t} tools do, which only read and which change or delete, and the resources that go with them.`,
+        mimeType: 'text/markdown',
+      })),
     ],
   }));
 
@@ -329,6 +459,13 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
         description: 'Progress of a batch job; subscribe to hear when it moves.',
         mimeType: 'application/json',
       },
+      ...SITE_PARTS.filter((p) => may(p.tool)).map((p) => ({
+        uriTemplate: `sitefleet://sites/{id}/${p.part}`,
+        name: `site-${p.part}`,
+        title: p.title,
+        description: p.description,
+        mimeType: 'application/json',
+      })),
     ],
   }));
 
@@ -341,6 +478,17 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       ]);
       return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ open, latest }) }] };
     }
+    const help = /^sitefleet:\/\/help\/([a-z]+)$/.exec(uri);
+    if (help && toolsetAbilities(help[1]!).length) return { contents: [{ uri, mimeType: 'text/markdown', text: helpText(help[1]!) }] };
+    const part = /^sitefleet:\/\/sites\/([^/?]+)\/(plugins|themes|updates)(?:\?page=(\d+))?$/.exec(uri);
+    if (part) {
+      const p = SITE_PARTS.find((x) => x.part === part[2])!;
+      const site = decodeURIComponent(part[1]!);
+      const input =
+        p.part === 'updates' ? { site_id_or_domain: site } : { site_id_or_domain: site, page: Number(part[3] ?? 1), per_page: 100 };
+      if (p.part === 'updates' && part[3]) throw new RpcError(RESOURCE_NOT_FOUND, `Unknown resource: ${uri}`, { uri });
+      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(await readAbility(p.tool, input)) }] };
+    }
     const m = /^sitefleet:\/\/(sites|jobs)(?:\/([^/?]+))?(?:\?page=(\d+))?$/.exec(uri);
     let body: unknown;
     if (m?.[1] === 'sites' && !m[2]) body = await readAbility('list-sites-v1', { page: Number(m[3] ?? 1), per_page: 100 });
@@ -349,6 +497,127 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     else if (m?.[1] === 'jobs' && m[2] && !m[3]) body = await readAbility('get-batch-job-status-v1', { job_id: decodeURIComponent(m[2]) });
     else throw new RpcError(RESOURCE_NOT_FOUND, `Unknown resource: ${uri}`, { uri });
     return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] };
+  });
+
+  // Prompts: listed when the session can use their core tools; arguments resolved through the abilities.
+  const promptFor = (name: string): PromptDef | undefined => {
+    const p = PROMPTS.find((x) => x.name === name);
+    return p && p.needs.every(can) ? p : undefined;
+  };
+  server.setRequestHandler(ListPromptsRequestSchema, () => ({
+    prompts: PROMPTS.filter((p) => p.needs.every(can)).map((p) => ({
+      name: p.name,
+      title: p.title,
+      description: p.description,
+      arguments: p.arguments.map(({ name, description, required }) => ({ name, description, required: !!required })),
+    })),
+  }));
+
+  /** An argument that names nothing the caller may see is an invalid parameter, named in the message. */
+  const argError = (name: string, e: unknown): never => {
+    throw new RpcError(ErrorCode.InvalidParams, `Argument ${name}: ${toServiceError(e).message}`, toServiceError(e).toBody());
+  };
+  const resolveArgs = async (p: PromptDef, given: Record<string, string>): Promise<Resolved> => {
+    const r: Resolved = { text: {} };
+    for (const key of Object.keys(given)) {
+      if (!p.arguments.some((a) => a.name === key)) throw new RpcError(ErrorCode.InvalidParams, `Unknown argument for ${p.name}: ${key}`);
+    }
+    for (const arg of p.arguments) {
+      const value = given[arg.name]?.trim() ?? '';
+      if (!value) {
+        if (arg.required) throw new RpcError(ErrorCode.InvalidParams, `Missing required argument for ${p.name}: ${arg.name}`);
+        continue;
+      }
+      if (value.length > MAX_PROMPT_ARG) {
+        throw new RpcError(ErrorCode.InvalidParams, `Argument ${arg.name} is longer than ${MAX_PROMPT_ARG} characters.`);
+      }
+      try {
+        await resolveArg(arg.kind, arg.name, value, r);
+      } catch (e) {
+        if (e instanceof RpcError) throw e;
+        argError(arg.name, e);
+      }
+    }
+    return r;
+  };
+  const resolveArg = async (kind: ArgKind, name: string, value: string, r: Resolved): Promise<void> => {
+    switch (kind) {
+      case 'site': {
+        const s = (await run('get-site-v1', { site_id_or_domain: value })) as { id: number; url: string; name: string };
+        r.site = { id: s.id, url: s.url, name: s.name };
+        return;
+      }
+      case 'tag': {
+        if (/^\d+$/.test(value)) {
+          const t = (await run('get-tag-v1', { tag_id: Number(value) })) as { id: number; name: string };
+          r.tag = { id: t.id, name: t.name };
+          return;
+        }
+        const list = (await run('list-tags-v1', { search: value, per_page: 100 })) as { items: Array<{ id: number; name: string }> };
+        const t = list.items.find((x) => x.name.toLowerCase() === value.toLowerCase());
+        if (!t) throw new RpcError(ErrorCode.InvalidParams, `Argument ${name}: no tag named "${value}".`);
+        r.tag = { id: t.id, name: t.name };
+        return;
+      }
+      case 'client': {
+        const c = (await run('get-client-v1', { client_id_or_email: value })) as { id: number; name: string };
+        r.client = { id: c.id, name: c.name };
+        return;
+      }
+      case 'plugin': {
+        if (!r.site) throw new RpcError(ErrorCode.InvalidParams, `Argument ${name} needs the site argument too.`);
+        const list = (await run('get-site-plugins-v1', { site_id_or_domain: r.site.id, search: value, per_page: 100 })) as {
+          plugins: Array<{ slug: string }>;
+        };
+        if (!list.plugins.some((x) => x.slug === value))
+          throw new RpcError(ErrorCode.InvalidParams, `Argument ${name}: ${r.site.name} has no plugin ${value}.`);
+        r.plugin = value;
+        return;
+      }
+      case 'types': {
+        const types = value
+          .split(',')
+          .map((x) => x.trim().toLowerCase())
+          .filter(Boolean);
+        const bad = types.find((t) => !(UPDATE_TYPES as readonly string[]).includes(t));
+        if (bad) throw new RpcError(ErrorCode.InvalidParams, `Argument ${name}: "${bad}" is not one of ${UPDATE_TYPES.join(', ')}.`);
+        r.types = [...new Set(types)];
+        return;
+      }
+      case 'url': {
+        let u: URL | null = null;
+        try {
+          u = new URL(value);
+        } catch {
+          /* refused below */
+        }
+        if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:'))
+          throw new RpcError(ErrorCode.InvalidParams, `Argument ${name}: "${value}" is not an http(s) address.`);
+        r.url = u.href;
+        return;
+      }
+      default:
+        r.text[name] = value;
+    }
+  };
+  server.setRequestHandler(GetPromptRequestSchema, async (req) => {
+    const p = promptFor(req.params.name);
+    if (!p) throw new RpcError(ErrorCode.InvalidParams, `Unknown prompt: ${req.params.name}`);
+    const r = await resolveArgs(p, req.params.arguments ?? {});
+    return { description: p.description, messages: promptMessages(p, r, can) };
+  });
+
+  // Completions of prompt arguments and template variables, limited to what the caller may read.
+  server.setRequestHandler(CompleteRequestSchema, (req) => {
+    const { ref, argument } = req.params;
+    const none = { completion: { values: [], hasMore: false } };
+    if (!services) return none;
+    let kind: ArgKind | undefined;
+    if (ref.type === 'ref/prompt') kind = promptFor(ref.name)?.arguments.find((a) => a.name === argument.name)?.kind;
+    else if (ref.uri.startsWith('sitefleet://sites/{id}') && argument.name === 'id') kind = 'site';
+    else if (ref.uri === 'sitefleet://jobs/{job_id}' && argument.name === 'job_id') kind = 'job';
+    if (!kind) return none;
+    return { completion: completeValue(services, kind, argument.value, req.params.context?.arguments ?? {}, may) };
   });
 
   const pollJobs = async () => {
