@@ -18,6 +18,7 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
+import { notificationAbilities } from './notifications.js';
 
 const families = [
   ...siteAbilities,
@@ -36,6 +37,7 @@ const families = [
   ...fleetToolAbilities,
   ...updateAbilities,
   ...monitorAbilities,
+  ...notificationAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
@@ -83,6 +85,11 @@ export const CATEGORIES = [
     slug: 'svc-monitors',
     label: 'Monitoring',
     description: 'Uptime monitors of every site: heartbeats, incidents, uptime, and the webhooks that announce them.',
+  },
+  {
+    slug: 'svc-notifications',
+    label: 'Notifications',
+    description: 'Notification channels (e-mail, Slack, Discord, Teams, webhooks), the rules that send events to them, and the delivery log.',
   },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;

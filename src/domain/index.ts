@@ -24,6 +24,8 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { NotificationService } from './notifications/service.js';
+import { wireNotifications } from './notifications/events.js';
 
 export interface Services {
   config: Config;
@@ -57,6 +59,8 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** Notification channels (e-mail, Slack, Discord, Teams, webhooks), rules, and the delivery log. */
+  notifications: NotificationService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -112,6 +116,8 @@ export async function openServices(config: Config): Promise<Services> {
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
+  const notifications = new NotificationService(store, config);
+  wireNotifications(notifications, { monitors, children, sites, tags, clients });
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   return {
     config,
@@ -137,6 +143,7 @@ export async function openServices(config: Config): Promise<Services> {
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    notifications,
   };
 }
 
@@ -144,6 +151,7 @@ export async function openServices(config: Config): Promise<Services> {
 export function startMonitoring(s: Services): void {
   s.monitors.start();
   s.webhooks.start();
+  s.notifications.start();
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */
@@ -151,6 +159,7 @@ export async function closeServices(s: Services): Promise<void> {
   await s.jobs.stop();
   await s.monitors.stop();
   await s.webhooks.stop();
+  await s.notifications.stop();
   await s.children.close();
   await s.store.close();
 }

@@ -25,6 +25,10 @@ export const COLLECTIONS = {
   leases: 0,
   /** Web console logins (a hash of each session token, never the token), shared by every process. */
   console_sessions: 500,
+  // Notifications (notification-records.ts): channels (with their secret), rules, and the delivery log.
+  notification_channels: 0,
+  notification_rules: 0,
+  notification_deliveries: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
