@@ -89,7 +89,8 @@ export const CATEGORIES = [
   {
     slug: 'svc-notifications',
     label: 'Notifications',
-    description: 'Notification channels (e-mail, Slack, Discord, Teams, webhooks), the rules that send events to them, and the delivery log.',
+    description:
+      'Notification channels (e-mail, Slack, Discord, Teams, webhooks), the rules that send events to them, and the delivery log.',
   },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;

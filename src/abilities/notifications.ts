@@ -49,6 +49,17 @@ const SmtpIn = z
     from: z.string().min(3).max(200).describe('The sender, e.g. "Alerts <alerts@example.com>".'),
   })
   .strict();
+/** A change to smtp settings: only the fields given (no defaults, which would overwrite the stored ones). */
+const SmtpPatch = z
+  .object({
+    host: z.string().min(1).max(253),
+    port: Int.min(1).max(65535),
+    security: Security,
+    username: z.string().max(200),
+    from: z.string().min(3).max(200),
+  })
+  .partial()
+  .strict();
 const Recipients = z.array(z.string().max(254)).max(MAX_RECIPIENTS);
 const Rate = Int.min(1).max(600).describe(`Messages per minute at most (default ${DEFAULT_RATE_PER_MINUTE}); past it, deliveries wait.`);
 
@@ -176,7 +187,7 @@ export const updateNotificationChannel = defineAbility({
       channel_id: Id,
       name: z.string().min(1).max(100).optional(),
       url: z.string().min(1).max(2000).optional(),
-      smtp: SmtpIn.partial().strict().optional(),
+      smtp: SmtpPatch.optional().describe('Merged into the stored settings.'),
       password: z.string().max(500).optional(),
       recipients: Recipients.optional(),
       rate_per_minute: Rate.optional(),

@@ -117,7 +117,11 @@ export class Senders {
       requireTLS: smtp.security === 'starttls',
       ignoreTLS: smtp.security === 'none',
       auth: smtp.username ? { user: smtp.username, pass: password } : undefined,
-      tls: { servername: smtp.host, ...(this.opts.tlsCa ? { ca: this.opts.tlsCa } : {}) },
+      // The certificate is checked against the host's name (SNI takes names only, never an IP literal).
+      tls: {
+        ...(isIP(smtp.host.replace(/^\[|\]$/g, '')) ? {} : { servername: smtp.host }),
+        ...(this.opts.tlsCa ? { ca: this.opts.tlsCa } : {}),
+      },
       connectionTimeout: t,
       greetingTimeout: t,
       socketTimeout: t,
@@ -150,16 +154,15 @@ export class Senders {
 function smtpError(e: unknown, smtp: SmtpSettings, timeoutMs: number): string {
   const err = e as { code?: string; responseCode?: number; response?: string; message?: string };
   const at = `${smtp.host}:${smtp.port}`;
+  if (err.code === 'ETLS' || /certificate|\bSSL\b|\bTLS\b/i.test(err.message ?? ''))
+    return `smtp tls: ${err.message ?? 'TLS failed'} (${at}).`;
+  if (err.code === 'ESOCKET' || err.code === 'ECONNECTION' || /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ECONNRESET/.test(err.message ?? ''))
+    return `smtp connection: cannot connect to ${at} (${err.message ?? 'refused'}).`;
   switch (err.code) {
     case 'EAUTH':
       return `smtp auth: the server at ${at} refused the username or password${err.response ? ` (${err.response})` : ''}.`;
-    case 'ECONNECTION':
-    case 'ECONNREFUSED':
-      return `smtp connection: cannot connect to ${at} (${err.message ?? 'refused'}).`;
     case 'ETIMEDOUT':
       return `smtp timeout: no answer from ${at} within ${timeoutMs} ms.`;
-    case 'ETLS':
-      return `smtp tls: ${err.message ?? 'TLS failed'}`;
     case 'EENVELOPE':
       return `smtp recipients refused: ${err.response ?? err.message ?? ''}`;
     default:
