@@ -20,6 +20,11 @@ const CHANNEL_FIELDS = ['name', 'url', 'smtp', 'password', 'recipients', 'rate_p
 const RULE_FIELDS = ['name', 'enabled', 'events', 'sites', 'channel_id', 'recipients', 'mode', 'quiet_hours'] as const;
 const CHANNEL_NOT_FOUND = { 404: ['svc_channel_not_found'] };
 const RULE_NOT_FOUND = { 404: ['svc_rule_not_found'] };
+/** What a rule's content may be refused for. */
+const RULE_ERRORS = {
+  400: ['svc_invalid_sites', 'svc_invalid_recipients', 'svc_invalid_quiet_hours'],
+  404: ['svc_channel_not_found', 'svc_tag_not_found', 'svc_client_not_found', 'svc_site_not_found'],
+};
 
 const channelsList = route(READ, '/notifications/channels', listNotificationChannels, {
   answers: listed(listNotificationChannels.output.shape.items.element),
@@ -62,7 +67,10 @@ const channelAdd = route(CREATE, '/notifications/channels/add', addNotificationC
 const channelEdit = route(EDIT, '/notifications/channels/:id/edit', updateNotificationChannel, {
   input: (a) => ({ channel_id: pathId(a), ...pick(a, ...CHANNEL_FIELDS) }),
   answers: done(updateNotificationChannel.output),
-  errors: CHANNEL_NOT_FOUND,
+  errors: {
+    ...CHANNEL_NOT_FOUND,
+    400: ['svc_invalid_url', 'svc_address_not_allowed', 'svc_invalid_smtp', 'svc_invalid_recipients', 'svc_invalid_channel'],
+  },
   output: (r) => ({ success: 1, message: 'Notification channel updated.', data: r }),
 });
 const channelRemove = route([...REMOVE, 'POST'], '/notifications/channels/:id/remove', deleteNotificationChannel, {
@@ -74,7 +82,7 @@ const channelRemove = route([...REMOVE, 'POST'], '/notifications/channels/:id/re
 const channelTest = route(CREATE, '/notifications/channels/:id/test', testNotificationChannel, {
   input: (a) => ({ channel_id: pathId(a), ...pick(a, 'recipients') }),
   answers: okOrNot({ data: testNotificationChannel.output }),
-  errors: CHANNEL_NOT_FOUND,
+  errors: { ...CHANNEL_NOT_FOUND, 400: ['svc_invalid_recipients'] },
   output: (r) => ({ success: r.status === 'delivered' ? 1 : 0, data: r }),
 });
 
@@ -85,13 +93,13 @@ const rulesList = route(READ, '/notifications/rules', listNotificationRules, {
 const ruleAdd = route(CREATE, '/notifications/rules/add', addNotificationRule, {
   input: (a) => pick(a, ...RULE_FIELDS),
   answers: done(addNotificationRule.output),
-  errors: { 409: ['svc_rule_limit'] },
+  errors: { ...RULE_ERRORS, 409: ['svc_rule_limit'] },
   output: (r) => ({ success: 1, message: 'Notification rule created.', data: r }),
 });
 const ruleEdit = route(EDIT, '/notifications/rules/:id/edit', updateNotificationRule, {
   input: (a) => ({ rule_id: pathId(a), ...pick(a, ...RULE_FIELDS) }),
   answers: done(updateNotificationRule.output),
-  errors: RULE_NOT_FOUND,
+  errors: { ...RULE_ERRORS, 404: [...RULE_ERRORS[404], ...RULE_NOT_FOUND[404]] },
   output: (r) => ({ success: 1, message: 'Notification rule updated.', data: r }),
 });
 const ruleRemove = route([...REMOVE, 'POST'], '/notifications/rules/:id/remove', deleteNotificationRule, {
