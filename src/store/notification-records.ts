@@ -4,18 +4,11 @@
 export const CHANNEL_TYPES = ['email', 'slack', 'discord', 'teams', 'webhook'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
-export const NOTIFICATION_EVENTS = [
-  'site.down',
-  'site.up',
-  'site.sync_failed',
-  'update.failed',
-  'update.rolled_back',
-  'update.rollback_failed',
-  'vulnerability.found',
-  'vulnerability.fixed',
-  'tls.expiring',
-  'job.finished',
-] as const;
+/**
+ * The events the domain emits today. Update results (the update history), vulnerabilities, TLS expiry and finished
+ * jobs join as their services emit them.
+ */
+export const NOTIFICATION_EVENTS = ['site.down', 'site.up', 'site.sync_failed'] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
 
 /** How an e-mail channel reaches its SMTP server. `tls`: TLS from the first byte (465); `starttls`: upgrade, required. */

@@ -15,9 +15,9 @@ const escapeHtml = (s: string) =>
 
 /** Red for bad news, green for good, blue for the rest (Discord's integer colours; Teams' and Slack's names). */
 function tone(items: EventItem[]): 'bad' | 'good' | 'info' {
-  const bad = ['site.down', 'site.sync_failed', 'update.failed', 'update.rollback_failed', 'vulnerability.found', 'tls.expiring'];
+  const bad: string[] = ['site.down', 'site.sync_failed'];
   if (items.some((i) => bad.includes(i.event))) return 'bad';
-  if (items.every((i) => i.event === 'site.up' || i.event === 'vulnerability.fixed')) return 'good';
+  if (items.every((i) => i.event === 'site.up')) return 'good';
   return 'info';
 }
 
