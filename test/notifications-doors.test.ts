@@ -85,6 +85,55 @@ describe('REST /notifications', () => {
   });
 });
 
+describe("upstream's /settings/monitoring, from the fleet's monitor settings", () => {
+  it('reads and edits them in upstream names and labels, the same settings /monitors/settings answers', async () => {
+    const get = await s.rest('/settings/monitoring');
+    expect(get.body).toMatchObject({ success: 1, data: { mainwp_uptime_monitoring_type: 'http' } });
+    const edit = await s.rest('/settings/monitoring/edit', {
+      method: 'PUT',
+      json: {
+        mainwp_uptime_monitoring_interval: '10m',
+        mainwp_uptime_monitoring_timeout: '2min',
+        mainwp_uptime_monitoring_up_status_codes: ['200', '301'],
+        mainwp_uptime_monitoring_down_confirmation_check: 1,
+        mainwp_uptime_monitoring_method: 'get',
+      },
+    });
+    expect(edit.body).toMatchObject({
+      success: 1,
+      data: {
+        mainwp_uptime_monitoring_interval: '10m',
+        mainwp_uptime_monitoring_timeout: '2min',
+        mainwp_uptime_monitoring_up_status_codes: ['200', '301'],
+        mainwp_uptime_monitoring_down_confirmation_check: 1,
+        mainwp_uptime_monitoring_retries: 1,
+        mainwp_uptime_monitoring_method: 'get',
+      },
+    });
+    const fleet = await s.rest('/monitors/settings');
+    expect(fleet.body.data).toMatchObject({ interval_s: 600, timeout_s: 120, expected_status: [200, 301], retries: 1, method: 'get' });
+  });
+
+  it('refuses a bad label with 400 and site-health keys with 501, changing nothing', async () => {
+    const before = (await s.rest('/monitors/settings')).body.data;
+    const bad = await s.rest('/settings/monitoring/edit', { method: 'PUT', json: { mainwp_uptime_monitoring_interval: 'often' } });
+    expect([bad.status, bad.body.code]).toEqual([400, 'svc_invalid_interval']);
+    const health = await s.rest('/settings/monitoring/edit', {
+      method: 'PUT',
+      json: { mainwp_uptime_monitoring_interval: '5m', mainwp_sitehealth_threshold: 80 },
+    });
+    expect([health.status, health.body.code]).toEqual([501, 'svc_not_supported']);
+    expect(health.body.message).toContain('mainwp_sitehealth_threshold');
+    expect((await s.rest('/monitors/settings')).body.data).toEqual(before);
+    const ro = await s.rest('/settings/monitoring/edit', {
+      method: 'PUT',
+      token: s.creds.key.read,
+      json: { mainwp_uptime_monitoring_keyword: 'x' },
+    });
+    expect(ro.status).toBe(403);
+  });
+});
+
 describe('MCP and the abilities door', () => {
   it('lists the notification tools and runs them', async () => {
     const tools = (await mcp.client.listTools()).tools.map((t) => t.name);

@@ -15,6 +15,7 @@ import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { notificationRoutes } from './routes/notifications.js';
+import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -28,6 +29,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...settingsMonitoringRoutes,
   ...updateRoutes,
   ...monitorRoutes,
   ...notificationRoutes,
