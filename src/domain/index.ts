@@ -117,7 +117,7 @@ export async function openServices(config: Config): Promise<Services> {
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   const notifications = new NotificationService(store, config);
-  wireNotifications(notifications, { monitors, children, sites, tags, clients });
+  wireNotifications(notifications, { monitors, children, jobs, sites, tags, clients });
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   return {
     config,

@@ -5,10 +5,10 @@ export const CHANNEL_TYPES = ['email', 'slack', 'discord', 'teams', 'webhook'] a
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 /**
- * The events the domain emits today. Update results (the update history), vulnerabilities, TLS expiry and finished
- * jobs join as their services emit them.
+ * The events the domain emits today. Update results (the update history), vulnerabilities and TLS expiry join as their
+ * services emit them.
  */
-export const NOTIFICATION_EVENTS = ['site.down', 'site.up', 'site.sync_failed'] as const;
+export const NOTIFICATION_EVENTS = ['site.down', 'site.up', 'site.sync_failed', 'job.finished'] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
 
 /** How an e-mail channel reaches its SMTP server. `tls`: TLS from the first byte (465); `starttls`: upgrade, required. */

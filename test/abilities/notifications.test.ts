@@ -612,8 +612,9 @@ describe('events from the domain', () => {
     h.sim.setFault(1, { type: 'http500' });
     try {
       await h.call('sync-sites-v1', { site_ids_or_domains: [1] });
+      // Delivered, not only stored: the store shows a delivery before its sender has started.
       await until(
-        () => n().deliveries(),
+        () => n().deliveries({ status: 'delivered' }),
         (l) => l.length > 0,
       );
       await n().settled();
@@ -621,6 +622,34 @@ describe('events from the domain', () => {
       expect(rx.got[0]!.json).toMatchObject({ event: 'site.sync_failed', site: { id: 1 } });
     } finally {
       h.sim.setFault(1, null);
+    }
+  });
+
+  it('a background job that ends is one job.finished message, with its counts', async () => {
+    const c = await hook('webhook');
+    await h.call('add-notification-rule-v1', { name: 'jobs', events: ['job.finished'], channel_id: c.id });
+    const before = await h.call('get-settings-v1', {});
+    await h.call('update-settings-v1', { queue_threshold: 1 });
+    h.sim.setFault(3, { type: 'http500' });
+    try {
+      const r = await h.call('sync-sites-v1', { site_ids_or_domains: [1, 2, 3] });
+      expect(r).toMatchObject({ queued: true });
+      const jobDeliveries = () =>
+        n()
+          .deliveries()
+          .filter((d) => d.items[0]?.event === 'job.finished');
+      await until(jobDeliveries, (l) => l.some((d) => d.status === 'delivered'));
+      await n().settled();
+      const got = rx.got.find((g) => g.json.event === 'job.finished')!;
+      expect(got.json).toMatchObject({
+        title: 'Job finished: sync of 3 sites',
+        site: null,
+        job: { type: 'sync', status: 'completed', sites: 3, succeeded: 2, failed: 1 },
+      });
+      expect(got.json.text).toMatch(/2 succeeded, 1 failed\. First error: /);
+    } finally {
+      h.sim.setFault(3, null);
+      await h.call('update-settings-v1', { queue_threshold: before.queue_threshold });
     }
   });
 
@@ -638,7 +667,7 @@ describe('events from the domain', () => {
     await h.services.monitors.check(site);
     await h.services.monitors.flush([2]);
     await until(
-      () => n().deliveries(),
+      () => n().deliveries({ status: 'delivered' }),
       (l) => l.length >= 2,
     );
     await n().settled();

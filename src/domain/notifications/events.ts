@@ -4,6 +4,8 @@
 import { log } from '../../log.js';
 import type { ChildSiteService } from '../child-sites.js';
 import type { ClientService } from '../clients.js';
+import type { JobService } from '../jobs.js';
+import type { JobRecord } from '../../store/records.js';
 import type { MonitorEvent, MonitorService } from '../monitors.js';
 import type { SiteService } from '../sites.js';
 import type { TagService } from '../tags.js';
@@ -46,14 +48,41 @@ export function syncFailedEvent(
   };
 }
 
+/** A background job ended: completed (with its per-site failures counted), failed or cancelled. Fleet-wide (no site). */
+export function jobEvent(job: JobRecord): EventInput {
+  const failed = job.errors.length;
+  const how = job.status === 'completed' ? 'finished' : job.failure === 'cancelled' ? 'cancelled' : 'failed';
+  return {
+    event: 'job.finished',
+    key: `job.finished:${job.job_id}`,
+    site: null,
+    title: `Job ${how}: ${job.type} of ${job.sites.length} site${job.sites.length === 1 ? '' : 's'}`,
+    text:
+      `${job.job_id}: ${job.succeeded} succeeded, ${failed} failed` +
+      (job.failure && job.failure !== 'cancelled' ? ` (${job.failure})` : '') +
+      (failed ? `. First error: ${job.errors[0]!.message}` : '.'),
+    data: {
+      job: { job_id: job.job_id, type: job.type, status: job.status, sites: job.sites.length, succeeded: job.succeeded, failed },
+    },
+  };
+}
+
 export function wireNotifications(
   n: NotificationService,
-  from: { monitors: MonitorService; children: ChildSiteService; sites: SiteService; tags: TagService; clients: ClientService },
+  from: {
+    monitors: MonitorService;
+    children: ChildSiteService;
+    jobs: JobService;
+    sites: SiteService;
+    tags: TagService;
+    clients: ClientService;
+  },
 ): void {
   const emit = (e: EventInput) =>
     void n.emit(e).catch((err) => log('error', 'notification event lost', { event: e.event, err: String(err) }));
   from.monitors.onEvent((e) => emit(monitorEvent(e)));
   from.children.syncFailureListeners.add((site, error) => emit(syncFailedEvent(site, error, n.now())));
+  from.jobs.finishedListeners.add((job) => emit(jobEvent(job)));
   from.sites.onRemove.also((tx, id) => n.forget(tx, 'site_ids', id));
   from.tags.onRemove.also((tx, id) => n.forget(tx, 'tag_ids', id));
   from.clients.onRemove.also((tx, id) => n.forget(tx, 'client_ids', id));

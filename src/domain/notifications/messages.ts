@@ -8,7 +8,7 @@ export const ITEM_TEXT_MAX = 1000;
 /** Events listed in one digest message; the rest are counted ("and 12 more"). */
 export const DIGEST_ITEMS = 200;
 
-const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
+export const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -17,6 +17,8 @@ const escapeHtml = (s: string) =>
 function tone(items: EventItem[]): 'bad' | 'good' | 'info' {
   const bad: string[] = ['site.down', 'site.sync_failed'];
   if (items.some((i) => bad.includes(i.event))) return 'bad';
+  if (items.some((i) => i.event === 'job.finished' && i.data.job && (i.data.job as { status?: string }).status !== 'completed'))
+    return 'bad';
   if (items.every((i) => i.event === 'site.up')) return 'good';
   return 'info';
 }

@@ -24,7 +24,7 @@ import { VERSION } from '../../version.js';
 import { PROCESS_OWNER } from '../leases.js';
 import { sign } from '../webhooks.js';
 import { assertAllowedHost } from '../../child/address-policy.js';
-import { DIGEST_ITEMS, chatPayload, compose, emailParts } from './messages.js';
+import { DIGEST_ITEMS, ITEM_TEXT_MAX, chatPayload, clip, compose, emailParts } from './messages.js';
 import { afterQuietHours, checkQuietHours, windowEnd } from './schedule.js';
 import { SEND_TIMEOUT_MS, Senders, type SendResult } from './senders.js';
 
@@ -404,7 +404,16 @@ export class NotificationService {
     const rules = this.listRules().filter((r) => r.enabled && r.events.includes(e.event));
     if (!rules.length) return [];
     const now = this.now();
-    const item: EventItem = { event: e.event, key: e.key, at: isoOf(now), site: e.site, title: e.title, text: e.text, data: e.data ?? {} };
+    // Bounded as stored: a child's error message can be long.
+    const item: EventItem = {
+      event: e.event,
+      key: e.key,
+      at: isoOf(now),
+      site: e.site,
+      title: clip(e.title, 200),
+      text: clip(e.text, ITEM_TEXT_MAX),
+      data: e.data ?? {},
+    };
     const due = await this.store.write((tx) => {
       let waiting = 0;
       const byDedupe = new Map<string, NotificationDeliveryRecord>();
