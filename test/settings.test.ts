@@ -165,8 +165,6 @@ describe('cost tracker: product types and payment methods', () => {
 
 describe('routes answered 501, and who may change settings', () => {
   it.each([
-    ['GET', '/settings/monitoring'],
-    ['PUT', '/settings/monitoring/edit'],
     ['GET', '/settings/emails'],
     ['PATCH', '/settings/emails/uptime/edit'],
     ['PUT', '/settings/cost-tracker/edit'],

@@ -20,6 +20,7 @@ import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
+import { notificationAbilities } from './notifications.js';
 
 const families = [
   ...siteAbilities,
@@ -40,6 +41,7 @@ const families = [
   ...updateAbilities,
   ...healthAbilities,
   ...monitorAbilities,
+  ...notificationAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
@@ -87,6 +89,12 @@ export const CATEGORIES = [
     slug: 'svc-monitors',
     label: 'Monitoring',
     description: 'Uptime monitors of every site: heartbeats, incidents, uptime, and the webhooks that announce them.',
+  },
+  {
+    slug: 'svc-notifications',
+    label: 'Notifications',
+    description:
+      'Notification channels (e-mail, Slack, Discord, Teams, webhooks), the rules that send events to them, and the delivery log.',
   },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;

@@ -30,6 +30,8 @@ import { UpdateRollback } from './safe-updates.js';
 import { PackageSource } from './package-source.js';
 import { InstallService } from './installs.js';
 import { PackageUploads } from './uploads.js';
+import { NotificationService } from './notifications/service.js';
+import { wireNotifications } from './notifications/events.js';
 
 export interface Services {
   config: Config;
@@ -73,6 +75,8 @@ export interface Services {
   installs: InstallService;
   /** Uploaded plugin and theme zips, checked, served to children from signed links. */
   uploads: PackageUploads;
+  /** Notification channels (e-mail, Slack, Discord, Teams, webhooks), rules, and the delivery log. */
+  notifications: NotificationService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -146,6 +150,8 @@ export async function openServices(config: Config): Promise<Services> {
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
+  const notifications = new NotificationService(store, config);
+  wireNotifications(notifications, { monitors, children, jobs, sites, tags, clients });
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   const pluginActions = new PluginActionService(store, sites, children, siteData);
   const uploads = new PackageUploads(config);
@@ -180,6 +186,7 @@ export async function openServices(config: Config): Promise<Services> {
     packages,
     installs,
     uploads,
+    notifications,
   };
 }
 
@@ -187,6 +194,7 @@ export async function openServices(config: Config): Promise<Services> {
 export function startMonitoring(s: Services): void {
   s.monitors.start();
   s.webhooks.start();
+  s.notifications.start();
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */
@@ -194,6 +202,7 @@ export async function closeServices(s: Services): Promise<void> {
   await s.jobs.stop();
   await s.monitors.stop();
   await s.webhooks.stop();
+  await s.notifications.stop();
   await s.children.close();
   await s.health.close();
   await s.packages.close();

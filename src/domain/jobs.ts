@@ -153,6 +153,8 @@ export class JobService {
   private ticking = false;
   private limits = new Map<JobType, (job?: JobRecord) => number>();
   private hooks: Array<() => Promise<void>> = [];
+  /** Hear of jobs ending (completed, failed, cancelled), once the write that ends them has been made. */
+  readonly finishedListeners = new Set<(job: JobRecord) => void>();
   /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
   threshold: () => number = () => this.config.queueThreshold;
 
@@ -399,6 +401,13 @@ export class JobService {
       failure,
       errors: extraError ? [...cur.errors, extraError] : cur.errors,
     });
+    // Heard once the write's function has run: a listener's own write is queued behind this one in the store.
+    if (this.finishedListeners.size) {
+      const ended = tx.get<JobRecord>('jobs', id)!;
+      setImmediate(() => {
+        for (const l of this.finishedListeners) l(ended);
+      });
+    }
   }
 
   private async work(job: JobRecord): Promise<void> {

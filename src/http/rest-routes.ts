@@ -16,6 +16,8 @@ import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
+import { notificationRoutes } from './routes/notifications.js';
+import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -29,8 +31,10 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...settingsMonitoringRoutes,
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,
   ...packageRoutes,
+  ...notificationRoutes,
 ];

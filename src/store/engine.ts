@@ -29,6 +29,10 @@ export const COLLECTIONS = {
   // (ids only grow, so a new entry rewrites only the newest shard; trimming empties the oldest).
   site_health: 100,
   update_history: 500,
+  // Notifications (notification-records.ts): channels (with their secret), rules, and the delivery log.
+  notification_channels: 0,
+  notification_rules: 0,
+  notification_deliveries: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];

@@ -400,13 +400,15 @@ export const settingsRoutes: readonly RestRoute[] = [
   generalEdit,
   advancedGet,
   advancedEdit,
-  unsupported(READ, '/settings/monitoring', 'uptime monitoring settings belong to the monitors (issue 22), not to this route.'),
-  unsupported(EDIT, '/settings/monitoring/edit', 'uptime monitoring settings belong to the monitors (issue 22), not to this route.'),
-  unsupported(READ, '/settings/emails', 'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).'),
+  unsupported(
+    READ,
+    '/settings/emails',
+    'e-mail goes through notification channels and rules (/notifications), not these four fixed e-mails (daily digest, uptime, site health, licence alerts).',
+  ),
   unsupported(
     EDIT,
     '/settings/emails/:mail_type/edit',
-    'sitefleet sends no e-mail notifications (daily digest, uptime, site health, licence alerts).',
+    'e-mail goes through notification channels and rules (/notifications), not these four fixed e-mails (daily digest, uptime, site health, licence alerts).',
   ),
   costGet,
   unsupported(
