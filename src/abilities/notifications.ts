@@ -27,9 +27,9 @@ const SmtpIn = z
   .object({
     host: z.string().min(1).max(253),
     port: Int.min(1).max(65535).default(587),
-    security: Security.default('starttls').describe('tls: TLS from the start (port 465); starttls: upgrade, required; none: plain.'),
+    security: Security.default('starttls').describe('tls (from the start, port 465), starttls (required) or none.'),
     username: z.string().max(200).default(''),
-    from: z.string().min(3).max(200).describe('The sender, e.g. "Alerts <alerts@example.com>".'),
+    from: z.string().min(3).max(200).describe('The sender address.'),
   })
   .strict();
 /** A change to smtp settings: only the fields given (no defaults, which would overwrite the stored ones). */
@@ -216,19 +216,19 @@ export const testNotificationChannel = defineAbility({
 // ---- rules ------------------------------------------------------------------------------------------------
 
 const HHMM = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'HH:MM (24-hour)');
-const QuietHours = z
-  .object({ from: HHMM, to: HHMM, time_zone: z.string().min(1).max(64).default('UTC') })
-  .strict()
-  .describe('Messages due in these local hours wait until they end (from > to spans midnight).');
-const Sites = z
+// The add ability describes its fields; the update ability takes the same shapes undescribed (its description points
+// at add-notification-rule-v1), so the MCP tool list does not carry each explanation twice.
+const QuietHoursShape = z.object({ from: HHMM, to: HHMM, time_zone: z.string().min(1).max(64).default('UTC') }).strict();
+const QuietHours = QuietHoursShape.describe('Messages due in these local hours wait until they end (from > to spans midnight).');
+const SitesShape = z
   .object({
     all: z.boolean().optional(),
     tag_ids: z.array(Id).max(100).optional(),
     client_ids: z.array(Id).max(100).optional(),
     site_ids: z.array(Id).max(1000).optional(),
   })
-  .strict()
-  .describe('All sites (the default), or the sites with any of these tags, clients or ids.');
+  .strict();
+const Sites = SitesShape.describe('All sites (the default), or the sites with any of these tags, clients or ids.');
 const Rule = z.object({
   id: Int,
   name: z.string(),
@@ -243,9 +243,8 @@ const Rule = z.object({
 });
 const ruleView = (r: RuleRecord): z.input<typeof Rule> => r;
 const Events = z.array(z.enum(NOTIFICATION_EVENTS)).min(1).max(NOTIFICATION_EVENTS.length);
-const Mode = z
-  .enum(['immediate', 'hourly', 'daily'])
-  .describe('immediate, or one digest per hour / day (windows close on the UTC hour / midnight).');
+const ModeShape = z.enum(['immediate', 'hourly', 'daily']);
+const Mode = ModeShape.describe('immediate, or one digest per hour / day (windows close on the UTC hour / midnight).');
 const RuleErrors =
   'Errors: 404 svc_channel_not_found, svc_tag_not_found, svc_client_not_found, svc_site_not_found; 400 svc_invalid_sites, svc_invalid_recipients, svc_invalid_quiet_hours.';
 
@@ -289,18 +288,18 @@ export const updateNotificationRule = defineAbility({
   ...base,
   name: 'update-notification-rule-v1',
   label: 'Update notification rule',
-  description: `Change a rule (only the fields given). ${RuleErrors} 404 svc_rule_not_found.`,
+  description: `Change a rule: only the fields given, as in add-notification-rule-v1. ${RuleErrors} 404 svc_rule_not_found.`,
   input: z
     .object({
       rule_id: Id,
       name: z.string().min(1).max(100).optional(),
       enabled: z.boolean().optional(),
       events: Events.optional(),
-      sites: Sites.optional(),
+      sites: SitesShape.optional(),
       channel_id: Id.optional(),
       recipients: Recipients.optional(),
-      mode: Mode.optional(),
-      quiet_hours: QuietHours.nullable().optional(),
+      mode: ModeShape.optional(),
+      quiet_hours: QuietHoursShape.nullable().optional(),
     })
     .strict(),
   output: Rule,
