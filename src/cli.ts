@@ -15,6 +15,7 @@ import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
 import { childSimCommand } from './child/simulator/command.js';
+import { vulnerabilitiesCommand } from './app/vulnerabilities-command.js';
 import { demo } from './demo.js';
 
 const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
@@ -47,6 +48,7 @@ Commands:
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
+  vulnerabilities  import a vulnerability feed file (Wordfence, WPVulnerability) and match the fleet
 
 Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
@@ -341,6 +343,9 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   migrate: migrateCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
+  vulnerabilities: async (args) => {
+    process.exitCode = await vulnerabilitiesCommand(args);
+  },
 };
 
 async function main(argv: string[]): Promise<void> {

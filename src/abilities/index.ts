@@ -18,6 +18,7 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
+import { vulnerabilityAbilities } from './vulnerabilities.js';
 
 const families = [
   ...siteAbilities,
@@ -36,6 +37,7 @@ const families = [
   ...fleetToolAbilities,
   ...updateAbilities,
   ...monitorAbilities,
+  ...vulnerabilityAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
@@ -83,6 +85,11 @@ export const CATEGORIES = [
     slug: 'svc-monitors',
     label: 'Monitoring',
     description: 'Uptime monitors of every site: heartbeats, incidents, uptime, and the webhooks that announce them.',
+  },
+  {
+    slug: 'svc-vulnerabilities',
+    label: 'Vulnerabilities',
+    description: 'Known vulnerabilities of installed core, plugin and theme versions, from a feed; the one-call fix.',
   },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;

@@ -6,6 +6,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError, errors } from '../core/errors.js';
 import { DashboardSettings, MAX_SYNCS_A_DAY, type DashboardSettingsRecord } from '../domain/dashboard-settings.js';
 import { Confirm, DryRun, HexColor } from './schemas.js';
+import { VulnerabilityService } from '../domain/vulnerabilities/service.js';
 
 const s = { category: 'svc-settings', toolset: 'settings' } as const;
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -30,10 +31,14 @@ export const Settings = z.object({
   queue_threshold: z.number().int(),
   product_types: z.array(ProductTypeView),
   payment_methods: z.array(PaymentMethodView),
+  vulnerability_source: z.enum(['wordfence', 'wpvulnerability']).nullable(),
+  vulnerability_api_key_set: z.boolean().describe('Whether a feed API key is stored (it is never shown again).'),
+  vulnerability_refresh_hours: z.number().int(),
+  vulnerability_feed_url: z.string().nullable(),
 });
 
 export function settingsView(
-  ctx: Pick<AbilityContext, 'dashboard'>,
+  ctx: Pick<AbilityContext, 'dashboard' | 'vulnerabilities'>,
   r: DashboardSettingsRecord = ctx.dashboard.get(),
 ): z.infer<typeof Settings> {
   const step = r.sync_frequency ? 86_400_000 / r.sync_frequency : 0;
@@ -45,6 +50,7 @@ export function settingsView(
     queue_threshold: ctx.dashboard.queueThreshold(),
     product_types: r.product_types,
     payment_methods: r.payment_methods,
+    ...ctx.vulnerabilities.settingsView(),
   };
 }
 
@@ -71,6 +77,19 @@ export const SettingsInput = {
     .nullable()
     .optional()
     .describe('Sites above which batches run as jobs; null = default.'),
+  vulnerability_source: z
+    .enum(['wordfence', 'wpvulnerability'])
+    .nullable()
+    .optional()
+    .describe('Vulnerability feed refresh-vulnerability-feed-v1 fetches; null = none.'),
+  vulnerability_api_key: z
+    .string()
+    .max(512)
+    .nullable()
+    .optional()
+    .describe('Wordfence Intelligence API key (stored as a secret, never shown again); null or "" removes it.'),
+  vulnerability_refresh_hours: z.number().int().min(0).max(168).optional().describe('Hours between scheduled feed refreshes, 0 = off.'),
+  vulnerability_feed_url: z.string().max(2000).nullable().optional().describe("Another feed base URL (a mirror); null = the feed's own."),
 };
 
 export const updateSettings = defineAbility({
@@ -82,10 +101,13 @@ export const updateSettings = defineAbility({
   output: Settings,
   annotations: write,
   execute: async (i, ctx) => {
-    const patch = Object.fromEntries(Object.entries(i).filter(([, v]) => v !== undefined));
-    if (!Object.keys(patch).length)
+    const { vulnerability_source, vulnerability_api_key, vulnerability_refresh_hours, vulnerability_feed_url, ...rest } = i;
+    const vulns = { vulnerability_source, vulnerability_api_key, vulnerability_refresh_hours, vulnerability_feed_url };
+    const patch = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+    if (!Object.keys(patch).length && !VulnerabilityService.touches(vulns))
       throw new ServiceError('svc_missing_fields', `Give at least one setting: ${Object.keys(SettingsInput).join(', ')}.`, 400);
-    return settingsView(ctx, await ctx.dashboard.update(patch));
+    if (VulnerabilityService.touches(vulns)) await ctx.vulnerabilities.updateSettings(vulns);
+    return settingsView(ctx, Object.keys(patch).length ? await ctx.dashboard.update(patch) : undefined);
   },
 });
 

@@ -22,7 +22,8 @@ export type Category =
   | 'svc-pages'
   | 'svc-settings'
   | 'svc-updates'
-  | 'svc-monitors';
+  | 'svc-monitors'
+  | 'svc-vulnerabilities';
 /** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
 export const TOOLSETS = [
   'sites',
@@ -37,6 +38,7 @@ export const TOOLSETS = [
   'settings',
   'updates',
   'monitors',
+  'vulnerabilities',
 ] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';

@@ -24,6 +24,7 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { VulnerabilityService } from './vulnerabilities/service.js';
 
 export interface Services {
   config: Config;
@@ -57,6 +58,8 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** Known vulnerabilities: the feed, the fleet's matches, the views and the fix (issue 30). */
+  vulnerabilities: VulnerabilityService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -109,6 +112,13 @@ export async function openServices(config: Config): Promise<Services> {
   );
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
+  const vulnerabilities = new VulnerabilityService(store, config, sites, children);
+  vulnerabilities.eventListeners.add((e) => void webhooks.emit(e.event, e.data).catch(() => {}));
+  // After syncs (the matches of the sites that changed) and on the refresh schedule, claimed once across processes.
+  jobs.onTick(async () => {
+    await vulnerabilities.scheduledRefresh();
+    await vulnerabilities.reconcile();
+  });
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
@@ -137,6 +147,7 @@ export async function openServices(config: Config): Promise<Services> {
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    vulnerabilities,
   };
 }
 

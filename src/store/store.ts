@@ -19,7 +19,7 @@ import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, w
 import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
-import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
+import { BLOB_KINDS, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
 import { GroupCommit, applyBatch, tableTx, type Commit, type Outcome, type Pending, type Tables } from './group-commit.js';
 
 export { COLLECTIONS, type CollectionName, type Tx, type Blob };
@@ -59,7 +59,7 @@ export class LowdbStore implements StoreEngine {
 
   private async init(): Promise<void> {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    for (const sub of ['site-data', 'secrets']) mkdirSync(join(this.dir, sub), { recursive: true, mode: 0o700 });
+    for (const sub of BLOB_KINDS) mkdirSync(join(this.dir, sub), { recursive: true, mode: 0o700 });
     try {
       chmodSync(this.dir, 0o700);
       chmodSync(join(this.dir, 'secrets'), 0o700);
