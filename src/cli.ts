@@ -30,6 +30,7 @@ const SERVE_OPTIONS = {
   'allowed-hosts': { type: 'string' },
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
+  'package-source': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -54,7 +55,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
-                       [--no-console] [--monitor-interval SECONDS]
+                       [--no-console] [--monitor-interval SECONDS] [--package-source URL]
 
        [--database-url postgres://user:pass@host/db]
 
@@ -65,8 +66,11 @@ can share it; without one it lives in the data dir's files.
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
 Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
+--package-source (SITEFLEET_PACKAGE_SOURCE) is the plugin and theme directory installs and searches use
+(default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
 On an empty data dir it creates an administrator user and an API key and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
+                     [--package-source URL]
 
 Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
@@ -150,6 +154,7 @@ async function serve(args: string[]): Promise<void> {
     childConcurrency: values['child-concurrency'],
     allowPrivateSites: values['allow-private-sites'],
     monitorIntervalS: values['monitor-interval'],
+    packageSource: values['package-source'],
   });
   const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {
@@ -185,6 +190,7 @@ async function mcp(args: string[]): Promise<void> {
     toolsets: { type: 'string' },
     'read-only': { type: 'boolean' },
     'allow-private-sites': { type: 'boolean' },
+    'package-source': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) return void console.log(HELP.mcp);
@@ -195,7 +201,12 @@ async function mcp(args: string[]): Promise<void> {
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
   const { services, registry, close } = await boot(
-    loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'], allowPrivateSites: values['allow-private-sites'] }),
+    loadConfig({
+      dataDir: values['data-dir'],
+      databaseUrl: values['database-url'],
+      allowPrivateSites: values['allow-private-sites'],
+      packageSource: values['package-source'],
+    }),
   );
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);

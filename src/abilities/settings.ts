@@ -29,6 +29,7 @@ export const Settings = z.object({
   next_scheduled_sync: z.string().nullable(),
   sync_concurrency: z.number().int(),
   queue_threshold: z.number().int(),
+  safe_updates: z.boolean(),
   product_types: z.array(ProductTypeView),
   payment_methods: z.array(PaymentMethodView),
   vulnerability_source: z.enum(['wordfence', 'wpvulnerability']).nullable(),
@@ -48,6 +49,7 @@ export function settingsView(
     next_scheduled_sync: step ? new Date(DashboardSettings.lastSlot(Date.now(), r.sync_frequency, r.sync_time) + step).toISOString() : null,
     sync_concurrency: ctx.dashboard.syncConcurrency(),
     queue_threshold: ctx.dashboard.queueThreshold(),
+    safe_updates: ctx.dashboard.safeUpdates(),
     product_types: r.product_types,
     payment_methods: r.payment_methods,
     ...ctx.vulnerabilities.settingsView(),
@@ -58,7 +60,7 @@ export const getSettings = defineAbility({
   ...s,
   name: 'get-settings-v1',
   label: 'Get settings',
-  description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types, payment methods.',
+  description: 'Dashboard settings: sync schedule and concurrency, queue threshold, safe updates, cost product types, payment methods.',
   input: z.object({}).strict(),
   output: Settings,
   annotations: ro,
@@ -90,6 +92,7 @@ export const SettingsInput = {
     .describe('Wordfence Intelligence API key (stored as a secret, never shown again); null or "" removes it.'),
   vulnerability_refresh_hours: z.number().int().min(0).max(168).optional().describe('Hours between scheduled feed refreshes, 0 = off.'),
   vulnerability_feed_url: z.string().max(2000).nullable().optional().describe("Another feed base URL (a mirror); null = the feed's own."),
+  safe_updates: z.boolean().optional().describe('Update applies run in safe mode unless the call says safe: false (default true).'),
 };
 
 export const updateSettings = defineAbility({

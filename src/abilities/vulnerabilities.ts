@@ -148,7 +148,7 @@ export const fixVulnerabilitiesAbility = defineAbility({
   label: 'Fix vulnerabilities',
   description:
     'Update every site running a vulnerable version to the fixed one, in one call: per site, each vulnerable item whose offered ' +
-    'update leaves every record it is hit by is updated (the run-updates-v1 apply path); the others are listed in not_fixable ' +
+    'update leaves every record it is hit by is updated (the run-updates-v1 apply path, in safe mode by default: probe, one item at a time, roll back a regression); the others are listed in not_fixable ' +
     'with the reason. Filters: sites, vulnerabilities (ids, CVEs or keys), slug. dry_run previews; otherwise confirm must be true.',
   input: z.object({
     sites: SiteRefs.optional(),
@@ -156,6 +156,8 @@ export const fixVulnerabilitiesAbility = defineAbility({
     slug: z.string().min(1).max(200).optional(),
     dry_run: z.boolean().default(false).describe('Preview what would be updated; changes nothing.'),
     confirm: z.boolean().default(false).describe('Must be true to update (not needed with dry_run).'),
+    safe: runUpdates.input.shape.safe,
+    force: runUpdates.input.shape.force,
   }),
   output: z.object({
     dry_run: z.boolean(),
@@ -175,6 +177,7 @@ export const fixVulnerabilitiesAbility = defineAbility({
         updated: RunShape.updated,
         errors: RunShape.errors,
         skipped: RunShape.skipped,
+        rolled_back: RunShape.rolled_back,
       }),
     ),
     summary: z.object({ sites: Int, planned: Int, updated: Int, errors: Int, not_fixable: Int }),
@@ -184,7 +187,7 @@ export const fixVulnerabilitiesAbility = defineAbility({
     if (i.dry_run && i.confirm) throw new ServiceError('svc_invalid_input', 'Cannot specify both dry_run and confirm.', 400);
     if (!i.dry_run && !i.confirm)
       throw new ServiceError('svc_confirmation_required', 'Updating sites requires confirm: true (or dry_run: true to preview).', 400);
-    return fixVulnerabilities(ctx, ctx.vulnerabilities, ctx.sites, ctx.updates, i);
+    return fixVulnerabilities(ctx, ctx.vulnerabilities, ctx.sites, ctx.updates, { ...i, safe: i.safe ?? ctx.dashboard.safeUpdates() });
   },
 });
 

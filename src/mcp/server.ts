@@ -75,7 +75,7 @@ export const INSTRUCTIONS = [
   'A cost applies to its sites, to every site carrying one of its groups (tags) and to every site of its clients.',
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
-  'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped).',
+  'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped, rolled_back). safe (default: the dashboard setting, on) probes each site before and after each item and rolls back an item that breaks it; an unhealthy site is skipped unless force=true.',
   'Uptime: list-monitors-v1 says which sites are down; subscribe to sitefleet://incidents to hear of incidents opening and closing.',
   'Batches over 200 sites become background jobs: the result links the resource sitefleet://jobs/{job_id} (read or subscribe to follow it; or get-batch-job-status-v1).',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',

@@ -25,6 +25,10 @@ export const COLLECTIONS = {
   leases: 0,
   /** Web console logins (a hash of each session token, never the token), shared by every process. */
   console_sessions: 500,
+  // Site health and update history (health-records.ts): a record per site (id = site id), and one per update attempt
+  // (ids only grow, so a new entry rewrites only the newest shard; trimming empties the oldest).
+  site_health: 100,
+  update_history: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];

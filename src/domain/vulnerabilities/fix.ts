@@ -1,10 +1,12 @@
 // The one-call fix: every site running a vulnerable version gets the update it offers when that update leaves every
 // record it is hit by (a fixed version), through the update service's own apply path (updates.ts runOne: the same
-// per-site lock, child calls and stored result as run-updates-v1). Answers per site.
+// per-site lock, child calls, safe mode with its probes and rollback, history and stored result as run-updates-v1).
+// Answers per site.
 import type { CallContext } from '../../core/ability.js';
 import type { SiteRecord } from '../../store/records.js';
 import type { SiteService } from '../sites.js';
 import type { UpdateService, UpdatedView, ErrorView, SkippedView, TypeName } from '../updates.js';
+import type { RollbackView } from '../safe-updates.js';
 import type { Hit } from './matching.js';
 import type { VulnerabilityService } from './service.js';
 
@@ -38,6 +40,8 @@ export interface SiteFix {
   updated: UpdatedView[];
   errors: ErrorView[];
   skipped: SkippedView[];
+  /** Safe mode: items whose update broke the site and were rolled back (they stay vulnerable). */
+  rolled_back?: RollbackView[];
 }
 
 export interface FixQuery {
@@ -47,7 +51,12 @@ export interface FixQuery {
   /** Only items with this feed slug or sitefleet item id. */
   slug?: string;
   dry_run: boolean;
+  /** Safe mode (probe, one item at a time, roll back a regression) and whether to update a site unhealthy before. */
+  safe: boolean;
+  force: boolean;
 }
+
+type Call = Pick<CallContext, 'signal' | 'progress' | 'principal'>;
 
 const TYPE_OF: Record<Hit['type'], TypeName> = { core: 'core', plugin: 'plugins', theme: 'themes' };
 
@@ -79,7 +88,7 @@ export function planFix(hits: readonly Hit[]): { planned: FixItem[]; not_fixable
 }
 
 export async function fixVulnerabilities(
-  call: Pick<CallContext, 'signal' | 'progress'>,
+  call: Call,
   vulns: VulnerabilityService,
   sites: SiteService,
   updates: UpdateService,
@@ -135,10 +144,11 @@ export async function fixVulnerabilities(
     }
     try {
       const types = [...new Set(planned.map((p) => TYPE_OF[p.type]))];
-      const r = await updates.runOne(call, id, { types, only: planned.map((p) => p.item) }, false);
+      const r = await updates.runOne(call, id, { types, only: planned.map((p) => p.item), safe: q.safe, force: q.force }, false);
       fix.updated = r.updated;
       fix.errors = r.errors;
       fix.skipped = r.skipped;
+      if (r.rolled_back) fix.rolled_back = r.rolled_back;
     } catch (e) {
       const err = e as { code?: string; message: string };
       fix.errors.push({

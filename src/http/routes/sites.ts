@@ -89,7 +89,10 @@ const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
   answers: done(FullSite),
   errors: { 404: ['svc_client_not_found'] },
   input: (a) => {
-    const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'notes', 'client_id') };
+    const i: Record<string, unknown> = {
+      site_id_or_domain: site(a),
+      ...pick(a, 'name', 'notes', 'client_id', 'health_urls', 'health_keyword'),
+    };
     if (a.args.note !== undefined) i.notes = a.args.note;
     if (a.args.client_id === null || a.args.client_id === 0 || a.args.client_id === '0') i.client_id = null;
     const groups = a.args.groupids ?? a.args.tags;

@@ -33,7 +33,7 @@ const ofSite = route(READ, '/sites/:id_or_domain/vulnerabilities', getSiteVulner
 });
 
 const fix = route(CREATE, '/vulnerabilities/fix', fixVulnerabilitiesAbility, {
-  input: (a) => pick(a, 'sites', 'vulnerabilities', 'slug', 'dry_run', 'confirm'),
+  input: (a) => pick(a, 'sites', 'vulnerabilities', 'slug', 'dry_run', 'confirm', 'safe', 'force'),
   answers: ok({ data: fixVulnerabilitiesAbility.output }),
   errors: { 400: ['svc_confirmation_required', 'svc_invalid_input'], 404: ['svc_site_not_found'] },
   output: (r) => ({ success: 1, data: r }),
