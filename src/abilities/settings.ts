@@ -79,19 +79,10 @@ export const SettingsInput = {
     .nullable()
     .optional()
     .describe('Sites above which batches run as jobs; null = default.'),
-  vulnerability_source: z
-    .enum(['wordfence', 'wpvulnerability'])
-    .nullable()
-    .optional()
-    .describe('Vulnerability feed refresh-vulnerability-feed-v1 fetches; null = none.'),
-  vulnerability_api_key: z
-    .string()
-    .max(512)
-    .nullable()
-    .optional()
-    .describe('Wordfence Intelligence API key (stored as a secret, never shown again); null or "" removes it.'),
-  vulnerability_refresh_hours: z.number().int().min(0).max(168).optional().describe('Hours between scheduled feed refreshes, 0 = off.'),
-  vulnerability_feed_url: z.string().max(2000).nullable().optional().describe("Another feed base URL (a mirror); null = the feed's own."),
+  vulnerability_source: z.enum(['wordfence', 'wpvulnerability']).nullable().optional().describe('Vulnerability feed; null = none.'),
+  vulnerability_api_key: z.string().max(512).nullable().optional().describe('Feed API key, write-only; null removes it.'),
+  vulnerability_refresh_hours: z.number().int().min(0).max(168).optional().describe('Feed refresh interval, 0 = off.'),
+  vulnerability_feed_url: z.string().max(2000).nullable().optional().describe('Feed mirror URL; null = official.'),
   safe_updates: z.boolean().optional().describe('Update applies run in safe mode unless the call says safe: false (default true).'),
 };
 

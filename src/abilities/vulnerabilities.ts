@@ -22,6 +22,7 @@ export const VulnerabilityRecord = z.object({
   source: Source,
   cve: z.string().nullable(),
   cve_link: z.string().nullable(),
+  aliases: z.array(z.string()).describe('Other ids of the same fact (CVE ids, the other feed’s id).'),
   title: z.string(),
   description: z.string(),
   informational: z.boolean().describe('Negligible real-world impact (hidden unless include_informational).'),
@@ -82,21 +83,18 @@ const feedStatus = (f: z.infer<typeof FeedStatus>) => ({
   checked_at: f.checked_at,
   last_error: f.last_error,
 });
-const IncludeInformational = z.boolean().default(false).describe('Also informational records (negligible impact).');
+const IncludeInformational = z.boolean().default(false).describe('Also negligible-impact records.');
 
 export const listVulnerabilities = defineAbility({
   ...s,
   name: 'list-vulnerabilities-v1',
   label: 'List vulnerabilities',
-  description:
-    'Known vulnerabilities of the fleet: one entry per feed record that affects an installed core, plugin or theme version, ' +
-    'most severe first, with the sites and installs it affects, the fixed-in version and whether an update to it is pending. ' +
-    'Filters: severity (this or worse), site, slug, fixable. Each record carries its feed attribution, to be shown with it.',
+  description: 'Vulnerabilities of installed versions, most severe first: installs, fixed-in, pending fix. Show with attribution.',
   input: z.object({
-    severity: Severity.optional().describe('Only records this severe or worse (by CVSS).'),
-    site: SiteRef.optional().describe('Only installs on this site.'),
-    slug: z.string().min(1).max(200).optional().describe('Only this item: feed slug or plugin file.'),
-    fixable: z.boolean().optional().describe('true: a fixed version exists; false: none known.'),
+    severity: Severity.optional().describe('This or worse.'),
+    site: SiteRef.optional(),
+    slug: z.string().min(1).max(200).optional().describe('Feed slug or plugin file.'),
+    fixable: z.boolean().optional().describe('A fixed version exists.'),
     include_informational: IncludeInformational,
     page: Page,
     per_page: perPage(20),
@@ -121,9 +119,7 @@ export const getSiteVulnerabilities = defineAbility({
   ...s,
   name: 'get-site-vulnerabilities-v1',
   label: 'Site vulnerabilities',
-  description:
-    "One site's vulnerable installs as of its last sync: each record with the installed item, version, fixed-in version and " +
-    'whether the offered update fixes it. Errors: svc_site_not_found (404).',
+  description: "One site's vulnerable installs: record, item, version, fixed-in, pending fix.",
   input: z.object({ site_id_or_domain: SiteRef, include_informational: IncludeInformational }),
   output: z.object({
     site: z.object({ id: Int, name: z.string(), url: z.string(), client_id: Int.nullable() }),
@@ -147,9 +143,8 @@ export const fixVulnerabilitiesAbility = defineAbility({
   name: 'fix-vulnerabilities-v1',
   label: 'Fix vulnerabilities',
   description:
-    'Update every site running a vulnerable version to the fixed one, in one call: per site, each vulnerable item whose offered ' +
-    'update leaves every record it is hit by is updated (the run-updates-v1 apply path, in safe mode by default: probe, one item at a time, roll back a regression); the others are listed in not_fixable ' +
-    'with the reason. Filters: sites, vulnerabilities (ids, CVEs or keys), slug. dry_run previews; otherwise confirm must be true.',
+    'Update every vulnerable install whose offered update fixes it (run-updates-v1 path, safe mode); the rest in not_fixable ' +
+    'with why. Per site. dry_run previews; else confirm: true.',
   input: z.object({
     sites: SiteRefs.optional(),
     vulnerabilities: z.array(z.string().min(1).max(200)).max(1000).optional().describe('Feed ids, CVE ids or keys.'),
@@ -195,10 +190,7 @@ export const refreshVulnerabilityFeed = defineAbility({
   ...s,
   name: 'refresh-vulnerability-feed-v1',
   label: 'Refresh vulnerability feed',
-  description:
-    'Download the configured vulnerability feed now (settings: vulnerability_source, vulnerability_api_key) with a conditional ' +
-    'request, import it and re-match the fleet. status: updated or not_modified. A refused feed keeps the previous data. ' +
-    'Errors: svc_feed_not_configured (409), svc_feed_auth_failed / svc_feed_unavailable (502), svc_feed_rate_limited (503), svc_feed_invalid (400).',
+  description: 'Fetch the configured vulnerability feed now (conditional), import, re-match. A refused feed keeps the old data.',
   input: z.object({}).strict(),
   output: z.object({ status: z.enum(['updated', 'not_modified']), feed: FeedStatus }),
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },

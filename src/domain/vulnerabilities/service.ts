@@ -122,6 +122,7 @@ export interface RecordView {
   source: FeedSource;
   cve: string | null;
   cve_link: string | null;
+  aliases: string[];
   title: string;
   description: string;
   informational: boolean;
@@ -178,6 +179,7 @@ export function recordView(r: VulnRecord): RecordView {
     source: r.source,
     cve: r.cve,
     cve_link: r.cve_link,
+    aliases: r.aliases,
     title: r.title,
     description: r.description,
     informational: r.informational,
