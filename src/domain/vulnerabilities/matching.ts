@@ -1,7 +1,7 @@
 // Matching installed items against the feed: which feed slug an installed plugin, theme or core is, an index of the
 // records by type:slug (wordfence-cli's `type → slug → ranges`), and the fixed-in version of a hit.
 import type { SiteData } from '../../store/records.js';
-import { cleanVersion, compareVersions } from './version.js';
+import { cleanVersion, compareParsed, compareVersions, partsOf, type Part } from './version.js';
 import type { SoftwareType, VersionRange, VulnRecord } from './records.js';
 
 /** An installed item as the feeds name it. `ref` is sitefleet's own identifier (the plugin file, the stylesheet). */
@@ -65,12 +65,28 @@ export function installedItems(wpVersion: string, data: SiteData | null): Instal
 }
 
 export function inRange(version: string, r: VersionRange): boolean {
-  if (r.from !== null) {
-    const c = compareVersions(version, r.from);
+  return inRangeParsed(partsOf(version), r);
+}
+
+/** A range's bounds parsed once (the index keeps its ranges for as long as the feed is live). */
+const parsedBounds = new WeakMap<VersionRange, { from: Part[] | null; to: Part[] | null }>();
+function boundsOf(r: VersionRange) {
+  let b = parsedBounds.get(r);
+  if (!b) {
+    b = { from: r.from === null ? null : partsOf(r.from), to: r.to === null ? null : partsOf(r.to) };
+    parsedBounds.set(r, b);
+  }
+  return b;
+}
+
+function inRangeParsed(v: readonly Part[], r: VersionRange): boolean {
+  const b = boundsOf(r);
+  if (b.from !== null) {
+    const c = compareParsed(v, b.from);
     if (c < 0 || (c === 0 && !r.from_inclusive)) return false;
   }
-  if (r.to !== null) {
-    const c = compareVersions(version, r.to);
+  if (b.to !== null) {
+    const c = compareParsed(v, b.to);
     if (c > 0 || (c === 0 && !r.to_inclusive)) return false;
   }
   return true;
@@ -143,9 +159,12 @@ export class FeedIndex {
     if (!list) return [];
     const version = cleanVersion(item.version);
     if (!version) return [];
+    const v = partsOf(version);
     const hits: Hit[] = [];
     for (const e of list) {
-      if (!e.ranges.some((r) => inRange(version, r))) continue;
+      let hit = false;
+      for (const r of e.ranges) if ((hit = inRangeParsed(v, r))) break;
+      if (!hit || hits.some((h) => h.key === e.key)) continue;
       const offered = item.offered ? cleanVersion(item.offered) : null;
       hits.push({
         key: e.key,

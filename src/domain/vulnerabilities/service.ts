@@ -3,7 +3,7 @@
 // vulnerability.found / vulnerability.fixed events.
 //
 // Matching is incremental: each site's matches are stamped with what they were derived from (the live feed
-// generation, the site's last sync, its WordPress version); `reconcile` re-matches only the sites whose stamp moved
+// generation, the site's last sync and last change, its WordPress version); `reconcile` re-matches only the sites whose stamp moved
 // (after a sync, after a feed import) and stores them in 'vulnerability-matches' blobs (one per 250 sites), so that a
 // restart re-matches nothing and the events fire once per change, whichever process notices it first.
 import { open } from 'node:fs/promises';
@@ -535,8 +535,12 @@ export class VulnerabilityService {
 
   // ---- matching ----
 
+  /**
+   * What a site's matches derive from. updated_at too: an update whose reply carries no sync block moves the stored
+   * versions (updates.ts commitSite) and patches the record, not last_sync.
+   */
   private stampOf(site: SiteRecord, gen: number): string {
-    return `${gen}|${site.last_sync ?? ''}|${site.wp_version}`;
+    return `${gen}|${site.last_sync ?? ''}|${site.updated_at}|${site.wp_version}`;
   }
 
   private shardOf(id: number): MatchShard {
