@@ -217,6 +217,7 @@ describe('the fleet: import, views, fix and events through the registry (simulat
     dir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-'));
     const body = readFileSync(WF_FILE);
     feed = createServer((req, res) => {
+      if (req.url === '/hook') return void res.writeHead(204).end();
       seen.push({ auth: req.headers.authorization, inm: req.headers['if-none-match'] as string | undefined });
       if (req.headers.authorization !== 'Bearer test-key-123456') return void res.writeHead(401).end();
       if (req.headers['if-none-match'] === '"v1"') return void res.writeHead(304).end();
@@ -224,6 +225,11 @@ describe('the fleet: import, views, fix and events through the registry (simulat
     });
     await new Promise<void>((r) => feed.listen(0, '127.0.0.1', r));
     feedUrl = `http://127.0.0.1:${(feed.address() as { port: number }).port}/production`;
+    // The events reach the notification channels: a webhook subscribed to both (its deliveries are logged).
+    await h.call('add-webhook-v1', {
+      url: `http://127.0.0.1:${(feed.address() as { port: number }).port}/hook`,
+      events: ['vulnerability.found', 'vulnerability.fixed'],
+    });
   });
   afterAll(async () => {
     await h?.close();
@@ -327,5 +333,38 @@ describe('the fleet: import, views, fix and events through the registry (simulat
       .map((e) => refOfId.get((e.data.vulnerability as { id: string }).id))
       .sort();
     expect(fixed).toEqual(['WF-11', 'WF-16']);
+    const logged = () => h.services.webhooks.deliveries(undefined, 100).map((d) => d.event);
+    for (let i = 0; i < 100 && logged().filter((e) => e === 'vulnerability.fixed').length < 2; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(logged().filter((e) => e === 'vulnerability.fixed')).toHaveLength(2);
+    expect(logged()).toContain('vulnerability.found');
+  });
+
+  it('refuses a bad feed URL or key, and never answers the key', async () => {
+    expect((await h.fails('update-settings-v1', { vulnerability_feed_url: 'ftp://feed.example/x' })).code).toBe('svc_invalid_url');
+    expect((await h.fails('update-settings-v1', { vulnerability_feed_url: 'https://user:pw@feed.example/x' })).code).toBe(
+      'svc_invalid_url',
+    );
+    expect((await h.fails('update-settings-v1', { vulnerability_api_key: 'has a space in it' })).code).toBe('svc_invalid_input');
+    expect((await h.fails('update-settings-v1', { vulnerability_refresh_hours: 169 })).code).toBe('ability_invalid_input');
+    const shown = await h.call('get-settings-v1', {});
+    expect(JSON.stringify(shown)).not.toMatch(/test-key|wrong-key/);
+  });
+
+  it('the scheduled refresh is claimed once per interval (a store write), whoever asks', async () => {
+    await h.call('update-settings-v1', { vulnerability_api_key: 'test-key-123456', vulnerability_refresh_hours: 1 });
+    const v = h.services.vulnerabilities;
+    // The job runner's tick claimed the first one as soon as a feed was configured.
+    const last = Date.parse(v.settings().last_scheduled_refresh!);
+    expect(last).toBeGreaterThan(0);
+    await v.scheduled;
+    const asked = seen.length;
+    expect(await v.scheduledRefresh(last + 30 * 60_000)).toBe(false);
+    const claims = await Promise.all([v.scheduledRefresh(last + 61 * 60_000), v.scheduledRefresh(last + 61 * 60_000)]);
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    await v.scheduled;
+    expect(seen.length - asked).toBe(1);
+    expect(seen.at(-1)).toEqual({ auth: 'Bearer test-key-123456', inm: '"v1"' });
+    await h.call('update-settings-v1', { vulnerability_refresh_hours: 0 });
   });
 });

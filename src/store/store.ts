@@ -270,6 +270,9 @@ export class LowdbStore implements StoreEngine {
       const blobs = new Map<string, unknown>();
       outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs));
       if (dirty.size || blobs.size) await this.persist(dirty, blobs);
+      // A vulnerability feed's record buckets are written as the feed streams in: not kept in memory once on disk
+      // (the feed's size must not become the process's); a reader takes the few it shows from disk.
+      for (const k of blobs.keys()) if (k.startsWith('vulnerabilities/') && k !== 'vulnerabilities/0') this.blobCache.delete(k);
     } catch (e) {
       // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
