@@ -182,7 +182,7 @@ try {
     ipeak = Math.max(ipeak, rss());
     console.log(
       `import: ${state.records.toLocaleString()} records in ${state.buckets} buckets stored in ${((performance.now() - t1) / 1000).toFixed(1)} s; ` +
-        `RSS ${mb(before)} → peak ${mb(ipeak)} (growth ${mb(ipeak - before)}; the store's blob cache keeps written buckets)`,
+        `RSS ${mb(before)} → peak ${mb(ipeak)} (growth ${mb(ipeak - before)})`,
     );
     await store.close();
   }
