@@ -106,6 +106,7 @@ const slugOf = (n) => `bench-plugin-${n}`;
   const built = performance.now() - t0;
   let hits = 0;
   let items = 0;
+  let matchMs = 0;
   const t1 = performance.now();
   for (let s = 0; s < SITES; s++) {
     const list = [
@@ -123,14 +124,18 @@ const slugOf = (n) => `bench-plugin-${n}`;
         offered: version(),
       });
     }
+    // Only the matching is timed, not making the simulated site's list.
+    const t = performance.now();
     for (const it of list) hits += index.match(it).length;
+    matchMs += performance.now() - t;
     items += list.length;
   }
-  const matched = performance.now() - t1;
+  const total = performance.now() - t1;
   const peak = rss();
   console.log(`matching: ${RECORDS.toLocaleString()} records indexed in ${(built / 1000).toFixed(2)} s`);
   console.log(
-    `matching: ${SITES.toLocaleString()} sites × ${ITEMS} items (${items.toLocaleString()} lookups) in ${(matched / 1000).toFixed(2)} s ` +
+    `matching: ${SITES.toLocaleString()} sites × ${ITEMS} items (${items.toLocaleString()} lookups) in ${(matchMs / 1000).toFixed(2)} s ` +
+      `(${(total / 1000).toFixed(2)} s with generating the sites) ` +
       `[target ≤ 5 s], ${hits.toLocaleString()} hits; RSS ${mb(peak)} (+${mb(peak - before)}) [target ≤ 300 MB]`,
   );
 }

@@ -134,8 +134,31 @@ export interface Hit {
 }
 
 /** The records by `type:slug`. Exact, case-sensitive slugs, as the feeds and wordfence-cli use them. */
+/** Whether a parsed version lies in any of the parsed ranges. */
+function within(v: readonly Part[], bounds: Compiled['bounds']): boolean {
+  for (const b of bounds) {
+    if (b.from !== null) {
+      const c = compareParsed(v, b.from);
+      if (c < 0 || (c === 0 && !b.r.from_inclusive)) continue;
+    }
+    if (b.to !== null) {
+      const c = compareParsed(v, b.to);
+      if (c > 0 || (c === 0 && !b.r.to_inclusive)) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+/** An entry with its range bounds parsed once, for matching. */
+interface Compiled {
+  e: IndexEntry;
+  bounds: Array<{ from: Part[] | null; to: Part[] | null; r: VersionRange }>;
+}
+
 export class FeedIndex {
   private readonly bySlug = new Map<string, IndexEntry[]>();
+  private readonly compiled = new Map<string, Compiled[]>();
   size = 0;
 
   add(r: VulnRecord, bucket: number): void {
@@ -147,6 +170,13 @@ export class FeedIndex {
     const list = this.bySlug.get(typeSlug);
     if (list) list.push(e);
     else this.bySlug.set(typeSlug, [e]);
+    const c: Compiled = {
+      e,
+      bounds: e.ranges.map((r) => ({ from: r.from === null ? null : partsOf(r.from), to: r.to === null ? null : partsOf(r.to), r })),
+    };
+    const cl = this.compiled.get(typeSlug);
+    if (cl) cl.push(c);
+    else this.compiled.set(typeSlug, [c]);
   }
 
   entries(): IterableIterator<[string, IndexEntry[]]> {
@@ -155,17 +185,24 @@ export class FeedIndex {
 
   /** Every record the item's installed version lies in (any range). */
   match(item: InstalledItem): Hit[] {
-    const list = this.bySlug.get(`${item.type}:${item.slug}`);
+    const list = this.compiled.get(`${item.type}:${item.slug}`);
     if (!list) return [];
     const version = cleanVersion(item.version);
     if (!version) return [];
     const v = partsOf(version);
     const hits: Hit[] = [];
-    for (const e of list) {
-      let hit = false;
-      for (const r of e.ranges) if ((hit = inRangeParsed(v, r))) break;
-      if (!hit || hits.some((h) => h.key === e.key)) continue;
-      const offered = item.offered ? cleanVersion(item.offered) : null;
+    let offered: Part[] | null | undefined;
+    for (const { e, bounds } of list) {
+      if (!within(v, bounds) || hits.some((h) => h.key === e.key)) continue;
+      if (offered === undefined) offered = item.offered?.trim() ? partsOf(cleanVersion(item.offered)) : null;
+      let fixed: string | null = null;
+      let best: Part[] | null = null;
+      if (e.patched)
+        for (const p of e.patched_versions) {
+          const pp = partsOf(p);
+          if (compareParsed(pp, v) <= 0 || within(pp, bounds)) continue;
+          if (best === null || compareParsed(pp, best) < 0) [best, fixed] = [pp, p];
+        }
       hits.push({
         key: e.key,
         type: item.type,
@@ -173,10 +210,10 @@ export class FeedIndex {
         ref: item.ref,
         name: item.name,
         version: item.version,
-        fixed_in: fixedIn(version, e),
+        fixed_in: fixed,
         informational: e.informational,
         offered: item.offered,
-        offered_clears: offered !== null && compareVersions(offered, version) > 0 && !e.ranges.some((r) => inRange(offered, r)),
+        offered_clears: offered !== null && compareParsed(offered, v) > 0 && !within(offered, bounds),
       });
     }
     return hits;
