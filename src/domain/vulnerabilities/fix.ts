@@ -100,7 +100,7 @@ export async function fixVulnerabilities(
 }> {
   const only = q.sites?.length ? new Set(q.sites.map((s) => sites.resolve(s).id)) : null;
   const wanted = q.vulnerabilities?.length ? new Set(q.vulnerabilities) : null;
-  const by = await vulns.hitsBySite();
+  const by = await vulns.hitsBySite(!q.dry_run);
   let chosen: Set<string> | null = null;
   if (wanted) {
     const records = vulns.recordsByKey([...by.values()].flatMap((l) => l.map((h) => h.key)));

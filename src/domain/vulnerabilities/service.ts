@@ -219,8 +219,8 @@ export class VulnerabilityService {
   readonly feed: FeedStore;
   private agent: Agent;
   private mem = new Map<number, SiteMatches>();
-  private seenSites = -1;
-  private seenGen = -1;
+  private seenMem = { sites: -1, gen: -1 };
+  private seenStored = { sites: -1, gen: -1 };
   private round: Promise<void> | null = null;
   /** The scheduled refresh running in this process, if any. */
   scheduled: Promise<void> | null = null;
@@ -548,30 +548,36 @@ export class VulnerabilityService {
   }
 
   /**
-   * Re-matches the sites whose stamp moved since they were last matched (every site after a feed import), stores
-   * their matches and emits the events. One round at a time per process; cheap when nothing changed.
+   * Re-matches the sites whose stamp moved since they were last matched (every site after a feed import). With
+   * `persist` (the job runner's tick, imports, the fix) it also stores the matches that differ from the stored ones and
+   * emits the events; without (the read-only views) it only brings this process's memory up to date, so that a
+   * read-only call neither writes nor sends anything. One round at a time per process; cheap when nothing changed.
    */
-  async reconcile(): Promise<void> {
+  async reconcile(persist = true): Promise<void> {
     while (this.round) await this.round;
     const sitesV = this.store.version('sites');
     const { generation: gen, index } = this.feed.index();
-    if (sitesV === this.seenSites && gen === this.seenGen) return;
+    const seen = persist ? this.seenStored : this.seenMem;
+    if (sitesV === seen.sites && gen === seen.gen) return;
     this.round = (async () => {
       const changed: Array<{ site: SiteRecord; prev: SiteMatches | undefined; next: SiteMatches }> = [];
       const live = new Set<number>();
       for (const site of this.store.all<SiteRecord>('sites')) {
         live.add(site.id);
         const stamp = this.stampOf(site, gen);
-        if (this.mem.get(site.id)?.stamp === stamp) continue;
-        const stored = this.shardOf(site.id).sites[site.id];
-        if (stored?.stamp === stamp) {
-          this.mem.set(site.id, stored);
-          continue;
+        let cur = this.mem.get(site.id);
+        if (cur?.stamp !== stamp) {
+          const stored = this.shardOf(site.id).sites[site.id];
+          cur =
+            stored?.stamp === stamp
+              ? stored
+              : { stamp, hits: gen ? installedItems(site.wp_version, this.children.siteData(site.id)).flatMap((i) => index.match(i)) : [] };
+          this.mem.set(site.id, cur);
         }
-        const hits = gen ? installedItems(site.wp_version, this.children.siteData(site.id)).flatMap((i) => index.match(i)) : [];
-        const next = { stamp, hits };
-        this.mem.set(site.id, next);
-        changed.push({ site, prev: stored, next });
+        if (persist) {
+          const stored = this.shardOf(site.id).sites[site.id];
+          if (stored?.stamp !== stamp) changed.push({ site, prev: stored, next: cur });
+        }
       }
       for (const id of [...this.mem.keys()]) if (!live.has(id)) this.mem.delete(id);
       if (changed.length) {
@@ -589,8 +595,8 @@ export class VulnerabilityService {
         });
         this.emitChanges(changed, gen);
       }
-      this.seenSites = sitesV;
-      this.seenGen = gen;
+      this.seenMem = { sites: sitesV, gen };
+      if (persist) this.seenStored = { sites: sitesV, gen };
     })();
     try {
       await this.round;
@@ -753,7 +759,7 @@ export class VulnerabilityService {
     includeInformational: boolean,
   ): Promise<{ site: SiteRecord; items: Array<RecordView & { install: InstallView }>; feed: FeedState }> {
     const site = this.sites.resolve(ref);
-    await this.reconcile();
+    await this.reconcile(false);
     const hits = (this.mem.get(site.id)?.hits ?? []).filter((h) => includeInformational || !h.informational);
     const records = this.feed.records(this.bucketsOf(hits.map((h) => h.key)));
     const items = hits.flatMap((h) => {
@@ -770,8 +776,8 @@ export class VulnerabilityService {
   }
 
   /** Per site, the vulnerable non-informational hits (for the fix and the counts). */
-  async hitsBySite(): Promise<Map<number, Hit[]>> {
-    await this.reconcile();
+  async hitsBySite(persist = true): Promise<Map<number, Hit[]>> {
+    await this.reconcile(persist);
     const out = new Map<number, Hit[]>();
     for (const [id, m] of this.mem) {
       const hits = m.hits.filter((h) => !h.informational);
