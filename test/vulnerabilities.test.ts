@@ -19,6 +19,9 @@ import {
 } from '../src/domain/vulnerabilities/records.js';
 import type { VulnEvent } from '../src/domain/vulnerabilities/service.js';
 import { openAbilities, type AbilityHarness } from './support/abilities.js';
+import { startChildSim } from '../src/child/simulator/server.js';
+import { loadConfig } from '../src/config.js';
+import { closeServices, openServices } from '../src/domain/index.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'vulnerabilities');
 const WF_FILE = join(FIX, 'wordfence-production.json');
@@ -366,5 +369,35 @@ describe('the fleet: import, views, fix and events through the registry (simulat
     expect(seen.length - asked).toBe(1);
     expect(seen.at(-1)).toEqual({ auth: 'Bearer test-key-123456', inm: '"v1"' });
     await h.call('update-settings-v1', { vulnerability_refresh_hours: 0 });
+  });
+});
+
+describe('read-only views (no job runner: only the calls below match)', () => {
+  it('re-match in memory but store nothing and send nothing; the next persisting round stores', async () => {
+    const sim = await startChildSim({ sites: 1, seed: 1 });
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-ro-'));
+    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    try {
+      const info = sim.sites[0]!;
+      const site = await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false });
+      const sent: VulnEvent[] = [];
+      services.vulnerabilities.eventListeners.add((e) => void sent.push(e));
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      expect(sent.filter((e) => e.event === 'vulnerability.found')).toHaveLength(3);
+      const stored = () =>
+        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)!.sites[site.id]!.stamp;
+      const before = stored();
+      await services.children.apply(await services.children.fetchSync(services.sites.get(site.id)!));
+      expect((await services.vulnerabilities.ofSite(site.id, false)).items).toHaveLength(3);
+      await services.vulnerabilities.list({ include_informational: false, page: 1, per_page: 20 });
+      expect(stored()).toBe(before);
+      await services.vulnerabilities.reconcile();
+      expect(stored()).not.toBe(before);
+      expect(sent).toHaveLength(3); // the same matches after the sync: nothing new found, nothing fixed
+    } finally {
+      await closeServices(services);
+      await sim.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

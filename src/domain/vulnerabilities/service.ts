@@ -714,7 +714,7 @@ export class VulnerabilityService {
     total: number;
     feed: FeedState;
   }> {
-    await this.reconcile();
+    await this.reconcile(false);
     const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
     const meta = this.scoreOf();
     const rows: Array<{ key: string; score: number; installs: Array<{ site: SiteRecord; hit: Hit }> }> = [];
