@@ -18,6 +18,7 @@ import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
 import { childSimCommand } from './child/simulator/command.js';
+import { vulnerabilitiesCommand } from './app/vulnerabilities-command.js';
 import { demo } from './demo.js';
 import { closestFlag, parseCommand, UsageError } from './cli-args.js';
 
@@ -55,6 +56,7 @@ Commands:
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
+  vulnerabilities  import a vulnerability feed file (Wordfence, WPVulnerability) and match the fleet
 
 Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
@@ -474,6 +476,9 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   restore: restoreCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
+  vulnerabilities: async (args) => {
+    process.exitCode = await vulnerabilitiesCommand(args);
+  },
 };
 
 /**

@@ -97,17 +97,21 @@ describe('text the store cannot keep, refused at every door', () => {
 
   it('refuses input nested more than 64 levels deep (the bound of the walk), and walks 63 levels', async () => {
     const nest = (levels: number): unknown => (levels === 0 ? 'leaf' : { a: nest(levels - 1) });
-    const deep = await s.ability('add-tag-v1', { name: 'deep', deep: nest(64) });
-    expect([deep.status, deep.body.code]).toEqual([400, 'ability_invalid_input']);
-    expect(deep.body.message).toBe(
-      `Ability "svc/add-tag-v1" has invalid input. Reason: input[deep]${'[a]'.repeat(63)} is nested more than 64 levels deep.`,
-    );
+    // MCP hands the registry typed JSON: the walk's own bound speaks.
+    const deep = await mcp.call('add-tag-v1', { name: 'deep', deep: nest(64) });
+    expect(deep.isError).toBe(true);
+    expect(deep.body).toMatchObject({
+      code: 'ability_invalid_input',
+      message: `Ability "svc/add-tag-v1" has invalid input. Reason: input[deep]${'[a]'.repeat(63)} is nested more than 64 levels deep.`,
+    });
     // One level less is walked through, and the schema then speaks (the field is unknown).
-    const within = await s.ability('add-tag-v1', { name: 'deep', deep: nest(63) });
-    expect([within.status, within.body.message]).toEqual([
-      400,
-      'Ability "svc/add-tag-v1" has invalid input. Reason: deep is not a valid property of Object.',
-    ]);
+    const within = await mcp.call('add-tag-v1', { name: 'deep', deep: nest(63) });
+    expect(within.body).toMatchObject({
+      message: 'Ability "svc/add-tag-v1" has invalid input. Reason: deep is not a valid property of Object.',
+    });
+    // Over HTTP the door's body bound (the same 64 levels) refuses it before the registry sees it.
+    const door = await s.ability('add-tag-v1', { name: 'deep', deep: nest(64) });
+    expect([door.status, door.body.code]).toEqual([400, 'rest_invalid_param']);
   });
 
   it('keeps text that is merely unusual: paired surrogates (emoji), other control characters, U+FFFD', async () => {

@@ -18,6 +18,7 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
+import { vulnerabilityAbilities } from './vulnerabilities.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 import { notificationAbilities } from './notifications.js';
@@ -42,6 +43,7 @@ const families = [
   ...healthAbilities,
   ...monitorAbilities,
   ...notificationAbilities,
+  ...vulnerabilityAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 
@@ -95,6 +97,11 @@ export const CATEGORIES = [
     label: 'Notifications',
     description:
       'Notification channels (e-mail, Slack, Discord, Teams, webhooks), the rules that send events to them, and the delivery log.',
+  },
+  {
+    slug: 'svc-vulnerabilities',
+    label: 'Vulnerabilities',
+    description: 'Known vulnerabilities of installed core, plugin and theme versions, from a feed; the one-call fix.',
   },
   { slug: 'svc-batch', label: 'Batch operations', description: 'Background jobs of batches over many sites.' },
 ] as const;

@@ -6,6 +6,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError, errors } from '../core/errors.js';
 import { DashboardSettings, MAX_SYNCS_A_DAY, type DashboardSettingsRecord } from '../domain/dashboard-settings.js';
 import { Confirm, DryRun, HexColor } from './schemas.js';
+import { VulnerabilityService } from '../domain/vulnerabilities/service.js';
 
 const s = { category: 'svc-settings', toolset: 'settings' } as const;
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -31,10 +32,14 @@ export const Settings = z.object({
   safe_updates: z.boolean(),
   product_types: z.array(ProductTypeView),
   payment_methods: z.array(PaymentMethodView),
+  vulnerability_source: z.enum(['wordfence', 'wpvulnerability']).nullable(),
+  vulnerability_api_key_set: z.boolean().describe('Whether a feed API key is stored (it is never shown again).'),
+  vulnerability_refresh_hours: z.number().int(),
+  vulnerability_feed_url: z.string().nullable(),
 });
 
 export function settingsView(
-  ctx: Pick<AbilityContext, 'dashboard'>,
+  ctx: Pick<AbilityContext, 'dashboard' | 'vulnerabilities'>,
   r: DashboardSettingsRecord = ctx.dashboard.get(),
 ): z.infer<typeof Settings> {
   const step = r.sync_frequency ? 86_400_000 / r.sync_frequency : 0;
@@ -47,6 +52,7 @@ export function settingsView(
     safe_updates: ctx.dashboard.safeUpdates(),
     product_types: r.product_types,
     payment_methods: r.payment_methods,
+    ...ctx.vulnerabilities.settingsView(),
   };
 }
 
@@ -73,6 +79,10 @@ export const SettingsInput = {
     .nullable()
     .optional()
     .describe('Sites above which batches run as jobs; null = default.'),
+  vulnerability_source: z.enum(['wordfence', 'wpvulnerability']).nullable().optional().describe('Vulnerability feed; null = none.'),
+  vulnerability_api_key: z.string().max(512).nullable().optional().describe('Feed API key, write-only; null removes it.'),
+  vulnerability_refresh_hours: z.number().int().min(0).max(168).optional().describe('Feed refresh interval, 0 = off.'),
+  vulnerability_feed_url: z.string().max(2000).nullable().optional().describe('Feed mirror URL; null = official.'),
   safe_updates: z.boolean().optional().describe('Update applies run in safe mode unless the call says safe: false (default true).'),
 };
 
@@ -85,10 +95,13 @@ export const updateSettings = defineAbility({
   output: Settings,
   annotations: write,
   execute: async (i, ctx) => {
-    const patch = Object.fromEntries(Object.entries(i).filter(([, v]) => v !== undefined));
-    if (!Object.keys(patch).length)
+    const { vulnerability_source, vulnerability_api_key, vulnerability_refresh_hours, vulnerability_feed_url, ...rest } = i;
+    const vulns = { vulnerability_source, vulnerability_api_key, vulnerability_refresh_hours, vulnerability_feed_url };
+    const patch = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+    if (!Object.keys(patch).length && !VulnerabilityService.touches(vulns))
       throw new ServiceError('svc_missing_fields', `Give at least one setting: ${Object.keys(SettingsInput).join(', ')}.`, 400);
-    return settingsView(ctx, await ctx.dashboard.update(patch));
+    if (VulnerabilityService.touches(vulns)) await ctx.vulnerabilities.updateSettings(vulns);
+    return settingsView(ctx, Object.keys(patch).length ? await ctx.dashboard.update(patch) : undefined);
   },
 });
 

@@ -23,7 +23,8 @@ export type Category =
   | 'svc-settings'
   | 'svc-updates'
   | 'svc-monitors'
-  | 'svc-notifications';
+  | 'svc-notifications'
+  | 'svc-vulnerabilities';
 /** Groups of MCP tools a client can ask for (`sitefleet mcp --toolsets sites,tags`). */
 export const TOOLSETS = [
   'sites',
@@ -39,6 +40,7 @@ export const TOOLSETS = [
   'updates',
   'monitors',
   'notifications',
+  'vulnerabilities',
 ] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 export type ModuleName = 'logs' | 'cost-tracker';

@@ -24,6 +24,7 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { VulnerabilityService } from './vulnerabilities/service.js';
 import { HealthService } from './health.js';
 import { UpdateHistoryService } from './update-history.js';
 import { UpdateRollback } from './safe-updates.js';
@@ -65,6 +66,8 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** Known vulnerabilities: the feed, the fleet's matches, the views and the fix (issue 30). */
+  vulnerabilities: VulnerabilityService;
   /** Health probes of sites (home, login, extra paths) and each site's latest health. */
   health: HealthService;
   /** Every update attempt, bounded in time and count. */
@@ -147,6 +150,13 @@ export async function openServices(config: Config): Promise<Services> {
   );
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
   const siteData = new SiteDataService(config, sites, children, store);
+  const vulnerabilities = new VulnerabilityService(store, config, sites, children);
+  vulnerabilities.eventListeners.add((e) => void webhooks.emit(e.event, e.data).catch(() => {}));
+  // After syncs (the matches of the sites that changed) and on the refresh schedule, claimed once across processes.
+  jobs.onTick(async () => {
+    await vulnerabilities.scheduledRefresh();
+    await vulnerabilities.reconcile();
+  });
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
@@ -181,6 +191,7 @@ export async function openServices(config: Config): Promise<Services> {
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    vulnerabilities,
     health,
     updateHistory,
     packages,

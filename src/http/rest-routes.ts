@@ -14,6 +14,7 @@ import { clientFieldRoutes } from './routes/client-fields.js';
 import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
+import { vulnerabilityRoutes } from './routes/vulnerabilities.js';
 import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
 import { notificationRoutes } from './routes/notifications.js';
@@ -35,6 +36,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,
+  ...vulnerabilityRoutes,
   ...packageRoutes,
   ...notificationRoutes,
 ];

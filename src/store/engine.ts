@@ -39,9 +39,13 @@ export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
 
 export type Rec = { id: number };
 
-/** Heavy per-site data (site-data) and a site's private key and passwords (secrets), kept apart from the records. */
-export type Blob = 'site-data' | 'secrets';
-export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets'];
+/**
+ * Heavy per-site data (site-data) and a site's private key and passwords (secrets), kept apart from the records; the
+ * vulnerability feed (its state, index and records in buckets) and each site's matches (vulnerability-matches, one
+ * blob per 250 sites): domain/vulnerabilities/service.ts.
+ */
+export type Blob = 'site-data' | 'secrets' | 'vulnerabilities' | 'vulnerability-matches';
+export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets', 'vulnerabilities', 'vulnerability-matches'];
 
 export interface Tx {
   get<T extends Rec>(col: CollectionName, id: number): T | undefined;

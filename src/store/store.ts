@@ -19,7 +19,7 @@ import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, w
 import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
-import { COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
+import { BLOB_KINDS, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
 import {
   GroupCommit,
   applyBatch,
@@ -289,6 +289,9 @@ export class LowdbStore implements StoreEngine {
       const blobs = new Map<string, unknown>();
       outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs), undoAll);
       if (dirty.size || blobs.size) await this.persist(dirty, blobs);
+      // A vulnerability feed's record buckets are written as the feed streams in: not kept in memory once on disk
+      // (the feed's size must not become the process's); a reader takes the few it shows from disk.
+      for (const k of blobs.keys()) if (k.startsWith('vulnerabilities/') && k !== 'vulnerabilities/0') this.blobCache.delete(k);
     } catch (e) {
       if (e instanceof Unserialisable) {
         // A value JSON cannot hold (a BigInt, a cycle): nothing reached the disk; memory goes back by the undo logs, and
@@ -424,7 +427,7 @@ function makeDataDir(dir: string): void {
   }
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    for (const sub of ['site-data', 'secrets']) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    for (const sub of BLOB_KINDS) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
     accessSync(dir, constants.W_OK);
   } catch (e) {
     throw new DataDirError(`Cannot use ${dir} as the data dir: ${why(e)}. Give --data-dir a directory this user can write.`);

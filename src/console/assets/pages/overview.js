@@ -111,12 +111,41 @@ function attention() {
       r.total > r.items.length ? h('p', { class: 'muted small' }, `${r.total.toLocaleString()} sites in all`) : '',
     );
   };
+  const vulnerabilities = async () => {
+    const r = await run('list-vulnerabilities-v1', { per_page: 8 });
+    if (!r.feed.source) return h('p', { class: 'muted' }, 'No vulnerability feed loaded (settings: vulnerability_source).');
+    if (!r.total) return h('p', { class: 'muted' }, 'No installed version is known to be vulnerable.');
+    const sev = (x) => (x.severity === 'critical' || x.severity === 'high' ? 'high' : x.severity === 'medium' ? 'medium' : 'low');
+    return h(
+      'div',
+      {},
+      h(
+        'ul',
+        { class: 'plain' },
+        r.items.map((x) =>
+          h(
+            'li',
+            {},
+            h('strong', {}, x.title),
+            h('span', { class: `sev sev-${sev(x)} small` }, ` ${x.severity ?? 'unscored'}`),
+            h(
+              'span',
+              { class: 'muted small' },
+              ` ${x.sites_affected} site(s)${x.updates_pending ? `, ${x.updates_pending} fix pending` : ''}`,
+            ),
+          ),
+        ),
+      ),
+      h('p', { class: 'muted small' }, `${r.total.toLocaleString()} in all. Data: ${r.items[0]?.attribution.feed ?? r.feed.source}.`),
+    );
+  };
   return h(
     'div',
     { class: 'attention' },
     section('Disconnected or failing sync', siteList('disconnected', 'Every site answers.'), { class: 'warn' }),
     section('Pending updates', siteList('available_update', 'Everything is up to date.')),
     has('get-security-issues-v1') ? section('Security issues', security) : '',
+    has('list-vulnerabilities-v1') ? section('Known vulnerabilities', vulnerabilities) : '',
     section('Abandoned plugins', abandoned),
   );
 }
