@@ -71,7 +71,7 @@ On an empty data dir it creates an administrator user and an API key and prints 
 
 Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR]
        sitefleet keys list [--data-dir DIR]
        sitefleet keys revoke ID [--data-dir DIR]
 
@@ -223,6 +223,7 @@ async function keys(args: string[]): Promise<void> {
     ...DATA_DIR,
     name: { type: 'string' },
     permissions: { type: 'string' },
+    admin: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
   const [sub, arg] = positionals;
@@ -233,11 +234,13 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm);
-      process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
+      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true });
+      const kind = key.admin ? 'administrator API key' : 'API key';
+      process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
+        const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
+        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${k.created_at}\n`);
       }
     } else if (sub === 'revoke') {
       const id = Number(arg);

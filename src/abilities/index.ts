@@ -18,6 +18,7 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
+import { teamAbilities } from './team.js';
 
 const families = [
   ...siteAbilities,
@@ -36,6 +37,7 @@ const families = [
   ...fleetToolAbilities,
   ...updateAbilities,
   ...monitorAbilities,
+  ...teamAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 

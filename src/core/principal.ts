@@ -6,7 +6,7 @@ export type UserRole = 'administrator' | 'viewer';
 
 export type Principal =
   | { kind: 'user'; id: number; name: string; role: UserRole }
-  | { kind: 'key'; id: number; name: string; permissions: KeyPermission }
+  | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean }
   | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean };
 
 /** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
@@ -40,7 +40,10 @@ export function keyMethodError(method: string): ServiceError {
  * Throws 403 svc_permission_denied.
  */
 /** Why a principal may not run an ability (its annotations, called with `method`), or null when it may. The one rule. */
-export function refusal(p: Principal, ability: { readonly: boolean }, method: string): ServiceError | null {
+export function refusal(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): ServiceError | null {
+  if (ability.admin && !isAdministrator(p)) {
+    return new ServiceError('svc_permission_denied', 'Only administrators may do this.', 403);
+  }
   if (p.kind === 'user' && p.role !== 'administrator' && !ability.readonly) {
     return new ServiceError('svc_permission_denied', 'You do not have permission to perform this action.', 403);
   }
@@ -51,7 +54,14 @@ export function refusal(p: Principal, ability: { readonly: boolean }, method: st
   return null;
 }
 
-export function assertMayRun(p: Principal, ability: { readonly: boolean }, method: string): void {
+/** Administrators: users with that role, API keys made administrator keys, and the local process (CLI, stdio). */
+export function isAdministrator(p: Principal): boolean {
+  if (p.kind === 'user') return p.role === 'administrator';
+  if (p.kind === 'key') return p.admin === true;
+  return true;
+}
+
+export function assertMayRun(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): void {
   const no = refusal(p, ability, method);
   if (no) throw no;
 }

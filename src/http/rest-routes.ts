@@ -14,6 +14,7 @@ import { clientFieldRoutes } from './routes/client-fields.js';
 import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
+import { keyRoutes } from './routes/keys.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -29,4 +30,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...settingsRoutes,
   ...updateRoutes,
   ...monitorRoutes,
+  ...keyRoutes,
 ];
