@@ -48,6 +48,7 @@ Commands:
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
+  audit      verify the audit log's hash chain
 
 Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
@@ -93,6 +94,10 @@ The first form creates the PostgreSQL schema or migrates it to this version (SIT
 The second copies a data dir's fleet (sites, secrets, site data, keys, users, tags, clients, costs, jobs,
 settings) into PostgreSQL in one transaction and checks the counts; a database that already holds a fleet is
 refused unless --force (which replaces it). Stop the processes using the data dir first.`,
+  audit: `Usage: sitefleet audit verify [--data-dir DIR] [--database-url URL]
+
+Walks the audit log's hash chain from its anchor to its head. Exits 0 when it is whole; otherwise names the first
+entry that was edited, removed or slipped in, and exits 1.`,
   modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
@@ -235,6 +240,7 @@ async function keys(args: string[]): Promise<void> {
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
       const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true });
+      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin });
       const kind = key.admin ? 'administrator API key' : 'API key';
       process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
@@ -246,6 +252,7 @@ async function keys(args: string[]): Promise<void> {
       const id = Number(arg);
       if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
       const k = await s.auth.revokeKey(id);
+      await s.audit.cli('keys revoke', { key_id: k.id });
       process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
     } else {
       throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
@@ -268,17 +275,20 @@ async function users(args: string[]): Promise<void> {
       const role = (values.role ?? 'administrator') as UserRole;
       if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
       const { user, password } = await s.auth.createUser(values.name, role);
+      await s.audit.cli('users create', { name: user.name, role: user.role });
       process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
     } else if (sub === 'list') {
       for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
     } else if (sub === 'delete') {
       if (!arg) throw new UsageError('users delete needs a user name.');
       const u = await s.auth.deleteUser(arg);
+      await s.audit.cli('users delete', { name: u.name });
       process.stdout.write(`Deleted user "${u.name}".\n`);
     } else if (sub === 'set-role') {
       if (!arg || (values.role !== 'administrator' && values.role !== 'viewer'))
         throw new UsageError('users set-role needs a user name and --role administrator|viewer.');
       const u = await s.auth.setRole(arg, values.role);
+      await s.audit.cli('users set-role', { name: u.name, role: u.role });
       process.stdout.write(`User "${u.name}" is now ${u.role}; their console sessions ended.\n`);
     } else {
       throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
@@ -299,6 +309,7 @@ async function modules(args: string[]): Promise<void> {
     if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
     if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
     await s.settings.setModule(name as ModuleName, sub === 'enable');
+    await s.audit.cli(`modules ${sub}`, { module: name });
     process.stdout.write(`Module ${name} ${sub}d.\n`);
   });
 }
@@ -338,6 +349,20 @@ async function openapi(args: string[]): Promise<void> {
   process.stdout.write(restDocumentJson(restRoutes, config));
 }
 
+async function audit(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
+  if (values.help || positionals[0] !== 'verify') return void console.log(HELP.audit);
+  const r = await withServices(values, async (s) => s.audit.verify());
+  if (r.ok) {
+    process.stdout.write(
+      r.entries ? `Audit log whole: ${r.entries} entries, ${r.first} to ${r.last}.\n` : 'Audit log whole: no entries.\n',
+    );
+    return;
+  }
+  process.stdout.write(`Audit log broken at entry ${r.bad.id}: ${r.bad.reason} (${r.entries} entries before it are whole).\n`);
+  process.exitCode = 1;
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   serve,
   mcp,
@@ -345,6 +370,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   users,
   modules,
   openapi,
+  audit,
   migrate: migrateCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),

@@ -18,7 +18,7 @@ import { settingsAbilities } from './settings.js';
 import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
-import { teamAbilities } from './team.js';
+import { auditAbilities, teamAbilities } from './team.js';
 
 const families = [
   ...siteAbilities,
@@ -38,6 +38,7 @@ const families = [
   ...updateAbilities,
   ...monitorAbilities,
   ...teamAbilities,
+  ...auditAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 

@@ -228,3 +228,50 @@ export const teamAbilities = [
   updateDashboardUser,
   deleteDashboardUser,
 ] as const;
+
+const AuditEntry = z.object({
+  id: z.number().int().describe('The place in the hash chain.'),
+  at: z.string(),
+  who_kind: z.enum(['user', 'key', 'local', 'system']),
+  who_id: z.number().int().nullable(),
+  who_name: z.string(),
+  door: z.string(),
+  address: z.string().nullable(),
+  action: z.string().describe('The ability, login, login-failed, or what a scheduler did.'),
+  input: z.unknown().describe('The input, summarised; secrets redacted.'),
+  outcome: z.string().describe('ok or the error code.'),
+  status: z.number().int().nullable(),
+  prev_hash: z.string(),
+  hash: z.string(),
+});
+
+export const listAuditLog = defineAbility({
+  name: 'list-audit-log-v1',
+  label: 'List audit log',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    'The audit log, newest first: every change through any door, logins, failed logins, scheduled runs. Filters: who ' +
+    '(name, user:ID, key:ID), action, outcome (ok, error, or a code), door, since/until. Administrators only.',
+  input: z
+    .object({
+      who: z.string().max(200).optional(),
+      action: z.string().max(100).optional(),
+      outcome: z.string().max(100).optional(),
+      door: z.enum(['rest', 'abilities', 'mcp', 'console', 'cli', 'http', 'scheduler']).optional(),
+      since: z.iso.datetime({ offset: true }).optional().describe('From this time (ISO 8601), inclusive.'),
+      until: z.iso.datetime({ offset: true }).optional().describe('Before this time (ISO 8601).'),
+      page: Page,
+      per_page: PerPage,
+    })
+    .strict(),
+  output: paged(AuditEntry),
+  annotations: adminRead,
+  execute: ({ page, per_page, since, until, ...f }, ctx) => {
+    const iso = (t?: string) => (t ? new Date(t).toISOString() : undefined);
+    const { items, total } = ctx.audit.list({ ...f, since: iso(since), until: iso(until) }, page, per_page);
+    return { items, page, per_page, total };
+  },
+});
+
+export const auditAbilities = [listAuditLog] as const;

@@ -4,10 +4,18 @@ import { ServiceError } from './errors.js';
 export type KeyPermission = 'read' | 'write' | 'read_write' | 'delete';
 export type UserRole = 'administrator' | 'viewer';
 
-export type Principal =
+/** Where a call came from, for the audit log: the door, and the client address (as --trust-proxy reads it). */
+export interface CallOrigin {
+  door: 'rest' | 'abilities' | 'mcp' | 'console' | 'cli' | 'http';
+  address?: string | null;
+}
+
+/** A principal as authenticated at one HTTP request also says where that request came from (`origin`). */
+export type Principal = (
   | { kind: 'user'; id: number; name: string; role: UserRole }
   | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean }
-  | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean };
+  | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean }
+) & { origin?: CallOrigin };
 
 /** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
 export function keyAllowsMethod(p: KeyPermission, method: string): boolean {

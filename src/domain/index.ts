@@ -4,6 +4,7 @@ import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
 import { errors } from '../core/errors.js';
 import { AuthService } from './auth.js';
+import { AuditService } from './audit.js';
 import { ConsoleSessionService } from './console-sessions.js';
 import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
@@ -34,6 +35,8 @@ export interface Services {
   clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
+  /** The audit log: the registry records every call that may change something; logins; schedulers. */
+  audit: AuditService;
   /** Web console logins, in the store (every process sees them; a logout, deletion or role change ends them). */
   consoleSessions: ConsoleSessionService;
   settings: SettingsService;
@@ -111,6 +114,7 @@ export async function openServices(config: Config): Promise<Services> {
   const siteData = new SiteDataService(config, sites, children, store);
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const auth = new AuthService(store);
+  const audit = new AuditService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   return {
@@ -122,6 +126,7 @@ export async function openServices(config: Config): Promise<Services> {
     clientFields,
     costs,
     auth,
+    audit,
     consoleSessions,
     settings,
     children,

@@ -8,7 +8,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ServiceError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import { buildMcpServer } from '../mcp/server.js';
+import { buildMcpServer, type ToolFilter } from '../mcp/server.js';
 import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
@@ -22,6 +22,8 @@ interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
   principal: Principal;
+  /** The session's tool filter: its principal is the latest request's (a key's new permissions apply at once). */
+  filter: ToolFilter;
   seen: number;
 }
 
@@ -80,6 +82,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
         const s = sessions.get(sid);
         if (!s || !samePrincipal(s.principal, req.principal!)) return rpcError(res, 404, 'Session not found.');
         s.seen = Date.now();
+        s.principal = s.filter.principal = req.principal!;
         return await s.transport.handleRequest(req, res, req.body);
       }
       if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
@@ -89,11 +92,12 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       const mine = [...sessions.values()].filter((s) => samePrincipal(s.principal, principal)).length;
       if (sessions.size >= MAX_SESSIONS || mine >= MAX_SESSIONS_PER_KEY)
         return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
-      const server = buildMcpServer(registry, { principal }, services);
+      const filter: ToolFilter = { principal };
+      const server = buildMcpServer(registry, filter, services);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          sessions.set(id, { transport, server, principal, seen: Date.now() });
+          sessions.set(id, { transport, server, principal, filter, seen: Date.now() });
         },
       });
       transport.onclose = () => {

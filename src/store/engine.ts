@@ -25,6 +25,9 @@ export const COLLECTIONS = {
   leases: 0,
   /** Web console logins (a hash of each session token, never the token), shared by every process. */
   console_sessions: 500,
+  /** The audit log (domain/audit.ts): entries by their place in the hash chain, and the chain's head. */
+  audit: 1000,
+  audit_head: 0,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
