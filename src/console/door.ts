@@ -168,7 +168,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     } catch (e) {
       throttle.failed(addr, account);
       const code = e instanceof ServiceError ? e.code : undefined;
-      void services.audit.login({ door: 'console', address: addr, account, ok: false, code }).catch(() => {});
+      await services.audit.login({ door: 'console', address: addr, account, ok: false, code }).catch(() => {});
       return sendError(res, e);
     }
     if (principal.kind !== 'user') return sendError(res, loginRequired(false));
