@@ -73,6 +73,7 @@ export async function openServices(config: Config): Promise<Services> {
   const settings = new SettingsService(store);
   const children = new ChildSiteService(store, config, sites, tags, clients, settings);
   const jobs = new JobService(store, sites, config);
+  const audit = new AuditService(store);
   jobs.threshold = () => dashboard.queueThreshold();
   jobs.define(
     'sync',
@@ -80,7 +81,7 @@ export async function openServices(config: Config): Promise<Services> {
     () => dashboard.syncConcurrency(),
   );
   jobs.onTick(async () => {
-    await scheduledSync(dashboard, jobs, sites);
+    await scheduledSync(dashboard, jobs, sites, Date.now(), audit);
   });
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
@@ -114,7 +115,6 @@ export async function openServices(config: Config): Promise<Services> {
   const siteData = new SiteDataService(config, sites, children, store);
   const selectors = new SiteSelectorService(config, sites, tags, clients, children);
   const auth = new AuthService(store);
-  const audit = new AuditService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   return {
