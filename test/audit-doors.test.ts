@@ -144,3 +144,15 @@ describe('sitefleet audit verify', () => {
     expect(bad.stdout).toContain(`broken at entry ${victim.id}: edited`);
   });
 });
+
+describe('cached answers', () => {
+  it('are not emptied by an entry written only to the audit log (a refusal, a failed login), but are by a change', async () => {
+    const { storeFingerprint } = await import('../src/http/conditional.js');
+    const before = storeFingerprint(s.services.store);
+    expect((await s.rest('/tags/add', { method: 'POST', token: s.creds.key.read, json: { name: 'refused' } })).status).toBe(403);
+    await s.services.audit.login({ door: 'rest', address: '127.0.0.1', account: 'key:0123456789ab', ok: false });
+    expect(storeFingerprint(s.services.store)).toBe(before);
+    await s.rest('/tags/add', { method: 'POST', json: { name: 'a change' } });
+    expect(storeFingerprint(s.services.store)).not.toBe(before);
+  });
+});
