@@ -360,6 +360,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         label: a.label,
         readonly: a.annotations.readonly,
         destructive: a.annotations.destructive,
+        admin: a.annotations.admin === true,
         inputs: Object.keys(a.input.shape),
       })),
       modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),
