@@ -183,6 +183,8 @@ export class AuditService implements AuditSink {
 
   /** The registry's hook: one entry per call of an ability that is not read-only, whatever its outcome. */
   async called(a: Ability, input: unknown, opts: RunOptions, error: ServiceError | null): Promise<void> {
+    // A read-only process (sitefleet mcp --read-only) writes nothing, not even the record of a refused write.
+    if (opts.principal.kind === 'local' && opts.principal.readOnly) return;
     const origin = doorOf(opts);
     await this.append(
       {

@@ -44,6 +44,10 @@ describe('what is recorded', () => {
     expect(last()).toMatchObject({ outcome: 'ability_invalid_input', status: 400 });
     await h.fails('delete-tag-v1', { tag_id: 999999, confirm: true });
     expect(last()).toMatchObject({ outcome: 'svc_tag_not_found', status: 404 });
+    // A read-only process writes nothing, not even the record of a refused write.
+    const n = count();
+    await h.fails('add-tag-v1', { name: 'read-only' }, h.as.readOnlyLocal);
+    expect(count()).toBe(n);
   });
 
   it('redacts secrets at any depth, and a webhook URL', async () => {
