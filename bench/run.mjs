@@ -141,6 +141,15 @@ if (run('updates')) {
     list: await step('list-updates 5000', () => listUpdatesBench(5000, d, log)),
     run: await step('run-updates 1000', () => runUpdatesBench(1000, 50, d, log)),
   };
+  // Safe mode (issue 28): 1,000 sites × 3 items, safe against plain; the target is at most 2× the plain run.
+  const plain3 = await step('run-updates 1000×3 plain', () => runUpdatesBench(1000, 50, d, log, { items: 3 }));
+  const safe3 = await step('run-updates 1000×3 safe', () => runUpdatesBench(1000, 50, d, log, { items: 3, safe: true }));
+  results.updates.safe = {
+    plain: plain3,
+    safe: safe3,
+    ratio: plain3?.seconds ? Math.round((100 * safe3?.seconds) / plain3.seconds) / 100 : null,
+  };
+  log(`  safe / plain: ${results.updates.safe.ratio}× (target ≤ 2×)`);
 }
 
 // 5,000 monitored sites at a 60 s interval (issue 22): two and a half intervals, so not in --quick unless asked.

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// sitefleet command line: serve | mcp | keys | users | modules | child-sim | demo | openapi.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { resolve } from 'node:path';
+// sitefleet command line: serve | mcp | keys | users | modules | migrate | backup | restore | child-sim | demo | openapi.
+import { existsSync } from 'node:fs';
+import type { ParseArgsConfig } from 'node:util';
+import { join, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
@@ -11,11 +12,14 @@ import { closeServices, openServices, type Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
 import { storeLocation } from './store/open.js';
+import { readLeases, restoreBackup, writeBackup } from './store/backup.js';
+import { liveHolders } from './domain/leases.js';
 import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
 import { childSimCommand } from './child/simulator/command.js';
 import { demo } from './demo.js';
+import { closestFlag, parseCommand, UsageError } from './cli-args.js';
 
 const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
@@ -30,6 +34,7 @@ const SERVE_OPTIONS = {
   'trust-proxy': { type: 'string' },
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
+  'package-source': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -45,6 +50,8 @@ Commands:
   users      create | list | delete users (HTTP Basic with an application password)
   modules    list | enable | disable optional modules (logs, cost-tracker)
   migrate    create/migrate the PostgreSQL schema, or move a data dir's fleet into PostgreSQL
+  backup     write the whole fleet (data dir or PostgreSQL) to one file, consistent while serve runs
+  restore    put a backup into a data dir or a PostgreSQL database
   child-sim  run the child-site simulator (simulated WordPress sites with the child plugin)
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
@@ -55,8 +62,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--rest-prefix /wp-json/svc/v2] [--abilities-prefix /wp-json/wp-abilities/v1]
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
-
-       [--database-url postgres://user:pass@host/db]
+                       [--package-source URL] [--database-url postgres://user:pass@host/db]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -67,20 +73,23 @@ believed: the login throttle and the request log then use the client's address. 
 The web console is at /console (log in with a user and its application password); --no-console turns it off.
 Uptime monitors check every connected site on their interval (settings: update-monitor-settings-v1);
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
-On an empty data dir it creates an administrator user and an API key and prints them once.`,
-  mcp: `Usage: sitefleet mcp [--data-dir ./data] [--toolsets sites,tags,...] [--read-only] [--allow-private-sites]
+--package-source (SITEFLEET_PACKAGE_SOURCE) is the plugin and theme directory installs and searches use
+(default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
+On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
+  mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
+                     [--allow-private-sites] [--package-source URL]
 
 Serves MCP over stdio. Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR]
-       sitefleet keys list [--data-dir DIR]
-       sitefleet keys revoke ID [--data-dir DIR]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR | --database-url URL]
+       sitefleet keys list [--data-dir DIR | --database-url URL]
+       sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
 
 "create" prints the new bearer token alone on the last line of stdout (shown once, stored hashed).`,
-  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR]
-       sitefleet users list [--data-dir DIR]
-       sitefleet users delete NAME [--data-dir DIR]
-       sitefleet users set-role NAME --role administrator|viewer [--data-dir DIR]
+  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR | --database-url URL]
+       sitefleet users list [--data-dir DIR | --database-url URL]
+       sitefleet users delete NAME [--data-dir DIR | --database-url URL]
+       sitefleet users set-role NAME --role administrator|viewer [--data-dir DIR | --database-url URL]
 
 "create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
   openapi: `Usage: sitefleet openapi [--rest-prefix /wp-json/svc/v2]
@@ -93,28 +102,59 @@ is this output for the default prefix).`,
 The first form creates the PostgreSQL schema or migrates it to this version (SITEFLEET_DATABASE_URL works too).
 The second copies a data dir's fleet (sites, secrets, site data, keys, users, tags, clients, costs, jobs,
 settings) into PostgreSQL in one transaction and checks the counts; a database that already holds a fleet is
-refused unless --force (which replaces it). Stop the processes using the data dir first.`,
-  audit: `Usage: sitefleet audit verify [--data-dir DIR] [--database-url URL]
+refused unless --force (which replaces it). A data dir that a running "serve" holds (its leases show it) is
+refused too, unless --force: stop the processes using the data dir first.`,
+  backup: `Usage: sitefleet backup --to FILE [--data-dir DIR | --database-url postgres://…]
+
+Writes the whole fleet (sites, secrets, site data, keys, users, tags, clients, costs, jobs, settings, monitors) to FILE:
+JSON lines, one format for both engines, mode 0600 (it holds the fleet's secrets). Safe while "serve" runs: a data
+dir is snapshotted under its commit lock, a database in one transaction. FILE must not exist yet.`,
+  restore: `Usage: sitefleet restore --from FILE [--data-dir DIR | --database-url postgres://…] [--force]
+
+Puts a backup (from "sitefleet backup", of either engine) into a data dir or a database. A target that holds a fleet
+is refused unless --force: a data dir is then moved aside (DIR.replaced-<time>, never deleted), a database's fleet
+replaced in one transaction. Refused while a "serve" runs on the target (stop it first). A cut-off file restores
+nothing.`,
+  audit: `Usage: sitefleet audit verify [--data-dir DIR | --database-url URL]
 
 Walks the audit log's hash chain from its anchor to its head. Exits 0 when it is whole; otherwise names the first
 entry that was edited, removed or slipped in, and exits 1.`,
-  modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR]
+  modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR | --database-url URL]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
 };
 
-class UsageError extends Error {}
+type Where = { 'data-dir'?: string; 'database-url'?: string };
+
+/** The command being run (main sets it): argument errors name it. */
+let command = '';
+/** Positional words a command takes (keys revoke ID, users delete NAME, modules enable NAME); the others take none. */
+const POSITIONALS: Record<string, number> = { keys: 2, users: 2, modules: 2 };
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  return parseCommand(command, args, options, { positionals: POSITIONALS[command] ?? 0 });
 }
 
-async function withServices<R>(where: { 'data-dir'?: string; 'database-url'?: string }, fn: (s: Services) => Promise<R>): Promise<R> {
-  const services = await openServices(loadConfig({ dataDir: where['data-dir'], databaseUrl: where['database-url'] }));
+/**
+ * The store a fleet command works on (--data-dir beats an exported SITEFLEET_DATABASE_URL; --database-url beats both). A command with
+ * `existing` (one that only reads, or acts on something that must already be there) refuses a data dir that is not one,
+ * so a mistyped --data-dir is an error instead of a new, empty fleet.
+ */
+function fleetConfig(where: Where, existing: boolean): Config {
+  const cfg = loadConfig({ dataDir: where['data-dir'], databaseUrl: where['database-url'] });
+  if (existing && !cfg.databaseUrl) requireDataDir(cfg.dataDir);
+  return cfg;
+}
+
+function requireDataDir(dir: string): void {
+  if (existsSync(join(dir, 'meta.json'))) return;
+  const what = existsSync(dir) ? 'is not a sitefleet data dir (no meta.json)' : 'does not exist';
+  throw new Error(`${dir} ${what}. Check --data-dir (or SITEFLEET_DATA_DIR); "sitefleet serve" creates a data dir on its first start.`);
+}
+
+/** Runs `fn` on the fleet's services; `existing`: the command needs a fleet that is there already (see fleetConfig). */
+async function withServices<R>(where: Where & { existing?: boolean }, fn: (s: Services) => Promise<R>): Promise<R> {
+  const services = await openServices(fleetConfig(where, where.existing === true));
   try {
     return await fn(services);
   } finally {
@@ -122,30 +162,56 @@ async function withServices<R>(where: { 'data-dir'?: string; 'database-url'?: st
   }
 }
 
+/**
+ * First start: a fleet without any user gets an administrator (whatever keys exist: a key made with "keys create" before
+ * the first serve must not leave the console without a login), and a fleet without any key gets one.
+ */
 async function bootstrap(s: Services, url: string, cfg: Config, withConsole: boolean): Promise<void> {
-  if (!s.auth.isEmpty()) return;
-  const { password } = await s.auth.createUser('admin', 'administrator');
-  const { token } = await s.auth.createKey('default', 'read_write');
+  if (s.auth.listUsers().length) return;
+  let password: string;
+  try {
+    ({ password } = await s.auth.createUser('admin', 'administrator'));
+  } catch (e) {
+    if ((e as { code?: string }).code === 'svc_user_exists') return; // another process made it first
+    throw e;
+  }
+  const token = s.auth.listKeys().length ? null : (await s.auth.createKey('default', 'read_write')).token;
+  const what = token ? 'an administrator and an API key' : 'an administrator (API keys exist already: "sitefleet keys list")';
   const out = [
     '',
-    'First start: created an administrator and an API key. They are shown only now; store them safely.',
+    `First start: created ${what}. They are shown only now; store them safely.`,
     `  user:     admin`,
     `  password: ${password}`,
-    `  API key:  ${token}`,
+    ...(token ? [`  API key:  ${token}`] : []),
     '',
     'Try:',
-    `  curl -H "Authorization: Bearer ${token}" ${url}${cfg.restPrefix}/sites`,
+    ...(token ? [`  curl -H "Authorization: Bearer ${token}" ${url}${cfg.restPrefix}/sites`] : []),
     `  curl -u "admin:${password}" ${url}${cfg.abilitiesPrefix}/abilities/svc/list-sites-v1/run`,
-    `  MCP over HTTP: ${url}/mcp with header "Authorization: Bearer ${token}"`,
+    ...(token ? [`  MCP over HTTP: ${url}/mcp with header "Authorization: Bearer ${token}"`] : []),
     ...(withConsole ? [`  Web console: ${url}/console (log in as admin with the password above)`] : []),
     '',
   ];
   process.stdout.write(out.join('\n') + '\n');
 }
 
+/**
+ * `npm start --port=9000` runs the script without the flag: npm keeps it as its own setting and only says so in the
+ * environment (npm_config_port). Run by npm, a serve flag found there is refused instead of silently ignored.
+ */
+function refuseFlagsNpmKept(flags: string[]): void {
+  if (!process.env.npm_lifecycle_event) return;
+  const kept = flags.find((f) => process.env[`npm_config_${f.replace(/-/g, '_')}`] !== undefined);
+  if (kept) {
+    throw new UsageError(
+      `npm kept --${kept} for itself (it is not passed to sitefleet); put sitefleet's flags after --: npm start -- --${kept} VALUE`,
+    );
+  }
+}
+
 async function serve(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS);
   if (values.help) return void console.log(HELP.serve);
+  refuseFlagsNpmKept(Object.keys(SERVE_OPTIONS));
   const cfg = loadConfig({
     host: values.host,
     port: values.port,
@@ -156,6 +222,7 @@ async function serve(args: string[]): Promise<void> {
     childConcurrency: values['child-concurrency'],
     allowPrivateSites: values['allow-private-sites'],
     monitorIntervalS: values['monitor-interval'],
+    packageSource: values['package-source'],
     trustProxy: values['trust-proxy'],
   });
   const withConsole = values['no-console'] !== true;
@@ -192,6 +259,7 @@ async function mcp(args: string[]): Promise<void> {
     toolsets: { type: 'string' },
     'read-only': { type: 'boolean' },
     'allow-private-sites': { type: 'boolean' },
+    'package-source': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) return void console.log(HELP.mcp);
@@ -202,7 +270,12 @@ async function mcp(args: string[]): Promise<void> {
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
   const { services, registry, close } = await boot(
-    loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'], allowPrivateSites: values['allow-private-sites'] }),
+    loadConfig({
+      dataDir: values['data-dir'],
+      databaseUrl: values['database-url'],
+      allowPrivateSites: values['allow-private-sites'],
+      packageSource: values['package-source'],
+    }),
   );
   const readOnly = values['read-only'] === true;
   const server = buildMcpServer(registry, { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly }, services);
@@ -233,7 +306,9 @@ async function keys(args: string[]): Promise<void> {
   });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.keys);
-  await withServices(values, async (s) => {
+  if ((sub === 'create' || sub === 'list') && arg !== undefined)
+    throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
+  await withServices({ ...values, existing: sub !== 'create' }, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('keys create needs --name NAME.');
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
@@ -269,7 +344,9 @@ async function users(args: string[]): Promise<void> {
   });
   const [sub, arg] = positionals;
   if (values.help || !sub) return void console.log(HELP.users);
-  await withServices(values, async (s) => {
+  if ((sub === 'create' || sub === 'list') && arg !== undefined)
+    throw new UsageError(`sitefleet users ${sub}: unexpected argument "${arg}".\n\n${HELP.users}`);
+  await withServices({ ...values, existing: sub !== 'create' }, async (s) => {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('users create needs --name NAME.');
       const role = (values.role ?? 'administrator') as UserRole;
@@ -300,7 +377,9 @@ async function modules(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
   const [sub, name] = positionals;
   if (values.help || !sub) return void console.log(HELP.modules);
-  await withServices(values, async (s) => {
+  if (sub === 'list' && name !== undefined)
+    throw new UsageError(`sitefleet modules list: unexpected argument "${name}".\n\n${HELP.modules}`);
+  await withServices({ ...values, existing: sub === 'list' }, async (s) => {
     if (sub === 'list') {
       for (const m of Object.keys(MODULES) as ModuleName[])
         process.stdout.write(`${m}\t${s.settings.moduleOn(m) ? 'enabled' : 'disabled'}\n`);
@@ -330,6 +409,9 @@ async function migrateCommand(args: string[]): Promise<void> {
   if (values.from !== undefined || values.to !== undefined) {
     if (!values.from) throw new UsageError(`--to needs --from DATA_DIR.\n${HELP.migrate}`);
     const to = pgUrl('--to', values.to);
+    requireDataDir(resolve(values.from));
+    if (values.force !== true)
+      await refuseWhileServed({ dataDir: resolve(values.from), databaseUrl: null }, 'Copying it now would miss its next writes', '--force');
     const report = await copyLowdbToPg(resolve(values.from), to, values.force === true);
     process.stdout.write(`Copied ${resolve(values.from)} to ${storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
     for (const r of report) process.stdout.write(`  ${r.kind.padEnd(10)} ${String(r.source).padStart(7)} → ${r.target}\n`);
@@ -338,6 +420,46 @@ async function migrateCommand(args: string[]): Promise<void> {
   const url = pgUrl('--database-url', values['database-url'] ?? process.env.SITEFLEET_DATABASE_URL);
   const { from, to } = await migratePg(url);
   process.stdout.write(from === to ? `Schema is at format ${to}; nothing to do.\n` : `Schema migrated from format ${from} to ${to}.\n`);
+}
+
+/** Refuses while another process serves the fleet (its member lease is live): `what` says why that matters. */
+async function refuseWhileServed(fleet: Pick<Config, 'dataDir' | 'databaseUrl'>, what: string, override?: string): Promise<void> {
+  const live = liveHolders(await readLeases(fleet));
+  if (!live.length) return;
+  const who = live.map((h) => `pid ${h.pid}`).join(', ');
+  const wait = Math.ceil((Math.max(...live.map((h) => h.until)) - Date.now()) / 1000);
+  throw new Error(
+    `${storeLocation(fleet)} is in use by a running sitefleet serve (${who}). ${what}: stop it first` +
+      ` (a process that died lets go within ${wait} s)${override ? `, or add ${override} to go ahead anyway` : ''}.`,
+  );
+}
+
+async function backupCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, { ...DATA_DIR, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  if (values.help) return void console.log(HELP.backup);
+  if (!values.to) throw new UsageError(`backup needs --to FILE.\n\n${HELP.backup}`);
+  const file = resolve(values.to);
+  if (existsSync(file)) throw new UsageError(`${file} exists already; give --to a new file name (a backup never overwrites a file).`);
+  const cfg = fleetConfig(values, true);
+  const r = await writeBackup(cfg, file);
+  process.stdout.write(`Backed up ${storeLocation(cfg)} (data format ${r.dataFormat}) to ${file}: ${r.rows} rows\n`);
+  for (const [kind, n] of Object.entries(r.counts)) process.stdout.write(`  ${kind.padEnd(20)} ${String(n).padStart(7)}\n`);
+}
+
+async function restoreCommand(args: string[]): Promise<void> {
+  const { values } = parse(args, {
+    ...DATA_DIR,
+    from: { type: 'string' },
+    force: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) return void console.log(HELP.restore);
+  if (!values.from) throw new UsageError(`restore needs --from FILE.\n\n${HELP.restore}`);
+  const cfg = fleetConfig(values, false);
+  await refuseWhileServed(cfg, 'Replacing a fleet under a running process would lose its writes and confuse it');
+  const r = await restoreBackup(resolve(values.from), cfg, values.force === true);
+  process.stdout.write(`Restored ${resolve(values.from)} into ${storeLocation(cfg)}: ${r.rows} rows (data format ${r.dataFormat})\n`);
+  if (r.replacedTo) process.stdout.write(`The data dir it replaced was moved to ${r.replacedTo}\n`);
 }
 
 async function openapi(args: string[]): Promise<void> {
@@ -352,7 +474,7 @@ async function openapi(args: string[]): Promise<void> {
 async function audit(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
   if (values.help || positionals[0] !== 'verify') return void console.log(HELP.audit);
-  const r = await withServices(values, async (s) => s.audit.verify());
+  const r = await withServices({ ...values, existing: true }, async (s) => s.audit.verify());
   if (r.ok) {
     process.stdout.write(
       r.entries ? `Audit log whole: ${r.entries} entries, ${r.first} to ${r.last}.\n` : 'Audit log whole: no entries.\n',
@@ -372,16 +494,42 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   openapi,
   audit,
   migrate: migrateCommand,
+  backup: backupCommand,
+  restore: restoreCommand,
   'child-sim': (args) => childSimCommand(args),
   demo: (args) => demo(args),
 };
 
+/**
+ * Commands that keep serving after their first lines: a reader of their output going away must not stop them. (`mcp`
+ * is not one: stdout is its client, and a client gone is the end of the session.)
+ */
+const SERVING = new Set(['serve', 'demo', 'child-sim']);
+
+/**
+ * `sitefleet openapi | head`: when the reader of stdout or stderr goes away (EPIPE), a command that prints ends quietly as
+ * other command-line tools do, instead of a stack trace; a serving command ignores it and keeps serving.
+ */
+function quietOnClosedPipe(cmd: string): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE') throw e;
+      if (!SERVING.has(cmd)) process.exit(0);
+    });
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
+  command = cmd ?? '';
+  quietOnClosedPipe(command);
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') return void console.log(HELP.main);
   if (cmd === '--version') return void console.log((await import('./version.js')).VERSION);
   const run = COMMANDS[cmd];
-  if (!run) throw new UsageError(`Unknown command "${cmd}".\n\n${HELP.main}`);
+  if (!run) {
+    const near = closestFlag(cmd, Object.keys(COMMANDS));
+    throw new UsageError(`Unknown command "${cmd}".${near ? ` Did you mean "${near}"?` : ''}\n\n${HELP.main}`);
+  }
   await run(rest);
 }
 

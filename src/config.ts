@@ -43,6 +43,8 @@ interface ConfigFields {
   monitorFlushMs: number;
   /** First webhook retry delay; each next one is five times longer. */
   webhookRetryMs: number;
+  /** --package-source: the wordpress.org directory's base URL (api.wordpress.org's info/1.2 shapes), or a stand-in's. */
+  packageSource: string;
 }
 
 export type ConfigFlags = Partial<Record<Exclude<keyof ConfigFields, 'publicUrl'>, string | boolean | undefined>>;
@@ -71,7 +73,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     host,
     port,
     dataDir: resolve(pick('dataDir', 'SITEFLEET_DATA_DIR', './data')),
-    databaseUrl: databaseUrl(pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
+    databaseUrl: databaseUrl(storeFlags(flags) === 'dataDir' ? '' : pick('databaseUrl', 'SITEFLEET_DATABASE_URL', '')),
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
@@ -94,7 +96,17 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     monitorFlushMs: int('monitor flush', pick('monitorFlushMs', 'SITEFLEET_MONITOR_FLUSH_MS', '30000'), 50, 600_000),
     webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
     publicUrl: publicUrl(env.SITEFLEET_PUBLIC_URL ?? ''),
+    packageSource: packageSourceBase(pick('packageSource', 'SITEFLEET_PACKAGE_SOURCE', DEFAULT_PACKAGE_SOURCE)),
   });
+}
+
+/**
+ * Which store flag was given, if any. Flags win over the environment, so `--data-dir` alone means the data dir even when
+ * SITEFLEET_DATABASE_URL is exported (the command line refuses both flags at once; code that passes both means the URL).
+ */
+function storeFlags(flags: ConfigFlags): 'dataDir' | 'databaseUrl' | null {
+  if (typeof flags.databaseUrl === 'string') return 'databaseUrl';
+  return typeof flags.dataDir === 'string' ? 'dataDir' : null;
 }
 
 /** An http(s) origin, with a path prefix if the proxy adds one; no trailing slash (links append to it). */
@@ -110,6 +122,22 @@ function publicUrl(v: string): string | null {
     throw new Error(`SITEFLEET_PUBLIC_URL must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
   }
   return v.replace(/\/+$/, '');
+}
+
+/** wordpress.org's directory API: its answers carry downloads.wordpress.org's links. */
+export const DEFAULT_PACKAGE_SOURCE = 'https://api.wordpress.org/';
+
+/** The base URL of a package directory: http(s), no credentials, query or fragment; always ends with "/". */
+export function packageSourceBase(v: string): string {
+  let u: URL | null = null;
+  try {
+    u = new URL(v);
+  } catch {
+    /* answered below */
+  }
+  if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password)
+    throw new Error(`--package-source must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
+  return u.href.endsWith('/') ? u.href : `${u.href}/`;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The abilities interface v1 (/wp-json/wp-abilities/v1): discovery, the run endpoint's order of checks,
 // methods, query-string input, and the door side of every ability of issue 2 (envelopes, schema refusals in
 // WordPress's words); the abilities' own rules are tested without a door in test/abilities/.
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOTATIONS,
@@ -12,6 +13,7 @@ import {
   seedTag,
   type Fleet,
 } from './support/fixtures.js';
+import { connectMcp } from './support/mcp.js';
 import { basic, bracketQuery, seedSites, startServer, type TestServer } from './support/server.js';
 
 /** A run request with full control over method, headers, body and query string. */
@@ -176,6 +178,38 @@ describe('discovery', () => {
     expect(one.status).toBe(200);
     expect(one.body).toEqual(list.body.find((a: any) => a.name === 'svc/get-site-v1'));
     expect(one.body.input_schema.required).toEqual(['site_id_or_domain']);
+  });
+
+  // Issue 27, defect 5: a client that validates its input against the discovered schema refused the upstream names
+  // the abilities accept (adminpassword on add-site-v1, client_email on add-client-v1, user_confirmed on delete-site-v1).
+  it('discovers the upstream input names the abilities accept, so that a client validating against the schema sends them', async () => {
+    const ajv = new Ajv2020({ strict: false });
+    const schemaOf = async (name: string) => (await discover(s, `/abilities/svc/${name}`)).body.input_schema;
+    const addSite = ajv.compile(await schemaOf('add-site-v1'));
+    const site = { url: 'https://new.example.com', admin: 'admin' };
+    expect(addSite({ ...site, adminpassword: 'secret' })).toBe(true);
+    expect(addSite({ ...site, admin_password: 'secret' })).toBe(true);
+    expect(addSite({ ...site, adminpassword: 5 })).toBe(false); // typed as the field it stands for
+    expect(addSite({ ...site, admin_password: 'x', nonsense: 1 })).toBe(false); // still closed
+    const addClient = ajv.compile(await schemaOf('add-client-v1'));
+    expect(addClient({ name: 'Acme', client_email: 'it@acme.example', address: 'Main St 1' })).toBe(true);
+    expect(ajv.compile(await schemaOf('delete-site-v1'))({ site_id_or_domain: 1, dry_run: true, user_confirmed: true })).toBe(true);
+    // The same input runs: the door takes what its discovery document says.
+    const run = await s.ability('add-client-v1', { name: 'Upstream Names Ltd', client_email: 'x@upstream.example' });
+    expect(run.status).toBe(200);
+    expect(run.body).toMatchObject({ email: 'x@upstream.example' });
+    // The MCP tool list leaves the second names out (for size); a tool call still takes them.
+    const mcp = await connectMcp(s);
+    try {
+      const tools = new Map((await mcp.client.listTools()).tools.map((t) => [t.name, t.inputSchema.properties ?? {}]));
+      expect(Object.keys(tools.get('add-site-v1')!)).toContain('admin_password');
+      expect(Object.keys(tools.get('add-site-v1')!)).not.toContain('adminpassword');
+      expect(Object.keys(tools.get('add-client-v1')!)).not.toContain('client_email');
+      const viaMcp = await mcp.call('add-client-v1', { name: 'Upstream Names MCP', client_email: 'm@upstream.example' });
+      expect(viaMcp).toMatchObject({ isError: false, body: { email: 'm@upstream.example' } });
+    } finally {
+      await mcp.close();
+    }
   });
 
   it.each(['/abilities/svc/no-such-v1', '/abilities/core/get-site-v1', '/abilities/svc/Get-Site-V1'])(
@@ -386,10 +420,13 @@ describe('run: input from the query string and the body', () => {
   });
 
   it('reads a POST body without an input key, or with a non-object input, as no input', async () => {
-    for (const body of ['{}', '{"input": 5}', '{"input": [1]}', '{"site_id_or_domain": 1}']) {
+    for (const body of ['{}', '{"input": 5}', '{"input": [1]}']) {
       const r = await run(s, 'get-site-v1', { body });
       expectError(r, 400, 'ability_invalid_input', invalidInput('get-site-v1', 'input is not of type object.'));
     }
+    // Fields beside the input key, not under it (issue #27 item 14): said so, rather than "input is not of type object".
+    const r = await run(s, 'get-site-v1', { body: '{"site_id_or_domain": 1}' });
+    expectError(r, 400, 'ability_invalid_input', /no "input" key \(it has site_id_or_domain\)/);
   });
 
   it('reads "false" and "0" in the query string as false', async () => {

@@ -1,6 +1,6 @@
 // test/child-form.test.ts — PHP http_build_query encoding and $_POST-style decoding of form bodies (§2.2, §7.2).
 import { describe, expect, it } from 'vitest';
-import { decodeForm, encodeForm, rawurldecode, rawurlencode, urldecode } from '../src/child/form.js';
+import { decodeForm, FormLimitError, encodeForm, rawurldecode, rawurlencode, urldecode } from '../src/child/form.js';
 
 describe('encodeForm', () => {
   it('writes scalars like http_build_query: booleans 1/0, null and undefined left out, numbers in decimal', () => {
@@ -49,6 +49,23 @@ describe('decodeForm', () => {
 
   it('handles names PHP rewrites, and ignores an empty name', () => {
     expect(decodeForm('a.b=1&c d=2&e[x=3&=4&f[g]h=5')).toEqual({ a_b: '1', c_d: '2', e_x: '3', f: { g: '5' } });
+  });
+
+  it("keeps every value of a repeated key with repeated: 'all' (OpenAPI's form/explode), lists and brackets alike", () => {
+    expect(decodeForm('k=1&k=2&l[]=a&l=b&m[x]=1&m[x]=2&n=1', { repeated: 'all' })).toEqual({
+      k: { 0: '1', 1: '2' },
+      l: { 0: 'a', 1: 'b' },
+      m: { x: { 0: '1', 1: '2' } },
+      n: '1',
+    });
+  });
+
+  it('refuses more fields than maxFields and deeper keys than maxDepth, just past each; PHP drops past 64 levels', () => {
+    expect(() => decodeForm('a=1&b=2', { maxFields: 2 })).not.toThrow();
+    expect(() => decodeForm('a=1&b=2&c=3', { maxFields: 2 })).toThrow(FormLimitError);
+    expect(() => decodeForm('a[x][y]=1', { maxDepth: 2 })).not.toThrow();
+    expect(() => decodeForm('a[x][y][z]=1', { maxDepth: 2 })).toThrow(expect.objectContaining({ bound: 'depth', field: 'a' }));
+    expect(decodeForm(`a${'[x]'.repeat(65)}=1&b=2`)).toEqual({ b: '2' });
   });
 
   it('cannot be used to pollute prototypes', () => {

@@ -20,6 +20,22 @@ describe("REST answers in upstream's shape", () => {
     expect(r.body).toMatchObject({ success: 1, message: 'Site is reachable.', data: { id: ids[0]!.id, client_id: null, reachable: true } });
   });
 
+  it('POST /sites/{id}/check answers data.status and data.http_code as numbers, as upstream does (issue 27, defect 5)', async () => {
+    const up = await f.s.rest(`/sites/${ids[0]!.id}/check`, { method: 'POST' });
+    expect(up.body.data).toMatchObject({ status: 1, http_code: 200, http_status: 200, site_status: 'connected' });
+    f.sim.setFault(2, { type: 'http500' });
+    try {
+      const down = await f.s.rest(`/sites/${ids[1]!.id}/check`, { method: 'POST' });
+      expect(down.body).toMatchObject({
+        success: 1,
+        message: 'Site is not reachable.',
+        data: { status: 0, http_code: 500, reachable: false },
+      });
+    } finally {
+      f.sim.setFault(2, null);
+    }
+  });
+
   it('GET /posts/{site}/{id} sends is_sticky as 0/1 and post_gallery_images', async () => {
     const c = await f.s.rest(`/posts/${ids[0]!.id}/create`, {
       method: 'POST',
@@ -145,7 +161,7 @@ describe('clients as upstream clients send them', () => {
     // Both names with different values: refused, naming them.
     const both = await f.s.ability('update-client-v1', { client_id_or_email: id, email: 'a@b.example', client_email: 'c@d.example' });
     expect(both.status).toBe(400);
-    expect(both.body.message).toMatch(/client_email and email/);
+    expect(both.body.message).toMatch(/email and client_email name the same field and were given different values/);
   });
 
   it('answers the client routes upstream has: count, get by e-mail, suspend, unsuspend, sites count', async () => {

@@ -19,6 +19,44 @@ afterAll(async () => {
   await f.close();
 });
 
+describe('GET /settings/tools (issue 27, defect 5: it answered 501)', () => {
+  it('answers which fleet tools sitefleet runs, where and whether this key may, and which it does not, with the reason', async () => {
+    const r = await f.s.rest('/settings/tools');
+    expect(r.status).toBe(200);
+    expect(Object.keys(r.body.data)).toEqual([
+      'renew-connections',
+      'disconnect-all-sites',
+      'destroy-sessions',
+      'clear-activation-data',
+      'restore-info-messages',
+    ]);
+    expect(r.body.data['renew-connections']).toEqual({
+      supported: true,
+      ability: 'svc/renew-connections-v1',
+      label: 'Renew connections',
+      description: expect.stringContaining('New keys for every connected site'),
+      method: 'POST',
+      path: '/settings/tools/renew-connections',
+      status_path: '/settings/tools/renew-connections-status/{id}',
+      needs_confirm: false,
+      may_run: true,
+    });
+    expect(r.body.data['disconnect-all-sites']).toMatchObject({ supported: true, needs_confirm: true, may_run: true });
+    // What it says is what the routes do: a dry run of the one, the reason of a 501 for the others.
+    const dry = await f.s.rest(r.body.data['disconnect-all-sites'].path, { method: 'POST', json: { dry_run: true } });
+    expect(dry.body).toMatchObject({ success: 1, data: { dry_run: true } });
+    for (const tool of ['destroy-sessions', 'clear-activation-data', 'restore-info-messages']) {
+      expect(r.body.data[tool]).toEqual({ supported: false, reason: expect.any(String) });
+      const run = await f.s.rest(`/settings/tools/${tool}`, { method: 'POST' });
+      expect(run.body).toMatchObject({ code: 'svc_not_supported', message: `Not supported by sitefleet: ${r.body.data[tool].reason}` });
+    }
+    // A read key reads the list and is told it may not run them.
+    const read = await f.s.rest('/settings/tools', { token: f.s.creds.key.read });
+    expect(read.body.data['renew-connections'].may_run).toBe(false);
+    expect((await f.s.rest('/settings/tools', { token: f.s.creds.key.write })).status).toBe(403);
+  });
+});
+
 describe('renew connections', () => {
   it('gives every connected site a new key while the caller waits (REST); syncs work after', async () => {
     await f.s.ability('suspend-site-v1', { site_id_or_domain: ids[3]!.id });

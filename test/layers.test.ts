@@ -24,6 +24,7 @@ export const FLOORS: Record<string, number> = {
   tools: 8,
   'cli.ts': 8,
   'demo.ts': 8,
+  'cli-args.ts': 8,
 };
 
 function files(dir: string): string[] {

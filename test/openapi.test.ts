@@ -165,6 +165,8 @@ describe('the OpenAPI document', () => {
   });
 });
 
+const FILE_PART = '--zz\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\n\r\nhi\r\n--zz--\r\n';
+
 function pickPage(args: Record<string, unknown>) {
   return { page: args.page, per_page: args.per_page };
 }
@@ -197,6 +199,26 @@ describe('the document and the indexes over HTTP', () => {
   });
   afterAll(async () => {
     await s.close();
+  });
+
+  // Issue 27, defect 5: codes the door answers that the document did not list for the route (s.rest checks every
+  // answer against it): a malformed JSON body or a file on a DELETE route, a malformed multipart form on any write.
+  it.each([
+    ['DELETE', '/sites/1/remove', 'application/json', '{"confirm":', 400, 'rest_invalid_json'],
+    ['DELETE', '/tags/1/remove', 'multipart/form-data; boundary=zz', FILE_PART, 400, 'svc_no_file_expected'],
+    ['POST', '/tags/add', 'multipart/form-data; boundary=zz', '--zz\r\nbroken', 400, 'svc_invalid_multipart'],
+    ['DELETE', '/sites/1/remove', 'multipart/form-data', 'x', 400, 'svc_invalid_multipart'],
+  ])('documents what %s %s answers to a bad body (%s)', async (method, path, type, body, status, code) => {
+    const r = await s.rest(path, { method, body, headers: { 'content-type': type } });
+    expect(r).toMatchObject({ status, body: { code } });
+  });
+
+  it('documents 503 svc_store_unavailable on every write, and on the reads whose refresh writes', () => {
+    const doc = restDocument();
+    const codes = (path: string, method: string) => JSON.stringify(doc.paths[path][method].responses['503'] ?? null);
+    expect(codes('/sites/{id_or_domain}/remove', 'delete')).not.toBe('null');
+    expect(codes('/updates', 'get')).not.toBe('null');
+    expect(codes('/sites', 'get')).toBe('null');
   });
 
   it('serves GET /openapi.json as docs/openapi.json has it, to any key that may read', async () => {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { boot, type Running } from '../src/app/boot.js';
 import { loadConfig } from '../src/config.js';
 import { defineAbility } from '../src/core/ability.js';
-import { Registry } from '../src/core/registry.js';
+import { Registry, withUpstreamNames } from '../src/core/registry.js';
 import type { Principal } from '../src/core/principal.js';
 import { seedSites, tempDir } from './support/server.js';
 
@@ -68,5 +68,31 @@ describe('registry.run', () => {
       code: 'svc_internal_error',
       status: 500,
     });
+  });
+});
+
+describe('withUpstreamNames (the abilities discovery input schema)', () => {
+  const input = {
+    type: 'object',
+    properties: { admin_password: { type: 'string' }, name: { type: 'string' } },
+    required: ['admin_password', 'name'],
+    additionalProperties: false,
+  };
+
+  it('lists each alias typed as its field, and lets a required field come under either name', () => {
+    const s = withUpstreamNames({ aliases: { adminpassword: 'admin_password' }, ignores: ['user_confirmed'] }, input);
+    expect(s.properties!.adminpassword).toEqual({
+      type: 'string',
+      description: "Alias of admin_password (upstream's name).",
+      'x-alias-of': 'admin_password',
+    });
+    expect(s.properties!.user_confirmed).toEqual({ description: 'Accepted for upstream clients, and ignored.' });
+    expect(s.required).toEqual(['name']);
+    expect(s.allOf).toEqual([{ anyOf: [{ required: ['admin_password'] }, { required: ['adminpassword'] }] }]);
+    expect(input.required).toEqual(['admin_password', 'name']); // the registry's own schema is left as it was
+  });
+
+  it('leaves a schema without aliases or ignores as it is', () => {
+    expect(withUpstreamNames({}, input)).toBe(input);
   });
 });

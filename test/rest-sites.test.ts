@@ -1,7 +1,7 @@
 // REST interface v2, site routes of issue 2: /sites, /sites/basic, /sites/count, /sites/{id_or_domain},
 // /edit, /suspend, /unsuspend, /remove and /sites/batch — parameters, envelopes, lookups and errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, seedClients, seedFleet, seedTag, type Fleet } from './support/fixtures.js';
+import { expectError, rawRequest, seedClients, seedFleet, seedTag, type Fleet } from './support/fixtures.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 
 const ids = (list: Array<{ id: number }>) => list.map((x) => x.id);
@@ -220,6 +220,24 @@ describe('routes without a match', () => {
     const r = await s.rest(path, { method, ...(method === 'GET' ? {} : { json: {} }) });
     expectError(r, 405, 'rest_no_route_method');
     expect(r.headers.get('allow')).toBe(allow);
+  });
+
+  // Issue 27, defect 5: a method no route serves (TRACE, fetch refuses to send it) was a key's 403, whatever the key.
+  it.each([
+    ['TRACE', '/sites', 'GET'],
+    ['TRACE', '/sites/1', 'GET'],
+    ['PROPFIND', '/sites/1/edit', 'POST, PUT, PATCH'],
+  ])('answers %s %s with 405 and Allow: %s, for any key', async (method, path, allow) => {
+    for (const token of [s.creds.key.read_write, s.creds.key.read, s.creds.key.delete]) {
+      const r = await rawRequest(`${s.restBase}${path}`, { method, headers: { authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(405);
+      expect(r.body).toMatchObject({ code: 'rest_no_route_method', data: { status: 405 } });
+      expect(r.headers.allow).toBe(allow);
+    }
+    const unknown = await rawRequest(`${s.restBase}/nope`, { method, headers: { authorization: `Bearer ${s.creds.key.read}` } });
+    expect(unknown.body).toMatchObject({ code: 'rest_no_route', data: { status: 404 } });
+    // Credentials still come first.
+    expect((await rawRequest(`${s.restBase}${path}`, { method })).status).toBe(401);
   });
 
   it('answers a malformed JSON body with 400 rest_invalid_json', async () => {

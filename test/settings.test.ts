@@ -182,7 +182,6 @@ describe('routes answered 501, and who may change settings', () => {
     ['PUT', '/settings/dashboard-insights/edit'],
     ['GET', '/settings/api-backups'],
     ['PUT', '/settings/api-backups/vultr/edit'],
-    ['GET', '/settings/tools'],
     ['PUT', '/settings/tools/edit'],
     ['POST', '/settings/tools/destroy-sessions'],
     ['GET', '/settings/tools/destroy-sessions-status/destroy_1'],

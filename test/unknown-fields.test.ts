@@ -62,13 +62,16 @@ describe('every REST write route', () => {
     },
   );
   it.each(writes.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))(
-    '%s refuses an argument it does not read, naming it',
+    '%s refuses a body field it does not read, naming it, and ignores query arguments as WordPress does (issue #27)',
     async (_n, r) => {
       const path = r.path.replace(/:(\w+)/g, (_, p: string) => (p === 'job_id' ? 'sync_00000000-0000-4000-8000-000000000000' : '1'));
       const before = generation();
-      const res = await s.rest(path, { method: r.methods[0], json: { [UNKNOWN]: 1 } });
+      // A real upstream client adds ?DELETE=DELETE&/path=/path to every request: never the reason for a refusal.
+      const res = await s.rest(`${path}?DELETE=DELETE&%2Fpath=%2Fpath`, { method: r.methods[0], json: { [UNKNOWN]: 1 } });
       expect(res.status, JSON.stringify(res.body)).toBe(400);
       expect(JSON.stringify(res.body)).toContain(UNKNOWN);
+      expect(JSON.stringify(res.body)).not.toContain('DELETE=');
+      expect(Object.keys(res.body.data.params ?? {})).not.toContain('DELETE');
       expect(generation()).toBe(before);
     },
   );

@@ -142,7 +142,7 @@ describe('applying updates on one site', () => {
     expect(r.status).toBe(200);
     expect(r.body.updated).toEqual([expect.objectContaining({ site_id: id, type: 'plugin', slug, old_version: from, new_version: to })]);
     expect(r.body.errors).toEqual([]);
-    expect(r.body.summary).toEqual({ total_updated: 1, total_errors: 0, total_skipped: 0 });
+    expect(r.body.summary).toEqual({ total_updated: 1, total_errors: 0, total_skipped: 0, total_rolled_back: 0 });
     expect(sim.state(k).upgradeLog).toEqual([`plugin:${slug}`]);
     expect(plugin.version).toBe(to);
     // Stored at once: no longer listed, and the site's plugin list has the new version without a sync.
@@ -380,7 +380,12 @@ describe('run-updates-v1 and update-all-v1 over several sites', () => {
     const dead = siteWith((p, i) => !ks.includes(i) && p.plugins.length > 0);
     sim.setFault(dead, { type: 'http500' });
     const want = ks.flatMap((k) => [...simPending(k).plugins, ...simPending(k).themes]);
-    const r = await f.s.ability('update-all-v1', { site_ids_or_domains: [...ids, sites[ks[0]! - 1]!.url, sites[dead - 1]!.id], types: [] });
+    // Plain mode: in safe mode a dead site is skipped as unhealthy before anything is sent (test/abilities/safe-updates.test.ts).
+    const r = await f.s.ability('update-all-v1', {
+      site_ids_or_domains: [...ids, sites[ks[0]! - 1]!.url, sites[dead - 1]!.id],
+      types: [],
+      safe: false,
+    });
     expect(r.status).toBe(200);
     for (const slug of want) expect(r.body.updated.filter((u: any) => u.slug === slug).length, slug).toBeGreaterThanOrEqual(1);
     for (const k of ks) expect(new Set(sim.state(k).upgradeLog).size).toBe(sim.state(k).upgradeLog.length);
@@ -419,7 +424,8 @@ describe('run-updates-v1 and update-all-v1 over several sites', () => {
       const gslug = g.sim.state(1).plugins.find((p) => p.updateVersion)?.slug;
       if (!gslug) return;
       g.sim.setFault(1, { type: 'hang_after_work' });
-      const r = await g.s.ability('update-site-plugins-v1', { site_id_or_domain: s1!.id, slugs: [gslug] });
+      // Plain mode: in safe mode the hanging site fails its probe first and is skipped.
+      const r = await g.s.ability('update-site-plugins-v1', { site_id_or_domain: s1!.id, slugs: [gslug], safe: false });
       expect(r.body.errors).toEqual([expect.objectContaining({ slug: gslug, code: 'svc_child_timeout' })]);
       g.sim.setFault(1, null);
       const listed = await g.s.ability('list-updates-v1', {}, { method: 'GET' });
@@ -469,7 +475,8 @@ describe('cancelling a job', () => {
     const g = await startFleet({ sim: { sites: 6, seed: 5, latencyMs: 150 }, config: { queueThreshold: '2', childConcurrency: '1' } });
     try {
       await registerSites(g);
-      const r = await g.s.rest('/updates/update', { method: 'POST' });
+      // Plain mode: one site at a time (safe mode runs more sites at once, with probes between items).
+      const r = await g.s.rest('/updates/update', { method: 'POST', json: { safe: false } });
       expect(r.body.queued, JSON.stringify(r.body)).toBe(true);
       const id = r.body.job_id;
       const status = async () => (await g.s.rest(`/jobs/${id}`)).body.data;

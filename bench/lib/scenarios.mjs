@@ -322,9 +322,42 @@ export async function rssAfterSync(n, latencyMs, d, log) {
   }
 }
 
+/** Issue 35 finding 1: 25,000 `a[]=` fields (125 KB), urlencoded — once quadratic to decode, and decoded on GET too. */
+const FORM_ATTACK_BODY = Array.from({ length: 25_000 }, () => 'a[]=').join('&');
+
+/** One read key sending FORM_ATTACK_BODY one request after another, on GET /sites and POST /tags/add, while `on()`. */
+async function formAttack(base, token, on) {
+  const c = new Client(base);
+  const statuses = {};
+  let requests = 0;
+  try {
+    while (on()) {
+      for (const [method, path] of [
+        ['GET', LIST_PATH],
+        ['POST', `${REST}/tags/add`],
+      ]) {
+        const r = await c.request({
+          method,
+          path,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' },
+          body: FORM_ATTACK_BODY,
+        });
+        await r.body.dump();
+        statuses[`${method} ${r.statusCode}`] = (statuses[`${method} ${r.statusCode}`] ?? 0) + 1;
+        requests++;
+      }
+    }
+  } finally {
+    await c.close();
+  }
+  return { requests, statuses };
+}
+
 /**
  * Issue 18's load test: the worst CSV upload (20 MB, 10 million one-field rows) and a hostile child (a 14 MB error
  * text on every sync) at once, while another client keeps reading GET /sites?per_page=100 one request after another.
+ * Issue 35 adds a third attacker at the same time: a read key sending the 25,000-field form body, one request after
+ * another, alternately on GET /sites (a body never read) and POST /tags/add (refused past 1,000 fields).
  * The reader's latencies are the figure (target p99 ≤ 100 ms); serve's memory high-water mark is printed beside.
  */
 export async function underAttack(d, log) {
@@ -351,6 +384,7 @@ export async function underAttack(d, log) {
       }
       return n;
     })();
+    const forms = formAttack(base, token, () => attacking);
     const samples = [];
     const reader = new Client(base);
     const until = performance.now() + d.readSeconds * 1000;
@@ -366,6 +400,21 @@ export async function underAttack(d, log) {
     }
     attacking = false;
     const syncs = await hostile;
+    const formsBeside = await forms;
+    // Then the form attack alone, with the same reader: its own figure.
+    let alone = true;
+    const formsAlone = formAttack(base, token, () => alone);
+    const aloneSamples = [];
+    const aloneUntil = performance.now() + d.readSeconds * 1000;
+    while (performance.now() < aloneUntil) {
+      const t = performance.now();
+      const r = await call(serve.url, token, 'GET', LIST_PATH, undefined, reader);
+      aloneSamples.push(performance.now() - t);
+      expect(r.status === 200, `GET /sites under the form attack → ${r.status}`);
+    }
+    alone = false;
+    const formsOnly = await formsAlone;
+    const pa = percentiles(aloneSamples);
     const up = await csv;
     await reader.close();
     const after = procMem(serve.pid);
@@ -378,12 +427,26 @@ export async function underAttack(d, log) {
       max: round(p.max, 1),
       csv: { status: up.status, answer_bytes: up.bytes, seconds: round(up.ms / 1000, 2) },
       hostile_syncs: syncs,
+      form_attack: {
+        fields: 25_000,
+        body_bytes: FORM_ATTACK_BODY.length,
+        beside_the_others: formsBeside,
+        alone: { ...formsOnly, reads: aloneSamples.length, p50: round(pa.p50, 2), p99: round(pa.p99, 2), max: round(pa.max, 1) },
+      },
       rss_before_mb: before?.rss_mb,
       rss_after_mb: after?.rss_mb,
       hwm_mb: after?.hwm_mb,
     };
     log(
-      `  under attack: ${out.reads} reads, p50 ${out.p50} / p99 ${out.p99} / max ${out.max} ms; CSV ${up.status} in ${out.csv.seconds} s (${up.bytes} B); ${syncs} hostile syncs; HWM ${out.hwm_mb} MB`,
+      `  under attack: ${out.reads} reads, p50 ${out.p50} / p99 ${out.p99} / max ${out.max} ms; CSV ${up.status} in ${out.csv.seconds} s (${up.bytes} B); ${syncs} hostile syncs; ${formsBeside.requests} 25,000-field forms; HWM ${out.hwm_mb} MB`,
+    );
+    const fa = out.form_attack.alone;
+    log(
+      `  under the form attack alone: ${fa.reads} reads, p50 ${fa.p50} / p99 ${fa.p99} / max ${fa.max} ms; ${fa.requests} forms (${Object.entries(
+        fa.statuses,
+      )
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ')})`,
     );
     return out;
   } finally {

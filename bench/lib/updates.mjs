@@ -103,17 +103,18 @@ export async function listUpdatesBench(n, d, log) {
 }
 
 /**
- * n preconnected simulated sites with exactly one plugin update each (and nothing else pending), synced, then
- * run-updates-v1 (a job: n > 200) timed from the request to the job's completion on /jobs/<id>.
+ * n preconnected simulated sites with exactly `items` plugin updates each (and nothing else pending), synced, then
+ * run-updates-v1 (a job: n > 200) timed from the request to the job's completion on /jobs/<id>. `safe`: safe mode
+ * (issue 28: a probe of each site first and after each item, items one at a time), else the plain run.
  */
-export async function runUpdatesBench(n, latencyMs, d, log) {
+export async function runUpdatesBench(n, latencyMs, d, log, { safe = false, items = 1 } = {}) {
   const dir = tempDir(`run-updates${n}`);
   const { token, sim } = await seedPreconnected(dir, n, latencyMs);
   try {
     for (let i = 1; i <= n; i++) {
       const st = sim.state(i);
       st.plugins.forEach((p, k) => {
-        p.updateVersion = k === 1 ? '99.0.0' : null;
+        p.updateVersion = k >= 1 && k <= items ? '99.0.0' : null;
       });
       st.themes.forEach((t) => {
         t.updateVersion = null;
@@ -130,7 +131,9 @@ export async function runUpdatesBench(n, latencyMs, d, log) {
       check(synced?.status === 'completed', `sync job ${JSON.stringify(synced)?.slice(0, 200)}`);
       const acct = cpuAccount([serve.pid]);
       const t0 = performance.now();
-      const r = await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/run-updates-v1/run`, { input: { types: ['plugins'] } });
+      const r = await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/run-updates-v1/run`, {
+        input: { types: ['plugins'], safe },
+      });
       check(r.status === 200 && r.json?.job_id, `run-updates-v1 → ${r.status} ${r.text.slice(0, 200)}`);
       const job = await waitJob(serve.url, token, r.json.job_id, d.jobTimeoutMs);
       const ms = performance.now() - t0;
@@ -139,6 +142,8 @@ export async function runUpdatesBench(n, latencyMs, d, log) {
       for (let i = 1; i <= n; i++) upgrades += sim.state(i).upgradeLog.length;
       const out = {
         sites: n,
+        items_per_site: items,
+        safe,
         child_latency_ms: latencyMs,
         seconds: round(ms / 1000, 2),
         completed: job?.status === 'completed',
@@ -151,7 +156,9 @@ export async function runUpdatesBench(n, latencyMs, d, log) {
         serve_cpu_ms_per_site: round((cpu.measured_cpu_s[0] * 1000) / n, 2),
         cpu: { serve_cores: cpu.measured_cores[0], bench_and_sim_cores: cpu.bench_cores, others_cores: cpu.others_cores },
       };
-      log(`  run-updates-v1 over ${n} sites: ${out.seconds} s, ${out.succeeded} ok / ${out.failed} failed, ${upgrades} child upgrades`);
+      log(
+        `  run-updates-v1${safe ? ' (safe)' : ''} over ${n} sites × ${items}: ${out.seconds} s, ${out.succeeded} ok / ${out.failed} failed, ${upgrades} child upgrades`,
+      );
       return out;
     } finally {
       await serve.stop();

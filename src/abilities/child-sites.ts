@@ -321,7 +321,7 @@ export const getBatchJobStatus = defineAbility({
   toolset: 'jobs',
   description:
     'Progress of a background job (a batch over 200 sites). Errors: svc_job_not_found (404; finished ' + 'jobs are kept 24 hours).',
-  input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend|renew)_/) }).strict(),
+  input: z.object({ job_id: z.string().regex(/^(sync|update|reconnect|disconnect|check|suspend|renew|install)_/) }).strict(),
   output: z.object({
     job_id: z.string(),
     type: z.string(),

@@ -19,11 +19,14 @@ import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 import { auditAbilities, teamAbilities } from './team.js';
+import { healthAbilities } from './health.js';
+import { packageAbilities } from './packages.js';
 
 const families = [
   ...siteAbilities,
   ...childSiteAbilities,
   ...pluginAbilities,
+  ...packageAbilities,
   ...fleetSecurityAbilities,
   ...tagAbilities,
   ...jobAbilities,
@@ -36,6 +39,7 @@ const families = [
   ...settingsAbilities,
   ...fleetToolAbilities,
   ...updateAbilities,
+  ...healthAbilities,
   ...monitorAbilities,
   ...teamAbilities,
   ...auditAbilities,

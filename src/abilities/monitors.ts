@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import { secretUrlFor } from '../core/secret-url.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import {
   DEFAULT_SETTINGS,
@@ -103,7 +105,8 @@ const Delivery = z.object({
 });
 const Webhook = z.object({
   id: Int,
-  url: z.string(),
+  url: z.string().describe('Whole for callers that may write; else scheme and host only (hook URLs are secrets).'),
+  url_masked: z.boolean(),
   description: z.string(),
   events: z.array(z.enum(WEBHOOK_EVENTS)),
   created_at: z.string(),
@@ -133,9 +136,10 @@ const deliveryView = (d: DeliveryRecord): z.input<typeof Delivery> => ({
   next_attempt_at: d.status === 'pending' && d.next_attempt_at ? new Date(d.next_attempt_at).toISOString() : null,
 });
 
-const webhookView = (w: WebhookRecord): z.input<typeof Webhook> => ({
+/** A webhook as `p` may see it: its URL is a secret (secretUrlFor). */
+const webhookView = (w: WebhookRecord, p: Principal): z.input<typeof Webhook> => ({
   id: w.id,
-  url: w.url,
+  ...secretUrlFor(p, w.url),
   description: w.description,
   events: w.events,
   created_at: w.created_at,
@@ -343,7 +347,7 @@ export const addWebhook = defineAbility({
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
   execute: async (i, ctx) => {
     const { webhook, secret } = await ctx.webhooks.create(i);
-    return { ...webhookView(webhook), secret };
+    return { ...webhookView(webhook, ctx.principal), secret };
   },
 });
 
@@ -358,7 +362,10 @@ export const listWebhooks = defineAbility({
   execute: (i, ctx) => {
     const all = ctx.webhooks.list();
     return {
-      items: all.map((w) => ({ ...webhookView(w), deliveries: ctx.webhooks.deliveries(w.id, i.deliveries).map(deliveryView) })),
+      items: all.map((w) => ({
+        ...webhookView(w, ctx.principal),
+        deliveries: ctx.webhooks.deliveries(w.id, i.deliveries).map(deliveryView),
+      })),
       total: all.length,
     };
   },
@@ -376,9 +383,9 @@ export const deleteWebhook = defineAbility({
   execute: async (i, ctx) => {
     refuseBothFlags(i);
     const w = ctx.webhooks.resolve(i.webhook_id);
-    if (i.dry_run) return { deleted: false, dry_run: true, webhook: webhookView(w) };
+    if (i.dry_run) return { deleted: false, dry_run: true, webhook: webhookView(w, ctx.principal) };
     requireConfirm(i);
-    return { deleted: true, dry_run: false, webhook: webhookView(await ctx.webhooks.remove(w.id)) };
+    return { deleted: true, dry_run: false, webhook: webhookView(await ctx.webhooks.remove(w.id), ctx.principal) };
   },
 });
 

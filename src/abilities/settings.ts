@@ -28,6 +28,7 @@ export const Settings = z.object({
   next_scheduled_sync: z.string().nullable(),
   sync_concurrency: z.number().int(),
   queue_threshold: z.number().int(),
+  safe_updates: z.boolean(),
   product_types: z.array(ProductTypeView),
   payment_methods: z.array(PaymentMethodView),
 });
@@ -43,6 +44,7 @@ export function settingsView(
     next_scheduled_sync: step ? new Date(DashboardSettings.lastSlot(Date.now(), r.sync_frequency, r.sync_time) + step).toISOString() : null,
     sync_concurrency: ctx.dashboard.syncConcurrency(),
     queue_threshold: ctx.dashboard.queueThreshold(),
+    safe_updates: ctx.dashboard.safeUpdates(),
     product_types: r.product_types,
     payment_methods: r.payment_methods,
   };
@@ -52,7 +54,7 @@ export const getSettings = defineAbility({
   ...s,
   name: 'get-settings-v1',
   label: 'Get settings',
-  description: 'Dashboard settings: sync schedule and concurrency, queue threshold, cost product types, payment methods.',
+  description: 'Dashboard settings: sync schedule and concurrency, queue threshold, safe updates, cost product types, payment methods.',
   input: z.object({}).strict(),
   output: Settings,
   annotations: ro,
@@ -71,6 +73,7 @@ export const SettingsInput = {
     .nullable()
     .optional()
     .describe('Sites above which batches run as jobs; null = default.'),
+  safe_updates: z.boolean().optional().describe('Update applies run in safe mode unless the call says safe: false (default true).'),
 };
 
 export const updateSettings = defineAbility({

@@ -127,8 +127,8 @@ export const updateSite = defineAbility({
   category: 'svc-sites',
   toolset: 'sites',
   description:
-    "Change a site's name, notes, client (null unassigns) or tags (the list replaces them). Errors: " +
-    'svc_site_not_found, svc_client_not_found, svc_tag_not_found (404).',
+    "Change a site's name, notes, client (null unassigns), tags (the list replaces them) or health probe settings. Errors: " +
+    'svc_site_not_found, svc_client_not_found, svc_tag_not_found (404), svc_invalid_health_url (400).',
   input: z
     .object({
       site_id_or_domain: SiteRef,
@@ -137,12 +137,24 @@ export const updateSite = defineAbility({
       client_id: z.number().int().min(1).nullable().optional(),
       tags: TagIds.optional().describe("Tag IDs; replaces the site's tags."),
       tag_ids: alias(TagIds.optional(), 'tags'),
+      health_urls: z
+        .array(z.string().max(500))
+        .max(10)
+        .optional()
+        .describe('Extra paths the health probe checks besides the home page and wp-login.php (e.g. "/shop/"); replaces them.'),
+      health_keyword: z
+        .string()
+        .max(200)
+        .optional()
+        .describe("Text the home page must contain for the site to be healthy; '' = the site's title."),
     })
     .strict(),
   output: FullSite,
   annotations: write,
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
+    if (i.health_urls !== undefined || i.health_keyword !== undefined)
+      await ctx.health.configure(site, { urls: i.health_urls, keyword: i.health_keyword });
     const tags = i.tags ?? i.tag_ids;
     const updated = await ctx.sites.edit(site.id, { name: i.name, notes: i.notes, client_id: i.client_id, tags });
     return fullSite(ctx, updated);

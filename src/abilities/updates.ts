@@ -1,7 +1,7 @@
 // Updates across the fleet: upstream's 13 update abilities (updates reference §3), each a thin map of input → one
 // updates-service call → the view. Rules live in domain/updates.ts.
 import { z } from 'zod';
-import { defineAbility } from './context.js';
+import { defineAbility, type AbilityContext } from './context.js';
 import { TYPES, UPDATE_ALL_QUEUE_OVER, summarise, type Selector, type TypeName } from '../domain/updates.js';
 import { SiteRef, SiteRefs } from './schemas.js';
 
@@ -45,7 +45,7 @@ const Skipped = z.object({
   ...Where,
   type: z.union([ItemType, z.literal('site')]),
   slug: z.string(),
-  reason: z.enum(['ignored', 'not_pending', 'site_suspended', 'site_disconnected', 'cancelled']),
+  reason: z.enum(['ignored', 'not_pending', 'site_suspended', 'site_disconnected', 'cancelled', 'site_unhealthy']),
   message: z.string(),
 });
 const SummaryCounts = z.object({
@@ -71,8 +71,46 @@ const selector = (i: { site_ids_or_domains?: Array<number | string>; tags?: Arra
   clients: i.clients,
 });
 const Refresh = z.boolean().default(false);
+/** refresh syncs the sites (signed child calls, stored results, sync_failed events): a write, as sync-sites-v1 is. */
+const refreshWrites = {
+  test: (i: { refresh: boolean }) => i.refresh,
+  why: 'refresh: true syncs the sites, which needs write permission (as sync-sites-v1 does); without refresh the answer is as of the last sync.',
+};
 const DryRun = z.boolean().default(false);
 const Confirm = z.boolean().optional();
+/** Safe mode (issue 28): absent = the dashboard's setting (on unless turned off). */
+const Safe = {
+  safe: z
+    .boolean()
+    .optional()
+    .describe(
+      'Safe mode (default: the dashboard setting, on): probe each site first, apply items one at a time with a probe after each, roll back an item that breaks the site.',
+    ),
+  force: z.boolean().default(false).describe('Safe mode: update a site even if it is unhealthy before (else skipped).'),
+};
+const safePlan = (i: { safe?: boolean; force: boolean }, ctx: AbilityContext) => ({
+  safe: i.safe ?? ctx.dashboard.safeUpdates(),
+  force: i.force,
+});
+
+const RolledBack = z.object({
+  ...Where,
+  type: ItemType,
+  slug: z.string(),
+  name: z.string(),
+  from_version: z.string().nullable(),
+  to_version: z.string(),
+  outcome: z.enum(['rolled_back', 'rollback_failed']),
+  action: z.enum(['reinstalled', 'deactivated', 'none']),
+  package_url: z.string().nullable(),
+  reason: z.string(),
+  evidence: z.object({
+    before: z.string(),
+    after: z.string(),
+    after_rollback: z.string().nullable(),
+    problems: z.array(z.object({ kind: z.string(), url: z.string(), http_status: z.number().int(), problem: z.string().nullable() })),
+  }),
+});
 
 const RunOutput = z.object({
   dry_run: z.boolean().optional(),
@@ -89,13 +127,17 @@ const RunOutput = z.object({
   updated: z.array(Updated),
   errors: z.array(Failed),
   skipped: z.array(Skipped),
+  /** Safe mode: the items whose update broke a site, and what was done (each is in errors too). */
+  rolled_back: z.array(RolledBack).optional(),
   summary: z.object({
     total_updated: z.number().int(),
     total_errors: z.number().int(),
     total_skipped: z.number().int(),
     sites_updated: z.number().int().optional(),
+    total_rolled_back: z.number().int().optional(),
   }),
   not_processed: z.array(z.number().int()).optional(),
+  safe: z.boolean().optional(),
 });
 
 export { MAX_LISTED } from '../domain/updates.js';
@@ -109,7 +151,7 @@ export const listUpdates = defineAbility({
   toolset: 'updates',
   description:
     'Pending core, plugin, theme and translation updates of the fleet (not ignored ones), paged, with a summary. ' +
-    'As of the last sync; refresh syncs first.',
+    'As of the last sync; refresh syncs first (a write: needs write permission).',
   input: z.object({
     ...Selectors,
     types: Types.optional(),
@@ -127,6 +169,7 @@ export const listUpdates = defineAbility({
   }),
   annotations: ro,
   acceptsPost: true,
+  writesWhen: refreshWrites,
   execute: async (i, ctx) => {
     const sel = selector(i);
     const refreshErrors = i.refresh ? await ctx.updates.refresh(ctx, ctx.updates.select(sel).sites) : [];
@@ -140,7 +183,8 @@ export const getSiteUpdates = defineAbility({
   label: 'Get Site Updates',
   category: 'svc-updates',
   toolset: 'updates',
-  description: "One site's pending updates (ignored ones in ignored[]), with a summary by type.",
+  description:
+    "One site's pending updates (ignored ones in ignored[]), with a summary by type. As of the last sync; refresh syncs first (a write: needs write permission).",
   input: z.object({ site_id_or_domain: SiteRef, types: Types.default([...TYPES]), refresh: Refresh }),
   output: z.object({
     ...Where,
@@ -152,6 +196,7 @@ export const getSiteUpdates = defineAbility({
   }),
   annotations: ro,
   acceptsPost: true,
+  writesWhen: refreshWrites,
   execute: async (i, ctx) => {
     const { site, updates, ignored } = await ctx.updates.ofSite(i.site_id_or_domain, i.types, i.refresh);
     return {
@@ -160,7 +205,7 @@ export const getSiteUpdates = defineAbility({
       site_name: site.name,
       updates,
       ignored,
-      rollback_items: { plugins: [], themes: [] },
+      rollback_items: ctx.updateHistory.rollbackItems(site.id, updates),
       summary: summarise(updates),
       synced_at: site.last_sync,
     };
@@ -298,10 +343,10 @@ function updateSiteItems(type: Exclude<TypeName, 'core'>) {
     description:
       `Apply pending ${type === 'translations' ? 'translation' : type.slice(0, -1)} updates on one site (all, or slugs). ` +
       'Per item: updated (versions the child reports), errors, skipped.',
-    input: z.object({ site_id_or_domain: SiteRef, slugs: Slugs.default([]), dry_run: DryRun, confirm: Confirm }),
+    input: z.object({ site_id_or_domain: SiteRef, slugs: Slugs.default([]), dry_run: DryRun, confirm: Confirm, ...Safe }),
     output: RunOutput,
     annotations: apply,
-    execute: (i, ctx) => ctx.updates.runOne(ctx, i.site_id_or_domain, { types: [type], only: i.slugs }, i.dry_run),
+    execute: (i, ctx) => ctx.updates.runOne(ctx, i.site_id_or_domain, { types: [type], only: i.slugs, ...safePlan(i, ctx) }, i.dry_run),
   });
 }
 
@@ -315,11 +360,11 @@ export const updateSiteCore = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description: 'Update WordPress core on one site; the new version is checked by a sync right after.',
-  input: z.object({ site_id_or_domain: SiteRef, dry_run: DryRun, confirm: Confirm }),
+  input: z.object({ site_id_or_domain: SiteRef, dry_run: DryRun, confirm: Confirm, ...Safe }),
   output: RunOutput.extend({ updated: z.union([Updated, z.array(Updated)]) }),
   annotations: apply,
   execute: async (i, ctx) => {
-    const r = await ctx.updates.runCore(ctx, i.site_id_or_domain, i.dry_run);
+    const r = await ctx.updates.runCore(ctx, i.site_id_or_domain, i.dry_run, safePlan(i, ctx));
     return { ...r, updated: r.updated[0] ?? [] };
   },
 });
@@ -338,6 +383,7 @@ export const runUpdates = defineAbility({
     specific_items: Slugs.optional(),
     dry_run: DryRun,
     confirm: Confirm,
+    ...Safe,
   }),
   output: RunOutput,
   annotations: apply,
@@ -345,7 +391,7 @@ export const runUpdates = defineAbility({
     ctx.updates.runMany(
       ctx,
       selector(i),
-      { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items },
+      { types: i.types?.length ? i.types : [...TYPES], only: i.specific_items, ...safePlan(i, ctx) },
       i.dry_run,
       ctx.config.queueThreshold,
     ),
@@ -357,11 +403,17 @@ export const updateAll = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description: `Apply every pending update (of the types) on the sites (empty = all); over ${UPDATE_ALL_QUEUE_OVER} sites with updates: a job.`,
-  input: z.object({ ...Selectors, types: Types.optional(), dry_run: DryRun, confirm: Confirm }),
+  input: z.object({ ...Selectors, types: Types.optional(), dry_run: DryRun, confirm: Confirm, ...Safe }),
   output: RunOutput,
   annotations: apply,
   execute: (i, ctx) =>
-    ctx.updates.runMany(ctx, selector(i), { types: i.types?.length ? i.types : [...TYPES] }, i.dry_run, UPDATE_ALL_QUEUE_OVER),
+    ctx.updates.runMany(
+      ctx,
+      selector(i),
+      { types: i.types?.length ? i.types : [...TYPES], ...safePlan(i, ctx) },
+      i.dry_run,
+      UPDATE_ALL_QUEUE_OVER,
+    ),
 });
 
 /** Asked over MCP by elicitation before it runs (services: a run that spans more than one site). */

@@ -64,6 +64,14 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
   );
   app.use('/mcp', mcp.router);
   const web = opts.console === false ? null : consoleDoor(services, registry, throttle, base);
+  // Uploaded packages, for child sites: the signed link is the credential (domain/uploads.ts); anything else is 404.
+  services.uploads.publicBase = base;
+  app.get('/packages/:token', (req, res) => {
+    const file = services.uploads.open(String(req.params.token));
+    if (!file) return sendError(res, noRoute());
+    res.setHeader('cache-control', 'no-store');
+    res.sendFile(file.path, { headers: { 'content-type': 'application/zip' }, dotfiles: 'allow' });
+  });
   if (web) {
     app.use('/console', web.router);
     app.get('/', (_req, res) => res.redirect(302, '/console'));

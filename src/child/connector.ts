@@ -11,6 +11,7 @@ import {
   UpgradeReply,
   DeactivateReply,
   DisconnectReply,
+  InstallReply,
   NewPostReply,
   NewUserReply,
   PluginActionReply,
@@ -388,6 +389,35 @@ export class ChildConnector {
       previous,
       snapshot: reply.sync ? toSnapshot(reply.sync, site.admin) : null,
     };
+  }
+
+  /**
+   * `installplugintheme` (§9.5): one package URL (the child downloads it). `activate` (plugins) activates it after
+   * the install; `overwrite` replaces an installed copy. Answers what the child installed, or null when it reported
+   * the package as not installed. A refusal (download failed, folder exists) is a child_error.
+   */
+  async install(
+    site: SiteCredentials,
+    type: 'plugin' | 'theme',
+    url: string,
+    opts: { activate?: boolean; overwrite?: boolean } = {},
+  ): Promise<{ slug: string; name: string; version: string } | null> {
+    const reply = parseReply(
+      InstallReply,
+      await this.signed(site, 'installplugintheme', {
+        type,
+        // JSON text: the child json_decodes it after stripping slashes (§9.5).
+        url: JSON.stringify([url]),
+        activatePlugin: type === 'plugin' && opts.activate ? 'yes' : undefined,
+        overwrite: opts.overwrite ? 1 : undefined,
+      }),
+      'installplugintheme',
+    );
+    if (reply.installation !== 'SUCCESS') throw unexpected('installplugintheme', reply.installation);
+    const ok = Object.values(reply.install_results ?? {}).some((v) => v === true || v === 1 || v === '1');
+    const item = reply.other_data?.install_items?.[0];
+    if (!ok || !item) return null;
+    return { slug: item.slug, name: item.name ?? '', version: item.version ?? '' };
   }
 
   // ---- updates (updates reference §5) ----

@@ -91,14 +91,8 @@ export function encodeForm(data: { readonly [key: string]: FormInput }): string 
   return parts.join('&');
 }
 
-// PHP's max_input_nesting_level.
-const MAX_DEPTH = 64;
-
-function nextIndex(map: FormMap): string {
-  let next = 0;
-  for (const k of Object.keys(map)) if (/^(0|[1-9]\d*)$/.test(k)) next = Math.max(next, Number(k) + 1);
-  return String(next);
-}
+// PHP's max_input_nesting_level: deeper keys are dropped, unless DecodeOptions.maxDepth asks for a refusal.
+const PHP_MAX_DEPTH = 64;
 
 // Splits `name[a][][b]` like PHP: the base name, then one segment per bracket pair ('' means "append").
 function splitKey(key: string): { name: string; path: string[] } {
@@ -118,27 +112,86 @@ function splitKey(key: string): { name: string; path: string[] } {
   return { name, path };
 }
 
-/** Parses an application/x-www-form-urlencoded body into what PHP would put in $_POST. The last duplicate wins. */
-export function decodeForm(body: string): FormMap {
+const INDEX = /^(0|[1-9]\d*)$/;
+
+export interface DecodeOptions {
+  /**
+   * 'last': the last of a repeated key wins (PHP's $_POST, what a child reads). 'all': a repeated key gives the list of
+   * its values (`k=1&k=2` → k: {0: '1', 1: '2'}), as OpenAPI's form/explode encoding means it.
+   */
+  repeated?: 'last' | 'all';
+  /** Refuse (throw FormLimitError) more fields than this. */
+  maxFields?: number;
+  /** Refuse (throw FormLimitError) a key with more bracket pairs than this (else PHP's: deeper keys are dropped). */
+  maxDepth?: number;
+}
+
+/** A form past a bound of DecodeOptions: the caller answers it with its own 4xx. `field`: the base name at fault. */
+export class FormLimitError extends Error {
+  constructor(
+    readonly bound: 'fields' | 'depth',
+    readonly field: string,
+  ) {
+    super(`form past its ${bound} bound`);
+    this.name = 'FormLimitError';
+  }
+}
+
+/**
+ * Parses an application/x-www-form-urlencoded body (or query string) into what PHP would put in $_POST. Linear in the
+ * body's length: each map keeps its next list index (PHP's nNextFreeElement) instead of scanning its keys per `[]`.
+ */
+export function decodeForm(body: string, opts: DecodeOptions = {}): FormMap {
+  const all = opts.repeated === 'all';
+  const maxFields = opts.maxFields ?? Infinity;
   const result: FormMap = Object.create(null);
-  for (const pair of body.split('&')) {
+  const next = new Map<FormMap, number>();
+  const put = (map: FormMap, key: string, value: FormField) => {
+    map[key] = value;
+    if (INDEX.test(key)) next.set(map, Math.max(next.get(map) ?? 0, Number(key) + 1));
+  };
+  const append = (map: FormMap, value: FormField) => put(map, String(next.get(map) ?? 0), value);
+  let fields = 0;
+  let from = 0;
+  while (from <= body.length) {
+    let to = body.indexOf('&', from);
+    if (to < 0) to = body.length;
+    const pair = body.slice(from, to);
+    from = to + 1;
     if (pair === '') continue;
+    if (++fields > maxFields) throw new FormLimitError('fields', '');
     const eq = pair.indexOf('=');
     const { name, path } = splitKey(urldecode(eq < 0 ? pair : pair.slice(0, eq)));
-    if (name === '' || path.length > MAX_DEPTH) continue;
+    if (path.length > (opts.maxDepth ?? PHP_MAX_DEPTH)) {
+      if (opts.maxDepth !== undefined) throw new FormLimitError('depth', name);
+      continue;
+    }
+    if (name === '') continue;
     const value = urldecode(eq < 0 ? '' : pair.slice(eq + 1));
     let map = result;
     let key = name;
     for (const segment of path) {
       let child = map[key];
       if (child === undefined || typeof child === 'string') {
+        const scalar = child;
         child = Object.create(null) as FormMap;
-        map[key] = child;
+        // PHP drops `k=1` when `k[]=2` follows; with every value kept, it is the list's first.
+        if (all && scalar !== undefined) put(child, '0', scalar);
+        put(map, key, child);
       }
       map = child;
-      key = segment === '' ? nextIndex(map) : segment;
+      key = segment === '' ? String(next.get(map) ?? 0) : segment;
     }
-    map[key] = value;
+    const had = map[key];
+    if (all && had !== undefined && path[path.length - 1] !== '') {
+      // A repeated key: every value is kept, in order.
+      if (typeof had === 'string') {
+        const list = Object.create(null) as FormMap;
+        put(list, '0', had);
+        append(list, value);
+        put(map, key, list);
+      } else append(had, value);
+    } else put(map, key, value);
   }
   return result;
 }

@@ -23,6 +23,19 @@ export const PluginActionReply = z.object({
   other_data: phpObject({ plugin_action_data: phpMap(z.unknown()).optional() }).optional(),
 });
 
+/**
+ * `installplugintheme` (§9.5): install_results maps each package's file name to whether WordPress installed it;
+ * install_items names what was installed (plugin file or theme stylesheet, and the version read from its header).
+ */
+export const InstallReply = z.object({
+  installation: z.string(),
+  destination_name: Text.nullable().optional(),
+  install_results: phpMap(z.union([z.boolean(), z.number(), z.string()])).optional(),
+  other_data: phpObject({
+    install_items: z.array(z.object({ name: Text.optional(), version: Text.optional(), slug: Text })).optional(),
+  }).optional(),
+});
+
 export const ThemeActionReply = z.object({
   status: z.string().optional(),
   // A string `error` is handled by openReply; the object form refuses the active theme or its parent (§9.4).

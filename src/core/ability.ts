@@ -95,6 +95,12 @@ export interface Ability<
   confirmPreview?: (preview: unknown) => boolean;
   /** The module that must be on for the ability to run (501 svc_module_not_available otherwise). */
   module?: ModuleName;
+  /**
+   * A read-only ability whose input can make it a write (`refresh: true` syncs the sites first: child calls, store
+   * writes, events): such a call needs what a write needs, and the registry refuses a read-only caller (a read key, a
+   * viewer, a read-only MCP session) with 403 saying `why` — read-only callers never cause a write or an outgoing call.
+   */
+  writesWhen?: { test: (input: z.output<I>) => boolean; why: string };
   execute(input: z.output<I>, ctx: C): Promise<z.input<O>> | z.input<O>;
 }
 

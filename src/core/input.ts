@@ -2,7 +2,7 @@
 // are coerced to the schema's types first; zod then validates, and its first issue becomes the message
 // WordPress would give ("input[per_page] must be between 1 (inclusive) and 100 (inclusive)").
 import { z } from 'zod';
-import { errors } from './errors.js';
+import { errors, ServiceError } from './errors.js';
 
 export type JsonSchema = {
   type?: string | string[];
@@ -40,22 +40,95 @@ function branches(s: JsonSchema): JsonSchema[] {
 }
 
 /**
+ * A boolean the way WordPress reads one (rest_is_boolean, then rest_sanitize_boolean): true/false, the integers 1/0 and
+ * the strings "true"/"false"/"1"/"0" in any case. Anything else ("on", "yes", "", "AAA") is not a boolean: undefined.
+ */
+export function wpBoolean(value: unknown, upstream = false): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  if (value === 1 || value === 0) return value === 1;
+  if (typeof value !== 'string') return undefined;
+  const v = value.toLowerCase();
+  if (v === 'true' || v === '1' || (upstream && v === 'yes')) return true;
+  if (v === 'false' || v === '0' || (upstream && v === 'no')) return false;
+  return undefined;
+}
+
+/** A flag argument read outside a schema (a REST row's own): its default when absent, else a WordPress boolean or a 400 naming it. */
+export function readFlag(name: string, value: unknown, def: boolean): boolean {
+  if (value === undefined) return def;
+  const b = wpBoolean(value, true);
+  if (b !== undefined) return b;
+  const what = Array.isArray(value)
+    ? `was given ${value.length} values`
+    : `is ${typeof value === 'string' ? JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value) : JSON.stringify(value)}`;
+  throw new ServiceError(
+    'rest_invalid_param',
+    `Invalid parameter(s): ${name}. ${name} ${what}; send true or false (also 1/0, "true"/"false", "1"/"0", "yes"/"no"). Nothing was changed.`,
+    400,
+    { params: { [name]: `${name} is not of type boolean.` } },
+  );
+}
+
+const isEmpty = (v: unknown) => v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0);
+/** How a value compares with the same field under another name: "5" is 5, and ["a"] is "a". */
+const sameness = (v: unknown) => {
+  const one = Array.isArray(v) && v.length === 1 ? v[0] : v;
+  return JSON.stringify(
+    Array.isArray(one) ? one.map((x) => (x && typeof x === 'object' ? x : String(x))) : one && typeof one === 'object' ? one : String(one),
+  );
+};
+
+/**
+ * One field sent under several names (upstream's name and ours: `slug` and `slugs`, `adminpassword` and
+ * `admin_password`): the same value under both is that value, an empty one ('', null, []) gives way to the other, and
+ * two different values are a 400 that names both. The first name is ours; all empty → the first value given.
+ */
+export function oneValue(entries: ReadonlyArray<readonly [string, unknown]>): unknown {
+  const given = entries.filter(([, v]) => !isEmpty(v));
+  if (!given.length) return entries.find(([, v]) => v !== undefined)?.[1];
+  const [first, ...rest] = given;
+  const other = rest.find(([, v]) => sameness(v) !== sameness(first![1]));
+  if (other) {
+    const names = `${first![0]} and ${other[0]}`;
+    throw new ServiceError(
+      'ability_invalid_input',
+      `${names} name the same field and were given different values; send one of them.`,
+      400,
+      {
+        params: {
+          [first![0]]: `Same field as ${other[0]}, with another value.`,
+          [other[0]]: `Same field as ${first![0]}, with another value.`,
+        },
+      },
+      { paramReason: `${names} name the same field and were given different values; send one of them.` },
+    );
+  }
+  return first![1];
+}
+
+/** Whether a schema takes any string (not only the strings of an enum or a const). */
+function takesAnyString(s: JsonSchema): boolean {
+  return branches(s).some((b) => !b.enum && b.const === undefined && types(b).includes('string'));
+}
+
+/**
  * Turn string values into the types the schema asks for, the way WordPress reads them:
  * "5" → 5, "true"/"1" → true, "false"/"0" → false, {"0":"a","1":"b"} and "a,b" → ["a","b"].
  * Values that do not fit are left alone so that validation reports them.
  */
-export function coerce(value: unknown, schema: JsonSchema | undefined): unknown {
+export function coerce(value: unknown, schema: JsonSchema | undefined, only?: 'booleans', upstream = false): unknown {
   if (!schema) return value;
   const t = types(schema);
   if (typeof value === 'string') {
+    // A boolean beside a string enum ('useglobal') still reads "true"/"0"; beside a free string it stays a string.
+    if (t.includes('boolean') && !takesAnyString(schema)) {
+      const b = wpBoolean(value, upstream);
+      if (b !== undefined && !branches(schema).some((x) => x.enum?.includes(value) || x.const === value)) return b;
+    }
+    if (only) return value;
     if ((t.includes('integer') || t.includes('number')) && NUMERIC.test(value)) {
       const n = Number(value);
       if (t.includes('number') || Number.isInteger(n)) return n;
-    }
-    if (t.includes('boolean') && !t.includes('string')) {
-      const v = value.toLowerCase();
-      if (v === 'true' || v === '1') return true;
-      if (v === 'false' || v === '0') return false;
     }
     if (t.includes('null') && value === '' && !t.includes('string')) return null;
     if (t.includes('array') && !t.includes('string')) {
@@ -63,25 +136,27 @@ export function coerce(value: unknown, schema: JsonSchema | undefined): unknown 
       return coerce(
         items,
         branches(schema).find((b) => types(b).includes('array')),
+        undefined,
+        upstream,
       );
     }
     return value;
   }
   if (Array.isArray(value)) {
     const arr = branches(schema).find((b) => types(b).includes('array'));
-    return arr ? value.map((v) => coerce(v, arr.items)) : value;
+    return arr ? value.map((v) => coerce(v, arr.items, only, upstream)) : value;
   }
   if (value !== null && typeof value === 'object') {
     const obj = value as Record<string, unknown>;
     const arr = branches(schema).find((b) => types(b).includes('array'));
     const keys = Object.keys(obj);
-    if (arr && keys.every((k) => /^\d+$/.test(k))) {
-      return keys.sort((a, b) => Number(a) - Number(b)).map((k) => coerce(obj[k], arr.items));
+    if (!only && arr && keys.every((k) => /^\d+$/.test(k))) {
+      return keys.sort((a, b) => Number(a) - Number(b)).map((k) => coerce(obj[k], arr.items, undefined, upstream));
     }
     const o = branches(schema).find((b) => types(b).includes('object'));
     if (!o?.properties) return value;
     const out: Record<string, unknown> = {};
-    for (const k of keys) out[k] = coerce(obj[k], o.properties[k]);
+    for (const k of keys) out[k] = coerce(obj[k], o.properties[k], only, upstream);
     return out;
   }
   if (typeof value === 'number' && t.includes('boolean') && !t.includes('number') && !t.includes('integer')) {
@@ -132,11 +207,14 @@ export function describeIssue(issue: z.core.$ZodIssue, schema: JsonSchema | unde
   if ((issue.code === 'invalid_type' || issue.code === 'invalid_union' || issue.code === 'invalid_value') && isMissing(input, path)) {
     return `${String(path[path.length - 1])} is a required property of ${pathLabel(path.slice(0, -1), naming)}.`;
   }
+  // Several values where one is taken (a repeated `k=1&k=2`): WordPress's words, and what was wrong.
+  const given = readPath(input, path);
+  const many = Array.isArray(given) && given.length > 1 ? ` It takes one value and was given ${given.length}.` : '';
   switch (issue.code) {
     case 'invalid_type':
-      return `${label} is not of type ${typeWord(node, issue.expected)}.`;
+      return `${label} is not of type ${typeWord(node, issue.expected)}.${many}`;
     case 'invalid_union':
-      return `${label} is not of type ${typeWord(node, 'the expected type')}.`;
+      return `${label} is not of type ${typeWord(node, 'the expected type')}.${many}`;
     case 'too_small':
     case 'too_big': {
       if (issue.origin === 'string') {
@@ -206,9 +284,53 @@ function firstIssue(issues: z.core.$ZodIssue[], input: unknown): z.core.$ZodIssu
   return issues.reduce((best, i) => (rank(i) < rank(best) ? i : best));
 }
 
+/**
+ * Bounds of one request's input, whatever carries it (a form body, a query string, a multipart form, JSON): at most
+ * MAX_INPUT_FIELDS fields (a form's fields, a JSON body's top-level members; PHP's max_input_vars) and MAX_INPUT_DEPTH
+ * levels of nesting (brackets or JSON objects and arrays; PHP's max_input_nesting_level). Past them: a 4xx, nothing read.
+ */
+export const MAX_INPUT_FIELDS = 1000;
+export const MAX_INPUT_DEPTH = 64;
+
+/** The refusals of input past those bounds: a body is too large (413); a query string or a nesting is a bad request (400). */
+export const boundErrors = {
+  fields: (where: 'body' | 'query') =>
+    where === 'body'
+      ? new ServiceError('svc_request_too_large', `The request body has more than ${MAX_INPUT_FIELDS} fields.`, 413, {
+          max_fields: MAX_INPUT_FIELDS,
+        })
+      : new ServiceError('rest_invalid_param', `The query string has more than ${MAX_INPUT_FIELDS} arguments.`, 400, {
+          max_fields: MAX_INPUT_FIELDS,
+        }),
+  depth: (field: string) =>
+    new ServiceError('rest_invalid_param', `Invalid parameter(s): ${field}. ${field} nests deeper than ${MAX_INPUT_DEPTH} levels.`, 400, {
+      params: { [field]: `Nested deeper than ${MAX_INPUT_DEPTH} levels.` },
+      max_depth: MAX_INPUT_DEPTH,
+    }),
+};
+
+/** Refuses a parsed JSON body past the bounds above (walked without recursion: a deep body cannot overflow the stack). */
+export function assertBounded(body: unknown): void {
+  if (!body || typeof body !== 'object') return;
+  const top = Array.isArray(body) ? [] : Object.keys(body);
+  if (top.length > MAX_INPUT_FIELDS) throw boundErrors.fields('body');
+  const stack: Array<[unknown, number, string]> = [[body, 0, '']];
+  while (stack.length) {
+    const [node, depth, field] = stack.pop()!;
+    if (!node || typeof node !== 'object') continue;
+    if (depth > MAX_INPUT_DEPTH) throw boundErrors.depth(field || 'body');
+    for (const [k, v] of Object.entries(node)) if (v && typeof v === 'object') stack.push([v, depth + 1, field || k]);
+  }
+}
+
 export interface ValidateOptions {
-  /** Apply WordPress's string coercion (abilities and REST doors); MCP input is typed JSON already. */
-  coerce: boolean;
+  /**
+   * Apply WordPress's string coercion (abilities and REST doors). MCP input is typed JSON already: only its booleans
+   * are read the WordPress way ("true", 1), so that every door takes the same spellings of a flag. `'upstream'` (the
+   * REST door) also reads "yes"/"no", which upstream's REST v2 documents for its flags (`with_tags=yes`); the abilities
+   * door refuses them, as WordPress's Abilities API does.
+   */
+  coerce: boolean | 'upstream';
 }
 
 /**
@@ -231,7 +353,7 @@ export function validateInput<T extends z.ZodObject>(
     input = {};
   }
   if (typeof input !== 'object' || Array.isArray(input)) fail('input is not of type object.');
-  const value = opts.coerce ? coerce(input, jsonSchema) : input;
+  const value = coerce(input, jsonSchema, opts.coerce ? undefined : 'booleans', opts.coerce === 'upstream');
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issue = firstIssue(r.error.issues, value);

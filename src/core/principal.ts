@@ -36,6 +36,9 @@ export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
   }
 }
 
+/** The methods the key rule speaks of; any other (TRACE, PROPFIND, …) no route serves: 405, not a key's 403. */
+export const KEY_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
 const METHOD_WORD: Record<string, string> = { GET: 'read', HEAD: 'read', POST: 'write', PUT: 'write', PATCH: 'write', DELETE: 'delete' };
 
 export function keyMethodError(method: string): ServiceError {
@@ -67,6 +70,11 @@ export function isAdministrator(p: Principal): boolean {
   if (p.kind === 'user') return p.role === 'administrator';
   if (p.kind === 'key') return p.admin === true;
   return true;
+}
+
+/** May this principal write (run a POST that is not read-only)? Administrators, write keys, a local process not read-only. */
+export function mayWrite(p: Principal): boolean {
+  return refusal(p, { readonly: false }, 'POST') === null;
 }
 
 export function assertMayRun(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): void {

@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError, toServiceError } from './errors.js';
-import { validateInput, type JsonSchema } from './input.js';
-import { assertMayRun, type Principal } from './principal.js';
+import { oneValue, validateInput, type JsonSchema } from './input.js';
+import { assertMayRun, mayWrite, type Principal } from './principal.js';
 export type { CallOrigin } from './principal.js';
 import { assertStorableInput } from './storable-text.js';
 import { log } from '../log.js';
@@ -17,8 +17,8 @@ const CHECK_OUTPUTS = process.env.SITEFLEET_CHECK_OUTPUTS === '1';
 
 export interface RunOptions {
   principal: Principal;
-  /** WordPress-style string coercion (abilities and REST doors). */
-  coerce: boolean;
+  /** WordPress-style string coercion (abilities and REST doors; `'upstream'`: REST, which also reads "yes"/"no"). */
+  coerce: boolean | 'upstream';
   /** The HTTP method a key's permission is checked against; defaults to the ability's own (§1.3 rule). */
   method?: string;
   signal?: AbortSignal;
@@ -54,7 +54,10 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSch
   return s;
 }
 
-/** Upstream field names renamed to ours; the same field under both names with different values is refused. */
+/**
+ * Upstream field names renamed to ours (input.ts oneValue: the same value under both names is fine, an empty one gives
+ * way to the other, two different values are refused, naming both).
+ */
 export function renameAliases(a: Ability, raw: unknown): unknown {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   if (a.ignores?.some((k) => k in (raw as object))) {
@@ -64,16 +67,42 @@ export function renameAliases(a: Ability, raw: unknown): unknown {
   const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   for (const [alias, name] of Object.entries(a.aliases)) {
     if (!(alias in out)) continue;
-    const v = out[alias];
+    const v =
+      name in out
+        ? oneValue([
+            [name, out[name]],
+            [alias, out[alias]],
+          ])
+        : out[alias];
     delete out[alias];
-    if (name in out && JSON.stringify(out[name]) !== JSON.stringify(v)) {
-      throw new ServiceError('ability_invalid_input', `${alias} and ${name} name the same field; send one of them.`, 400, {
-        params: { [alias]: `Same field as ${name}.` },
-      });
-    }
     out[name] = v;
   }
   return out;
+}
+
+/**
+ * The input schema as the abilities discovery document serves it: with the upstream names the ability accepts
+ * (`aliases`, typed as the field they stand for; a required field may come under either name) and the keys it sets
+ * aside (`ignores`), so that a client validating its input against the discovered schema does not refuse them.
+ * (The registry validates with the plain schema, after renaming; the MCP tool list leaves these out for size.)
+ */
+export function withUpstreamNames(a: Pick<Ability, 'aliases' | 'ignores'>, input: JsonSchema): JsonSchema {
+  if (!a.aliases && !a.ignores) return input;
+  const s: JsonSchema = structuredClone(input);
+  const props = (s.properties ??= {});
+  const required = new Set(s.required ?? []);
+  const either: JsonSchema[] = [];
+  for (const [alias, name] of Object.entries(a.aliases ?? {})) {
+    const target = props[name];
+    if (!target || alias in props) continue;
+    props[alias] = { ...target, description: `Alias of ${name} (upstream's name).`, 'x-alias-of': name };
+    if (required.delete(name)) either.push({ anyOf: [{ required: [name] }, { required: [alias] }] });
+  }
+  for (const key of a.ignores ?? []) if (!(key in props)) props[key] = { description: 'Accepted for upstream clients, and ignored.' };
+  if (s.required) s.required = s.required.filter((n) => required.has(n));
+  if (s.required?.length === 0) delete s.required;
+  if (either.length) s.allOf = [...((s.allOf as JsonSchema[] | undefined) ?? []), ...either];
+  return s;
 }
 
 /** What the registry itself needs of the services it hands to abilities. */
@@ -143,6 +172,7 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     assertStorableInput(a.name, raw);
     const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
+    if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;

@@ -30,6 +30,8 @@ export interface DashboardSettingsRecord {
   sync_concurrency: number | null;
   /** Batches over this many sites become background jobs; null: the configured threshold. */
   queue_threshold: number | null;
+  /** Whether update applies run in safe mode when the call does not say (issue 28); absent = true. */
+  safe_updates?: boolean;
   /** The schedule slot last started (ISO), so that a slot runs once across processes. */
   last_scheduled_sync: string | null;
   product_types: ProductTypeDef[];
@@ -78,7 +80,9 @@ export function slugOf(title: string): string {
     .slice(0, 100);
 }
 
-export type SettingsPatch = Partial<Pick<DashboardSettingsRecord, 'sync_frequency' | 'sync_time' | 'sync_concurrency' | 'queue_threshold'>>;
+export type SettingsPatch = Partial<
+  Pick<DashboardSettingsRecord, 'sync_frequency' | 'sync_time' | 'sync_concurrency' | 'queue_threshold' | 'safe_updates'>
+>;
 
 export class DashboardSettings {
   constructor(
@@ -100,6 +104,11 @@ export class DashboardSettings {
 
   queueThreshold(): number {
     return this.get().queue_threshold ?? this.config.queueThreshold;
+  }
+
+  /** Safe mode for update applies that do not say (on unless turned off). */
+  safeUpdates(): boolean {
+    return this.get().safe_updates ?? true;
   }
 
   async update(patch: SettingsPatch): Promise<DashboardSettingsRecord> {

@@ -15,7 +15,7 @@ import { CostService } from './costs.js';
 import { ChildSiteService } from './child-sites.js';
 import { JobService } from './jobs.js';
 import { DashboardSettings, scheduledSync } from './dashboard-settings.js';
-import { UpdateService } from './updates.js';
+import { UpdateService, type Plan } from './updates.js';
 import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
 import { SiteDataService } from './site-data.js';
@@ -25,6 +25,12 @@ import { SiteSelectorService } from './selectors.js';
 import { PostService } from './posts.js';
 import { WordPressUserService } from './users.js';
 import { UserImportService } from './users-import.js';
+import { HealthService } from './health.js';
+import { UpdateHistoryService } from './update-history.js';
+import { UpdateRollback } from './safe-updates.js';
+import { PackageSource } from './package-source.js';
+import { InstallService } from './installs.js';
+import { PackageUploads } from './uploads.js';
 
 export interface Services {
   config: Config;
@@ -60,6 +66,16 @@ export interface Services {
   wpUsers: WordPressUserService;
   /** CSV imports of WordPress users (streamed, bounded). */
   wpUserImport: UserImportService;
+  /** Health probes of sites (home, login, extra paths) and each site's latest health. */
+  health: HealthService;
+  /** Every update attempt, bounded in time and count. */
+  updateHistory: UpdateHistoryService;
+  /** The plugin and theme directory (--package-source): search, versions, download links. */
+  packages: PackageSource;
+  /** Plugin and theme installs on many sites (from the directory or a zip URL). */
+  installs: InstallService;
+  /** Uploaded plugin and theme zips, checked, served to children from signed links. */
+  uploads: PackageUploads;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -86,7 +102,20 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
-  const updates = new UpdateService(store, config, sites, tags, children, jobs);
+  const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
+  const health = new HealthService(store, config, sites);
+  const updateHistory = new UpdateHistoryService(store);
+  const updates = new UpdateService(
+    store,
+    config,
+    sites,
+    tags,
+    children,
+    jobs,
+    health,
+    updateHistory,
+    new UpdateRollback(packages, health),
+  );
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));
@@ -95,9 +124,14 @@ export async function openServices(config: Config): Promise<Services> {
   clients.onRemove.also((tx, id) => costs.forgetClient(tx, id));
   clients.onRemove.also((tx, id) => clientFields.dropClient(tx, id));
   sites.onRemove.also((tx, id) => updates.forgetSite(tx, id));
+  sites.onRemove.also((tx, id) => health.forgetSite(tx, id));
   // Renew connections (issue 21): new keys for a connected site, as reconnect makes them.
   jobs.define('renew', async (s) => (s.disconnected ? { ok: false, error: errors.siteDisconnected(s, true) } : children.fetchReconnect(s)));
-  jobs.define('update', (s, job) => updates.jobStep(s, job!)); // always run by a job
+  jobs.define(
+    'update',
+    (s, job) => updates.jobStep(s, job!), // always run by a job
+    (job) => updates.siteConcurrency(job?.params as Plan | undefined),
+  );
   jobs.define('suspend', async (s) => ({ ok: true, commit: (tx) => sites.patch(tx, s.id, { suspended: true }) }));
   const monitors = new MonitorService(store, config, sites);
   const webhooks = new WebhookService(store, config);
@@ -117,6 +151,10 @@ export async function openServices(config: Config): Promise<Services> {
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
+  const pluginActions = new PluginActionService(store, sites, children, siteData);
+  const uploads = new PackageUploads(config);
+  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
+  jobs.define('install', (s, job) => installs.jobStep(s, job!));
   return {
     config,
     store,
@@ -137,11 +175,16 @@ export async function openServices(config: Config): Promise<Services> {
     webhooks,
     siteData,
     fleetSecurity: new FleetSecurityService(store, children),
-    pluginActions: new PluginActionService(store, sites, children, siteData),
+    pluginActions,
     selectors,
     posts: new PostService(selectors),
     wpUsers: new WordPressUserService(selectors),
     wpUserImport: new UserImportService(config, sites, tags, selectors),
+    health,
+    updateHistory,
+    packages,
+    installs,
+    uploads,
   };
 }
 
@@ -157,5 +200,7 @@ export async function closeServices(s: Services): Promise<void> {
   await s.monitors.stop();
   await s.webhooks.stop();
   await s.children.close();
+  await s.health.close();
+  await s.packages.close();
   await s.store.close();
 }

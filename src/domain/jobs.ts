@@ -151,7 +151,7 @@ export class JobService {
   private cancels = new Map<string, AbortController>();
   private stopping = false;
   private ticking = false;
-  private limits = new Map<JobType, () => number>();
+  private limits = new Map<JobType, (job?: JobRecord) => number>();
   private hooks: Array<() => Promise<void>> = [];
   /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
   threshold: () => number = () => this.config.queueThreshold;
@@ -204,8 +204,11 @@ export class JobService {
     return { queued: false, results, notDone };
   }
 
-  /** `limit`: sites of such a job worked on at once (read when a job starts; the child concurrency by default). */
-  define(type: JobType, step: SiteStep, limit?: () => number): void {
+  /**
+   * `limit`: sites of such a job worked on at once (read when a job starts, with the job; the child concurrency by
+   * default). A limit above the child concurrency is the type's to justify: child calls stay bounded by the connector.
+   */
+  define(type: JobType, step: SiteStep, limit?: (job?: JobRecord) => number): void {
     this.steps.set(type, step);
     if (limit) this.limits.set(type, limit);
   }
@@ -427,7 +430,7 @@ export class JobService {
     }, LEASE_MS / 3);
     heartbeat.unref();
     try {
-      const limit = Math.max(1, Math.min(this.limits.get(job.type)?.() ?? this.config.childConcurrency, this.config.childConcurrency));
+      const limit = Math.max(1, this.limits.get(job.type)?.(job) ?? this.config.childConcurrency);
       await eachLimited(todo, limit, abort.signal, async (siteId) => {
         // A cancel made in another process is seen here, before the next site starts.
         if (this.find(job.job_id)?.cancel_requested) {

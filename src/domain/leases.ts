@@ -122,3 +122,21 @@ export class PartitionLeases {
     this.held = new Set();
   }
 }
+
+/**
+ * The other processes running on a fleet now, by their leases: each running `serve` renews a member lease every few
+ * seconds (monitors), so one not yet expired is a process that may write at any moment. Commands that copy or replace a
+ * fleet wholesale (migrate --from, restore) refuse while there is one. The pid is the owner's prefix.
+ */
+export function liveHolders(
+  leases: Iterable<LeaseRecord>,
+  now = Date.now(),
+  self = PROCESS_OWNER,
+): Array<{ owner: string; pid: number; until: number }> {
+  const seen = new Map<string, { owner: string; pid: number; until: number }>();
+  for (const l of leases) {
+    if (!l.name.includes('-member:') || !l.owner || l.owner === self || l.until <= now) continue;
+    seen.set(l.owner, { owner: l.owner, pid: Number(l.owner.split('-')[0]), until: l.until });
+  }
+  return [...seen.values()];
+}

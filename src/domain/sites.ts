@@ -1,5 +1,6 @@
 // The site registry: lookup by id or domain, status, filtered and paged lists, edits.
 import { errors } from '../core/errors.js';
+import { naturalKey } from '../core/collate.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret, TagRecord } from '../store/records.js';
@@ -60,6 +61,8 @@ export class SiteService {
   private cacheVersion = -1;
   private sorted: SiteRecord[] = [];
   private byKey = new Map<string, number>();
+  /** Each record's natural sort key (records are immutable: a changed site is a new record, so a new key). */
+  private readonly sortKeys = new WeakMap<SiteRecord, string>();
 
   /** Who else forgets a removed site (tags, costs). */
   readonly onRemove = new Cascade();
@@ -85,12 +88,12 @@ export class SiteService {
     });
   }
 
-  /** Sites sorted by URL (scheme and www. ignored) and the domain index; rebuilt only when sites change. */
+  /** Sites sorted by URL naturally (scheme and www. ignored; site2 before site10) and the domain index; rebuilt only when sites change. */
   private indexes(): { sorted: SiteRecord[]; byKey: Map<string, number> } {
     const v = this.store.version('sites');
     if (v !== this.cacheVersion) {
       const all = [...this.store.all<SiteRecord>('sites')];
-      const keyed = all.map((s) => [siteKey(s.url), s] as const);
+      const keyed = all.map((s) => [this.sortKey(s), s] as const);
       keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id));
       this.sorted = keyed.map(([, s]) => s);
       this.byKey = new Map();
@@ -101,6 +104,12 @@ export class SiteService {
       this.cacheVersion = v;
     }
     return { sorted: this.sorted, byKey: this.byKey };
+  }
+
+  private sortKey(s: SiteRecord): string {
+    let k = this.sortKeys.get(s);
+    if (k === undefined) this.sortKeys.set(s, (k = naturalKey(siteKey(s.url))));
+    return k;
   }
 
   get(id: number): SiteRecord | undefined {
@@ -129,7 +138,7 @@ export class SiteService {
     const sites = tag.site_ids
       .map((id) => this.get(id))
       .filter((s): s is SiteRecord => !!s)
-      .map((s) => [siteKey(s.url), s] as const)
+      .map((s) => [this.sortKey(s), s] as const)
       .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
       .map(([, s]) => s);
     return { tag, sites };

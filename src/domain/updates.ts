@@ -16,6 +16,12 @@ import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
 import type { Config } from '../config.js';
+import type { Principal } from '../core/principal.js';
+import type { UpdateActor } from '../store/health-records.js';
+import { SAFE_SITES_FACTOR, isRegression, type HealthService } from './health.js';
+import type { UpdateRollback, RollbackView } from './safe-updates.js';
+import type { HealthReport } from '../store/health-records.js';
+import { actorOf, type HistoryEntry, type UpdateHistoryService } from './update-history.js';
 
 export const TYPES = ['core', 'plugins', 'themes', 'translations'] as const;
 export type TypeName = (typeof TYPES)[number];
@@ -49,7 +55,7 @@ export interface ErrorView extends Where {
   code: string;
   message: string;
 }
-export type SkipReason = 'ignored' | 'not_pending' | 'site_suspended' | 'site_disconnected' | 'cancelled';
+export type SkipReason = 'ignored' | 'not_pending' | 'site_suspended' | 'site_disconnected' | 'cancelled' | 'site_unhealthy';
 export interface SkippedView extends Where {
   type: ItemType | 'site';
   slug: string;
@@ -68,6 +74,8 @@ export interface SiteRun {
   updated: UpdatedView[];
   errors: ErrorView[];
   skipped: SkippedView[];
+  /** Safe mode: items whose update broke the site, and what was done about it (each is in errors too). */
+  rolled_back?: RollbackView[];
 }
 export interface Summary {
   core: number;
@@ -88,6 +96,14 @@ export interface Selector {
 export interface Plan {
   types: readonly TypeName[];
   only?: readonly string[];
+  /** Who started the run, for the update history (kept in a queued job's params). */
+  actor?: UpdateActor;
+  /**
+   * Safe mode: probe the site first (an unhealthy site is skipped unless `force`), apply its items one at a time with a
+   * probe after each, and roll back an item whose update made a healthy site unhealthy.
+   */
+  safe?: boolean;
+  force?: boolean;
 }
 
 /** update-all-v1 becomes a job above this many sites with something pending ("more than a few sites"). */
@@ -109,8 +125,10 @@ export interface RunAnswer extends SiteRun {
   job_id?: string;
   updates_queued?: number;
   sites_queued?: number;
-  summary: { total_updated: number; total_errors: number; total_skipped: number; sites_updated?: number };
+  summary: { total_updated: number; total_errors: number; total_skipped: number; sites_updated?: number; total_rolled_back?: number };
   not_processed?: number[];
+  /** Whether the run was in safe mode. */
+  safe?: boolean;
 }
 
 const runSummary = (r: SiteRun, sites = false) => ({
@@ -118,9 +136,10 @@ const runSummary = (r: SiteRun, sites = false) => ({
   total_errors: r.errors.length,
   total_skipped: r.skipped.length,
   ...(sites ? { sites_updated: new Set(r.updated.map((u) => u.site_id)).size } : {}),
+  ...(r.rolled_back ? { total_rolled_back: r.rolled_back.filter((x) => x.outcome === 'rolled_back').length } : {}),
 });
 
-type Call = Pick<CallContext, 'signal' | 'progress'>;
+type Call = Pick<CallContext, 'signal' | 'progress'> & { principal?: Principal };
 
 const where = (s: SiteRecord): Where => ({ site_id: s.id, site_url: s.url, site_name: s.name });
 const EMPTY: SitePending = { core: null, plugins: [], themes: [], translations: [] };
@@ -300,12 +319,20 @@ export class UpdateService {
     private readonly tags: TagService,
     private readonly children: ChildSiteService,
     private readonly jobs: JobService,
+    readonly health: HealthService,
+    private readonly history: UpdateHistoryService,
+    private readonly rollbacks: UpdateRollback,
   ) {
     this.index = new PendingIndex(store, sites, (id) => children.siteData(id));
   }
   /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in domain/index.ts). */
   forgetSite(tx: Tx, siteId: number): void {
     for (const r of [...tx.all<IgnoreRecord>('ignores')]) if (r.site_id === siteId) tx.delete('ignores', r.id);
+  }
+
+  /** Sites a run of this plan works on at once. */
+  siteConcurrency(plan: Pick<Plan, 'safe'> | undefined): number {
+    return plan?.safe ? SAFE_SITES_FACTOR * this.config.childConcurrency : this.config.childConcurrency;
   }
 
   // ---- selection ----
@@ -566,19 +593,26 @@ export class UpdateService {
         if (opts.extraCommit) await this.store.write((tx) => opts.extraCommit!(tx, run));
         return run;
       }
+      if (plan.safe) return this.runSafely(fresh, plan, todo, run, opts);
       const connector = await this.children.connector();
       const creds = this.children.credentials(fresh);
       let snapshot: SiteSnapshot | null = null;
       let snapshotAt = -1;
       const byType = (t: ItemType) => todo.filter((i) => i.type === t);
       const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
+      const history: HistoryEntry[] = [];
       for (const [n, type] of order.entries()) {
         const items = byType(type);
         if (!items.length) continue;
+        const at = new Date().toISOString();
+        const t0 = performance.now();
         const r =
           type === 'core'
             ? await this.callCore(connector, creds, fresh, items[0]!)
             : await this.callItems(connector, creds, fresh, type, items);
+        // One child call updates the items of a type together: each is recorded with that call's time.
+        const took = Math.round(performance.now() - t0);
+        history.push(...historyOf(fresh, items, r, { at, duration_ms: took, actor: plan.actor, safe: false, probe: null }));
         run.updated.push(...r.updated);
         run.errors.push(...r.errors);
         if (r.snapshot) {
@@ -590,10 +624,118 @@ export class UpdateService {
       }
       await this.store.write((tx) => {
         this.commitSite(tx, fresh, snapshot, snapshotAt, run, todo);
+        this.history.record(tx, history);
         opts.extraCommit?.(tx, run);
       });
       return run;
     });
+  }
+
+  /**
+   * Safe mode on one site (under its lock): a probe first — an unhealthy site is skipped (site_unhealthy) unless the
+   * plan insists (force) —, then each item alone, in the order core → plugins → themes → translations, each followed
+   * by a probe; an item whose update turned a well site unhealthy is rolled back (safe-updates.ts) and ends in errors
+   * (svc_update_rolled_back / svc_rollback_failed) and rolled_back with the evidence. After a rollback the site is
+   * synced, so that what is stored is what is on disk. Every item goes to the history with the probes' verdicts.
+   */
+  private async runSafely(
+    site: SiteRecord,
+    plan: Plan,
+    todo: PendingView[],
+    run: SiteRun,
+    opts: { progress?: (p: { item: string; ok: boolean }) => void; extraCommit?: (tx: Tx, r: SiteRun) => void },
+  ): Promise<SiteRun> {
+    run.rolled_back = [];
+    const w = where(site);
+    const history: HistoryEntry[] = [];
+    const how = (at: string, t0: number, before: HealthReport, after: HealthReport | null, note = '') => ({
+      at,
+      duration_ms: Math.round(performance.now() - t0),
+      actor: plan.actor,
+      safe: true,
+      probe: { before: before.status, after: after?.status ?? null, summary: (after ?? before).summary + note },
+    });
+    const startedAt = new Date().toISOString();
+    const t0 = performance.now();
+    const before = await this.health.probe(site);
+    if (before.status === 'unhealthy' && !plan.force) {
+      const message = `Not updated: the site was unhealthy before the update (${before.summary}); pass force: true to update it anyway.`;
+      for (const i of todo) {
+        run.skipped.push({ ...w, type: i.type, slug: i.slug, reason: 'site_unhealthy', message });
+        history.push({
+          ...historyOf(site, [i], { updated: [], errors: [] }, how(startedAt, t0, before, null))[0]!,
+          to: i.new_version,
+          outcome: 'skipped',
+          reason: message,
+          code: 'svc_site_unhealthy',
+        });
+        opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
+      }
+      await this.store.write((tx) => {
+        this.history.record(tx, history);
+        opts.extraCommit?.(tx, run);
+      });
+      return run;
+    }
+    const connector = await this.children.connector();
+    const creds = this.children.credentials(site);
+    const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
+    let snapshot: SiteSnapshot | null = null;
+    let snapshotAt = -1;
+    let current = before;
+    let rolledBack = false;
+    for (const i of [...todo].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type))) {
+      const at = new Date().toISOString();
+      const t1 = performance.now();
+      const r =
+        i.type === 'core' ? await this.callCore(connector, creds, site, i) : await this.callItems(connector, creds, site, i.type, [i]);
+      if (r.snapshot) {
+        snapshot = r.snapshot;
+        snapshotAt = order.indexOf(i.type);
+      }
+      if (!r.updated.length) {
+        run.errors.push(...r.errors);
+        history.push(...historyOf(site, [i], r, how(at, t1, current, null)));
+        opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
+        continue;
+      }
+      const after = await this.health.probe(site);
+      if (!isRegression(current.status, after.status)) {
+        run.updated.push(...r.updated);
+        history.push(...historyOf(site, [i], r, how(at, t1, current, after)));
+        current = after;
+        opts.progress?.({ item: `${i.type} ${i.slug}`, ok: true });
+        continue;
+      }
+      rolledBack = true;
+      const rb = await this.rollbacks.rollback(connector, creds, site, i, current, after);
+      run.rolled_back.push(rb.view);
+      const code = rb.view.outcome === 'rolled_back' ? 'svc_update_rolled_back' : 'svc_rollback_failed';
+      run.errors.push({ ...w, type: i.type, slug: i.slug, code, message: rb.view.reason });
+      history.push({
+        ...historyOf(site, [i], r, how(at, t1, current, after, rb.after ? `; after the rollback: ${rb.after.summary}` : ''))[0]!,
+        outcome: rb.view.outcome,
+        reason: rb.view.reason,
+        code,
+      });
+      if (rb.after) current = rb.after;
+      opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
+    }
+    if (rolledBack) {
+      // What is on disk now: the old version reinstalled, or the plugin deactivated.
+      try {
+        snapshot = await connector.sync(creds);
+        snapshotAt = order.length;
+      } catch {
+        /* keep what the calls reported; the next sync corrects it */
+      }
+    }
+    await this.store.write((tx) => {
+      this.commitSite(tx, site, snapshot, snapshotAt, run, todo);
+      this.history.record(tx, history);
+      opts.extraCommit?.(tx, run);
+    });
+    return run;
   }
 
   /** A job resumed after a crash: the site may have been updated before the crash was recorded. Re-read it first. */
@@ -852,9 +994,9 @@ export class UpdateService {
    * WordPress core on one site: 404 svc_no_updates when its last sync offered none (not even an ignored one), else
    * the run of runOne; a failed core update fails the call (504 on a child timeout, else 502).
    */
-  async runCore(call: Call, ref: number | string, dryRun: boolean): Promise<RunAnswer> {
+  async runCore(call: Call, ref: number | string, dryRun: boolean, mode: Pick<Plan, 'safe' | 'force'> = {}): Promise<RunAnswer> {
     const site = this.sites.resolve(ref);
-    const plan: Plan = { types: ['core'] };
+    const plan: Plan = { types: ['core'], ...mode };
     const p = this.planSite(site, plan);
     if (!p.todo.length && !p.skipped.length)
       throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
@@ -882,15 +1024,23 @@ export class UpdateService {
     }
     const total = this.planSite(site, plan).todo.length;
     const tick = itemProgress(total, call.progress);
-    const r = await this.runSite(site, plan, { progress: (p) => tick(p, site) });
-    return { updated: r.updated, errors: r.errors, skipped: r.skipped, summary: runSummary(r) };
+    const r = await this.runSite(site, { ...plan, actor: plan.actor ?? actorOf(call.principal) }, { progress: (p) => tick(p, site) });
+    return {
+      updated: r.updated,
+      errors: r.errors,
+      skipped: r.skipped,
+      ...(r.rolled_back ? { rolled_back: r.rolled_back } : {}),
+      summary: runSummary(r),
+      safe: plan.safe === true,
+    };
   }
 
   /**
    * Many sites: dry run (the exact list), a job when more sites than `queueOver` have something to update (only those
    * sites are queued), else every site in turn, one child call per type, with per-item progress and cancellation.
    */
-  async runMany(call: Call, sel: Selector, plan: Plan, dryRun: boolean, queueOver: number): Promise<RunAnswer> {
+  async runMany(call: Call, sel: Selector, asked: Plan, dryRun: boolean, queueOver: number): Promise<RunAnswer> {
+    const plan: Plan = { ...asked, actor: asked.actor ?? actorOf(call.principal) };
     const { sites, errors } = this.select(sel);
     const plans = sites.map((s) => ({ site: s, ...this.planSite(s, plan) }));
     const skipped: SkippedView[] = plans.flatMap((p) => p.skipped);
@@ -922,13 +1072,20 @@ export class UpdateService {
       plan as unknown as Record<string, unknown>,
       queueOver,
     );
-    if (queued) return { ...queued, updates_queued: work.reduce((n, p) => n + p.todo.length, 0), sites_queued: work.length, ...empty };
+    if (queued)
+      return {
+        ...queued,
+        updates_queued: work.reduce((n, p) => n + p.todo.length, 0),
+        sites_queued: work.length,
+        ...empty,
+        safe: plan.safe === true,
+      };
     const tick = itemProgress(
       work.reduce((n, p) => n + p.todo.length, 0),
       call.progress,
     );
     const { results, notDone } = await eachSite(
-      { config: this.config, signal: call.signal },
+      { config: { ...this.config, childConcurrency: this.siteConcurrency(plan) }, signal: call.signal },
       work.map((p) => p.site),
       'update',
       (site) => this.runSite(site, plan, { progress: (p) => tick(p, site) }),
@@ -938,12 +1095,14 @@ export class UpdateService {
       updated: [] as UpdatedView[],
       errors: [...errors],
       skipped: plans.filter((p) => !p.todo.length).flatMap((p) => p.skipped),
+      ...(plan.safe ? { rolled_back: [] } : {}),
     };
     for (const r of results) {
       if (r.ok) {
         run.updated.push(...r.value.updated);
         run.errors.push(...r.value.errors);
         run.skipped.push(...r.value.skipped);
+        if (r.value.rolled_back) run.rolled_back?.push(...r.value.rolled_back);
         continue;
       }
       // A site-level failure (locked, no keys): one error per item it was to update.
@@ -978,6 +1137,7 @@ export class UpdateService {
       ...(run.skipped.length > MAX_LISTED ? { truncated: true } : {}),
       summary: runSummary(run, true),
       ...(notDone.length ? { not_processed: notDone.map((s) => s.id) } : {}),
+      safe: plan.safe === true,
     };
   }
 
@@ -995,7 +1155,10 @@ export class UpdateService {
       if (!cur) return;
       const rows = [
         ...r.updated.map((u) => ({ ...u, status: 'updated' })),
-        ...r.errors.map((e) => ({ ...e, status: 'failed' })),
+        ...r.errors.map((e) => ({
+          ...e,
+          status: e.code === 'svc_update_rolled_back' ? 'rolled_back' : e.code === 'svc_rollback_failed' ? 'rollback_failed' : 'failed',
+        })),
         ...r.skipped.map((s) => ({ ...s, status: 'skipped' })),
       ];
       // A site with nothing to report still gets a row: it is how a resumed job knows the site was done.
@@ -1023,6 +1186,38 @@ export class UpdateService {
 }
 
 const TYPE_NAME: Record<ItemType, TypeName> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/** The history entries of one child call's items: each planned item ends updated or failed. */
+function historyOf(
+  site: SiteRecord,
+  items: readonly PendingView[],
+  r: { updated: UpdatedView[]; errors: ErrorView[] },
+  how: Pick<HistoryEntry, 'at' | 'duration_ms' | 'safe' | 'probe'> & { actor?: UpdateActor },
+): HistoryEntry[] {
+  const same = (a: { type: string; slug: string; language?: string }, b: PendingView) =>
+    a.type === b.type && a.slug === b.slug && (a.language ?? '') === (b.language ?? '');
+  return items.map((i) => {
+    const u = r.updated.find((x) => same(x, i));
+    const e = u ? undefined : r.errors.find((x) => x.type === i.type && x.slug === i.slug);
+    return {
+      site_id: site.id,
+      site_url: site.url,
+      type: i.type,
+      slug: i.slug,
+      name: i.language ? `${i.name} (${i.language})` : i.name,
+      from: i.current_version,
+      to: u?.new_version ?? i.new_version,
+      outcome: u ? 'updated' : 'failed',
+      reason: u ? '' : (e?.message ?? 'The child did not report on it.'),
+      code: u ? '' : (e?.code ?? 'svc_update_failed'),
+      actor: how.actor ?? actorOf(undefined),
+      at: how.at,
+      duration_ms: how.duration_ms,
+      safe: how.safe,
+      probe: how.probe,
+    };
+  });
+}
 
 /** Per-item progress over a whole run: `done` of `total` items, for MCP progress notifications. */
 export function itemProgress(total: number, report?: (p: ProgressReport) => void | Promise<void>) {

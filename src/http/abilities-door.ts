@@ -5,10 +5,12 @@ import express, { type Request, type Response } from 'express';
 import { CATEGORIES } from '../abilities/index.js';
 import { allowedMethods, annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
-import type { Registry } from '../core/registry.js';
+import { withUpstreamNames, type Registry } from '../core/registry.js';
 import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
-import { bodyErrors, jsonBody, sendError } from './respond.js';
+import { bodyErrors, hasBody, jsonBody, sendError } from './respond.js';
+import { readForm } from './multipart.js';
+import { assertBounded } from '../core/input.js';
 import { withStatusUrl, withStatusUrlSchema } from './job-links.js';
 import {
   AnswerCache,
@@ -167,7 +169,9 @@ export function abilitiesRouter(
     ),
   );
   r.use(cachedAnswers(services.store, answers, ['GET']));
-  r.use(jsonBody('1mb'));
+  // Only a run by POST (PUT, PATCH) takes a body; GET and DELETE carry their input in the query string.
+  const json = jsonBody('1mb');
+  r.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' || req.method === 'DELETE' ? next() : json(req, res, next)));
   r.use(bodyErrors);
 
   const describe = (req: Request, a: Ability) => {
@@ -180,7 +184,7 @@ export function abilitiesRouter(
         label: a.label,
         description: a.description,
         category: a.category,
-        input_schema: input,
+        input_schema: withUpstreamNames(a, input),
         output_schema: withStatusUrlSchema(output),
         meta: {
           annotations: {
@@ -292,17 +296,45 @@ export function abilitiesRouter(
  */
 function readInput(req: Request): unknown {
   if (req.method === 'GET' || req.method === 'DELETE') {
-    const q = req.query.input;
+    const url = req.originalUrl ?? req.url;
+    const at = url.indexOf('?');
+    const q = at < 0 ? undefined : readForm(url.slice(at + 1), 'query').input;
     if (typeof q === 'string' && /^\s*[{[]/.test(q)) {
+      let parsed: unknown;
       try {
-        return JSON.parse(q);
+        parsed = JSON.parse(q);
       } catch {
         throw new ServiceError('rest_invalid_json', 'Invalid JSON in the input query parameter.', 400);
       }
+      assertBounded({ input: parsed });
+      return parsed;
     }
     return q ?? null;
   }
   const body: unknown = req.body;
-  if (body && typeof body === 'object' && !Array.isArray(body) && 'input' in body) return (body as { input: unknown }).input;
+  if (body === undefined && hasBody(req)) {
+    const type = String(req.headers['content-type'] ?? '').split(';')[0];
+    throw new ServiceError(
+      'rest_invalid_json',
+      type
+        ? `The request body is ${type}, which this API does not read: send Content-Type: application/json with {"input": {...}}.`
+        : 'The request body has no Content-Type, so it was not read: send Content-Type: application/json with {"input": {...}}.',
+      415,
+    );
+  }
+  assertBounded(body);
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    if ('input' in body) return (body as { input: unknown }).input;
+    const keys = Object.keys(body);
+    if (keys.length) {
+      const shown = keys.slice(0, 10).join(', ') + (keys.length > 10 ? ', …' : '');
+      throw new ServiceError(
+        'ability_invalid_input',
+        `The JSON body has no "input" key (it has ${shown}): an ability's input goes under it, as {"input": {...}}.`,
+        400,
+        { params: { input: 'Missing: the body has no input key.' } },
+      );
+    }
+  }
   return null;
 }

@@ -34,7 +34,16 @@ export function readPrincipal(
     if (colon <= 0) throw new ServiceError('invalid_username', 'Malformed HTTP Basic credentials.', 401);
     return services.auth.verifyBasic(decoded.slice(0, colon), decoded.slice(colon + 1));
   }
-  throw missing();
+  const e = missing();
+  // Credentials of a kind this door does not take: say so, rather than "not authenticated" alone.
+  if (scheme === 'basic' || scheme === 'bearer') {
+    const takes = schemes
+      .map((x) => (x === 'bearer' ? 'a Bearer API key (Authorization: Bearer sf_…)' : 'HTTP Basic credentials'))
+      .join(' or ');
+    const sent = scheme === 'basic' ? 'HTTP Basic credentials (a user name and password)' : 'a Bearer token';
+    throw new ServiceError(e.code, `${e.message} This API takes ${takes}, not ${sent}.`, e.status, e.data);
+  }
+  throw e;
 }
 
 /** Failures of one key (an address or an account) in a window, and how long it must wait. */

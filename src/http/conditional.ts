@@ -27,7 +27,7 @@ export const MAX_ENTRY_BYTES = 1024 * 1024;
 /** Headers that are part of the representation (folded into the ETag, kept with a cached answer, left out of a 304). */
 const DESCRIBING = ['X-WP-Total', 'X-WP-TotalPages', 'Link'] as const;
 /** Headers a door sets that a cached answer sends again. */
-const REPLAYED = ['Allow', ...DESCRIBING] as const;
+const REPLAYED = ['Allow', 'X-Sitefleet-Ignored-Params', ...DESCRIBING] as const;
 
 export interface Representation {
   body: Buffer;

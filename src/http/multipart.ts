@@ -4,7 +4,8 @@ import type { Request, Response } from 'express';
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
 import { ServiceError } from '../core/errors.js';
-import { decodeForm, type FormMap } from '../child/form.js';
+import { decodeForm, FormLimitError, type FormMap } from '../child/form.js';
+import { boundErrors, MAX_INPUT_DEPTH, MAX_INPUT_FIELDS } from '../core/input.js';
 
 export interface Upload {
   /** The file part's bytes, as they arrive. Destroyed with a 413 ServiceError when it outgrows the cap. */
@@ -128,8 +129,15 @@ export function readUpload(req: Request, res: Response, opts: { field: string; m
 
 // ---- form bodies on every REST route (WordPress reads $_POST: urlencoded or multipart, PHP bracket keys) ----
 
-/** Multipart form fields read on a route that takes no file; at most this many. */
-const MAX_FORM_FIELDS = 1000;
+/** A form (an urlencoded body or a query string) as the doors read it: bounded, every value of a repeated key kept. */
+export function readForm(text: string, where: 'body' | 'query'): Record<string, unknown> {
+  try {
+    return formArgs(decodeForm(text, { repeated: 'all', maxFields: MAX_INPUT_FIELDS, maxDepth: MAX_INPUT_DEPTH }));
+  } catch (e) {
+    if (e instanceof FormLimitError) throw e.bound === 'fields' ? boundErrors.fields(where) : boundErrors.depth(e.field);
+    throw e;
+  }
+}
 
 /** A PHP-style form map as JSON: sequential numeric keys (a[]=1&a[]=2) become lists, as PHP's json_encode does. */
 export function formArgs(map: FormMap): Record<string, unknown> {
@@ -144,13 +152,16 @@ export function formArgs(map: FormMap): Record<string, unknown> {
 
 /**
  * The fields of a multipart/form-data body on a route that takes no upload, parsed like PHP's $_POST (bracket keys).
- * Bounded: `maxBytes` of fields in all, MAX_FORM_FIELDS fields, 64 KB a field; a file part is refused (400).
+ * Bounded: `maxBytes` of fields in all, MAX_INPUT_FIELDS fields, 64 KB a field; a file part is refused (400).
  */
 export function readFormFields(req: Request, maxBytes: number): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, limits: { files: 0, fields: MAX_FORM_FIELDS, fieldSize: 64 * 1024, parts: MAX_FORM_FIELDS } });
+      bb = busboy({
+        headers: req.headers,
+        limits: { files: 0, fields: MAX_INPUT_FIELDS, fieldSize: 64 * 1024, parts: MAX_INPUT_FIELDS + 1 },
+      });
     } catch (e) {
       return reject(new ServiceError('svc_invalid_multipart', `Malformed multipart request: ${(e as Error).message}.`, 400));
     }
@@ -174,15 +185,20 @@ export function readFormFields(req: Request, maxBytes: number): Promise<Record<s
     bb.on('filesLimit', () =>
       fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400)),
     );
-    bb.on('fieldsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_FORM_FIELDS} form fields.`, 413)));
-    bb.on('partsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_FORM_FIELDS} form parts.`, 413)));
+    bb.on('fieldsLimit', () => fail(boundErrors.fields('body')));
+    bb.on('partsLimit', () => fail(new ServiceError('svc_request_too_large', `More than ${MAX_INPUT_FIELDS} form parts.`, 413)));
     bb.on('file', (_name, stream) => {
       stream.resume();
       fail(new ServiceError('svc_no_file_expected', 'This route takes no file upload; send the fields only.', 400));
     });
     bb.once('error', (e: Error) => fail(new ServiceError('svc_invalid_multipart', `Malformed multipart request: ${e.message}.`, 400)));
     bb.once('close', () => {
-      if (!failed) resolve(formArgs(decodeForm(pairs.join('&'))));
+      if (failed) return;
+      try {
+        resolve(readForm(pairs.join('&'), 'body'));
+      } catch (e) {
+        reject(e);
+      }
     });
     req.pipe(bb);
   });

@@ -290,15 +290,17 @@ export function rowErrors(row: RestRoute): Map<number, Set<string>> {
     codes.forEach((c) => s.add(c));
     out.set(status, s);
   };
-  const writes = row.methods.some((m) => WRITE.has(m));
+  // Every method but GET and HEAD reads a body (DELETE included: confirm, dry_run, slugs may come in it) and writes.
+  const writes = row.methods.some((m) => m !== 'GET' && m !== 'HEAD');
   add(400, 'rest_invalid_param');
   if (row.ability) add(400, 'svc_invalid_input');
-  // The door's body readers (respond.ts, multipart.ts) and the store's refusal to take writes it cannot keep.
+  // The door's body readers (respond.ts: JSON and forms; multipart.ts: multipart forms, a file where none is taken)
+  // and the store's refusal to take writes it cannot keep — also on a read whose input makes it a write (refresh).
   if (writes) {
-    add(400, 'rest_invalid_json', 'svc_no_file_expected');
+    add(400, 'rest_invalid_json', 'svc_invalid_multipart', 'svc_no_file_expected');
     add(415, 'rest_invalid_json');
-    add(503, 'svc_store_unavailable');
   }
+  if (writes || row.ability?.writesWhen) add(503, 'svc_store_unavailable');
   add(401, 'svc_rest_authentication_error');
   add(403, 'svc_permission_denied');
   add(404, 'rest_no_route');

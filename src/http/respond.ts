@@ -1,11 +1,17 @@
 // Writing answers: the {code, message, data:{status}} error envelope, and the JSON body parser errors
 // translated into it (malformed JSON → 400 rest_invalid_json, too large → 413).
-import express, { type ErrorRequestHandler, type Response } from 'express';
+import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { ServiceError, toServiceError } from '../core/errors.js';
 
 export function sendError(res: Response, e: unknown): void {
   const err = toServiceError(e);
   res.status(err.status).json(err.toBody());
+}
+
+/** Whether a request says it carries a body (a length other than 0, or a chunked one). */
+export function hasBody(req: Request): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** JSON bodies of any declared type up to `limit`; an empty body is no input. */

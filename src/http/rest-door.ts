@@ -5,13 +5,13 @@ import express, { type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { Ability } from '../core/ability.js';
 import { ServiceError, toServiceError, type Subject } from '../core/errors.js';
-import { keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
+import { KEY_METHODS, keyMethodError, keyAllowsMethod, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
+import { assertBounded } from '../core/input.js';
 import type { Services } from '../domain/index.js';
 import { requireAuth, type LoginThrottle } from './auth.js';
-import { bodyErrors, jsonBody, sendError } from './respond.js';
-import { formArgs, readFormFields } from './multipart.js';
-import { decodeForm } from '../child/form.js';
+import { bodyErrors, hasBody, jsonBody, sendError } from './respond.js';
+import { readForm, readFormFields } from './multipart.js';
 import { AnswerCache, cacheKey, cachedAnswers, represent, sendRepresentation, storeFingerprint, STORE_PURE } from './conditional.js';
 
 /** What a row sees of a request: path params, and query and body arguments merged (body wins). */
@@ -147,21 +147,69 @@ function translate(e: unknown, a: RestArgs): ServiceError {
   return err;
 }
 
-/** The body's arguments: a JSON object, a urlencoded form or a multipart form (fields only), PHP bracket keys read. */
+/** GET and HEAD take no body: it is never read nor parsed (node discards it), whatever it is. */
+const takesBody = (req: Request) => req.method !== 'GET' && req.method !== 'HEAD';
+
+/**
+ * The body's arguments: a JSON object, a urlencoded form or a multipart form (fields only), PHP bracket keys read,
+ * bounded (core/input.ts MAX_INPUT_FIELDS, MAX_INPUT_DEPTH). A body of any other type (or of none) is refused, never
+ * read as no arguments.
+ */
 async function bodyArgs(req: Request): Promise<Record<string, unknown>> {
-  if (typeof req.body === 'string') return formArgs(decodeForm(req.body));
-  if (req.body && typeof req.body === 'object' && !Array.isArray(req.body)) return req.body as Record<string, unknown>;
-  if (/^multipart\/form-data\b/i.test(String(req.headers['content-type'] ?? ''))) return readFormFields(req, 1024 * 1024);
+  if (!takesBody(req)) return {};
+  if (typeof req.body === 'string') return readForm(req.body, 'body');
+  if (req.body && typeof req.body === 'object' && !Array.isArray(req.body)) {
+    assertBounded(req.body);
+    return req.body as Record<string, unknown>;
+  }
+  const type = String(req.headers['content-type'] ?? '');
+  if (/^multipart\/form-data\b/i.test(type)) return readFormFields(req, 1024 * 1024);
+  if (hasBody(req) && req.body === undefined) {
+    throw new ServiceError(
+      'rest_invalid_json',
+      type
+        ? `The request body is ${type.split(';')[0]}, which this API does not read: send application/json, application/x-www-form-urlencoded or multipart/form-data.`
+        : 'The request body has no Content-Type, so it was not read: send Content-Type: application/json with a JSON body (or application/x-www-form-urlencoded with a form).',
+      415,
+    );
+  }
   return {};
 }
 
+/** The arguments of the query string: bounded like a form, every value of a repeated key kept (k=1&k=2 → [1, 2]). */
+function queryArgs(req: Request): Record<string, unknown> {
+  const url = req.originalUrl ?? req.url;
+  const q = url.indexOf('?');
+  return q < 0 ? {} : readForm(url.slice(q + 1), 'query');
+}
+
+/** Query arguments a route does not read (WordPress ignores them), named in this header of the answer. */
+export const IGNORED_HEADER = 'X-Sitefleet-Ignored-Params';
+const MAX_NAMED = 50;
+const NONE: ReadonlySet<string> = new Set();
+
+/** The names for the header: each percent-encoded where a header could not carry it, at most MAX_NAMED of them. */
+function ignoredHeader(names: string[]): string {
+  const shown = names
+    .slice(0, MAX_NAMED)
+    .map((n) => (n.length > 100 ? `${n.slice(0, 100)}…` : n).replace(/[^\x21-\x2b\x2d-\x7e]/g, encodeURIComponent));
+  return shown.join(', ') + (names.length > MAX_NAMED ? `, … (${names.length - MAX_NAMED} more)` : '');
+}
+
 /**
- * Runs a row's input mapping and refuses, on a write, any argument it did not read: a field the route does not know
- * (a misspelling, another product's name for it) is a 400 that names it, never silently dropped. Arguments starting
- * with "_" are WordPress's own (_method, _envelope, _fields, …) and are left alone, and so are empty ones.
+ * Runs a row's input mapping and sorts the arguments it did not read. A body field (on a write) is refused: a field the
+ * route does not know (a misspelling, another product's name for it) is a 400 that names it, never silently dropped.
+ * A query argument is ignored, as WordPress ignores arguments a route does not declare (clients add their own, such
+ * as `?DELETE=DELETE`), and named in the answer's IGNORED_HEADER. Body fields starting with "_" are WordPress's own
+ * (_method, _envelope, _fields, …) and are left alone, and so are empty ones. `declared`: arguments the row reads
+ * elsewhere (its output).
  */
-function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
-  if (a.method === 'GET' || a.method === 'HEAD') return input(a);
+function readingOnly(
+  a: RestArgs,
+  input: ((a: RestArgs) => unknown) | undefined,
+  fromQuery: ReadonlySet<string>,
+  declared: readonly string[],
+): { mapped: unknown; ignored: string[] } {
   const read = new Set<string>();
   let all = false;
   const args = new Proxy(a.args, {
@@ -178,11 +226,11 @@ function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
       return Reflect.ownKeys(t);
     },
   });
-  const mapped = input({ ...a, args });
+  const mapped = input ? input({ ...a, args }) : {};
+  for (const k of declared) read.add(k);
+  const unread = all ? [] : Object.keys(a.args).filter((k) => !read.has(k));
   // An empty value carries nothing that could be lost (forms send every field, filled or not).
-  const unknown = all
-    ? []
-    : Object.keys(a.args).filter((k) => !read.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null);
+  const unknown = unread.filter((k) => !fromQuery.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null);
   if (unknown.length) {
     throw new ServiceError(
       'rest_invalid_param',
@@ -191,7 +239,7 @@ function readingOnly(a: RestArgs, input: (a: RestArgs) => unknown): unknown {
       { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) },
     );
   }
-  return mapped;
+  return { mapped, ignored: unread.filter((k) => fromQuery.has(k)) };
 }
 
 /**
@@ -221,34 +269,45 @@ export function restRouter(
   );
   r.use((req, res, next) => {
     const p = req.principal!;
-    if (p.kind === 'key' && !keyAllowsMethod(p.permissions, req.method)) return sendError(res, keyMethodError(req.method));
+    if (p.kind === 'key' && KEY_METHODS.has(req.method) && !keyAllowsMethod(p.permissions, req.method)) {
+      return sendError(res, keyMethodError(req.method));
+    }
     next();
   });
   // Serialised answers of store-pure GETs (http/conditional.ts), valid for one store fingerprint; a hit is sent here
   // (when the server's fast path did not already send it).
   r.use(cachedAnswers(services.store, answers, ['GET', 'HEAD']));
-  r.use(jsonBody('1mb'));
+  // Bodies are read only on methods that take one (never on GET or HEAD).
+  const json = jsonBody('1mb');
   // Form bodies, as WordPress reads them into $_POST: urlencoded here (parsed below), multipart in the handler.
-  r.use(
-    express.text({ limit: '1mb', type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')) }),
-  );
+  const form = express.text({
+    limit: '1mb',
+    type: (req) => /^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? '')),
+  });
+  r.use((req, res, next) => (takesBody(req) ? json(req, res, next) : next()));
+  r.use((req, res, next) => (takesBody(req) ? form(req, res, next) : next()));
   r.use(bodyErrors);
 
   // The response of a request's own arguments (not of a batch item's): a paged result sets its list headers there.
   const responses = new WeakMap<RestArgs, Response>();
+  // The names of a request's own arguments that only its query string carries.
+  const queryOnly = new WeakMap<RestArgs, ReadonlySet<string>>();
+  const fromQuery = (a: RestArgs) => queryOnly.get(a) ?? NONE;
   const runRow: RowRunner = async (row, a) => {
     // A module that is off removes its routes (upstream does): 501 before any argument or permission check.
     registry.assertModule({ module: row.module ?? row.ability?.module });
     if (row.handler) return row.handler(a, runRow);
     const ability = row.ability!;
     try {
-      const input = row.input ? readingOnly(a, row.input) : {};
+      const res = responses.get(a);
+      // Only the request's own query arguments may be ignored; a batch item's fields all come from the body.
+      const { mapped: input, ignored } = readingOnly(a, row.input, res ? fromQuery(a) : NONE, Object.keys(row.doc?.args ?? {}));
+      if (res && ignored.length) res.setHeader(IGNORED_HEADER, ignoredHeader(ignored));
       const result = await registry.run(ability, input, {
         principal: a.principal,
-        coerce: true,
+        coerce: 'upstream',
         method: a.method,
       });
-      const res = responses.get(a);
       if (res) pagingHeaders(res, result);
       return row.output ? row.output(result as never, { args: a, restBase }) : { success: 1, data: result };
     } catch (e) {
@@ -276,10 +335,15 @@ export function restRouter(
         );
       }
       try {
+        const query = queryArgs(req);
         const body = row.body ? await row.body(req, res) : await bodyArgs(req);
-        const query = Object.fromEntries(Object.entries(req.query).filter(([k]) => k !== ''));
-        const args: RestArgs = { params, args: { ...query, ...body }, principal: req.principal!, method: req.method };
+        // A batch reads its operations from the body (as WordPress's batch controllers do): its query is ignored.
+        const batch = !!(row.doc?.batch || row.doc?.controllers);
+        const ignoredByBatch = batch ? Object.keys(query).filter((k) => !(k in body)) : [];
+        if (ignoredByBatch.length) res.setHeader(IGNORED_HEADER, ignoredHeader(ignoredByBatch));
+        const args: RestArgs = { params, args: batch ? body : { ...query, ...body }, principal: req.principal!, method: req.method };
         responses.set(args, res);
+        queryOnly.set(args, new Set(batch ? [] : Object.keys(query).filter((k) => !(k in body))));
         if (method !== 'GET') return res.json(await runRow(row, args));
         // A GET: conditional (ETag, 304), and served from the answer cache when the row's ability is store-pure and
         // the request carries nothing beyond its URL.

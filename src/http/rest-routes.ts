@@ -15,6 +15,8 @@ import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { keyRoutes } from './routes/keys.js';
+import { healthRoutes } from './routes/health.js';
+import { packageRoutes } from './routes/packages.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -28,7 +30,9 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,
   ...keyRoutes,
+  ...packageRoutes,
 ];

@@ -22,6 +22,8 @@ export const SHARED_PARAMS = new Set([
   'websites',
   'include',
   'exclude',
+  'safe',
+  'force',
 ]);
 
 /** Keywords that constrain only values of one type, so branches of different types can share a node. */

@@ -20,6 +20,7 @@ import { annotationMethod, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
 import { refusal, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
+import { wpBoolean } from '../core/input.js';
 import type { Services } from '../domain/index.js';
 import { VERSION } from '../version.js';
 import { compactInputSchema, toolDescription } from './compact.js';
@@ -75,7 +76,7 @@ export const INSTRUCTIONS = [
   'A cost applies to its sites, to every site carrying one of its groups (tags) and to every site of its clients.',
   'A site is connected, disconnected (its last contact failed or it was disconnected) or suspended (left out of syncs).',
   'Read tools are safe to call at any time. Destructive tools need confirm=true; call them with dry_run=true first to show the user what would change (clients with elicitation are asked directly).',
-  'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped).',
+  'Update tools: types empty = all four; tags (IDs or names) and clients (IDs) select sites too; dry_run lists exactly what would change; results are per item (updated, errors, skipped, rolled_back). safe (default: the dashboard setting, on) probes each site before and after each item and rolls back an item that breaks it; an unhealthy site is skipped unless force=true.',
   'Uptime: list-monitors-v1 says which sites are down; subscribe to sitefleet://incidents to hear of incidents opening and closing.',
   'Batches over 200 sites become background jobs: the result links the resource sitefleet://jobs/{job_id} (read or subscribe to follow it; or get-batch-job-status-v1).',
   'Errors come back as isError results whose structuredContent is {code, message, data:{status}}.',
@@ -225,7 +226,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       // Some others (an update run over several sites) are asked about when their preview says so.
       const asks = a.annotations.destructive || !!a.confirmPreview;
       const preview =
-        asks && args.confirm !== true && args.dry_run !== true && server.getClientCapabilities()?.elicitation
+        asks && wpBoolean(args.confirm) !== true && wpBoolean(args.dry_run) !== true && server.getClientCapabilities()?.elicitation
           ? await registry.run(a, { ...args, dry_run: true }, { principal: filter.principal, coerce: false, signal: extra.signal })
           : undefined;
       if (preview !== undefined && (a.annotations.destructive || a.confirmPreview!(preview))) {

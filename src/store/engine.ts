@@ -28,6 +28,10 @@ export const COLLECTIONS = {
   /** The audit log (domain/audit.ts): entries by their place in the hash chain, and the chain's head. */
   audit: 1000,
   audit_head: 0,
+  // Site health and update history (health-records.ts): a record per site (id = site id), and one per update attempt
+  // (ids only grow, so a new entry rewrites only the newest shard; trimming empties the oldest).
+  site_health: 100,
+  update_history: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];

@@ -1,34 +1,72 @@
 // Data format versions. Each migration turns format N into N+1 in place; a start on an older data dir
-// runs the missing ones in order (under the store lock) before loading.
+// runs the missing ones in order (under the store lock) before loading, after copying every file they rewrite aside
+// (a dated folder in the data dir, named in the log) so that an upgrade can be undone.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseJson, writeDurably } from './durable-file.js';
+import { parseJson, syncDir, writeDurably } from './durable-file.js';
+import { log } from '../log.js';
 
 export const CURRENT_FORMAT = 2;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
-const MIGRATIONS: Record<number, (dir: string) => Promise<void>> = {
+interface Migration {
+  /** The data dir's files (top level) this step rewrites; they are copied aside before any step runs. */
+  files: string[];
+  run(dir: string): Promise<void>;
+}
+
+const MIGRATIONS: Record<number, Migration> = {
   // 1 → 2: API key hashes get a per-key salt. The secret is not known here, so the salted hash is taken over the
   // old unsalted one: sha256(salt + sha256(secret)), which is also how new keys are hashed (domain/auth.ts).
-  1: async (dir) => {
-    const file = join(dir, 'keys.json');
-    if (!existsSync(file)) return;
-    const body = parseJson<{ collection: string; records: Array<Record<string, unknown>> }>(file, readFileSync(file, 'utf8'));
-    for (const k of body.records) {
-      if (typeof k.salt === 'string') continue;
-      const salt = randomBytes(16).toString('hex');
-      k.secret_hash = sha256(salt + String(k.secret_hash));
-      k.salt = salt;
-    }
-    await writeDurably(file, JSON.stringify(body));
+  1: {
+    files: ['keys.json'],
+    run: async (dir) => {
+      const file = join(dir, 'keys.json');
+      if (!existsSync(file)) return;
+      const body = parseJson<{ collection: string; records: Array<Record<string, unknown>> }>(file, readFileSync(file, 'utf8'));
+      for (const k of body.records) {
+        if (typeof k.salt === 'string') continue;
+        const salt = randomBytes(16).toString('hex');
+        k.secret_hash = sha256(salt + String(k.secret_hash));
+        k.salt = salt;
+      }
+      await writeDurably(file, JSON.stringify(body));
+    },
   },
 };
-export async function migrate(dir: string, from: number): Promise<void> {
+
+/**
+ * Brings the data dir from format `from` to CURRENT_FORMAT. First copies meta.json and every file a step will rewrite
+ * into `<dir>/before-format-<to>-<time>/` (fsynced; logged), and answers that folder (null when nothing ran): copying
+ * those files back, with the older sitefleet, undoes the upgrade.
+ */
+export async function migrate(dir: string, from: number): Promise<string | null> {
+  if (from >= CURRENT_FORMAT) return null;
+  const steps: Migration[] = [];
   for (let f = from; f < CURRENT_FORMAT; f++) {
     const step = MIGRATIONS[f];
     if (!step) throw new Error(`No migration from data format ${f} to ${f + 1}.`);
-    await step(dir);
+    steps.push(step);
   }
+  const aside = join(dir, `before-format-${CURRENT_FORMAT}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  mkdirSync(aside, { recursive: true, mode: 0o700 });
+  const files = new Set(['meta.json', ...steps.flatMap((s) => s.files)]);
+  for (const f of files) {
+    if (!existsSync(join(dir, f))) continue;
+    copyFileSync(join(dir, f), join(aside, f));
+    const fd = openSync(join(aside, f), 'r');
+    fsyncSync(fd);
+    closeSync(fd);
+  }
+  await syncDir(aside);
+  log('warn', 'data format upgrade: the files it rewrites were copied aside first', {
+    from,
+    to: CURRENT_FORMAT,
+    copied_to: aside,
+    files: [...files].filter((f) => existsSync(join(aside, f))),
+  });
+  for (const step of steps) await step.run(dir);
+  return aside;
 }

@@ -10,7 +10,7 @@
 // throws leaves no trace. A commit holds a lock file shared with other sitefleet processes on the same
 // data dir (`serve` and `mcp` side by side), reloads what they changed first, and resolves its callers
 // only after every file is fsynced and renamed into place.
-import { mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
@@ -46,7 +46,25 @@ interface ShardFile<T> {
   records: T[];
 }
 
-const fileOf = (col: CollectionName, id: number): string =>
+/**
+ * The data dir's cross-process lock, which every commit holds: what is on disk while it is held is one consistent fleet
+ * (backups take it to snapshot the files).
+ */
+export function lockDataDir(dir: string): Promise<() => Promise<void>> {
+  return lockfile.lock(dir, {
+    lockfilePath: join(dir, '.lock'),
+    realpath: false,
+    // A holder refreshes the lock every second; one not refreshed for 5 s belongs to a dead process
+    // (kill -9) and is taken over. Waiting is bounded at about 10 s, longer than that staleness.
+    stale: 5_000,
+    update: 1_000,
+    retries: { retries: 400, factor: 1, minTimeout: 25, maxTimeout: 25 },
+    onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
+  });
+}
+
+/** The file that holds record `id` of `col`: `sites.0.json` (ids 0–249), …, or `tags.json` for an unsharded collection. */
+export const fileOf = (col: CollectionName, id: number): string =>
   COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
 
 export class LowdbStore implements StoreEngine {
@@ -68,8 +86,7 @@ export class LowdbStore implements StoreEngine {
   }
 
   private async init(): Promise<void> {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    for (const sub of ['site-data', 'secrets']) mkdirSync(join(this.dir, sub), { recursive: true, mode: 0o700 });
+    makeDataDir(this.dir);
     try {
       chmodSync(this.dir, 0o700);
       chmodSync(join(this.dir, 'secrets'), 0o700);
@@ -254,17 +271,8 @@ export class LowdbStore implements StoreEngine {
     return this.writes.write(fn);
   }
 
-  private async lock(): Promise<() => Promise<void>> {
-    return lockfile.lock(this.dir, {
-      lockfilePath: join(this.dir, '.lock'),
-      realpath: false,
-      // A holder refreshes the lock every second; one not refreshed for 5 s belongs to a dead process
-      // (kill -9) and is taken over. Waiting is bounded at about 10 s, longer than that staleness.
-      stale: 5_000,
-      update: 1_000,
-      retries: { retries: 400, factor: 1, minTimeout: 25, maxTimeout: 25 },
-      onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
-    });
+  private lock(): Promise<() => Promise<void>> {
+    return lockDataDir(this.dir);
   }
 
   /** One commit of every write queued so far, under the cross-process lock; callers hear of it while the lock goes. */
@@ -397,6 +405,29 @@ function serialise(value: unknown): string {
     return JSON.stringify(value);
   } catch (e) {
     throw new Unserialisable(e instanceof Error ? e.message : e);
+  }
+}
+
+/** A data dir that cannot be used (a file in its place, no permission, a read-only disk): said plainly, nothing changed. */
+export class DataDirError extends Error {}
+
+function makeDataDir(dir: string): void {
+  const why = (e: unknown): string => {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file stands where a directory is needed';
+    if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+    if (code === 'EROFS') return 'the file system is read-only';
+    return (e as Error).message;
+  };
+  if (existsSync(dir) && !statSync(dir).isDirectory()) {
+    throw new DataDirError(`Cannot use ${dir} as the data dir: it is a file, not a directory. Give --data-dir a directory.`);
+  }
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const sub of ['site-data', 'secrets']) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.W_OK);
+  } catch (e) {
+    throw new DataDirError(`Cannot use ${dir} as the data dir: ${why(e)}. Give --data-dir a directory this user can write.`);
   }
 }
 

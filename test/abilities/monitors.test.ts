@@ -127,4 +127,23 @@ describe('webhooks', () => {
     expect(await h.call('delete-webhook-v1', { webhook_id: w.id, confirm: true })).toMatchObject({ deleted: true, webhook: { id: w.id } });
     expect(await h.fails('test-webhook-v1', { webhook_id: w.id })).toMatchObject({ status: 404 });
   });
+
+  it('shows a hook URL (a bearer secret) whole only to callers that may write; others see scheme and host', async () => {
+    const slack = 'https://hooks.slack.com/services/T000/B000/XXXXsecretXXXX?x=1';
+    const w = await h.call('add-webhook-v1', { url: slack, events: ['site.down'] });
+    expect(w).toMatchObject({ url: slack, url_masked: false });
+    const seen = async (as: (typeof h.as)[keyof typeof h.as]) =>
+      (await h.call('list-webhooks-v1', { deliveries: 0 }, as)).items.find((x) => x.id === w.id)!;
+    expect(await seen(h.as.admin)).toMatchObject({ url: slack, url_masked: false });
+    for (const as of [h.as.readKey, h.as.viewer, h.as.readOnlyLocal]) {
+      const v = await seen(as);
+      expect(v).toMatchObject({ url: 'https://hooks.slack.com/***', url_masked: true });
+      expect(JSON.stringify(v)).not.toMatch(/services|secret|T000/);
+    }
+    // A delete key may remove a webhook, not read its URL: the preview and the answer are masked too.
+    const dry = await h.call('delete-webhook-v1', { webhook_id: w.id, dry_run: true }, h.as.deleteKey);
+    expect(dry.webhook).toMatchObject({ url: 'https://hooks.slack.com/***', url_masked: true });
+    const gone = await h.call('delete-webhook-v1', { webhook_id: w.id, confirm: true }, h.as.deleteKey);
+    expect(gone).toMatchObject({ deleted: true, webhook: { url: 'https://hooks.slack.com/***', url_masked: true } });
+  });
 });

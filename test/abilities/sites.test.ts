@@ -533,3 +533,27 @@ describe('suspend-site-v1, unsuspend-site-v1 and suspend-sites-v1 (rules)', () =
     expect(await h.fails('suspend-sites-v1', { site_ids_or_domains: [] })).toMatchObject({ status: 404, code: 'svc_site_not_found' });
   });
 });
+
+// Issue 27, item 14: sites were sorted as text (site1, site10, site2); tag names likewise.
+describe('natural order of sites and names', () => {
+  it('lists sites by domain with numbers as numbers: nat2 before nat10, and so in a tag', async () => {
+    const made = await seedSites(h.services, 4, (i) => ({ url: `https://nat${[10, 2, 1, 2][i]}.example.com/${i === 3 ? 'b' : ''}` }));
+    const [n10, n2, n1, n2b] = made.map((x) => x.id);
+    const r = await h.call('list-sites-v1', { include: made.map((x) => x.id) });
+    expect(r.items.map((x) => x.url)).toEqual([
+      'https://nat1.example.com/',
+      'https://nat2.example.com/',
+      'https://nat2.example.com/b',
+      'https://nat10.example.com/',
+    ]);
+    expect(ids(r.items)).toEqual([n1, n2, n2b, n10]);
+    const tag = await seedTag(h.services, 'natural', [n10!, n2!, n1!]);
+    expect(ids((await h.call('get-tag-sites-v1', { tag_id: tag.id })).items)).toEqual([n1, n2, n10]);
+  });
+
+  it('lists tags by name with numbers as numbers', async () => {
+    for (const name of ['Wave 10', 'Wave 2', 'wave 1']) await h.call('add-tag-v1', { name });
+    const names = (await h.call('list-tags-v1', { search: 'wave' })).items.map((t) => t.name);
+    expect(names).toEqual(['wave 1', 'Wave 2', 'Wave 10']);
+  });
+});

@@ -2,6 +2,7 @@
 // (plugins, themes, translations, core) with the child's own versions, ignore rules and what they hide, and fleet
 // runs (dry run first) — without a door. (Upstream defects, jobs, MCP elicitation: test/updates.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLLECTION_NAMES } from '../../src/store/engine.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
 
 let h: AbilityHarness;
@@ -45,6 +46,42 @@ describe('list-updates-v1 and get-site-updates-v1', () => {
   });
 });
 
+describe('refresh is a write (issue 35, finding 2)', () => {
+  /** Requests the simulated children received, and every collection's version: what a refresh would change. */
+  const childRequests = () => h.sim.sites.reduce((n, _s, k) => n + h.sim.requests(k + 1), 0);
+  const storeVersion = () => COLLECTION_NAMES.map((c) => h.services.store.version(c)).join('.');
+
+  it.each(['readKey', 'viewer', 'readOnlyLocal'] as const)(
+    'a read-only caller (%s) asking for refresh is refused with 403: no child call, no store write',
+    async (who) => {
+      const [calls, version] = [childRequests(), storeVersion()];
+      for (const [name, input] of [
+        ['list-updates-v1', { refresh: true }],
+        ['get-site-updates-v1', { site_id_or_domain: ids[0]!, refresh: true }],
+      ] as const) {
+        const e = await h.fails(name, input, h.as[who]);
+        expect(e).toMatchObject({ code: 'svc_permission_denied', status: 403 });
+        expect(e.message).toMatch(/refresh: true syncs the sites, which needs write permission/);
+      }
+      expect(childRequests()).toBe(calls);
+      expect(storeVersion()).toBe(version);
+      // Without refresh the same caller reads what the last sync stored.
+      expect((await h.call('list-updates-v1', {}, h.as[who])).errors).toEqual([]);
+      expect((await h.call('get-site-updates-v1', { site_id_or_domain: ids[0]! }, h.as[who])).site_id).toBe(ids[0]);
+      expect(childRequests()).toBe(calls);
+    },
+  );
+
+  it('a caller that may write still refreshes: every live site is asked again', async () => {
+    const calls = childRequests();
+    expect((await h.call('list-updates-v1', { refresh: true })).errors).toEqual([]);
+    expect(childRequests()).toBeGreaterThanOrEqual(calls + ids.length);
+    const one = childRequests();
+    await h.call('get-site-updates-v1', { site_id_or_domain: ids[0]!, refresh: true }, h.as.admin);
+    expect(childRequests()).toBeGreaterThan(one);
+  });
+});
+
 describe('applying on one site', () => {
   it('update-site-plugins-v1 updates through the child; dry_run calls no child', async () => {
     const k = siteWith((p) => p.plugins.length > 0);
@@ -56,7 +93,7 @@ describe('applying on one site', () => {
     expect(h.sim.state(k).upgradeLog).toEqual([]);
     const r = await h.call('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug] });
     expect(r.updated).toEqual([expect.objectContaining({ type: 'plugin', slug, old_version: from, new_version: to })]);
-    expect(r.summary).toEqual({ total_updated: 1, total_errors: 0, total_skipped: 0 });
+    expect(r.summary).toEqual({ total_updated: 1, total_errors: 0, total_skipped: 0, total_rolled_back: 0 });
     expect(plugin.version).toBe(to);
     expect(await h.fails('update-site-plugins-v1', { site_id_or_domain: ids[k - 1]!, slugs: [slug] }, h.as.viewer)).toMatchObject({
       code: 'svc_permission_denied',
@@ -161,9 +198,11 @@ describe('fleet runs: run-updates-v1 and update-all-v1', () => {
     const deadIndex = ids.indexOf(dead.site_id) + 1;
     h.sim.setFault(deadIndex, { type: 'http500' });
     try {
+      // Plain mode: in safe mode the dead site is skipped as unhealthy before anything is sent (safe-updates.test.ts).
       const r = await h.call('run-updates-v1', {
         site_ids_or_domains: [item.site_id, dead.site_id],
         specific_items: [item.slug, dead.slug],
+        safe: false,
       });
       expect(r.updated.map((u) => u.slug)).toContain(item.slug);
       expect(r.updated.every((u) => u.site_id === item.site_id)).toBe(true);

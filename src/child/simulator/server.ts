@@ -4,8 +4,11 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { encodeEnvelope } from '../envelope.js';
 import { decodeForm } from '../form.js';
-import { SimSite } from './site.js';
-import { createSiteState, defaultPassword, type SimSiteState } from './state.js';
+import { request } from 'undici';
+import { inspectPackageZip } from '../../core/zip-check.js';
+import { directoryAnswer } from './directory.js';
+import { SimSite, WP_FATAL_PAGE, type SimDownload } from './site.js';
+import { createSiteState, defaultPassword, type SimBreak, type SimSiteState } from './state.js';
 
 export interface SimSiteInfo {
   /** 1-based; the site lives at `${baseUrl}/s/<index>/`. */
@@ -68,6 +71,14 @@ export interface ChildSim {
   setFault(index: number, fault: SimFault | null): void;
   /** Makes the package of `slug` (or "wordpress" for core) fail to install on a site with this message; null heals it. */
   failUpdate(index: number, slug: string, message: string | null): void;
+  /**
+   * Makes an update of `slug` (or "wordpress") break the site's front end once installed (null: installs well again).
+   */
+  breakOnUpdate(index: number, slug: string, effect: SimBreak | null): void;
+  /** Offers an update of an installed plugin (file) or theme (stylesheet) to `version`, as wordpress.org would. */
+  offerUpdate(index: number, type: 'plugin' | 'theme', slug: string, version: string): void;
+  /** Breaks the front end now (as `by` would), or puts it right (null). */
+  setFrontEnd(index: number, broken: { effect: SimBreak; by: string } | null): void;
   /** Requests received by a site (any path, method or fault), for "no child call" assertions. */
   requests(index: number): number;
   /** When a site's latest requests arrived (epoch ms, the last 100). */
@@ -97,8 +108,9 @@ export interface ChildSimOptions {
 const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
 const HUGE_REPLY_BYTES = 21 * 1024 * 1024;
 const HTML = { 'content-type': 'text/html; charset=UTF-8' };
-const FATAL_PAGE =
-  '<!DOCTYPE html><html><head><title>WordPress &rsaquo; Error</title></head><body id="error-page"><div class="wp-die-message"><p>There has been a critical error on this website.</p><p><a href="https://wordpress.org/documentation/article/faq-troubleshooting/">Learn more about troubleshooting WordPress.</a></p></div></body></html>';
+const FATAL_PAGE = WP_FATAL_PAGE;
+/** The front-end pages a simulated site serves (besides admin-ajax.php): home, login, WordPress's sample page. */
+const FRONT_PAGES = new Set(['/', '/index.php', '/wp-login.php', '/sample-page/']);
 const PLAIN_PAGE =
   '<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works!</h1><p>This site has no MainWP Child plugin.</p></body></html>';
 const WAF_PAGE =
@@ -177,6 +189,31 @@ function readBody(req: IncomingMessage): Promise<string | null> {
   });
 }
 
+/** The zips an installplugintheme names outside /__sim/dir/, fetched and read (null: WordPress could not install it). */
+async function downloads(urlField: unknown, typeField: unknown): Promise<Map<string, SimDownload | null>> {
+  const out = new Map<string, SimDownload | null>();
+  let urls: unknown;
+  try {
+    urls = JSON.parse(String(urlField ?? '').replace(/\\(.)/g, '$1'));
+  } catch {
+    return out;
+  }
+  const type = typeField === 'theme' ? 'theme' : 'plugin';
+  for (const url of (Array.isArray(urls) ? urls : [urls]).filter((u): u is string => typeof u === 'string')) {
+    if (url.includes('/__sim/dir/')) continue;
+    try {
+      const res = await request(url, { method: 'GET', headersTimeout: 10_000, bodyTimeout: 10_000 });
+      const buf = Buffer.from(await res.body.arrayBuffer());
+      if (res.statusCode !== 200 || buf.length > 64 * 1024 * 1024) throw new Error('download failed');
+      const pkg = await inspectPackageZip(buf, type);
+      out.set(url, { type, slug: pkg.folder, name: pkg.name, version: pkg.version, main: pkg.main });
+    } catch {
+      out.set(url, null);
+    }
+  }
+  return out;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startChildSim(options: ChildSimOptions = {}): Promise<ChildSim> {
@@ -209,6 +246,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]!;
+    if (path.startsWith('/__sim/dir/')) {
+      // The stand-in wordpress.org directory (directory.ts): JSON answers, no site involved.
+      const dir = directoryAnswer(path.slice('/__sim/dir/'.length), new URL(req.url ?? '/', baseUrl).searchParams, `${baseUrl}/__sim/dir/`);
+      if (dir) return send(res, dir.status, JSON.stringify(dir.json), { 'content-type': 'application/json; charset=utf-8' });
+    }
     const match = /^\/s\/(\d+)(\/.*)?$/.exec(path);
     const index = match ? Number(match[1]) : 0;
     if (!match || index < 1 || index > count) return send(res, 404, '<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
@@ -238,10 +280,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
 
     const rest = match[2] ?? '/';
     const adminAjax = rest === '/wp-admin/admin-ajax.php';
-    if (!adminAjax && rest !== '/' && rest !== '/index.php')
-      return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
+    if (!adminAjax && !FRONT_PAGES.has(rest)) return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
     const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);
-    const reply = siteAt(index).handle(form, adminAjax);
+    // installplugintheme downloads each package that is not the simulator's own directory's, as WordPress would.
+    if (form.function === 'installplugintheme') siteAt(index).downloads = await downloads(form.url, form.type);
+    const reply = siteAt(index).handle(form, adminAjax, rest === '/index.php' ? '/' : rest);
     if (fault?.type === 'hang_after_work') return;
     if (reply.envelope && fault?.type === 'huge') return sendHuge(res, reply.body);
     if (reply.envelope && fault?.type === 'slow_drip') return sendSlowly(res, reply.body);
@@ -319,6 +362,21 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
       if (message === null) delete st.failingUpdates[slug];
       else st.failingUpdates[slug] = message;
       st.rev++;
+    },
+    breakOnUpdate: (index, slug, effect) => {
+      const st = siteAt(index).state;
+      if (effect === null) delete st.breakOnUpdate[slug];
+      else st.breakOnUpdate[slug] = effect;
+    },
+    offerUpdate: (index, type, slug, version) => {
+      const st = siteAt(index).state;
+      const item = (type === 'plugin' ? st.plugins : st.themes).find((i) => i.slug === slug);
+      if (!item) throw new RangeError(`simulated site ${index} has no ${type} ${slug}`);
+      item.updateVersion = version;
+      st.rev++;
+    },
+    setFrontEnd: (index, broken) => {
+      siteAt(index).state.frontEnd = broken;
     },
     requests: (index) => {
       siteAt(index);

@@ -5,6 +5,7 @@ import { rawurldecode, type FormField, type FormMap } from '../form.js';
 import { SHA1, SIGN_ALGOS, verifySignature } from '../keys.js';
 import { versionAtLeast } from '../version.js';
 import { ROLES, type Role, type SimPlugin, type SimPost, type SimSiteState, type SimTheme, type SimUser } from './state.js';
+import { packageAt, type SimPackage } from './directory.js';
 
 export interface SimReply {
   status: number;
@@ -40,9 +41,14 @@ const MSG = {
 };
 
 const DAY = 86_400;
+/** WordPress's page after a fatal error (wp_die since 5.2), as a real site answers it with HTTP 500. */
+export const WP_FATAL_PAGE =
+  '<!DOCTYPE html><html><head><title>WordPress &rsaquo; Error</title></head><body id="error-page"><div class="wp-die-message"><p>There has been a critical error on this website.</p><p><a href="https://wordpress.org/documentation/article/faq-troubleshooting/">Learn more about troubleshooting WordPress.</a></p></div></body></html>';
 const AVATAR =
   "<img alt='' src='https://secure.gravatar.com/avatar/?s=32&#038;d=mm&#038;r=g' class='avatar avatar-32 photo' height='32' width='32' loading='lazy' decoding='async'/>";
 
+const FATAL_PAGE =
+  '<p>There has been a critical error on this website.</p><p><a href="https://wordpress.org/documentation/article/faq-troubleshooting/">Learn more about troubleshooting WordPress.</a></p>';
 const reply = (value: unknown): SimReply => ({ status: 200, body: encodeEnvelope(value), envelope: true });
 const fail = (error: string, code?: string): SimReply => reply(code ? { error, error_code: code } : { error });
 const text = (form: FormMap, name: string): string | undefined => {
@@ -111,7 +117,19 @@ interface StatsOptions {
 
 type Callable = (form: FormMap, user: SimUser) => SimReply;
 
+/** A package the simulated WordPress downloaded from outside the simulator's directory (server.ts reads it). */
+export interface SimDownload {
+  type: 'plugin' | 'theme';
+  slug: string;
+  name: string;
+  version: string;
+  /** Plugins: folder/file.php. */
+  main: string;
+}
+
 export class SimSite {
+  /** Set by the server before an installplugintheme: the packages it downloaded for it, by URL. */
+  downloads = new Map<string, SimDownload | null>();
   /** Set by the `bad_signature` fault: every signature check fails, as if the stored key did not match. */
   rejectSignatures = false;
   // The signed `stats` reply is most of the traffic: keep the encoded envelope until the state changes.
@@ -124,6 +142,7 @@ export class SimSite {
     theme_action: (f, u) => this.themeAction(f, u),
     security: () => reply(this.securityStats()),
     upgradeplugintheme: (f, u) => this.upgradePluginTheme(f, u),
+    installplugintheme: (f) => this.installPluginTheme(f),
     upgradetranslation: (f, u) => this.upgradeTranslation(f, u),
     upgrade: () => this.upgradeCore(),
     search_users: (f) => this.searchUsers(f),
@@ -162,20 +181,43 @@ export class SimSite {
     return login === undefined ? undefined : this.state.users.find((u) => u.login === login);
   }
 
-  /** What WordPress does with a request the child does not answer: admin-ajax says `0`/400, the front end renders. */
-  private notHandled(adminAjax: boolean): SimReply {
+  /**
+   * What WordPress does with a request the child does not answer: admin-ajax says `0`/400, the front end renders —
+   * the home page, the login page, the sample page — as broken as a broken update left it (state.frontEnd).
+   */
+  private notHandled(adminAjax: boolean, path = '/'): SimReply {
     if (adminAjax) return { status: 400, body: '0', envelope: false };
-    const title = `Simulated site ${this.state.index}`;
-    return {
-      status: 200,
-      body: `<!DOCTYPE html>\n<html lang="en-US"><head><meta charset="UTF-8"><title>${title}</title></head><body><h1>${title}</h1><p>Just another WordPress site</p></body></html>\n`,
-      envelope: false,
-    };
+    const name = `Simulated site ${this.state.index}`;
+    const broken = this.state.frontEnd?.effect;
+    if (broken === 'fatal') return { status: 500, body: WP_FATAL_PAGE, envelope: false };
+    const login = path === '/wp-login.php';
+    const page = (title: string, body: string) =>
+      `<!DOCTYPE html>\n<html lang="en-US"><head><meta charset="UTF-8"><title>${title}</title></head><body>${body}</body></html>\n`;
+    if (login)
+      return {
+        status: 200,
+        body: page(`Log In &lsaquo; ${name} &#8212; WordPress`, '<form name="loginform" id="loginform" method="post"></form>'),
+        envelope: false,
+      };
+    if (broken === 'no_title')
+      return { status: 200, body: page('Notice', `<p>${this.state.frontEnd!.by} replaced this page</p>`), envelope: false };
+    const php =
+      broken === 'php_error'
+        ? `<br />\n<b>Fatal error</b>:  Uncaught Error: Call to undefined function in /var/www/wp-content/plugins/${this.state.frontEnd!.by}.php:12<br />\n`
+        : '';
+    const title = path === '/sample-page/' ? `Sample Page &#8211; ${name}` : `${name} &#8211; Just another WordPress site`;
+    return { status: 200, body: page(title, `${php}<h1>${name}</h1><p>Just another WordPress site</p>`), envelope: false };
   }
 
-  /** The §6 pipeline, step A then step B. */
-  handle(form: FormMap, adminAjax: boolean): SimReply {
-    if (!this.state.childActive) return this.notHandled(adminAjax);
+  /** An update of `slug` was installed: the front end breaks if it was set to (sim.breakOnUpdate). */
+  private installed(slug: string): void {
+    const effect = this.state.breakOnUpdate[slug];
+    if (effect) this.state.frontEnd = { effect, by: slug };
+  }
+
+  /** The §6 pipeline, step A then step B. `path` is the front-end page asked for (not admin-ajax). */
+  handle(form: FormMap, adminAjax: boolean, path = '/'): SimReply {
+    if (!this.state.childActive) return this.notHandled(adminAjax, path);
     const signature = text(form, 'mainwpsignature');
     let auth = false;
     let current: SimUser | undefined;
@@ -208,7 +250,7 @@ export class SimSite {
       const { connection: conn, childVersion, wpVersion } = this.state;
       return conn.pubkeyPem ? fail(MSG.linked) : reply({ version: childVersion, wpversion: wpVersion, wpe: 0, wphost: '' });
     }
-    return this.notHandled(adminAjax);
+    return this.notHandled(adminAjax, path);
   }
 
   /** §4.2–§4.4: true, false, or 'downgrade' (SHA-1 asked for after a stronger algorithm was stored). */
@@ -728,6 +770,7 @@ export class SimSite {
         item.updateVersion = null;
         upgrades[slug] = true;
         this.state.upgradeLog.push(`${type}:${slug}`);
+        this.installed(slug);
       } else {
         upgrades[slug] = true;
         data[slug] = { name: item?.name ?? '', old_version: '', slug, success: 1, ...(item ? { version: item.version } : {}) };
@@ -742,6 +785,117 @@ export class SimSite {
     out[type === 'plugin' ? 'plugin_updates' : 'theme_updates'] = phpAssoc(before);
     if (type === 'theme') out.sync = this.embeddedSync(form, user);
     return reply({ ...out, ...CACHE_CONTROL });
+  }
+
+  /**
+   * `installplugintheme` as child 6.1 answers it (§9.5): each URL is "downloaded" from the simulator's directory
+   * (directory.ts). When WordPress cannot install a package (download failed, folder exists without overwrite, no
+   * plugin in the zip) the real child goes on to read the WP_Error as an array: a PHP fatal error, HTTP 500 without
+   * an envelope, over http:// URLs; over https:// it retries and reports the error with its code.
+   */
+  private installPluginTheme(form: FormMap): SimReply {
+    const type = text(form, 'type');
+    const raw = text(form, 'url') ?? '';
+    if ((type !== 'plugin' && type !== 'theme') || raw === '')
+      return fail('Plugin or theme not specified, or missing required data. Please reload the page and try again.');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.replace(/\\(.)/g, '$1'));
+    } catch {
+      parsed = null;
+    }
+    const urls = (Array.isArray(parsed) ? parsed : [parsed]).map((u) => (typeof u === 'string' ? u : ''));
+    const overwrite = truthy(text(form, 'overwrite'));
+    const results: Record<string, boolean> = {};
+    const items: Array<{ name: string; version: string; slug: string }> = [];
+    let destination: string | null = null;
+    for (const url of urls) {
+      const got = this.downloads.get(url);
+      const found: { type: 'plugin' | 'theme'; slug: string; version: string; main?: string; pkg: SimPackage } | null =
+        packageAt(url) ??
+        (got && got.type === type
+          ? {
+              type: got.type,
+              slug: got.slug,
+              version: got.version,
+              main: got.main,
+              pkg: {
+                name: got.name,
+                author: '',
+                description: `${got.name}.`,
+                versions: [got.version],
+                stable: got.version,
+                requires_php: null,
+              },
+            }
+          : null);
+      const slug = found?.slug ?? '';
+      const file = found?.main ?? `${slug}/${slug}.php`;
+      const exists =
+        type === 'plugin' ? this.state.plugins.some((p) => p.slug.startsWith(`${slug}/`)) : this.state.themes.some((t) => t.slug === slug);
+      const failure =
+        !found || found.type !== type || found.pkg.broken
+          ? 'incompatible_archive'
+          : this.state.failingUpdates[slug]
+            ? 'download_failed'
+            : exists && !overwrite
+              ? 'folder_exists'
+              : null;
+      if (failure) {
+        if (url.startsWith('https://'))
+          return fail(
+            failure === 'folder_exists' ? 'Destination folder already exists.' : (this.state.failingUpdates[slug] ?? ''),
+            failure,
+          );
+        return { status: 500, body: FATAL_PAGE, envelope: false };
+      }
+      const { pkg, version } = found!;
+      const basename = decodeURIComponent(url.split('/').pop() ?? '');
+      results[basename] = true;
+      destination = slug;
+      const now_ = now();
+      if (type === 'plugin') {
+        const was = this.state.plugins.find((p) => p.slug.startsWith(`${slug}/`));
+        const active = (was?.active ?? false) || text(form, 'activatePlugin') === 'yes';
+        this.state.plugins = this.state.plugins.filter((p) => p !== was);
+        this.state.plugins.push({
+          slug: file,
+          name: pkg.name,
+          description: pkg.description,
+          version,
+          active,
+          mu: false,
+          isChild: false,
+          updateVersion: null,
+          lastUpdated: now_,
+        });
+        items.push({ name: pkg.name, version, slug: file });
+      } else {
+        const was = this.state.themes.find((t) => t.slug === slug);
+        this.state.themes = this.state.themes.filter((t) => t !== was);
+        this.state.themes.push({
+          slug,
+          name: pkg.name,
+          version,
+          active: was?.active ?? false,
+          parent: pkg.template ?? null,
+          updateVersion: null,
+          lastUpdated: now_,
+        });
+        items.push({ name: pkg.name, slug, version });
+      }
+      this.state.upgradeLog.push(`install:${type}:${slug}:${version}`);
+      // Another version of the code that broke the front end replaces it (a rollback): the site renders again.
+      const by = this.state.frontEnd?.by;
+      if (by && (by === slug || by.startsWith(`${slug}/`))) this.state.frontEnd = null;
+    }
+    this.changed();
+    return reply({
+      installation: 'SUCCESS',
+      destination_name: destination,
+      install_results: phpAssoc(results),
+      other_data: { install_items: items },
+    });
   }
 
   private upgradeTranslation(form: FormMap, user: SimUser): SimReply {
@@ -768,6 +922,7 @@ export class SimSite {
     s.wpVersion = s.wpUpdate;
     s.wpUpdate = null;
     s.upgradeLog.push('core:wordpress');
+    this.installed('wordpress');
     this.changed();
     return reply({ upgrade: 'SUCCESS', old_version: old, version: s.wpVersion, ...CACHE_CONTROL });
   }
@@ -797,6 +952,8 @@ export class SimSite {
       } else {
         plugin.active = action === 'activate';
       }
+      // The plugin that broke the front end no longer runs: the site renders again.
+      if (action !== 'activate' && this.state.frontEnd?.by === file) this.state.frontEnd = null;
       done[file] = item;
     }
     if (files.length > 0) this.changed();

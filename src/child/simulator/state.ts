@@ -96,6 +96,13 @@ export interface RegverifyRecord {
   date: number;
 }
 
+/**
+ * What a broken update does to the front end, as rc-alpha's broken versions do on a real site: `fatal` — WordPress's
+ * critical-error page (500) on every page, the login page too; `no_title` — pages answer 200 without the site's title;
+ * `php_error` — PHP's own "Fatal error" text in a 200 page (display_errors on).
+ */
+export type SimBreak = 'fatal' | 'no_title' | 'php_error';
+
 export interface SimSiteState {
   index: number;
   siteUrl: string;
@@ -107,6 +114,10 @@ export interface SimSiteState {
   translations: SimTranslation[];
   /** Packages that fail to install here (slug or "wordpress" → the upgrader's message), for failure scenarios. */
   failingUpdates: Record<string, string>;
+  /** Updates that break the site's front end once installed (slug or "wordpress" → how), for health and rollback tests. */
+  breakOnUpdate: Record<string, SimBreak>;
+  /** How the front end is broken now, and by which item's update (null: it renders well). */
+  frontEnd: { effect: SimBreak; by: string } | null;
   /** Every item an upgrade call installed, in order ("plugin:akismet/akismet.php", "core:wordpress"): tests count them. */
   upgradeLog: string[];
   users: SimUser[];
@@ -469,6 +480,8 @@ export function createSiteState(input: SiteStateInput): SimSiteState {
           ]
         : [],
     failingUpdates: {},
+    breakOnUpdate: {},
+    frontEnd: null,
     upgradeLog: [],
     users,
     plugins,

@@ -10,6 +10,7 @@ import * as tags from './pages/tags.js';
 import * as clients from './pages/clients.js';
 import * as updates from './pages/updates.js';
 import * as audit from './pages/audit.js';
+import * as install from './pages/install.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -26,6 +27,7 @@ const ROUTES = [
   [/^\/clients$/, clients, 'Clients'],
   [/^\/updates$/, updates, 'Updates'],
   [/^\/audit$/, audit, 'Audit log'],
+  [/^\/install$/, install, 'Install'],
 ];
 
 function parseHash() {
@@ -49,6 +51,7 @@ function drawChrome() {
   if (has('list-updates-v1')) links.splice(1, 0, ['#/updates', 'Updates']);
   // The audit log: administrators only (the server refuses it to anyone else).
   if (may('list-audit-log-v1')) links.push(['#/audit', 'Audit log']);
+  if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   const { path } = parseHash();
   clear(
     nav,

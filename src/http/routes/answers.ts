@@ -6,7 +6,7 @@ import { ItemError } from '../../abilities/schemas.js';
 export const Int = z.number().int();
 /** The simple site view of per-site answers (REST v2 reference §0.4). */
 export const SimpleSite = z.object({ id: Int, name: z.string(), url: z.string(), client_id: Int.nullable() });
-/** A flag argument the door reads itself: 1/0, true/false, yes. */
+/** A flag argument the door reads itself: true/false, 1/0 (strings in any case) as WordPress, and upstream's yes/no. */
 export const Flag = (description: string) =>
   z
     .union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])])

@@ -1,5 +1,6 @@
 // Shared pieces of REST rows: reading path and body arguments, the simple site view, and batches.
 import { ServiceError, toServiceError } from '../../core/errors.js';
+import { oneValue, readFlag } from '../../core/input.js';
 import type { BatchShape, RestArgs, RestRoute, RowRunner } from '../rest-door.js';
 
 export const site = (a: RestArgs) => a.params.id_or_domain!;
@@ -13,8 +14,10 @@ export const simple = (s: { id: number; name: string; url: string; client_id: nu
 /** Picks the named arguments that were given; everything else the caller sent is ignored. */
 export const pick = (a: RestArgs, ...names: string[]) =>
   Object.fromEntries(names.filter((n) => a.args[n] !== undefined && a.args[n] !== '').map((n) => [n, a.args[n]]));
-export const truthy = (v: unknown, def: boolean) =>
-  v === undefined || v === '' ? def : ['1', 'true', 'yes', true, 1].includes(v as never);
+/** One argument sent under several names (ours first): every name is read, and core/input.ts oneValue decides. */
+export const either = (a: RestArgs, ...names: string[]) => oneValue(names.map((n) => [n, a.args[n]] as const));
+/** A flag argument, read as WordPress reads a boolean (true/false, 1/0); anything else is a 400 naming it (core/input.ts). */
+export const flag = (a: RestArgs, name: string, def: boolean) => readFlag(name, a.args[name], def);
 /** A comma-separated string or an array, as a list; absent or empty → undefined. */
 export const list = (v: unknown): unknown[] | undefined =>
   v === undefined || v === '' ? undefined : Array.isArray(v) ? v : String(v).split(',');
@@ -66,6 +69,9 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
         const row = phase in actions ? actions[phase] : rows[phase as keyof BatchRows];
         if (!row) throw new ServiceError('svc_invalid_input', `This batch route has no ${phase} operation.`, 400);
         const byId = phase !== 'create' && phase !== 'update';
+        // An item is authorised as the route it stands for: a read item (plugins[], security[], …) needs what its GET
+        // needs, whatever the batch's own POST — a write-only key reads through a batch no more than directly.
+        const method = row.methods.includes(a.method) ? a.method : row.methods[0]!;
         out[phase] = await Promise.all(
           items.map(async (item) => {
             const obj = item && typeof item === 'object' && !Array.isArray(item) ? { ...(item as Record<string, unknown>) } : {};
@@ -76,7 +82,12 @@ export function batch(rows: BatchRows, idParam: string, actions: Readonly<Record
             }
             delete obj.id;
             try {
-              return await run(row, { ...a, params: phase === 'create' ? {} : { [idParam]: String(idNum) }, args: byId ? {} : obj });
+              return await run(row, {
+                ...a,
+                method,
+                params: phase === 'create' ? {} : { [idParam]: String(idNum) },
+                args: byId ? {} : obj,
+              });
             } catch (e) {
               return { id: idNum, error: toServiceError(e).toBody() };
             }

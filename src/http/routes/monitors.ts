@@ -15,6 +15,7 @@ import {
   type MonitorView,
 } from '../../abilities/monitors.js';
 import { ServiceError } from '../../core/errors.js';
+import { readFlag } from '../../core/input.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { list, pathId, pick, site } from './args.js';
 import { z } from 'zod';
@@ -153,7 +154,7 @@ const settingsArgs = (a: RestArgs) => {
     i.retries = Math.max(0, n);
   }
   const active = a.args.active;
-  if (active !== undefined && active !== '') i.active = active === 'useglobal' ? active : ['1', 'true', 1, true].includes(active as never);
+  if (active !== undefined && active !== '') i.active = active === 'useglobal' ? active : readFlag('active', active, false);
   const codes = a.args.expected_status;
   if (codes !== undefined && codes !== '') i.expected_status = codes === 'useglobal' ? codes : list(codes)!.map((c) => Number(c));
   if (typeof i.keyword !== 'string' && a.args.keyword === '') i.keyword = '';

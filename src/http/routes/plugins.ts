@@ -13,7 +13,7 @@ import {
   getSiteThemes,
 } from '../../abilities/plugins.js';
 import { EDIT, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
-import { list, pick, simple, site, truthy } from './args.js';
+import { either, flag, list, pick, simple, site } from './args.js';
 import { z } from 'zod';
 import { Flag, Int, ListArg, SimpleSite, listed, ok, okOrNot } from './answers.js';
 
@@ -49,7 +49,7 @@ function status(a: RestArgs): { status?: unknown } {
 
 /** `slug`: one slug or a comma-separated list (also accepted: slugs, and the family's own plural). */
 const slugs = (a: RestArgs, alias: string) =>
-  list(a.args.slug ?? a.args.slugs ?? a.args[alias])
+  list(either(a, 'slug', 'slugs', alias))
     ?.map((v) => (typeof v === 'string' ? v.trim() : v))
     .filter((v) => v !== '');
 
@@ -93,7 +93,7 @@ const pluginsDeactivate = route(EDIT, '/sites/:id_or_domain/plugins/deactivate',
 
 /** A DELETE route is its own confirmation; `dry_run=1` previews instead. */
 const deleteInput = (alias: string) => (a: RestArgs) => {
-  const dry = truthy(a.args.dry_run, false);
+  const dry = flag(a, 'dry_run', false);
   return { site_id_or_domain: site(a), slugs: slugs(a, alias), confirm: !dry, dry_run: dry };
 };
 const deleteOutput = (what: string) => (r: z.output<typeof deleteSitePlugins.output>) =>
@@ -139,7 +139,7 @@ const themes = route(READ, '/sites/:id_or_domain/themes', getSiteThemes, {
 
 const themeActivate = route(EDIT, '/sites/:id_or_domain/themes/activate', activateSiteTheme, {
   input: (a) => {
-    const slug = a.args.slug ?? a.args.theme;
+    const slug = either(a, 'slug', 'theme');
     return { site_id_or_domain: site(a), ...(slug === undefined || slug === '' ? {} : { slug }) };
   },
   answers: okOrNot({
@@ -200,7 +200,7 @@ const changes = route(READ, '/sites/:id_or_domain/non-mainwp-changes', getSiteCh
     listed(getSiteChanges.output.shape.changes.element, { page: Int, per_page: Int, site: SimpleSite }),
   ]),
   output: (r, { args }) =>
-    truthy(args.args.total_count, false)
+    flag(args, 'total_count', false)
       ? { success: 1, data: { total: r.total }, site: siteView(r) }
       : { success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.changes, site: siteView(r) },
 });

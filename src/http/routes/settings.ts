@@ -18,6 +18,7 @@ import {
   updateSettings,
 } from '../../abilities/settings.js';
 import { ServiceError } from '../../core/errors.js';
+import { refusal } from '../../core/principal.js';
 import type { JobType } from '../../store/records.js';
 import { CREATE, READ, REMOVE, route, type RestArgs, type RestRoute } from '../rest-door.js';
 import { STATUS_PATHS, withStatusUrl } from '../job-links.js';
@@ -332,6 +333,68 @@ const disconnectAll = route(CREATE, '/settings/tools/disconnect-all-sites', disc
         : { success: 1, message: `Sites disconnected: ${r.succeeded} of ${r.total}.`, data: r },
 });
 
+// ---- GET /settings/tools: which fleet tools sitefleet has (upstream's answers its UI preferences; sitefleet has no UI) ----
+
+/** Upstream's tools sitefleet does not run, and why (each route answers 501 with the same reason). */
+const TOOLS_NOT_SUPPORTED = {
+  'destroy-sessions':
+    "MainWP Child 6.1 has no call that destroys user sessions (upstream's job sends nothing to the children); log users out per site with update-user-v1 (a new password).",
+  'clear-activation-data': 'sitefleet has no extension licences or shop login to clear.',
+  'restore-info-messages': 'sitefleet has no UI with dismissible info messages.',
+} as const;
+const UI_PREFERENCES = 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.';
+
+const ToolView = z.union([
+  z.object({
+    supported: z.literal(true),
+    ability: z.string().describe('svc/<name>: the same tool on the abilities door and MCP.'),
+    label: z.string(),
+    description: z.string(),
+    method: z.literal('POST'),
+    path: z.string().describe('Relative to the REST base.'),
+    status_path: z.string().describe("Where a queued run is followed ({id}: the answer's <tool>_id)."),
+    needs_confirm: z.boolean().describe('A run needs confirm: true (dry_run: true previews).'),
+    may_run: z.boolean().describe('Whether the calling key may run it.'),
+  }),
+  z.object({ supported: z.literal(false), reason: z.string() }),
+]);
+const RUNNABLE_TOOLS = [
+  [renewConnections, '/settings/tools/renew-connections', 'renew'],
+  [disconnectAllSites, '/settings/tools/disconnect-all-sites', 'disconnect'],
+] as const;
+const toolsGet: RestRoute = {
+  methods: READ,
+  path: '/settings/tools',
+  handler: async (a) => ({
+    success: 1,
+    data: {
+      ...Object.fromEntries(
+        RUNNABLE_TOOLS.map(([ability, path, job]) => [
+          path.slice('/settings/tools/'.length),
+          {
+            supported: true,
+            ability: `svc/${ability.name}`,
+            label: ability.label,
+            description: ability.description,
+            method: 'POST',
+            path,
+            status_path: `${STATUS_PATHS[job]}{id}`,
+            needs_confirm: 'confirm' in ability.input.shape,
+            may_run: refusal(a.principal, ability.annotations, 'POST') === null,
+          },
+        ]),
+      ),
+      ...Object.fromEntries(Object.entries(TOOLS_NOT_SUPPORTED).map(([tool, reason]) => [tool, { supported: false, reason }])),
+    },
+  }),
+  doc: {
+    summary: 'Fleet tools',
+    description:
+      "The fleet tools sitefleet runs (renew connections, disconnect all sites: where, how they are followed, and whether this key may run them) and upstream's it does not, with the reason. Upstream answers its dashboard's UI preferences here; sitefleet has no UI.",
+    answers: ok({ data: z.record(z.string(), ToolView) }),
+  },
+};
+
 export const settingsRoutes: readonly RestRoute[] = [
   generalGet,
   generalEdit,
@@ -361,13 +424,9 @@ export const settingsRoutes: readonly RestRoute[] = [
   unsupported(EDIT, '/settings/dashboard-insights/edit', 'sitefleet keeps no dashboard insights log.'),
   unsupported(READ, '/settings/api-backups', 'sitefleet has no backups, so no hosting-provider backup API keys.'),
   unsupported(EDIT, '/settings/api-backups/:api_slug/edit', 'sitefleet has no backups, so no hosting-provider backup API keys.'),
-  unsupported(READ, '/settings/tools', 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.'),
-  unsupported(EDIT, '/settings/tools/edit', 'these are dashboard UI preferences (theme, guided tours, chat); sitefleet has no UI.'),
-  unsupported(
-    CREATE,
-    '/settings/tools/destroy-sessions',
-    "MainWP Child 6.1 has no call that destroys user sessions (upstream's job sends nothing to the children); log users out per site with update-user-v1 (a new password).",
-  ),
+  toolsGet,
+  unsupported(EDIT, '/settings/tools/edit', UI_PREFERENCES),
+  unsupported(CREATE, '/settings/tools/destroy-sessions', TOOLS_NOT_SUPPORTED['destroy-sessions']),
   unsupported(
     READ,
     '/settings/tools/destroy-sessions-status/:destroy_id',
@@ -377,6 +436,6 @@ export const settingsRoutes: readonly RestRoute[] = [
   statusRow('renew', 'Renew connection job not found.'),
   disconnectAll,
   statusRow('disconnect', 'Disconnect job not found.'),
-  unsupported(CREATE, '/settings/tools/clear-activation-data', 'sitefleet has no extension licences or shop login to clear.'),
-  unsupported(CREATE, '/settings/tools/restore-info-messages', 'sitefleet has no UI with dismissible info messages.'),
+  unsupported(CREATE, '/settings/tools/clear-activation-data', TOOLS_NOT_SUPPORTED['clear-activation-data']),
+  unsupported(CREATE, '/settings/tools/restore-info-messages', TOOLS_NOT_SUPPORTED['restore-info-messages']),
 ];

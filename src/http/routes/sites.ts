@@ -13,7 +13,7 @@ import {
 } from '../../abilities/child-sites.js';
 import { CREATE, EDIT, READ, REMOVE, route, type RestArgs, type RestContext, type RestRoute } from '../rest-door.js';
 import { jobStatusUrl } from '../job-links.js';
-import { firstError, list, pick, simple, site, truthy } from './args.js';
+import { either, firstError, flag, list, pick, simple, site } from './args.js';
 import { Errors, Flag, Int, ListArg, Queued, SimpleSite, done, listed, ok } from './answers.js';
 import { z } from 'zod';
 import { BasicSite, FullSite, ListedSite, SiteStatus } from '../../abilities/schemas.js';
@@ -44,7 +44,7 @@ const matchedArgs = {
 const listArgs = (a: RestArgs) => pick(a, 'page', 'per_page', 'search', 'include', 'exclude', 'status');
 
 const sitesList = route(READ, '/sites', listSites, {
-  input: (a) => ({ ...listArgs(a), full: truthy(a.args.full_data, false), with_tags: truthy(a.args.with_tags, false) }),
+  input: (a) => ({ ...listArgs(a), full: flag(a, 'full_data', false), with_tags: flag(a, 'with_tags', false) }),
   args: { full_data: FullData, with_tags: WithTags },
   example: {
     response: {
@@ -77,7 +77,7 @@ const siteGet = route(READ, '/sites/:id_or_domain', getSite, {
   args: { with_tags: WithTags },
   answers: ok({ data: SiteWithTags }),
   example: { response: { success: 1, data: EXAMPLE_SITE } },
-  output: (r, { args }) => ({ success: 1, data: truthy(args.args.with_tags, true) ? r : { ...r, tags: undefined } }),
+  output: (r, { args }) => ({ success: 1, data: flag(args, 'with_tags', true) ? r : { ...r, tags: undefined } }),
 });
 
 const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
@@ -89,10 +89,12 @@ const siteEdit = route(EDIT, '/sites/:id_or_domain/edit', updateSite, {
   answers: done(FullSite),
   errors: { 404: ['svc_client_not_found'] },
   input: (a) => {
-    const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'notes', 'client_id') };
-    if (a.args.note !== undefined) i.notes = a.args.note;
+    const i: Record<string, unknown> = { site_id_or_domain: site(a), ...pick(a, 'name', 'client_id', 'health_urls', 'health_keyword') };
+    // An empty `notes` is no change (as any empty field); upstream's `note` sent empty clears them.
+    const notes = either(a, 'notes', 'note');
+    if (notes !== undefined && (notes !== '' || a.args.note !== undefined)) i.notes = notes;
     if (a.args.client_id === null || a.args.client_id === 0 || a.args.client_id === '0') i.client_id = null;
-    const groups = a.args.groupids ?? a.args.tags;
+    const groups = either(a, 'groupids', 'tags');
     if (groups !== undefined) i.tags = Array.isArray(groups) ? groups : String(groups);
     return i;
   },
@@ -134,20 +136,11 @@ const siteAdd = route(CREATE, '/sites/add', addSite, {
   },
   answers: done(FullSite),
   input: (a) => {
-    const i: Record<string, unknown> = pick(
-      a,
-      'url',
-      'name',
-      'admin',
-      'admin_username',
-      'admin_password',
-      'client_id',
-      'http_user',
-      'http_pass',
-    );
-    if (a.args.adminpassword !== undefined) i.admin_password = a.args.adminpassword;
+    const i: Record<string, unknown> = pick(a, 'url', 'name', 'admin', 'admin_username', 'client_id', 'http_user', 'http_pass');
+    const password = either(a, 'admin_password', 'adminpassword');
+    if (password !== undefined && password !== '') i.admin_password = password;
     if (a.args.ssl_verify !== undefined) i.ssl_verify = a.args.ssl_verify;
-    const groups = a.args.groupids ?? a.args.tags;
+    const groups = either(a, 'groupids', 'tags');
     if (groups !== undefined && groups !== '') i.tags = Array.isArray(groups) ? groups : String(groups);
     return i;
   },
@@ -199,13 +192,25 @@ const sitesSync = route(EDIT, '/sites/sync', syncSites, {
 
 const siteCheck = route(EDIT, '/sites/:id_or_domain/check', checkSite, {
   input: (a) => ({ site_id_or_domain: site(a) }),
-  answers: done(SimpleSite.extend({ status: SiteStatus, reachable: z.boolean(), http_status: Int, response_time_ms: Int })),
+  answers: done(
+    SimpleSite.extend({
+      status: z.union([z.literal(0), z.literal(1)]).describe("Upstream's number: 1 when the site answered 200–206, else 0."),
+      http_code: Int.describe("Upstream's name for http_status."),
+      site_status: SiteStatus,
+      reachable: z.boolean(),
+      http_status: Int,
+      response_time_ms: Int,
+    }),
+  ),
   output: (r) => ({
     success: 1,
     message: r.reachable ? 'Site is reachable.' : 'Site is not reachable.',
     data: {
       ...simple(r.site),
-      status: r.site.status,
+      // Upstream answers status and http_code as numbers (REST v2 reference §0.4); the site's own status is site_status.
+      status: r.reachable ? (1 as const) : (0 as const),
+      http_code: r.http_status,
+      site_status: r.site.status,
       reachable: r.reachable,
       http_status: r.http_status,
       response_time_ms: r.response_time_ms,

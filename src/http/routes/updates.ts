@@ -17,13 +17,13 @@ import {
 import { cancelBatchJob } from '../../abilities/child-sites.js';
 import { ServiceError } from '../../core/errors.js';
 import { EDIT, READ, REMOVE, route, type RestArgs } from '../rest-door.js';
-import { list, pick, site, truthy } from './args.js';
+import { either, flag, list, pick, site } from './args.js';
 import { z } from 'zod';
 import { CHILD_ERRORS, Int, ListArg, done, ok, okOrNot } from './answers.js';
 
 /** `type`: REST's own names (wp, plugins, themes, translations, all), one or a comma list. */
 function types(a: RestArgs): string[] | undefined {
-  const values = list(a.args.type ?? a.args.types)
+  const values = list(either(a, 'type', 'types'))
     ?.map((v) => String(v).trim().toLowerCase())
     .filter(Boolean);
   if (!values?.length || values.includes('all')) return undefined;
@@ -31,10 +31,11 @@ function types(a: RestArgs): string[] | undefined {
 }
 const ids = (v: unknown) => list(v)?.map((x) => (/^\s*\d+\s*$/.test(String(x)) ? Number(x) : x));
 const slugs = (a: RestArgs) =>
-  list(a.args.slug ?? a.args.slugs)
+  list(either(a, 'slug', 'slugs'))
     ?.map((v) => String(v).trim())
     .filter(Boolean);
-const flags = (a: RestArgs) => ({ dry_run: truthy(a.args.dry_run, false) });
+// safe / force go to the ability as given: the door's coercion reads them as every flag and refuses anything else.
+const flags = (a: RestArgs) => ({ dry_run: flag(a, 'dry_run', false), ...pick(a, 'safe', 'force') });
 
 // What the rows read beyond their abilities' fields, and what they answer.
 const SiteIds = ListArg(z.union([Int, z.string()]), 'Only these sites (IDs or domains); default: every site.');
@@ -63,8 +64,9 @@ const runAnswer = (updated: z.ZodType = R.updated) =>
     would_update: R.would_update,
     queued: z.literal(true).optional(),
     job_id: z.string().optional(),
-    data: z.object({ updated, errors: R.errors, skipped: R.skipped }),
+    data: z.object({ updated, errors: R.errors, skipped: R.skipped, rolled_back: R.rolled_back }),
     summary: R.summary,
+    safe: R.safe,
   });
 const RunAnswer = runAnswer();
 const ruleAnswer = okOrNot({ message: z.string(), changed: Int });
@@ -82,16 +84,19 @@ const runOutput = (r: {
   updated: unknown;
   errors: unknown[];
   skipped: unknown[];
+  rolled_back?: unknown[];
   summary: unknown;
   would_update?: unknown[];
   queued?: boolean;
   job_id?: string;
+  safe?: boolean;
 }) => ({
   success: r.errors.length ? 0 : 1,
   ...(r.dry_run ? { dry_run: true, would_update: r.would_update } : {}),
   ...(r.queued ? { queued: true, job_id: r.job_id } : {}),
-  data: { updated: r.updated, errors: r.errors, skipped: r.skipped },
+  data: { updated: r.updated, errors: r.errors, skipped: r.skipped, ...(r.rolled_back ? { rolled_back: r.rolled_back } : {}) },
   summary: r.summary,
+  ...(r.safe !== undefined ? { safe: r.safe } : {}),
 });
 
 /**
@@ -202,7 +207,14 @@ const core = (path: string) =>
     errors: {
       404: ['svc_no_updates', 'svc_site_not_found'],
       409: ['svc_update_in_progress'],
-      502: ['svc_update_failed', 'svc_update_not_applied', 'svc_update_unverified', 'svc_address_not_allowed'],
+      502: [
+        'svc_update_failed',
+        'svc_update_not_applied',
+        'svc_update_unverified',
+        'svc_address_not_allowed',
+        'svc_update_rolled_back',
+        'svc_rollback_failed',
+      ],
     },
     output: runOutput,
   });

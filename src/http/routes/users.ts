@@ -141,7 +141,10 @@ const usersImport = route(CREATE, '/users/import', importUsers, {
     return { csv: new CsvUpload(upload.file, upload.lateFields), ...pick(a, 'has_header') };
   },
   upload: { file: 'csv_file', maxBytes: MAX_CSV_BYTES },
-  errors: { 400: ['svc_no_file_uploaded', 'svc_csv_empty', 'svc_invalid_multipart'], 413: ['svc_upload_too_large'] },
+  errors: {
+    400: ['svc_no_file_uploaded', 'svc_csv_empty', 'svc_invalid_multipart', 'svc_upload_interrupted'],
+    413: ['svc_upload_too_large'],
+  },
   args: { has_header: importUsers.input.shape.has_header },
   answers: ok({ message: z.string(), ...importUsers.output.omit({ stopped: true }).shape, stopped: importUsers.output.shape.stopped }),
   output: (r) => ({

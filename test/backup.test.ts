@@ -1,0 +1,190 @@
+// Upgrading safely (issue 27, defects 10 and 11): a format upgrade copies what it rewrites aside first; `backup` and
+// `restore` of a data dir, consistent while `serve` writes; restore and `migrate --from` refuse a fleet a serve holds.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Store } from '../src/store/store.js';
+import { cli, lastLine, serveProcess } from './support/process.js';
+import { tempDir } from './support/server.js';
+
+const stops: Array<() => Promise<unknown>> = [];
+afterAll(async () => {
+  for (const s of stops) await s();
+});
+
+/** A data dir as format 1 left it: one key with an unsalted hash. Answers its bearer token. */
+async function formatOneDir(dir: string): Promise<string> {
+  const store = await Store.open(dir);
+  const secret = 'A'.repeat(32);
+  await store.write((tx) =>
+    tx.insert('keys', {
+      name: 'old',
+      permissions: 'read_write',
+      key_id: 'abcdefabcdef',
+      secret_hash: createHash('sha256').update(secret).digest('hex'),
+      created_at: new Date().toISOString(),
+      revoked: false,
+    }),
+  );
+  await store.close();
+  const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
+  writeFileSync(join(dir, 'meta.json'), JSON.stringify({ ...meta, format: 1 }));
+  return `sf_abcdefabcdef_${secret}`;
+}
+
+describe('a data format upgrade', () => {
+  it('copies the files it rewrites aside first, says where in the log, and copying them back undoes it', async () => {
+    const dir = tempDir();
+    await formatOneDir(dir);
+    const before = { meta: readFileSync(join(dir, 'meta.json'), 'utf8'), keys: readFileSync(join(dir, 'keys.json'), 'utf8') };
+    const r = await cli(['keys', 'list', '--data-dir', dir], { SITEFLEET_LOG: 'info' });
+    expect(r.code).toBe(0);
+    const line = r.stderr.split('\n').find((l) => l.includes('data format upgrade'));
+    expect(line).toBeDefined();
+    const logged = JSON.parse(line!) as { copied_to: string; from: number; to: number; files: string[] };
+    expect(logged).toMatchObject({ from: 1, to: 2, files: ['meta.json', 'keys.json'] });
+    expect(logged.copied_to.startsWith(join(dir, 'before-format-2-'))).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')).format).toBe(2);
+    expect(readFileSync(join(dir, 'keys.json'), 'utf8')).not.toBe(before.keys);
+    expect(readFileSync(join(logged.copied_to, 'meta.json'), 'utf8')).toBe(before.meta);
+    expect(readFileSync(join(logged.copied_to, 'keys.json'), 'utf8')).toBe(before.keys);
+    // The copy is not mistaken for data: the upgraded fleet opens with its one key.
+    expect((await cli(['keys', 'list', '--data-dir', dir])).stdout).toMatch(/^1\told\tread_write\tactive/m);
+  });
+
+  it('is preceded by nothing when the data dir is current', async () => {
+    const dir = tempDir();
+    await cli(['keys', 'create', '--name', 'k', '--data-dir', dir]);
+    const r = await cli(['keys', 'list', '--data-dir', dir], { SITEFLEET_LOG: 'info' });
+    expect(r.stderr).not.toMatch(/data format upgrade/);
+    expect(readdirSync(dir).filter((f) => f.startsWith('before-format-'))).toEqual([]);
+  });
+});
+
+describe('sitefleet backup and restore (data dir)', () => {
+  it('backs up while serve writes, and the restored fleet serves the keys, users and every tag acknowledged before', async () => {
+    const dir = tempDir();
+    const token = lastLine((await cli(['keys', 'create', '--name', 'k', '--data-dir', dir])).stdout);
+    const p = await serveProcess(['--data-dir', dir]);
+    stops.push(() => p.stop());
+    const password = /password:\s+(.+)/.exec(p.stdout())![1]!.trim();
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const add = (name: string) =>
+      fetch(`${p.url}/wp-json/svc/v2/tags/add`, { method: 'POST', headers, body: JSON.stringify({ name }) }).then((r) => r.status);
+    expect(await Promise.all(Array.from({ length: 20 }, (_, i) => add(`before-${i}`)))).toEqual(Array(20).fill(200));
+    // Writes keep coming while the backup runs.
+    let writing = true;
+    const during = (async () => {
+      let i = 0;
+      while (writing) expect(await add(`during-${i++}`)).toBe(200);
+      return i;
+    })();
+    const file = join(tempDir(), 'fleet.jsonl');
+    const b = await cli(['backup', '--to', file, '--data-dir', dir]);
+    writing = false;
+    expect(await during).toBeGreaterThan(0);
+    expect(b.code, b.stderr).toBe(0);
+    expect(b.stdout).toMatch(/Backed up .* \(data format 2\) to .*fleet\.jsonl/);
+    expect((readFileSync(file).length > 0 && (await import('node:fs')).statSync(file).mode & 0o777).toString(8)).toBe('600');
+    expect(readdirSync(dir).filter((f) => f.startsWith('.backup-'))).toEqual([]); // its snapshot is gone
+
+    const target = join(tempDir(), 'restored');
+    const r = await cli(['restore', '--from', file, '--data-dir', target]);
+    expect(r.code, r.stderr).toBe(0);
+    const q = await serveProcess(['--data-dir', target]);
+    stops.push(() => q.stop());
+    expect(q.stdout()).not.toMatch(/First start/); // the users came back
+    const tags = (await (await fetch(`${q.url}/wp-json/svc/v2/tags?per_page=100`, { headers })).json()) as {
+      data: Array<{ id: number; name: string }>;
+    };
+    const names = tags.data.map((t) => t.name);
+    for (let i = 0; i < 20; i++) expect(names).toContain(`before-${i}`);
+    // A consistent snapshot: the tags it holds are exactly ids 1..n, the "during" ones a prefix of those written.
+    expect(tags.data.map((t) => t.id).sort((a, b) => a - b)).toEqual(Array.from({ length: tags.data.length }, (_, i) => i + 1));
+    const basic = `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`;
+    expect((await fetch(`${q.url}/wp-json/wp-abilities/v1/abilities`, { headers: { authorization: basic } })).status).toBe(200);
+    // Ids go on from the backup's counters, never reused.
+    const next = (await (
+      await fetch(`${q.url}/wp-json/svc/v2/tags/add`, { method: 'POST', headers, body: '{"name":"after"}' })
+    ).json()) as {
+      data: { id: number };
+    };
+    expect(next.data.id).toBeGreaterThan(tags.data.length);
+  });
+
+  it('refuses to restore over a fleet without --force, and with it keeps the old one beside it', async () => {
+    const dir = tempDir();
+    await cli(['keys', 'create', '--name', 'first', '--data-dir', dir]);
+    const file = join(tempDir(), 'b.jsonl');
+    expect((await cli(['backup', '--to', file, '--data-dir', dir])).code).toBe(0);
+    const again = await cli(['backup', '--to', file, '--data-dir', dir]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/exists already/);
+    const other = tempDir();
+    await cli(['keys', 'create', '--name', 'second', '--data-dir', other]);
+    const refused = await cli(['restore', '--from', file, '--data-dir', other]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/is not empty; nothing was restored\. Add --force/);
+    expect((await cli(['keys', 'list', '--data-dir', other])).stdout).toMatch(/\tsecond\t/);
+    const forced = await cli(['restore', '--from', file, '--data-dir', other, '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    const aside = /moved to (\S+)/.exec(forced.stdout)![1]!;
+    expect((await cli(['keys', 'list', '--data-dir', other])).stdout).toMatch(/\tfirst\t/);
+    expect((await cli(['keys', 'list', '--data-dir', aside])).stdout).toMatch(/\tsecond\t/);
+  });
+
+  it('restores nothing from a cut-off or foreign file', async () => {
+    const dir = tempDir();
+    await cli(['keys', 'create', '--name', 'k', '--data-dir', dir]);
+    const file = join(tempDir(), 'b.jsonl');
+    await cli(['backup', '--to', file, '--data-dir', dir]);
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const cut = join(tempDir(), 'cut.jsonl');
+    writeFileSync(cut, lines.slice(0, -1).join('\n') + '\n');
+    const target = join(tempDir(), 'never');
+    const r = await cli(['restore', '--from', cut, '--data-dir', target]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/not a complete sitefleet backup .*cut off before its end line/);
+    expect(existsSync(target)).toBe(false);
+    const foreign = join(tempDir(), 'x.json');
+    writeFileSync(foreign, '{"hello":1}\n');
+    expect((await cli(['restore', '--from', foreign, '--data-dir', target])).stderr).toMatch(/not a sitefleet backup header/);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('refuses a backup of a data dir that does not exist', async () => {
+    const missing = join(tempDir(), 'typo');
+    const r = await cli(['backup', '--to', join(tempDir(), 'b.jsonl'), '--data-dir', missing]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/typo does not exist\. Check --data-dir/);
+    expect(existsSync(missing)).toBe(false);
+  });
+});
+
+describe('a data dir a serve holds', () => {
+  it('is not restored over, and migrate --from refuses it unless --force', async () => {
+    const dir = tempDir();
+    const p = await serveProcess(['--data-dir', dir]);
+    stops.push(() => p.stop());
+    const file = join(tempDir(), 'b.jsonl');
+    expect((await cli(['backup', '--to', file, '--data-dir', dir])).code).toBe(0);
+    // The serve's monitors renew its member lease every 2 s; wait for the first one to be on disk.
+    const deadline = Date.now() + 10_000;
+    while (!readFileSync(join(dir, 'meta.json'), 'utf8').includes('leases') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    const r = await cli(['restore', '--from', file, '--data-dir', dir, '--force']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`in use by a running sitefleet serve \\(pid ${p.child.pid}\\)`));
+    const m = await cli(['migrate', '--from', dir, '--to', 'postgres://nobody@127.0.0.1:1/none']);
+    expect(m.code).toBe(1);
+    expect(m.stderr).toMatch(/in use by a running sitefleet serve .*Copying it now would miss its next writes.*add --force/);
+    // Forced, it goes on to the copy (which then fails here only because there is no database at that address).
+    const forced = await cli(['migrate', '--from', dir, '--to', 'postgres://nobody@127.0.0.1:1/none', '--force']);
+    expect(forced.stderr).toMatch(/Cannot reach the database/);
+    // Once the serve has stopped (and let go of its lease), restore goes ahead.
+    expect(await p.stop()).toBe(0);
+    const after = await cli(['restore', '--from', file, '--data-dir', dir, '--force']);
+    expect(after.code, after.stderr).toBe(0);
+  });
+});
