@@ -150,27 +150,32 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     if (a.module) this.services.settings.assertModule(a.module);
   }
 
-  /** Runs a call; one that is not read-only is recorded in the audit log with its outcome, refusals included. */
+  /**
+   * Runs a call. One that may change something — an ability that is not read-only, or a read-only one whose input asks
+   * it to write (writesWhen: a refresh) — is recorded in the audit log with its outcome, refusals included.
+   */
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
-    const audit = a.annotations.readonly ? undefined : this.services.audit;
-    if (!audit) return this.runChecked(a, rawInput, opts);
+    const audit = this.services.audit;
+    const writes = { now: !a.annotations.readonly };
+    if (!audit || (a.annotations.readonly && !a.writesWhen)) return this.runChecked(a, rawInput, opts, writes);
     let result: unknown;
     try {
-      result = await this.runChecked(a, rawInput, opts);
+      result = await this.runChecked(a, rawInput, opts, writes);
     } catch (e) {
       const err = e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error.', 500);
-      await audit.called(a, rawInput, opts, err).catch((x: unknown) => auditFailed(a, x));
+      if (writes.now) await audit.called(a, rawInput, opts, err).catch((x: unknown) => auditFailed(a, x));
       throw e;
     }
-    await audit.called(a, rawInput, opts, null).catch((x: unknown) => auditFailed(a, x));
+    if (writes.now) await audit.called(a, rawInput, opts, null).catch((x: unknown) => auditFailed(a, x));
     return result;
   }
 
-  /** Validate, check permission and module, execute. Throws ServiceError. */
-  private async runChecked(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
+  /** Validate, check permission and module, execute. Throws ServiceError. `writes.now`: whether the call may write. */
+  private async runChecked(a: Ability, rawInput: unknown, opts: RunOptions, writes: { now: boolean }): Promise<unknown> {
     const raw = renameAliases(a, rawInput);
     assertStorableInput(a.name, raw);
     const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
+    if (a.writesWhen?.test(input)) writes.now = true;
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
     if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);

@@ -37,6 +37,17 @@ describe('what is recorded', () => {
     expect(last()).toMatchObject({ action: 'delete-tag-v1', outcome: 'ok' });
   });
 
+  it('records a read-only ability whose input asks it to write (a refresh), and not the same read without it', async () => {
+    const n = count();
+    await h.call('list-updates-v1', {});
+    expect(count()).toBe(n);
+    await h.call('list-updates-v1', { refresh: true });
+    expect(count()).toBe(n + 1);
+    expect(last()).toMatchObject({ action: 'list-updates-v1', input: { refresh: true }, outcome: 'ok' });
+    await h.fails('list-updates-v1', { refresh: true }, h.as.viewer);
+    expect(last()).toMatchObject({ action: 'list-updates-v1', who_name: 'viewer', outcome: 'svc_permission_denied' });
+  });
+
   it('records refusals and failures with their code: permission, validation, not found', async () => {
     await h.fails('add-tag-v1', { name: 'viewer tag' }, h.as.viewer);
     expect(last()).toMatchObject({ who_name: 'viewer', action: 'add-tag-v1', outcome: 'svc_permission_denied', status: 403 });
