@@ -128,8 +128,8 @@ type Where = { 'data-dir'?: string; 'database-url'?: string };
 
 /** The command being run (main sets it): argument errors name it. */
 let command = '';
-/** Positional words a command takes (keys revoke ID, users delete NAME, modules enable NAME); the others take none. */
-const POSITIONALS: Record<string, number> = { keys: 2, users: 2, modules: 2 };
+/** Positional words a command takes (keys revoke ID, users delete NAME, modules enable NAME, audit verify); the others take none. */
+const POSITIONALS: Record<string, number> = { keys: 2, users: 2, modules: 2, audit: 1 };
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
   return parseCommand(command, args, options, { positionals: POSITIONALS[command] ?? 0 });
@@ -473,7 +473,8 @@ async function openapi(args: string[]): Promise<void> {
 
 async function audit(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
-  if (values.help || positionals[0] !== 'verify') return void console.log(HELP.audit);
+  if (values.help || !positionals[0]) return void console.log(HELP.audit);
+  if (positionals[0] !== 'verify') throw new UsageError(`Unknown audit command "${positionals[0]}".\n${HELP.audit}`);
   const r = await withServices({ ...values, existing: true }, async (s) => s.audit.verify());
   if (r.ok) {
     process.stdout.write(
