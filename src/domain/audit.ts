@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { Ability } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
-import type { CallOrigin, Principal } from '../core/principal.js';
+import { mayWrite, type CallOrigin, type Principal } from '../core/principal.js';
 import type { AuditSink, RunOptions } from '../core/registry.js';
 import type { Store, Tx } from '../store/store.js';
 
@@ -183,8 +183,10 @@ export class AuditService implements AuditSink {
 
   /** The registry's hook: one entry per call of an ability that is not read-only, whatever its outcome. */
   async called(a: Ability, input: unknown, opts: RunOptions, error: ServiceError | null): Promise<void> {
-    // A read-only process (sitefleet mcp --read-only) writes nothing, not even the record of a refused write.
-    if (opts.principal.kind === 'local' && opts.principal.readOnly) return;
+    // A caller who may not write (a viewer, a read key, a read-only process) causes no write, not even the record of its
+    // refused call: read-only means no write. A refusal of a caller who may write (an administrators-only ability
+    // asked for by a write key, a bad input) is recorded.
+    if (!mayWrite(opts.principal)) return;
     const origin = doorOf(opts);
     await this.append(
       {

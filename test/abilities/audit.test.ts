@@ -45,19 +45,21 @@ describe('what is recorded', () => {
     expect(count()).toBe(n + 1);
     expect(last()).toMatchObject({ action: 'list-updates-v1', input: { refresh: true }, outcome: 'ok' });
     await h.fails('list-updates-v1', { refresh: true }, h.as.viewer);
-    expect(last()).toMatchObject({ action: 'list-updates-v1', who_name: 'viewer', outcome: 'svc_permission_denied' });
+    expect(count()).toBe(n + 1); // a viewer's refused refresh writes nothing (test/abilities/updates.test.ts)
   });
 
   it('records refusals and failures with their code: permission, validation, not found', async () => {
-    await h.fails('add-tag-v1', { name: 'viewer tag' }, h.as.viewer);
-    expect(last()).toMatchObject({ who_name: 'viewer', action: 'add-tag-v1', outcome: 'svc_permission_denied', status: 403 });
+    await h.fails('add-api-key-v1', { name: 'not an admin' }, h.as.writeKey);
+    expect(last()).toMatchObject({ who_kind: 'key', action: 'add-api-key-v1', outcome: 'svc_permission_denied', status: 403 });
     await h.fails('add-tag-v1', { name: 7 });
     expect(last()).toMatchObject({ outcome: 'ability_invalid_input', status: 400 });
     await h.fails('delete-tag-v1', { tag_id: 999999, confirm: true });
     expect(last()).toMatchObject({ outcome: 'svc_tag_not_found', status: 404 });
-    // A read-only process writes nothing, not even the record of a refused write.
+    // A caller who may not write (a read-only process, a viewer, a read key) causes no write, not even this record.
     const n = count();
     await h.fails('add-tag-v1', { name: 'read-only' }, h.as.readOnlyLocal);
+    await h.fails('add-tag-v1', { name: 'viewer tag' }, h.as.viewer);
+    await h.fails('add-tag-v1', { name: 'read key tag' }, h.as.readKey);
     expect(count()).toBe(n);
   });
 
@@ -160,13 +162,13 @@ describe('list-audit-log-v1', () => {
     const t = new Date().toISOString();
     const u = new Date(Date.now() + 3_600_000).toISOString(); // the trim test left an entry a year ahead
     await h.call('add-tag-v1', { name: 'filter me' });
-    await h.fails('add-tag-v1', { name: 'no' }, h.as.viewer);
+    await h.fails('add-tag-v1', { name: 7 }, h.as.writeKey); // a caller who may write: its failure is recorded
     const mine = await h.call('list-audit-log-v1', { action: 'add-tag-v1', since: t, until: u });
-    expect(mine.items.map((e) => e.outcome)).toEqual(['svc_permission_denied', 'ok']);
-    expect((await h.call('list-audit-log-v1', { who: 'viewer', since: t, until: u })).total).toBe(1);
-    expect(
-      (await h.call('list-audit-log-v1', { who: `user:${h.as.viewer.kind === 'user' ? h.as.viewer.id : 0}`, since: t, until: u })).total,
-    ).toBe(1);
+    expect(mine.items.map((e) => e.outcome)).toEqual(['ability_invalid_input', 'ok']);
+    expect((await h.call('list-audit-log-v1', { who: 'write', since: t, until: u })).total).toBe(1);
+    const keyId = h.as.writeKey.kind === 'key' ? h.as.writeKey.id : 0;
+    expect((await h.call('list-audit-log-v1', { who: `key:${keyId}`, since: t, until: u })).total).toBe(1);
+    expect((await h.call('list-audit-log-v1', { who: `user:${keyId}`, since: t, until: u })).total).toBe(0);
     expect((await h.call('list-audit-log-v1', { outcome: 'error', since: t, until: u })).total).toBe(1);
     expect((await h.call('list-audit-log-v1', { outcome: 'ok', since: t, until: u })).items[0]!.input).toEqual({ name: 'filter me' });
     expect((await h.call('list-audit-log-v1', { until: t, door: 'console' })).total).toBe(0);
