@@ -57,6 +57,7 @@ Commands:
   demo       simulator with 25 sites + the service, registered and synced
   openapi    print the OpenAPI 3.1 document of the REST API (JSON)
   vulnerabilities  import a vulnerability feed file (Wordfence, WPVulnerability) and match the fleet
+  audit      verify the audit log's hash chain
 
 Run "sitefleet <command> --help" for the options of a command.`,
   serve: `Usage: sitefleet serve [--host 127.0.0.1] [--port 8787] [--data-dir ./data]
@@ -82,7 +83,7 @@ On a fleet without any user it creates an administrator (and an API key when the
 
 Serves MCP over stdio. --output-schemas gives each tool its output schema (typed results; about twice the list). Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--data-dir DIR | --database-url URL]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
        sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
 
@@ -116,6 +117,10 @@ Puts a backup (from "sitefleet backup", of either engine) into a data dir or a d
 is refused unless --force: a data dir is then moved aside (DIR.replaced-<time>, never deleted), a database's fleet
 replaced in one transaction. Refused while a "serve" runs on the target (stop it first). A cut-off file restores
 nothing.`,
+  audit: `Usage: sitefleet audit verify [--data-dir DIR | --database-url URL]
+
+Walks the audit log's hash chain from its anchor to its head. Exits 0 when it is whole; otherwise names the first
+entry that was edited, removed or slipped in, and exits 1.`,
   modules: `Usage: sitefleet modules list|enable NAME|disable NAME [--data-dir DIR | --database-url URL]
 
 Modules: ${Object.keys(MODULES).join(', ')}. A running server follows the change at once.`,
@@ -125,8 +130,8 @@ type Where = { 'data-dir'?: string; 'database-url'?: string };
 
 /** The command being run (main sets it): argument errors name it. */
 let command = '';
-/** Positional words a command takes (keys revoke ID, users delete NAME, modules enable NAME); the others take none. */
-const POSITIONALS: Record<string, number> = { keys: 2, users: 2, modules: 2 };
+/** Positional words a command takes (keys revoke ID, users delete NAME, modules enable NAME, audit verify); the others take none. */
+const POSITIONALS: Record<string, number> = { keys: 2, users: 2, modules: 2, audit: 1 };
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
   return parseCommand(command, args, options, { positionals: POSITIONALS[command] ?? 0 });
@@ -303,6 +308,7 @@ async function keys(args: string[]): Promise<void> {
     ...DATA_DIR,
     name: { type: 'string' },
     permissions: { type: 'string' },
+    admin: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
   const [sub, arg] = positionals;
@@ -315,16 +321,20 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm);
-      process.stdout.write(`Created API key ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
+      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true });
+      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin });
+      const kind = key.admin ? 'administrator API key' : 'API key';
+      process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}\t${k.revoked ? 'revoked' : 'active'}\t${k.created_at}\n`);
+        const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
+        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${k.created_at}\n`);
       }
     } else if (sub === 'revoke') {
       const id = Number(arg);
       if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
       const k = await s.auth.revokeKey(id);
+      await s.audit.cli('keys revoke', { key_id: k.id });
       process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
     } else {
       throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
@@ -349,17 +359,20 @@ async function users(args: string[]): Promise<void> {
       const role = (values.role ?? 'administrator') as UserRole;
       if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
       const { user, password } = await s.auth.createUser(values.name, role);
+      await s.audit.cli('users create', { name: user.name, role: user.role });
       process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
     } else if (sub === 'list') {
       for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
     } else if (sub === 'delete') {
       if (!arg) throw new UsageError('users delete needs a user name.');
       const u = await s.auth.deleteUser(arg);
+      await s.audit.cli('users delete', { name: u.name });
       process.stdout.write(`Deleted user "${u.name}".\n`);
     } else if (sub === 'set-role') {
       if (!arg || (values.role !== 'administrator' && values.role !== 'viewer'))
         throw new UsageError('users set-role needs a user name and --role administrator|viewer.');
       const u = await s.auth.setRole(arg, values.role);
+      await s.audit.cli('users set-role', { name: u.name, role: u.role });
       process.stdout.write(`User "${u.name}" is now ${u.role}; their console sessions ended.\n`);
     } else {
       throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
@@ -382,6 +395,7 @@ async function modules(args: string[]): Promise<void> {
     if (sub !== 'enable' && sub !== 'disable') throw new UsageError(`Unknown modules command "${sub}".\n${HELP.modules}`);
     if (!name || !(name in MODULES)) throw new UsageError(`Name a module: ${Object.keys(MODULES).join(', ')}.`);
     await s.settings.setModule(name as ModuleName, sub === 'enable');
+    await s.audit.cli(`modules ${sub}`, { module: name });
     process.stdout.write(`Module ${name} ${sub}d.\n`);
   });
 }
@@ -464,6 +478,21 @@ async function openapi(args: string[]): Promise<void> {
   process.stdout.write(restDocumentJson(restRoutes, config));
 }
 
+async function audit(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { ...DATA_DIR, help: { type: 'boolean', short: 'h' } });
+  if (values.help || !positionals[0]) return void console.log(HELP.audit);
+  if (positionals[0] !== 'verify') throw new UsageError(`Unknown audit command "${positionals[0]}".\n${HELP.audit}`);
+  const r = await withServices({ ...values, existing: true }, async (s) => s.audit.verify());
+  if (r.ok) {
+    process.stdout.write(
+      r.entries ? `Audit log whole: ${r.entries} entries, ${r.first} to ${r.last}.\n` : 'Audit log whole: no entries.\n',
+    );
+    return;
+  }
+  process.stdout.write(`Audit log broken at entry ${r.bad.id}: ${r.bad.reason} (${r.entries} entries before it are whole).\n`);
+  process.exitCode = 1;
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   serve,
   mcp,
@@ -471,6 +500,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   users,
   modules,
   openapi,
+  audit,
   migrate: migrateCommand,
   backup: backupCommand,
   restore: restoreCommand,

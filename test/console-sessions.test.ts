@@ -108,6 +108,8 @@ describe('two serve processes on one store', () => {
     expect(made.code).toBe(0);
     const password = lastLine(made.stdout);
     const demotedPassword = lastLine((await cli(['users', 'create', '--name', 'demoted', ...fleet.args])).stdout);
+    // A third administrator, so that deleting ops below does not remove the last one (refused: svc_last_administrator).
+    expect((await cli(['users', 'create', '--name', 'keeper', ...fleet.args])).code).toBe(0);
     const [a, b] = await Promise.all([
       serveProcess([...fleet.args, '--allow-private-sites']),
       serveProcess([...fleet.args, '--allow-private-sites']),

@@ -67,10 +67,18 @@ describe('general: the sync schedule', () => {
     // Nothing is due right after a change: slots under the old schedule are not caught up.
     expect(await scheduledSync(dashboard, jobs, sites)).toBeNull();
     const later = Date.now() + 2 * 3600_000 + 60_000;
-    const [a, b] = await Promise.all([scheduledSync(dashboard, jobs, sites, later), scheduledSync(dashboard, jobs, sites, later)]);
+    const audit = f.s.services.audit;
+    const [a, b] = await Promise.all([
+      scheduledSync(dashboard, jobs, sites, later, audit),
+      scheduledSync(dashboard, jobs, sites, later, audit),
+    ]);
     expect([a, b].filter(Boolean)).toHaveLength(1);
     const jobId = (a ?? b)!;
     expect(jobId).toMatch(/^sync_/);
+    // The audit log has it once, as the system's.
+    expect(audit.list({ action: 'scheduled-sync' }, 1, 10).items).toMatchObject([
+      { who_kind: 'system', door: 'scheduler', input: { job_id: jobId, sites: 4 }, outcome: 'ok' },
+    ]);
     const done = await until(
       () => f.s.rest(`/jobs/${jobId}`),
       (r) => r.body?.data?.status === 'completed',

@@ -19,6 +19,7 @@ import { fleetToolAbilities } from './fleet-tools.js';
 import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 import { vulnerabilityAbilities } from './vulnerabilities.js';
+import { auditAbilities, teamAbilities } from './team.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 import { notificationAbilities } from './notifications.js';
@@ -44,6 +45,8 @@ const families = [
   ...monitorAbilities,
   ...notificationAbilities,
   ...vulnerabilityAbilities,
+  ...teamAbilities,
+  ...auditAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];
 

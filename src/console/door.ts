@@ -167,6 +167,8 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
       principal = services.auth.verifyBasic(body.data.name, body.data.password);
     } catch (e) {
       throttle.failed(addr, account);
+      const code = e instanceof ServiceError ? e.code : undefined;
+      await services.audit.login({ door: 'console', address: addr, account, ok: false, code }).catch(() => {});
       return sendError(res, e);
     }
     if (principal.kind !== 'user') return sendError(res, loginRequired(false));
@@ -174,6 +176,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     loginsByAddress.failed(addr, now);
     loginsByUser.failed(account!, now);
     try {
+      await services.audit.login({ door: 'console', address: addr, account, ok: true, principal });
       const { token, session } = await sessions.create(principal, cookieValue(req, COOKIE));
       setCookie(res, token, services.config.consoleSessionSeconds);
       res.json(sessionView(principal, session));
@@ -188,7 +191,13 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     const session = sessions.get(token);
     if (!session) return next(loginRequired(token !== undefined));
     const user = session.user;
-    req.principal = { kind: 'user', id: user.id, name: user.name, role: user.role };
+    req.principal = {
+      kind: 'user',
+      id: user.id,
+      name: user.name,
+      role: user.role,
+      origin: { door: 'console', address: requestAddress(req, services) },
+    };
     req.consoleSession = session;
     req.consoleSessionToken = token;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -351,6 +360,7 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         label: a.label,
         readonly: a.annotations.readonly,
         destructive: a.annotations.destructive,
+        admin: a.annotations.admin === true,
         inputs: Object.keys(a.input.shape),
       })),
       modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),

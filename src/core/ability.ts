@@ -9,6 +9,8 @@ export interface Annotations {
   idempotent: boolean;
   /** MCP openWorldHint: the ability talks to child sites outside this process. */
   openWorld: boolean;
+  /** Administrators only (dashboard users and API keys): refused to anyone else, and not offered to them on MCP. */
+  admin?: boolean;
 }
 
 export type Category =

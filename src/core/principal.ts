@@ -4,10 +4,18 @@ import { ServiceError } from './errors.js';
 export type KeyPermission = 'read' | 'write' | 'read_write' | 'delete';
 export type UserRole = 'administrator' | 'viewer';
 
-export type Principal =
+/** Where a call came from, for the audit log: the door, and the client address (as --trust-proxy reads it). */
+export interface CallOrigin {
+  door: 'rest' | 'abilities' | 'mcp' | 'console' | 'cli' | 'http';
+  address?: string | null;
+}
+
+/** A principal as authenticated at one HTTP request also says where that request came from (`origin`). */
+export type Principal = (
   | { kind: 'user'; id: number; name: string; role: UserRole }
-  | { kind: 'key'; id: number; name: string; permissions: KeyPermission }
-  | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean };
+  | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean }
+  | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean }
+) & { origin?: CallOrigin };
 
 /** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
 export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
@@ -43,7 +51,10 @@ export function keyMethodError(method: string): ServiceError {
  * Throws 403 svc_permission_denied.
  */
 /** Why a principal may not run an ability (its annotations, called with `method`), or null when it may. The one rule. */
-export function refusal(p: Principal, ability: { readonly: boolean }, method: string): ServiceError | null {
+export function refusal(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): ServiceError | null {
+  if (ability.admin && !isAdministrator(p)) {
+    return new ServiceError('svc_permission_denied', 'Only administrators may do this.', 403);
+  }
   if (p.kind === 'user' && p.role !== 'administrator' && !ability.readonly) {
     return new ServiceError('svc_permission_denied', 'You do not have permission to perform this action.', 403);
   }
@@ -54,12 +65,19 @@ export function refusal(p: Principal, ability: { readonly: boolean }, method: st
   return null;
 }
 
+/** Administrators: users with that role, API keys made administrator keys, and the local process (CLI, stdio). */
+export function isAdministrator(p: Principal): boolean {
+  if (p.kind === 'user') return p.role === 'administrator';
+  if (p.kind === 'key') return p.admin === true;
+  return true;
+}
+
 /** May this principal write (run a POST that is not read-only)? Administrators, write keys, a local process not read-only. */
 export function mayWrite(p: Principal): boolean {
   return refusal(p, { readonly: false }, 'POST') === null;
 }
 
-export function assertMayRun(p: Principal, ability: { readonly: boolean }, method: string): void {
+export function assertMayRun(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): void {
   const no = refusal(p, ability, method);
   if (no) throw no;
 }

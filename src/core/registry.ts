@@ -5,7 +5,9 @@ import { annotationMethod, type Ability, type CallContext, type ModuleName, type
 import { ServiceError, toServiceError } from './errors.js';
 import { oneValue, validateInput, type JsonSchema } from './input.js';
 import { assertMayRun, mayWrite, type Principal } from './principal.js';
+export type { CallOrigin } from './principal.js';
 import { assertStorableInput } from './storable-text.js';
+import { log } from '../log.js';
 
 /**
  * Every answer checked against the ability's output schema before any door sees it (the test suites turn it on, so a
@@ -21,6 +23,18 @@ export interface RunOptions {
   method?: string;
   signal?: AbortSignal;
   progress?: (p: ProgressReport) => void | Promise<void>;
+}
+
+// ---- the audit log's hook (issue 32): every call of an ability that is not read-only is recorded once, here ----
+
+/** Where the registry records calls that may change something (domain/audit.ts), with their outcome. */
+export interface AuditSink {
+  called(a: Ability, input: unknown, opts: RunOptions, error: ServiceError | null): Promise<void>;
+}
+
+/** A call that ran but could not be recorded (the store refused the write) is logged, and its answer still given. */
+function auditFailed(a: Ability, e: unknown): void {
+  log('error', 'audit entry not recorded', { ability: a.name, err: String((e as Error)?.message ?? e) });
 }
 
 /** zod writes the safe-integer range into every integer; those bounds say nothing and read as noise. */
@@ -94,6 +108,7 @@ export function withUpstreamNames(a: Pick<Ability, 'aliases' | 'ignores'>, input
 /** What the registry itself needs of the services it hands to abilities. */
 export interface RegistryServices {
   settings: { assertModule(m: ModuleName): void };
+  audit?: AuditSink;
 }
 
 export class Registry<S extends RegistryServices = RegistryServices> {
@@ -135,11 +150,32 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     if (a.module) this.services.settings.assertModule(a.module);
   }
 
-  /** Validate, check permission and module, execute. Throws ServiceError. */
+  /**
+   * Runs a call. One that may change something — an ability that is not read-only, or a read-only one whose input asks
+   * it to write (writesWhen: a refresh) — is recorded in the audit log with its outcome, refusals included.
+   */
   async run(a: Ability, rawInput: unknown, opts: RunOptions): Promise<unknown> {
+    const audit = this.services.audit;
+    const writes = { now: !a.annotations.readonly };
+    if (!audit || (a.annotations.readonly && !a.writesWhen)) return this.runChecked(a, rawInput, opts, writes);
+    let result: unknown;
+    try {
+      result = await this.runChecked(a, rawInput, opts, writes);
+    } catch (e) {
+      const err = e instanceof ServiceError ? e : new ServiceError('svc_internal_error', 'Internal error.', 500);
+      if (writes.now) await audit.called(a, rawInput, opts, err).catch((x: unknown) => auditFailed(a, x));
+      throw e;
+    }
+    if (writes.now) await audit.called(a, rawInput, opts, null).catch((x: unknown) => auditFailed(a, x));
+    return result;
+  }
+
+  /** Validate, check permission and module, execute. Throws ServiceError. `writes.now`: whether the call may write. */
+  private async runChecked(a: Ability, rawInput: unknown, opts: RunOptions, writes: { now: boolean }): Promise<unknown> {
     const raw = renameAliases(a, rawInput);
     assertStorableInput(a.name, raw);
     const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
+    if (a.writesWhen?.test(input)) writes.now = true;
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
     if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);

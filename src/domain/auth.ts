@@ -6,7 +6,7 @@ import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto
 import { ServiceError } from '../core/errors.js';
 import type { KeyPermission, Principal, UserRole } from '../core/principal.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
-import type { Store } from '../store/store.js';
+import type { Store, Tx } from '../store/store.js';
 import { Cascade } from './cascade.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -33,11 +33,28 @@ function newAppPassword(): string {
 // A hash to compare against when the user or key is unknown, so that both paths cost the same.
 const DUMMY_HASH = sha256('sitefleet-no-such-credential');
 
+const keyNotFound = (id: number) => new ServiceError('svc_key_not_found', `No API key with ID ${id}.`, 404);
+const userNotFound = (name: string) => new ServiceError('svc_user_not_found', `No user named "${name}".`, 404);
+
+/** The last administrator user can be neither deleted nor demoted: someone must be left to manage the dashboard. */
+function assertNotLastAdministrator(tx: Tx, u: UserRecord, what: 'delete' | 'demote'): void {
+  if (u.role !== 'administrator') return;
+  const admins = [...tx.all<UserRecord>('users')].filter((x) => x.role === 'administrator').length;
+  if (admins <= 1)
+    throw new ServiceError(
+      'svc_last_administrator',
+      `"${u.name}" is the last administrator; ${what === 'delete' ? 'deleting' : 'demoting'} them would leave nobody to manage the dashboard. Make another administrator first.`,
+      409,
+    );
+}
+
 export class AuthService {
   private keyIndexVersion = -1;
   private keyIndex = new Map<string, KeyRecord>();
   /** Run inside the write that deletes a user or changes their role (their console sessions end there). */
   readonly onAccessChange = new Cascade();
+  /** The clock keys expire by (tests move it). */
+  now: () => number = Date.now;
 
   constructor(private readonly store: Store) {}
 
@@ -50,7 +67,12 @@ export class AuthService {
     return this.keyIndex;
   }
 
-  async createKey(name: string, permissions: KeyPermission): Promise<{ key: KeyRecord; token: string }> {
+  async createKey(
+    name: string,
+    permissions: KeyPermission,
+    opts: { admin?: boolean; expires_at?: string | null } = {},
+  ): Promise<{ key: KeyRecord; token: string }> {
+    if (opts.expires_at) this.assertFuture(opts.expires_at);
     const key_id = randomBytes(6).toString('hex');
     const secret = randomBytes(24).toString('base64url');
     const salt = randomBytes(16).toString('hex');
@@ -63,6 +85,8 @@ export class AuthService {
         secret_hash: keyHash(salt, secret),
         created_at: now(),
         revoked: false,
+        admin: opts.admin === true,
+        expires_at: opts.expires_at ?? null,
       }),
     );
     return { key, token: `sf_${key_id}_${secret}` };
@@ -75,9 +99,45 @@ export class AuthService {
   async revokeKey(id: number): Promise<KeyRecord> {
     return this.store.write((tx) => {
       const k = tx.get<KeyRecord>('keys', id);
-      if (!k) throw new ServiceError('svc_key_not_found', `No API key with ID ${id}.`, 404);
+      if (!k) throw keyNotFound(id);
       return tx.put<KeyRecord>('keys', { ...k, revoked: true });
     });
+  }
+
+  getKey(id: number): KeyRecord {
+    const k = this.store.get<KeyRecord>('keys', id);
+    if (!k) throw keyNotFound(id);
+    return k;
+  }
+
+  /** Whether a key is refused at authentication: revoked, or past its expiry. */
+  keyEnded(k: KeyRecord): boolean {
+    return k.revoked || (!!k.expires_at && Date.parse(k.expires_at) <= this.now());
+  }
+
+  /** Renames a key, changes its permissions, administrator flag or expiry (null: never). A revoked key stays revoked. */
+  async updateKey(
+    id: number,
+    patch: { name?: string; permissions?: KeyPermission; admin?: boolean; expires_at?: string | null },
+  ): Promise<KeyRecord> {
+    if (patch.expires_at) this.assertFuture(patch.expires_at);
+    return this.store.write((tx) => {
+      const k = tx.get<KeyRecord>('keys', id);
+      if (!k) throw keyNotFound(id);
+      const next: KeyRecord = { ...k };
+      if (patch.name !== undefined) next.name = patch.name;
+      if (patch.permissions !== undefined) next.permissions = patch.permissions;
+      if (patch.admin !== undefined) next.admin = patch.admin;
+      if (patch.expires_at !== undefined) next.expires_at = patch.expires_at;
+      return tx.put<KeyRecord>('keys', next);
+    });
+  }
+
+  private assertFuture(at: string): void {
+    if (!(Date.parse(at) > this.now()))
+      throw new ServiceError('svc_invalid_input', 'expires_at must be a time in the future.', 400, {
+        params: { expires_at: 'In the past.' },
+      });
   }
 
   /** The principal for a Bearer token, or 401. */
@@ -85,9 +145,9 @@ export class AuthService {
     const m = /^sf_([0-9a-f]{12})_([A-Za-z0-9_-]{32})$/.exec(token.trim());
     const key = m ? this.keysById().get(m[1]!) : undefined;
     const ok = sameHash(keyHash(key?.salt ?? '', m?.[2] ?? ''), key?.secret_hash ?? DUMMY_HASH);
-    if (!key || !ok) throw unauthenticated('The API key is invalid or revoked.');
-    if (key.revoked) throw unauthenticated('The API key is invalid or revoked.');
-    return { kind: 'key', id: key.id, name: key.name, permissions: key.permissions };
+    if (!key || !ok) throw unauthenticated('The API key is invalid, revoked or expired.');
+    if (this.keyEnded(key)) throw unauthenticated('The API key is invalid, revoked or expired.');
+    return { kind: 'key', id: key.id, name: key.name, permissions: key.permissions, admin: key.admin === true };
   }
 
   async createUser(name: string, role: UserRole): Promise<{ user: UserRecord; password: string }> {
@@ -116,10 +176,17 @@ export class AuthService {
     return [...this.store.all<UserRecord>('users')];
   }
 
+  getUser(name: string): UserRecord {
+    const u = [...this.store.all<UserRecord>('users')].find((x) => x.name === name);
+    if (!u) throw userNotFound(name);
+    return u;
+  }
+
   async deleteUser(name: string): Promise<UserRecord> {
     return this.store.write((tx) => {
       const u = [...tx.all<UserRecord>('users')].find((x) => x.name === name);
-      if (!u) throw new ServiceError('svc_user_not_found', `No user named "${name}".`, 404);
+      if (!u) throw userNotFound(name);
+      assertNotLastAdministrator(tx, u, 'delete');
       this.onAccessChange.run(tx, u.id);
       tx.delete('users', u.id);
       return u;
@@ -130,8 +197,9 @@ export class AuthService {
   async setRole(name: string, role: UserRole): Promise<UserRecord> {
     return this.store.write((tx) => {
       const u = [...tx.all<UserRecord>('users')].find((x) => x.name === name);
-      if (!u) throw new ServiceError('svc_user_not_found', `No user named "${name}".`, 404);
+      if (!u) throw userNotFound(name);
       if (u.role === role) return u;
+      assertNotLastAdministrator(tx, u, 'demote');
       this.onAccessChange.run(tx, u.id);
       return tx.put<UserRecord>('users', { ...u, role });
     });

@@ -5,6 +5,7 @@
 import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import type { CostRecord, SiteRecord } from '../store/records.js';
+import type { AuditService } from './audit.js';
 import type { JobService } from './jobs.js';
 import type { SiteService } from './sites.js';
 import type { Store, Tx } from '../store/store.js';
@@ -306,16 +307,20 @@ export class DashboardSettings {
 
 /**
  * The sync schedule, run on every job runner tick: when a slot is due (claimed once across processes), a background
- * sync job of every connected site is queued, as sync-sites-v1 would queue one over the threshold.
+ * sync job of every connected site is queued, as sync-sites-v1 would queue one over the threshold. The audit log
+ * records it as "system".
  */
 export async function scheduledSync(
   dashboard: DashboardSettings,
   jobs: JobService,
   sites: SiteService,
   now = Date.now(),
+  audit?: Pick<AuditService, 'system'>,
 ): Promise<string | null> {
   if (!(await dashboard.claimDueSync(now))) return null;
   const ids = [...sites.filter({}, () => new Set())].filter((s: SiteRecord) => !s.suspended && !s.disconnected).map((s) => s.id);
   if (!ids.length) return null;
-  return (await jobs.enqueue('sync', ids)).job_id;
+  const { job_id } = await jobs.enqueue('sync', ids);
+  await audit?.system('scheduled-sync', { job_id, sites: ids.length });
+  return job_id;
 }

@@ -4,6 +4,7 @@ import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
 import { errors } from '../core/errors.js';
 import { AuthService } from './auth.js';
+import { AuditService } from './audit.js';
 import { ConsoleSessionService } from './console-sessions.js';
 import { SettingsService } from './settings.js';
 import { SiteService } from './sites.js';
@@ -43,6 +44,8 @@ export interface Services {
   clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
+  /** The audit log: the registry records every call that may change something; logins; schedulers. */
+  audit: AuditService;
   /** Web console logins, in the store (every process sees them; a logout, deletion or role change ends them). */
   consoleSessions: ConsoleSessionService;
   settings: SettingsService;
@@ -93,6 +96,7 @@ export async function openServices(config: Config): Promise<Services> {
   const settings = new SettingsService(store);
   const children = new ChildSiteService(store, config, sites, tags, clients, settings);
   const jobs = new JobService(store, sites, config);
+  const audit = new AuditService(store);
   jobs.threshold = () => dashboard.queueThreshold();
   jobs.define(
     'sync',
@@ -100,7 +104,7 @@ export async function openServices(config: Config): Promise<Services> {
     () => dashboard.syncConcurrency(),
   );
   jobs.onTick(async () => {
-    await scheduledSync(dashboard, jobs, sites);
+    await scheduledSync(dashboard, jobs, sites, Date.now(), audit);
   });
   jobs.define('check', (s) => children.fetchCheck(s));
   jobs.define('reconnect', (s) => children.fetchReconnect(s));
@@ -176,6 +180,7 @@ export async function openServices(config: Config): Promise<Services> {
     clientFields,
     costs,
     auth,
+    audit,
     consoleSessions,
     settings,
     children,

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { clientAddress } from '../core/client-address.js';
 import { ServiceError } from '../core/errors.js';
-import type { Principal } from '../core/principal.js';
+import type { CallOrigin, Principal } from '../core/principal.js';
 import type { Services } from '../domain/index.js';
 import { sendError } from './respond.js';
 
@@ -127,6 +127,15 @@ export function requestAddress(req: IncomingMessage, services: Services): string
   return clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], services.config.trustProxy);
 }
 
+/** Which door a request is for, by its path: the audit log's `door`. */
+function doorOf(req: Request, services: Services): CallOrigin['door'] {
+  const path = req.originalUrl;
+  if (path.startsWith(services.config.restPrefix)) return 'rest';
+  if (path.startsWith(services.config.abilitiesPrefix)) return 'abilities';
+  if (path === '/mcp' || path.startsWith('/mcp/') || path.startsWith('/mcp?')) return 'mcp';
+  return 'http';
+}
+
 /** The account a credential names, before it is checked: "key:<key id>" or "user:<name>". */
 export function accountOf(header: string | undefined): string | null {
   if (!header) return null;
@@ -159,11 +168,18 @@ export function requireAuth(
         }),
       );
     }
+    const door = doorOf(req, services);
     try {
-      req.principal = readPrincipal(services, req.headers.authorization, schemes, missing);
+      req.principal = { ...readPrincipal(services, req.headers.authorization, schemes, missing), origin: { door, address: addr } };
       next();
     } catch (e) {
-      if (req.headers.authorization) throttle?.failed(addr, account);
+      if (req.headers.authorization) {
+        throttle?.failed(addr, account);
+        const code = e instanceof ServiceError ? e.code : undefined;
+        void services.audit
+          .login({ door, address: addr, account: account ?? accountOf(req.headers.authorization), ok: false, code })
+          .catch(() => {});
+      }
       if (schemes.includes('bearer') && !schemes.includes('basic')) res.setHeader('WWW-Authenticate', 'Bearer');
       sendError(res, e);
     }

@@ -19,7 +19,7 @@ import { ServiceError } from '../core/errors.js';
 import { TOOLSETS, type Toolset } from '../core/ability.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import { buildMcpServer, needsStream } from '../mcp/server.js';
+import { buildMcpServer, needsStream, type ToolFilter } from '../mcp/server.js';
 import type { Services } from '../domain/index.js';
 import { accountOf, readPrincipal, requestAddress, requireAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
@@ -117,7 +117,15 @@ interface Session {
   transport: SessionTransport;
   server: Server;
   principal: Principal;
+  /** The session's tool filter: its principal is the latest request's (a key's new permissions apply at once). */
+  filter: ToolFilter;
   seen: number;
+}
+
+/** A session follows its credential's current rights, narrowed as the session chose (X-MCP-Readonly). */
+function refreshPrincipal(s: Session, p: Principal): void {
+  s.principal = p;
+  s.filter.principal = s.filter.readOnly ? readOnlyPrincipal(p) : p;
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
@@ -224,6 +232,8 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
         const s = sessions.get(sid);
         if (!s || !samePrincipal(s.principal, req.principal!)) return rpcError(res, 404, 'Session not found.');
         s.seen = Date.now();
+        // The latest request's principal: a key's changed permissions (or its revocation) apply at once.
+        refreshPrincipal(s, req.principal!);
         if (plainAnswerable(req, s.server)) {
           const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
           res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
@@ -239,21 +249,18 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       if (sessions.size >= MAX_SESSIONS || mine >= MAX_SESSIONS_PER_KEY)
         return rpcError(res, 503, 'Too many MCP sessions; close some and retry.');
       const choice = sessionChoice(req);
-      const server = buildMcpServer(
-        registry,
-        {
-          principal: choice.readOnly ? readOnlyPrincipal(principal) : principal,
-          toolsets: choice.toolsets,
-          readOnly: choice.readOnly,
-          outputSchemas: choice.outputSchemas,
-        },
-        services,
-      );
+      const filter: ToolFilter = {
+        principal: choice.readOnly ? readOnlyPrincipal(principal) : principal,
+        toolsets: choice.toolsets,
+        readOnly: choice.readOnly,
+        outputSchemas: choice.outputSchemas,
+      };
+      const server = buildMcpServer(registry, filter, services);
       const transport = new SessionTransport(
         new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           onsessioninitialized: (id) => {
-            sessions.set(id, { transport, server, principal, seen: Date.now() });
+            sessions.set(id, { transport, server, principal, filter, seen: Date.now() });
           },
         }),
       );
@@ -282,6 +289,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       return void res.end(JSON.stringify(body.toBody()));
     }
     s.seen = Date.now();
+    refreshPrincipal(s, req.principal!);
     if (plainAnswerable(req, s.server)) {
       const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
       res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
@@ -319,7 +327,8 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
     }
     if (!samePrincipal(s.principal, principal)) return false;
     const q = req as Request;
-    q.principal = principal;
+    // As requireAuth sets it: the audit log's door and address.
+    q.principal = { ...principal, origin: { door: 'mcp', address: requestAddress(req, services) } };
     before(q, res as Response);
     answerTaken(q, res as Response, s, sid as string).catch((e: unknown) => {
       if (!res.headersSent) sendError(res as Response, e);

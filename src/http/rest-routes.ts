@@ -15,6 +15,7 @@ import { settingsRoutes } from './routes/settings.js';
 import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { vulnerabilityRoutes } from './routes/vulnerabilities.js';
+import { keyRoutes } from './routes/keys.js';
 import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
 import { notificationRoutes } from './routes/notifications.js';
@@ -37,6 +38,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...updateRoutes,
   ...monitorRoutes,
   ...vulnerabilityRoutes,
+  ...keyRoutes,
   ...packageRoutes,
   ...notificationRoutes,
 ];

@@ -25,6 +25,9 @@ export const COLLECTIONS = {
   leases: 0,
   /** Web console logins (a hash of each session token, never the token), shared by every process. */
   console_sessions: 500,
+  /** The audit log (domain/audit.ts): entries by their place in the hash chain, and the chain's head. */
+  audit: 1000,
+  audit_head: 0,
   // Site health and update history (health-records.ts): a record per site (id = site id), and one per update attempt
   // (ids only grow, so a new entry rewrites only the newest shard; trimming empties the oldest).
   site_health: 100,

@@ -167,6 +167,10 @@ export interface KeyRecord {
   secret_hash: string;
   created_at: string;
   revoked: boolean;
+  /** An administrator key may run the administrators-only abilities (keys, users, the audit log). Absent: false. */
+  admin?: boolean;
+  /** ISO time after which the key is refused as if revoked; absent or null: never. */
+  expires_at?: string | null;
 }
 
 export interface SettingsRecord {

@@ -1,6 +1,6 @@
 // The console's shell: login, navigation and the hash router (#/, #/sites/12, #/sites/new, #/jobs/<id>, #/tags,
 // #/clients, #/updates). Each page is a module whose render(main, params) may return a cleanup function.
-import { current, has, loadSession, login, logout } from './api.js';
+import { current, has, loadSession, login, logout, may } from './api.js';
 import { clear, errorText, field, h, notice } from './dom.js';
 import * as overview from './pages/overview.js';
 import * as site from './pages/site.js';
@@ -9,6 +9,7 @@ import * as jobs from './pages/jobs.js';
 import * as tags from './pages/tags.js';
 import * as clients from './pages/clients.js';
 import * as updates from './pages/updates.js';
+import * as audit from './pages/audit.js';
 import * as install from './pages/install.js';
 
 const main = document.getElementById('main');
@@ -25,6 +26,7 @@ const ROUTES = [
   [/^\/tags$/, tags, 'Tags'],
   [/^\/clients$/, clients, 'Clients'],
   [/^\/updates$/, updates, 'Updates'],
+  [/^\/audit$/, audit, 'Audit log'],
   [/^\/install$/, install, 'Install'],
 ];
 
@@ -47,6 +49,8 @@ function drawChrome() {
   ];
   // The updates page appears once the registry has the update abilities.
   if (has('list-updates-v1')) links.splice(1, 0, ['#/updates', 'Updates']);
+  // The audit log: administrators only (the server refuses it to anyone else).
+  if (may('list-audit-log-v1')) links.push(['#/audit', 'Audit log']);
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   const { path } = parseHash();
   clear(

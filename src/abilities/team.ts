@@ -1,0 +1,277 @@
+// Dashboard access over the API (issue 32): API keys and dashboard users, administrators only (annotations.admin:
+// refused to anyone else by the registry, and not offered to them as MCP tools). A key's secret and a user's
+// application password are answered once, when made; only their salted hashes are stored.
+import { z } from 'zod';
+import { defineAbility } from './context.js';
+import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
+import { ServiceError } from '../core/errors.js';
+import { Page, paginate } from '../core/paging.js';
+import type { KeyRecord, UserRecord } from '../store/records.js';
+import type { AuthService } from '../domain/auth.js';
+import { Confirm, DryRun, paged } from './schemas.js';
+
+const Permissions = z
+  .enum(['read', 'write', 'read_write', 'delete'])
+  .describe('What the key may do: read (GET), write (POST/PUT/PATCH, DELETE), read_write (all), delete (DELETE).');
+const KeyName = z.string().trim().min(1).max(100).describe('A name to recognise the key by (1-100 characters).');
+const ExpiresAt = z.iso
+  .datetime({ offset: true })
+  .nullable()
+  .describe('When the key stops working (ISO 8601 date-time, in the future); null: never.');
+const KeyId = z.number().int().min(1).describe('The API key ID.');
+const Role = z.enum(['administrator', 'viewer']).describe('administrator: everything; viewer: read-only abilities.');
+const UserName = z.string().min(1).max(60).describe('The dashboard user name.');
+/** Up to 200 a page, as upstream's key list. */
+const PerPage = z.number().int().min(1).max(200).default(20).describe('Items per page (1-200, default 20).');
+
+export const ApiKey = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  permissions: Permissions,
+  admin: z.boolean().describe('An administrator key: may manage keys, users and read the audit log.'),
+  truncated_key: z.string().describe("The token's public start; the secret is never shown again."),
+  active: z.boolean().describe('Neither revoked nor expired.'),
+  revoked: z.boolean(),
+  expires_at: z.string().nullable(),
+  created_at: z.string(),
+});
+
+export const DashboardUser = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  role: Role,
+  created_at: z.string(),
+});
+
+const keyView = (auth: AuthService, k: KeyRecord): z.input<typeof ApiKey> => ({
+  id: k.id,
+  name: k.name,
+  permissions: k.permissions,
+  admin: k.admin === true,
+  truncated_key: `sf_${k.key_id}_…`,
+  active: !auth.keyEnded(k),
+  revoked: k.revoked,
+  expires_at: k.expires_at ?? null,
+  created_at: k.created_at,
+});
+const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({ id: u.id, name: u.name, role: u.role, created_at: u.created_at });
+
+const adminRead = { readonly: true, destructive: false, idempotent: true, openWorld: false, admin: true };
+const adminWrite = { readonly: false, destructive: false, idempotent: false, openWorld: false, admin: true };
+const adminEdit = { readonly: false, destructive: false, idempotent: true, openWorld: false, admin: true };
+const adminDelete = { readonly: false, destructive: true, idempotent: true, openWorld: false, admin: true };
+
+export const listApiKeys = defineAbility({
+  name: 'list-api-keys-v1',
+  label: 'List API keys',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description: 'API keys of this dashboard, newest first, without their secrets. Administrators only.',
+  input: z.object({ page: Page, per_page: PerPage }).strict(),
+  output: paged(ApiKey),
+  annotations: adminRead,
+  execute: ({ page, per_page }, ctx) => {
+    const all = ctx.auth.listKeys().sort((a, b) => b.id - a.id);
+    return { items: paginate(all, page, per_page).map((k) => keyView(ctx.auth, k)), page, per_page, total: all.length };
+  },
+});
+
+export const addApiKey = defineAbility({
+  name: 'add-api-key-v1',
+  label: 'Add API key',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    'Create an API key. The token is in this answer only (only its hash is stored): keep it. Administrators only; ' +
+    'admin: true makes an administrator key.',
+  input: z
+    .object({
+      name: KeyName,
+      permissions: Permissions.default('read'),
+      admin: z.boolean().default(false),
+      expires_at: ExpiresAt.optional(),
+    })
+    .strict(),
+  output: z.object({ key: ApiKey, token: z.string().describe('Bearer token, shown once.') }),
+  annotations: adminWrite,
+  execute: async (i, ctx) => {
+    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, { admin: i.admin, expires_at: i.expires_at ?? null });
+    return { key: keyView(ctx.auth, key), token };
+  },
+});
+
+export const updateApiKey = defineAbility({
+  name: 'update-api-key-v1',
+  label: 'Update API key',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    "Change an API key's name, permissions, administrator flag or expiry; active: false revokes it (for good). " +
+    'The next request with the key sees the change. Administrators only. Errors: svc_key_not_found (404).',
+  input: z
+    .object({
+      key_id: KeyId,
+      name: KeyName.optional(),
+      permissions: Permissions.optional(),
+      admin: z.boolean().optional(),
+      expires_at: ExpiresAt.optional(),
+      active: z.boolean().optional().describe('false revokes the key; a revoked key cannot be made active again.'),
+    })
+    .strict(),
+  output: ApiKey,
+  annotations: adminEdit,
+  execute: async ({ key_id, active, ...patch }, ctx) => {
+    const k = ctx.auth.getKey(key_id);
+    if (active === true && k.revoked)
+      throw new ServiceError('svc_key_revoked', `API key ${key_id} is revoked; make a new one.`, 409, { key_id });
+    let next = await ctx.auth.updateKey(key_id, patch);
+    if (active === false) next = await ctx.auth.revokeKey(key_id);
+    return keyView(ctx.auth, next);
+  },
+});
+
+export const revokeApiKey = defineAbility({
+  name: 'revoke-api-key-v1',
+  label: 'Revoke API key',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    'Revoke an API key (confirm: true; dry_run previews): its next request is refused (401); the record stays. ' +
+    'Administrators only. Errors: svc_key_not_found (404).',
+  input: z.object({ key_id: KeyId, confirm: Confirm, dry_run: DryRun }).strict(),
+  output: z.object({ revoked: z.boolean(), dry_run: z.boolean(), key: ApiKey }),
+  annotations: adminDelete,
+  acceptsPost: true,
+  execute: async (i, ctx) => {
+    refuseBothFlags(i);
+    const k = ctx.auth.getKey(i.key_id);
+    if (i.dry_run) return { revoked: false, dry_run: true, key: keyView(ctx.auth, k) };
+    requireConfirm(i, 'Revoking requires confirm parameter to be true.');
+    return { revoked: true, dry_run: false, key: keyView(ctx.auth, await ctx.auth.revokeKey(i.key_id)) };
+  },
+});
+
+export const listDashboardUsers = defineAbility({
+  name: 'list-dashboard-users-v1',
+  label: 'List dashboard users',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description: 'Dashboard users (who log in to sitefleet; not WordPress users) by name, with their roles. Administrators only.',
+  input: z.object({ page: Page, per_page: PerPage }).strict(),
+  output: paged(DashboardUser),
+  annotations: adminRead,
+  execute: ({ page, per_page }, ctx) => {
+    const all = ctx.auth.listUsers().sort((a, b) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1));
+    return { items: paginate(all, page, per_page).map(userView), page, per_page, total: all.length };
+  },
+});
+
+export const addDashboardUser = defineAbility({
+  name: 'add-dashboard-user-v1',
+  label: 'Add dashboard user',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    'Create a dashboard user. The application password is in this answer only (only its hash is stored). ' +
+    'Administrators only. Errors: svc_user_exists (409).',
+  input: z.object({ name: UserName, role: Role.default('viewer') }).strict(),
+  output: z.object({ user: DashboardUser, password: z.string().describe('Application password, shown once.') }),
+  annotations: adminWrite,
+  execute: async ({ name, role }, ctx) => {
+    const { user, password } = await ctx.auth.createUser(name, role);
+    return { user: userView(user), password };
+  },
+});
+
+export const updateDashboardUser = defineAbility({
+  name: 'update-dashboard-user-v1',
+  label: 'Update dashboard user',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    "Change a dashboard user's role; their console sessions end. The last administrator cannot be demoted " +
+    '(svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+  input: z.object({ name: UserName, role: Role }).strict(),
+  output: DashboardUser,
+  annotations: adminEdit,
+  execute: async ({ name, role }, ctx) => userView(await ctx.auth.setRole(name, role)),
+});
+
+export const deleteDashboardUser = defineAbility({
+  name: 'delete-dashboard-user-v1',
+  label: 'Delete dashboard user',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    'Delete a dashboard user (confirm: true; dry_run previews); their console sessions end. Not the last ' +
+    'administrator (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+  input: z.object({ name: UserName, confirm: Confirm, dry_run: DryRun }).strict(),
+  output: z.object({ deleted: z.boolean(), dry_run: z.boolean(), user: DashboardUser }),
+  annotations: adminDelete,
+  acceptsPost: true,
+  execute: async (i, ctx) => {
+    refuseBothFlags(i);
+    const u = ctx.auth.getUser(i.name);
+    if (i.dry_run) return { deleted: false, dry_run: true, user: userView(u) };
+    requireConfirm(i);
+    return { deleted: true, dry_run: false, user: userView(await ctx.auth.deleteUser(i.name)) };
+  },
+});
+
+export const teamAbilities = [
+  listApiKeys,
+  addApiKey,
+  updateApiKey,
+  revokeApiKey,
+  listDashboardUsers,
+  addDashboardUser,
+  updateDashboardUser,
+  deleteDashboardUser,
+] as const;
+
+const AuditEntry = z.object({
+  id: z.number().int().describe('The place in the hash chain.'),
+  at: z.string(),
+  who_kind: z.enum(['user', 'key', 'local', 'system']),
+  who_id: z.number().int().nullable(),
+  who_name: z.string(),
+  door: z.string(),
+  address: z.string().nullable(),
+  action: z.string().describe('The ability, login, login-failed, or what a scheduler did.'),
+  input: z.unknown().describe('The input, summarised; secrets redacted.'),
+  outcome: z.string().describe('ok or the error code.'),
+  status: z.number().int().nullable(),
+  prev_hash: z.string(),
+  hash: z.string(),
+});
+
+export const listAuditLog = defineAbility({
+  name: 'list-audit-log-v1',
+  label: 'List audit log',
+  category: 'svc-settings',
+  toolset: 'settings',
+  description:
+    'The audit log, newest first: every change through any door, logins, failed logins, scheduled runs. Filters: who ' +
+    '(name, user:ID, key:ID), action, outcome (ok, error, or a code), door, since/until. Administrators only.',
+  input: z
+    .object({
+      who: z.string().max(200).optional(),
+      action: z.string().max(100).optional(),
+      outcome: z.string().max(100).optional(),
+      door: z.enum(['rest', 'abilities', 'mcp', 'console', 'cli', 'http', 'scheduler']).optional(),
+      since: z.iso.datetime({ offset: true }).optional().describe('From this time (ISO 8601), inclusive.'),
+      until: z.iso.datetime({ offset: true }).optional().describe('Before this time (ISO 8601).'),
+      page: Page,
+      per_page: PerPage,
+    })
+    .strict(),
+  output: paged(AuditEntry),
+  annotations: adminRead,
+  execute: ({ page, per_page, since, until, ...f }, ctx) => {
+    const iso = (t?: string) => (t ? new Date(t).toISOString() : undefined);
+    const { items, total } = ctx.audit.list({ ...f, since: iso(since), until: iso(until) }, page, per_page);
+    return { items, page, per_page, total };
+  },
+});
+
+export const auditAbilities = [listAuditLog] as const;

@@ -1,0 +1,184 @@
+// The audit log (issue 32): one entry per call that may change something, recorded by the registry whatever the
+// outcome; secrets redacted; a hash chain that verify() checks, naming the first bad entry; bounded retention that
+// keeps the chain verifiable; list-audit-log-v1 with filters and paging.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { summarise, type AuditHeadRecord, type AuditRecord } from '../../src/domain/audit.js';
+import { openAbilities, type AbilityHarness } from '../support/abilities.js';
+
+let h: AbilityHarness;
+beforeAll(async () => {
+  h = await openAbilities({ config: { allowPrivateSites: true } });
+});
+afterAll(() => h?.close());
+
+const last = () => h.services.audit.list({}, 1, 1).items[0]!;
+const count = () => h.services.audit.list({}, 1, 1).total;
+
+describe('what is recorded', () => {
+  it('records a change once with who, door, action, input and outcome; a read records nothing', async () => {
+    const before = count();
+    await h.call('list-tags-v1', {});
+    await h.call('list-audit-log-v1', {});
+    expect(count()).toBe(before);
+    const tag = await h.call('add-tag-v1', { name: 'audited' });
+    expect(count()).toBe(before + 1);
+    expect(last()).toMatchObject({
+      who_kind: 'user',
+      who_id: h.as.admin.kind === 'user' ? h.as.admin.id : -1,
+      who_name: 'admin',
+      door: 'cli', // a call without an HTTP request behind it: the local process's door
+      address: null,
+      action: 'add-tag-v1',
+      input: { name: 'audited' },
+      outcome: 'ok',
+      status: null,
+    });
+    await h.call('delete-tag-v1', { tag_id: tag.id, confirm: true });
+    expect(last()).toMatchObject({ action: 'delete-tag-v1', outcome: 'ok' });
+  });
+
+  it('records a read-only ability whose input asks it to write (a refresh), and not the same read without it', async () => {
+    const n = count();
+    await h.call('list-updates-v1', {});
+    expect(count()).toBe(n);
+    await h.call('list-updates-v1', { refresh: true });
+    expect(count()).toBe(n + 1);
+    expect(last()).toMatchObject({ action: 'list-updates-v1', input: { refresh: true }, outcome: 'ok' });
+    await h.fails('list-updates-v1', { refresh: true }, h.as.viewer);
+    expect(count()).toBe(n + 1); // a viewer's refused refresh writes nothing (test/abilities/updates.test.ts)
+  });
+
+  it('records refusals and failures with their code: permission, validation, not found', async () => {
+    await h.fails('add-api-key-v1', { name: 'not an admin' }, h.as.writeKey);
+    expect(last()).toMatchObject({ who_kind: 'key', action: 'add-api-key-v1', outcome: 'svc_permission_denied', status: 403 });
+    await h.fails('add-tag-v1', { name: 7 });
+    expect(last()).toMatchObject({ outcome: 'ability_invalid_input', status: 400 });
+    await h.fails('delete-tag-v1', { tag_id: 999999, confirm: true });
+    expect(last()).toMatchObject({ outcome: 'svc_tag_not_found', status: 404 });
+    // A caller who may not write (a read-only process, a viewer, a read key) causes no write, not even this record.
+    const n = count();
+    await h.fails('add-tag-v1', { name: 'read-only' }, h.as.readOnlyLocal);
+    await h.fails('add-tag-v1', { name: 'viewer tag' }, h.as.viewer);
+    await h.fails('add-tag-v1', { name: 'read key tag' }, h.as.readKey);
+    expect(count()).toBe(n);
+  });
+
+  it('redacts secrets at any depth, and a webhook URL', async () => {
+    expect(
+      summarise({
+        name: 'x',
+        admin_password: 'hunter2',
+        adminpassword: 'hunter2',
+        nested: { api_key: 'k', token: 't', list: [{ secret: 's' }] },
+        url: 'https://example.org/',
+      }),
+    ).toEqual({
+      name: 'x',
+      admin_password: '[redacted]',
+      adminpassword: '[redacted]',
+      nested: { api_key: '[redacted]', token: '[redacted]', list: [{ secret: '[redacted]' }] },
+      url: 'https://example.org/',
+    });
+    await h.call('add-webhook-v1', { url: 'https://hooks.example.org/T0KEN-in-the-path' } as never);
+    const e = last();
+    expect(e.action).toBe('add-webhook-v1');
+    expect(JSON.stringify(e)).not.toContain('T0KEN');
+    // The secret the answer carried is nowhere in the log.
+    const made = await h.call('add-dashboard-user-v1', { name: 'pat' });
+    expect(JSON.stringify(h.services.audit.list({}, 1, 200).items)).not.toContain(made.password.replace(/ /g, '').slice(0, 12));
+  });
+
+  it('bounds an input summary: long strings, long lists, the whole', () => {
+    const s = summarise({ a: 'x'.repeat(500), b: Array.from({ length: 50 }, (_, i) => i) }) as { a: string; b: unknown[] };
+    expect(s.a.length).toBeLessThan(240);
+    expect(s.b).toHaveLength(21);
+    expect(s.b[20]).toBe('… 30 more');
+    const big = summarise({ list: Array.from({ length: 20 }, () => 'y'.repeat(200)) }) as { characters: number };
+    expect(big.characters).toBeGreaterThan(2000);
+  });
+});
+
+describe('the hash chain', () => {
+  const edit = (fn: (e: AuditRecord) => AuditRecord | null, id: number) =>
+    h.services.store.write((tx) => {
+      const e = tx.get<AuditRecord>('audit', id)!;
+      const next = fn(e);
+      if (next) tx.put('audit', next);
+      else tx.delete('audit', id);
+      return e;
+    });
+
+  it('verifies whole, names the first edited entry, then the first removed one', async () => {
+    for (let i = 0; i < 5; i++) await h.call('add-tag-v1', { name: `chain ${i}` });
+    const ok = h.services.audit.verify();
+    expect(ok).toMatchObject({ ok: true });
+    const top = last().id;
+    const victim = top - 2;
+    const original = await edit((e) => ({ ...e, outcome: 'ok', who_name: 'someone else' }), victim);
+    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/edited/) } });
+    // An edit that recomputes its own hash still breaks the link to the next entry.
+    const { entryHash } = await import('../../src/domain/audit.js');
+    await edit((e) => {
+      const { hash: _h, ...body } = e;
+      return { ...body, hash: entryHash(body) };
+    }, victim);
+    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim + 1 } });
+    await edit(() => original, victim);
+    expect(h.services.audit.verify()).toMatchObject({ ok: true });
+    await edit(() => null, victim);
+    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/removed/) } });
+    await edit(() => original, victim);
+    // The last entry removed: the head no longer matches.
+    const tail = await edit(() => null, top);
+    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: top } });
+    await edit(() => tail, top);
+    expect(h.services.audit.verify()).toMatchObject({ ok: true });
+  });
+
+  it('trims past the entry bound and the age bound, and stays verifiable from its anchor', async () => {
+    const audit = h.services.audit;
+    const head = () => h.services.store.get<AuditHeadRecord>('audit_head', 1)!;
+    audit.maxEntries = 5;
+    try {
+      for (let i = 0; i < 3; i++) await h.call('add-tag-v1', { name: `trim ${i}` });
+      expect(head().last_seq - head().anchor_seq).toBe(5);
+      expect(h.services.store.count('audit')).toBe(5);
+      expect(audit.verify()).toMatchObject({ ok: true, entries: 5, first: head().anchor_seq + 1 });
+      audit.maxEntries = 1000;
+      const t0 = Date.now();
+      audit.now = () => t0 + 366 * 86_400_000;
+      await h.call('add-tag-v1', { name: 'a year later' });
+      expect(h.services.store.count('audit')).toBe(1);
+      expect(audit.verify()).toMatchObject({ ok: true, entries: 1 });
+    } finally {
+      audit.maxEntries = 100_000;
+      audit.now = Date.now;
+    }
+  });
+});
+
+describe('list-audit-log-v1', () => {
+  it('filters by who, action, outcome, door and time, pages newest first; administrators only', async () => {
+    const t = new Date().toISOString();
+    const u = new Date(Date.now() + 3_600_000).toISOString(); // the trim test left an entry a year ahead
+    await h.call('add-tag-v1', { name: 'filter me' });
+    await h.fails('add-tag-v1', { name: 7 }, h.as.writeKey); // a caller who may write: its failure is recorded
+    const mine = await h.call('list-audit-log-v1', { action: 'add-tag-v1', since: t, until: u });
+    expect(mine.items.map((e) => e.outcome)).toEqual(['ability_invalid_input', 'ok']);
+    expect((await h.call('list-audit-log-v1', { who: 'write', since: t, until: u })).total).toBe(1);
+    const keyId = h.as.writeKey.kind === 'key' ? h.as.writeKey.id : 0;
+    expect((await h.call('list-audit-log-v1', { who: `key:${keyId}`, since: t, until: u })).total).toBe(1);
+    expect((await h.call('list-audit-log-v1', { who: `user:${keyId}`, since: t, until: u })).total).toBe(0);
+    expect((await h.call('list-audit-log-v1', { outcome: 'error', since: t, until: u })).total).toBe(1);
+    expect((await h.call('list-audit-log-v1', { outcome: 'ok', since: t, until: u })).items[0]!.input).toEqual({ name: 'filter me' });
+    expect((await h.call('list-audit-log-v1', { until: t, door: 'console' })).total).toBe(0);
+    const p1 = await h.call('list-audit-log-v1', { per_page: 2 });
+    const p2 = await h.call('list-audit-log-v1', { per_page: 2, page: 2 });
+    expect(p1.items[0]!.id).toBeGreaterThan(p1.items[1]!.id);
+    expect(p2.items[0]!.id).toBeLessThan(p1.items[1]!.id);
+    expect(p1.total).toBe(p2.total);
+    expect(await h.fails('list-audit-log-v1', {}, h.as.viewer)).toMatchObject({ code: 'svc_permission_denied' });
+    expect(await h.fails('list-audit-log-v1', { since: 'yesterday' })).toMatchObject({ status: 400 });
+    expect(await h.fails('list-audit-log-v1', { per_page: 201 })).toMatchObject({ status: 400 });
+  });
+});
