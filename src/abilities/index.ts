@@ -20,6 +20,7 @@ import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
+import { updatePolicyAbilities } from './update-policies.js';
 
 const families = [
   ...siteAbilities,
@@ -39,6 +40,7 @@ const families = [
   ...fleetToolAbilities,
   ...updateAbilities,
   ...healthAbilities,
+  ...updatePolicyAbilities,
   ...monitorAbilities,
 ];
 export const allAbilities: readonly Ability[] = families as unknown as Ability[];

@@ -30,6 +30,7 @@ import { UpdateRollback } from './safe-updates.js';
 import { PackageSource } from './package-source.js';
 import { InstallService } from './installs.js';
 import { PackageUploads } from './uploads.js';
+import { UpdatePolicyService } from './update-policies.js';
 
 export interface Services {
   config: Config;
@@ -73,6 +74,8 @@ export interface Services {
   installs: InstallService;
   /** Uploaded plugin and theme zips, checked, served to children from signed links. */
   uploads: PackageUploads;
+  /** Update policies: unattended safe updates in each site's maintenance window, and their scheduler. */
+  policies: UpdatePolicyService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -151,6 +154,15 @@ export async function openServices(config: Config): Promise<Services> {
   const uploads = new PackageUploads(config);
   const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
+  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
+  children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
+  sites.onRemove.also((tx, id) => policies.forgetSite(tx, id));
+  jobs.define(
+    'policy',
+    (s, job) => policies.jobStep(s, job!),
+    (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
+  );
+  jobs.onTick(() => policies.scheduledTick());
   return {
     config,
     store,
@@ -180,6 +192,7 @@ export async function openServices(config: Config): Promise<Services> {
     packages,
     installs,
     uploads,
+    policies,
   };
 }
 

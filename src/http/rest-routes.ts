@@ -16,6 +16,7 @@ import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
+import { updatePolicyRoutes } from './routes/update-policies.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -29,6 +30,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...updatePolicyRoutes, // /updates/policies before /updates/:id_or_domain
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,

@@ -60,7 +60,7 @@ export interface IncidentRecord {
   down_count: number;
 }
 
-export const WEBHOOK_EVENTS = ['site.down', 'site.up', 'site.sync_failed'] as const;
+export const WEBHOOK_EVENTS = ['site.down', 'site.up', 'site.sync_failed', 'policy.paused'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number] | 'webhook.test';
 
 export interface WebhookRecord {
