@@ -2,55 +2,83 @@
 // in each site's maintenance window. Rules and the scheduler live in domain/update-policies.ts.
 import { z } from 'zod';
 import { defineAbility, type AbilityContext } from './context.js';
-import { Confirm, DryRun, SiteRef } from './schemas.js';
+import { Confirm, DryRun } from './schemas.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { WEEKDAYS, type UpdatePolicyRecord } from '../store/policy-records.js';
-import { MAX_POLICIES, MAX_POLICY_SLUGS, MAX_PREVIEW_ITEMS, failuresOf } from '../domain/update-policies.js';
+import { MAX_POLICIES, MAX_POLICY_SLUGS, MAX_PREVIEW_ITEMS, failuresOf, type PolicyInput } from '../domain/update-policies.js';
 import { jobView } from '../domain/jobs.js';
 
 const base = { category: 'svc-updates', toolset: 'updates' } as const;
 const Int = z.number().int();
 const PolicyId = Int.min(1);
-const HHMM = z
-  .string()
-  .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a time as HH:MM (00:00–23:59)')
-  .describe("Local time HH:MM in each site's own time zone.");
+const HHMM = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a time as HH:MM (00:00–23:59)');
 
-const Targets = z
-  .object({
-    all: z.boolean().default(false).describe('Every site (the lists are then ignored).'),
-    sites: z.array(SiteRef).max(1000).default([]),
-    tags: z.array(PolicyId).max(100).default([]),
-    clients: z.array(PolicyId).max(100).default([]),
-  })
-  .strict();
-const Updates = z
-  .object({
-    core: z.enum(['none', 'minor', 'major']).default('minor').describe('minor: x.y.z → x.y.w only; major: any newer core.'),
-    plugins: z.boolean().default(true),
-    themes: z.boolean().default(true),
-    translations: z.boolean().default(true),
-    slugs_mode: z.enum(['all', 'only', 'except']).default('all'),
-    slugs: z.array(z.string().min(1).max(500)).max(MAX_POLICY_SLUGS).default([]).describe('Plugin files, theme stylesheets, "wordpress".'),
-  })
-  .strict();
-const Window = z
-  .object({
-    days: z.array(z.enum(WEEKDAYS)).min(1).max(7),
-    start: HHMM,
-    end: HHMM.describe('Local HH:MM; before the start: the window runs past midnight.'),
-  })
-  .strict();
+// Flat inputs (every door, forms too): sites/tags/clients, what to update, the window. Defaults are applied here, not
+// in the schemas, so that the MCP tools/list stays small (its budget is per tool).
 const Fields = {
   name: z.string().min(1).max(100),
-  enabled: z.boolean().default(true),
-  targets: Targets,
-  updates: Updates.default({ core: 'minor', plugins: true, themes: true, translations: true, slugs_mode: 'all', slugs: [] }),
-  delay_days: Int.min(0).max(365).default(0).describe('A new version must have been pending this many days.'),
-  window: Window,
-  max_sites: Int.min(1).max(50).default(5).describe('Sites updated at once.'),
-  stop_after: Int.min(1).max(1000).default(3).describe('Pause the policy after this many failed or rolled-back items in one run.'),
+  all_sites: z.boolean(),
+  sites: z.array(z.union([Int, z.string().min(1).max(500)])).max(1000),
+  tags: z.array(PolicyId).max(100),
+  clients: z.array(PolicyId).max(100),
+  core: z.enum(['none', 'minor', 'major']),
+  plugins: z.boolean(),
+  themes: z.boolean(),
+  translations: z.boolean(),
+  slugs_mode: z.enum(['all', 'only', 'except']),
+  slugs: z.array(z.string().min(1).max(500)).max(MAX_POLICY_SLUGS),
+  delay_days: Int.min(0), // at most MAX_DELAY_DAYS (checked by the service)
+  days: z.array(z.enum(WEEKDAYS)).max(7),
+  start: HHMM,
+  end: HHMM,
+  max_sites: Int.min(1).max(50),
+  stop_after: Int.min(1).max(1000),
 };
+const partial = () =>
+  Object.fromEntries(Object.entries(Fields).map(([k, v]) => [k, v.optional()])) as {
+    [K in keyof typeof Fields]: z.ZodOptional<(typeof Fields)[K]>;
+  };
+type Flat = { [K in keyof typeof Fields]?: z.output<(typeof Fields)[K]> };
+const DEFAULTS = {
+  all_sites: false,
+  core: 'minor',
+  plugins: true,
+  themes: true,
+  translations: true,
+  slugs_mode: 'all',
+  delay_days: 0,
+  max_sites: 5,
+  stop_after: 3,
+} as const;
+
+/** The flat fields given, over a policy's current ones (or the defaults), as the service takes them. */
+function merged(i: Flat, cur?: UpdatePolicyRecord): PolicyInput {
+  const t = cur?.targets;
+  const u = cur?.updates;
+  const w = cur?.window;
+  const d = DEFAULTS;
+  return {
+    name: i.name ?? cur?.name ?? '',
+    targets: {
+      all: i.all_sites ?? t?.all ?? d.all_sites,
+      sites: i.sites ?? t?.sites ?? [],
+      tags: i.tags ?? t?.tags ?? [],
+      clients: i.clients ?? t?.clients ?? [],
+    },
+    updates: {
+      core: i.core ?? u?.core ?? d.core,
+      plugins: i.plugins ?? u?.plugins ?? d.plugins,
+      themes: i.themes ?? u?.themes ?? d.themes,
+      translations: i.translations ?? u?.translations ?? d.translations,
+      slugs_mode: i.slugs_mode ?? u?.slugs_mode ?? d.slugs_mode,
+      slugs: i.slugs ?? u?.slugs ?? [],
+    },
+    delay_days: i.delay_days ?? cur?.delay_days ?? d.delay_days,
+    window: { days: i.days ?? w?.days ?? [], start: i.start ?? w?.start ?? '', end: i.end ?? w?.end ?? '' },
+    max_sites: i.max_sites ?? cur?.max_sites ?? d.max_sites,
+    stop_after: i.stop_after ?? cur?.stop_after ?? d.stop_after,
+  };
+}
 
 const Run = z.object({
   run_id: Int,
@@ -66,7 +94,6 @@ const Run = z.object({
 const Policy = z.object({
   id: Int,
   name: z.string(),
-  enabled: z.boolean(),
   paused: z.boolean(),
   paused_reason: z.string(),
   paused_at: z.string().nullable(),
@@ -96,7 +123,6 @@ function policyView(ctx: AbilityContext, p: UpdatePolicyRecord): z.infer<typeof 
   return {
     id: p.id,
     name: p.name,
-    enabled: p.enabled,
     paused: p.paused,
     paused_reason: p.paused_reason,
     paused_at: p.paused_at,
@@ -129,9 +155,7 @@ export const listUpdatePolicies = defineAbility({
   ...base,
   name: 'list-update-policies-v1',
   label: 'List Update Policies',
-  description:
-    "Update policies (unattended safe updates in each site's maintenance window) with their latest run: status, failures, " +
-    'whether the stop rule paused it. Use preview-update-policy-v1 for what one would do next.',
+  description: 'Update policies and their latest runs.',
   input: z.object({}),
   output: z.object({ items: z.array(Policy), total: Int }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
@@ -147,50 +171,31 @@ export const addUpdatePolicy = defineAbility({
   name: 'add-update-policy-v1',
   label: 'Add Update Policy',
   description:
-    'Create a policy that applies updates unattended, always in safe mode (probe, one item at a time, roll back what ' +
-    'breaks a site): targets (all, sites, tags, clients), what (core minor/major, plugins, themes, translations; all, ' +
-    "only or all but some slugs), a delay in days, a weekly window in each site's time zone, sites at once, a stop rule. " +
-    `At most ${MAX_POLICIES}. Errors: svc_invalid_window (400), svc_invalid_input (400), svc_site_not_found / ` +
-    'svc_tag_not_found / svc_client_not_found (404), svc_policy_limit (409).',
-  input: z.object(Fields).strict(),
+    "Create a policy: safe updates in a weekly window (HH:MM, site's zone); stop_after failures pause it. " +
+    `Errors: svc_invalid_window (400), svc_policy_limit (409, over ${MAX_POLICIES}).`,
+  input: z.object({ ...partial(), name: Fields.name, days: Fields.days, start: Fields.start, end: Fields.end }).strict(),
   output: Policy,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
-  execute: async (i, ctx) => policyView(ctx, await ctx.policies.create(i)),
+  execute: async (i, ctx) => policyView(ctx, await ctx.policies.create(merged(i))),
 });
 
 export const updateUpdatePolicy = defineAbility({
   ...base,
   name: 'update-update-policy-v1',
   label: 'Update Update Policy',
-  description:
-    'Change some fields of an update policy (the others stay); paused: false resumes a policy its stop rule paused. ' +
-    'Errors: svc_policy_not_found (404), and those of add-update-policy-v1.',
-  input: z
-    .object({
-      policy_id: PolicyId,
-      name: Fields.name.optional(),
-      enabled: z.boolean().optional(),
-      paused: z.boolean().optional().describe('true pauses, false resumes.'),
-      targets: Targets.optional(),
-      updates: Updates.optional(),
-      delay_days: Int.min(0).max(365).optional(),
-      window: Window.optional(),
-      max_sites: Int.min(1).max(50).optional(),
-      stop_after: Int.min(1).max(1000).optional(),
-    })
-    .strict(),
+  description: "Change a policy's fields; paused: false resumes it. Errors: svc_policy_not_found (404).",
+  input: z.object({ policy_id: PolicyId, ...partial(), paused: z.boolean().optional() }).strict(),
   output: Policy,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
-  execute: async ({ policy_id, ...patch }, ctx) => policyView(ctx, await ctx.policies.update(policy_id, patch)),
+  execute: async ({ policy_id, paused, ...i }, ctx) =>
+    policyView(ctx, await ctx.policies.update(policy_id, { ...merged(i, ctx.policies.resolve(policy_id)), paused })),
 });
 
 export const deleteUpdatePolicy = defineAbility({
   ...base,
   name: 'delete-update-policy-v1',
   label: 'Delete Update Policy',
-  description:
-    'Delete an update policy (a run in progress stops before its next site; the update history stays). confirm: true ' +
-    'to delete, dry_run: true to see it first. Errors: svc_policy_not_found (404), svc_confirmation_required (400).',
+  description: 'Delete an update policy; a run in progress stops. Errors: svc_policy_not_found (404).',
   input: z.object({ policy_id: PolicyId, confirm: Confirm, dry_run: DryRun }),
   output: z.object({ deleted: z.boolean(), dry_run: z.boolean(), policy: Policy }),
   annotations: { readonly: false, destructive: true, idempotent: true, openWorld: false },
@@ -222,15 +227,11 @@ export const previewUpdatePolicy = defineAbility({
   ...base,
   name: 'preview-update-policy-v1',
   label: 'Preview Update Policy',
-  description:
-    'Dry run of a policy: when its next window opens (per site time zone), on which sites, and what it would update ' +
-    'there as of their last sync (the delay judged at the window start; items still waiting say when they become due). ' +
-    `Changes nothing, no outgoing call; lists up to ${MAX_PREVIEW_ITEMS} items each. Errors: svc_policy_not_found (404).`,
+  description: "Dry run: a policy's next window, sites, updates, and what waits for the delay. " + 'Errors: svc_policy_not_found (404).',
   input: z.object({ policy_id: PolicyId }),
   output: z.object({
     policy_id: Int,
     name: z.string(),
-    enabled: z.boolean(),
     paused: z.boolean(),
     safe: z.literal(true),
     next_window: z
@@ -239,7 +240,7 @@ export const previewUpdatePolicy = defineAbility({
         ends_at: z.string(),
         open_now: z.boolean(),
         sites: z.array(z.object({ site_id: Int, site_url: z.string(), site_name: z.string(), time_zone: z.string() })),
-        would_update: z.array(Item),
+        would_update: z.array(Item).describe(`The first ${MAX_PREVIEW_ITEMS}; would_update_total counts all (so waiting).`),
         would_update_total: Int,
         waiting: z.array(Item.extend({ eligible_at: z.string().nullable() })),
         waiting_total: Int,

@@ -32,6 +32,8 @@ import { log } from '../log.js';
 
 /** Policies a fleet may have. */
 export const MAX_POLICIES = 100;
+/** The longest delay a policy may ask for. */
+export const MAX_DELAY_DAYS = 365;
 /** Slugs one policy may list. */
 export const MAX_POLICY_SLUGS = 200;
 /** Runs kept per policy (the oldest go first); their jobs and the update history keep the detail. */
@@ -46,7 +48,6 @@ const FAILED = new Set(['failed', 'rolled_back', 'rollback_failed']);
 
 export interface PolicyInput {
   name: string;
-  enabled: boolean;
   targets: { all: boolean; sites: Array<number | string>; tags: number[]; clients: number[] };
   updates: PolicyUpdates;
   delay_days: number;
@@ -158,6 +159,7 @@ export class UpdatePolicyService {
     if (minutesOf(i.window.start) === minutesOf(i.window.end))
       throw new ServiceError('svc_invalid_window', 'The window must not start and end at the same time.', 400);
     if (!i.window.days.length) throw new ServiceError('svc_invalid_window', 'The window needs at least one day of the week.', 400);
+    if (i.delay_days > MAX_DELAY_DAYS) throw errors.invalidInput(`delay_days is at most ${MAX_DELAY_DAYS}.`);
     const u = i.updates;
     if (u.core === 'none' && !u.plugins && !u.themes && !u.translations)
       throw errors.invalidInput('The policy updates nothing: choose core, plugins, themes or translations.');
@@ -179,7 +181,6 @@ export class UpdatePolicyService {
         throw new ServiceError('svc_policy_limit', `A fleet has at most ${MAX_POLICIES} update policies.`, 409);
       return tx.insert<UpdatePolicyRecord>('update_policies', {
         name: i.name.trim(),
-        enabled: i.enabled,
         paused: false,
         paused_reason: '',
         paused_at: null,
@@ -200,7 +201,6 @@ export class UpdatePolicyService {
     const cur = this.resolve(id);
     const merged: PolicyInput = {
       name: patch.name ?? cur.name,
-      enabled: patch.enabled ?? cur.enabled,
       targets: patch.targets ?? cur.targets,
       updates: patch.updates ?? cur.updates,
       delay_days: patch.delay_days ?? cur.delay_days,
@@ -335,7 +335,7 @@ export class UpdatePolicyService {
     const started: PolicyRunRecord[] = [];
     const offsets = new Map<string, Array<{ start: number; end: number }>>();
     for (const p of this.list()) {
-      if (!p.enabled || p.paused) continue;
+      if (p.paused) continue;
       const groups = new Map<number, { end: number; ids: number[] }>();
       offsets.clear();
       for (const s of this.targetSites(p)) {
@@ -354,7 +354,7 @@ export class UpdatePolicyService {
         if (this.runs(p.id).some((r) => r.window_start === startIso)) continue;
         const run = await this.store.write((tx) => {
           const cur = tx.get<UpdatePolicyRecord>('update_policies', p.id);
-          if (!cur || !cur.enabled || cur.paused) return null;
+          if (!cur || cur.paused) return null;
           const mine = [...tx.all<PolicyRunRecord>('policy_runs')].filter((r) => r.policy_id === p.id);
           if (mine.some((r) => r.window_start === startIso)) return null; // another process claimed it
           const r = tx.insert<PolicyRunRecord>('policy_runs', {
@@ -401,7 +401,7 @@ export class UpdatePolicyService {
       if (!best || w.start < best.start) best = { ...w, sites: [s] };
       else if (w.start === best.start) best.sites.push(s);
     }
-    const base = { policy_id: p.id, name: p.name, enabled: p.enabled, paused: p.paused, safe: true as const };
+    const base = { policy_id: p.id, name: p.name, paused: p.paused, safe: true as const };
     if (!best) return { ...base, next_window: null };
     const at = Math.max(now, best.start);
     const due: PendingView[] = [];

@@ -33,8 +33,7 @@ export interface PolicyWindow {
 export interface UpdatePolicyRecord {
   id: number;
   name: string;
-  enabled: boolean;
-  /** Set by the stop rule (or a caller); a paused policy starts no run until resumed. */
+  /** Set by the stop rule or a caller; a paused policy starts no run until resumed. */
   paused: boolean;
   paused_reason: string;
   paused_at: string | null;

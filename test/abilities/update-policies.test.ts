@@ -26,8 +26,10 @@ const setZone = (id: number, timezone: string) =>
 const policy = (over: Record<string, unknown> = {}) =>
   h.call('add-update-policy-v1', {
     name: 'Nightly',
-    targets: { sites: [ids[0]!, ids[1]!] },
-    window: { days: [...ALL_DAYS], start: '02:00', end: '04:00' },
+    sites: [ids[0]!, ids[1]!],
+    days: [...ALL_DAYS],
+    start: '02:00',
+    end: '04:00',
     ...over,
   } as never);
 const finished = async (jobId: string) =>
@@ -50,7 +52,6 @@ describe('saving policies', () => {
     const p = await policy();
     expect(p).toMatchObject({
       name: 'Nightly',
-      enabled: true,
       paused: false,
       safe: true,
       targets: { all: false, sites: [ids[0], ids[1]], tags: [], clients: [] },
@@ -70,27 +71,33 @@ describe('saving policies', () => {
       (
         await h.fails('add-update-policy-v1', {
           name: 'x',
-          targets: { all: true },
-          window: { days: ['mon'], start: '02:00', end: '02:00' },
+          all_sites: true,
+          days: ['mon'],
+          start: '02:00',
+          end: '02:00',
         })
       ).code,
     ).toBe('svc_invalid_window');
-    expect(
-      (await h.fails('add-update-policy-v1', { name: 'x', targets: {}, window: { days: ['mon'], start: '02:00', end: '03:00' } })).code,
-    ).toBe('svc_invalid_input');
+    expect((await h.fails('add-update-policy-v1', { name: 'x', days: ['mon'], start: '02:00', end: '03:00' })).code).toBe(
+      'svc_invalid_input',
+    );
     const only = await h.fails('add-update-policy-v1', {
       name: 'x',
-      targets: { all: true },
-      updates: { slugs_mode: 'only' },
-      window: { days: ['mon'], start: '02:00', end: '03:00' },
+      all_sites: true,
+      slugs_mode: 'only',
+      days: ['mon'],
+      start: '02:00',
+      end: '03:00',
     });
     expect(only.message).toMatch(/needs at least one slug/);
     expect(
       (
         await h.fails('add-update-policy-v1', {
           name: 'x',
-          targets: { sites: [9999] },
-          window: { days: ['mon'], start: '02:00', end: '03:00' },
+          sites: [9999],
+          days: ['mon'],
+          start: '02:00',
+          end: '03:00',
         })
       ).code,
     ).toBe('svc_site_not_found');
@@ -98,8 +105,10 @@ describe('saving policies', () => {
       (
         await h.fails('add-update-policy-v1', {
           name: 'x',
-          targets: { tags: [999] },
-          window: { days: ['mon'], start: '02:00', end: '03:00' },
+          tags: [999],
+          days: ['mon'],
+          start: '02:00',
+          end: '03:00',
         })
       ).code,
     ).toBe('svc_tag_not_found');
@@ -107,21 +116,24 @@ describe('saving policies', () => {
       (
         await h.fails('add-update-policy-v1', {
           name: 'x',
-          targets: { all: true },
-          window: { days: ['mon'], start: '24:00', end: '03:00' },
+          all_sites: true,
+          days: ['mon'],
+          start: '24:00',
+          end: '03:00',
         })
       ).code,
     ).toBe('ability_invalid_input');
-    expect(
-      (await h.fails('add-update-policy-v1', { name: 'x', targets: { all: true }, window: { days: [], start: '01:00', end: '03:00' } }))
-        .code,
-    ).toBe('ability_invalid_input');
+    expect((await h.fails('add-update-policy-v1', { name: 'x', all_sites: true, days: [], start: '01:00', end: '03:00' })).code).toBe(
+      'svc_invalid_window',
+    );
     expect(
       (
         await h.fails('add-update-policy-v1', {
           name: 'x',
-          targets: { all: 'yes' },
-          window: { days: ['mon'], start: '01:00', end: '03:00' },
+          all_sites: 'yes',
+          days: ['mon'],
+          start: '01:00',
+          end: '03:00',
         })
       ).code,
     ).toBe('ability_invalid_input');
@@ -155,8 +167,10 @@ describe('the dry run', () => {
   it("answers the next window in each site's own time zone, and what it would update there", async () => {
     await setZone(ids[1]!, 'Asia/Tokyo'); // 09:00 local now: its next 02:00 is 17:00 UTC
     const p = await policy({
-      targets: { sites: [ids[0]!, ids[1]!, ids[2]!] },
-      updates: { core: 'none', themes: false, translations: false },
+      sites: [ids[0]!, ids[1]!, ids[2]!],
+      core: 'none',
+      themes: false,
+      translations: false,
     });
     const r = await h.call('preview-update-policy-v1', { policy_id: p.id }, h.as.readKey);
     expect(r.next_window).toMatchObject({ starts_at: '2026-11-26T02:00:00.000Z', ends_at: '2026-11-26T04:00:00.000Z', open_now: false });
@@ -178,7 +192,7 @@ describe('the dry run', () => {
   it('holds back what has not been pending for the delay, and says when it becomes due', async () => {
     const k = 4;
     const slug = pendingPlugins(k)[0]!.slug;
-    const p = await policy({ targets: { sites: [ids[k - 1]!] }, delay_days: 3, updates: { slugs_mode: 'only', slugs: [slug] } });
+    const p = await policy({ sites: [ids[k - 1]!], delay_days: 3, slugs_mode: 'only', slugs: [slug] });
     // First seen at the sync below (the clock's now).
     await h.call('sync-sites-v1', { site_ids_or_domains: [ids[k - 1]!] });
     const r = await h.call('preview-update-policy-v1', { policy_id: p.id });
@@ -200,8 +214,12 @@ describe('running a window', () => {
     const kept = pendingPlugins(1)[0]!.slug;
     const others = pendingPlugins(3).length;
     const p = await policy({
-      targets: { sites: [ids[0]!, ids[1]!] },
-      updates: { core: 'none', themes: false, translations: false, slugs_mode: 'except', slugs: [kept] },
+      sites: [ids[0]!, ids[1]!],
+      core: 'none',
+      themes: false,
+      translations: false,
+      slugs_mode: 'except',
+      slugs: [kept],
     });
     const want = [1, 2].flatMap((k) =>
       pendingPlugins(k)
@@ -233,7 +251,7 @@ describe('running a window', () => {
     const hook = await h.call('add-webhook-v1', { url: 'http://127.0.0.1:9/hook', events: ['policy.paused'] });
     const [k1, k2] = [5, 6];
     h.sim.breakOnUpdate(k1, pendingPlugins(k1)[0]!.slug, 'fatal');
-    const p = await policy({ targets: { sites: [ids[k1 - 1]!, ids[k2 - 1]!] }, stop_after: 1, max_sites: 1, updates: { core: 'none' } });
+    const p = await policy({ sites: [ids[k1 - 1]!, ids[k2 - 1]!], stop_after: 1, max_sites: 1, core: 'none' });
     clock = Date.parse('2026-11-26T03:00:00Z');
     const [run] = await h.services.policies.tick(clock);
     const job = await finished(run!.job_id);

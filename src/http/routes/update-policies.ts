@@ -1,5 +1,5 @@
 // REST v2 routes for update policies (issue 28 part 4) under /updates/policies (before /updates/:id_or_domain in the
-// table). Bodies are JSON objects; targets, updates and window are nested objects as in the abilities.
+// table). Fields as the abilities name them (flat, so that forms work too).
 import {
   addUpdatePolicy,
   deleteUpdatePolicy,
@@ -12,7 +12,9 @@ import { flag, pathId, pick } from './args.js';
 import { done, listed, ok } from './answers.js';
 
 const NOT_FOUND = { 404: ['svc_policy_not_found'] };
-const FIELDS = ['name', 'enabled', 'targets', 'updates', 'delay_days', 'window', 'max_sites', 'stop_after'];
+const FIELDS = ['name', 'all_sites', 'sites', 'tags', 'clients', 'core', 'plugins', 'themes', 'translations', 'slugs_mode', 'slugs'].concat(
+  ['delay_days', 'days', 'start', 'end', 'max_sites', 'stop_after'],
+);
 const id = (a: RestArgs) => Number(pathId(a));
 
 const list = route(READ, '/updates/policies', listUpdatePolicies, {
