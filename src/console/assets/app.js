@@ -10,6 +10,7 @@ import * as tags from './pages/tags.js';
 import * as clients from './pages/clients.js';
 import * as updates from './pages/updates.js';
 import * as install from './pages/install.js';
+import * as policies from './pages/policies.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -26,6 +27,7 @@ const ROUTES = [
   [/^\/clients$/, clients, 'Clients'],
   [/^\/updates$/, updates, 'Updates'],
   [/^\/install$/, install, 'Install'],
+  [/^\/policies$/, policies, 'Update policies'],
 ];
 
 function parseHash() {
@@ -48,6 +50,7 @@ function drawChrome() {
   // The updates page appears once the registry has the update abilities.
   if (has('list-updates-v1')) links.splice(1, 0, ['#/updates', 'Updates']);
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
+  if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
   const { path } = parseHash();
   clear(
     nav,
