@@ -31,7 +31,7 @@ describe('the Policies page', () => {
       await page.getByLabel('Name').fill('Weeknights');
       await page.getByRole('button', { name: 'Add policy' }).click();
       await page.getByText('Update policy created.').waitFor();
-      await page.getByRole('cell', { name: 'Weeknights' }).waitFor();
+      await page.getByRole('cell', { name: 'Weeknights', exact: true }).waitFor();
       expect(await page.getByRole('cell', { name: 'mon, tue, wed, thu, fri 02:00–05:00 (site time)' }).count()).toBe(1);
       await page.getByRole('button', { name: 'Preview Weeknights' }).click();
       const dialog = page.getByRole('dialog');
@@ -63,7 +63,7 @@ describe('the Policies page', () => {
     const { ctx, page } = await openPageAs(browser, srv.url, srv.viewer);
     try {
       await page.goto(`${srv.url}/console#/policies`);
-      await page.getByRole('cell', { name: 'Seen' }).waitFor();
+      await page.getByRole('cell', { name: 'Seen', exact: true }).waitFor();
       expect(await page.getByRole('button', { name: 'Preview Seen' }).count()).toBe(1);
       expect(await page.getByRole('button', { name: 'Pause Seen' }).count()).toBe(0);
       expect(await page.getByRole('button', { name: 'Delete Seen' }).count()).toBe(0);
