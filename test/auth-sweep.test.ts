@@ -60,6 +60,7 @@ function example(s: JsonSchema): unknown {
     case 'string': {
       if (s.pattern?.startsWith('^#')) return '#000000';
       if (s.pattern?.startsWith('^(sync')) return 'sync_00000000-0000-4000-8000-000000000000';
+      if (s.pattern?.startsWith('^([01]')) return '02:00'; // HH:MM (update policy windows)
       if (s.format === 'email') return 'a@example.com';
       return 'x'.repeat(Math.max(1, Number(s.minLength ?? 1)));
     }

@@ -23,6 +23,7 @@ import { auditAbilities, teamAbilities } from './team.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 import { notificationAbilities } from './notifications.js';
+import { updatePolicyAbilities } from './update-policies.js';
 
 const families = [
   ...siteAbilities,
@@ -42,6 +43,7 @@ const families = [
   ...fleetToolAbilities,
   ...updateAbilities,
   ...healthAbilities,
+  ...updatePolicyAbilities,
   ...monitorAbilities,
   ...notificationAbilities,
   ...vulnerabilityAbilities,

@@ -96,6 +96,8 @@ export class ChildSiteService {
   private connectorP: Promise<ChildConnector> | null = null;
   /** Told of every sync that failed at the site (notifications). */
   readonly syncFailureListeners = new Set<(site: SiteRecord, error: ServiceError) => void>();
+  /** Run in the transaction that stores a site's fresh data (update policies note when each update was first seen). */
+  readonly snapshotHooks = new Set<(tx: Tx, siteId: number, data: SiteData) => void>();
 
   constructor(
     private readonly store: Store,
@@ -164,6 +166,7 @@ export class ChildSiteService {
       synced_at: now(),
     };
     tx.putBlob('site-data', id, data);
+    for (const hook of this.snapshotHooks) hook(tx, id, data);
     return this.sites.patch(tx, id, {
       wp_version: snap.wp_version,
       php_version: snap.php_version,

@@ -34,6 +34,7 @@ import { InstallService } from './installs.js';
 import { PackageUploads } from './uploads.js';
 import { NotificationService } from './notifications/service.js';
 import { wireNotifications } from './notifications/events.js';
+import { UpdatePolicyService } from './update-policies.js';
 
 export interface Services {
   config: Config;
@@ -83,6 +84,8 @@ export interface Services {
   uploads: PackageUploads;
   /** Notification channels (e-mail, Slack, Discord, Teams, webhooks), rules, and the delivery log. */
   notifications: NotificationService;
+  /** Update policies: unattended safe updates in each site's maintenance window, and their scheduler. */
+  policies: UpdatePolicyService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -171,6 +174,15 @@ export async function openServices(config: Config): Promise<Services> {
   const uploads = new PackageUploads(config);
   const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
+  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
+  children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
+  sites.onRemove.also((tx, id) => policies.forgetSite(tx, id));
+  jobs.define(
+    'policy',
+    (s, job) => policies.jobStep(s, job!),
+    (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
+  );
+  jobs.onTick(() => policies.scheduledTick());
   return {
     config,
     store,
@@ -203,6 +215,7 @@ export async function openServices(config: Config): Promise<Services> {
     installs,
     uploads,
     notifications,
+    policies,
   };
 }
 

@@ -228,25 +228,28 @@ export class JobService {
   }
 
   async enqueue(type: JobType, siteIds: number[], params?: Record<string, unknown>): Promise<JobRecord> {
-    const job = await this.store.write((tx) =>
-      tx.insert<JobRecord>('jobs', {
-        ...(params ? { params } : {}),
-        job_id: `${type}_${randomUUID()}`,
-        type,
-        status: 'queued',
-        sites: siteIds,
-        done: [],
-        succeeded: 0,
-        errors: [],
-        created_at: new Date().toISOString(),
-        started_at: null,
-        completed_at: null,
-        owner: null,
-        lease_until: 0,
-        attempts: 0,
-        failure: null,
-      }),
-    );
+    return this.store.write((tx) => this.enqueueIn(tx, type, siteIds, params));
+  }
+
+  /** enqueue inside a caller's write, so that the job exists exactly when what it is for does (a policy's run). */
+  enqueueIn(tx: Tx, type: JobType, siteIds: number[], params?: Record<string, unknown>): JobRecord {
+    const job = tx.insert<JobRecord>('jobs', {
+      ...(params ? { params } : {}),
+      job_id: `${type}_${randomUUID()}`,
+      type,
+      status: 'queued',
+      sites: siteIds,
+      done: [],
+      succeeded: 0,
+      errors: [],
+      created_at: new Date().toISOString(),
+      started_at: null,
+      completed_at: null,
+      owner: null,
+      lease_until: 0,
+      attempts: 0,
+      failure: null,
+    });
     setImmediate(() => void this.tick());
     return job;
   }

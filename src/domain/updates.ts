@@ -96,6 +96,8 @@ export interface Selector {
 export interface Plan {
   types: readonly TypeName[];
   only?: readonly string[];
+  /** Only these items, as `type:slug:language` (update policies pick items one by one). */
+  items?: readonly string[];
   /** Who started the run, for the update history (kept in a queued job's params). */
   actor?: UpdateActor;
   /**
@@ -502,8 +504,10 @@ export class UpdateService {
     const todo: PendingView[] = [];
     const skipped: SkippedView[] = [];
     const status = site.suspended ? 'site_suspended' : site.disconnected ? 'site_disconnected' : null;
+    const picked = plan.items ? new Set(plan.items) : null;
     for (const i of all) {
       if (only && !only.has(i.slug)) continue;
+      if (picked && !picked.has(`${i.type}:${i.slug}:${i.language ?? ''}`)) continue;
       const rule = this.index.ignoredNow(site.id, i);
       if (rule) {
         skipped.push({

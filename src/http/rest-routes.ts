@@ -20,6 +20,7 @@ import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
+import { updatePolicyRoutes } from './routes/update-policies.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -33,6 +34,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...postRoutes,
   ...pageRoutes,
   ...settingsRoutes,
+  ...updatePolicyRoutes, // /updates/policies before /updates/:id_or_domain
   ...settingsMonitoringRoutes,
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,

@@ -36,6 +36,11 @@ export const COLLECTIONS = {
   notification_channels: 0,
   notification_rules: 0,
   notification_deliveries: 500,
+  // Update policies (policy-records.ts): the policies, one record per (policy, window) run, and when each pending
+  // update was first seen (id = site id).
+  update_policies: 0,
+  policy_runs: 500,
+  pending_seen: 100,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];

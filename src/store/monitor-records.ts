@@ -60,7 +60,14 @@ export interface IncidentRecord {
   down_count: number;
 }
 
-export const WEBHOOK_EVENTS = ['site.down', 'site.up', 'site.sync_failed', 'vulnerability.found', 'vulnerability.fixed'] as const;
+export const WEBHOOK_EVENTS = [
+  'site.down',
+  'site.up',
+  'site.sync_failed',
+  'vulnerability.found',
+  'vulnerability.fixed',
+  'policy.paused',
+] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number] | 'webhook.test';
 
 export interface WebhookRecord {

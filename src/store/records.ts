@@ -214,7 +214,7 @@ export interface IgnoreRecord {
   created_at: string;
 }
 
-export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend' | 'renew' | 'update' | 'install';
+export type JobType = 'sync' | 'reconnect' | 'disconnect' | 'check' | 'suspend' | 'renew' | 'update' | 'install' | 'policy';
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
 
 export interface JobRecord {

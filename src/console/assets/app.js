@@ -11,6 +11,7 @@ import * as clients from './pages/clients.js';
 import * as updates from './pages/updates.js';
 import * as audit from './pages/audit.js';
 import * as install from './pages/install.js';
+import * as policies from './pages/policies.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -28,6 +29,7 @@ const ROUTES = [
   [/^\/updates$/, updates, 'Updates'],
   [/^\/audit$/, audit, 'Audit log'],
   [/^\/install$/, install, 'Install'],
+  [/^\/policies$/, policies, 'Update policies'],
 ];
 
 function parseHash() {
@@ -52,6 +54,7 @@ function drawChrome() {
   // The audit log: administrators only (the server refuses it to anyone else).
   if (may('list-audit-log-v1')) links.push(['#/audit', 'Audit log']);
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
+  if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
   const { path } = parseHash();
   clear(
     nav,
