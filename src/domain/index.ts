@@ -149,7 +149,19 @@ export async function openServices(config: Config): Promise<Services> {
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   const pluginActions = new PluginActionService(store, sites, children, siteData);
   const uploads = new PackageUploads(config);
-  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
+  const installs = new InstallService(
+    store,
+    config,
+    sites,
+    selectors,
+    children,
+    siteData,
+    pluginActions,
+    jobs,
+    packages,
+    uploads,
+    updateHistory,
+  );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
   return {
     config,

@@ -200,3 +200,62 @@ describe('upload-package-v1', () => {
     });
   });
 });
+
+describe('installs in the update history', () => {
+  it('each site attempt is an entry with action install: installed (from, to, who) or failed (code, reason)', async () => {
+    const r = await h.call('list-update-history-v1', { action: 'install', page: 1, per_page: 50, site_id_or_domain: ids[0]! }, h.as.viewer);
+    // Site 1: sim-delta 1.0.0 (by the write key, activated), then overwritten with 1.1.0 by the administrator.
+    expect(r.entries.map((e) => [e.action, e.type, e.slug, e.from, e.to, e.outcome, e.actor.kind, e.actor.name])).toEqual([
+      ['install', 'plugin', 'sim-delta/sim-delta.php', '1.0.0', '1.1.0', 'installed', 'user', 'admin'],
+      ['install', 'plugin', 'sim-delta/sim-delta.php', null, '1.0.0', 'installed', 'key', 'write'],
+    ]);
+    expect(r.entries[0]).toMatchObject({ site_url: h.sim.sites[0]!.url, reason: '', code: '', safe: false, probe: null });
+    const failed = await h.call('list-update-history-v1', { action: 'install', outcomes: ['failed'], page: 1, per_page: 50 });
+    expect(failed.entries).toEqual([
+      expect.objectContaining({
+        site_id: ids[3],
+        slug: 'sim-broken',
+        name: 'Sim Broken',
+        from: null,
+        to: '1.0.0',
+        outcome: 'failed',
+        code: 'svc_install_failed',
+        reason: expect.stringContaining('could not install plugin sim-broken'),
+      }),
+    ]);
+    const theme = await h.call('list-update-history-v1', { site_id_or_domain: ids[3]!, type: 'theme', page: 1, per_page: 50 });
+    expect(theme.entries.map((e) => [e.slug, e.outcome, e.action])).toEqual([['sim-nova', 'installed', 'install']]);
+    // Skips, dry runs and refusals reached no site: not recorded (sites 1 + 2 + the theme + the failure).
+    expect((await h.call('list-update-history-v1', { action: 'install', page: 1, per_page: 50 })).total).toBe(5);
+  });
+
+  it('an entry written without an action (every update, and those before installs were recorded) reads as update', async () => {
+    await h.services.updateHistory.add([
+      {
+        site_id: ids[1]!,
+        site_url: h.sim.sites[1]!.url,
+        type: 'plugin',
+        slug: 'sim-delta/sim-delta.php',
+        name: 'Sim Delta',
+        from: '1.0.0',
+        to: '1.1.0',
+        outcome: 'updated',
+        reason: '',
+        code: '',
+        actor: { kind: 'user', id: 1, name: 'admin' },
+        at: new Date().toISOString(),
+        duration_ms: 3,
+        safe: false,
+        probe: null,
+      },
+    ]);
+    const all = await h.call('list-update-history-v1', { site_id_or_domain: ids[1]!, page: 1, per_page: 50 });
+    expect(all.entries.map((e) => [e.action, e.outcome])).toEqual([
+      ['update', 'updated'],
+      ['install', 'installed'],
+    ]);
+    const updates = await h.call('list-update-history-v1', { site_id_or_domain: ids[1]!, action: 'update', page: 1, per_page: 50 });
+    expect(updates.entries.map((e) => e.outcome)).toEqual(['updated']);
+    expect(await h.fails('list-update-history-v1', { action: 'deploy' })).toMatchObject({ code: 'ability_invalid_input' });
+  });
+});
