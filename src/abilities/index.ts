@@ -20,12 +20,14 @@ import { updateAbilities } from './updates.js';
 import { monitorAbilities } from './monitors.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
+import { adminLoginAbilities } from './admin-login.js';
 
 const families = [
   ...siteAbilities,
   ...childSiteAbilities,
   ...pluginAbilities,
   ...packageAbilities,
+  ...adminLoginAbilities,
   ...fleetSecurityAbilities,
   ...tagAbilities,
   ...jobAbilities,

@@ -37,8 +37,11 @@ export const TOOLSETS = [
   'settings',
   'updates',
   'monitors',
+  'admin-login',
 ] as const;
 export type Toolset = (typeof TOOLSETS)[number];
+/** Toolsets MCP offers only when a client names them (`--toolsets admin-login`): off by default. */
+export const OPT_IN_TOOLSETS: readonly Toolset[] = ['admin-login'];
 export type ModuleName = 'logs' | 'cost-tracker';
 
 export interface ProgressReport {

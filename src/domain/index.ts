@@ -29,6 +29,7 @@ import { UpdateHistoryService } from './update-history.js';
 import { UpdateRollback } from './safe-updates.js';
 import { PackageSource } from './package-source.js';
 import { InstallService } from './installs.js';
+import { AdminLoginService } from './admin-logins.js';
 import { PackageUploads } from './uploads.js';
 
 export interface Services {
@@ -73,6 +74,8 @@ export interface Services {
   installs: InstallService;
   /** Uploaded plugin and theme zips, checked, served to children from signed links. */
   uploads: PackageUploads;
+  /** "Open WP Admin": one-time links to a site's signed wp-admin login. */
+  adminLogins: AdminLoginService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -163,6 +166,7 @@ export async function openServices(config: Config): Promise<Services> {
     updateHistory,
   );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
+  const adminLogins = new AdminLoginService(sites, children);
   return {
     config,
     store,
@@ -192,6 +196,7 @@ export async function openServices(config: Config): Promise<Services> {
     packages,
     installs,
     uploads,
+    adminLogins,
   };
 }
 

@@ -16,6 +16,7 @@ import { updateRoutes } from './routes/updates.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
+import { adminLoginRoutes } from './routes/admin-login.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -33,4 +34,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...updateRoutes,
   ...monitorRoutes,
   ...packageRoutes,
+  ...adminLoginRoutes,
 ];
