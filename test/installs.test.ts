@@ -287,6 +287,24 @@ describe('over the queue threshold', () => {
         (j) => j.status === 'completed',
       );
       expect(done).toMatchObject({ succeeded: 2 });
+      // The site's history (REST) has both installs, each by whoever queued its job; updates are not listed.
+      const hist = await q.rest(`/updates/${b}/history?action=install&outcome=installed`);
+      expect(hist.status).toBe(200);
+      expect(
+        hist.body.data.map((e: { action: string; type: string; slug: string; to: string; actor: { kind: string; name: string } }) => [
+          e.action,
+          e.type,
+          e.slug,
+          e.to,
+          e.actor.kind,
+          e.actor.name,
+        ]),
+      ).toEqual([
+        ['install', 'theme', 'sim-nova', '1.0.0', 'key', 'rw'],
+        ['install', 'plugin', 'sim-delta/sim-delta.php', '1.0.0', 'user', 'admin'],
+      ]);
+      expect((await q.rest(`/updates/${b}/history?action=update`)).body.total).toBe(0);
+      expectError(await q.rest('/updates/history?action=deploy'), 400, 'rest_invalid_param');
     } finally {
       await q.close();
     }

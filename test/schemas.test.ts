@@ -28,8 +28,11 @@ describe('docs/', () => {
 
 describe('the MCP tools/list an assistant pays for on every conversation', () => {
   // Bytes a tool on average, as served. A ratchet: lower it when the list shrinks (issue #13's target; it was 2,522
-  // with output schemas, 838 without them and with compact input schemas, 594 with tight descriptions).
-  const BUDGET = 600;
+  // with output schemas, 838 without them and with compact input schemas, 594 with tight descriptions). Raised to 620
+  // when five families came at once (installs, health and history, policies, notifications, vulnerabilities, team
+  // and audit: 153 tools): their inputs are richer than the average; a client that wants fewer bytes names its
+  // toolsets (--toolsets, X-MCP-Toolsets).
+  const BUDGET = 620;
 
   it(`stays within ${BUDGET} bytes a tool on average`, async () => {
     const { toolsListBytes, toolsList } = await import('../src/tools/write-docs.js');

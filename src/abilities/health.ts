@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { SiteRef } from './schemas.js';
-import { UPDATE_OUTCOMES } from '../store/health-records.js';
+import { HISTORY_ACTIONS, UPDATE_OUTCOMES } from '../store/health-records.js';
 import { HISTORY_MAX_DAYS, HISTORY_MAX_ENTRIES, HISTORY_MAX_PER_PAGE } from '../domain/update-history.js';
 import { MAX_HEALTH_URLS, PROBE_MAX_BYTES, PROBE_MAX_REDIRECTS, PROBE_TIMEOUT_MS } from '../domain/health.js';
 import type { SiteRecord } from '../store/records.js';
@@ -110,6 +110,7 @@ const HistoryEntry = z.object({
   duration_ms: z.number().int(),
   safe: z.boolean(),
   probe: z.object({ before: Status.nullable(), after: Status.nullable(), summary: z.string() }).nullable(),
+  action: z.enum(HISTORY_ACTIONS).describe('update, or install (install-plugins-v1 / install-themes-v1: outcome installed or failed).'),
 });
 
 export const listUpdateHistory = defineAbility({
@@ -118,11 +119,12 @@ export const listUpdateHistory = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description:
-    'Update attempts, newest first: item, from, to, who, when, outcome with reason, duration, probes. Fleet, site or ' +
-    `item (type+slug); by time, outcome; paged. Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
+    'Update and install attempts, newest first: action, item, from, to, who, when, outcome with reason, duration, ' +
+    `probes. Fleet, site or item (type+slug); by action, time, outcome; paged. Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
     'Errors: svc_site_not_found (404), svc_invalid_date (400).',
   input: z.object({
     site_id_or_domain: SiteRef.optional(),
+    action: z.enum(HISTORY_ACTIONS).optional().describe('Only updates or only installs (default both).'),
     type: z.enum(['core', 'plugin', 'theme', 'translation']).optional(),
     slug: z.string().min(1).max(500).optional().describe('Plugin file, theme stylesheet, "wordpress" for core.'),
     outcomes: z.array(z.enum(UPDATE_OUTCOMES)).max(UPDATE_OUTCOMES.length).optional(),
@@ -142,7 +144,7 @@ export const listUpdateHistory = defineAbility({
   execute: (i, ctx) => {
     const siteId = i.site_id_or_domain !== undefined ? ctx.sites.resolve(i.site_id_or_domain).id : undefined;
     const r = ctx.updateHistory.list(
-      { site_id: siteId, type: i.type, slug: i.slug, outcomes: i.outcomes, since: i.since, until: i.until },
+      { site_id: siteId, action: i.action, type: i.type, slug: i.slug, outcomes: i.outcomes, since: i.since, until: i.until },
       i.page,
       i.per_page,
     );

@@ -24,12 +24,14 @@ import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 import { notificationAbilities } from './notifications.js';
 import { updatePolicyAbilities } from './update-policies.js';
+import { adminLoginAbilities } from './admin-login.js';
 
 const families = [
   ...siteAbilities,
   ...childSiteAbilities,
   ...pluginAbilities,
   ...packageAbilities,
+  ...adminLoginAbilities,
   ...fleetSecurityAbilities,
   ...tagAbilities,
   ...jobAbilities,

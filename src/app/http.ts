@@ -72,6 +72,28 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
     res.setHeader('cache-control', 'no-store');
     res.sendFile(file.path, { headers: { 'content-type': 'application/zip' }, dotfiles: 'allow' });
   });
+  // "Open WP Admin" links (domain/admin-logins.ts): the one-time token is the credential; used, it redirects the
+  // browser to the child's signed login, made now. Unknown, used or expired: 410, and nothing is signed.
+  services.adminLogins.publicBase = base;
+  app.get('/admin-login/:token', async (req, res) => {
+    res.setHeader('cache-control', 'no-store');
+    res.setHeader('referrer-policy', 'no-referrer');
+    try {
+      const to = await services.adminLogins.use(String(req.params.token), requestAddress(req, services));
+      if (!to)
+        return sendError(
+          res,
+          new ServiceError(
+            'svc_admin_login_link_invalid',
+            'This login link was used already, has expired or is unknown: make a new one.',
+            410,
+          ),
+        );
+      res.redirect(302, to);
+    } catch (e) {
+      sendError(res, e);
+    }
+  });
   if (web) {
     app.use('/console', web.router);
     app.get('/', (_req, res) => res.redirect(302, '/console'));

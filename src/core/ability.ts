@@ -43,8 +43,11 @@ export const TOOLSETS = [
   'monitors',
   'notifications',
   'vulnerabilities',
+  'admin-login',
 ] as const;
 export type Toolset = (typeof TOOLSETS)[number];
+/** Toolsets MCP offers only when a client names them (`--toolsets admin-login`): off by default. */
+export const OPT_IN_TOOLSETS: readonly Toolset[] = ['admin-login'];
 export type ModuleName = 'logs' | 'cost-tracker';
 
 export interface ProgressReport {

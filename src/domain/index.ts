@@ -31,6 +31,7 @@ import { UpdateHistoryService } from './update-history.js';
 import { UpdateRollback } from './safe-updates.js';
 import { PackageSource } from './package-source.js';
 import { InstallService } from './installs.js';
+import { AdminLoginService } from './admin-logins.js';
 import { PackageUploads } from './uploads.js';
 import { NotificationService } from './notifications/service.js';
 import { wireNotifications } from './notifications/events.js';
@@ -86,6 +87,8 @@ export interface Services {
   notifications: NotificationService;
   /** Update policies: unattended safe updates in each site's maintenance window, and their scheduler. */
   policies: UpdatePolicyService;
+  /** "Open WP Admin": one-time links to a site's signed wp-admin login. */
+  adminLogins: AdminLoginService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -172,7 +175,19 @@ export async function openServices(config: Config): Promise<Services> {
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   const pluginActions = new PluginActionService(store, sites, children, siteData);
   const uploads = new PackageUploads(config);
-  const installs = new InstallService(store, config, sites, selectors, children, siteData, pluginActions, jobs, packages, uploads);
+  const installs = new InstallService(
+    store,
+    config,
+    sites,
+    selectors,
+    children,
+    siteData,
+    pluginActions,
+    jobs,
+    packages,
+    uploads,
+    updateHistory,
+  );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
   const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
   children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
@@ -183,6 +198,7 @@ export async function openServices(config: Config): Promise<Services> {
     (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
   );
   jobs.onTick(() => policies.scheduledTick());
+  const adminLogins = new AdminLoginService(sites, children);
   return {
     config,
     store,
@@ -216,6 +232,7 @@ export async function openServices(config: Config): Promise<Services> {
     uploads,
     notifications,
     policies,
+    adminLogins,
   };
 }
 

@@ -2,7 +2,8 @@
 // is resolved once (the directory's download link, or the URL checked by the address policy), the sites selected
 // (websites, tags, clients), a site that already has it is skipped unless overwrite, and each other site's child is
 // asked to install it (`installplugintheme`); what the child reports installed is stored at once. Over the queue
-// threshold the run is a job, recorded site by site.
+// threshold the run is a job, recorded site by site. Each site's attempt (installed or failed) is an entry of the
+// update history with action 'install', in the same write as its result.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { isPrivateAddress } from '../child/address-policy.js';
@@ -20,7 +21,9 @@ import type { PluginActionService } from './plugin-actions.js';
 import type { SiteSelector, SiteSelectorService } from './selectors.js';
 import type { SiteDataService } from './site-data.js';
 import type { SiteService } from './sites.js';
+import { actorOf, type HistoryEntry, type UpdateHistoryService } from './update-history.js';
 import type { PackageUploads } from './uploads.js';
+import type { UpdateActor } from '../store/health-records.js';
 
 /** What to install and how. Exactly one of slug (a directory package), url (a zip) or upload_id (an uploaded zip). */
 export interface InstallRequest {
@@ -177,13 +180,15 @@ function installFailure(e: unknown, site: SiteRecord, label: string): ServiceErr
   return childFailure(e, site);
 }
 
-type Call = Omit<CallContext, 'principal'>;
+type Call = Omit<CallContext, 'principal'> & Partial<Pick<CallContext, 'principal'>>;
 
 /** The params of an install job: what each site of it installs. */
 interface JobParams {
   package: InstallPackage;
   activate: boolean;
   overwrite: boolean;
+  /** Who started it, for the history (a job keeps the caller that queued it; absent in jobs queued before). */
+  actor?: UpdateActor;
 }
 
 export class InstallService {
@@ -198,6 +203,8 @@ export class InstallService {
     private readonly jobs: JobService,
     private readonly packages: PackageSource,
     private readonly uploads: PackageUploads,
+    private readonly history: UpdateHistoryService,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** The package of a request: resolved in the directory, or the zip URL checked. Nothing reaches a site before. */
@@ -278,7 +285,7 @@ export class InstallService {
           installed_version: was?.version ?? null,
         })),
       });
-    const params: JobParams = { package: pkg, activate: req.activate, overwrite: req.overwrite };
+    const params: JobParams = { package: pkg, activate: req.activate, overwrite: req.overwrite, actor: actorOf(call.principal) };
     const queued = await this.jobs.queueIfOver(
       'install',
       todo.map((t) => t.site),
@@ -316,6 +323,49 @@ export class InstallService {
    * says whether it really is active (the install reply does not) and is stored too.
    */
   async installOn(site: SiteRecord, p: JobParams, tx?: (tx: Tx, row: InstalledRow) => void): Promise<InstalledRow> {
+    const started = this.now();
+    const entry = (e: Pick<HistoryEntry, 'slug' | 'name' | 'from' | 'to' | 'outcome' | 'reason' | 'code'>): HistoryEntry => ({
+      site_id: site.id,
+      site_url: site.url,
+      type: p.package.type,
+      ...e,
+      actor: p.actor ?? { kind: 'job', id: null, name: 'install job' },
+      at: new Date(started).toISOString(),
+      duration_ms: Math.max(0, Math.round(this.now() - started)),
+      safe: false,
+      probe: null,
+      action: 'install',
+    });
+    try {
+      return await this.attempt(site, p, (t, row) => {
+        const reason = row.activation_error ? `Installed; not activated: ${row.activation_error}` : '';
+        this.history.record(t, [
+          entry({ slug: row.slug, name: row.name, from: row.replaced_version, to: row.version, outcome: 'installed', reason, code: '' }),
+        ]);
+        tx?.(t, row);
+      });
+    } catch (e) {
+      const error = e instanceof ServiceError ? e : childFailure(e, site);
+      const pkg = p.package;
+      const was = installedItem(this.siteData.of(site), pkg.type, pkg.slug);
+      const slug = was?.slug ?? pkg.slug ?? pkg.download_url;
+      await this.history.add([
+        entry({
+          slug,
+          name: pkg.name ?? was?.name ?? slug,
+          from: was?.version ?? null,
+          to: pkg.version,
+          outcome: 'failed',
+          reason: error.message,
+          code: error.code,
+        }),
+      ]);
+      throw e;
+    }
+  }
+
+  /** One site's install; `tx` runs in the write that stores its result (after the activation, when asked for). */
+  private async attempt(site: SiteRecord, p: JobParams, tx: (tx: Tx, row: InstalledRow) => void): Promise<InstalledRow> {
     const { package: pkg } = p;
     const label = `${pkg.type} ${pkg.slug ?? pkg.download_url}${pkg.version ? ` ${pkg.version}` : ''}`;
     this.children.assertReachable(site);
@@ -355,7 +405,7 @@ export class InstallService {
       const cur = this.children.siteData(site.id) ?? data;
       const items = (cur[kind] as Array<SitePlugin | SiteTheme>).filter((i) => i.slug !== item.slug);
       t.putBlob('site-data', site.id, { ...cur, [kind]: [...items, now] });
-      if (!(pkg.type === 'plugin' && p.activate)) tx?.(t, row);
+      if (!(pkg.type === 'plugin' && p.activate)) tx(t, row);
     });
     if (pkg.type === 'plugin' && p.activate) {
       try {
@@ -366,7 +416,7 @@ export class InstallService {
         row.activated = false;
         row.activation_error = childFailure(e, site).message;
       }
-      if (tx) await this.store.write((t) => tx(t, row));
+      await this.store.write((t) => tx(t, row));
     }
     return row;
   }

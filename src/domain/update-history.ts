@@ -1,11 +1,12 @@
 // Update history (issue 28, upstream defect D16): every update attempt of an item on a site — what, from, to, who
 // started it, when, how it ended and why, how long it took, what the probes saw — recorded in the same write as the
-// update's result. Kept for HISTORY_MAX_DAYS and at most HISTORY_MAX_ENTRIES entries, trimmed on write (oldest first;
+// update's result. Installs are recorded here too (issue 29: one history of what was done on the sites), with
+// action 'install'; an entry without an action is an update. Kept for HISTORY_MAX_DAYS and at most HISTORY_MAX_ENTRIES entries, trimmed on write (oldest first;
 // ids only grow, so the oldest are the lowest). Queried fleet-wide, per site or per item, by time and outcome, paged,
 // newest first. Entries outlive a removed site (they carry its URL): they are what reports of the past read.
 import type { Principal } from '../core/principal.js';
 import { ServiceError } from '../core/errors.js';
-import type { UpdateActor, UpdateHistoryRecord, UpdateOutcome } from '../store/health-records.js';
+import type { HistoryAction, UpdateActor, UpdateHistoryRecord, UpdateOutcome } from '../store/health-records.js';
 import type { Store, Tx } from '../store/store.js';
 
 export const HISTORY_MAX_ENTRIES = 50_000;
@@ -27,6 +28,8 @@ export interface RollbackItemView {
 
 export interface HistoryFilter {
   site_id?: number;
+  /** Only updates or only installs (an entry without an action is an update). */
+  action?: HistoryAction;
   type?: UpdateHistoryRecord['type'];
   slug?: string;
   outcomes?: readonly UpdateOutcome[];
@@ -95,7 +98,11 @@ export class UpdateHistoryService {
   }
 
   /** Newest first, filtered, paged; `total` counts every match. */
-  list(f: HistoryFilter, page: number, perPage: number): { entries: UpdateHistoryRecord[]; total: number } {
+  list(
+    f: HistoryFilter,
+    page: number,
+    perPage: number,
+  ): { entries: Array<UpdateHistoryRecord & { action: HistoryAction }>; total: number } {
     const since = isoBound(f.since, 'since');
     const until = isoBound(f.until, 'until');
     if (since !== null && until !== null && since > until)
@@ -103,6 +110,7 @@ export class UpdateHistoryService {
     const outcomes = f.outcomes?.length ? new Set(f.outcomes) : null;
     const match = (r: UpdateHistoryRecord) => {
       if (f.site_id !== undefined && r.site_id !== f.site_id) return false;
+      if (f.action !== undefined && (r.action ?? 'update') !== f.action) return false;
       if (f.type !== undefined && r.type !== f.type) return false;
       if (f.slug !== undefined && r.slug !== f.slug) return false;
       if (outcomes && !outcomes.has(r.outcome)) return false;
@@ -115,11 +123,11 @@ export class UpdateHistoryService {
     };
     const all = this.newestFirst();
     const from = (page - 1) * perPage;
-    const entries: UpdateHistoryRecord[] = [];
+    const entries: Array<UpdateHistoryRecord & { action: HistoryAction }> = [];
     let total = 0;
     for (const r of all) {
       if (!match(r)) continue;
-      if (total >= from && entries.length < perPage) entries.push(r);
+      if (total >= from && entries.length < perPage) entries.push({ ...r, action: r.action ?? 'update' });
       total++;
     }
     return { entries, total };

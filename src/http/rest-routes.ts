@@ -21,6 +21,7 @@ import { packageRoutes } from './routes/packages.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
 import { updatePolicyRoutes } from './routes/update-policies.js';
+import { adminLoginRoutes } from './routes/admin-login.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -43,4 +44,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...keyRoutes,
   ...packageRoutes,
   ...notificationRoutes,
+  ...adminLoginRoutes,
 ];

@@ -19,7 +19,7 @@ import {
   type LoggingLevel,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { TOOLSETS, annotationMethod, type Ability } from '../core/ability.js';
+import { TOOLSETS, annotationMethod, OPT_IN_TOOLSETS, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
 import { refusal, type Principal } from '../core/principal.js';
 import { jsonSchemaOf, type Registry } from '../core/registry.js';
@@ -97,7 +97,7 @@ export interface ToolFilter {
 
 /** Which tools a caller sees: toolsets, read-only mode, the caller's key or role, and switched-off modules. */
 export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'settings'>): boolean {
-  if (f.toolsets && !f.toolsets.includes(a.toolset)) return false;
+  if (f.toolsets ? !f.toolsets.includes(a.toolset) : OPT_IN_TOOLSETS.includes(a.toolset)) return false;
   if (f.readOnly && !a.annotations.readonly) return false;
   if (refusal(f.principal, a.annotations, annotationMethod(a.annotations))) return false;
   if (a.module && services && !services.settings.moduleOn(a.module)) return false;

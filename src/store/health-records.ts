@@ -52,8 +52,11 @@ export interface SiteHealthRecord {
   latest: HealthReport | null;
 }
 
-export const UPDATE_OUTCOMES = ['updated', 'failed', 'skipped', 'rolled_back', 'rollback_failed'] as const;
+export const UPDATE_OUTCOMES = ['updated', 'failed', 'skipped', 'rolled_back', 'rollback_failed', 'installed'] as const;
 export type UpdateOutcome = (typeof UPDATE_OUTCOMES)[number];
+/** What an entry records: an update of an installed item, or an install (issue 29). */
+export const HISTORY_ACTIONS = ['update', 'install'] as const;
+export type HistoryAction = (typeof HISTORY_ACTIONS)[number];
 
 /** Who or what started an update attempt. */
 export interface UpdateActor {
@@ -83,4 +86,6 @@ export interface UpdateHistoryRecord {
   safe: boolean;
   /** The probes' verdicts around it, when probed (safe mode): "healthy → unhealthy: home fatal_error". */
   probe: { before: HealthStatus | null; after: HealthStatus | null; summary: string } | null;
+  /** Absent on updates (and on every entry written before installs were recorded): read as 'update'. */
+  action?: HistoryAction;
 }

@@ -11,7 +11,7 @@ import type { JsonSchema } from '../core/input.js';
 import { restRoutes } from '../http/rest-routes.js';
 import { restDocumentJson } from '../http/openapi.js';
 import { loadConfig } from '../config.js';
-import { allowedMethods } from '../core/ability.js';
+import { allowedMethods, OPT_IN_TOOLSETS } from '../core/ability.js';
 
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 
@@ -59,9 +59,9 @@ export function toolsMarkdown(): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The tools/list an MCP client gets with every tool (an administrator's list), exactly as served. */
+/** The tools/list an MCP client gets by default (an administrator's list; no opt-in toolset), exactly as served. */
 export function toolsList(): Tool[] {
-  return allAbilities.map((a) => toolOf(a));
+  return allAbilities.filter((a) => !OPT_IN_TOOLSETS.includes(a.toolset)).map((a) => toolOf(a));
 }
 
 /** Bytes of the full tools/list result as it goes on the wire (compact JSON). */

@@ -44,13 +44,18 @@ export interface AbilityHarness {
 }
 
 export async function openAbilities(
-  opts: { sim?: ChildSimOptions | true; config?: Partial<Record<keyof Config, string | boolean>> } = {},
+  opts: {
+    sim?: ChildSimOptions | true;
+    /** The config, or a function of the simulator's base URL (e.g. its stand-in directory as packageSource). */
+    config?: Partial<Record<keyof Config, string | boolean>> | ((simBaseUrl: string) => Partial<Record<keyof Config, string | boolean>>);
+  } = {},
 ): Promise<AbilityHarness> {
   const dataDir = tempDir('sitefleet-abilities-');
   const pg = testPgUrl();
   const databaseUrl = pg ? await freshDatabase(pg) : undefined;
   const sim = opts.sim ? await startChildSim({ sites: 3, seed: 7, ...(opts.sim === true ? {} : opts.sim) }) : undefined;
-  const config = loadConfig({ dataDir, databaseUrl, allowPrivateSites: true, ...opts.config }, {});
+  const extra = typeof opts.config === 'function' ? opts.config(sim?.baseUrl ?? '') : opts.config;
+  const config = loadConfig({ dataDir, databaseUrl, allowPrivateSites: true, ...extra }, {});
   const app = await boot(config, { jobTickMs: 100 });
   const { services, registry } = app;
   const admin = (await services.auth.createUser('admin', 'administrator')).user;

@@ -279,6 +279,30 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     if (fault?.type === 'redirect') return send(res, 302, `<a href="${fault.to}">Moved</a>`, { ...HTML, location: fault.to });
 
     const rest = match[2] ?? '/';
+    const home = `${baseUrl}/s/${index}/`;
+    // "Open WP Admin" (§10.1): the signed GET logs the browser in and sends it to wp-admin; wp-admin needs that session.
+    const query = decodeForm((req.url ?? '').split('?')[1] ?? '');
+    if (req.method === 'GET' && FRONT_PAGES.has(rest) && query.login_required === '1') {
+      const session = siteAt(index).loginRequired(query);
+      if (session)
+        return send(res, 302, '', {
+          ...HTML,
+          location: `${home}wp-admin/${typeof query.where === 'string' ? query.where : ''}`,
+          'set-cookie': `wordpress_logged_in_sim=${session}; Path=/s/${index}/; HttpOnly`,
+        });
+    }
+    if (rest === '/wp-admin/' || rest === '/wp-admin/index.php') {
+      const cookie = /(?:^|;\s*)wordpress_logged_in_sim=([0-9a-f]+)/.exec(req.headers.cookie ?? '')?.[1];
+      const login = siteAt(index).adminSession(cookie);
+      if (!login)
+        return send(res, 302, '', { ...HTML, location: `${home}wp-login.php?redirect_to=${encodeURIComponent(`${home}wp-admin/`)}` });
+      return send(
+        res,
+        200,
+        `<!DOCTYPE html><html><head><title>Dashboard &lsaquo; Sim ${index} &#8212; WordPress</title></head><body class="wp-admin">` +
+          `<div id="wpadminbar">Howdy, <span class="display-name">${login}</span></div><h1>Dashboard</h1></body></html>`,
+      );
+    }
     const adminAjax = rest === '/wp-admin/admin-ajax.php';
     if (!adminAjax && !FRONT_PAGES.has(rest)) return send(res, 404, '<!DOCTYPE html><html><body><h1>Page not found</h1></body></html>');
     const form = req.method === 'POST' ? decodeForm(body) : Object.create(null);

@@ -177,6 +177,32 @@ export class SimSite {
     Object.assign(this.state.connection, { pubkeyPem: null, server: null, admin: null, signAlgo: null });
   }
 
+  /** wp-admin sessions the single sign-on opened: cookie value → login (the newest 100). */
+  private readonly adminSessions = new Map<string, string>();
+
+  /**
+   * §10.1 single sign-on ("Open WP Admin"), a GET with login_required=1: when `where` + nonce carry the dashboard's
+   * signature and `user` is an administrator, a new wp-admin session (its cookie value); else null, and the page is
+   * served as it would be anyway (the real child's parse_login_required returns false).
+   */
+  loginRequired(q: FormMap): string | null {
+    if (!this.state.childActive) return null;
+    const signature = text(q, 'mainwpsignature');
+    if (!signature) return null;
+    if (this.verify(rawurldecode(text(q, 'where') ?? '') + (text(q, 'nonce') ?? ''), signature, q) !== true) return null;
+    const user = this.user(text(q, 'user') === undefined ? undefined : rawurldecode(text(q, 'user')!));
+    if (user?.role !== 'administrator') return null;
+    const cookie = randomBytes(16).toString('hex');
+    this.adminSessions.set(cookie, user.login);
+    if (this.adminSessions.size > 100) this.adminSessions.delete(this.adminSessions.keys().next().value!);
+    return cookie;
+  }
+
+  /** The login a wp-admin session cookie belongs to, or null. */
+  adminSession(cookie: string | undefined): string | null {
+    return (cookie && this.adminSessions.get(cookie)) || null;
+  }
+
   private user(login: string | undefined): SimUser | undefined {
     return login === undefined ? undefined : this.state.users.find((u) => u.login === login);
   }

@@ -23,11 +23,11 @@ const healthProbe = route(EDIT, '/sites/:id_or_domain/health', checkSiteHealth, 
 });
 
 const OutcomeArg = ListArg(
-  z.enum(['updated', 'failed', 'skipped', 'rolled_back', 'rollback_failed']),
+  z.enum(['updated', 'failed', 'skipped', 'rolled_back', 'rollback_failed', 'installed']),
   'Only these outcomes, one or a comma list.',
 );
 const historyInput = (a: RestArgs) => ({
-  ...pick(a, 'type', 'slug', 'since', 'until', 'page', 'per_page'),
+  ...pick(a, 'action', 'type', 'slug', 'since', 'until', 'page', 'per_page'),
   ...(list(a.args.outcome ?? a.args.outcomes) ? { outcomes: list(a.args.outcome ?? a.args.outcomes)!.map((v) => String(v).trim()) } : {}),
 });
 const historyAnswer = ok({ total: Int, page: Int, per_page: Int, data: L.entries });
