@@ -5,14 +5,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import fc from 'fast-check';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAbilities } from '../src/abilities/index.js';
 import { allowedMethods } from '../src/core/ability.js';
 import { restRoutes } from '../src/http/rest-routes.js';
 import { buildMcpServer } from '../src/mcp/server.js';
 import { bracketQuery, seedSites, startServer, type TestServer } from './support/server.js';
+import { fleetGeneration } from './support/generation.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 // add-site would resolve and dial whatever host a random string names: fuzzing stays on loopback.
@@ -34,7 +33,7 @@ afterAll(async () => {
   await s.close();
 });
 
-const generation = () => JSON.parse(readFileSync(join(s.dataDir, 'meta.json'), 'utf8')).generation as number;
+const generation = () => fleetGeneration(s.dataDir);
 
 const weird = fc.oneof(
   fc.string(),

@@ -2,15 +2,14 @@
 // on every body type, no body read where none is taken, flags read as WordPress reads booleans, repeated keys kept,
 // two names of one field reconciled, query arguments a route does not read ignored and named, and errors that say
 // what is actually wrong.
-import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeForm } from '../src/child/form.js';
 import { MAX_INPUT_DEPTH, MAX_INPUT_FIELDS } from '../src/core/input.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 import { basic } from './support/server.js';
+import { fleetGeneration } from './support/generation.js';
 
 let f: Fleet;
 let ids: Array<{ id: number; url: string }>;
@@ -25,7 +24,7 @@ afterAll(async () => {
   await f?.close();
 });
 
-const generation = () => JSON.parse(readFileSync(join(f.s.dataDir, 'meta.json'), 'utf8')).generation as number;
+const generation = () => fleetGeneration(f.s.dataDir);
 const form = (path: string, body: string, method = 'POST') =>
   f.s.rest(path, { method, body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const fields = (n: number, name = '_pad[]') => Array.from({ length: n }, () => `${name}=1`).join('&');

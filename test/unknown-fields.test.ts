@@ -1,13 +1,12 @@
 // No write drops a field silently (issue #13), swept over every ability and every REST write route: a field nobody
 // reads is refused with a 400 that names it, and nothing changes.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAbilities } from '../src/abilities/index.js';
 import { annotationMethod } from '../src/core/ability.js';
 import { restRoutes } from '../src/http/rest-routes.js';
 import { NOT_SUPPORTED } from '../src/http/routes/settings.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
+import { fleetGeneration } from './support/generation.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -18,7 +17,7 @@ afterAll(async () => {
   await s.close();
 });
 
-const generation = () => JSON.parse(readFileSync(join(s.dataDir, 'meta.json'), 'utf8')).generation as number;
+const generation = () => fleetGeneration(s.dataDir);
 const UNKNOWN = 'zz_not_a_field';
 
 describe('every ability', () => {
