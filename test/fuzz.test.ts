@@ -7,7 +7,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAbilities } from '../src/abilities/index.js';
-import { allowedMethods } from '../src/core/ability.js';
+import { TOOLSETS, allowedMethods } from '../src/core/ability.js';
 import { restRoutes } from '../src/http/rest-routes.js';
 import { buildMcpServer } from '../src/mcp/server.js';
 import { bracketQuery, seedSites, startServer, type TestServer } from './support/server.js';
@@ -24,7 +24,8 @@ beforeAll(async () => {
   // Sites that are not reachable: remote abilities fail per site instead of dialling out.
   await seedSites(s.services, 3, (i) => ({ url: `http://127.0.0.1:9/fuzz${i}/` }));
   const [a, b] = InMemoryTransport.createLinkedPair();
-  await buildMcpServer(s.registry, { principal: { kind: 'local', name: 'stdio' } }, s.services).connect(a);
+  // Every toolset named, the opt-in ones (admin-login) too, so that every tool is there to fuzz.
+  await buildMcpServer(s.registry, { principal: { kind: 'local', name: 'stdio' }, toolsets: TOOLSETS }, s.services).connect(a);
   mcp = new Client({ name: 'fuzz', version: '1' });
   await mcp.connect(b);
 });
