@@ -2,10 +2,9 @@
 // through the address policy), the body read up to a bound, and what a broken WordPress looks like in it — its
 // fatal-error page, PHP's fatal/parse error text — and whether a content marker is there. Bounded in time (the whole
 // page, redirects and body included), bytes and hops. Never throws: a dead page is an outcome with a cause.
-import { Agent, request } from 'undici';
-import { assertAllowedHost, guardedLookup } from '../child/address-policy.js';
+import { request } from 'undici';
 import { OWN_USER_AGENT } from '../child/snapshot.js';
-import { classify } from './uptime-check.js';
+import { SiteAgents, classify } from './uptime-check.js';
 
 /** The most of a page read (the marker and error texts are looked for within it; a marker further down counts as missing). */
 export const PROBE_MAX_BYTES = 512 * 1024;
@@ -93,21 +92,10 @@ export function siteTitleOf(title: string | null): string | null {
 }
 
 export class HealthProber {
-  private readonly agents = new Map<boolean, Agent>();
+  private readonly agents: SiteAgents;
 
-  constructor(private readonly opts: { allowPrivate: boolean; connections: number }) {}
-
-  private agent(verify: boolean): Agent {
-    let a = this.agents.get(verify);
-    if (!a) {
-      a = new Agent({
-        connections: this.opts.connections,
-        keepAliveTimeout: 4_000,
-        connect: { rejectUnauthorized: verify, ...(this.opts.allowPrivate ? {} : { lookup: guardedLookup }) },
-      });
-      this.agents.set(verify, a);
-    }
-    return a;
+  constructor(opts: { allowPrivate: boolean; connections: number }) {
+    this.agents = new SiteAgents(opts);
   }
 
   async page(t: PageTarget): Promise<PageOutcome> {
@@ -137,13 +125,13 @@ export class HealthProber {
     for (;;) {
       let res: Awaited<ReturnType<typeof request>>;
       try {
-        if (!this.opts.allowPrivate) assertAllowedHost(new URL(url).hostname);
+        this.agents.assertAllowed(url);
         res = await request(url, {
           method: 'GET',
           // The site's HTTP auth goes to the site's own origin only, never to where a redirect points.
           headers: auth && new URL(url).origin === origin ? { ...headers, authorization: auth } : headers,
           signal,
-          dispatcher: this.agent(t.sslVerify),
+          dispatcher: this.agents.for(t.sslVerify),
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
         });
@@ -221,9 +209,7 @@ export class HealthProber {
     }
   }
 
-  async close(): Promise<void> {
-    const agents = [...this.agents.values()];
-    this.agents.clear();
-    await Promise.all(agents.map((a) => a.destroy()));
+  close(): Promise<void> {
+    return this.agents.close();
   }
 }

@@ -60,12 +60,21 @@ export function classify(err: unknown, timedOut: boolean): { cause: Cause; messa
   return { cause: 'connection', message: msg(last) };
 }
 
-export class UptimeChecker {
+/**
+ * The HTTP agents of outgoing checks of sites' own pages (uptime checks, health probes): one per TLS-verification
+ * setting, every connection resolved through the address policy unless private sites are allowed.
+ */
+export class SiteAgents {
   private readonly agents = new Map<boolean, Agent>();
 
   constructor(private readonly opts: { allowPrivate: boolean; connections: number }) {}
 
-  private agent(verify: boolean): Agent {
+  /** Throws when the URL names a host the address policy refuses (a literal address; names are checked as resolved). */
+  assertAllowed(url: string): void {
+    if (!this.opts.allowPrivate) assertAllowedHost(new URL(url).hostname);
+  }
+
+  for(verify: boolean): Agent {
     let a = this.agents.get(verify);
     if (!a) {
       a = new Agent({
@@ -78,6 +87,20 @@ export class UptimeChecker {
     return a;
   }
 
+  async close(): Promise<void> {
+    const agents = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(agents.map((a) => a.destroy()));
+  }
+}
+
+export class UptimeChecker {
+  private readonly agents: SiteAgents;
+
+  constructor(opts: { allowPrivate: boolean; connections: number }) {
+    this.agents = new SiteAgents(opts);
+  }
+
   /** Never throws: a dead site is a down outcome. The whole check (body included) ends by timeoutMs. */
   async check(t: CheckTarget): Promise<CheckOutcome> {
     const started = performance.now();
@@ -88,12 +111,12 @@ export class UptimeChecker {
     const method = t.keyword ? 'GET' : t.method === 'head' ? 'HEAD' : 'GET';
     let res: Awaited<ReturnType<typeof request>>;
     try {
-      if (!this.opts.allowPrivate) assertAllowedHost(new URL(t.url).hostname);
+      this.agents.assertAllowed(t.url);
       res = await request(t.url, {
         method,
         headers,
         signal,
-        dispatcher: this.agent(t.sslVerify),
+        dispatcher: this.agents.for(t.sslVerify),
         headersTimeout: t.timeoutMs,
         bodyTimeout: t.timeoutMs,
       });
@@ -134,9 +157,7 @@ export class UptimeChecker {
     return { up: true, http_code: code, ms, cause: null, message: null };
   }
 
-  async close(): Promise<void> {
-    const agents = [...this.agents.values()];
-    this.agents.clear();
-    await Promise.all(agents.map((a) => a.destroy()));
+  close(): Promise<void> {
+    return this.agents.close();
   }
 }
