@@ -2,17 +2,13 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, run } from './support/process.js';
+import { cli, run, untilOutput } from './support/process.js';
 import { tempDir } from './support/server.js';
 
 /** Starts the demo and waits for its "Ctrl-C stops the demo." line; answers the process and its service URL. */
 async function startDemo(args: string[]) {
   const p = run(['demo', '--port', '0', '--sites', '2', ...args]);
-  const deadline = Date.now() + 30_000;
-  while (!p.stdout().includes('Ctrl-C stops the demo.')) {
-    if (Date.now() > deadline || p.child.exitCode !== null) throw new Error(`demo did not start: ${p.stderr()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await untilOutput(p.child, p.stdout, /Ctrl-C stops the demo\./, { ms: 30_000, what: 'demo', errors: p.stderr });
   const url = /sitefleet:\s+(http:\/\/\S+)/.exec(p.stdout())![1]!;
   return { p, url, stop: () => (p.child.kill('SIGTERM'), p.exit) };
 }

@@ -160,8 +160,12 @@ it('keeps a session working after a plain call is cancelled (the SDK sends no an
     const before = f.s.services.sites.get(1)!.last_sync;
     f.sim.setFault(1, { type: 'latency', ms: 1500 });
     const ac = new AbortController();
+    const asked = f.sim.requests(1);
     const call = c.callTool({ name: 'sync-sites-v1', arguments: { site_ids_or_domains: [1] } }, undefined, { signal: ac.signal });
-    setTimeout(() => ac.abort('enough'), 100);
+    // Cancelled once the site has the request (the simulator counts it on arrival, before its 1.5 s latency): the
+    // call is in flight however fast or slow the machine is.
+    while (f.sim.requests(1) === asked) await new Promise((x) => setImmediate(x));
+    ac.abort('enough');
     await expect(call).rejects.toThrow();
     const r = await c.callTool({ name: 'count-sites-v1', arguments: {} });
     expect(r.structuredContent).toEqual({ total: 3 });

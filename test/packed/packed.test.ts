@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { untilOutput } from '../support/process.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'sitefleet-packed-'));
@@ -43,11 +44,7 @@ async function start(args: string[], ready: RegExp): Promise<{ child: ChildProce
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
-  const deadline = Date.now() + 45_000;
-  while (!ready.test(out)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`sitefleet ${args[0]} did not start: ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await untilOutput(child, () => out, ready, { ms: 45_000, what: `sitefleet ${args[0]}`, errors: () => err });
   return { child, out: () => out };
 }
 

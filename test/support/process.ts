@@ -29,6 +29,39 @@ export function run(args: string[], env: Record<string, string> = {}): Proc {
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
+/**
+ * Waits for `pattern` in `read()` (a child's output so far), checked again on each chunk the child writes — no polling
+ * on the clock; refused when the child exits first or after `ms`, with `errors()` (its stderr) in the message.
+ */
+export function untilOutput(
+  child: ChildProcess,
+  read: () => string,
+  pattern: RegExp,
+  opts: { ms: number; what: string; errors: () => string },
+): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const done = (fn: () => void) => {
+      clearTimeout(timer);
+      child.stdout!.off('data', check);
+      child.off('exit', exited);
+      fn();
+    };
+    const check = () => {
+      const m = pattern.exec(read());
+      if (m) done(() => resolve(m));
+    };
+    const exited = () => done(() => reject(new Error(`${opts.what} exited before it was ready: ${opts.errors()}`)));
+    const timer = setTimeout(
+      () => done(() => reject(new Error(`${opts.what} was not ready within ${opts.ms} ms: ${opts.errors()}`))),
+      opts.ms,
+    );
+    child.stdout!.on('data', check);
+    child.once('exit', exited);
+    if (child.exitCode !== null) exited();
+    else check();
+  });
+}
+
 /** Runs a CLI command to completion. */
 export async function cli(
   args: string[],
@@ -46,14 +79,7 @@ export async function serveProcess(
   env: Record<string, string> = {},
 ): Promise<Proc & { url: string; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
   const p = run(['serve', '--port', '0', ...args], env);
-  const deadline = Date.now() + 15_000;
-  let url = '';
-  while (!url) {
-    const m = /listening on (http:\/\/\S+)/.exec(p.stdout());
-    if (m) url = m[1]!;
-    else if (Date.now() > deadline || p.child.exitCode !== null) throw new Error(`serve did not start: ${p.stderr()}`);
-    else await new Promise((r) => setTimeout(r, 20));
-  }
+  const url = (await untilOutput(p.child, p.stdout, /listening on (http:\/\/\S+)/, { ms: 15_000, what: 'serve', errors: p.stderr }))[1]!;
   return {
     ...p,
     url,
