@@ -104,6 +104,22 @@ describe('IPv6 spellings of IPv4 addresses (issue 35 finding 7)', () => {
     expect([...s.services.store.all('webhooks')]).toHaveLength(0);
   });
 
+  it('refuses a webhook or chat channel URL that is not absolute http(s) or carries credentials, storing nothing', async () => {
+    const s = await startServer({ config: { allowPrivateSites: false } });
+    closers.push(() => s.close());
+    for (const url of ['not a url', 'ftp://hooks.example/x', 'javascript:alert(1)', 'https://user:pw@hooks.example/x']) {
+      const hook = await s.rest('/webhooks/add', { method: 'POST', json: { url } });
+      expect([hook.status, hook.body.code], url).toEqual([400, 'svc_invalid_url']);
+      const channel = await s.ability('add-notification-channel-v1', { name: 'c', type: 'slack', url });
+      expect([channel.status, channel.body.code], url).toEqual([400, 'svc_invalid_url']);
+    }
+    expect((await s.rest('/webhooks/add', { method: 'POST', json: { url: 'https://user:pw@hooks.example/x' } })).body.message).toContain(
+      'must not carry a user or password',
+    );
+    expect([...s.services.store.all('webhooks')]).toHaveLength(0);
+    expect([...s.services.store.all('notification_channels')]).toHaveLength(0);
+  });
+
   it('refuses a name whose DNS answer is any of these spellings, and passes public answers', async () => {
     const records = new Map<string, string[]>();
     EMBEDDED_PRIVATE.filter(([ip]) => !ip.includes('%')).forEach(([ip], i) => records.set(`evil${i}.test`, [ip]));

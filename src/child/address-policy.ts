@@ -6,6 +6,7 @@
 // legitimately live in (local-use NAT64, Teredo, site-local, discard-only) are refused whole.
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { ServiceError } from '../core/errors.js';
 
 const BLOCKED = new BlockList();
 for (const [net, bits] of [
@@ -118,4 +119,28 @@ export function assertAllowedHost(hostname: string): void {
   const bare = hostname.replace(/^\[|\]$/g, '');
   if (isIP(bare) && isPrivateAddress(bare)) throw blockedError(hostname);
   if (bare.toLowerCase() === 'localhost' || bare.toLowerCase().endsWith('.localhost')) throw blockedError(hostname);
+}
+
+/**
+ * A URL sitefleet will send to (a webhook receiver, a chat hook): absolute http(s), no credentials in it, and a host
+ * the address policy allows (a name is checked again as it resolves). Answers the normalised URL; a 400 otherwise.
+ */
+export function outgoingUrl(raw: string, what: string, allowPrivate: boolean): string {
+  let url: URL;
+  const bad = () => new ServiceError('svc_invalid_url', `Invalid ${what} URL: use an absolute http:// or https:// URL.`, 400);
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw bad();
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad();
+  if (url.username || url.password) throw new ServiceError('svc_invalid_url', `A ${what} URL must not carry a user or password.`, 400);
+  if (!allowPrivate) {
+    try {
+      assertAllowedHost(url.hostname);
+    } catch (e) {
+      throw new ServiceError('svc_address_not_allowed', (e as Error).message, 400);
+    }
+  }
+  return url.href;
 }

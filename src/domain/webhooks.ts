@@ -5,7 +5,7 @@
 // once it has claimed it in the store, so two processes never send the same attempt.
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
-import { assertAllowedHost, guardedLookup } from '../child/address-policy.js';
+import { assertAllowedHost, guardedLookup, outgoingUrl } from '../child/address-policy.js';
 import { clip } from '../child/snapshot.js';
 import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
@@ -65,23 +65,7 @@ export class WebhookService {
   }
 
   private checkUrl(raw: string): string {
-    let url: URL;
-    try {
-      url = new URL(raw.trim());
-    } catch {
-      throw new ServiceError('svc_invalid_url', 'Invalid webhook URL: use an absolute http:// or https:// URL.', 400);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw new ServiceError('svc_invalid_url', 'Invalid webhook URL: use an absolute http:// or https:// URL.', 400);
-    if (url.username || url.password) throw new ServiceError('svc_invalid_url', 'Webhook URLs must not carry credentials.', 400);
-    if (!this.config.allowPrivateSites) {
-      try {
-        assertAllowedHost(url.hostname);
-      } catch (e) {
-        throw new ServiceError('svc_address_not_allowed', (e as Error).message, 400);
-      }
-    }
-    return url.href;
+    return outgoingUrl(raw, 'webhook', this.config.allowPrivateSites);
   }
 
   /** The secret is in the answer to this call only. */

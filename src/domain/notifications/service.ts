@@ -23,7 +23,7 @@ import type { SiteRecord, TagRecord } from '../../store/records.js';
 import { VERSION } from '../../version.js';
 import { PROCESS_OWNER } from '../leases.js';
 import { sign } from '../webhooks.js';
-import { assertAllowedHost } from '../../child/address-policy.js';
+import { assertAllowedHost, outgoingUrl } from '../../child/address-policy.js';
 import { DIGEST_ITEMS, ITEM_TEXT_MAX, chatPayload, clip, compose, emailParts } from './messages.js';
 import { afterQuietHours, checkQuietHours, windowEnd } from './schedule.js';
 import { SEND_TIMEOUT_MS, Senders, type SendResult } from './senders.js';
@@ -124,23 +124,7 @@ export class NotificationService {
   }
 
   private checkUrl(raw: string, type: ChannelType): string {
-    let url: URL;
-    const bad = () => new ServiceError('svc_invalid_url', `Invalid ${type} URL: use an absolute https:// URL.`, 400);
-    try {
-      url = new URL(raw.trim());
-    } catch {
-      throw bad();
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad();
-    if (url.username || url.password) throw new ServiceError('svc_invalid_url', 'Channel URLs must not carry a user or password.', 400);
-    if (!this.config.allowPrivateSites) {
-      try {
-        assertAllowedHost(url.hostname);
-      } catch (e) {
-        throw new ServiceError('svc_address_not_allowed', (e as Error).message, 400);
-      }
-    }
-    return url.href;
+    return outgoingUrl(raw, type, this.config.allowPrivateSites);
   }
 
   private checkRecipients(list: string[] | undefined): string[] {
