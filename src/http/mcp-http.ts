@@ -231,15 +231,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       if (typeof sid === 'string') {
         const s = sessions.get(sid);
         if (!s || !samePrincipal(s.principal, req.principal!)) return rpcError(res, 404, 'Session not found.');
-        s.seen = Date.now();
-        // The latest request's principal: a key's changed permissions (or its revocation) apply at once.
-        refreshPrincipal(s, req.principal!);
-        if (plainAnswerable(req, s.server)) {
-          const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
-          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
-          return void res.end(JSON.stringify(answer));
-        }
-        return await s.transport.handleRequest(req, res, req.body);
+        return await inSession(req, res, s, sid);
       }
       if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
         return rpcError(res, 400, 'Bad request: no session. Send initialize first.');
@@ -274,6 +266,22 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
     }
   });
 
+  /**
+   * A request of an open session, from either path: the session follows the request's principal (a key's changed
+   * permissions or its revocation apply at once), then a plain JSON answer when the call needs no stream, else the
+   * SDK transport's.
+   */
+  const inSession = async (req: Request, res: Response, s: Session, sid: string): Promise<void> => {
+    s.seen = Date.now();
+    refreshPrincipal(s, req.principal!);
+    if (plainAnswerable(req, s.server)) {
+      const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
+      return void res.end(JSON.stringify(answer));
+    }
+    await s.transport.handleRequest(req, res, req.body);
+  };
+
   /** Answers a request the fast path has taken on: plainly when it can, else through the SDK transport. */
   const answerTaken = async (req: Request, res: Response, s: Session, sid: string) => {
     const chunks: Buffer[] = [];
@@ -288,14 +296,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
       res.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
       return void res.end(JSON.stringify(body.toBody()));
     }
-    s.seen = Date.now();
-    refreshPrincipal(s, req.principal!);
-    if (plainAnswerable(req, s.server)) {
-      const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
-      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
-      return void res.end(JSON.stringify(answer));
-    }
-    await s.transport.handleRequest(req, res, req.body);
+    await inSession(req, res, s, sid);
   };
 
   const fast: McpHttp['fast'] = (req, res, before) => {
