@@ -239,8 +239,10 @@ async function serve(args: string[]): Promise<void> {
     monitoring: true,
   });
   await bootstrap(services, http!.url, cfg, withConsole);
-  process.stdout.write(`sitefleet listening on ${http!.url} (data: ${storeLocation(cfg)})\n`);
-  if (withConsole) process.stdout.write(`web console: ${http!.url}/console\n`);
+  // One write: a reader that sees "listening on" sees the console's line with it.
+  process.stdout.write(
+    `sitefleet listening on ${http!.url} (data: ${storeLocation(cfg)})\n${withConsole ? `web console: ${http!.url}/console\n` : ''}`,
+  );
   log('info', 'listening', { url: http!.url, data: storeLocation(cfg) });
   let stopping = false;
   const stop = async (signal: string) => {

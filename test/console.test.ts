@@ -8,7 +8,7 @@ import { MAX_SESSIONS_PER_USER } from '../src/domain/console-sessions.js';
 import { rmSync } from 'node:fs';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
-import { serveProcess } from './support/process.js';
+import { serveProcess, untilOutput } from './support/process.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -82,6 +82,8 @@ describe('the shell', () => {
     const dir = tempDir();
     try {
       const on = await serveProcess(['--data-dir', dir]);
+      // Printed right after "listening on", possibly in a later chunk of the output: wait for the line itself.
+      await untilOutput(on.child, on.stdout, /web console: /, { ms: 10_000, what: 'serve', errors: on.stderr });
       expect(on.stdout()).toContain(`web console: ${on.url}/console\n`);
       expect(on.stdout()).toContain(`Web console: ${on.url}/console (log in as admin with the password above)`);
       expect((await fetch(`${on.url}/console`)).status).toBe(200);
