@@ -323,7 +323,13 @@ async function mcp(args: string[]): Promise<void> {
 /** `sitefleet mcp --server URL`: stdio relayed to a remote sitefleet (src/mcp/relay.ts). */
 async function relay(
   server: string,
-  values: { 'data-dir'?: string; 'database-url'?: string; 'allow-private-sites'?: boolean; 'package-source'?: string; 'output-schemas'?: boolean },
+  values: {
+    'data-dir'?: string;
+    'database-url'?: string;
+    'allow-private-sites'?: boolean;
+    'package-source'?: string;
+    'output-schemas'?: boolean;
+  },
   toolsets: string[] | undefined,
   readOnly: boolean,
 ): Promise<void> {
@@ -336,7 +342,9 @@ async function relay(
     throw new UsageError(`--server must be the URL of a sitefleet's /mcp endpoint (got "${server}").`);
   }
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.hash)
-    throw new UsageError(`--server must be an http:// or https:// URL without credentials or fragment (got "${server}"); the key goes in SITEFLEET_API_KEY.`);
+    throw new UsageError(
+      `--server must be an http:// or https:// URL without credentials or fragment (got "${server}"); the key goes in SITEFLEET_API_KEY.`,
+    );
   const key = process.env.SITEFLEET_API_KEY ?? '';
   if (key === '') throw new UsageError('--server needs the API key in the environment variable SITEFLEET_API_KEY.');
   const headers: Record<string, string> = {};

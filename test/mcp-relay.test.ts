@@ -77,7 +77,11 @@ describe('sitefleet mcp --server', () => {
       [['--server', 'not a url'], { SITEFLEET_API_KEY: 'k' }, /must be the URL of a sitefleet's \/mcp endpoint/],
       [['--server', 'https://u:p@h/mcp'], { SITEFLEET_API_KEY: 'k' }, /without credentials or fragment/],
       [['--server', 'https://h/mcp', '--data-dir', '/tmp/x'], { SITEFLEET_API_KEY: 'k' }, /--data-dir is for a fleet opened here/],
-      [[], { SITEFLEET_SERVER_URL: 'https://h/mcp', SITEFLEET_API_KEY: 'k', SITEFLEET_MCP_READ_ONLY: 'maybe' }, /SITEFLEET_MCP_READ_ONLY must be true or false/],
+      [
+        [],
+        { SITEFLEET_SERVER_URL: 'https://h/mcp', SITEFLEET_API_KEY: 'k', SITEFLEET_MCP_READ_ONLY: 'maybe' },
+        /SITEFLEET_MCP_READ_ONLY must be true or false/,
+      ],
     ];
     const procs = cases.map(([args, env]) => run(['mcp', ...args], env));
     for (const p of procs) p.child.stdin!.end();
