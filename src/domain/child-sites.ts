@@ -116,6 +116,7 @@ export class ChildSiteService {
           serverUrl,
           concurrency: this.config.childConcurrency,
           timeoutMs: this.config.childTimeoutMs,
+          packageTimeoutMs: this.config.childPackageTimeoutMs,
           allowPrivateAddresses: this.config.allowPrivateSites,
         }),
     );

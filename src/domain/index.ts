@@ -198,7 +198,7 @@ export async function openServices(config: Config): Promise<Services> {
     (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
   );
   jobs.onTick(() => policies.scheduledTick());
-  const adminLogins = new AdminLoginService(sites, children);
+  const adminLogins = new AdminLoginService(store, sites, children);
   return {
     config,
     store,

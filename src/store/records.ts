@@ -1,5 +1,6 @@
 // Shapes of what the store keeps. These are storage records, not API views: the abilities' zod
 // schemas describe what callers see, and services map one onto the other.
+import type { UpdateActor } from './health-records.js';
 import type { ChildUser, SecurityFinding, SiteChange, SitePending, SitePlugin, SiteTheme } from '../child/snapshot.js';
 
 export interface SiteStats {
@@ -153,6 +154,19 @@ export interface ConsoleSessionRecord {
   /** sha256 of the cookie's token, hex. */
   token_hash: string;
   created_at: string;
+  expires_at: string;
+}
+
+/**
+ * An "Open WP Admin" link not yet used (domain/admin-logins.ts): only a hash of its token, the site, who made it and
+ * when it stops working. Claimed (deleted) by its first use in whichever process the browser reaches.
+ */
+export interface AdminLoginRecord {
+  id: number;
+  /** sha256 of the link's token, hex. */
+  token_hash: string;
+  site_id: number;
+  actor: UpdateActor;
   expires_at: string;
 }
 
