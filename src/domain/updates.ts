@@ -688,9 +688,24 @@ export class UpdateService {
     let snapshotAt = -1;
     let current = before;
     let rolledBack = false;
+    /** An item whose regression could not be undone: the site's other items are left alone, as for a site unhealthy before. */
+    let leftBroken: string | null = null;
     for (const i of [...todo].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type))) {
       const at = new Date().toISOString();
       const t1 = performance.now();
+      if (leftBroken && !plan.force) {
+        const message = `Not updated: ${leftBroken}; pass force: true to update it anyway.`;
+        run.skipped.push({ ...w, type: i.type, slug: i.slug, reason: 'site_unhealthy', message });
+        history.push({
+          ...historyOf(site, [i], { updated: [], errors: [] }, how(at, t1, current, null))[0]!,
+          to: i.new_version,
+          outcome: 'skipped',
+          reason: message,
+          code: 'svc_site_unhealthy',
+        });
+        opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
+        continue;
+      }
       const r =
         i.type === 'core' ? await this.callCore(connector, creds, site, i) : await this.callItems(connector, creds, site, i.type, [i]);
       if (r.snapshot) {
@@ -722,7 +737,10 @@ export class UpdateService {
         reason: rb.view.reason,
         code,
       });
-      if (rb.after) current = rb.after;
+      // Nothing done (core, a translation, no package): the site is as the probe after the update found it.
+      current = rb.after ?? after;
+      if (rb.view.outcome === 'rollback_failed')
+        leftBroken = `${i.name} ${i.new_version} left the site unhealthy and could not be put back (${current.summary})`;
       opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
     }
     if (rolledBack) {
