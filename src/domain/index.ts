@@ -189,7 +189,7 @@ export async function openServices(config: Config): Promise<Services> {
     updateHistory,
   );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
-  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
+  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks, vulnerabilities);
   children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
   sites.onRemove.also((tx, id) => policies.forgetSite(tx, id));
   jobs.define(

@@ -27,6 +27,7 @@ import type { TagService } from './tags.js';
 import type { ClientService } from './clients.js';
 import { TYPES, type PendingView, type Plan, type TypeName, type UpdateService } from './updates.js';
 import type { WebhookService } from './webhooks.js';
+import type { VulnerabilityService } from './vulnerabilities/service.js';
 import { storedPending } from './updates.js';
 import { log } from '../log.js';
 
@@ -112,19 +113,28 @@ const branch = (v: string | null) =>
     .map((n) => Number.parseInt(n, 10) || 0)
     .join('.');
 
-/** Whether a policy's "what" covers a pending item (type, core minor/major, slugs). The delay is judged apart. */
-function covers(u: PolicyUpdates, i: PendingView): boolean {
+/**
+ * The security fixes pending on each site: `type:item:new version` of every pending update that leaves at least one
+ * known vulnerability (not an informational record) the item is hit by, with those records' ids.
+ */
+export type SecurityFixes = Map<number, Map<string, string[]>>;
+const fixKey = (type: string, item: string, version: string) => `${type}:${item}:${version}`;
+
+/** Whether a policy's "what" covers a pending item (type, core minor/major, slugs, security fixes). The delay is judged apart. */
+function covers(u: PolicyUpdates, i: PendingView, fixes: Map<string, string[]> | undefined): boolean {
   if (i.type === 'core') {
     if (u.core === 'none') return false;
     if (u.core === 'minor' && branch(i.current_version) !== branch(i.new_version)) return false;
   } else if (!u[TYPE_OF[i.type]! as 'plugins' | 'themes' | 'translations']) return false;
-  // A later `security_only` option (issue 28, with the vulnerabilities work) would be one more test here.
+  if (u.security_only && !fixes?.has(fixKey(i.type, i.slug, i.new_version))) return false;
   if (u.slugs_mode === 'only') return u.slugs.includes(i.slug);
   if (u.slugs_mode === 'except') return !u.slugs.includes(i.slug);
   return true;
 }
 
-export type PreviewItem = PendingView & { eligible_at: string | null };
+/** A previewed item; `fixes`: the vulnerability records its update fixes (security_only policies). */
+export type DueItem = PendingView & { fixes?: string[] };
+export type PreviewItem = DueItem & { eligible_at: string | null };
 
 export class UpdatePolicyService {
   /** The scheduler's clock (tests set it; no real sleeps). */
@@ -139,6 +149,7 @@ export class UpdatePolicyService {
     private readonly updates: UpdateService,
     private readonly jobs: JobService,
     private readonly webhooks: WebhookService,
+    private readonly vulnerabilities: VulnerabilityService,
   ) {}
 
   // ---- policies ----
@@ -164,6 +175,8 @@ export class UpdatePolicyService {
     if (u.core === 'none' && !u.plugins && !u.themes && !u.translations)
       throw errors.invalidInput('The policy updates nothing: choose core, plugins, themes or translations.');
     if (u.slugs_mode === 'only' && !u.slugs.length) throw errors.invalidInput('slugs_mode "only" needs at least one slug.');
+    if (u.security_only && u.core === 'none' && !u.plugins && !u.themes)
+      throw errors.invalidInput('security_only updates core, plugins or themes (vulnerability feeds list no translations): choose one.');
     const t = i.targets;
     if (!t.all && !t.sites.length && !t.tags.length && !t.clients.length)
       throw errors.invalidInput("Name the policy's sites: all, or sites, tags or clients.");
@@ -302,12 +315,16 @@ export class UpdatePolicyService {
    * What a policy would update on a site at instant `at`: the covered pending items not ignored, and which of them
    * still wait for the delay (with when they become due; null when the first sighting is unknown, counted from the next sync).
    */
-  itemsFor(p: UpdatePolicyRecord, site: SiteRecord, at: number): { due: PendingView[]; waiting: PreviewItem[] } {
+  itemsFor(p: UpdatePolicyRecord, site: SiteRecord, at: number, fixes?: SecurityFixes): { due: DueItem[]; waiting: PreviewItem[] } {
     const { todo } = this.updates.planSite(site, { types: TYPES, safe: true });
-    const due: PendingView[] = [];
+    const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
-    for (const i of todo) {
-      if (!covers(p.updates, i)) continue;
+    const mine = fixes?.get(site.id);
+    for (const pending of todo) {
+      if (!covers(p.updates, pending, mine)) continue;
+      const i: DueItem = p.updates.security_only
+        ? { ...pending, fixes: mine!.get(fixKey(pending.type, pending.slug, pending.new_version))! }
+        : pending;
       if (p.delay_days === 0) {
         due.push(i);
         continue;
@@ -318,6 +335,22 @@ export class UpdatePolicyService {
       else waiting.push({ ...i, eligible_at: ready === null ? null : new Date(ready).toISOString() });
     }
     return { due, waiting };
+  }
+
+  /** The security fixes pending on the fleet (matched now), for security_only policies; undefined for the others. */
+  async securityFixes(p: UpdatePolicyRecord): Promise<SecurityFixes | undefined> {
+    if (!p.updates.security_only) return undefined;
+    const out: SecurityFixes = new Map();
+    for (const [siteId, hits] of await this.vulnerabilities.hitsBySite(false)) {
+      const m = new Map<string, string[]>();
+      for (const h of hits) {
+        if (!h.offered || !h.offered_clears) continue;
+        const k = fixKey(h.type, h.ref, h.offered);
+        m.set(k, [...(m.get(k) ?? []), h.key]);
+      }
+      if (m.size) out.set(siteId, m);
+    }
+    return out;
   }
 
   // ---- scheduling ----
@@ -382,7 +415,7 @@ export class UpdatePolicyService {
    * The next window of a policy (one open now whose run has not started counts): when, on which sites, and what it
    * would update there as things stand (pending as of each site's last sync, the delay judged at the window's start).
    */
-  preview(id: number, now = this.now()) {
+  async preview(id: number, now = this.now()) {
     const p = this.resolve(id);
     const ran = new Set(this.runs(p.id).map((r) => r.window_start));
     let best: { start: number; end: number; sites: SiteRecord[] } | null = null;
@@ -401,13 +434,14 @@ export class UpdatePolicyService {
       if (!best || w.start < best.start) best = { ...w, sites: [s] };
       else if (w.start === best.start) best.sites.push(s);
     }
-    const base = { policy_id: p.id, name: p.name, paused: p.paused, safe: true as const };
+    const base = { policy_id: p.id, name: p.name, paused: p.paused, safe: true as const, security_only: p.updates.security_only === true };
     if (!best) return { ...base, next_window: null };
     const at = Math.max(now, best.start);
-    const due: PendingView[] = [];
+    const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
+    const fixes = await this.securityFixes(p);
     for (const s of best.sites) {
-      const r = this.itemsFor(p, s, at);
+      const r = this.itemsFor(p, s, at, fixes);
       due.push(...r.due);
       waiting.push(...r.waiting);
     }
@@ -441,7 +475,7 @@ export class UpdatePolicyService {
     }
     if (this.now() >= Date.parse(params.window_end))
       return { ok: false, error: new ServiceError('svc_window_closed', `The window closed before ${site.url} was reached.`, 409) };
-    const { due } = this.itemsFor(p, site, this.now());
+    const { due } = this.itemsFor(p, site, this.now(), await this.securityFixes(p));
     const plan: Plan = {
       types: TYPES,
       items: due.map(itemKey),
