@@ -196,6 +196,7 @@ export async function openServices(config: Config): Promise<Services> {
     'policy',
     (s, job) => policies.jobStep(s, job!),
     (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
+    (job, notStarted) => policies.cancelledRows(job, notStarted),
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(sites, children);

@@ -135,6 +135,8 @@ function covers(u: PolicyUpdates, i: PendingView, fixes: Map<string, string[]> |
 /** A previewed item; `fixes`: the vulnerability records its update fixes (security_only policies). */
 export type DueItem = PendingView & { fixes?: string[] };
 export type PreviewItem = DueItem & { eligible_at: string | null };
+/** Per site id, the skipped item rows a cancelled run's job gets for it (stored in the job's params at the cancel). */
+type SkipRows = Record<number, Array<Record<string, unknown>>>;
 
 export class UpdatePolicyService {
   /** The scheduler's clock (tests set it; no real sleeps). */
@@ -223,9 +225,13 @@ export class UpdatePolicyService {
     };
     const { targets } = this.check(merged);
     const at = new Date(this.now()).toISOString();
-    return this.store.write((tx) => {
+    // Pausing cancels a run in progress, as deleting does (its sites not started: skipped, policy_paused).
+    const reason = `policy ${cur.id} ("${cur.name}") was paused while its run was in progress`;
+    const skips = patch.paused === true && !cur.paused ? await this.skipsOf(cur, 'policy_paused', reason) : new Map<string, SkipRows>();
+    const saved = await this.store.write((tx) => {
       const now = tx.get<UpdatePolicyRecord>('update_policies', id);
       if (!now) throw policyNotFound(id);
+      if (!now.paused) for (const [jobId, skip] of skips) this.jobs.cancelIn(tx, jobId, reason, { skip });
       const pause =
         patch.paused === undefined || patch.paused === now.paused
           ? {}
@@ -243,16 +249,71 @@ export class UpdatePolicyService {
         updated_at: at,
       });
     });
+    for (const jobId of skips.keys()) this.jobs.abortRunner(jobId);
+    return saved;
   }
 
-  /** Deletes a policy and its runs' records (a run in progress stops before its next site). */
+  /**
+   * Deletes a policy and its runs' records. A run in progress is cancelled in the same write: sites in flight finish,
+   * no other starts, and the items of the sites not started end skipped (policy_deleted) in its job.
+   */
   async remove(id: number): Promise<UpdatePolicyRecord> {
     const p = this.resolve(id);
+    const reason = `policy ${p.id} ("${p.name}") was deleted while its run was in progress`;
+    const skips = await this.skipsOf(p, 'policy_deleted', reason);
     await this.store.write((tx) => {
       tx.delete('update_policies', id);
       for (const r of tx.all<PolicyRunRecord>('policy_runs')) if (r.policy_id === id) tx.delete('policy_runs', r.id);
+      for (const [jobId, skip] of skips) this.jobs.cancelIn(tx, jobId, reason, { skip });
     });
+    for (const jobId of skips.keys()) this.jobs.abortRunner(jobId);
     return p;
+  }
+
+  /** The jobs of a policy's runs still queued or running. */
+  private activeJobs(policyId: number): JobRecord[] {
+    return this.runs(policyId)
+      .map((r) => this.jobs.find(r.job_id))
+      .filter((j): j is JobRecord => !!j && (j.status === 'queued' || j.status === 'processing'));
+  }
+
+  /**
+   * Per active job of the policy (or only `jobId`), what its sites not yet done would have updated, as skipped item
+   * rows saying why: stored on the job when it is cancelled, and written as its items for the sites it never started.
+   */
+  private async skipsOf(
+    p: UpdatePolicyRecord,
+    code: 'policy_deleted' | 'policy_paused',
+    reason: string,
+    jobId?: string,
+  ): Promise<Map<string, SkipRows>> {
+    const out = new Map<string, SkipRows>();
+    const jobs = this.activeJobs(p.id).filter((j) => !jobId || j.job_id === jobId);
+    if (!jobs.length) return out;
+    const fixes = await this.securityFixes(p);
+    const now = this.now();
+    const message = `Not updated: ${reason}.`;
+    for (const j of jobs) {
+      const done = new Set(j.done);
+      const rows: SkipRows = {};
+      for (const siteId of j.sites) {
+        const site = done.has(siteId) ? undefined : this.sites.get(siteId);
+        if (!site) continue;
+        rows[siteId] = this.itemsFor(p, site, now, fixes).due.map((i) => ({
+          site_id: i.site_id,
+          site_url: i.site_url,
+          site_name: i.site_name,
+          type: i.type,
+          slug: i.slug,
+          ...(i.language !== undefined ? { language: i.language } : {}),
+          status: 'skipped',
+          reason: code,
+          message,
+        }));
+      }
+      out.set(j.job_id, rows);
+    }
+    return out;
   }
 
   runs(policyId: number): PolicyRunRecord[] {
@@ -468,10 +529,20 @@ export class UpdatePolicyService {
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
     const params = job.params as unknown as RunParams;
     const p = this.store.get<UpdatePolicyRecord>('update_policies', params.policy_id);
-    if (!p) return { ok: false, error: policyNotFound(params.policy_id) };
+    // A step that started as the policy was deleted or paused: its items are skipped as the job's other sites' are.
+    const skipped = (tx: Tx) => {
+      const cur = tx.get<JobRecord>('jobs', job.id);
+      const rows = (cur?.params as { skip?: SkipRows } | undefined)?.skip?.[site.id];
+      if (cur && rows?.length) tx.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), ...rows] });
+    };
+    if (!p) return { ok: false, error: policyNotFound(params.policy_id), commit: skipped };
     if (p.paused || failuresOf(job) >= p.stop_after) {
       await this.stop(p, params, job.job_id, failuresOf(job));
-      return { ok: false, error: new ServiceError('svc_policy_paused', `Policy ${p.id} is paused: ${site.url} was not updated.`, 409) };
+      return {
+        ok: false,
+        error: new ServiceError('svc_policy_paused', `Policy ${p.id} is paused: ${site.url} was not updated.`, 409),
+        commit: skipped,
+      };
     }
     if (this.now() >= Date.parse(params.window_end))
       return { ok: false, error: new ServiceError('svc_window_closed', `The window closed before ${site.url} was reached.`, 409) };
@@ -512,7 +583,16 @@ export class UpdatePolicyService {
       log('warn', 'update policy paused by its stop rule', { policy: p.id, failures });
       void this.webhooks.emit('policy.paused', { policy: { id: p.id, name: p.name }, reason, failures, job_id: jobId }).catch(() => {});
     }
-    await this.jobs.cancel(jobId).catch(() => {});
+    const why = `policy ${p.id} ("${p.name}") was paused: ${reason}`;
+    const skip = (await this.skipsOf(p, 'policy_paused', why, jobId)).get(jobId);
+    await this.store.write((tx) => this.jobs.cancelIn(tx, jobId, why, skip ? { skip } : undefined)).catch(() => {});
+    this.jobs.abortRunner(jobId);
+  }
+
+  /** The cancelled job's item rows for the sites it never started (JobService calls it as the job ends). */
+  cancelledRows(job: JobRecord, notStarted: number[]): unknown[] {
+    const skip = (job.params as { skip?: SkipRows } | undefined)?.skip;
+    return skip ? notStarted.flatMap((id) => skip[id] ?? []) : [];
   }
 }
 
