@@ -189,13 +189,14 @@ export async function openServices(config: Config): Promise<Services> {
     updateHistory,
   );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
-  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
+  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks, vulnerabilities);
   children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
   sites.onRemove.also((tx, id) => policies.forgetSite(tx, id));
   jobs.define(
     'policy',
     (s, job) => policies.jobStep(s, job!),
     (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
+    (job, notStarted) => policies.cancelledRows(job, notStarted),
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(store, sites, children);

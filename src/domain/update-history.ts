@@ -63,7 +63,7 @@ function isoBound(v: string | undefined, what: string): number | null {
 export class UpdateHistoryService {
   /** No entry has an id below this (trimming only moves it up; another process trimming too only leaves gaps). */
   private lowest = 1;
-  private cache: { version: number; newestFirst: UpdateHistoryRecord[] } | null = null;
+  private cache: { version: number; newestFirst: UpdateHistoryRecord[]; bySite: Map<number, UpdateHistoryRecord[]> | null } | null = null;
 
   constructor(
     private readonly store: Store,
@@ -121,7 +121,8 @@ export class UpdateHistoryService {
       }
       return true;
     };
-    const all = this.newestFirst();
+    // One site's query (the common one: a site's page, its report) reads that site's entries only.
+    const all = f.site_id === undefined ? this.newestFirst() : (this.bySite().get(f.site_id) ?? []);
     const from = (page - 1) * perPage;
     const entries: Array<UpdateHistoryRecord & { action: HistoryAction }> = [];
     let total = 0;
@@ -144,8 +145,9 @@ export class UpdateHistoryService {
     const out = { plugins: [] as RollbackItemView[], themes: [] as RollbackItemView[] };
     const wanted = pending.filter((p) => p.type === 'plugin' || p.type === 'theme');
     if (!wanted.length) return out;
+    const mine = this.bySite().get(siteId) ?? [];
     for (const p of wanted) {
-      const hit = this.newestFirst().find(
+      const hit = mine.find(
         (r) =>
           r.site_id === siteId &&
           r.type === p.type &&
@@ -171,8 +173,23 @@ export class UpdateHistoryService {
     const v = this.store.version('update_history');
     if (this.cache?.version !== v) {
       const list = [...this.store.all<UpdateHistoryRecord>('update_history')].sort((a, b) => b.id - a.id);
-      this.cache = { version: v, newestFirst: list };
+      this.cache = { version: v, newestFirst: list, bySite: null };
     }
     return this.cache.newestFirst;
+  }
+
+  /** The entries of each site, newest first (built once per version of the history, on the first per-site query). */
+  private bySite(): Map<number, UpdateHistoryRecord[]> {
+    const all = this.newestFirst();
+    if (!this.cache!.bySite) {
+      const m = new Map<number, UpdateHistoryRecord[]>();
+      for (const r of all) {
+        const l = m.get(r.site_id);
+        if (l) l.push(r);
+        else m.set(r.site_id, [r]);
+      }
+      this.cache!.bySite = m;
+    }
+    return this.cache!.bySite;
   }
 }

@@ -253,6 +253,8 @@ export interface JobRecord {
   params?: Record<string, unknown>;
   /** Set by a cancel: the runner starts no further site and ends the job as failed ("cancelled"). */
   cancel_requested?: boolean;
+  /** Why it was cancelled, when the canceller said (a policy deleted or paused mid-run): in the job's last error. */
+  cancel_reason?: string;
   /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
   items?: unknown[];
 }
