@@ -429,7 +429,10 @@ export class NotificationService {
         if (d.status === 'pending' || d.status === 'collecting') waiting++;
         byDedupe.set(d.dedupe, d);
         // A digest's events: each is heard of at its place (a full digest only counts the rest).
-        if (d.kind === 'digest') for (const i of d.items) byDedupe.set(onceKey(i.key, placeOf(d.channel_id, d.recipients)), d);
+        if (d.kind === 'digest') {
+          const place = placeOf(d.channel_id, d.recipients);
+          for (const i of d.items) byDedupe.set(onceKey(i.key, place, i), d);
+        }
       }
       const made: number[] = [];
       for (const r of rules) {
@@ -662,5 +665,14 @@ export class NotificationService {
 
 /** A place: a channel and, for e-mail, its recipients. */
 const placeOf = (channelId: number, recipients: string[]) => `${channelId}:${[...recipients].sort().join(',')}`;
-const onceKey = (key: string, place: string) => `event:${hash(key)}@${place}`;
+/** A digest's items are read back at every event of a burst: each item's hash is computed once (the item is kept). */
+const itemHashes = new WeakMap<EventItem, string>();
+const onceKey = (key: string, place: string, item?: EventItem) => {
+  let h = item && itemHashes.get(item);
+  if (!h) {
+    h = hash(key);
+    if (item) itemHashes.set(item, h);
+  }
+  return `event:${h}@${place}`;
+};
 const hash = (s: string) => createHash(ENCODING).update(s).digest('hex').slice(0, 32);
