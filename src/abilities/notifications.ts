@@ -244,9 +244,6 @@ const Rule = z.object({
 });
 const ruleView = (r: RuleRecord): z.input<typeof Rule> => ({ ...r, tls_days: r.tls_days ?? TLS_DAYS });
 const TlsDaysShape = Int.min(1).max(TLS_DAYS_MAX);
-const TlsDays = TlsDaysShape.describe(
-  `tls.expiring: a certificate that expires within this many days is news to this rule (default ${TLS_DAYS}).`,
-);
 const Events = z.array(z.enum(NOTIFICATION_EVENTS)).min(1).max(NOTIFICATION_EVENTS.length);
 const ModeShape = z.enum(['immediate', 'hourly', 'daily']);
 const Mode = ModeShape.describe('immediate, or one digest per hour / day (windows close on the UTC hour / midnight).');
@@ -271,7 +268,7 @@ export const addNotificationRule = defineAbility({
   ...base,
   name: 'add-notification-rule-v1',
   label: 'Add notification rule',
-  description: `Send events of some or all sites to a channel: ${NOTIFICATION_EVENTS.join(', ')}. The same happening reaches one place once, however many rules match. ${RuleErrors}`,
+  description: `Send events of some or all sites to a channel (tls.expiring: within tls_days, default ${TLS_DAYS}). The same happening reaches one place once, however many rules match. ${RuleErrors}`,
   input: z
     .object({
       name: z.string().min(1).max(100),
@@ -282,7 +279,7 @@ export const addNotificationRule = defineAbility({
       recipients: Recipients.optional().describe("email: these instead of the channel's."),
       mode: Mode.default('immediate'),
       quiet_hours: QuietHours.nullable().optional(),
-      tls_days: TlsDays.optional(),
+      tls_days: TlsDaysShape.optional(),
     })
     .strict(),
   output: Rule,
