@@ -31,8 +31,9 @@ describe('the MCP tools/list an assistant pays for on every conversation', () =>
   // with output schemas, 838 without them and with compact input schemas, 594 with tight descriptions). Raised to 620
   // when five families came at once (installs, health and history, policies, notifications, vulnerabilities, team
   // and audit: 153 tools): their inputs are richer than the average; a client that wants fewer bytes names its
-  // toolsets (--toolsets, X-MCP-Toolsets).
-  const BUDGET = 620;
+  // toolsets (--toolsets, X-MCP-Toolsets). Raised to 623 when notification events went from 4 to 12 (issue 31): the
+  // add and update rule tools must list every event name (the enum test below), twice ~180 bytes.
+  const BUDGET = 623;
 
   it(`stays within ${BUDGET} bytes a tool on average`, async () => {
     const { toolsListBytes, toolsList } = await import('../src/tools/write-docs.js');

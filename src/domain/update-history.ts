@@ -64,6 +64,11 @@ export class UpdateHistoryService {
   /** No entry has an id below this (trimming only moves it up; another process trimming too only leaves gaps). */
   private lowest = 1;
   private cache: { version: number; newestFirst: UpdateHistoryRecord[]; bySite: Map<number, UpdateHistoryRecord[]> | null } | null = null;
+  /**
+   * Told of the entries a write recorded, once the write's function has run and only of those it kept (a write that
+   * throws leaves none): notifications announce failed and rolled-back updates from here.
+   */
+  readonly recordedListeners = new Set<(entries: UpdateHistoryRecord[]) => void>();
 
   constructor(
     private readonly store: Store,
@@ -73,8 +78,18 @@ export class UpdateHistoryService {
   /** Records entries inside a write (the update's own), then trims by age and count. */
   record(tx: Tx, entries: readonly HistoryEntry[]): void {
     let top = 0;
-    for (const e of entries) top = tx.insert<UpdateHistoryRecord>('update_history', e).id;
+    const made: UpdateHistoryRecord[] = [];
+    for (const e of entries) {
+      const r = tx.insert<UpdateHistoryRecord>('update_history', e);
+      made.push(r);
+      top = r.id;
+    }
     if (top) this.trim(tx, top);
+    if (made.length && this.recordedListeners.size)
+      setImmediate(() => {
+        const kept = made.filter((r) => this.store.get('update_history', r.id));
+        if (kept.length) for (const l of this.recordedListeners) l(kept);
+      });
   }
 
   async add(entries: readonly HistoryEntry[]): Promise<void> {
