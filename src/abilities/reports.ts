@@ -8,7 +8,7 @@ import { MAX_RECIPIENTS } from '../domain/notifications/service.js';
 import { MAX_PERIOD_DAYS, PERIOD_PRESETS } from '../domain/reports/period.js';
 import { MAX_FOOTER_CHARS, MAX_LOGO_CHARS, MAX_REPORT_SITES } from '../domain/reports/service.js';
 import type { ReportModel } from '../domain/reports/content.js';
-import { WEEKDAY_NAMES, type ClientReportRecord } from '../store/report-records.js';
+import { WEEKDAY_NAMES, type ClientReportRecord, type ReportSchedule } from '../store/report-records.js';
 import { paged } from './schemas.js';
 
 const base = { category: 'svc-notifications', toolset: 'notifications' } as const;
@@ -18,20 +18,17 @@ const Id = Int.min(1);
 const Recipients = z.array(z.string().max(254)).max(MAX_RECIPIENTS);
 
 const Target = {
-  client_id: Id.optional().describe('A client: its sites, its e-mail, its branding and time zone.'),
-  tag_id: Id.optional().describe("A tag's sites."),
-  site_ids: z.array(Id).min(1).max(MAX_REPORT_SITES).optional().describe('These sites.'),
+  client_id: Id.optional(),
+  tag_id: Id.optional(),
+  site_ids: z.array(Id).max(MAX_REPORT_SITES).optional(),
 };
 const PeriodIn = {
-  period: z.enum(PERIOD_PRESETS).optional().describe('Default last_month (in the time zone).'),
-  from: z.string().max(10).optional().describe('YYYY-MM-DD, with to (inclusive).'),
+  period: z.enum(PERIOD_PRESETS).optional(),
+  from: z.string().max(10).optional().describe('YYYY-MM-DD'),
   to: z.string().max(10).optional(),
-  time_zone: z.string().min(1).max(64).optional().describe("IANA zone; default the client's (else UTC)."),
+  time_zone: z.string().min(1).max(64).optional(),
 };
-const Format = z
-  .enum(['all', 'summary', 'html', 'text', 'page'])
-  .default('all')
-  .describe('Which renders to answer: html (e-mail), text, page (printable), all, or the summary only.');
+const Format = z.enum(['all', 'summary', 'html', 'text', 'page']).default('all');
 
 const PeriodOut = z.object({ from: z.string(), to: z.string(), time_zone: z.string(), from_at: z.string(), to_at: z.string() });
 const Summary = z.object({
@@ -113,14 +110,11 @@ const reportView = (r: ClientReportRecord): z.input<typeof Report> => ({
   summary: summaryOf(r.content as ReportModel),
 });
 
-const Errors =
-  'Errors: 400 svc_invalid_target (give one of client_id, tag_id, site_ids), svc_invalid_period, svc_invalid_time_zone, svc_too_many_sites; 404 svc_client_not_found, svc_tag_not_found, svc_site_not_found.';
-
 export const previewClientReport = defineAbility({
   ...base,
   name: 'preview-client-report-v1',
   label: 'Preview client report',
-  description: `Render a report (updates, uptime and incidents, vulnerabilities, security, changes, costs) of a client, a tag or sites over a period, without archiving or sending it. Period: a preset or from/to, at most ${MAX_PERIOD_DAYS} days. ${Errors}`,
+  description: `Report of a client, tag or site_ids (updates, uptime, vulnerabilities, security, changes, costs) over period or from/to, ≤ ${MAX_PERIOD_DAYS} days; nothing kept or sent.`,
   input: z.object({ ...Target, ...PeriodIn, format: Format }),
   output: z.object({ ...Renders, title: z.string(), period: PeriodOut, summary: Summary }),
   annotations: ro,
@@ -147,29 +141,25 @@ export const generateClientReport = defineAbility({
   ...base,
   name: 'generate-client-report-v1',
   label: 'Generate client report',
-  description: `Generate a report into the archive and, with send (default true), e-mail it to the client's address, its extra recipients and recipients, on channel_id or the default e-mail channel. The answer says sent or failed (last_error). Use preview-client-report-v1 to look first. ${Errors} 409 svc_no_email_channel; 400 svc_no_recipients, svc_invalid_channel.`,
+  description: `Archive a report; with send (default) e-mail it to the client and recipients. Error: 409 svc_no_email_channel.`,
   input: z.object({
     ...Target,
     ...PeriodIn,
     send: z.boolean().default(true),
-    recipients: Recipients.optional().describe('Extra recipients of this report.'),
-    channel_id: Id.optional().describe('The e-mail channel to send on.'),
+    recipients: Recipients.optional(),
   }),
   output: Report,
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
   acceptsPost: true,
   execute: async (i, ctx) =>
-    reportView(
-      await ctx.reports.generate(i, i, { send: i.send, recipients: i.recipients, channel_id: i.channel_id, by: ctx.principal.name }),
-    ),
+    reportView(await ctx.reports.generate(i, i, { send: i.send, recipients: i.recipients, by: ctx.principal.name })),
 });
 
 export const listClientReports = defineAbility({
   ...base,
   name: 'list-client-reports-v1',
   label: 'List client reports',
-  description:
-    "The archive of generated and sent client reports, newest first, with each one's status and summary. Error: 404 svc_client_not_found.",
+  description: 'Archived client reports, newest first, paged.',
   input: z.object({
     client_id: Id.optional(),
     status: z.enum(['generated', 'sending', 'sent', 'failed']).optional(),
@@ -188,8 +178,7 @@ export const getClientReport = defineAbility({
   ...base,
   name: 'get-client-report-v1',
   label: 'Get client report',
-  description:
-    'One archived report, rendered as it was sent: the HTML e-mail, its text and the printable page. Error: 404 svc_report_not_found.',
+  description: 'An archived report with its renders (e-mail, text, page).',
   input: z.object({ report_id: Id, format: Format }),
   output: Report.extend(Renders),
   annotations: ro,
@@ -210,18 +199,21 @@ const BrandingOut = z.object({
 const BrandingIn = z
   .object({
     name: z.string().max(100).nullable(),
-    logo: z.string().max(MAX_LOGO_CHARS).nullable().describe(`https URL or image data: URL (≤ ${MAX_LOGO_CHARS} characters); "" none.`),
+    logo: z.string().max(MAX_LOGO_CHARS).nullable(),
     primary_color: Hex.nullable(),
     accent_color: Hex.nullable(),
     footer: z.string().max(MAX_FOOTER_CHARS).nullable(),
   })
   .partial()
-  .strict()
-  .describe("White-label fields; for a client, null puts back the agency's.");
-const Schedule = z.discriminatedUnion('frequency', [
-  z.object({ frequency: z.literal('monthly'), day: Int.min(1).max(28), time: z.string().max(5).default('08:00') }).strict(),
-  z.object({ frequency: z.literal('weekly'), weekday: z.enum(WEEKDAY_NAMES), time: z.string().max(5).default('08:00') }).strict(),
-]);
+  .strict();
+const Schedule = z
+  .object({
+    frequency: z.enum(['monthly', 'weekly']),
+    day: Int.min(1).max(28).optional(),
+    weekday: z.enum(WEEKDAY_NAMES).optional(),
+    time: z.string().max(5),
+  })
+  .strict();
 const Settings = z.object({
   client_id: Int.nullable(),
   branding: z.record(z.string(), z.string()).describe("The agency's branding, or the client's overrides."),
@@ -251,8 +243,7 @@ export const getReportSettings = defineAbility({
   ...base,
   name: 'get-report-settings-v1',
   label: 'Get report settings',
-  description:
-    "Report settings: the agency's white-label branding, or (client_id) a client's overrides, time zone, extra recipients, channel and schedule with its next run. Error: 404 svc_client_not_found.",
+  description: 'Report settings of the agency (branding), or of a client (overrides, zone, recipients, schedule and its next run).',
   input: z.object({ client_id: Id.optional() }),
   output: Settings,
   annotations: ro,
@@ -263,14 +254,13 @@ export const updateReportSettings = defineAbility({
   ...base,
   name: 'update-report-settings-v1',
   label: 'Update report settings',
-  description:
-    "Change report settings (only the fields given): without client_id the agency's branding, time zone, recipients and channel; with it the client's overrides and schedule (monthly on a day 1-28 or weekly on a weekday, at HH:MM in its time zone; null stops it). Errors: 400 svc_invalid_branding, svc_invalid_time_zone, svc_invalid_recipients, svc_invalid_schedule, svc_invalid_channel; 404 svc_client_not_found, svc_channel_not_found.",
+  description: "Set report branding (agency's, or client_id's overrides), zone, recipients, schedule.",
   input: z.object({
     client_id: Id.optional(),
     branding: BrandingIn.optional(),
-    time_zone: z.string().max(64).optional().describe('IANA zone; "" = UTC.'),
-    recipients: Recipients.optional().describe('Extra recipients of every report.'),
-    channel_id: Id.nullable().optional().describe('The e-mail channel reports go out on.'),
+    time_zone: z.string().max(64).optional(),
+    recipients: Recipients.optional(),
+    channel_id: Id.nullable().optional(),
     schedule: Schedule.nullable().optional(),
   }),
   output: Settings,
@@ -280,6 +270,7 @@ export const updateReportSettings = defineAbility({
       await ctx.reports.updateSettings(client_id ?? null, {
         ...patch,
         branding: patch.branding as Partial<Record<string, string>> | undefined,
+        schedule: patch.schedule as ReportSchedule | null | undefined,
       }),
     ),
 });

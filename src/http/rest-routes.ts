@@ -22,6 +22,7 @@ import { notificationRoutes } from './routes/notifications.js';
 import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
 import { updatePolicyRoutes } from './routes/update-policies.js';
 import { adminLoginRoutes } from './routes/admin-login.js';
+import { reportRoutes } from './routes/reports.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -45,4 +46,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...packageRoutes,
   ...notificationRoutes,
   ...adminLoginRoutes,
+  ...reportRoutes,
 ];

@@ -277,10 +277,12 @@ describe('generate-client-report-v1 and the archive', () => {
     expect((await h.fails('get-client-report-v1', { report_id: 9999 })).code).toBe('svc_report_not_found');
   });
 
-  it('refuses to send without an e-mail channel, recipients or with a chat channel, and archives nothing', async () => {
+  it('refuses to send without an e-mail channel or recipients, and a chat channel for reports; archives nothing', async () => {
     expect((await h.fails('generate-client-report-v1', { client_id: clientId })).code).toBe('svc_no_email_channel');
     const slack = await h.call('add-notification-channel-v1', { name: 's', type: 'slack', url: 'http://127.0.0.1:9/hook' });
-    expect((await h.fails('generate-client-report-v1', { client_id: clientId, channel_id: slack.id })).code).toBe('svc_invalid_channel');
+    expect((await h.fails('update-report-settings-v1', { client_id: clientId, channel_id: slack.id })).code).toBe('svc_invalid_channel');
+    // A chat channel is passed over: still no e-mail channel.
+    expect((await h.fails('generate-client-report-v1', { client_id: clientId })).code).toBe('svc_no_email_channel');
     await emailChannel();
     expect((await h.fails('generate-client-report-v1', { site_ids: [sites[0]!.id] })).code).toBe('svc_no_recipients');
     expect((await h.fails('generate-client-report-v1', { client_id: clientId, recipients: ['not-an-address'] })).code).toBe(
@@ -295,8 +297,11 @@ describe('generate-client-report-v1 and the archive', () => {
   it('records an SMTP failure in the archive (an on-demand report is not retried)', async () => {
     const closed = await startSmtp();
     await closed.close();
+    await emailChannel();
     const ch = await emailChannel(closed.port);
-    const g = await h.call('generate-client-report-v1', { client_id: clientId, channel_id: ch.id });
+    await h.call('update-report-settings-v1', { channel_id: ch.id }); // the agency's channel, over the first one
+    const g = await h.call('generate-client-report-v1', { client_id: clientId });
+    expect(g.channel_id).toBe(ch.id);
     expect(g.status).toBe('failed');
     expect(g.last_error).toMatch(/^smtp connection: cannot connect to 127\.0\.0\.1:/);
     expect(await r().tick(clock + 86_400_000)).toEqual([]);
@@ -345,6 +350,8 @@ describe('white-label settings', () => {
     expect(await bad({ schedule: { frequency: 'weekly', weekday: 'mon', time: '08:00' } })).toBe('svc_invalid_schedule');
     expect(await bad({ client_id: clientId, schedule: { frequency: 'monthly', day: 31, time: '08:00' } })).toBe('ability_invalid_input');
     expect(await bad({ client_id: clientId, schedule: { frequency: 'monthly', day: 1, time: '25:00' } })).toBe('svc_invalid_schedule');
+    expect(await bad({ client_id: clientId, schedule: { frequency: 'monthly', time: '08:00' } })).toBe('svc_invalid_schedule');
+    expect(await bad({ client_id: clientId, schedule: { frequency: 'weekly', day: 3, time: '08:00' } })).toBe('svc_invalid_schedule');
     expect(await bad({ client_id: clientId, recipients: ['x'] })).toBe('svc_invalid_recipients');
     expect(await bad({ channel_id: 999 })).toBe('svc_channel_not_found');
   });

@@ -13,6 +13,7 @@ import { log } from '../../log.js';
 import type { Store, Tx } from '../../store/engine.js';
 import type { ChannelRecord } from '../../store/notification-records.js';
 import type { ClientRecord, SiteRecord } from '../../store/records.js';
+import { WEEKDAY_NAMES } from '../../store/report-records.js';
 import type {
   Branding,
   ClientReportRecord,
@@ -185,10 +186,18 @@ export class ReportService {
   }
 
   private checkSchedule(s: ReportSchedule): ReportSchedule {
-    if (!HHMM.test(s.time)) throw new ServiceError('svc_invalid_schedule', 'A schedule takes its time as "HH:MM" (24-hour).', 400);
-    if (s.frequency === 'monthly' && (!Number.isInteger(s.day) || s.day < 1 || s.day > 28))
-      throw new ServiceError('svc_invalid_schedule', 'A monthly schedule takes a day from 1 to 28 (every month has it).', 400);
-    return s;
+    const bad = (m: string) => new ServiceError('svc_invalid_schedule', m, 400);
+    if (!HHMM.test(s.time)) throw bad('A schedule takes its time as "HH:MM" (24-hour).');
+    const given = s as { day?: number; weekday?: string };
+    if (s.frequency === 'monthly') {
+      if (given.weekday !== undefined) throw bad('A monthly schedule takes a day, not a weekday.');
+      if (!Number.isInteger(s.day) || s.day < 1 || s.day > 28)
+        throw bad('A monthly schedule takes a day from 1 to 28 (every month has it).');
+      return { frequency: 'monthly', day: s.day, time: s.time };
+    }
+    if (given.day !== undefined) throw bad('A weekly schedule takes a weekday, not a day.');
+    if (!WEEKDAY_NAMES.includes(s.weekday)) throw bad('A weekly schedule takes a weekday: mon, tue, wed, thu, fri, sat or sun.');
+    return { frequency: 'weekly', weekday: s.weekday, time: s.time };
   }
 
   private emailChannel(id: number): ChannelRecord {
@@ -248,9 +257,8 @@ export class ReportService {
     if (clientId > 0) tx.delete('report_settings', clientId);
   }
 
-  /** A deleted channel is no longer the one reports go out on. */
-  private channelFor(clientId: number | null, explicit: number | undefined): ChannelRecord {
-    if (explicit !== undefined) return this.emailChannel(explicit);
+  /** The client's channel, else the agency's, else the first e-mail channel (a deleted one is passed over). */
+  private channelFor(clientId: number | null): ChannelRecord {
     for (const id of [clientId, 0]) {
       const c = id === null ? null : this.record(id)?.channel_id;
       if (c) {
@@ -365,16 +373,12 @@ export class ReportService {
    * Generate a report into the archive; with `send`, send it now on the e-mail channel (the answer says whether it
    * went). Checks everything (target, period, channel, recipients) before writing anything.
    */
-  async generate(
-    t: ReportTarget,
-    p: PeriodInput,
-    opts: { send: boolean; recipients?: string[]; channel_id?: number; by: string },
-  ): Promise<ClientReportRecord> {
+  async generate(t: ReportTarget, p: PeriodInput, opts: { send: boolean; recipients?: string[]; by: string }): Promise<ClientReportRecord> {
     const built = this.build(t, p);
     let recipients: string[] = [];
     let channel: ChannelRecord | null = null;
     if (opts.send) {
-      channel = this.channelFor(built.client?.id ?? null, opts.channel_id);
+      channel = this.channelFor(built.client?.id ?? null);
       recipients = this.recipientsFor(built.client, opts.recipients ?? []);
       if (!recipients.length)
         throw new ServiceError(
@@ -384,8 +388,8 @@ export class ReportService {
             : 'A report of a tag or of sites goes to the recipients given: give recipients.',
           400,
         );
-    } else if (opts.recipients?.length || opts.channel_id !== undefined)
-      throw new ServiceError('svc_invalid_input', 'recipients and channel_id are for a report that is sent (send: true).', 400);
+    } else if (opts.recipients?.length)
+      throw new ServiceError('svc_invalid_input', 'recipients are for a report that is sent (send: true).', 400);
     const now = this.now();
     const rec = await this.store.write((tx) =>
       this.insert(tx, {
@@ -517,7 +521,7 @@ export class ReportService {
         let recipients: string[] = [];
         let problem: string | null = null;
         try {
-          channel = this.channelFor(client.id, undefined);
+          channel = this.channelFor(client.id);
           recipients = this.recipientsFor(client, []);
           if (!recipients.length) problem = `Client ${client.id} has no e-mail and no extra recipients.`;
         } catch (e) {
