@@ -177,13 +177,12 @@ function logoTag(m: ReportModel, style: string): string {
 export function reportEmailHtml(m: ReportModel): string {
   const primary = color(m.branding.primary_color, '#1d2327');
   const accent = color(m.branding.accent_color, '#2271b1');
-  const cell = 'padding:6px 8px;border-bottom:1px solid #e2e4e7;text-align:left;vertical-align:top;font-size:13px';
   const body = sections(m)
     .map((s) => {
       const table = s.rows.length
-        ? `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="border-collapse:collapse;margin:6px 0 0">` +
-          `<tr>${s.head.map((h) => `<th style="${cell};color:#50575e;font-weight:600">${e(h)}</th>`).join('')}</tr>` +
-          s.rows.map((r) => `<tr>${r.map((c) => `<td style="${cell}">${e(c)}</td>`).join('')}</tr>`).join('') +
+        ? `<table class="t" role="presentation" width="100%" cellpadding="0" cellspacing="0">` +
+          `<tr>${s.head.map((h) => `<th>${e(h)}</th>`).join('')}</tr>` +
+          s.rows.map((r) => `<tr>${r.map((c) => `<td>${e(c)}</td>`).join('')}</tr>`).join('') +
           `</table>`
         : '';
       return (
@@ -197,7 +196,10 @@ export function reportEmailHtml(m: ReportModel): string {
     .join('');
   const footer = m.branding.footer ? e(m.branding.footer).replace(/\n/g, '<br>') : '';
   return (
-    `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${e(reportSubject(m))}</title></head>` +
+    `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${e(reportSubject(m))}</title>` +
+    // Table cells styled once in the head (mail clients that drop <style> still show a plain table): a report of
+    // hundreds of rows stays small enough not to be clipped.
+    `<style>.t{border-collapse:collapse;margin:6px 0 0}.t th,.t td{padding:6px 8px;border-bottom:1px solid #e2e4e7;text-align:left;vertical-align:top;font-size:13px}.t th{color:#50575e;font-weight:600}</style></head>` +
     `<body style="margin:0;padding:0;background:#f0f0f1;font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;color:#1d2327">` +
     `<table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center" style="padding:16px">` +
     `<table role="presentation" width="680" cellpadding="0" cellspacing="0" style="max-width:680px;background:#fff;border-radius:6px">` +
