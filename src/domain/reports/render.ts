@@ -73,7 +73,8 @@ function sections(m: ReportModel): Section[] {
   out.push({
     title: 'Uptime',
     lead:
-      `Uptime ${pct(u.uptime_pct)} over ${count(u.checks, 'check')}; ${count(u.incidents_total, 'incident')}` +
+      (u.checks ? `Uptime ${pct(u.uptime_pct)} over ${count(u.checks, 'check')}` : 'No uptime checks in this period') +
+      `; ${count(u.incidents_total, 'incident')}` +
       (u.incidents_total ? `, ${duration(u.downtime_s)} down in all.` : '.'),
     note: u.measured_from ? `Check counts are kept 31 days: uptime is measured from ${u.measured_from}.` : undefined,
     head: ['Site', 'Uptime', 'Incidents', 'Down'],
