@@ -357,6 +357,19 @@ describe('white-label settings', () => {
   });
 });
 
+describe('a removed client', () => {
+  it('takes its report settings with it; its archived reports stay', async () => {
+    const c = await h.call('add-client-v1', { name: 'Leaving', email: 'leaving@client.example' });
+    await h.call('update-report-settings-v1', { client_id: c.id, schedule: { frequency: 'weekly', weekday: 'fri', time: '09:00' } });
+    const g = await h.call('generate-client-report-v1', { client_id: c.id, send: false });
+    await h.call('delete-client-v1', { client_id_or_email: c.id, confirm: true });
+    expect(h.services.store.get('report_settings', c.id)).toBeUndefined();
+    expect((await h.fails('get-report-settings-v1', { client_id: c.id })).code).toBe('svc_client_not_found');
+    expect((await h.call('get-client-report-v1', { report_id: g.id, format: 'summary' })).client_id).toBe(c.id);
+    expect((await h.call('list-client-reports-v1', { client_id: c.id })).total).toBe(1);
+  });
+});
+
 describe('schedules', () => {
   it('sends a monthly report once at its local time, across two processes, for the month before', async () => {
     await emailChannel();
