@@ -357,6 +357,35 @@ describe('white-label settings', () => {
   });
 });
 
+describe('the vulnerability log', () => {
+  it("hears the vulnerability service's found events (one entry per site listed)", async () => {
+    const before = h.services.store.count('vulnerability_log');
+    for (const l of h.services.vulnerabilities.eventListeners)
+      l({
+        event: 'vulnerability.found',
+        data: {
+          vulnerability: { key: 'wf:2', title: 'Beta SQLi', severity: 'critical' },
+          sites_total: 2,
+          installs: [sites[1]!, sites[2]!].map((x) => ({
+            site: { id: x.id, url: x.url, name: '' },
+            type: 'plugin',
+            slug: 'rc-beta',
+            version: '2.0.0',
+            fixed_in: null,
+          })),
+        },
+      });
+    await expect.poll(() => h.services.store.count('vulnerability_log')).toBe(before + 2);
+    const rows = [...h.services.store.all<{ id: number; key: string; site_id: number; event: string }>('vulnerability_log')].filter(
+      (v) => v.key === 'wf:2',
+    );
+    expect(rows.map((v) => [v.site_id, v.event])).toEqual([
+      [sites[1]!.id, 'found'],
+      [sites[2]!.id, 'found'],
+    ]);
+  });
+});
+
 describe('a removed client', () => {
   it('takes its report settings with it; its archived reports stay', async () => {
     const c = await h.call('add-client-v1', { name: 'Leaving', email: 'leaving@client.example' });
