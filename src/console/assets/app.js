@@ -13,6 +13,7 @@ import * as audit from './pages/audit.js';
 import * as install from './pages/install.js';
 import * as policies from './pages/policies.js';
 import * as notifications from './pages/notifications.js';
+import * as reports from './pages/reports.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -32,6 +33,7 @@ const ROUTES = [
   [/^\/install$/, install, 'Install'],
   [/^\/policies$/, policies, 'Update policies'],
   [/^\/notifications$/, notifications, 'Notifications'],
+  [/^\/reports$/, reports, 'Client reports'],
 ];
 
 function parseHash() {
@@ -58,6 +60,7 @@ function drawChrome() {
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
   if (has('list-notification-channels-v1')) links.push(['#/notifications', 'Notifications']);
+  if (has('list-client-reports-v1')) links.push(['#/reports', 'Reports']);
   const { path } = parseHash();
   clear(
     nav,
