@@ -6,6 +6,8 @@ import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate } from '../core/paging.js';
+import { USER_ROLES } from '../core/principal.js';
+import { MAX_SCOPE_IDS, normalScope } from '../core/scope.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
 import type { AuthService } from '../domain/auth.js';
 import { Confirm, DryRun, paged } from './schemas.js';
@@ -19,7 +21,27 @@ const ExpiresAt = z.iso
   .nullable()
   .describe('When the key stops working (ISO 8601 date-time, in the future); null: never.');
 const KeyId = z.number().int().min(1).describe('The API key ID.');
-const Role = z.enum(['administrator', 'viewer']).describe('administrator: everything; viewer: read-only abilities.');
+const Role = z
+  .enum(USER_ROLES)
+  .describe(
+    'administrator: everything; manager: reads, and acts on the sites in scope (sync, updates, plugins, posts…), never ' +
+      'dashboard-wide settings, users, keys, tags, clients or channels; viewer: read-only; client: read-only, bound to one client.',
+  );
+const ScopeIds = (what: string) =>
+  z.array(z.number().int().min(1)).max(MAX_SCOPE_IDS).default([]).describe(`${what} IDs (up to ${MAX_SCOPE_IDS}).`);
+/** A scope as given: any of its lists; null or all empty: the whole fleet. */
+const ScopeInput = z
+  .object({ clients: ScopeIds('Client'), tags: ScopeIds('Tag'), sites: ScopeIds('Site') })
+  .strict()
+  .nullable()
+  .describe(
+    'The sites this holder may see and act on: those of the listed clients, carrying a listed tag, or listed. null or ' +
+      'empty lists: the whole fleet. Not for administrators; a client user lists exactly one client.',
+  );
+const ScopeView = z
+  .object({ clients: z.array(z.number().int()), tags: z.array(z.number().int()), sites: z.array(z.number().int()) })
+  .nullable()
+  .describe('The sites this holder may see and act on (clients, tags, sites); null: the whole fleet.');
 const UserName = z.string().min(1).max(60).describe('The dashboard user name.');
 /** Up to 200 a page, as upstream's key list. */
 const PerPage = z.number().int().min(1).max(200).default(20).describe('Items per page (1-200, default 20).');
@@ -29,6 +51,7 @@ export const ApiKey = z.object({
   name: z.string(),
   permissions: Permissions,
   admin: z.boolean().describe('An administrator key: may manage keys, users and read the audit log.'),
+  scope: ScopeView,
   truncated_key: z.string().describe("The token's public start; the secret is never shown again."),
   active: z.boolean().describe('Neither revoked nor expired.'),
   revoked: z.boolean(),
@@ -40,6 +63,7 @@ export const DashboardUser = z.object({
   id: z.number().int(),
   name: z.string(),
   role: Role,
+  scope: ScopeView,
   created_at: z.string(),
 });
 
@@ -48,13 +72,20 @@ const keyView = (auth: AuthService, k: KeyRecord): z.input<typeof ApiKey> => ({
   name: k.name,
   permissions: k.permissions,
   admin: k.admin === true,
+  scope: normalScope(k.scope),
   truncated_key: `sf_${k.key_id}_…`,
   active: !auth.keyEnded(k),
   revoked: k.revoked,
   expires_at: k.expires_at ?? null,
   created_at: k.created_at,
 });
-const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({ id: u.id, name: u.name, role: u.role, created_at: u.created_at });
+const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({
+  id: u.id,
+  name: u.name,
+  role: u.role,
+  scope: normalScope(u.scope),
+  created_at: u.created_at,
+});
 
 const adminRead = { readonly: true, destructive: false, idempotent: true, openWorld: false, admin: true };
 const adminWrite = { readonly: false, destructive: false, idempotent: false, openWorld: false, admin: true };
@@ -90,12 +121,17 @@ export const addApiKey = defineAbility({
       permissions: Permissions.default('read'),
       admin: z.boolean().default(false),
       expires_at: ExpiresAt.optional(),
+      scope: ScopeInput.optional(),
     })
     .strict(),
   output: z.object({ key: ApiKey, token: z.string().describe('Bearer token, shown once.') }),
   annotations: adminWrite,
   execute: async (i, ctx) => {
-    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, { admin: i.admin, expires_at: i.expires_at ?? null });
+    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, {
+      admin: i.admin,
+      expires_at: i.expires_at ?? null,
+      scope: i.scope ?? null,
+    });
     return { key: keyView(ctx.auth, key), token };
   },
 });
@@ -106,7 +142,7 @@ export const updateApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change an API key's name, permissions, administrator flag or expiry; active: false revokes it (for good). " +
+    "Change an API key's name, permissions, administrator flag, scope or expiry; active: false revokes it (for good). " +
     'The next request with the key sees the change. Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
@@ -115,6 +151,7 @@ export const updateApiKey = defineAbility({
       permissions: Permissions.optional(),
       admin: z.boolean().optional(),
       expires_at: ExpiresAt.optional(),
+      scope: ScopeInput.optional(),
       active: z.boolean().optional().describe('false revokes the key; a revoked key cannot be made active again.'),
     })
     .strict(),
@@ -174,11 +211,11 @@ export const addDashboardUser = defineAbility({
   description:
     'Create a dashboard user. The application password is in this answer only (only its hash is stored). ' +
     'Administrators only. Errors: svc_user_exists (409).',
-  input: z.object({ name: UserName, role: Role.default('viewer') }).strict(),
+  input: z.object({ name: UserName, role: Role.default('viewer'), scope: ScopeInput.optional() }).strict(),
   output: z.object({ user: DashboardUser, password: z.string().describe('Application password, shown once.') }),
   annotations: adminWrite,
-  execute: async ({ name, role }, ctx) => {
-    const { user, password } = await ctx.auth.createUser(name, role);
+  execute: async ({ name, role, scope }, ctx) => {
+    const { user, password } = await ctx.auth.createUser(name, role, scope);
     return { user: userView(user), password };
   },
 });
@@ -189,12 +226,13 @@ export const updateDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change a dashboard user's role; their console sessions end. The last administrator cannot be demoted " +
-    '(svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
-  input: z.object({ name: UserName, role: Role }).strict(),
+    "Change a dashboard user's role (their console sessions end) or scope (their next request sees it). The last " +
+    'administrator cannot be demoted (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404), ' +
+    'svc_invalid_scope (400).',
+  input: z.object({ name: UserName, role: Role.optional(), scope: ScopeInput.optional() }).strict(),
   output: DashboardUser,
   annotations: adminEdit,
-  execute: async ({ name, role }, ctx) => userView(await ctx.auth.setRole(name, role)),
+  execute: async ({ name, role, scope }, ctx) => userView(await ctx.auth.updateUser(name, { role, scope })),
 });
 
 export const deleteDashboardUser = defineAbility({
