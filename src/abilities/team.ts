@@ -14,35 +14,26 @@ import { Confirm, DryRun, paged } from './schemas.js';
 
 const Permissions = z
   .enum(['read', 'write', 'read_write', 'delete'])
-  .describe('What the key may do: read (GET), write (POST/PUT/PATCH, DELETE), read_write (all), delete (DELETE).');
-const KeyName = z.string().trim().min(1).max(100).describe('A name to recognise the key by (1-100 characters).');
+  .describe('read: GET; write: POST/PUT/PATCH/DELETE; read_write: all; delete: DELETE.');
+const KeyName = z.string().trim().min(1).max(100).describe('A name for the key (1-100 characters).');
 const ExpiresAt = z.iso
   .datetime({ offset: true })
   .nullable()
-  .describe('When the key stops working (ISO 8601 date-time, in the future); null: never.');
+  .describe('Expiry (ISO 8601, future); null: never.');
 const KeyId = z.number().int().min(1).describe('The API key ID.');
-const Role = z
-  .enum(USER_ROLES)
-  .describe(
-    'administrator: everything; manager: reads, and acts on the sites in scope (sync, updates, plugins, posts…), never ' +
-      'dashboard-wide settings, users, keys, tags, clients or channels; viewer: read-only; client: read-only, bound to one client.',
-  );
-const ScopeIds = (what: string) =>
-  z.array(z.number().int().min(1)).max(MAX_SCOPE_IDS).default([]).describe(`${what} IDs (up to ${MAX_SCOPE_IDS}).`);
-/** A scope as given: any of its lists; null or all empty: the whole fleet. */
+/** manager: reads and site actions in its scope; viewer and client (bound to one client): read-only. */
+const Role = z.enum(USER_ROLES);
+const ScopeIds = z.array(z.number().int().min(1)).max(MAX_SCOPE_IDS).optional();
+/** A scope as given: any of its lists; {} (all empty): the whole fleet. */
 const ScopeInput = z
-  .object({ clients: ScopeIds('Client'), tags: ScopeIds('Tag'), sites: ScopeIds('Site') })
+  .object({ clients: ScopeIds, tags: ScopeIds, sites: ScopeIds })
   .strict()
-  .nullable()
-  .describe(
-    'The sites this holder may see and act on: those of the listed clients, carrying a listed tag, or listed. null or ' +
-      'empty lists: the whole fleet. Not for administrators; a client user lists exactly one client.',
-  );
+  .describe('Only sites of these client, tag, site IDs; {}: all.');
 const ScopeView = z
   .object({ clients: z.array(z.number().int()), tags: z.array(z.number().int()), sites: z.array(z.number().int()) })
   .nullable()
   .describe('The sites this holder may see and act on (clients, tags, sites); null: the whole fleet.');
-const UserName = z.string().min(1).max(60).describe('The dashboard user name.');
+const UserName = z.string().min(1).max(60).describe('Dashboard user name.');
 /** Up to 200 a page, as upstream's key list. */
 const PerPage = z.number().int().min(1).max(200).default(20).describe('Items per page (1-200, default 20).');
 
@@ -113,8 +104,7 @@ export const addApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    'Create an API key. The token is in this answer only (only its hash is stored): keep it. Administrators only; ' +
-    'admin: true makes an administrator key.',
+    'Create an API key; its token is shown only here. Administrators only; admin: true for an administrator key.',
   input: z
     .object({
       name: KeyName,
@@ -143,7 +133,7 @@ export const updateApiKey = defineAbility({
   toolset: 'settings',
   description:
     "Change an API key's name, permissions, administrator flag, scope or expiry; active: false revokes it (for good). " +
-    'The next request with the key sees the change. Administrators only. Errors: svc_key_not_found (404).',
+    'Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
       key_id: KeyId,
@@ -152,7 +142,7 @@ export const updateApiKey = defineAbility({
       admin: z.boolean().optional(),
       expires_at: ExpiresAt.optional(),
       scope: ScopeInput.optional(),
-      active: z.boolean().optional().describe('false revokes the key; a revoked key cannot be made active again.'),
+      active: z.boolean().optional().describe('false: revoke it for good.'),
     })
     .strict(),
   output: ApiKey,
@@ -209,8 +199,8 @@ export const addDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    'Create a dashboard user. The application password is in this answer only (only its hash is stored). ' +
-    'Administrators only. Errors: svc_user_exists (409).',
+    'Create a dashboard user (manager: site actions in scope; viewer, client: read-only). The application password ' +
+    'is shown only here. Administrators only. Errors: svc_user_exists (409).',
   input: z.object({ name: UserName, role: Role.default('viewer'), scope: ScopeInput.optional() }).strict(),
   output: z.object({ user: DashboardUser, password: z.string().describe('Application password, shown once.') }),
   annotations: adminWrite,
@@ -226,9 +216,8 @@ export const updateDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change a dashboard user's role (their console sessions end) or scope (their next request sees it). The last " +
-    'administrator cannot be demoted (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404), ' +
-    'svc_invalid_scope (400).',
+    "Change a dashboard user's role (console sessions end) or scope. The last administrator cannot be demoted " +
+    '(svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
   input: z.object({ name: UserName, role: Role.optional(), scope: ScopeInput.optional() }).strict(),
   output: DashboardUser,
   annotations: adminEdit,
