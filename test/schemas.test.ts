@@ -31,8 +31,9 @@ describe('the MCP tools/list an assistant pays for on every conversation', () =>
   // with output schemas, 838 without them and with compact input schemas, 594 with tight descriptions). Raised to 620
   // when five families came at once (installs, health and history, policies, notifications, vulnerabilities, team
   // and audit: 153 tools): their inputs are richer than the average; a client that wants fewer bytes names its
-  // toolsets (--toolsets, X-MCP-Toolsets).
-  const BUDGET = 620;
+  // toolsets (--toolsets, X-MCP-Toolsets). Raised to 624 when scopes came (issue 32): the four tools that make and
+  // change keys and users take a scope (clients, tags, sites) and four roles, with descriptions already cut to the bone.
+  const BUDGET = 624;
 
   it(`stays within ${BUDGET} bytes a tool on average`, async () => {
     const { toolsListBytes, toolsList } = await import('../src/tools/write-docs.js');
