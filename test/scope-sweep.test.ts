@@ -4,6 +4,7 @@
 // that does not exist. One server, one fixture; new abilities and routes join by themselves.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAbilities } from '../src/abilities/index.js';
 import { allowedMethods, annotationMethod, type Ability } from '../src/core/ability.js';
@@ -39,6 +40,8 @@ interface Role {
 }
 const roles: Role[] = [];
 let admin: Role;
+let adminKeyToken = '';
+const adminToken = () => adminKeyToken;
 
 async function seed(): Promise<void> {
   const { services } = s;
@@ -120,6 +123,7 @@ async function seed(): Promise<void> {
     auth: `Bearer ${token}`,
     user: false,
   });
+  adminKeyToken = (await services.auth.createKey('sweep admin', 'read_write', { admin: true })).token;
   admin = { name: 'admin', principal: { kind: 'user', id: 1, name: 'admin', role: 'administrator' }, auth: s.creds.admin, user: true };
 }
 
@@ -441,5 +445,54 @@ describe('the cached answers and ETags', () => {
     await s.services.auth.revokeKey(key.id);
     const r = await fetch(`${s.restBase}/sites`, { headers: { authorization: `Bearer ${token}` } });
     expect(r.status).toBe(401);
+  });
+});
+
+describe('an open MCP session over HTTP, and the upstream key routes', () => {
+  it('follows a scope change and a revocation on its next request', async () => {
+    const made = await s.rest('/rest-api/add-key', {
+      method: 'POST',
+      token: adminToken(),
+      json: { description: 'session', permissions: 'read', scope: { sites: [ids.siteIn] } },
+    });
+    expect(made.status).toBe(200);
+    expect(made.body.data.scope).toEqual({ clients: [], tags: [], sites: [ids.siteIn] });
+    const c = new Client({ name: 'scoped session', version: '1' });
+    await c.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${made.body.token}` } } }),
+    );
+    const sites = async () => JSON.stringify((await c.callTool({ name: 'list-sites-v1', arguments: {} })).structuredContent);
+    try {
+      expect(leaks(await sites())).toBe(false);
+      const edit = await s.rest(`/rest-api/edit-key/${made.body.data.id}`, {
+        method: 'PUT',
+        token: adminToken(),
+        json: { scope: { sites: [ids.siteOut] } },
+      });
+      expect(edit.status).toBe(200);
+      expect(leaks(await sites())).toBe(true); // the same session, its next request
+      expect(leaks(JSON.stringify(await c.readResource({ uri: 'sitefleet://sites' })))).toBe(true);
+      await s.rest(`/rest-api/delete-key/${made.body.data.id}`, { method: 'DELETE', token: adminToken() });
+      await expect(sites()).rejects.toThrow();
+    } finally {
+      await c.close().catch(() => {});
+    }
+  });
+
+  it('refuses a scope on an administrator key, and one naming a client that does not exist', async () => {
+    const admin = await s.rest('/rest-api/add-key', {
+      method: 'POST',
+      token: adminToken(),
+      json: { description: 'adm', permissions: 'read', admin: true, scope: { tags: [ids.tagIn] } },
+    });
+    expect(admin.status).toBe(400);
+    expect(admin.body).toMatchObject({ code: 'svc_invalid_input', data: { params: { scope: expect.any(String) } } });
+    const unknown = await s.rest('/rest-api/add-key', {
+      method: 'POST',
+      token: adminToken(),
+      json: { description: 'x', permissions: 'read', scope: { clients: [ids.clientOut + 1000] } },
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ code: 'svc_invalid_input', message: `Invalid scope: No client found with ID ${ids.clientOut + 1000}.` });
   });
 });

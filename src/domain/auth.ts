@@ -69,15 +69,20 @@ function checkedScope(tx: Tx, input: ScopeInput | undefined, holder: { admin: bo
   }
   if (scope && holder.admin)
     throw new ServiceError(
-      'svc_invalid_scope',
+      'svc_invalid_input',
       'Administrators see the whole fleet: a scope is for managers, viewers, clients and keys that are not administrator keys.',
       400,
+      { params: { scope: 'Not for administrators.' } },
     );
   if (holder.role === 'client' && (!scope || scope.clients.length !== 1 || scope.tags.length || scope.sites.length))
-    throw new ServiceError('svc_invalid_scope', 'A client user is bound to exactly one client: scope {"clients":[ID]} and nothing else.', 400);
-  for (const id of scope?.clients ?? []) if (!tx.get<ClientRecord>('clients', id)) throw errors.clientNotFound(id);
-  for (const id of scope?.tags ?? []) if (!tx.get<TagRecord>('tags', id)) throw errors.tagNotFound(id);
-  for (const id of scope?.sites ?? []) if (!tx.get<SiteRecord>('sites', id)) throw errors.siteNotFound(id);
+    throw new ServiceError('svc_invalid_input', 'A client user is bound to exactly one client: scope {"clients":[ID]} and nothing else.', 400, {
+      params: { scope: 'Exactly one client.' },
+    });
+  // An ID that names nothing is a mistake in the input (400, naming it), not a missing thing the call is about.
+  const unknown = (e: ServiceError) => new ServiceError('svc_invalid_input', `Invalid scope: ${e.message}`, 400, { params: { scope: e.message } });
+  for (const id of scope?.clients ?? []) if (!tx.get<ClientRecord>('clients', id)) throw unknown(errors.clientNotFound(id));
+  for (const id of scope?.tags ?? []) if (!tx.get<TagRecord>('tags', id)) throw unknown(errors.tagNotFound(id));
+  for (const id of scope?.sites ?? []) if (!tx.get<SiteRecord>('sites', id)) throw unknown(errors.siteNotFound(id));
   return scope;
 }
 
