@@ -351,13 +351,21 @@ async function keys(args: string[]): Promise<void> {
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
       const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true, scope: scopeFlags(values) });
-      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin, scope: key.scope });
+      await s.audit.cli('keys create', {
+        key_id: key.id,
+        name: key.name,
+        permissions: key.permissions,
+        admin: key.admin,
+        scope: key.scope,
+      });
       const kind = key.admin ? 'administrator API key' : 'API key';
       process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
         const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${scopeText(k.scope)}\t${k.created_at}\n`);
+        process.stdout.write(
+          `${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${scopeText(k.scope)}\t${k.created_at}\n`,
+        );
       }
     } else if (sub === 'revoke') {
       const id = Number(arg);

@@ -290,7 +290,11 @@ describe('things outside the scope are answered as missing', () => {
   }
 
   it('an administrator does find the outside site (the sweep would see a leak)', async () => {
-    const r = await viaAbilities(admin, allAbilities.find((a) => a.name === 'get-site-v1')!, { site_id_or_domain: ids.siteOut });
+    const r = await viaAbilities(
+      admin,
+      allAbilities.find((a) => a.name === 'get-site-v1')!,
+      { site_id_or_domain: ids.siteOut },
+    );
     expect(r.ok).toBe(true);
     expect(JSON.stringify(r.body)).toContain(MARK);
   });
@@ -329,7 +333,7 @@ describe('lists, counts, searches and fleet-wide runs see only the scope', () =>
 
   // A cache a scoped call fills (an index of the fleet) must not cut an administrator's later answer, nor the reverse.
   it.each(free.filter((a) => a.annotations.readonly).map((a) => [a.name, a] as const))(
-    '%s: what a scoped call leaves cached does not change an administrator\'s answer',
+    "%s: what a scoped call leaves cached does not change an administrator's answer",
     async (_n, a) => {
       const input = example(jsonSchemaOf(a.input, 'input')) as Record<string, unknown>;
       const touch = (n: string) => s.services.sites.edit(ids.siteOut, { notes: n }); // every sites index is stale again
@@ -344,12 +348,24 @@ describe('lists, counts, searches and fleet-wide runs see only the scope', () =>
 
   it('counts count only the scope', async () => {
     for (const role of roles) {
-      const sites = await viaAbilities(role, allAbilities.find((a) => a.name === 'count-sites-v1')!, {});
+      const sites = await viaAbilities(
+        role,
+        allAbilities.find((a) => a.name === 'count-sites-v1')!,
+        {},
+      );
       expect(sites.body, role.name).toMatchObject({ body: { total: 1 } });
-      const clients = await viaAbilities(role, allAbilities.find((a) => a.name === 'count-clients-v1')!, {});
+      const clients = await viaAbilities(
+        role,
+        allAbilities.find((a) => a.name === 'count-clients-v1')!,
+        {},
+      );
       expect(clients.body, role.name).toMatchObject({ body: { total: 1 } });
     }
-    const all = await viaAbilities(admin, allAbilities.find((a) => a.name === 'count-sites-v1')!, {});
+    const all = await viaAbilities(
+      admin,
+      allAbilities.find((a) => a.name === 'count-sites-v1')!,
+      {},
+    );
     expect(all.body).toMatchObject({ body: { total: 2 } });
   });
 });
@@ -402,16 +418,26 @@ describe('MCP resources and completions', () => {
       const c = await mcpFor(role);
       const list = await c.readResource({ uri: 'sitefleet://sites' });
       expect(leaks(JSON.stringify(list))).toBe(false);
-      const read = async (uri: string) => c.readResource({ uri }).then((r) => JSON.stringify(r), (e: Error) => `error: ${e.message}`);
+      const read = async (uri: string) =>
+        c.readResource({ uri }).then(
+          (r) => JSON.stringify(r),
+          (e: Error) => `error: ${e.message}`,
+        );
       const outside = await read(`sitefleet://sites/${ids.siteOut}`);
       const missing = await read(`sitefleet://sites/${ids.siteMissing}`);
       expect(normal(outside, 'site')).toBe(normal(missing, 'site'));
       expect(await read(`sitefleet://jobs/${jobOut}`)).toMatch(/^error:/);
       const done = await c.complete({ ref: { type: 'ref/resource', uri: 'sitefleet://sites/{id}' }, argument: { name: 'id', value: '' } });
       expect(leaks(JSON.stringify(done))).toBe(false);
-      const byId = await c.complete({ ref: { type: 'ref/resource', uri: 'sitefleet://sites/{id}' }, argument: { name: 'id', value: '127' } });
+      const byId = await c.complete({
+        ref: { type: 'ref/resource', uri: 'sitefleet://sites/{id}' },
+        argument: { name: 'id', value: '127' },
+      });
       expect(leaks(JSON.stringify(byId)), role.name).toBe(false);
-      const jobs = await c.complete({ ref: { type: 'ref/resource', uri: 'sitefleet://jobs/{job_id}' }, argument: { name: 'job_id', value: 'sync' } });
+      const jobs = await c.complete({
+        ref: { type: 'ref/resource', uri: 'sitefleet://jobs/{job_id}' },
+        argument: { name: 'job_id', value: 'sync' },
+      });
       expect(jobs.completion.values, role.name).not.toContain(jobOut);
       await expect(c.subscribeResource({ uri: `sitefleet://jobs/${jobOut}` }), role.name).rejects.toThrow();
     }
@@ -459,7 +485,9 @@ describe('an open MCP session over HTTP, and the upstream key routes', () => {
     expect(made.body.data.scope).toEqual({ clients: [], tags: [], sites: [ids.siteIn] });
     const c = new Client({ name: 'scoped session', version: '1' });
     await c.connect(
-      new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${made.body.token}` } } }),
+      new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${made.body.token}` } },
+      }),
     );
     const sites = async () => JSON.stringify((await c.callTool({ name: 'list-sites-v1', arguments: {} })).structuredContent);
     try {
@@ -493,6 +521,9 @@ describe('an open MCP session over HTTP, and the upstream key routes', () => {
       json: { description: 'x', permissions: 'read', scope: { clients: [ids.clientOut + 1000] } },
     });
     expect(unknown.status).toBe(400);
-    expect(unknown.body).toMatchObject({ code: 'svc_invalid_input', message: `Invalid scope: No client found with ID ${ids.clientOut + 1000}.` });
+    expect(unknown.body).toMatchObject({
+      code: 'svc_invalid_input',
+      message: `Invalid scope: No client found with ID ${ids.clientOut + 1000}.`,
+    });
   });
 });

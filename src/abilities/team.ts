@@ -16,10 +16,7 @@ const Permissions = z
   .enum(['read', 'write', 'read_write', 'delete'])
   .describe('read: GET; write: POST/PUT/PATCH/DELETE; read_write: all; delete: DELETE.');
 const KeyName = z.string().trim().min(1).max(100).describe('A name for the key (1-100 characters).');
-const ExpiresAt = z.iso
-  .datetime({ offset: true })
-  .nullable()
-  .describe('Expiry (ISO 8601, future); null: never.');
+const ExpiresAt = z.iso.datetime({ offset: true }).nullable().describe('Expiry (ISO 8601, future); null: never.');
 const KeyId = z.number().int().min(1).describe('The API key ID.');
 /** manager: reads and site actions in its scope; viewer and client (bound to one client): read-only. */
 const Role = z.enum(USER_ROLES);
@@ -103,8 +100,7 @@ export const addApiKey = defineAbility({
   label: 'Add API key',
   category: 'svc-settings',
   toolset: 'settings',
-  description:
-    'Create an API key; its token is shown only here. Administrators only; admin: true for an administrator key.',
+  description: 'Create an API key; its token is shown only here. Administrators only; admin: true for an administrator key.',
   input: z
     .object({
       name: KeyName,

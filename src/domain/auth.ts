@@ -75,11 +75,17 @@ function checkedScope(tx: Tx, input: ScopeInput | undefined, holder: { admin: bo
       { params: { scope: 'Not for administrators.' } },
     );
   if (holder.role === 'client' && (!scope || scope.clients.length !== 1 || scope.tags.length || scope.sites.length))
-    throw new ServiceError('svc_invalid_input', 'A client user is bound to exactly one client: scope {"clients":[ID]} and nothing else.', 400, {
-      params: { scope: 'Exactly one client.' },
-    });
+    throw new ServiceError(
+      'svc_invalid_input',
+      'A client user is bound to exactly one client: scope {"clients":[ID]} and nothing else.',
+      400,
+      {
+        params: { scope: 'Exactly one client.' },
+      },
+    );
   // An ID that names nothing is a mistake in the input (400, naming it), not a missing thing the call is about.
-  const unknown = (e: ServiceError) => new ServiceError('svc_invalid_input', `Invalid scope: ${e.message}`, 400, { params: { scope: e.message } });
+  const unknown = (e: ServiceError) =>
+    new ServiceError('svc_invalid_input', `Invalid scope: ${e.message}`, 400, { params: { scope: e.message } });
   for (const id of scope?.clients ?? []) if (!tx.get<ClientRecord>('clients', id)) throw unknown(errors.clientNotFound(id));
   for (const id of scope?.tags ?? []) if (!tx.get<TagRecord>('tags', id)) throw unknown(errors.tagNotFound(id));
   for (const id of scope?.sites ?? []) if (!tx.get<SiteRecord>('sites', id)) throw unknown(errors.siteNotFound(id));
@@ -169,7 +175,9 @@ export class AuthService {
       if (patch.admin !== undefined) next.admin = patch.admin;
       if (patch.expires_at !== undefined) next.expires_at = patch.expires_at;
       if (patch.scope !== undefined || patch.admin !== undefined)
-        next.scope = checkedScope(tx, patch.scope !== undefined ? patch.scope : next.admin ? null : next.scope, { admin: next.admin === true });
+        next.scope = checkedScope(tx, patch.scope !== undefined ? patch.scope : next.admin ? null : next.scope, {
+          admin: next.admin === true,
+        });
       return tx.put<KeyRecord>('keys', next);
     });
   }
@@ -188,7 +196,14 @@ export class AuthService {
     const ok = sameHash(keyHash(key?.salt ?? '', m?.[2] ?? ''), key?.secret_hash ?? DUMMY_HASH);
     if (!key || !ok) throw unauthenticated('The API key is invalid, revoked or expired.');
     if (this.keyEnded(key)) throw unauthenticated('The API key is invalid, revoked or expired.');
-    return { kind: 'key', id: key.id, name: key.name, permissions: key.permissions, admin: key.admin === true, scope: normalScope(key.scope) };
+    return {
+      kind: 'key',
+      id: key.id,
+      name: key.name,
+      permissions: key.permissions,
+      admin: key.admin === true,
+      scope: normalScope(key.scope),
+    };
   }
 
   async createUser(name: string, role: UserRole, scope?: ScopeInput): Promise<{ user: UserRecord; password: string }> {

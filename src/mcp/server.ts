@@ -619,7 +619,11 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     if (!kind) return none;
     // In the caller's scope (as the session's principal is now): nothing it could not read is suggested.
     const k = kind;
-    return { completion: registry.within(filter.principal, () => completeValue(services, k, argument.value, req.params.context?.arguments ?? {}, may)) };
+    return {
+      completion: registry.within(filter.principal, () =>
+        completeValue(services, k, argument.value, req.params.context?.arguments ?? {}, may),
+      ),
+    };
   });
 
   const pollJobs = async () => {
@@ -647,7 +651,8 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   const incidentDigest = () => {
     let d = '';
     // Only the incidents the session's principal may read: another site's incident must not wake this subscriber.
-    for (const i of registry.within(filter.principal, () => services!.monitors.incidents()).slice(0, 200)) d += `${i.id}:${i.ended_at ?? ''};`;
+    for (const i of registry.within(filter.principal, () => services!.monitors.incidents()).slice(0, 200))
+      d += `${i.id}:${i.ended_at ?? ''};`;
     return d;
   };
   const subscribeIncidents = async () => {
