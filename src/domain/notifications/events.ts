@@ -1,6 +1,7 @@
 // Where notifications hear of what happens: the domain's own events (an incident opening or closing, a sync failing),
 // each turned into one EventInput with a stable key, so that a place hears of one happening once. Notifications
 // subscribe; no ability calls them.
+import { unscoped } from '../../core/scope.js';
 import { log } from '../../log.js';
 import type { ChildSiteService } from '../child-sites.js';
 import type { ClientService } from '../clients.js';
@@ -78,8 +79,10 @@ export function wireNotifications(
     clients: ClientService;
   },
 ): void {
+  // Rules are the dashboard's, not the caller's: an event a scoped call caused is matched against every rule, outside
+  // that call's scope (a rule on a tag or client the caller cannot see still hears of it).
   const emit = (e: EventInput) =>
-    void n.emit(e).catch((err) => log('error', 'notification event lost', { event: e.event, err: String(err) }));
+    unscoped(() => void n.emit(e).catch((err) => log('error', 'notification event lost', { event: e.event, err: String(err) })));
   from.monitors.onEvent((e) => emit(monitorEvent(e)));
   from.children.syncFailureListeners.add((site, error) => emit(syncFailedEvent(site, error, n.now())));
   from.jobs.finishedListeners.add((job) => emit(jobEvent(job)));
