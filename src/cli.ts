@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
-import type { KeyPermission, UserRole } from './core/principal.js';
+import { USER_ROLES, type KeyPermission, type UserRole } from './core/principal.js';
+import { normalScope, type Scope } from './core/scope.js';
 import { buildMcpServer } from './mcp/server.js';
 import { startRelay } from './mcp/relay.js';
 import { wpBoolean } from './core/input.js';
@@ -89,15 +90,21 @@ Serves MCP over stdio. --output-schemas gives each tool its output schema (typed
 --server (SITEFLEET_SERVER_URL) relays stdio to a remote sitefleet's /mcp instead of opening a fleet here; its API
 key is read from SITEFLEET_API_KEY (never a flag: argv is visible to every user of the machine).
 Environment: SITEFLEET_MCP_TOOLSETS and SITEFLEET_MCP_READ_ONLY (true/false) stand in for the two flags.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR | --database-url URL]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [SCOPE] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
        sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
+       sitefleet keys set-scope ID [SCOPE] [--data-dir DIR | --database-url URL]
+SCOPE: --clients IDS --tags IDS --sites IDS (comma-separated IDs): the key sees and acts on only those sites; none:
+the whole fleet.
 
 "create" prints the new bearer token alone on the last line of stdout (shown once, stored hashed).`,
-  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR | --database-url URL]
+  users: `Usage: sitefleet users create --name NAME [--role administrator|manager|viewer|client] [SCOPE] [--data-dir DIR | --database-url URL]
        sitefleet users list [--data-dir DIR | --database-url URL]
        sitefleet users delete NAME [--data-dir DIR | --database-url URL]
-       sitefleet users set-role NAME --role administrator|viewer [--data-dir DIR | --database-url URL]
+       sitefleet users set-role NAME --role administrator|manager|viewer|client [SCOPE] [--data-dir DIR | --database-url URL]
+       sitefleet users set-scope NAME [SCOPE] [--data-dir DIR | --database-url URL]
+SCOPE: --clients IDS --tags IDS --sites IDS (comma-separated IDs): the user sees and acts on only those sites; none:
+the whole fleet. A client user names exactly one client (--clients ID).
 
 "create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
   openapi: `Usage: sitefleet openapi [--rest-prefix /wp-json/svc/v2]
@@ -355,9 +362,29 @@ async function relay(
   log('info', 'mcp stdio relay ready', { server: url.origin + url.pathname });
 }
 
+/** The scope flags of keys and users (--clients 1,2 --tags 3 --sites 4). */
+const SCOPE_FLAGS = { clients: { type: 'string' }, tags: { type: 'string' }, sites: { type: 'string' } } as const;
+
+/** A scope from its flags: each a comma-separated list of positive integer IDs (anything else is refused). */
+function scopeFlags(v: { clients?: string; tags?: string; sites?: string }): Scope {
+  const ids = (flag: string, text: string | undefined) => {
+    if (text === undefined) return [];
+    const parts = text.split(',').map((p) => p.trim());
+    if (!parts.every((p) => /^[1-9]\d{0,15}$/.test(p))) throw new UsageError(`--${flag} takes comma-separated IDs (e.g. 1,2): "${text}".`);
+    return parts.map(Number);
+  };
+  return { clients: ids('clients', v.clients), tags: ids('tags', v.tags), sites: ids('sites', v.sites) };
+}
+
+const scopeText = (sc: Scope | null | undefined) => {
+  const n = normalScope(sc);
+  return n ? `clients:${n.clients.join(',')} tags:${n.tags.join(',')} sites:${n.sites.join(',')}` : 'whole fleet';
+};
+
 async function keys(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, {
     ...DATA_DIR,
+    ...SCOPE_FLAGS,
     name: { type: 'string' },
     permissions: { type: 'string' },
     admin: { type: 'boolean' },
@@ -373,14 +400,22 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true });
-      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin });
+      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true, scope: scopeFlags(values) });
+      await s.audit.cli('keys create', {
+        key_id: key.id,
+        name: key.name,
+        permissions: key.permissions,
+        admin: key.admin,
+        scope: key.scope,
+      });
       const kind = key.admin ? 'administrator API key' : 'API key';
       process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
         const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${k.created_at}\n`);
+        process.stdout.write(
+          `${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${scopeText(k.scope)}\t${k.created_at}\n`,
+        );
       }
     } else if (sub === 'revoke') {
       const id = Number(arg);
@@ -388,6 +423,12 @@ async function keys(args: string[]): Promise<void> {
       const k = await s.auth.revokeKey(id);
       await s.audit.cli('keys revoke', { key_id: k.id });
       process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
+    } else if (sub === 'set-scope') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys set-scope needs a numeric key ID.');
+      const k = await s.auth.updateKey(id, { scope: scopeFlags(values) });
+      await s.audit.cli('keys set-scope', { key_id: k.id, scope: k.scope });
+      process.stdout.write(`API key ${k.id} "${k.name}" now sees: ${scopeText(k.scope)}.\n`);
     } else {
       throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
     }
@@ -397,6 +438,7 @@ async function keys(args: string[]): Promise<void> {
 async function users(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, {
     ...DATA_DIR,
+    ...SCOPE_FLAGS,
     name: { type: 'string' },
     role: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -409,23 +451,31 @@ async function users(args: string[]): Promise<void> {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('users create needs --name NAME.');
       const role = (values.role ?? 'administrator') as UserRole;
-      if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
-      const { user, password } = await s.auth.createUser(values.name, role);
-      await s.audit.cli('users create', { name: user.name, role: user.role });
+      if (!USER_ROLES.includes(role)) throw new UsageError(`--role is ${USER_ROLES.join(', ')}.`);
+      const { user, password } = await s.auth.createUser(values.name, role, scopeFlags(values));
+      await s.audit.cli('users create', { name: user.name, role: user.role, scope: user.scope });
       process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
     } else if (sub === 'list') {
-      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
+      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${scopeText(u.scope)}\t${u.created_at}\n`);
     } else if (sub === 'delete') {
       if (!arg) throw new UsageError('users delete needs a user name.');
       const u = await s.auth.deleteUser(arg);
       await s.audit.cli('users delete', { name: u.name });
       process.stdout.write(`Deleted user "${u.name}".\n`);
     } else if (sub === 'set-role') {
-      if (!arg || (values.role !== 'administrator' && values.role !== 'viewer'))
-        throw new UsageError('users set-role needs a user name and --role administrator|viewer.');
-      const u = await s.auth.setRole(arg, values.role);
-      await s.audit.cli('users set-role', { name: u.name, role: u.role });
-      process.stdout.write(`User "${u.name}" is now ${u.role}; their console sessions ended.\n`);
+      const role = values.role as UserRole | undefined;
+      if (!arg || !role || !USER_ROLES.includes(role))
+        throw new UsageError(`users set-role needs a user name and --role ${USER_ROLES.join('|')}.`);
+      const scoped = values.clients !== undefined || values.tags !== undefined || values.sites !== undefined;
+      const u = await s.auth.updateUser(arg, { role, ...(scoped ? { scope: scopeFlags(values) } : {}) });
+      await s.audit.cli('users set-role', { name: u.name, role: u.role, scope: u.scope });
+      const sees = normalScope(u.scope) ? ` (${scopeText(u.scope)})` : '';
+      process.stdout.write(`User "${u.name}" is now ${u.role}${sees}; their console sessions ended.\n`);
+    } else if (sub === 'set-scope') {
+      if (!arg) throw new UsageError('users set-scope needs a user name.');
+      const u = await s.auth.updateUser(arg, { scope: scopeFlags(values) });
+      await s.audit.cli('users set-scope', { name: u.name, scope: u.scope });
+      process.stdout.write(`User "${u.name}" now sees: ${scopeText(u.scope)}.\n`);
     } else {
       throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
     }

@@ -85,7 +85,7 @@ export const checkSiteHealth = defineAbility({
     `${PROBE_MAX_REDIRECTS} redirects. Errors: svc_site_not_found (404).`,
   input: z.object({ site_id_or_domain: SiteRef }),
   output: HealthOutput,
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     await ctx.health.probe(site);

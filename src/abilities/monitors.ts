@@ -311,7 +311,7 @@ export const checkMonitor = defineAbility({
     cause: Cause.nullable(),
     message: z.string().nullable(),
   }),
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.monitors.check(site);

@@ -157,7 +157,7 @@ function installAbility(type: PackageType) {
       confirm: z.boolean().optional().describe('Asked for over MCP (by elicitation) when more than one site is touched.'),
     }),
     output: InstallOutput,
-    annotations: install,
+    annotations: { ...install, siteAction: true },
     confirmPreview: (preview: unknown) => ((preview as { sites_to_install?: number }).sites_to_install ?? 0) > 1,
     execute: (i, ctx) => {
       const activate = (i as { activate?: boolean }).activate ?? false;

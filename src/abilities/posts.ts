@@ -161,7 +161,7 @@ export const createPost = defineAbility({
     })
     .strict(),
   output: Saved,
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async ({ site_id_or_domain, ...i }, ctx) => {
     const r = await ctx.posts.create(site_id_or_domain, fields(i));
     return {
@@ -194,7 +194,7 @@ export const updatePost = defineAbility({
     })
     .strict(),
   output: Saved.extend({ updated: z.array(z.string()) }),
-  annotations: remoteWrite,
+  annotations: { ...remoteWrite, siteAction: true },
   execute: async ({ site_id_or_domain, post_id, ...i }, ctx) => {
     const r = await ctx.posts.update(site_id_or_domain, post_id, fields(i));
     return {
@@ -226,7 +226,7 @@ export const updatePostStatus = defineAbility({
     previous_status: z.string(),
     post_status: PostStatus,
   }),
-  annotations: remoteWrite,
+  annotations: { ...remoteWrite, siteAction: true },
   execute: async ({ site_id_or_domain, post_id, status }, ctx) => {
     const r = await ctx.posts.setStatus(site_id_or_domain, post_id, status);
     return { site_id: r.site.id, site_url: r.site.url, post_id, previous_status: r.previous_status, post_status: r.post_status };
@@ -252,7 +252,7 @@ export const deletePost = defineAbility({
     post: z.object({ id: z.number().int(), post_title: z.string(), post_status: z.string(), post_type: z.string() }),
     warnings: z.array(z.string()),
   }),
-  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true, siteAction: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, post_id, confirm, dry_run }, ctx) => {
     const r = await ctx.posts.delete(site_id_or_domain, post_id, { confirm, dry_run });

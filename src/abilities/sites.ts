@@ -222,7 +222,7 @@ export const suspendSite = defineAbility({
   description: 'Suspend a site: it stays, but is left out of syncs and updates. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ suspended: z.literal(true), ...siteStateFields }),
-  annotations: write,
+  annotations: { ...write, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const [s] = await ctx.sites.setSuspended([site.id], true);
@@ -238,7 +238,7 @@ export const unsuspendSite = defineAbility({
   description: "Lift a site's suspension. Errors: svc_site_not_found (404).",
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ unsuspended: z.literal(true), ...siteStateFields }),
-  annotations: write,
+  annotations: { ...write, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     // The spec's state table: unsuspend → connected. A failed sync afterwards will say otherwise.
@@ -263,7 +263,7 @@ export const suspendSites = defineAbility({
     total_suspended: z.number().int().optional(),
     total_errors: z.number().int().optional(),
   }),
-  annotations: write,
+  annotations: { ...write, siteAction: true },
   execute: async ({ site_ids_or_domains }, ctx) => {
     const { found, errors } = ctx.sites.resolveMany(site_ids_or_domains);
     if (!found.length) throw catalogue.sitesNotFound(errors);

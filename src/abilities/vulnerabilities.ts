@@ -177,7 +177,7 @@ export const fixVulnerabilitiesAbility = defineAbility({
     ),
     summary: z.object({ sites: Int, planned: Int, updated: Int, errors: Int, not_fixable: Int }),
   }),
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     if (i.dry_run && i.confirm) throw new ServiceError('svc_invalid_input', 'Cannot specify both dry_run and confirm.', 400);
     if (!i.dry_run && !i.confirm)

@@ -6,14 +6,15 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { ServiceError } from '../core/errors.js';
-import type { Principal } from '../core/principal.js';
+import { refusal, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import { FailureCounter, requestAddress, type LoginThrottle } from '../http/auth.js';
 import { bodyErrors, jsonBody, sendError } from '../http/respond.js';
 import type { Services } from '../domain/index.js';
 import { MODULES } from '../domain/settings.js';
-import type { ModuleName } from '../core/ability.js';
+import { annotationMethod, type ModuleName } from '../core/ability.js';
 import type { ConsoleSession } from '../domain/console-sessions.js';
+import { userPrincipal } from '../domain/auth.js';
 
 /** The files the browser loads. They sit beside the source and ship with the package (package.json "files"). */
 export const ASSETS_DIR = fileURLToPath(new URL('../../src/console/assets/', import.meta.url));
@@ -191,13 +192,8 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     const session = sessions.get(token);
     if (!session) return next(loginRequired(token !== undefined));
     const user = session.user;
-    req.principal = {
-      kind: 'user',
-      id: user.id,
-      name: user.name,
-      role: user.role,
-      origin: { door: 'console', address: requestAddress(req, services) },
-    };
+    // The user as stored now: a changed scope applies to this request.
+    req.principal = { ...userPrincipal(user), origin: { door: 'console', address: requestAddress(req, services) } };
     req.consoleSession = session;
     req.consoleSessionToken = token;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -385,6 +381,8 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         readonly: a.annotations.readonly,
         destructive: a.annotations.destructive,
         admin: a.annotations.admin === true,
+        // The one permission rule (core/principal.ts), so a page offers a manager its site actions and nothing else.
+        may: refusal(p, a.annotations, annotationMethod(a.annotations)) === null,
         inputs: Object.keys(a.input.shape),
       })),
       modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError, toServiceError } from './errors.js';
 import { oneValue, validateInput, type JsonSchema } from './input.js';
-import { assertMayRun, mayWrite, type Principal } from './principal.js';
+import { assertMayRun, mayWrite, scopeOf, type Principal } from './principal.js';
+import { withScope } from './scope.js';
 export type { CallOrigin } from './principal.js';
 import { assertStorableInput } from './storable-text.js';
 import { log } from '../log.js';
@@ -136,6 +137,14 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     return this.run(a, rawInput, opts);
   }
 
+  /**
+   * Runs `fn` as `principal` would see the fleet (its scope): for what a door answers from the services without an
+   * ability, such as MCP completions, which must suggest nothing the principal could not read.
+   */
+  within<T>(principal: Principal, fn: () => T): T {
+    return withScope(scopeOf(principal), fn);
+  }
+
   schemas(a: Ability): { input: JsonSchema; output: JsonSchema } {
     let s = this.schemaCache.get(a.name);
     if (!s) {
@@ -182,7 +191,8 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;
     try {
-      result = await a.execute(input, ctx);
+      // The call sees only its principal's scope: every site lookup, list, count and fan-out it makes (domain/access.ts).
+      result = await withScope(scopeOf(opts.principal), () => a.execute(input, ctx));
     } catch (e) {
       throw toServiceError(e, { ability: a.name });
     }

@@ -5,6 +5,9 @@
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../core/errors.js';
 import type { KeyPermission, Principal, UserRole } from '../core/principal.js';
+import { errors } from '../core/errors.js';
+import { MAX_SCOPE_IDS, normalScope, type Scope } from '../core/scope.js';
+import type { ClientRecord, SiteRecord, TagRecord } from '../store/records.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
 import { Cascade } from './cascade.js';
@@ -48,6 +51,47 @@ function assertNotLastAdministrator(tx: Tx, u: UserRecord, what: 'delete' | 'dem
     );
 }
 
+/** What a scope may be given as: any of its lists, each up to MAX_SCOPE_IDS ids. */
+export type ScopeInput = Partial<Scope> | null;
+
+/**
+ * A user's or key's scope, checked inside the write that stores it: each id must name an existing client, tag or site
+ * (404 as for any unknown one); administrators see the whole fleet (a scope on them is refused); a client user is bound
+ * to exactly one client, and nothing else. Null: the whole fleet.
+ */
+function checkedScope(tx: Tx, input: ScopeInput | undefined, holder: { admin: boolean; role?: UserRole }): Scope | null {
+  const scope = normalScope(input);
+  for (const [kind, ids] of Object.entries(scope ?? {})) {
+    if (ids.length > MAX_SCOPE_IDS)
+      throw new ServiceError('svc_invalid_input', `A scope lists at most ${MAX_SCOPE_IDS} ${kind}.`, 400, {
+        params: { scope: `Too many ${kind}.` },
+      });
+  }
+  if (scope && holder.admin)
+    throw new ServiceError(
+      'svc_invalid_input',
+      'Administrators see the whole fleet: a scope is for managers, viewers, clients and keys that are not administrator keys.',
+      400,
+      { params: { scope: 'Not for administrators.' } },
+    );
+  if (holder.role === 'client' && (!scope || scope.clients.length !== 1 || scope.tags.length || scope.sites.length))
+    throw new ServiceError(
+      'svc_invalid_input',
+      'A client user is bound to exactly one client: scope {"clients":[ID]} and nothing else.',
+      400,
+      {
+        params: { scope: 'Exactly one client.' },
+      },
+    );
+  // An ID that names nothing is a mistake in the input (400, naming it), not a missing thing the call is about.
+  const unknown = (e: ServiceError) =>
+    new ServiceError('svc_invalid_input', `Invalid scope: ${e.message}`, 400, { params: { scope: e.message } });
+  for (const id of scope?.clients ?? []) if (!tx.get<ClientRecord>('clients', id)) throw unknown(errors.clientNotFound(id));
+  for (const id of scope?.tags ?? []) if (!tx.get<TagRecord>('tags', id)) throw unknown(errors.tagNotFound(id));
+  for (const id of scope?.sites ?? []) if (!tx.get<SiteRecord>('sites', id)) throw unknown(errors.siteNotFound(id));
+  return scope;
+}
+
 export class AuthService {
   private keyIndexVersion = -1;
   private keyIndex = new Map<string, KeyRecord>();
@@ -70,7 +114,7 @@ export class AuthService {
   async createKey(
     name: string,
     permissions: KeyPermission,
-    opts: { admin?: boolean; expires_at?: string | null } = {},
+    opts: { admin?: boolean; expires_at?: string | null; scope?: ScopeInput } = {},
   ): Promise<{ key: KeyRecord; token: string }> {
     if (opts.expires_at) this.assertFuture(opts.expires_at);
     const key_id = randomBytes(6).toString('hex');
@@ -87,6 +131,7 @@ export class AuthService {
         revoked: false,
         admin: opts.admin === true,
         expires_at: opts.expires_at ?? null,
+        scope: checkedScope(tx, opts.scope, { admin: opts.admin === true }),
       }),
     );
     return { key, token: `sf_${key_id}_${secret}` };
@@ -118,7 +163,7 @@ export class AuthService {
   /** Renames a key, changes its permissions, administrator flag or expiry (null: never). A revoked key stays revoked. */
   async updateKey(
     id: number,
-    patch: { name?: string; permissions?: KeyPermission; admin?: boolean; expires_at?: string | null },
+    patch: { name?: string; permissions?: KeyPermission; admin?: boolean; expires_at?: string | null; scope?: ScopeInput },
   ): Promise<KeyRecord> {
     if (patch.expires_at) this.assertFuture(patch.expires_at);
     return this.store.write((tx) => {
@@ -129,6 +174,10 @@ export class AuthService {
       if (patch.permissions !== undefined) next.permissions = patch.permissions;
       if (patch.admin !== undefined) next.admin = patch.admin;
       if (patch.expires_at !== undefined) next.expires_at = patch.expires_at;
+      if (patch.scope !== undefined || patch.admin !== undefined)
+        next.scope = checkedScope(tx, patch.scope !== undefined ? patch.scope : next.admin ? null : next.scope, {
+          admin: next.admin === true,
+        });
       return tx.put<KeyRecord>('keys', next);
     });
   }
@@ -147,10 +196,17 @@ export class AuthService {
     const ok = sameHash(keyHash(key?.salt ?? '', m?.[2] ?? ''), key?.secret_hash ?? DUMMY_HASH);
     if (!key || !ok) throw unauthenticated('The API key is invalid, revoked or expired.');
     if (this.keyEnded(key)) throw unauthenticated('The API key is invalid, revoked or expired.');
-    return { kind: 'key', id: key.id, name: key.name, permissions: key.permissions, admin: key.admin === true };
+    return {
+      kind: 'key',
+      id: key.id,
+      name: key.name,
+      permissions: key.permissions,
+      admin: key.admin === true,
+      scope: normalScope(key.scope),
+    };
   }
 
-  async createUser(name: string, role: UserRole): Promise<{ user: UserRecord; password: string }> {
+  async createUser(name: string, role: UserRole, scope?: ScopeInput): Promise<{ user: UserRecord; password: string }> {
     if (!/^[A-Za-z0-9._@-]{1,60}$/.test(name)) {
       throw new ServiceError('svc_invalid_input', 'User names are 1-60 letters, digits, dots, dashes, underscores or @.', 400);
     }
@@ -164,6 +220,7 @@ export class AuthService {
       return tx.insert<UserRecord>('users', {
         name,
         role,
+        scope: checkedScope(tx, scope, { admin: role === 'administrator', role }),
         salt,
         password_hash: sha256(salt + password.replace(/ /g, '')),
         created_at: now(),
@@ -194,14 +251,29 @@ export class AuthService {
   }
 
   /** Gives a user another role; their console sessions end (they log in again with the new role). */
-  async setRole(name: string, role: UserRole): Promise<UserRecord> {
+  setRole(name: string, role: UserRole): Promise<UserRecord> {
+    return this.updateUser(name, { role });
+  }
+
+  /**
+   * Changes a user's role and/or scope. A role change ends their console sessions (they log in again with the new
+   * role); a scope change applies to their next request, on every door and in open sessions.
+   */
+  async updateUser(name: string, patch: { role?: UserRole; scope?: ScopeInput }): Promise<UserRecord> {
     return this.store.write((tx) => {
       const u = [...tx.all<UserRecord>('users')].find((x) => x.name === name);
       if (!u) throw userNotFound(name);
-      if (u.role === role) return u;
-      assertNotLastAdministrator(tx, u, 'demote');
-      this.onAccessChange.run(tx, u.id);
-      return tx.put<UserRecord>('users', { ...u, role });
+      const role = patch.role ?? u.role;
+      const scope = checkedScope(tx, patch.scope !== undefined ? patch.scope : role === 'administrator' ? null : u.scope, {
+        admin: role === 'administrator',
+        role,
+      });
+      if (role === u.role && JSON.stringify(scope) === JSON.stringify(normalScope(u.scope))) return u;
+      if (role !== u.role) {
+        assertNotLastAdministrator(tx, u, 'demote');
+        this.onAccessChange.run(tx, u.id);
+      }
+      return tx.put<UserRecord>('users', { ...u, role, scope });
     });
   }
 
@@ -210,10 +282,15 @@ export class AuthService {
     const user = [...this.store.all<UserRecord>('users')].find((u) => u.name.toLowerCase() === name.toLowerCase());
     const ok = sameHash(sha256((user?.salt ?? '') + password.replace(/ /g, '')), user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok) throw new ServiceError('incorrect_password', 'The provided password is an invalid application password.', 401);
-    return { kind: 'user', id: user.id, name: user.name, role: user.role };
+    return userPrincipal(user);
   }
 
   isEmpty(): boolean {
     return this.store.count('users') === 0 && this.store.count('keys') === 0;
   }
+}
+
+/** The principal of a dashboard user as stored now (its role and scope): every door builds it here, per request. */
+export function userPrincipal(user: UserRecord): Principal {
+  return { kind: 'user', id: user.id, name: user.name, role: user.role, scope: normalScope(user.scope) };
 }

@@ -2,6 +2,7 @@
 // above it, it becomes a persisted job that a runner in any sitefleet process on the data dir claims,
 // works through and records site by site, in the same commit as the site's own result, so that a job
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
+import { unscoped } from '../core/scope.js';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ServiceError, errors, toServiceError } from '../core/errors.js';
@@ -258,18 +259,20 @@ export class JobService {
       attempts: 0,
       failure: null,
     });
-    setImmediate(() => void this.tick());
+    // The runner takes every queued job, not only this caller's: it must not run inside the caller's scope.
+    unscoped(() => setImmediate(() => void this.tick()));
     return job;
   }
 
+  /** A job whose sites are not all in the running call's scope is answered as missing (domain/access.ts). */
   find(jobId: string): JobRecord | undefined {
-    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return j;
+    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return this.sites.access.seesAll(j.sites) ? j : undefined;
     return undefined;
   }
 
   /** Up to `limit` job ids starting with `prefix`, newest first (jobs are kept a day, so they are few). */
   idsStartingWith(prefix: string, limit: number): string[] {
-    const found = [...this.store.all<JobRecord>('jobs')].filter((j) => j.job_id.startsWith(prefix));
+    const found = [...this.store.all<JobRecord>('jobs')].filter((j) => j.job_id.startsWith(prefix) && this.sites.access.seesAll(j.sites));
     found.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
     return found.slice(0, limit).map((j) => j.job_id);
   }

@@ -4,6 +4,7 @@
 // action 'install'; an entry without an action is an update. Kept for HISTORY_MAX_DAYS and at most HISTORY_MAX_ENTRIES entries, trimmed on write (oldest first;
 // ids only grow, so the oldest are the lowest). Queried fleet-wide, per site or per item, by time and outcome, paged,
 // newest first. Entries outlive a removed site (they carry its URL): they are what reports of the past read.
+import { SiteAccess } from './access.js';
 import type { Principal } from '../core/principal.js';
 import { ServiceError } from '../core/errors.js';
 import type { HistoryAction, UpdateActor, UpdateHistoryRecord, UpdateOutcome } from '../store/health-records.js';
@@ -70,10 +71,15 @@ export class UpdateHistoryService {
    */
   readonly recordedListeners = new Set<(entries: UpdateHistoryRecord[]) => void>();
 
+  /** History of sites outside the running call's scope is not listed (domain/access.ts). */
+  private readonly access: SiteAccess;
+
   constructor(
     private readonly store: Store,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.access = new SiteAccess(store);
+  }
 
   /** Records entries inside a write (the update's own), then trims by age and count. */
   record(tx: Tx, entries: readonly HistoryEntry[]): void {
@@ -125,6 +131,7 @@ export class UpdateHistoryService {
     const outcomes = f.outcomes?.length ? new Set(f.outcomes) : null;
     const match = (r: UpdateHistoryRecord) => {
       if (f.site_id !== undefined && r.site_id !== f.site_id) return false;
+      if (!this.access.seesSite(r.site_id)) return false;
       if (f.action !== undefined && (r.action ?? 'update') !== f.action) return false;
       if (f.type !== undefined && r.type !== f.type) return false;
       if (f.slug !== undefined && r.slug !== f.slug) return false;

@@ -3,6 +3,7 @@
 // an item counts as updated only when the child's own fresh data shows the new version (its updated_data, read from
 // disk after the upgrade, or a sync block / a sync right after the call) — never because the request was sent.
 // One update run per site at a time; many sites run as a persisted job that never updates an item twice.
+import { unscoped } from '../core/scope.js';
 import type { ChildConnector, SiteCredentials, UpgradeResult } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
 import { isNewer, type PendingItem, type SitePending, type SiteSnapshot } from '../child/snapshot.js';
@@ -227,7 +228,8 @@ class PendingIndex {
     const next = new Map<number, { stamp: string; all: PendingView[] }>();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
-    for (const site of this.sites.filter({}, () => new Set())) {
+    // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
+    for (const site of unscoped(() => this.sites.filter({}, () => new Set()))) {
       const stamp = `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`;
       let e = this.entries.get(site.id);
       if (!e || e.stamp !== stamp) e = { stamp, all: views(site, storedPending(this.read(site.id)), new Set(TYPES)) };
@@ -290,6 +292,12 @@ class PendingIndex {
     this.refresh();
     return this.bySite.get(id) ?? [];
   }
+}
+
+/** The items of the sites a scoped call sees, and their summary. */
+function cut(items: readonly PendingView[], visible: ReadonlySet<number>): { items: PendingView[]; summary: Summary } {
+  const mine = items.filter((i) => visible.has(i.site_id));
+  return { items: mine, summary: summarise(mine) };
 }
 
 const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
@@ -382,11 +390,14 @@ export class UpdateService {
     const t = new Set(types.length ? types : TYPES);
     if (!sel.sites?.length && !sel.tags?.length && !sel.clients?.length) {
       // The whole fleet: served from the index (the busy case — an assistant asking "what needs updating?").
-      const { items, summary } = this.index.allOf(t);
+      const visible = this.sites.access.visible();
+      const { items, summary } = visible ? cut(this.index.allOf(t).items, visible) : this.index.allOf(t);
       return { updates: paginate(items, page, perPage), summary, page, per_page: perPage, total: items.length, errors: [] as ErrorView[] };
     }
     const { sites, errors, all } = this.select(sel);
     let items: PendingView[] = all ? this.index.all() : sites.flatMap((s) => this.index.ofSite(s.id));
+    const visible = this.sites.access.visible();
+    if (visible) items = items.filter((i) => visible.has(i.site_id));
     if (t.size < TYPES.length) items = items.filter((i) => t.has(TYPE_NAME[i.type]));
     return { updates: paginate(items, page, perPage), summary: summarise(items), page, per_page: perPage, total: items.length, errors };
   }

@@ -10,7 +10,8 @@
 // skips validation, the view building and the serialisation; a 304 for it costs a map lookup.
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Principal } from '../core/principal.js';
+import { scopeOf, type Principal } from '../core/principal.js';
+import { scopeKey } from '../core/scope.js';
 import { COLLECTION_NAMES, type Store } from '../store/engine.js';
 
 /**
@@ -44,10 +45,10 @@ export function storeFingerprint(store: Store): string {
   return s;
 }
 
-/** Who is asking, as far as it can change an answer: the principal and its permission level. */
+/** Who is asking, as far as it can change an answer: the principal, its permission level and its scope. */
 export function principalKey(p: Principal): string {
-  if (p.kind === 'key') return `k${p.id}:${p.permissions}${p.admin ? ':a' : ''}`;
-  if (p.kind === 'user') return `u${p.id}:${p.role}`;
+  if (p.kind === 'key') return `k${p.id}:${p.permissions}${p.admin ? ':a' : ''}:${scopeKey(scopeOf(p))}`;
+  if (p.kind === 'user') return `u${p.id}:${p.role}:${scopeKey(scopeOf(p))}`;
   return `l:${p.name}:${p.readOnly ? 'ro' : 'rw'}`;
 }
 
@@ -56,6 +57,10 @@ export function represent(res: Response, value: unknown): Representation {
   const body = Buffer.from(JSON.stringify(value) ?? '');
   const headers: Array<[string, string]> = [];
   const h = createHash('sha1');
+  // The scope the answer was made for: two scopes never share an ETag, even for the same bytes.
+  const principal = (res.req as Request | undefined)?.principal;
+  const scope = principal ? scopeKey(scopeOf(principal)) : '';
+  if (scope) h.update(`scope:${scope}\n`);
   for (const name of REPLAYED) {
     const v = res.getHeader(name);
     if (v === undefined) continue;

@@ -617,7 +617,13 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     else if (ref.uri.startsWith('sitefleet://sites/{id}') && argument.name === 'id') kind = 'site';
     else if (ref.uri === 'sitefleet://jobs/{job_id}' && argument.name === 'job_id') kind = 'job';
     if (!kind) return none;
-    return { completion: completeValue(services, kind, argument.value, req.params.context?.arguments ?? {}, may) };
+    // In the caller's scope (as the session's principal is now): nothing it could not read is suggested.
+    const k = kind;
+    return {
+      completion: registry.within(filter.principal, () =>
+        completeValue(services, k, argument.value, req.params.context?.arguments ?? {}, may),
+      ),
+    };
   });
 
   const pollJobs = async () => {
@@ -644,7 +650,9 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   // Incidents: a digest of (id, end) of the newest ones, recomputed only when the incidents collection changed.
   const incidentDigest = () => {
     let d = '';
-    for (const i of services!.monitors.incidents().slice(0, 200)) d += `${i.id}:${i.ended_at ?? ''};`;
+    // Only the incidents the session's principal may read: another site's incident must not wake this subscriber.
+    for (const i of registry.within(filter.principal, () => services!.monitors.incidents()).slice(0, 200))
+      d += `${i.id}:${i.ended_at ?? ''};`;
     return d;
   };
   const subscribeIncidents = async () => {

@@ -6,6 +6,7 @@
 // generation, the site's last sync and last change, its WordPress version); `reconcile` re-matches only the sites whose stamp moved
 // (after a sync, after a feed import) and stores them in 'vulnerability-matches' blobs (one per 250 sites), so that a
 // restart re-matches nothing and the events fire once per change, whichever process notices it first.
+import { unscoped } from '../../core/scope.js';
 import { open } from 'node:fs/promises';
 import { readdirSync, statSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -664,7 +665,8 @@ export class VulnerabilityService {
     if (this.aggregate && this.aggregate.sites === sitesV && this.aggregate.gen === gen) return this.aggregate.byKey;
     const byKey = new Map<string, Array<{ site: SiteRecord; hit: Hit }>>();
     for (const [id, m] of this.mem) {
-      const site = this.sites.get(id);
+      // The fleet's aggregate, kept for every caller: built outside the caller's scope, cut to it in list().
+      const site = unscoped(() => this.sites.get(id));
       if (!site) continue;
       for (const hit of m.hits) {
         const l = byKey.get(hit.key);
@@ -724,7 +726,7 @@ export class VulnerabilityService {
       if (!m) continue;
       if (m.informational && !q.include_informational) continue;
       if (q.severity && (m.score === null || SEVERITY_RANK[severityFromScore(m.score)] < SEVERITY_RANK[q.severity])) continue;
-      let installs = all;
+      let installs = all.filter((i) => this.sites.access.seesSite(i.site.id));
       if (site) installs = installs.filter((i) => i.site.id === site.id);
       if (q.slug) installs = installs.filter((i) => i.hit.slug === q.slug || i.hit.ref === q.slug);
       if (q.fixable !== undefined) installs = installs.filter((i) => (i.hit.fixed_in !== null) === q.fixable);

@@ -67,7 +67,7 @@ const keyFields = (a: RestArgs) => {
   return {
     ...(name !== undefined && name !== '' ? { name } : {}),
     ...(permissions ? { permissions } : {}),
-    ...pick(a, 'admin', 'expires_at'),
+    ...pick(a, 'admin', 'expires_at', 'scope'),
   };
 };
 
