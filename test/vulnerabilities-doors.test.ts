@@ -98,6 +98,11 @@ describe('vulnerabilities through every door (simulator seed 1)', () => {
 
   it('REST filters, refuses a bad filter, and the fix previews per site', async () => {
     await f.s.services.vulnerabilities.importFile(join(FIX, 'wordfence-production.json'), 'wordfence');
+    // The fleet's security view counts them on the abilities door and MCP alike.
+    const door = await f.s.ability('get-security-issues-v1', {}, { method: 'GET' });
+    const tool = await mcp.call('get-security-issues-v1', {});
+    expect(door.body.vulnerabilities.by_severity.critical).toBe(2);
+    expect(tool.body.vulnerabilities).toEqual(door.body.vulnerabilities);
     const high = await f.s.rest('/vulnerabilities?severity=critical');
     expect((high.body.data as Array<{ id: string; aliases: string[] }>).map(refOf).sort()).toEqual(['WF-12', 'WF-17']);
     const bad = await f.s.rest('/vulnerabilities?severity=huge');

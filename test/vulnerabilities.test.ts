@@ -467,7 +467,7 @@ describe('read-only views (no job runner: only the calls below match)', () => {
       const before = stored();
       await services.children.apply(await services.children.fetchSync(services.sites.get(site.id)!));
       expect((await services.vulnerabilities.ofSite(site.id, false)).items).toHaveLength(3);
-      await services.vulnerabilities.list({ include_informational: false, page: 1, per_page: 20 });
+      await services.vulnerabilities.list({ include_informational: false, installs_per_record: 10, page: 1, per_page: 20 });
       expect(stored()).toBe(before);
       await services.vulnerabilities.reconcile();
       expect(stored()).not.toBe(before);

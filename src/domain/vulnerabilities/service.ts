@@ -86,6 +86,14 @@ export interface VulnSettingsView {
   vulnerability_feed_url: string | null;
 }
 
+export interface SeverityCounts {
+  /** Distinct records matched, and how many of them per severity (from the CVSS score; unscored: none given). */
+  vulnerabilities: number;
+  sites: number;
+  installs: number;
+  by_severity: Record<Severity | 'unscored', number>;
+}
+
 interface ViewRow {
   key: string;
   score: number;
@@ -827,6 +835,33 @@ export class VulnerabilityService {
       if (hits.length) out.set(id, hits);
     }
     return out;
+  }
+
+  /**
+   * The fleet's known vulnerabilities (informational ones not counted) for its security view: records by severity,
+   * vulnerable installs and sites. Read-only: matches in memory only, nothing stored or sent.
+   */
+  async severityCounts(): Promise<SeverityCounts> {
+    await this.reconcile(false);
+    const meta = this.metaOf();
+    const by: SeverityCounts['by_severity'] = { critical: 0, high: 0, medium: 0, low: 0, none: 0, unscored: 0 };
+    const seen = new Set<string>();
+    let installs = 0;
+    let sites = 0;
+    for (const m of this.mem.values()) {
+      let vulnerable = false;
+      for (const h of m.hits) {
+        if (h.informational) continue;
+        vulnerable = true;
+        installs++;
+        if (seen.has(h.key)) continue;
+        seen.add(h.key);
+        const score = meta.get(h.key)?.score ?? null;
+        by[score === null ? 'unscored' : severityFromScore(score)]++;
+      }
+      if (vulnerable) sites++;
+    }
+    return { vulnerabilities: seen.size, sites, installs, by_severity: by };
   }
 
   /** Vulnerable installs and sites of the fleet (informational records not counted), for the overview counts. */
