@@ -8,6 +8,7 @@ import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
 import type { KeyPermission, UserRole } from './core/principal.js';
 import { buildMcpServer } from './mcp/server.js';
+import { buildRegistry } from './abilities/index.js';
 import { closeServices, openServices, type Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
@@ -83,7 +84,9 @@ On a fleet without any user it creates an administrator (and an API key when the
 
 Serves MCP over stdio. --output-schemas gives each tool its output schema (typed results; about twice the list). Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR | --database-url URL]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin]
+                            [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
+       sitefleet keys tools ID [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
        sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
 
@@ -311,9 +314,20 @@ async function keys(args: string[]): Promise<void> {
     name: { type: 'string' },
     permissions: { type: 'string' },
     admin: { type: 'boolean' },
+    'allow-tools': { type: 'string' },
+    'deny-tools': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   const [sub, arg] = positionals;
+  // Tool lists: comma-separated ability names; "" clears a list (keys tools). They only narrow the key's permissions.
+  const toolList = (v: string | undefined) =>
+    v === undefined
+      ? undefined
+      : v
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean);
+  const lists = { allow_tools: toolList(values['allow-tools']), deny_tools: toolList(values['deny-tools']) };
   if (values.help || !sub) return void console.log(HELP.keys);
   if ((sub === 'create' || sub === 'list') && arg !== undefined)
     throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
@@ -323,15 +337,27 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true });
-      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin });
+      buildRegistry(s);
+      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true, ...lists });
+      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin, ...lists });
       const kind = key.admin ? 'administrator API key' : 'API key';
       process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
         const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${k.created_at}\n`);
+        const tools = `${k.allow_tools?.length ? `\tallow:${k.allow_tools.join(',')}` : ''}${k.deny_tools?.length ? `\tdeny:${k.deny_tools.join(',')}` : ''}`;
+        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${k.created_at}${tools}\n`);
       }
+    } else if (sub === 'tools') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys tools needs a numeric key ID.');
+      if (lists.allow_tools === undefined && lists.deny_tools === undefined)
+        throw new UsageError('keys tools needs --allow-tools or --deny-tools ("" clears a list).');
+      buildRegistry(s);
+      const k = await s.auth.updateKey(id, lists);
+      await s.audit.cli('keys tools', { key_id: k.id, ...lists });
+      const show = (l: string[] | null | undefined) => (l?.length ? l.join(',') : '-');
+      process.stdout.write(`API key ${k.id} "${k.name}": allow ${show(k.allow_tools)}; deny ${show(k.deny_tools)}.\n`);
     } else if (sub === 'revoke') {
       const id = Number(arg);
       if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');

@@ -19,6 +19,11 @@ const ExpiresAt = z.iso
   .nullable()
   .describe('When the key stops working (ISO 8601 date-time, in the future); null: never.');
 const KeyId = z.number().int().min(1).describe('The API key ID.');
+/** At most this many names a list: more than there are tools, so a list of every tool fits. */
+const MAX_TOOL_LIST = 500;
+const ToolList = z.array(z.string().min(1).max(100)).max(MAX_TOOL_LIST).nullable();
+const AllowTools = ToolList.describe('Only these tools, e.g. ["list-sites-v1"]; null or []: all its permissions allow.');
+const DenyTools = ToolList.describe('Never these tools; null or []: none.');
 const Role = z.enum(['administrator', 'viewer']).describe('administrator: everything; viewer: read-only abilities.');
 const UserName = z.string().min(1).max(60).describe('The dashboard user name.');
 /** Up to 200 a page, as upstream's key list. */
@@ -33,6 +38,8 @@ export const ApiKey = z.object({
   active: z.boolean().describe('Neither revoked nor expired.'),
   revoked: z.boolean(),
   expires_at: z.string().nullable(),
+  allow_tools: z.array(z.string()).nullable().describe('Only these tools, on every door; null: every tool its permissions allow.'),
+  deny_tools: z.array(z.string()).nullable().describe('Never these tools, on every door; null: none.'),
   created_at: z.string(),
 });
 
@@ -52,6 +59,8 @@ const keyView = (auth: AuthService, k: KeyRecord): z.input<typeof ApiKey> => ({
   active: !auth.keyEnded(k),
   revoked: k.revoked,
   expires_at: k.expires_at ?? null,
+  allow_tools: k.allow_tools ?? null,
+  deny_tools: k.deny_tools ?? null,
   created_at: k.created_at,
 });
 const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({ id: u.id, name: u.name, role: u.role, created_at: u.created_at });
@@ -83,19 +92,26 @@ export const addApiKey = defineAbility({
   toolset: 'settings',
   description:
     'Create an API key. The token is in this answer only (only its hash is stored): keep it. Administrators only; ' +
-    'admin: true makes an administrator key.',
+    'admin: true makes an administrator key; allow_tools / deny_tools narrow it to some tools.',
   input: z
     .object({
       name: KeyName,
       permissions: Permissions.default('read'),
       admin: z.boolean().default(false),
       expires_at: ExpiresAt.optional(),
+      allow_tools: AllowTools.optional(),
+      deny_tools: DenyTools.optional(),
     })
     .strict(),
   output: z.object({ key: ApiKey, token: z.string().describe('Bearer token, shown once.') }),
   annotations: adminWrite,
   execute: async (i, ctx) => {
-    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, { admin: i.admin, expires_at: i.expires_at ?? null });
+    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, {
+      admin: i.admin,
+      expires_at: i.expires_at ?? null,
+      allow_tools: i.allow_tools,
+      deny_tools: i.deny_tools,
+    });
     return { key: keyView(ctx.auth, key), token };
   },
 });
@@ -106,7 +122,7 @@ export const updateApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change an API key's name, permissions, administrator flag or expiry; active: false revokes it (for good). " +
+    "Change an API key's name, permissions, administrator flag, expiry or tool lists; active: false revokes it (for good). " +
     'The next request with the key sees the change. Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
@@ -115,6 +131,8 @@ export const updateApiKey = defineAbility({
       permissions: Permissions.optional(),
       admin: z.boolean().optional(),
       expires_at: ExpiresAt.optional(),
+      allow_tools: AllowTools.optional(),
+      deny_tools: DenyTools.optional(),
       active: z.boolean().optional().describe('false revokes the key; a revoked key cannot be made active again.'),
     })
     .strict(),
@@ -232,7 +250,7 @@ export const teamAbilities = [
 const AuditEntry = z.object({
   id: z.number().int().describe('The place in the hash chain.'),
   at: z.string(),
-  who_kind: z.enum(['user', 'key', 'local', 'system']),
+  who_kind: z.enum(['user', 'key', 'oauth', 'local', 'system']),
   who_id: z.number().int().nullable(),
   who_name: z.string(),
   door: z.string(),

@@ -13,9 +13,33 @@ export interface CallOrigin {
 /** A principal as authenticated at one HTTP request also says where that request came from (`origin`). */
 export type Principal = (
   | { kind: 'user'; id: number; name: string; role: UserRole }
-  | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean }
+  | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean; tools?: ToolLists }
+  | {
+      /** An OAuth access token (MCP over HTTP only): its scopes give the permission level and, if named, the toolsets. */
+      kind: 'oauth';
+      /** "<client_id>:<sub>": the audit log's who and the MCP session's owner. */
+      name: string;
+      permissions: KeyPermission;
+      /** Toolsets the token's scopes name (sitefleet:toolset:NAME); null: none named, every toolset. */
+      toolsets: readonly string[] | null;
+    }
   | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean }
 ) & { origin?: CallOrigin };
+
+/**
+ * A key's own narrowing by tool (ability) name: `allow` (when set, only these) and `deny` (never these). Both only
+ * narrow what the key's permission level allows, on every door.
+ */
+export interface ToolLists {
+  allow: ReadonlySet<string> | null;
+  deny: ReadonlySet<string> | null;
+}
+
+/** The ability a permission check is about, when there is one: its name (per-key lists) and toolset (OAuth scopes). */
+export interface AbilityRef {
+  name: string;
+  toolset: string;
+}
 
 /** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
 export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
@@ -51,7 +75,12 @@ export function keyMethodError(method: string): ServiceError {
  * Throws 403 svc_permission_denied.
  */
 /** Why a principal may not run an ability (its annotations, called with `method`), or null when it may. The one rule. */
-export function refusal(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): ServiceError | null {
+export function refusal(
+  p: Principal,
+  ability: { readonly: boolean; admin?: boolean },
+  method: string,
+  which?: AbilityRef,
+): ServiceError | null {
   if (ability.admin && !isAdministrator(p)) {
     return new ServiceError('svc_permission_denied', 'Only administrators may do this.', 403);
   }
@@ -59,6 +88,26 @@ export function refusal(p: Principal, ability: { readonly: boolean; admin?: bool
     return new ServiceError('svc_permission_denied', 'You do not have permission to perform this action.', 403);
   }
   if (p.kind === 'key' && !keyAllowsMethod(p.permissions, method)) return keyMethodError(method);
+  if (p.kind === 'key' && p.tools && which) {
+    const { allow, deny } = p.tools;
+    if ((allow && !allow.has(which.name)) || deny?.has(which.name))
+      return new ServiceError('svc_permission_denied', `This API key may not use ${which.name} (the key's tool list leaves it out).`, 403, {
+        ability: which.name,
+      });
+  }
+  if (p.kind === 'oauth') {
+    if (!keyAllowsMethod(p.permissions, method))
+      return new ServiceError(
+        'svc_permission_denied',
+        `The access token's scopes do not allow this (${p.permissions === 'read' ? 'sitefleet:read only' : p.permissions}).`,
+        403,
+        { scope_needed: METHOD_WORD[method] === 'read' ? 'sitefleet:read' : 'sitefleet:write' },
+      );
+    if (p.toolsets && which && !p.toolsets.includes(which.toolset))
+      return new ServiceError('svc_permission_denied', `The access token's scopes do not include the ${which.toolset} toolset.`, 403, {
+        scope_needed: `sitefleet:toolset:${which.toolset}`,
+      });
+  }
   if (p.kind === 'local' && p.readOnly && !ability.readonly) {
     return new ServiceError('svc_permission_denied', 'This server runs in read-only mode.', 403);
   }
@@ -69,6 +118,8 @@ export function refusal(p: Principal, ability: { readonly: boolean; admin?: bool
 export function isAdministrator(p: Principal): boolean {
   if (p.kind === 'user') return p.role === 'administrator';
   if (p.kind === 'key') return p.admin === true;
+  // An access token is never an administrator's: managing keys and users stays with keys and the console.
+  if (p.kind === 'oauth') return false;
   return true;
 }
 
@@ -77,7 +128,7 @@ export function mayWrite(p: Principal): boolean {
   return refusal(p, { readonly: false }, 'POST') === null;
 }
 
-export function assertMayRun(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string): void {
-  const no = refusal(p, ability, method);
+export function assertMayRun(p: Principal, ability: { readonly: boolean; admin?: boolean }, method: string, which?: AbilityRef): void {
+  const no = refusal(p, ability, method, which);
   if (no) throw no;
 }

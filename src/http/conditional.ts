@@ -48,6 +48,7 @@ export function storeFingerprint(store: Store): string {
 export function principalKey(p: Principal): string {
   if (p.kind === 'key') return `k${p.id}:${p.permissions}${p.admin ? ':a' : ''}`;
   if (p.kind === 'user') return `u${p.id}:${p.role}`;
+  if (p.kind === 'oauth') return `o:${p.name}:${p.permissions}:${p.toolsets?.join(',') ?? '*'}`;
   return `l:${p.name}:${p.readOnly ? 'ro' : 'rw'}`;
 }
 

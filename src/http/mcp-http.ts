@@ -166,7 +166,7 @@ export function sessionChoice(req: Request): { toolsets?: Toolset[]; readOnly: b
 
 /** The caller as a read-only session runs: no write and no outgoing call whatever its key or role allows. */
 function readOnlyPrincipal(p: Principal): Principal {
-  if (p.kind === 'key') return p.permissions === 'read_write' ? { ...p, permissions: 'read' } : p;
+  if (p.kind === 'key' || p.kind === 'oauth') return p.permissions === 'read_write' ? { ...p, permissions: 'read' } : p;
   if (p.kind === 'user') return { ...p, role: 'viewer' };
   return { ...p, readOnly: true };
 }

@@ -68,13 +68,24 @@ const keyFields = (a: RestArgs) => {
     ...(name !== undefined && name !== '' ? { name } : {}),
     ...(permissions ? { permissions } : {}),
     ...pick(a, 'admin', 'expires_at'),
+    ...toolLists(a),
   };
 };
+
+/** allow_tools / deny_tools: a comma list or an array of tool names; null or "" clears the list. */
+const toolLists = (a: RestArgs) =>
+  Object.fromEntries(
+    (['allow_tools', 'deny_tools'] as const)
+      .filter((k) => a.args[k] !== undefined)
+      .map((k) => [k, a.args[k] === null || a.args[k] === '' ? null : list(a.args[k])!.map((n) => String(n).trim())]),
+  );
 
 const keyArgs = {
   description: z.string().optional().describe('The key name.'),
   permissions: ListArg(z.string(), 'read, write, delete (comma list).'),
   active: Flag('A new key is active (false is refused); on edit, false revokes the key.'),
+  allow_tools: ListArg(z.string(), 'Only these tools (ability names, comma list), on every door; "" clears the list.'),
+  deny_tools: ListArg(z.string(), 'Never these tools (ability names, comma list), on every door; "" clears the list.'),
 };
 
 const keysList = route(READ, '/rest-api/keys', listApiKeys, {
