@@ -37,6 +37,8 @@ const SERVE_OPTIONS = {
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
   'package-source': { type: 'string' },
+  'oauth-issuer': { type: 'string' },
+  'oauth-audience': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -66,6 +68,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
                        [--package-source URL] [--database-url postgres://user:pass@host/db]
+                       [--oauth-issuer URL] [--oauth-audience URL]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -78,6 +81,9 @@ Uptime monitors check every connected site on their interval (settings: update-m
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
 --package-source (SITEFLEET_PACKAGE_SOURCE) is the plugin and theme directory installs and searches use
 (default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
+--oauth-issuer (SITEFLEET_OAUTH_ISSUER) lets /mcp take OAuth access tokens (JWT) from that authorization server
+beside API keys, and serves /.well-known/oauth-protected-resource; --oauth-audience (SITEFLEET_OAUTH_AUDIENCE) is the
+audience tokens must name (default: this server's /mcp URL, SITEFLEET_PUBLIC_URL's behind a proxy).
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
                      [--output-schemas] [--allow-private-sites] [--package-source URL]
@@ -229,6 +235,8 @@ async function serve(args: string[]): Promise<void> {
     monitorIntervalS: values['monitor-interval'],
     packageSource: values['package-source'],
     trustProxy: values['trust-proxy'],
+    oauthIssuer: values['oauth-issuer'],
+    oauthAudience: values['oauth-audience'],
   });
   const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {
