@@ -109,20 +109,20 @@ describe('editing the lists', () => {
     }
   });
 
-  it('refuses a name that is no tool, naming it, and changes nothing', async () => {
-    const made = await s.ability(
-      'add-api-key-v1',
-      { name: 'typo', allow_tools: ['list-sites-v1', 'list-site-v1'] },
-      { auth: bearer(adminToken) },
-    );
-    expect(made).toMatchObject({ status: 400, body: { code: 'svc_invalid_input', message: expect.stringContaining('"list-site-v1"') } });
-    expect(s.services.auth.listKeys().map((k) => k.name)).not.toContain('typo');
-    const ok = await s.ability('add-api-key-v1', { name: 'listed', allow_tools: ['list-sites-v1'] }, { auth: bearer(adminToken) });
-    expect(ok).toMatchObject({ status: 200, body: { key: { allow_tools: ['list-sites-v1'], deny_tools: null } } });
-    const id = ok.body.key.id as number;
-    const bad = await s.ability('update-api-key-v1', { key_id: id, deny_tools: ['nothing-v1'] }, { auth: bearer(adminToken) });
-    expect(bad.status).toBe(400);
-    expect(s.services.auth.getKey(id).deny_tools).toBeNull();
+  it('refuses a name that is no tool, naming it, and a list past 500 names, and changes nothing', async () => {
+    const admin = { auth: bearer(adminToken) };
+    const made = await s.ability('add-api-key-v1', { name: 'listed' }, admin);
+    const id = made.body.key.id as number;
+    expect(made.body.key).toMatchObject({ allow_tools: null, deny_tools: null });
+    const typo = await s.ability('update-api-key-v1', { key_id: id, allow_tools: ['list-sites-v1', 'list-site-v1'] }, admin);
+    expect(typo).toMatchObject({ status: 400, body: { code: 'svc_invalid_input', message: expect.stringContaining('"list-site-v1"') } });
+    expect(s.services.auth.getKey(id).allow_tools).toBeNull();
+    const long = await s.ability('update-api-key-v1', { key_id: id, deny_tools: Array(501).fill('list-sites-v1') }, admin);
+    expect(long.status).toBe(400);
+    const most = await s.ability('update-api-key-v1', { key_id: id, deny_tools: Array(500).fill('list-sites-v1') }, admin);
+    expect(most).toMatchObject({ status: 200, body: { deny_tools: ['list-sites-v1'] } });
+    const ok = await s.ability('update-api-key-v1', { key_id: id, allow_tools: ['svc/list-sites-v1'], deny_tools: [] }, admin);
+    expect(ok).toMatchObject({ status: 200, body: { allow_tools: ['list-sites-v1'], deny_tools: null } });
   });
 
   it('sets them from the command line (keys create, keys tools) and lists them', async () => {

@@ -8,7 +8,9 @@ import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SignJWT, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLOCK_TOLERANCE_S } from '../src/domain/oauth.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CLOCK_TOLERANCE_S, MAX_TOKEN_CHARS, OAUTH_FETCH_MAX_BYTES } from '../src/domain/oauth.js';
 import { MCP_HEADERS, MCP_INITIALIZE } from './support/fixtures.js';
 import { machineToken, startAuthServer, TestOAuthClient, type AuthServer } from './support/oidc.js';
 import { startServer, type TestServer } from './support/server.js';
@@ -255,5 +257,53 @@ describe('scopes', () => {
     expect(r.status).toBe(403);
     expect(r.challenge).toContain('error="insufficient_scope"');
     expect(r.challenge).toContain('scope="sitefleet:read"');
+  });
+});
+
+describe('bounds and a misbehaving authorization server', () => {
+  it('refuses a token longer than 8 KB before reading it', async () => {
+    const r = await initializeWith(s.url, 'x'.repeat(MAX_TOKEN_CHARS + 1));
+    expect(r.status).toBe(401);
+    expect(r.challenge).toContain('longer than 8192 characters');
+    expect((await initializeWith(s.url, 'x'.repeat(MAX_TOKEN_CHARS))).challenge).toContain('not a signed JWT');
+  });
+
+  it('refuses tokens when the key set is over 256 KB, or the metadata names another issuer', async () => {
+    let jwksBytes = 0;
+    let issuerNamed = '';
+    const fake = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/.well-known/oauth-authorization-server')
+        return res.end(JSON.stringify({ issuer: issuerNamed, jwks_uri: `${issuer}/jwks` }));
+      if (req.url === '/jwks') return res.end(JSON.stringify({ keys: [], pad: 'p'.repeat(jwksBytes) }));
+      res.statusCode = 404;
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+    const rs = await startServer({ config: { oauthIssuer: issuer } });
+    try {
+      const { privateKey } = await generateKeyPair('ES256');
+      const token = await new SignJWT({ scope: 'sitefleet:read' })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+        .setIssuer(issuer)
+        .setAudience(`${rs.url}/mcp`)
+        .setSubject('bob')
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      issuerNamed = 'https://someone-else.example';
+      expect((await initializeWith(rs.url, token)).challenge).toContain('names issuer https://someone-else.example');
+      // A failure is not cached: the next token finds the fixed metadata.
+      issuerNamed = issuer;
+      jwksBytes = OAUTH_FETCH_MAX_BYTES + 1;
+      const big = await initializeWith(rs.url, token);
+      expect(big.status).toBe(401);
+      expect(big.challenge).toContain(`more than ${OAUTH_FETCH_MAX_BYTES} bytes`);
+    } finally {
+      await rs.close();
+      fake.closeAllConnections();
+      await new Promise<void>((resolve) => fake.close(() => resolve()));
+    }
   });
 });

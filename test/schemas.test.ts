@@ -31,8 +31,9 @@ describe('the MCP tools/list an assistant pays for on every conversation', () =>
   // with output schemas, 838 without them and with compact input schemas, 594 with tight descriptions). Raised to 620
   // when five families came at once (installs, health and history, policies, notifications, vulnerabilities, team
   // and audit: 153 tools): their inputs are richer than the average; a client that wants fewer bytes names its
-  // toolsets (--toolsets, X-MCP-Toolsets).
-  const BUDGET = 620;
+  // toolsets (--toolsets, X-MCP-Toolsets). Raised to 621 for update-api-key-v1's allow_tools / deny_tools (issue 33):
+  // two short fields, ~200 bytes, where the list was 96 bytes under the budget.
+  const BUDGET = 621;
 
   it(`stays within ${BUDGET} bytes a tool on average`, async () => {
     const { toolsListBytes, toolsList } = await import('../src/tools/write-docs.js');

@@ -21,9 +21,11 @@ const ExpiresAt = z.iso
 const KeyId = z.number().int().min(1).describe('The API key ID.');
 /** At most this many names a list: more than there are tools, so a list of every tool fits. */
 const MAX_TOOL_LIST = 500;
-const ToolList = z.array(z.string().min(1).max(100)).max(MAX_TOOL_LIST).nullable();
-const AllowTools = ToolList.describe('Only these tools, e.g. ["list-sites-v1"]; null or []: all its permissions allow.');
-const DenyTools = ToolList.describe('Never these tools; null or []: none.');
+// Names are checked against the registry's by the domain (an unknown one is a 400 naming it). Short descriptions:
+// every byte here is in the tools/list an assistant pays for.
+const ToolList = z.array(z.string().min(1).max(100)).max(MAX_TOOL_LIST);
+const AllowTools = ToolList.describe('Only these tools; [] clears.');
+const DenyTools = ToolList.describe('Never these tools; [] clears.');
 const Role = z.enum(['administrator', 'viewer']).describe('administrator: everything; viewer: read-only abilities.');
 const UserName = z.string().min(1).max(60).describe('The dashboard user name.');
 /** Up to 200 a page, as upstream's key list. */
@@ -92,26 +94,19 @@ export const addApiKey = defineAbility({
   toolset: 'settings',
   description:
     'Create an API key. The token is in this answer only (only its hash is stored): keep it. Administrators only; ' +
-    'admin: true makes an administrator key; allow_tools / deny_tools narrow it to some tools.',
+    'admin: true makes an administrator key.',
   input: z
     .object({
       name: KeyName,
       permissions: Permissions.default('read'),
       admin: z.boolean().default(false),
       expires_at: ExpiresAt.optional(),
-      allow_tools: AllowTools.optional(),
-      deny_tools: DenyTools.optional(),
     })
     .strict(),
   output: z.object({ key: ApiKey, token: z.string().describe('Bearer token, shown once.') }),
   annotations: adminWrite,
   execute: async (i, ctx) => {
-    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, {
-      admin: i.admin,
-      expires_at: i.expires_at ?? null,
-      allow_tools: i.allow_tools,
-      deny_tools: i.deny_tools,
-    });
+    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, { admin: i.admin, expires_at: i.expires_at ?? null });
     return { key: keyView(ctx.auth, key), token };
   },
 });
@@ -122,7 +117,7 @@ export const updateApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change an API key's name, permissions, administrator flag, expiry or tool lists; active: false revokes it (for good). " +
+    "Change an API key's name, permissions, administrator flag or expiry; active: false revokes it (for good). " +
     'The next request with the key sees the change. Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
