@@ -1,5 +1,5 @@
 // The console's shell: login, navigation and the hash router (#/, #/sites/12, #/sites/new, #/jobs/<id>, #/tags,
-// #/clients, #/updates). Each page is a module whose render(main, params) may return a cleanup function.
+// #/clients, #/updates, #/vulnerabilities, …). Each page is a module whose render(main, params) may return a cleanup function.
 import { current, has, loadSession, login, logout, may } from './api.js';
 import { clear, errorText, field, h, notice } from './dom.js';
 import * as overview from './pages/overview.js';
@@ -14,6 +14,7 @@ import * as install from './pages/install.js';
 import * as policies from './pages/policies.js';
 import * as notifications from './pages/notifications.js';
 import * as reports from './pages/reports.js';
+import * as vulnerabilities from './pages/vulnerabilities.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -34,6 +35,7 @@ const ROUTES = [
   [/^\/policies$/, policies, 'Update policies'],
   [/^\/notifications$/, notifications, 'Notifications'],
   [/^\/reports$/, reports, 'Client reports'],
+  [/^\/vulnerabilities$/, vulnerabilities, 'Vulnerabilities'],
 ];
 
 function parseHash() {
@@ -61,6 +63,7 @@ function drawChrome() {
   if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
   if (has('list-notification-channels-v1')) links.push(['#/notifications', 'Notifications']);
   if (has('list-client-reports-v1')) links.push(['#/reports', 'Reports']);
+  if (has('list-vulnerabilities-v1')) links.push(['#/vulnerabilities', 'Vulnerabilities']);
   const { path } = parseHash();
   clear(
     nav,
