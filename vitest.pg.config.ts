@@ -38,6 +38,7 @@ export default defineConfig({
       'test/monitor-outages.test.ts',
       'test/console.test.ts',
       'test/console-sessions.test.ts',
+      'test/admin-login-processes.test.ts',
       'test/openapi.test.ts',
       'test/openapi-client.test.ts',
       'test/vulnerabilities.test.ts',

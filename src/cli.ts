@@ -9,6 +9,8 @@ import { loadConfig, type Config } from './config.js';
 import { USER_ROLES, type KeyPermission, type UserRole } from './core/principal.js';
 import { normalScope, type Scope } from './core/scope.js';
 import { buildMcpServer } from './mcp/server.js';
+import { startRelay } from './mcp/relay.js';
+import { wpBoolean } from './core/input.js';
 import { closeServices, openServices, type Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
@@ -81,9 +83,13 @@ Uptime monitors check every connected site on their interval (settings: update-m
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
                      [--output-schemas] [--allow-private-sites] [--package-source URL]
+       sitefleet mcp --server https://fleet.example/mcp [--toolsets sites,tags,...] [--read-only] [--output-schemas]
 
 Serves MCP over stdio. --output-schemas gives each tool its output schema (typed results; about twice the list). Safe to run beside "sitefleet serve" on the same data dir, or on the same database with
---database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.`,
+--database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.
+--server (SITEFLEET_SERVER_URL) relays stdio to a remote sitefleet's /mcp instead of opening a fleet here; its API
+key is read from SITEFLEET_API_KEY (never a flag: argv is visible to every user of the machine).
+Environment: SITEFLEET_MCP_TOOLSETS and SITEFLEET_MCP_READ_ONLY (true/false) stand in for the two flags.`,
   keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [SCOPE] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
        sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
@@ -267,6 +273,7 @@ async function serve(args: string[]): Promise<void> {
 async function mcp(args: string[]): Promise<void> {
   const { values } = parse(args, {
     ...DATA_DIR,
+    server: { type: 'string' },
     toolsets: { type: 'string' },
     'read-only': { type: 'boolean' },
     'output-schemas': { type: 'boolean' },
@@ -275,12 +282,21 @@ async function mcp(args: string[]): Promise<void> {
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) return void console.log(HELP.mcp);
-  const toolsets = values.toolsets
+  const env = process.env;
+  const toolsets = (values.toolsets ?? (env.SITEFLEET_MCP_TOOLSETS || undefined))
     ?.split(',')
     .map((t) => t.trim())
     .filter(Boolean);
   const bad = toolsets?.find((t) => !TOOLSETS.includes(t as Toolset));
   if (bad) throw new UsageError(`Unknown toolset "${bad}". Toolsets: ${TOOLSETS.join(', ')}.`);
+  let readOnly = values['read-only'] === true;
+  if (!readOnly && (env.SITEFLEET_MCP_READ_ONLY ?? '') !== '') {
+    const flag = wpBoolean(env.SITEFLEET_MCP_READ_ONLY);
+    if (flag === undefined) throw new UsageError(`SITEFLEET_MCP_READ_ONLY must be true or false (got "${env.SITEFLEET_MCP_READ_ONLY}").`);
+    readOnly = flag;
+  }
+  const server = values.server ?? (env.SITEFLEET_SERVER_URL || undefined);
+  if (server !== undefined) return relay(server, values, toolsets, readOnly);
   const { services, registry, close } = await boot(
     loadConfig({
       dataDir: values['data-dir'],
@@ -289,8 +305,7 @@ async function mcp(args: string[]): Promise<void> {
       packageSource: values['package-source'],
     }),
   );
-  const readOnly = values['read-only'] === true;
-  const server = buildMcpServer(
+  const mcpServer = buildMcpServer(
     registry,
     { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly, outputSchemas: values['output-schemas'] === true },
     services,
@@ -299,7 +314,7 @@ async function mcp(args: string[]): Promise<void> {
   transport.onclose = () => {
     void close().then(() => process.exit(0));
   };
-  await server.connect(transport);
+  await mcpServer.connect(transport);
   // As the HTTP doors do per request: a message sees every write acknowledged (by any process) before it arrived.
   // In order: each message waits for a check that started after it (store.sync coalesces them).
   const deliver = transport.onmessage;
@@ -330,6 +345,41 @@ const scopeText = (sc: Scope | null | undefined) => {
   const n = normalScope(sc);
   return n ? `clients:${n.clients.join(',')} tags:${n.tags.join(',')} sites:${n.sites.join(',')}` : 'whole fleet';
 };
+
+/** `sitefleet mcp --server URL`: stdio relayed to a remote sitefleet (src/mcp/relay.ts). */
+async function relay(
+  server: string,
+  values: {
+    'data-dir'?: string;
+    'database-url'?: string;
+    'allow-private-sites'?: boolean;
+    'package-source'?: string;
+    'output-schemas'?: boolean;
+  },
+  toolsets: string[] | undefined,
+  readOnly: boolean,
+): Promise<void> {
+  const local = (['data-dir', 'database-url', 'allow-private-sites', 'package-source'] as const).find((f) => values[f] !== undefined);
+  if (local) throw new UsageError(`--${local} is for a fleet opened here; with --server the remote sitefleet has its own.`);
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new UsageError(`--server must be the URL of a sitefleet's /mcp endpoint (got "${server}").`);
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.hash)
+    throw new UsageError(
+      `--server must be an http:// or https:// URL without credentials or fragment (got "${server}"); the key goes in SITEFLEET_API_KEY.`,
+    );
+  const key = process.env.SITEFLEET_API_KEY ?? '';
+  if (key === '') throw new UsageError('--server needs the API key in the environment variable SITEFLEET_API_KEY.');
+  const headers: Record<string, string> = {};
+  if (toolsets) headers['X-MCP-Toolsets'] = toolsets.join(',');
+  if (readOnly) headers['X-MCP-Readonly'] = 'true';
+  if (values['output-schemas'] === true) headers['X-MCP-Output-Schemas'] = 'true';
+  await startRelay({ url, key, headers }, () => process.exit(0));
+  log('info', 'mcp stdio relay ready', { server: url.origin + url.pathname });
+}
 
 async function keys(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, {

@@ -17,6 +17,8 @@ interface ConfigFields {
   childConcurrency: number;
   /** Longest a child call may take, reply included; a slower child is a per-site timeout error. */
   childTimeoutMs: number;
+  /** Longest a child call that installs or updates a package may take (installs, update applies); at least childTimeoutMs. */
+  childPackageTimeoutMs: number;
   /** Let add-site reach loopback and private addresses (tests, the demo, a lab). */
   allowPrivateSites: boolean;
   /** Batches over this many sites become background jobs. */
@@ -78,6 +80,12 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
     childTimeoutMs: int('child timeout', pick('childTimeoutMs', 'SITEFLEET_CHILD_TIMEOUT_MS', '30000'), 100, 3_600_000),
+    childPackageTimeoutMs: int(
+      'child package timeout',
+      pick('childPackageTimeoutMs', 'SITEFLEET_CHILD_PACKAGE_TIMEOUT_MS', '900000'),
+      100,
+      4 * 3_600_000,
+    ),
     allowPrivateSites: flags.allowPrivateSites === true || env.SITEFLEET_ALLOW_PRIVATE_SITES === '1',
     trustProxy: trustProxy(pick('trustProxy', 'SITEFLEET_TRUST_PROXY', '')),
     queueThreshold: int('queue threshold', pick('queueThreshold', 'SITEFLEET_QUEUE_THRESHOLD', '200'), 1, 1_000_000),

@@ -20,7 +20,8 @@ const FUZZED = allAbilities.filter((a) => a.name !== 'add-site-v1');
 let s: TestServer;
 let mcp: Client;
 beforeAll(async () => {
-  s = await startServer({ config: { loginFailureLimit: '100000' } as never });
+  // The package source (directory search, installs) is unreachable loopback too: fuzzing never dials the real directory.
+  s = await startServer({ config: { loginFailureLimit: '100000', packageSource: 'http://127.0.0.1:9/' } as never });
   // Sites that are not reachable: remote abilities fail per site instead of dialling out.
   await seedSites(s.services, 3, (i) => ({ url: `http://127.0.0.1:9/fuzz${i}/` }));
   const [a, b] = InMemoryTransport.createLinkedPair();
@@ -65,11 +66,14 @@ function inputFor(name: string): fc.Arbitrary<unknown> {
 }
 
 function checkError(status: number, body: unknown): void {
-  // The fuzzed sites cannot be reached on purpose: a single-site call to one (reconnect) is a 502/504 that names the
-  // child failure. Nothing else may be 5xx. (Which calls get that far depends on what earlier random calls did to the
+  // The fuzzed sites and package source cannot be reached on purpose: a single-site call to one (reconnect), or a
+  // directory search, is a 502/504 that names the failure. Nothing else may be 5xx. (Which calls get that far depends on what earlier random calls did to the
   // sites, e.g. whether one is suspended, so this was hit by chance.)
   const code = (body as { code?: unknown } | null)?.code;
-  const childFailure = (status === 502 || status === 504) && typeof code === 'string' && /^svc_(child_|reconnect_failed$)/.test(code);
+  const childFailure =
+    (status === 502 || status === 504) &&
+    typeof code === 'string' &&
+    /^svc_(child_|reconnect_failed$|package_source_unavailable$)/.test(code);
   // Upstream routes sitefleet does not support answer 501 svc_not_supported, saying why (issue 21).
   const notSupported = status === 501 && code === 'svc_not_supported';
   if (!childFailure && !notSupported) expect(status).toBeLessThan(500);

@@ -418,7 +418,7 @@ describe('run-updates-v1 and update-all-v1 over several sites', () => {
     const k = siteWith((p) => p.plugins.length > 0);
     const id = sites[k - 1]!.id;
     const slug = simPending(k).plugins[0]!;
-    const g = await startFleet({ sim: { sites: 1, seed: 99 }, config: { childTimeoutMs: '1500' } });
+    const g = await startFleet({ sim: { sites: 1, seed: 99 }, config: { childTimeoutMs: '1500', childPackageTimeoutMs: '1500' } });
     try {
       const [s1] = await registerSites(g);
       const gslug = g.sim.state(1).plugins.find((p) => p.updateVersion)?.slug;

@@ -26,9 +26,9 @@ export const getAdminLoginUrl = defineAbility({
   }),
   // Not read-only: it hands out a login to the site, so only callers who may change the site get one.
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false, siteAction: true },
-  execute: (i, ctx) => {
+  execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    return { site_id: site.id, site_url: site.url, ...ctx.adminLogins.issue(site, ctx.principal) };
+    return { site_id: site.id, site_url: site.url, ...(await ctx.adminLogins.issue(site, ctx.principal)) };
   },
 });
 

@@ -6,7 +6,7 @@ import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import type { Principal } from '../core/principal.js';
-import { DEFAULT_RATE_PER_MINUTE, MAX_RECIPIENTS } from '../domain/notifications/service.js';
+import { DEFAULT_RATE_PER_MINUTE, MAX_RECIPIENTS, TLS_DAYS, TLS_DAYS_MAX } from '../domain/notifications/service.js';
 import {
   CHANNEL_TYPES,
   NOTIFICATION_EVENTS,
@@ -239,14 +239,16 @@ const Rule = z.object({
   recipients: z.array(z.string()),
   mode: z.enum(['immediate', 'hourly', 'daily']),
   quiet_hours: z.object({ from: z.string(), to: z.string(), time_zone: z.string() }).nullable(),
+  tls_days: Int,
   created_at: z.string(),
 });
-const ruleView = (r: RuleRecord): z.input<typeof Rule> => r;
+const ruleView = (r: RuleRecord): z.input<typeof Rule> => ({ ...r, tls_days: r.tls_days ?? TLS_DAYS });
+const TlsDaysShape = Int.min(1).max(TLS_DAYS_MAX);
 const Events = z.array(z.enum(NOTIFICATION_EVENTS)).min(1).max(NOTIFICATION_EVENTS.length);
 const ModeShape = z.enum(['immediate', 'hourly', 'daily']);
 const Mode = ModeShape.describe('immediate, or one digest per hour / day (windows close on the UTC hour / midnight).');
 const RuleErrors =
-  'Errors: 404 svc_channel_not_found, svc_tag_not_found, svc_client_not_found, svc_site_not_found; 400 svc_invalid_sites, svc_invalid_recipients, svc_invalid_quiet_hours.';
+  'Errors: 404 svc_channel_not_found, svc_tag_not_found, svc_client_not_found, svc_site_not_found; 400 svc_invalid_sites, svc_invalid_recipients, svc_invalid_quiet_hours, svc_invalid_tls_days.';
 
 export const listNotificationRules = defineAbility({
   ...base,
@@ -266,7 +268,7 @@ export const addNotificationRule = defineAbility({
   ...base,
   name: 'add-notification-rule-v1',
   label: 'Add notification rule',
-  description: `Send events (site.down, site.up, site.sync_failed, …) of some or all sites to a channel. The same happening reaches one place once, however many rules match. ${RuleErrors}`,
+  description: `Send events of some or all sites to a channel (tls.expiring: within tls_days, default ${TLS_DAYS}). The same happening reaches one place once, however many rules match. ${RuleErrors}`,
   input: z
     .object({
       name: z.string().min(1).max(100),
@@ -277,6 +279,7 @@ export const addNotificationRule = defineAbility({
       recipients: Recipients.optional().describe("email: these instead of the channel's."),
       mode: Mode.default('immediate'),
       quiet_hours: QuietHours.nullable().optional(),
+      tls_days: TlsDaysShape.optional(),
     })
     .strict(),
   output: Rule,
@@ -300,6 +303,7 @@ export const updateNotificationRule = defineAbility({
       recipients: Recipients.optional(),
       mode: ModeShape.optional(),
       quiet_hours: QuietHoursShape.nullable().optional(),
+      tls_days: TlsDaysShape.optional(),
     })
     .strict(),
   output: Rule,

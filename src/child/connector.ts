@@ -61,6 +61,11 @@ export interface ConnectorOptions {
   connectTimeoutMs?: number;
   /** Total time for one call, fallback included (default 30 s). */
   timeoutMs?: number;
+  /**
+   * Total time for a call that installs or applies a package (PACKAGE_FUNCTIONS: the child downloads and unpacks it
+   * while the request is held open): default 15 min, the protocol reference's figure; never shorter than `timeoutMs`.
+   */
+  packageTimeoutMs?: number;
   maxReplyBytes?: number;
   /** Reach loopback and private addresses too (default false: an SSRF guard; tests and the demo need it). */
   allowPrivateAddresses?: boolean;
@@ -163,6 +168,14 @@ function requireSlugs(slugs: readonly string[]): void {
     throw new RangeError('slugs must be non-empty and contain no "||"');
 }
 
+/** Child functions that download and install a package (or WordPress itself) inside the call: they get packageTimeoutMs. */
+export const PACKAGE_FUNCTIONS: ReadonlySet<string> = new Set([
+  'installplugintheme',
+  'upgradeplugintheme',
+  'upgradetranslation',
+  'upgrade',
+]);
+
 const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
 /** Changes-log events asked for per sync: a site with more catches up over the next syncs. */
@@ -172,10 +185,12 @@ export class ChildConnector {
   private readonly transport: Transport;
   private readonly serverUrl: string;
   private readonly timeoutMs: number;
+  private readonly packageTimeoutMs: number;
 
   constructor(options: ConnectorOptions) {
     this.serverUrl = options.serverUrl;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.packageTimeoutMs = Math.max(this.timeoutMs, options.packageTimeoutMs ?? 15 * 60_000);
     this.transport = new Transport({
       allowPrivateAddresses: options.allowPrivateAddresses ?? false,
       concurrency: options.concurrency ?? 32,
@@ -197,17 +212,18 @@ export class ChildConnector {
     // Signed before taking a slot: the RSA work runs on the libuv pool while the slots carry network calls only.
     if (signer) Object.assign(form, await this.signature(String(form.function), signer));
     const body = encodeForm(form);
+    const timeoutMs = PACKAGE_FUNCTIONS.has(String(form.function)) ? this.packageTimeoutMs : this.timeoutMs;
     return this.transport.inSlot(async () => {
-      const deadline = Date.now() + this.timeoutMs;
+      const deadline = Date.now() + timeoutMs;
       const [primary, fallback] = endpoints(target.url);
       try {
-        return openReply(await this.transport.post(primary, body, target, deadline));
+        return openReply(await this.transport.post(primary, body, target, deadline, true, timeoutMs));
       } catch (first) {
         const retry =
           first instanceof ChildError && !(first instanceof ReplyInterrupted) && (first.kind === 'transport' || first.kind === 'no_marker');
         if (!retry || fallback === primary || Date.now() >= deadline) throw first;
         try {
-          return openReply(await this.transport.post(fallback, body, target, deadline));
+          return openReply(await this.transport.post(fallback, body, target, deadline, true, timeoutMs));
         } catch (second) {
           const unreached = second instanceof ChildError && ['transport', 'no_marker', 'timeout'].includes(second.kind);
           throw unreached ? first : second;

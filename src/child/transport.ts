@@ -126,17 +126,35 @@ export class Transport {
    * while streaming, so a hostile reply never sits in memory). `deadline` (epoch ms) bounds the whole call, fallback
    * included. Redirects are not followed. With `keepBody` false the body is discarded (reachability probe).
    */
-  async post(url: string, body: string, target: HttpTarget, deadline: number, keepBody = true): Promise<HttpReply> {
+  async post(
+    url: string,
+    body: string,
+    target: HttpTarget,
+    deadline: number,
+    keepBody = true,
+    timeoutMs = this.options.timeoutMs,
+  ): Promise<HttpReply> {
     const { maxReplyBytes } = this.options;
+    // `timeoutMs` is the call's bound, for the message: a package call's is longer than the agent's default.
+    const bounds = { ...this.options, timeoutMs };
     const remaining = deadline - Date.now();
-    if (remaining <= 0) throw transportFailure(null, null, this.options);
+    if (remaining <= 0) throw transportFailure(null, null, bounds);
     const signal = AbortSignal.timeout(remaining);
     let res: Awaited<ReturnType<typeof request>>;
     try {
       if (!this.options.allowPrivateAddresses) assertAllowedHost(new URL(url).hostname);
-      res = await request(url, { method: 'POST', body, headers: this.headers(target), dispatcher: this.agent(target.sslVerify), signal });
+      res = await request(url, {
+        method: 'POST',
+        body,
+        headers: this.headers(target),
+        dispatcher: this.agent(target.sslVerify),
+        signal,
+        // The agent's inactivity timeouts are the ordinary bound; this call may wait as long as its own deadline.
+        headersTimeout: remaining,
+        bodyTimeout: remaining,
+      });
     } catch (err) {
-      throw transportFailure(err, signal, this.options);
+      throw transportFailure(err, signal, bounds);
     }
     const location = typeof res.headers.location === 'string' ? res.headers.location : null;
     const tooLarge = (): ReplyInterrupted =>
@@ -156,7 +174,7 @@ export class Transport {
     } catch (err) {
       discard(res.body);
       if (err instanceof ReplyInterrupted) throw err;
-      const failure = transportFailure(err, signal, this.options);
+      const failure = transportFailure(err, signal, bounds);
       throw new ReplyInterrupted(failure.kind, failure.message);
     }
     return { status: res.statusCode, location, body: Buffer.concat(chunks) };

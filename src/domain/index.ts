@@ -2,6 +2,7 @@
 import type { Config } from '../config.js';
 import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
+import type { SiteRecord } from '../store/records.js';
 import { errors } from '../core/errors.js';
 import { AuthService } from './auth.js';
 import { AuditService } from './audit.js';
@@ -35,6 +36,7 @@ import { AdminLoginService } from './admin-logins.js';
 import { PackageUploads } from './uploads.js';
 import { NotificationService } from './notifications/service.js';
 import { wireNotifications } from './notifications/events.js';
+import { TlsWatch } from './notifications/tls-watch.js';
 import { UpdatePolicyService } from './update-policies.js';
 
 export interface Services {
@@ -85,6 +87,8 @@ export interface Services {
   uploads: PackageUploads;
   /** Notification channels (e-mail, Slack, Discord, Teams, webhooks), rules, and the delivery log. */
   notifications: NotificationService;
+  /** tls.expiring: reads each https site's certificate every few hours while a rule wants it. */
+  tlsWatch: TlsWatch;
   /** Update policies: unattended safe updates in each site's maintenance window, and their scheduler. */
   policies: UpdatePolicyService;
   /** "Open WP Admin": one-time links to a site's signed wp-admin login. */
@@ -171,7 +175,8 @@ export async function openServices(config: Config): Promise<Services> {
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   const notifications = new NotificationService(store, config);
-  wireNotifications(notifications, { monitors, children, jobs, sites, tags, clients });
+  wireNotifications(notifications, { monitors, children, jobs, sites, tags, clients, history: updateHistory, vulnerabilities });
+  const tlsWatch = new TlsWatch(notifications, () => store.all<SiteRecord>('sites'), { allowPrivate: config.allowPrivateSites });
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   const pluginActions = new PluginActionService(store, sites, children, siteData);
   const uploads = new PackageUploads(config);
@@ -189,16 +194,17 @@ export async function openServices(config: Config): Promise<Services> {
     updateHistory,
   );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
-  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
+  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks, vulnerabilities);
   children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
   sites.onRemove.also((tx, id) => policies.forgetSite(tx, id));
   jobs.define(
     'policy',
     (s, job) => policies.jobStep(s, job!),
     (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
+    (job, notStarted) => policies.cancelledRows(job, notStarted),
   );
   jobs.onTick(() => policies.scheduledTick());
-  const adminLogins = new AdminLoginService(sites, children);
+  const adminLogins = new AdminLoginService(store, sites, children);
   return {
     config,
     store,
@@ -231,6 +237,7 @@ export async function openServices(config: Config): Promise<Services> {
     installs,
     uploads,
     notifications,
+    tlsWatch,
     policies,
     adminLogins,
   };
@@ -241,6 +248,7 @@ export function startMonitoring(s: Services): void {
   s.monitors.start();
   s.webhooks.start();
   s.notifications.start();
+  s.tlsWatch.start();
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */
@@ -248,6 +256,7 @@ export async function closeServices(s: Services): Promise<void> {
   await s.jobs.stop();
   await s.monitors.stop();
   await s.webhooks.stop();
+  await s.tlsWatch.stop();
   await s.notifications.stop();
   await s.children.close();
   await s.health.close();

@@ -153,6 +153,8 @@ export class JobService {
   private stopping = false;
   private ticking = false;
   private limits = new Map<JobType, (job?: JobRecord) => number>();
+  /** Per type: the item rows of the sites a cancelled job never started (a policy run's items, skipped with why). */
+  private cancelRows = new Map<JobType, (job: JobRecord, notStarted: number[]) => unknown[]>();
   private hooks: Array<() => Promise<void>> = [];
   /** Hear of jobs ending (completed, failed, cancelled), once the write that ends them has been made. */
   readonly finishedListeners = new Set<(job: JobRecord) => void>();
@@ -211,9 +213,15 @@ export class JobService {
    * `limit`: sites of such a job worked on at once (read when a job starts, with the job; the child concurrency by
    * default). A limit above the child concurrency is the type's to justify: child calls stay bounded by the connector.
    */
-  define(type: JobType, step: SiteStep, limit?: (job?: JobRecord) => number): void {
+  define(
+    type: JobType,
+    step: SiteStep,
+    limit?: (job?: JobRecord) => number,
+    onCancelled?: (job: JobRecord, notStarted: number[]) => unknown[],
+  ): void {
     this.steps.set(type, step);
     if (limit) this.limits.set(type, limit);
+    if (onCancelled) this.cancelRows.set(type, onCancelled);
   }
 
   /** The step a job type runs on each site: also what the same batch runs inline under the queue threshold. */
@@ -279,16 +287,34 @@ export class JobService {
    * Asks a queued or running job to stop: no site starts after this (sites in flight finish and are recorded). A queued
    * job ends at once; a running one when its runner sees the request, in this or another process. Idempotent.
    */
-  async cancel(jobId: string): Promise<JobRecord> {
+  async cancel(jobId: string, reason?: string): Promise<JobRecord> {
     const j = this.get(jobId);
-    await this.store.write((tx) => {
-      const cur = tx.get<JobRecord>('jobs', j.id);
-      if (!cur || cur.status === 'completed' || cur.status === 'failed') return;
-      if (cur.status === 'queued') this.finish(tx, cur.id, 'cancelled', this.cancelNote(cur));
-      else tx.put<JobRecord>('jobs', { ...cur, cancel_requested: true });
-    });
+    await this.store.write((tx) => this.cancelIn(tx, j.job_id, reason));
     this.cancels.get(jobId)?.abort();
     return this.get(jobId);
+  }
+
+  /**
+   * cancel() inside another write (a policy deleted and its run's job cancelled at once). `params` are merged into
+   * the job's (what its type's cancel rows read). The runner in this process is stopped by the write's caller.
+   */
+  cancelIn(tx: Tx, jobId: string, reason?: string, params?: Record<string, unknown>): void {
+    const cur = [...tx.all<JobRecord>('jobs')].find((x) => x.job_id === jobId);
+    if (!cur || cur.status === 'completed' || cur.status === 'failed') return;
+    const next: JobRecord = {
+      ...cur,
+      ...(reason ? { cancel_reason: reason } : {}),
+      ...(params ? { params: { ...cur.params, ...params } } : {}),
+    };
+    if (cur.status === 'queued') {
+      tx.put<JobRecord>('jobs', next);
+      this.finish(tx, cur.id, 'cancelled', this.cancelNote(next));
+    } else tx.put<JobRecord>('jobs', { ...next, cancel_requested: true });
+  }
+
+  /** Stops this process's runner of a job at once (after cancelIn's write). */
+  abortRunner(jobId: string): void {
+    this.cancels.get(jobId)?.abort();
   }
 
   private cancelNote(j: JobRecord): JobRecord['errors'][number] {
@@ -297,7 +323,7 @@ export class JobService {
     return {
       site_id: 0,
       code: 'cancelled',
-      message: `Cancelled: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
+      message: `Cancelled${j.cancel_reason ? ` (${j.cancel_reason})` : ''}: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
     };
   }
 
@@ -399,8 +425,17 @@ export class JobService {
 
   private finish(tx: Tx, id: number, failure: string | null, extraError?: JobRecord['errors'][number]): void {
     const cur = tx.get<JobRecord>('jobs', id)!;
+    const rows = failure === 'cancelled' ? this.cancelRows.get(cur.type) : undefined;
+    const done = new Set(cur.done);
+    const skipped = rows
+      ? rows(
+          cur,
+          cur.sites.filter((s) => !done.has(s)),
+        )
+      : [];
     tx.put<JobRecord>('jobs', {
       ...cur,
+      ...(skipped.length ? { items: [...(cur.items ?? []), ...skipped] } : {}),
       status: failure ? 'failed' : 'completed',
       completed_at: new Date().toISOString(),
       owner: null,

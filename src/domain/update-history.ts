@@ -64,7 +64,12 @@ function isoBound(v: string | undefined, what: string): number | null {
 export class UpdateHistoryService {
   /** No entry has an id below this (trimming only moves it up; another process trimming too only leaves gaps). */
   private lowest = 1;
-  private cache: { version: number; newestFirst: UpdateHistoryRecord[] } | null = null;
+  private cache: { version: number; newestFirst: UpdateHistoryRecord[]; bySite: Map<number, UpdateHistoryRecord[]> | null } | null = null;
+  /**
+   * Told of the entries a write recorded, once the write's function has run and only of those it kept (a write that
+   * throws leaves none): notifications announce failed and rolled-back updates from here.
+   */
+  readonly recordedListeners = new Set<(entries: UpdateHistoryRecord[]) => void>();
 
   /** History of sites outside the running call's scope is not listed (domain/access.ts). */
   private readonly access: SiteAccess;
@@ -79,8 +84,18 @@ export class UpdateHistoryService {
   /** Records entries inside a write (the update's own), then trims by age and count. */
   record(tx: Tx, entries: readonly HistoryEntry[]): void {
     let top = 0;
-    for (const e of entries) top = tx.insert<UpdateHistoryRecord>('update_history', e).id;
+    const made: UpdateHistoryRecord[] = [];
+    for (const e of entries) {
+      const r = tx.insert<UpdateHistoryRecord>('update_history', e);
+      made.push(r);
+      top = r.id;
+    }
     if (top) this.trim(tx, top);
+    if (made.length && this.recordedListeners.size)
+      setImmediate(() => {
+        const kept = made.filter((r) => this.store.get('update_history', r.id));
+        if (kept.length) for (const l of this.recordedListeners) l(kept);
+      });
   }
 
   async add(entries: readonly HistoryEntry[]): Promise<void> {
@@ -128,7 +143,8 @@ export class UpdateHistoryService {
       }
       return true;
     };
-    const all = this.newestFirst();
+    // One site's query (the common one: a site's page, its report) reads that site's entries only.
+    const all = f.site_id === undefined ? this.newestFirst() : (this.bySite().get(f.site_id) ?? []);
     const from = (page - 1) * perPage;
     const entries: Array<UpdateHistoryRecord & { action: HistoryAction }> = [];
     let total = 0;
@@ -151,8 +167,9 @@ export class UpdateHistoryService {
     const out = { plugins: [] as RollbackItemView[], themes: [] as RollbackItemView[] };
     const wanted = pending.filter((p) => p.type === 'plugin' || p.type === 'theme');
     if (!wanted.length) return out;
+    const mine = this.bySite().get(siteId) ?? [];
     for (const p of wanted) {
-      const hit = this.newestFirst().find(
+      const hit = mine.find(
         (r) =>
           r.site_id === siteId &&
           r.type === p.type &&
@@ -178,8 +195,23 @@ export class UpdateHistoryService {
     const v = this.store.version('update_history');
     if (this.cache?.version !== v) {
       const list = [...this.store.all<UpdateHistoryRecord>('update_history')].sort((a, b) => b.id - a.id);
-      this.cache = { version: v, newestFirst: list };
+      this.cache = { version: v, newestFirst: list, bySite: null };
     }
     return this.cache.newestFirst;
+  }
+
+  /** The entries of each site, newest first (built once per version of the history, on the first per-site query). */
+  private bySite(): Map<number, UpdateHistoryRecord[]> {
+    const all = this.newestFirst();
+    if (!this.cache!.bySite) {
+      const m = new Map<number, UpdateHistoryRecord[]>();
+      for (const r of all) {
+        const l = m.get(r.site_id);
+        if (l) l.push(r);
+        else m.set(r.site_id, [r]);
+      }
+      this.cache!.bySite = m;
+    }
+    return this.cache!.bySite;
   }
 }

@@ -604,18 +604,23 @@ export class UpdateService {
       const fresh = this.sites.get(site.id) ?? site;
       const { todo, skipped } = this.planSite(fresh, plan);
       const run: SiteRun = { updated: [...verified], errors: [], skipped };
+      const found = foundOnResume(fresh, verified, plan);
       if (!todo.length) {
-        if (opts.extraCommit) await this.store.write((tx) => opts.extraCommit!(tx, run));
+        if (opts.extraCommit || found.length)
+          await this.store.write((tx) => {
+            this.history.record(tx, found);
+            opts.extraCommit?.(tx, run);
+          });
         return run;
       }
-      if (plan.safe) return this.runSafely(fresh, plan, todo, run, opts);
+      if (plan.safe) return this.runSafely(fresh, plan, todo, run, { ...opts, history: found });
       const connector = await this.children.connector();
       const creds = this.children.credentials(fresh);
       let snapshot: SiteSnapshot | null = null;
       let snapshotAt = -1;
       const byType = (t: ItemType) => todo.filter((i) => i.type === t);
       const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
-      const history: HistoryEntry[] = [];
+      const history: HistoryEntry[] = [...found];
       for (const [n, type] of order.entries()) {
         const items = byType(type);
         if (!items.length) continue;
@@ -658,11 +663,15 @@ export class UpdateService {
     plan: Plan,
     todo: PendingView[],
     run: SiteRun,
-    opts: { progress?: (p: { item: string; ok: boolean }) => void; extraCommit?: (tx: Tx, r: SiteRun) => void },
+    opts: {
+      progress?: (p: { item: string; ok: boolean }) => void;
+      extraCommit?: (tx: Tx, r: SiteRun) => void;
+      history?: HistoryEntry[];
+    },
   ): Promise<SiteRun> {
     run.rolled_back = [];
     const w = where(site);
-    const history: HistoryEntry[] = [];
+    const history: HistoryEntry[] = [...(opts.history ?? [])];
     const how = (at: string, t0: number, before: HealthReport, after: HealthReport | null, note = '') => ({
       at,
       duration_ms: Math.round(performance.now() - t0),
@@ -699,9 +708,24 @@ export class UpdateService {
     let snapshotAt = -1;
     let current = before;
     let rolledBack = false;
+    /** An item whose regression could not be undone: the site's other items are left alone, as for a site unhealthy before. */
+    let leftBroken: string | null = null;
     for (const i of [...todo].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type))) {
       const at = new Date().toISOString();
       const t1 = performance.now();
+      if (leftBroken && !plan.force) {
+        const message = `Not updated: ${leftBroken}; pass force: true to update it anyway.`;
+        run.skipped.push({ ...w, type: i.type, slug: i.slug, reason: 'site_unhealthy', message });
+        history.push({
+          ...historyOf(site, [i], { updated: [], errors: [] }, how(at, t1, current, null))[0]!,
+          to: i.new_version,
+          outcome: 'skipped',
+          reason: message,
+          code: 'svc_site_unhealthy',
+        });
+        opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
+        continue;
+      }
       const r =
         i.type === 'core' ? await this.callCore(connector, creds, site, i) : await this.callItems(connector, creds, site, i.type, [i]);
       if (r.snapshot) {
@@ -733,7 +757,10 @@ export class UpdateService {
         reason: rb.view.reason,
         code,
       });
-      if (rb.after) current = rb.after;
+      // Nothing done (core, a translation, no package): the site is as the probe after the update found it.
+      current = rb.after ?? after;
+      if (rb.view.outcome === 'rollback_failed')
+        leftBroken = `${i.name} ${i.new_version} left the site unhealthy and could not be put back (${current.summary})`;
       opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
     }
     if (rolledBack) {
@@ -1201,6 +1228,31 @@ export class UpdateService {
 }
 
 const TYPE_NAME: Record<ItemType, TypeName> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/**
+ * The history entries of items a resumed job found already updated: the process that updated them stopped before
+ * recording anything, so this is their only entry (no child call of this run, no probe of it).
+ */
+function foundOnResume(site: SiteRecord, verified: readonly UpdatedView[], plan: Plan): HistoryEntry[] {
+  const at = new Date().toISOString();
+  return verified.map((u) => ({
+    site_id: site.id,
+    site_url: site.url,
+    type: u.type,
+    slug: u.slug,
+    name: u.name,
+    from: u.old_version,
+    to: u.new_version,
+    outcome: 'updated' as const,
+    reason: 'Found updated when the interrupted job resumed: the process that applied it stopped before recording it.',
+    code: '',
+    actor: plan.actor ?? actorOf(undefined),
+    at,
+    duration_ms: 0,
+    safe: plan.safe === true,
+    probe: null,
+  }));
+}
 
 /** The history entries of one child call's items: each planned item ends updated or failed. */
 function historyOf(

@@ -20,6 +20,7 @@ import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
+import { settingsEmailsRoutes } from './routes/settings-emails.js';
 import { updatePolicyRoutes } from './routes/update-policies.js';
 import { adminLoginRoutes } from './routes/admin-login.js';
 
@@ -37,6 +38,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...settingsRoutes,
   ...updatePolicyRoutes, // /updates/policies before /updates/:id_or_domain
   ...settingsMonitoringRoutes,
+  ...settingsEmailsRoutes,
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,

@@ -66,8 +66,11 @@ export interface BackupSummary {
 /** A refusal that changed nothing: not a fleet, a non-empty target without --force, a damaged backup file. */
 export class BackupRefused extends Error {}
 
-/** Leases say which process runs what now, not what the fleet is: they are left out (a restored fleet starts unclaimed). */
-const BACKED_UP = COLLECTION_NAMES.filter((c) => c !== 'leases');
+/**
+ * Leases say which process runs what now, not what the fleet is: they are left out (a restored fleet starts unclaimed);
+ * so are "Open WP Admin" links, which live 30 s.
+ */
+const BACKED_UP = COLLECTION_NAMES.filter((c) => c !== 'leases' && c !== 'admin_logins');
 const KINDS = new Set<string>([...BACKED_UP, ...BLOB_KINDS]);
 
 // ---------------------------------------------------------------------------------------------------------------- backup

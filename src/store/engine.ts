@@ -25,6 +25,8 @@ export const COLLECTIONS = {
   leases: 0,
   /** Web console logins (a hash of each session token, never the token), shared by every process. */
   console_sessions: 500,
+  /** "Open WP Admin" links waiting for their one use (a hash of each token; at most MAX_OPEN_LINKS, seconds-lived). */
+  admin_logins: 0,
   /** The audit log (domain/audit.ts): entries by their place in the hash chain, and the chain's head. */
   audit: 1000,
   audit_head: 0,

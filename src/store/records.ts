@@ -1,5 +1,6 @@
 // Shapes of what the store keeps. These are storage records, not API views: the abilities' zod
 // schemas describe what callers see, and services map one onto the other.
+import type { UpdateActor } from './health-records.js';
 import type { ChildUser, SecurityFinding, SiteChange, SitePending, SitePlugin, SiteTheme } from '../child/snapshot.js';
 import type { UserRole } from '../core/principal.js';
 import type { Scope } from '../core/scope.js';
@@ -160,6 +161,19 @@ export interface ConsoleSessionRecord {
   expires_at: string;
 }
 
+/**
+ * An "Open WP Admin" link not yet used (domain/admin-logins.ts): only a hash of its token, the site, who made it and
+ * when it stops working. Claimed (deleted) by its first use in whichever process the browser reaches.
+ */
+export interface AdminLoginRecord {
+  id: number;
+  /** sha256 of the link's token, hex. */
+  token_hash: string;
+  site_id: number;
+  actor: UpdateActor;
+  expires_at: string;
+}
+
 export interface KeyRecord {
   id: number;
   name: string;
@@ -245,6 +259,8 @@ export interface JobRecord {
   params?: Record<string, unknown>;
   /** Set by a cancel: the runner starts no further site and ends the job as failed ("cancelled"). */
   cancel_requested?: boolean;
+  /** Why it was cancelled, when the canceller said (a policy deleted or paused mid-run): in the job's last error. */
+  cancel_reason?: string;
   /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
   items?: unknown[];
 }

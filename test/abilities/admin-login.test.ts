@@ -1,6 +1,7 @@
 // get-admin-login-url-v1 through the registry: who gets a link, the link's one use (it sends the browser to the
 // simulated child's signed login, which opens a wp-admin session), its expiry and bound, and its absence from MCP
 // unless the admin-login toolset is asked for.
+import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { request } from 'undici';
@@ -84,19 +85,32 @@ describe('get-admin-login-url-v1', () => {
   });
 
   it(`expires after ${LINK_TTL_MS / 1000} s; at most ${MAX_OPEN_LINKS} links wait to be used`, async () => {
-    let now = Date.parse('2026-11-26T10:00:00Z');
-    const links = new AdminLoginService(h.services.sites, h.services.children, () => now);
+    let now = Date.now() + 60 * LINK_TTL_MS; // past every link the tests above left in the store
+    const links = new AdminLoginService(h.services.store, h.services.sites, h.services.children, () => now);
     links.publicBase = BASE;
     const site = h.services.sites.get(ids[0]!)!;
-    const late = links.issue(site, h.as.admin);
+    const late = await links.issue(site, h.as.admin);
     now += LINK_TTL_MS;
     expect(await links.use(tokenOf(late.url), '127.0.0.1')).toBeNull();
-    for (let i = 0; i < MAX_OPEN_LINKS; i++) links.issue(site, h.as.admin);
-    expect(() => links.issue(site, h.as.admin)).toThrow(expect.objectContaining({ code: 'svc_too_many_admin_logins', status: 429 }));
+    // Issued together, so that the store groups them into a few commits.
+    await Promise.all(Array.from({ length: MAX_OPEN_LINKS }, () => links.issue(site, h.as.admin)));
+    await expect(links.issue(site, h.as.admin)).rejects.toMatchObject({ code: 'svc_too_many_admin_logins', status: 429 });
     now += LINK_TTL_MS; // the waiting ones expire and make room
-    const fresh = links.issue(site, h.as.admin);
+    const fresh = await links.issue(site, h.as.admin);
+    expect(h.services.store.count('admin_logins')).toBe(1); // the expired ones went in that write
     expect(await links.use(tokenOf(fresh.url), '127.0.0.1')).toMatch(/login_required=1/);
+    expect(h.services.store.count('admin_logins')).toBe(0);
     for (const bad of ['', 'x', 'a'.repeat(43), `${tokenOf(fresh.url)}x`]) expect(await links.use(bad, '127.0.0.1')).toBeNull();
+  });
+
+  it('the store keeps only a hash of the token; of two concurrent uses exactly one gets the login', async () => {
+    const r = await h.call('get-admin-login-url-v1', { site_id_or_domain: ids[0]! });
+    const token = tokenOf(r.url);
+    const stored = JSON.stringify([...h.services.store.all('admin_logins')]);
+    expect(stored).toContain(createHash('sha256').update(token).digest('hex'));
+    expect(stored).not.toContain(token);
+    const uses = await Promise.all(Array.from({ length: 8 }, () => h.services.adminLogins.use(token, '127.0.0.1')));
+    expect(uses.filter((u) => u !== null)).toHaveLength(1);
   });
 
   it('MCP offers it only when the admin-login toolset is named', async () => {

@@ -1,9 +1,11 @@
-// "Open WP Admin" on a real WordPress + MainWP Child site: the link sitefleet hands a write caller, opened by a client
-// with a cookie jar following redirects as a browser does, goes through the child's own signed login
-// (login_required) and lands on wp-admin's dashboard logged in as the site's administrator; a second use of the same
-// link is 410 and logs nobody in; a viewer and a read key get no link.
-import { request } from 'undici';
+// "Open WP Admin" in headless Chromium against a real WordPress + MainWP Child site: the console's button opens a tab
+// that goes through sitefleet's one-time link and the child's own signed login (login_required) to wp-admin's
+// dashboard, logged in as the site's administrator; the same link opened again is 410 and logs nobody in; a viewer's
+// console offers no button and the ability refuses a viewer and a read key. (Chromium: Debian's, which this lane's
+// global setup installs when missing, as the browser lane's does.)
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, openPageAs, shot } from '../browser/support.js';
 import { expectError } from '../support/fixtures.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { realSite, serverWithRealSite, wpJson } from './kit.js';
@@ -11,62 +13,75 @@ import { realSite, serverWithRealSite, wpJson } from './kit.js';
 const K = 2;
 let s: TestServer;
 let id: number;
+let browser: Browser;
+
+/** The console login of a Basic credential the test server made. */
+const personOf = (basic: string) => {
+  const [name, password] = Buffer.from(basic.slice('Basic '.length), 'base64').toString().split(':') as [string, string];
+  return { name, password };
+};
 
 beforeAll(async () => {
   ({ s, id } = await serverWithRealSite(K, () => startServer()));
+  browser = await launchBrowser();
 });
 afterAll(async () => {
+  await browser?.close();
   await s?.close();
 });
 
-/** A browser: a cookie jar (names only; every cookie sent everywhere on these hosts) and redirects followed by hand. */
-async function browse(url: string): Promise<{ hops: Array<[number, string]>; status: number; body: string }> {
-  const jar = new Map<string, string>();
-  const hops: Array<[number, string]> = [];
-  for (let i = 0; i < 10; i++) {
-    const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const r = await request(url, { headers: cookie ? { cookie } : {} });
-    for (const c of ([] as string[]).concat(r.headers['set-cookie'] ?? [])) {
-      const pair = c.split(';')[0]!;
-      const eq = pair.indexOf('=');
-      jar.set(pair.slice(0, eq), pair.slice(eq + 1));
-    }
-    hops.push([r.statusCode, url]);
-    if (r.statusCode < 300 || r.statusCode >= 400) return { hops, status: r.statusCode, body: await r.body.text() };
-    await r.body.dump();
-    url = new URL(String(r.headers.location), url).href;
-  }
-  throw new Error(`too many redirects: ${JSON.stringify(hops)}`);
-}
-
-describe('Open WP Admin on a real site', () => {
-  it("lands on wp-admin's dashboard logged in as the site's admin; the second use of the link fails", async () => {
+describe('Open WP Admin on a real site, in Chromium', () => {
+  it("the console's button lands on wp-admin's dashboard logged in as the site's admin; the link works once", async () => {
     const site = realSite(K);
-    const r = await s.rest(`/sites/${id}/admin-login`, { method: 'POST', token: s.creds.key.write });
-    expect(r.status).toBe(200);
-    const url: string = r.body.data.url;
-    expect(url.startsWith(`${s.url}/admin-login/`)).toBe(true);
-    const page = await browse(url);
-    const paths = page.hops.map(([st, u]) => [st, new URL(u).origin, new URL(u).pathname]);
-    expect(paths[0]).toEqual([302, s.url, expect.stringMatching(/^\/admin-login\//)]);
-    expect(paths[1]![0]).toBe(302);
-    expect(new URL(page.hops[1]![1]).searchParams.get('login_required')).toBe('1');
-    expect(page.status).toBe(200);
-    expect(new URL(page.hops.at(-1)![1]).pathname).toMatch(/\/wp-admin\/(index\.php)?$/);
-    expect(page.body).toMatch(/<title>Dashboard &lsaquo; /);
     const me = wpJson<{ display_name: string }>(
       K,
       `$u = get_user_by('login', '${site.admin}'); return ['display_name' => $u->display_name];`,
     );
-    expect(page.body).toContain(`<span class="display-name">${me.display_name}</span>`);
-    // Once only: no redirect, no login.
-    const again = await browse(url);
-    expect(again.hops).toHaveLength(1);
-    expect(again.status).toBe(410);
-    expect(JSON.parse(again.body)).toMatchObject({ code: 'svc_admin_login_link_invalid' });
+    const { ctx, page } = await openPageAs(browser, s.url, personOf(s.creds.admin));
+    try {
+      const links: string[] = [];
+      ctx.on('request', (r) => {
+        if (r.url().includes('/admin-login/')) links.push(r.url());
+      });
+      await page.goto(`${s.url}/console#/sites/${id}`);
+      const [tab] = await Promise.all([ctx.waitForEvent('page'), page.getByRole('button', { name: 'Open WP Admin' }).click()]);
+      await tab.waitForURL((u) => u.origin === new URL(site.url).origin && /\/wp-admin\/(index\.php)?$/.test(u.pathname), {
+        timeout: 30_000,
+      });
+      await expect.poll(() => tab.title(), { timeout: 15_000 }).toMatch(/^Dashboard ‹ /);
+      expect((await tab.locator('#wpadminbar .display-name').first().textContent())?.trim()).toBe(me.display_name);
+      await shot(tab, 'real-site-admin-login-dashboard');
+      expect(links).toHaveLength(1);
+      expect(links[0]!.startsWith(`${s.url}/admin-login/`)).toBe(true);
+
+      // Once only: in a browser with no WordPress session, the same link is refused and goes nowhere.
+      const fresh = await browser.newContext();
+      try {
+        const again = await fresh.newPage();
+        const r = await again.goto(links[0]!);
+        expect(r!.status()).toBe(410);
+        expect(again.url()).toBe(links[0]);
+        expect(await again.textContent('body')).toContain('svc_admin_login_link_invalid');
+        const admin = await again.goto(`${site.url}wp-admin/`);
+        expect(admin!.ok()).toBe(true);
+        expect(new URL(again.url()).pathname).toMatch(/\/wp-login\.php$/); // not logged in: WordPress asks for a login
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await ctx.close();
+    }
   });
 
-  it('a viewer and a read key get no link', async () => {
+  it("a viewer's console offers no Open WP Admin button, and a viewer and a read key get no link", async () => {
+    const { ctx, page } = await openPageAs(browser, s.url, personOf(s.creds.viewer));
+    try {
+      await page.goto(`${s.url}/console#/sites/${id}`);
+      await page.locator('dl.facts').first().waitFor(); // the site's page is drawn (the admin's has the button: above)
+      expect(await page.getByRole('button', { name: 'Open WP Admin' }).count()).toBe(0);
+    } finally {
+      await ctx.close();
+    }
     expectError(
       await s.ability('get-admin-login-url-v1', { site_id_or_domain: id }, { auth: s.creds.viewer }),
       403,

@@ -79,6 +79,13 @@ export interface ChildSim {
   offerUpdate(index: number, type: 'plugin' | 'theme', slug: string, version: string): void;
   /** Breaks the front end now (as `by` would), or puts it right (null). */
   setFrontEnd(index: number, broken: { effect: SimBreak; by: string } | null): void;
+  /**
+   * A controllable delay: every request of child function `fn` (e.g. "installplugintheme") to a site waits, after the
+   * latency, until `release()`; `arrived` resolves when the first one is waiting. Tests make a call outlast a bound
+   * this way without sleeping. A request whose caller gave up meanwhile does nothing once released. `close()`
+   * releases every hold.
+   */
+  hold(index: number, fn: string): { arrived: Promise<void>; release(): void };
   /** Requests received by a site (any path, method or fault), for "no child call" assertions. */
   requests(index: number): number;
   /** When a site's latest requests arrived (epoch ms, the last 100). */
@@ -226,6 +233,7 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
   const host = options.host ?? '127.0.0.1';
   let sites: SimSite[] = [];
   const faults = new Map<number, SimFault>();
+  const holds = new Map<string, { arrived: () => void; released: Promise<void>; release: () => void }>();
   const counters = new Array<number>(count + 1).fill(0);
   const times = new Map<number, number[]>();
   let inFlight = 0;
@@ -272,6 +280,11 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     if (body === null) return send(res, 413, '<h1>Request Entity Too Large</h1>');
     const delay = latencyMs + (fault?.type === 'latency' ? fault.ms : 0);
     if (delay > 0) await sleep(delay);
+    const held = holds.size && req.method === 'POST' ? holds.get(`${index}:${String(decodeForm(body).function)}`) : undefined;
+    if (held) {
+      held.arrived();
+      await held.released;
+    }
     if (res.destroyed || fault?.type === 'timeout') return;
     if (fault?.type === 'http500') return send(res, 500, FATAL_PAGE);
     if (fault?.type === 'no_marker') return send(res, 200, PLAIN_PAGE);
@@ -402,6 +415,22 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     setFrontEnd: (index, broken) => {
       siteAt(index).state.frontEnd = broken;
     },
+    hold: (index, fn) => {
+      siteAt(index);
+      let arrived!: () => void;
+      let release!: () => void;
+      const arrival = new Promise<void>((r) => (arrived = r));
+      const released = new Promise<void>((r) => (release = r));
+      const key = `${index}:${fn}`;
+      holds.set(key, { arrived, released, release });
+      return {
+        arrived: arrival,
+        release: () => {
+          if (holds.get(key)?.released === released) holds.delete(key);
+          release();
+        },
+      };
+    },
     requests: (index) => {
       siteAt(index);
       return counters[index]!;
@@ -409,6 +438,8 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     requestTimes: (index) => [...(times.get(index) ?? [])],
     peakInFlight: () => peak,
     close: async () => {
+      for (const h of holds.values()) h.release();
+      holds.clear();
       await Promise.all(
         [server, tlsServer]
           .filter((x): x is Server => x !== null)

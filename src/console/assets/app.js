@@ -12,6 +12,7 @@ import * as updates from './pages/updates.js';
 import * as audit from './pages/audit.js';
 import * as install from './pages/install.js';
 import * as policies from './pages/policies.js';
+import * as notifications from './pages/notifications.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -30,6 +31,7 @@ const ROUTES = [
   [/^\/audit$/, audit, 'Audit log'],
   [/^\/install$/, install, 'Install'],
   [/^\/policies$/, policies, 'Update policies'],
+  [/^\/notifications$/, notifications, 'Notifications'],
 ];
 
 function parseHash() {
@@ -55,6 +57,7 @@ function drawChrome() {
   if (may('list-audit-log-v1')) links.push(['#/audit', 'Audit log']);
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
+  if (has('list-notification-channels-v1')) links.push(['#/notifications', 'Notifications']);
   const { path } = parseHash();
   clear(
     nav,

@@ -400,16 +400,6 @@ export const settingsRoutes: readonly RestRoute[] = [
   generalEdit,
   advancedGet,
   advancedEdit,
-  unsupported(
-    READ,
-    '/settings/emails',
-    'e-mail goes through notification channels and rules (/notifications), not these four fixed e-mails (daily digest, uptime, site health, licence alerts).',
-  ),
-  unsupported(
-    EDIT,
-    '/settings/emails/:mail_type/edit',
-    'e-mail goes through notification channels and rules (/notifications), not these four fixed e-mails (daily digest, uptime, site health, licence alerts).',
-  ),
   costGet,
   unsupported(
     EDIT,
