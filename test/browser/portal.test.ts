@@ -35,7 +35,8 @@ const bare = (url: string) => url.replace(/\/+$/, '');
 const site = (n: number) => srv.sim.sites.find((s) => s.index === n)!;
 
 beforeAll(async () => {
-  srv = await startConsoleServer({ sites: 4 });
+  // A queue threshold of 1: a sync of two sites is a background job (one of Acme's sites, one of Globex's).
+  srv = await startConsoleServer({ sites: 4, env: { SITEFLEET_QUEUE_THRESHOLD: '1' } });
   const listed = await ability('list-sites-v1', { per_page: 100 });
   for (const s of srv.sim.sites) ids[s.index] = listed.items.find((x: { url: string }) => bare(x.url) === bare(s.url)).id;
   acmeId = (await ability('add-client-v1', { name: 'Acme Bakery' })).id;
@@ -164,6 +165,15 @@ describe('the client portal', () => {
   });
 
   it("refuses a write and answers another client's site as one that does not exist, through the console endpoint", async () => {
+    const job = async (sites: number[]) => {
+      const r = await ability('sync-sites-v1', { site_ids_or_domains: sites });
+      expect(r.queued).toBe(true);
+      await expect.poll(async () => (await ability('get-batch-job-status-v1', { job_id: r.job_id })).status).toBe('completed');
+      return r.job_id as string;
+    };
+    const acmeJob = await job([ids[1]!, ids[2]!]);
+    const globexJob = await job([ids[3]!, ids[4]!]);
+    const NO_JOB = 'sync_00000000-0000-4000-8000-000000000000';
     const { page, close } = await portalPage();
     try {
       /** The console endpoint called as the page would, with the portal user's cookie and CSRF token. */
@@ -198,6 +208,24 @@ describe('the client portal', () => {
         }
         expect((await call(ability, input(ids[1]!))).status, ability).toBe(200);
       }
+      // Jobs: its client's job is seen; another's answers as one that does not exist, on the run endpoint and the
+      // live event stream alike.
+      const noJob = await call('get-batch-job-status-v1', { job_id: NO_JOB });
+      expect(noJob.status).toBe(404);
+      const otherJob = await call('get-batch-job-status-v1', { job_id: globexJob });
+      expect(otherJob.status).toBe(404);
+      expect(otherJob.body.code).toBe(noJob.body.code);
+      expect(otherJob.body.message.replace(globexJob, 'ID')).toBe(noJob.body.message.replace(NO_JOB, 'ID'));
+      expect((await call('get-batch-job-status-v1', { job_id: acmeJob })).status).toBe(200);
+      const stream = (id: string) =>
+        page.evaluate(async (id) => {
+          const res = await fetch(`/console/api/jobs/${encodeURIComponent(id)}/events`);
+          return { status: res.status, body: res.status === 200 ? null : await res.json() };
+        }, id);
+      const [streamNone, streamOther] = [await stream(NO_JOB), await stream(globexJob)];
+      expect(streamOther.status).toBe(404);
+      expect(streamOther.body.code).toBe(streamNone.body.code);
+      expect(streamOther.body.message.replace(globexJob, 'ID')).toBe(streamNone.body.message.replace(NO_JOB, 'ID'));
       // Lists and counts see the one client only.
       expect((await call('list-sites-v1', { per_page: 100 })).body.total).toBe(2);
       expect((await call('count-sites-v1', {})).body.total).toBe(2);
