@@ -469,7 +469,8 @@ async function users(args: string[]): Promise<void> {
       const scoped = values.clients !== undefined || values.tags !== undefined || values.sites !== undefined;
       const u = await s.auth.updateUser(arg, { role, ...(scoped ? { scope: scopeFlags(values) } : {}) });
       await s.audit.cli('users set-role', { name: u.name, role: u.role, scope: u.scope });
-      process.stdout.write(`User "${u.name}" is now ${u.role} (${scopeText(u.scope)}); their console sessions ended.\n`);
+      const sees = normalScope(u.scope) ? ` (${scopeText(u.scope)})` : '';
+      process.stdout.write(`User "${u.name}" is now ${u.role}${sees}; their console sessions ended.\n`);
     } else if (sub === 'set-scope') {
       if (!arg) throw new UsageError('users set-scope needs a user name.');
       const u = await s.auth.updateUser(arg, { scope: scopeFlags(values) });

@@ -8,6 +8,7 @@
 //                                did not do (an install by sitefleet is in the stored data and the history already)
 //   tls.expiring                 the TLS watch (tls-watch.ts) saw a certificate within a rule's tls_days
 //   job.finished                 a background job ended
+import { unscoped } from '../../core/scope.js';
 import { log } from '../../log.js';
 import type { ChildSiteService } from '../child-sites.js';
 import type { ClientService } from '../clients.js';
@@ -228,8 +229,10 @@ export function wireNotifications(
     vulnerabilities: VulnerabilityService;
   },
 ): void {
+  // Rules are the dashboard's, not the caller's: an event a scoped call caused is matched against every rule, outside
+  // that call's scope (a rule on a tag or client the caller cannot see still hears of it).
   const emit = (e: EventInput) =>
-    void n.emit(e).catch((err) => log('error', 'notification event lost', { event: e.event, err: String(err) }));
+    unscoped(() => void n.emit(e).catch((err) => log('error', 'notification event lost', { event: e.event, err: String(err) })));
   from.monitors.onEvent((e) => emit(monitorEvent(e)));
   from.children.syncFailureListeners.add((site, error) => emit(syncFailedEvent(site, error, n.now())));
   from.jobs.finishedListeners.add((job) => emit(jobEvent(job)));
