@@ -23,6 +23,7 @@ import { auditAbilities, teamAbilities } from './team.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 import { notificationAbilities } from './notifications.js';
+import { reportAbilities } from './reports.js';
 import { updatePolicyAbilities } from './update-policies.js';
 import { adminLoginAbilities } from './admin-login.js';
 
@@ -48,6 +49,7 @@ const families = [
   ...updatePolicyAbilities,
   ...monitorAbilities,
   ...notificationAbilities,
+  ...reportAbilities,
   ...vulnerabilityAbilities,
   ...teamAbilities,
   ...auditAbilities,

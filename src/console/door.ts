@@ -235,6 +235,30 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     }
   });
 
+  // An archived client report's printable page, opened in its own tab: the report's own document with a policy of its
+  // own (inline styles and the logo only, no script), served as the session's user through get-client-report-v1.
+  api.get('/reports/:id/page', async (req: ConsoleRequest, res) => {
+    try {
+      const id = Number(req.params.id);
+      const a = registry.get('get-client-report-v1');
+      if (!a || !/^\d{1,10}$/.test(String(req.params.id))) throw new ServiceError('rest_no_route', 'No such report page.', 404);
+      const r = (await registry.run(a, { report_id: id, format: 'page' }, { principal: req.principal!, coerce: false })) as {
+        page: string;
+      };
+      res
+        .status(200)
+        .set({
+          'Content-Type': 'text/html; charset=utf-8',
+          'Content-Security-Policy':
+            "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; form-action 'none'",
+          'Cache-Control': 'no-store',
+        })
+        .send(r.page);
+    } catch (e) {
+      sendError(res, e);
+    }
+  });
+
   // Live progress of a background job: an event each time its status changes, until it ends.
   api.get('/jobs/:job_id/events', async (req: ConsoleRequest, res) => {
     const session = req.consoleSession!;

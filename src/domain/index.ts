@@ -4,6 +4,7 @@ import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
 import type { SiteRecord } from '../store/records.js';
 import { errors } from '../core/errors.js';
+import { log } from '../log.js';
 import { AuthService } from './auth.js';
 import { AuditService } from './audit.js';
 import { ConsoleSessionService } from './console-sessions.js';
@@ -38,6 +39,7 @@ import { NotificationService } from './notifications/service.js';
 import { wireNotifications } from './notifications/events.js';
 import { TlsWatch } from './notifications/tls-watch.js';
 import { UpdatePolicyService } from './update-policies.js';
+import { ReportService } from './reports/service.js';
 
 export interface Services {
   config: Config;
@@ -93,6 +95,8 @@ export interface Services {
   policies: UpdatePolicyService;
   /** "Open WP Admin": one-time links to a site's signed wp-admin login. */
   adminLogins: AdminLoginService;
+  /** Client reports: white-label settings, preview, the archive, sending on an e-mail channel, schedules. */
+  reports: ReportService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -205,6 +209,13 @@ export async function openServices(config: Config): Promise<Services> {
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(store, sites, children);
+  const fleetSecurity = new FleetSecurityService(store, children);
+  const reports = new ReportService(store, config, sites, tags, clients, costs, settings, fleetSecurity, notifications);
+  clients.onRemove.also((tx, id) => reports.forgetClient(tx, id));
+  vulnerabilities.eventListeners.add(
+    (e) => void reports.logVulnerability(e).catch((x: unknown) => log('error', 'vulnerability log', { err: String(x) })),
+  );
+  jobs.onTick(() => reports.scheduledTick());
   return {
     config,
     store,
@@ -224,7 +235,7 @@ export async function openServices(config: Config): Promise<Services> {
     monitors,
     webhooks,
     siteData,
-    fleetSecurity: new FleetSecurityService(store, children),
+    fleetSecurity,
     pluginActions,
     selectors,
     posts: new PostService(selectors),
@@ -240,6 +251,7 @@ export async function openServices(config: Config): Promise<Services> {
     tlsWatch,
     policies,
     adminLogins,
+    reports,
   };
 }
 
@@ -258,6 +270,7 @@ export async function closeServices(s: Services): Promise<void> {
   await s.webhooks.stop();
   await s.tlsWatch.stop();
   await s.notifications.stop();
+  await s.reports.stop();
   await s.children.close();
   await s.health.close();
   await s.packages.close();

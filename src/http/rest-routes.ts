@@ -23,6 +23,7 @@ import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
 import { settingsEmailsRoutes } from './routes/settings-emails.js';
 import { updatePolicyRoutes } from './routes/update-policies.js';
 import { adminLoginRoutes } from './routes/admin-login.js';
+import { reportRoutes } from './routes/reports.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -47,4 +48,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...packageRoutes,
   ...notificationRoutes,
   ...adminLoginRoutes,
+  ...reportRoutes,
 ];

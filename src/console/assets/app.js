@@ -15,6 +15,7 @@ import * as install from './pages/install.js';
 import * as policies from './pages/policies.js';
 import * as notifications from './pages/notifications.js';
 import * as portal from './pages/portal.js';
+import * as reports from './pages/reports.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -34,6 +35,7 @@ const ROUTES = [
   [/^\/install$/, install, 'Install'],
   [/^\/policies$/, policies, 'Update policies'],
   [/^\/notifications$/, notifications, 'Notifications'],
+  [/^\/reports$/, reports, 'Client reports'],
 ];
 const PORTAL_ROUTES = [[/^\/$/, portal, 'Your sites']];
 const isPortal = () => current()?.user.role === 'client';
@@ -58,6 +60,7 @@ function fleetLinks() {
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
   if (has('list-notification-channels-v1')) links.push(['#/notifications', 'Notifications']);
+  if (has('list-client-reports-v1')) links.push(['#/reports', 'Reports']);
   return links;
 }
 
