@@ -14,6 +14,7 @@ let portalUser: { name: string; password: string };
 /** Sim sites 1 and 2 belong to Acme (the portal user's client), 3 to Globex, 4 to no client. */
 const ids: Record<number, number> = {};
 let acmeId: number;
+let globexReport: number;
 
 /** An ability run through the abilities door as the administrator (seeding, and what the page must agree with). */
 async function ability(name: string, input: Record<string, unknown>): Promise<any> {
@@ -55,6 +56,9 @@ beforeAll(async () => {
   expect((await ability('check-monitor-v1', { site_id_or_domain: ids[1] })).uptime_status).toBe('up');
   expect((await ability('list-incidents-v1', { site_id_or_domain: ids[2] })).total).toBe(1);
   expect((await ability('list-incidents-v1', { site_id_or_domain: ids[3], state: 'open' })).total).toBe(1);
+  // An archived report of each client (the reports feature, #31).
+  for (const client_id of [acmeId, globex]) await ability('generate-client-report-v1', { client_id, period: 'this_month', send: false });
+  globexReport = (await ability('list-client-reports-v1', { client_id: globex })).items[0].id;
   // The portal user, made as the README says.
   const out = await cli(['users', 'create', '--name', 'acme', '--role', 'client', '--clients', String(acmeId), '--data-dir', srv.dataDir]);
   portalUser = { name: 'acme', password: out.stdout.trim().split('\n').pop()!.trim() };
@@ -130,6 +134,12 @@ describe('the client portal', () => {
       const incidents = page.getByRole('table', { name: 'Incidents of Shop 02' });
       expect(await incidents.textContent()).toContain('http_status (HTTP 500)');
       expect(await page.locator(`section.portal-site[data-site-id="${ids[1]}"]`).textContent()).toContain('No incidents.');
+      // Its client's one report; opened, its text (as text) names the client and its sites.
+      await page.getByRole('heading', { name: 'Reports (1)', level: 2 }).waitFor();
+      await page.locator('details.portal-report summary').click();
+      const report = page.locator('details.portal-report pre.report-text');
+      await expect.poll(() => report.textContent()).toContain('Acme Bakery');
+      expect(await report.textContent()).toContain('Shop 02');
       await shot(page, 'portal');
 
       // No write controls and nowhere else to go: the one button is "Log out", the one link in the nav is the portal.
@@ -226,6 +236,14 @@ describe('the client portal', () => {
       expect(streamOther.status).toBe(404);
       expect(streamOther.body.code).toBe(streamNone.body.code);
       expect(streamOther.body.message.replace(globexJob, 'ID')).toBe(streamNone.body.message.replace(NO_JOB, 'ID'));
+      // Another client's report answers as a missing one.
+      const noReport = await call('get-client-report-v1', { report_id: 98_765, format: 'summary' });
+      const otherReport = await call('get-client-report-v1', { report_id: globexReport, format: 'summary' });
+      expect(noReport.status).toBe(404);
+      expect(otherReport.status).toBe(404);
+      expect(otherReport.body.code).toBe(noReport.body.code);
+      expect(otherReport.body.message.replace(String(globexReport), 'ID')).toBe(noReport.body.message.replace('98765', 'ID'));
+      expect((await call('list-client-reports-v1', {})).body.total).toBe(1);
       // Lists and counts see the one client only.
       expect((await call('list-sites-v1', { per_page: 100 })).body.total).toBe(2);
       expect((await call('count-sites-v1', {})).body.total).toBe(2);

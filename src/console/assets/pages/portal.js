@@ -1,12 +1,15 @@
 // The client portal (#/ for a `client` user): the one client the user is bound to, its sites (status, WordPress
-// version, pending updates, last sync), each site's uptime and latest incidents. Read-only: no button here changes
+// version, pending updates, last sync), each site's uptime and latest incidents, and its archived reports (each one's
+// text opens in place). Read-only: no button here changes
 // anything, and what the page may see is the registry's answer (the user's scope), not a filter of ours.
-import { run } from '../api.js';
-import { clear, h, pager, statusBadge, when } from '../dom.js';
+import { has, run } from '../api.js';
+import { clear, errorText, h, pager, statusBadge, when } from '../dom.js';
 
 const PER_PAGE = 10;
 /** The latest incidents shown per site (list-incidents-v1 says how many there are in all). */
 const INCIDENTS = 5;
+/** The newest archived reports shown (list-client-reports-v1 says how many there are in all). */
+const REPORTS = 20;
 
 const pct = (n) => (n === null || n === undefined ? '–' : `${n.toFixed(2)} %`);
 const MONITOR_LABEL = { up: 'Up', down: 'Down', pending: 'Not checked yet', paused: 'Paused' };
@@ -89,6 +92,46 @@ function siteCard(site, monitor, incidents) {
   );
 }
 
+/** The client's archived reports, newest first; opening one loads its text render (shown as text, never as HTML). */
+function reportsSection(reports) {
+  const item = (r) => {
+    const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+    let loaded = false;
+    const el = h(
+      'details',
+      {
+        class: 'portal-report',
+        ontoggle: async () => {
+          if (!el.open || loaded) return;
+          loaded = true;
+          try {
+            const full = await run('get-client-report-v1', { report_id: r.id, format: 'text' });
+            clear(body, h('pre', { class: 'report-text' }, full.text));
+          } catch (e) {
+            loaded = false;
+            clear(body, errorText(e));
+          }
+        },
+      },
+      h('summary', {}, `${r.title} · ${r.period.from} – ${r.period.to}${r.sent_at ? ` · sent ${when(r.sent_at)}` : ''}`),
+      h(
+        'p',
+        {},
+        `${r.summary.updates} updates · uptime ${pct(r.summary.uptime_pct)} · ${r.summary.incidents} incidents · ` +
+          `${r.summary.vulnerabilities_fixed} vulnerabilities fixed`,
+      ),
+      body,
+    );
+    return el;
+  };
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'portal-reports' },
+    h('h2', { id: 'portal-reports' }, `Reports (${reports.total})`),
+    reports.items.length ? reports.items.map(item) : h('p', { class: 'muted' }, 'No reports yet.'),
+  );
+}
+
 export async function render(main, _params, query) {
   const page = Math.max(1, Number.parseInt(query.get('page') ?? '1', 10) || 1);
   const [clients, list] = await Promise.all([run('list-clients-v1', { per_page: 1 }), run('list-sites-v1', { page, per_page: PER_PAGE })]);
@@ -99,10 +142,12 @@ export async function render(main, _params, query) {
     return;
   }
   const ids = list.items.map((s) => s.id);
-  const [monitors, details, incidents] = await Promise.all([
+  const [monitors, details, incidents, reports] = await Promise.all([
     ids.length && run('list-monitors-v1', { include: ids, per_page: PER_PAGE }),
     Promise.all(ids.map((id) => run('get-site-v1', { site_id_or_domain: id, include_stats: true }))),
     Promise.all(ids.map((id) => run('list-incidents-v1', { site_id_or_domain: id, per_page: INCIDENTS }))),
+    // The reports feature (issue 31) where the registry has it.
+    has('list-client-reports-v1') && run('list-client-reports-v1', { client_id: client.id, per_page: REPORTS }),
   ]);
   const monitorOf = new Map((monitors ? monitors.items : []).map((m) => [m.id, m]));
   clear(
@@ -111,5 +156,6 @@ export async function render(main, _params, query) {
     h('p', { class: 'muted' }, `${list.total} ${list.total === 1 ? 'site' : 'sites'}, their uptime and incidents.`),
     details.map((s, n) => siteCard(s, monitorOf.get(s.id), incidents[n])),
     list.total > PER_PAGE ? pager(page, PER_PAGE, list.total, 'sites', (p) => `#/?page=${p}`) : null,
+    reports ? reportsSection(reports) : null,
   );
 }
