@@ -327,25 +327,6 @@ async function mcp(args: string[]): Promise<void> {
   log('info', 'mcp stdio ready', { dataDir: services.config.dataDir });
 }
 
-/** The scope flags of keys and users (--clients 1,2 --tags 3 --sites 4). */
-const SCOPE_FLAGS = { clients: { type: 'string' }, tags: { type: 'string' }, sites: { type: 'string' } } as const;
-
-/** A scope from its flags: each a comma-separated list of positive integer IDs (anything else is refused). */
-function scopeFlags(v: { clients?: string; tags?: string; sites?: string }): Scope {
-  const ids = (flag: string, text: string | undefined) => {
-    if (text === undefined) return [];
-    const parts = text.split(',').map((p) => p.trim());
-    if (!parts.every((p) => /^[1-9]\d{0,15}$/.test(p))) throw new UsageError(`--${flag} takes comma-separated IDs (e.g. 1,2): "${text}".`);
-    return parts.map(Number);
-  };
-  return { clients: ids('clients', v.clients), tags: ids('tags', v.tags), sites: ids('sites', v.sites) };
-}
-
-const scopeText = (sc: Scope | null | undefined) => {
-  const n = normalScope(sc);
-  return n ? `clients:${n.clients.join(',')} tags:${n.tags.join(',')} sites:${n.sites.join(',')}` : 'whole fleet';
-};
-
 /** `sitefleet mcp --server URL`: stdio relayed to a remote sitefleet (src/mcp/relay.ts). */
 async function relay(
   server: string,
@@ -380,6 +361,25 @@ async function relay(
   await startRelay({ url, key, headers }, () => process.exit(0));
   log('info', 'mcp stdio relay ready', { server: url.origin + url.pathname });
 }
+
+/** The scope flags of keys and users (--clients 1,2 --tags 3 --sites 4). */
+const SCOPE_FLAGS = { clients: { type: 'string' }, tags: { type: 'string' }, sites: { type: 'string' } } as const;
+
+/** A scope from its flags: each a comma-separated list of positive integer IDs (anything else is refused). */
+function scopeFlags(v: { clients?: string; tags?: string; sites?: string }): Scope {
+  const ids = (flag: string, text: string | undefined) => {
+    if (text === undefined) return [];
+    const parts = text.split(',').map((p) => p.trim());
+    if (!parts.every((p) => /^[1-9]\d{0,15}$/.test(p))) throw new UsageError(`--${flag} takes comma-separated IDs (e.g. 1,2): "${text}".`);
+    return parts.map(Number);
+  };
+  return { clients: ids('clients', v.clients), tags: ids('tags', v.tags), sites: ids('sites', v.sites) };
+}
+
+const scopeText = (sc: Scope | null | undefined) => {
+  const n = normalScope(sc);
+  return n ? `clients:${n.clients.join(',')} tags:${n.tags.join(',')} sites:${n.sites.join(',')}` : 'whole fleet';
+};
 
 async function keys(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, {

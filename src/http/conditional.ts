@@ -12,13 +12,21 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { scopeOf, type Principal } from '../core/principal.js';
 import { scopeKey } from '../core/scope.js';
+import { liveFeedGeneration } from '../domain/vulnerabilities/feed-store.js';
 import { COLLECTION_NAMES, type Store } from '../store/engine.js';
 
 /**
- * Abilities whose answer depends only on their input and the store's collection records (no blobs, no clock, no child
- * traffic, nothing kept only in memory): their serialised answers may be reused while the store fingerprint is the same.
+ * Abilities whose answer depends only on their input, the store's collection records and the live vulnerability feed
+ * (no other blob, no clock, no child traffic, nothing kept only in memory): their serialised answers may be reused
+ * while the store fingerprint is the same. The vulnerability views qualify: a site's matches change only with its record
+ * (a sync or an update moves last_sync or updated_at) or with the feed's generation, which the fingerprint holds.
  */
-export const STORE_PURE: ReadonlySet<string> = new Set(['list-sites-v1', 'count-sites-v1']);
+export const STORE_PURE: ReadonlySet<string> = new Set([
+  'list-sites-v1',
+  'count-sites-v1',
+  'list-vulnerabilities-v1',
+  'get-site-vulnerabilities-v1',
+]);
 
 /** The bound of the answer cache: at most this many answers, this many bytes in all (bodies and keys), none larger than MAX_ENTRY_BYTES. */
 export const PAGE_CACHE_ENTRIES = 256;
@@ -36,9 +44,12 @@ export interface Representation {
   headers: Array<[string, string]>;
 }
 
-/** Every collection's version: changes whenever any record changes, in this process or another. */
+/**
+ * Every collection's version and the live vulnerability feed's generation: changes whenever any record changes or
+ * another feed goes live, in this process or another.
+ */
 export function storeFingerprint(store: Store): string {
-  let s = '';
+  let s = `${liveFeedGeneration(store)}:`;
   // The audit log is no store-pure answer's input (list-audit-log-v1 is never cached): a refused call or a failed login,
   // which writes only there, does not empty the caches.
   for (const c of COLLECTION_NAMES) if (c !== 'audit' && c !== 'audit_head') s += `${store.version(c)}.`;
