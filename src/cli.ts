@@ -11,6 +11,7 @@ import { normalScope, type Scope } from './core/scope.js';
 import { buildMcpServer } from './mcp/server.js';
 import { startRelay } from './mcp/relay.js';
 import { wpBoolean } from './core/input.js';
+import { buildRegistry } from './abilities/index.js';
 import { closeServices, openServices, type Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
@@ -39,6 +40,8 @@ const SERVE_OPTIONS = {
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
   'package-source': { type: 'string' },
+  'oauth-issuer': { type: 'string' },
+  'oauth-audience': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -68,6 +71,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
                        [--package-source URL] [--database-url postgres://user:pass@host/db]
+                       [--oauth-issuer URL] [--oauth-audience URL]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -80,6 +84,9 @@ Uptime monitors check every connected site on their interval (settings: update-m
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
 --package-source (SITEFLEET_PACKAGE_SOURCE) is the plugin and theme directory installs and searches use
 (default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
+--oauth-issuer (SITEFLEET_OAUTH_ISSUER) lets /mcp take OAuth access tokens (JWT) from that authorization server
+beside API keys, and serves /.well-known/oauth-protected-resource; --oauth-audience (SITEFLEET_OAUTH_AUDIENCE) is the
+audience tokens must name (default: this server's /mcp URL, SITEFLEET_PUBLIC_URL's behind a proxy).
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
                      [--output-schemas] [--allow-private-sites] [--package-source URL]
@@ -90,7 +97,9 @@ Serves MCP over stdio. --output-schemas gives each tool its output schema (typed
 --server (SITEFLEET_SERVER_URL) relays stdio to a remote sitefleet's /mcp instead of opening a fleet here; its API
 key is read from SITEFLEET_API_KEY (never a flag: argv is visible to every user of the machine).
 Environment: SITEFLEET_MCP_TOOLSETS and SITEFLEET_MCP_READ_ONLY (true/false) stand in for the two flags.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [SCOPE] [--data-dir DIR | --database-url URL]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [SCOPE]
+                            [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
+       sitefleet keys tools ID [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
        sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
        sitefleet keys set-scope ID [SCOPE] [--data-dir DIR | --database-url URL]
@@ -239,6 +248,8 @@ async function serve(args: string[]): Promise<void> {
     monitorIntervalS: values['monitor-interval'],
     packageSource: values['package-source'],
     trustProxy: values['trust-proxy'],
+    oauthIssuer: values['oauth-issuer'],
+    oauthAudience: values['oauth-audience'],
   });
   const withConsole = values['no-console'] !== true;
   const { services, http, close } = await boot(cfg, {
@@ -388,9 +399,20 @@ async function keys(args: string[]): Promise<void> {
     name: { type: 'string' },
     permissions: { type: 'string' },
     admin: { type: 'boolean' },
+    'allow-tools': { type: 'string' },
+    'deny-tools': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   const [sub, arg] = positionals;
+  // Tool lists: comma-separated ability names; "" clears a list (keys tools). They only narrow the key's permissions.
+  const toolList = (v: string | undefined) =>
+    v === undefined
+      ? undefined
+      : v
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean);
+  const lists = { allow_tools: toolList(values['allow-tools']), deny_tools: toolList(values['deny-tools']) };
   if (values.help || !sub) return void console.log(HELP.keys);
   if ((sub === 'create' || sub === 'list') && arg !== undefined)
     throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
@@ -400,23 +422,36 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true, scope: scopeFlags(values) });
+      buildRegistry(s);
+      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true, scope: scopeFlags(values), ...lists });
       await s.audit.cli('keys create', {
         key_id: key.id,
         name: key.name,
         permissions: key.permissions,
         admin: key.admin,
         scope: key.scope,
+        ...lists,
       });
       const kind = key.admin ? 'administrator API key' : 'API key';
       process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
         const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
+        const tools = `${k.allow_tools?.length ? `\tallow:${k.allow_tools.join(',')}` : ''}${k.deny_tools?.length ? `\tdeny:${k.deny_tools.join(',')}` : ''}`;
         process.stdout.write(
-          `${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${scopeText(k.scope)}\t${k.created_at}\n`,
+          `${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${scopeText(k.scope)}\t${k.created_at}${tools}\n`,
         );
       }
+    } else if (sub === 'tools') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys tools needs a numeric key ID.');
+      if (lists.allow_tools === undefined && lists.deny_tools === undefined)
+        throw new UsageError('keys tools needs --allow-tools or --deny-tools ("" clears a list).');
+      buildRegistry(s);
+      const k = await s.auth.updateKey(id, lists);
+      await s.audit.cli('keys tools', { key_id: k.id, ...lists });
+      const show = (l: string[] | null | undefined) => (l?.length ? l.join(',') : '-');
+      process.stdout.write(`API key ${k.id} "${k.name}": allow ${show(k.allow_tools)}; deny ${show(k.deny_tools)}.\n`);
     } else if (sub === 'revoke') {
       const id = Number(arg);
       if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');

@@ -105,7 +105,7 @@ const HistoryEntry = z.object({
   outcome: z.enum(UPDATE_OUTCOMES),
   reason: z.string(),
   code: z.string(),
-  actor: z.object({ kind: z.enum(['user', 'key', 'local', 'job', 'policy']), id: z.number().int().nullable(), name: z.string() }),
+  actor: z.object({ kind: z.enum(['user', 'key', 'oauth', 'local', 'job', 'policy']), id: z.number().int().nullable(), name: z.string() }),
   at: z.string(),
   duration_ms: z.number().int(),
   safe: z.boolean(),

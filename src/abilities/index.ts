@@ -116,5 +116,7 @@ export const CATEGORIES = [
 ] as const;
 
 export function buildRegistry(services: Services): FleetRegistry {
+  // The names a key's allow / deny lists may hold (domain/auth.ts checks them).
+  services.auth.toolNames = new Set(allAbilities.map((a) => a.name));
   return new Registry(allAbilities, services) as FleetRegistry;
 }

@@ -31,6 +31,13 @@ const ScopeView = z
   .nullable()
   .describe('The sites this holder may see and act on (clients, tags, sites); null: the whole fleet.');
 const UserName = z.string().min(1).max(60).describe('Dashboard user name.');
+/** At most this many names a list: more than there are tools, so a list of every tool fits. */
+const MAX_TOOL_LIST = 500;
+// Names are checked against the registry's by the domain (an unknown one is a 400 naming it). Short descriptions:
+// every byte here is in the tools/list an assistant pays for.
+const ToolList = z.array(z.string().min(1).max(100)).max(MAX_TOOL_LIST);
+const AllowTools = ToolList.describe('Only these tools; [] clears.');
+const DenyTools = ToolList.describe('Never these tools; [] clears.');
 /** Up to 200 a page, as upstream's key list. */
 const PerPage = z.number().int().min(1).max(200).default(20).describe('Items per page (1-200, default 20).');
 
@@ -44,6 +51,8 @@ export const ApiKey = z.object({
   active: z.boolean().describe('Neither revoked nor expired.'),
   revoked: z.boolean(),
   expires_at: z.string().nullable(),
+  allow_tools: z.array(z.string()).nullable().describe('Only these tools, on every door; null: every tool its permissions allow.'),
+  deny_tools: z.array(z.string()).nullable().describe('Never these tools, on every door; null: none.'),
   created_at: z.string(),
 });
 
@@ -65,6 +74,8 @@ const keyView = (auth: AuthService, k: KeyRecord): z.input<typeof ApiKey> => ({
   active: !auth.keyEnded(k),
   revoked: k.revoked,
   expires_at: k.expires_at ?? null,
+  allow_tools: k.allow_tools ?? null,
+  deny_tools: k.deny_tools ?? null,
   created_at: k.created_at,
 });
 const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({
@@ -138,6 +149,8 @@ export const updateApiKey = defineAbility({
       admin: z.boolean().optional(),
       expires_at: ExpiresAt.optional(),
       scope: ScopeInput.optional(),
+      allow_tools: AllowTools.optional(),
+      deny_tools: DenyTools.optional(),
       active: z.boolean().optional().describe('false: revoke it for good.'),
     })
     .strict(),
@@ -255,7 +268,7 @@ export const teamAbilities = [
 const AuditEntry = z.object({
   id: z.number().int().describe('The place in the hash chain.'),
   at: z.string(),
-  who_kind: z.enum(['user', 'key', 'local', 'system']),
+  who_kind: z.enum(['user', 'key', 'oauth', 'local', 'system']),
   who_id: z.number().int().nullable(),
   who_name: z.string(),
   door: z.string(),

@@ -19,9 +19,33 @@ export interface CallOrigin {
 /** A principal as authenticated at one HTTP request also says where that request came from (`origin`). */
 export type Principal = (
   | { kind: 'user'; id: number; name: string; role: UserRole; scope?: Scope | null }
-  | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean; scope?: Scope | null }
+  | { kind: 'key'; id: number; name: string; permissions: KeyPermission; admin?: boolean; scope?: Scope | null; tools?: ToolLists }
+  | {
+      /** An OAuth access token (MCP over HTTP only): its scopes give the permission level and, if named, the toolsets. */
+      kind: 'oauth';
+      /** "<client_id>:<sub>": the audit log's who and the MCP session's owner. */
+      name: string;
+      permissions: KeyPermission;
+      /** Toolsets the token's scopes name (sitefleet:toolset:NAME); null: none named, every toolset. */
+      toolsets: readonly string[] | null;
+    }
   | { kind: 'local'; name: 'stdio' | 'cli'; readOnly?: boolean }
 ) & { origin?: CallOrigin };
+
+/**
+ * A key's own narrowing by tool (ability) name: `allow` (when set, only these) and `deny` (never these). Both only
+ * narrow what the key's permission level allows, on every door.
+ */
+export interface ToolLists {
+  allow: ReadonlySet<string> | null;
+  deny: ReadonlySet<string> | null;
+}
+
+/** The ability a permission check is about, when there is one: its name (per-key lists) and toolset (OAuth scopes). */
+export interface AbilityRef {
+  name: string;
+  toolset: string;
+}
 
 /** Which HTTP methods a key level opens (REST v2 reference §1.3; HEAD and OPTIONS follow GET). */
 export function keyAllowsMethod(p: KeyPermission, method: string): boolean {
@@ -60,7 +84,8 @@ export interface Permit {
 
 /** The scope a principal sees: null for the whole fleet (administrators and the local process always do). */
 export function scopeOf(p: Principal): Scope | null {
-  if (p.kind === 'local' || isAdministrator(p)) return null;
+  // An OAuth token carries no scope of sitefleet's (its scopes are permissions and toolsets): the whole fleet.
+  if (p.kind === 'local' || p.kind === 'oauth' || isAdministrator(p)) return null;
   if (isLimited(p.scope)) return p.scope;
   // A client user is bound to one client; one stored without it (never written so) sees nothing, not everything.
   return p.kind === 'user' && p.role === 'client' ? NOTHING : null;
@@ -75,9 +100,10 @@ const NOTHING: Scope = { clients: [0], tags: [], sites: [] };
  * named or selected, all within their scope), never the rest — settings, users, keys, channels, tags, clients, costs —
  * so an ability not marked a site action is refused to them by default; viewers and clients read-only abilities. Keys
  * by the HTTP method the call stands for (the request's on REST, the ability's own on the abilities and MCP doors),
- * and a key limited to a scope, like a manager, only to reads and site actions.
+ * and a key limited to a scope, like a manager, only to reads and site actions; a key's tool lists and an OAuth
+ * token's scopes (permission level, toolsets) narrow that further, never widen it.
  */
-export function refusal(p: Principal, ability: Permit, method: string): ServiceError | null {
+export function refusal(p: Principal, ability: Permit, method: string, which?: AbilityRef): ServiceError | null {
   if (ability.admin && !isAdministrator(p)) {
     return new ServiceError('svc_permission_denied', 'Only administrators may do this.', 403);
   }
@@ -95,6 +121,26 @@ export function refusal(p: Principal, ability: Permit, method: string): ServiceE
   if (p.kind === 'key' && scopeOf(p) && !ability.readonly && !ability.siteAction) {
     return new ServiceError('svc_permission_denied', 'A key limited to a scope may act only on the sites in it.', 403);
   }
+  if (p.kind === 'key' && p.tools && which) {
+    const { allow, deny } = p.tools;
+    if ((allow && !allow.has(which.name)) || deny?.has(which.name))
+      return new ServiceError('svc_permission_denied', `This API key may not use ${which.name} (the key's tool list leaves it out).`, 403, {
+        ability: which.name,
+      });
+  }
+  if (p.kind === 'oauth') {
+    if (!keyAllowsMethod(p.permissions, method))
+      return new ServiceError(
+        'svc_permission_denied',
+        `The access token's scopes do not allow this (${p.permissions === 'read' ? 'sitefleet:read only' : p.permissions}).`,
+        403,
+        { scope_needed: METHOD_WORD[method] === 'read' ? 'sitefleet:read' : 'sitefleet:write' },
+      );
+    if (p.toolsets && which && !p.toolsets.includes(which.toolset))
+      return new ServiceError('svc_permission_denied', `The access token's scopes do not include the ${which.toolset} toolset.`, 403, {
+        scope_needed: `sitefleet:toolset:${which.toolset}`,
+      });
+  }
   if (p.kind === 'local' && p.readOnly && !ability.readonly) {
     return new ServiceError('svc_permission_denied', 'This server runs in read-only mode.', 403);
   }
@@ -105,6 +151,8 @@ export function refusal(p: Principal, ability: Permit, method: string): ServiceE
 export function isAdministrator(p: Principal): boolean {
   if (p.kind === 'user') return p.role === 'administrator';
   if (p.kind === 'key') return p.admin === true;
+  // An access token is never an administrator's: managing keys and users stays with keys and the console.
+  if (p.kind === 'oauth') return false;
   return true;
 }
 
@@ -121,7 +169,7 @@ export function mayConfigure(p: Principal): boolean {
   return refusal(p, { readonly: false }, 'POST') === null;
 }
 
-export function assertMayRun(p: Principal, ability: Permit, method: string): void {
-  const no = refusal(p, ability, method);
+export function assertMayRun(p: Principal, ability: Permit, method: string, which?: AbilityRef): void {
+  const no = refusal(p, ability, method, which);
   if (no) throw no;
 }

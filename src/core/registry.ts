@@ -185,7 +185,7 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     assertStorableInput(a.name, raw);
     const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
     if (a.writesWhen?.test(input)) writes.now = true;
-    assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
+    assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations), a);
     if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };

@@ -37,7 +37,7 @@ export type AuditDoor = CallOrigin['door'] | 'scheduler';
 export interface AuditRecord {
   id: number;
   at: string;
-  who_kind: 'user' | 'key' | 'local' | 'system';
+  who_kind: 'user' | 'key' | 'oauth' | 'local' | 'system';
   who_id: number | null;
   who_name: string;
   door: AuditDoor;
@@ -126,6 +126,7 @@ export function summarise(input: unknown, opts: { redactUrl?: boolean } = {}): u
 function who(p: Principal | 'system'): Pick<AuditRecord, 'who_kind' | 'who_id' | 'who_name'> {
   if (p === 'system') return { who_kind: 'system', who_id: null, who_name: 'system' };
   if (p.kind === 'local') return { who_kind: 'local', who_id: null, who_name: p.name };
+  if (p.kind === 'oauth') return { who_kind: 'oauth', who_id: null, who_name: p.name };
   return { who_kind: p.kind, who_id: p.id, who_name: p.name };
 }
 

@@ -4,7 +4,7 @@
 // microseconds.
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../core/errors.js';
-import type { KeyPermission, Principal, UserRole } from '../core/principal.js';
+import type { KeyPermission, Principal, ToolLists, UserRole } from '../core/principal.js';
 import { errors } from '../core/errors.js';
 import { MAX_SCOPE_IDS, normalScope, type Scope } from '../core/scope.js';
 import type { ClientRecord, SiteRecord, TagRecord } from '../store/records.js';
@@ -92,9 +92,19 @@ function checkedScope(tx: Tx, input: ScopeInput | undefined, holder: { admin: bo
   return scope;
 }
 
+/** A key's allow / deny lists as given: null clears one, undefined leaves it. */
+export interface KeyToolLists {
+  allow_tools?: string[] | null;
+  deny_tools?: string[] | null;
+}
+
 export class AuthService {
   private keyIndexVersion = -1;
   private keyIndex = new Map<string, KeyRecord>();
+  /** The lists of a key record as sets, made once per record (verifyBearer runs on every request). */
+  private toolSets = new WeakMap<KeyRecord, ToolLists>();
+  /** The tool names a key's lists may name (abilities/index.ts buildRegistry sets it); unset: lists cannot be set. */
+  toolNames: ReadonlySet<string> | null = null;
   /** Run inside the write that deletes a user or changes their role (their console sessions end there). */
   readonly onAccessChange = new Cascade();
   /** The clock keys expire by (tests move it). */
@@ -114,9 +124,10 @@ export class AuthService {
   async createKey(
     name: string,
     permissions: KeyPermission,
-    opts: { admin?: boolean; expires_at?: string | null; scope?: ScopeInput } = {},
+    opts: { admin?: boolean; expires_at?: string | null; scope?: ScopeInput } & KeyToolLists = {},
   ): Promise<{ key: KeyRecord; token: string }> {
     if (opts.expires_at) this.assertFuture(opts.expires_at);
+    const lists = this.toolLists(opts);
     const key_id = randomBytes(6).toString('hex');
     const secret = randomBytes(24).toString('base64url');
     const salt = randomBytes(16).toString('hex');
@@ -132,6 +143,8 @@ export class AuthService {
         admin: opts.admin === true,
         expires_at: opts.expires_at ?? null,
         scope: checkedScope(tx, opts.scope, { admin: opts.admin === true }),
+        allow_tools: lists.allow_tools ?? null,
+        deny_tools: lists.deny_tools ?? null,
       }),
     );
     return { key, token: `sf_${key_id}_${secret}` };
@@ -163,9 +176,10 @@ export class AuthService {
   /** Renames a key, changes its permissions, administrator flag or expiry (null: never). A revoked key stays revoked. */
   async updateKey(
     id: number,
-    patch: { name?: string; permissions?: KeyPermission; admin?: boolean; expires_at?: string | null; scope?: ScopeInput },
+    patch: { name?: string; permissions?: KeyPermission; admin?: boolean; expires_at?: string | null; scope?: ScopeInput } & KeyToolLists,
   ): Promise<KeyRecord> {
     if (patch.expires_at) this.assertFuture(patch.expires_at);
+    const lists = this.toolLists(patch);
     return this.store.write((tx) => {
       const k = tx.get<KeyRecord>('keys', id);
       if (!k) throw keyNotFound(id);
@@ -178,8 +192,48 @@ export class AuthService {
         next.scope = checkedScope(tx, patch.scope !== undefined ? patch.scope : next.admin ? null : next.scope, {
           admin: next.admin === true,
         });
+      if (lists.allow_tools !== undefined) next.allow_tools = lists.allow_tools;
+      if (lists.deny_tools !== undefined) next.deny_tools = lists.deny_tools;
       return tx.put<KeyRecord>('keys', next);
     });
+  }
+
+  /**
+   * A key's lists checked: every name a tool (ability) of this server, each once (sorted, duplicates dropped); an empty
+   * list is null (an empty allow list would be a key that can do nothing: revoke it instead). 400 naming the first
+   * unknown name.
+   */
+  private toolLists(given: KeyToolLists): KeyToolLists {
+    const out: KeyToolLists = {};
+    for (const field of ['allow_tools', 'deny_tools'] as const) {
+      const list = given[field];
+      if (list === undefined) continue;
+      if (list === null || list.length === 0) {
+        out[field] = null;
+        continue;
+      }
+      const known = this.toolNames;
+      if (!known) throw new ServiceError('svc_invalid_input', `${field} cannot be set here.`, 400);
+      const names = [...new Set(list.map((n) => n.replace(/^svc\//, '')))].sort();
+      const unknown = names.find((n) => !known.has(n));
+      if (unknown !== undefined)
+        throw new ServiceError('svc_invalid_input', `${field}: no tool named "${unknown}".`, 400, {
+          params: { [field]: `Unknown tool ${unknown}.` },
+        });
+      out[field] = names;
+    }
+    return out;
+  }
+
+  /** A key's lists as the principal carries them, or undefined when it has none. */
+  private listsOf(k: KeyRecord): ToolLists | undefined {
+    if (!k.allow_tools?.length && !k.deny_tools?.length) return undefined;
+    let t = this.toolSets.get(k);
+    if (!t) {
+      t = { allow: k.allow_tools?.length ? new Set(k.allow_tools) : null, deny: k.deny_tools?.length ? new Set(k.deny_tools) : null };
+      this.toolSets.set(k, t);
+    }
+    return t;
   }
 
   private assertFuture(at: string): void {
@@ -196,7 +250,8 @@ export class AuthService {
     const ok = sameHash(keyHash(key?.salt ?? '', m?.[2] ?? ''), key?.secret_hash ?? DUMMY_HASH);
     if (!key || !ok) throw unauthenticated('The API key is invalid, revoked or expired.');
     if (this.keyEnded(key)) throw unauthenticated('The API key is invalid, revoked or expired.');
-    return {
+    const tools = this.listsOf(key);
+    const p: Principal = {
       kind: 'key',
       id: key.id,
       name: key.name,
@@ -204,6 +259,7 @@ export class AuthService {
       admin: key.admin === true,
       scope: normalScope(key.scope),
     };
+    return tools ? { ...p, tools } : p;
   }
 
   async createUser(name: string, role: UserRole, scope?: ScopeInput): Promise<{ user: UserRecord; password: string }> {

@@ -6,6 +6,7 @@ import type { SiteRecord } from '../store/records.js';
 import { errors } from '../core/errors.js';
 import { log } from '../log.js';
 import { AuthService } from './auth.js';
+import { OAuthService } from './oauth.js';
 import { AuditService } from './audit.js';
 import { ConsoleSessionService } from './console-sessions.js';
 import { SettingsService } from './settings.js';
@@ -50,6 +51,8 @@ export interface Services {
   clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
+  /** OAuth access tokens for MCP over HTTP (--oauth-issuer); off without an issuer. */
+  oauth: OAuthService;
   /** The audit log: the registry records every call that may change something; logins; schedulers. */
   audit: AuditService;
   /** Web console logins, in the store (every process sees them; a logout, deletion or role change ends them). */
@@ -225,6 +228,7 @@ export async function openServices(config: Config): Promise<Services> {
     clientFields,
     costs,
     auth,
+    oauth: new OAuthService(config),
     audit,
     consoleSessions,
     settings,
@@ -274,5 +278,6 @@ export async function closeServices(s: Services): Promise<void> {
   await s.children.close();
   await s.health.close();
   await s.packages.close();
+  await s.oauth.close();
   await s.store.close();
 }

@@ -44,6 +44,7 @@ export function actorOf(p: Principal | undefined): UpdateActor {
   if (!p) return { kind: 'local', id: null, name: 'sitefleet' };
   if (p.kind === 'user') return { kind: 'user', id: p.id, name: p.name };
   if (p.kind === 'key') return { kind: 'key', id: p.id, name: p.name };
+  if (p.kind === 'oauth') return { kind: 'oauth', id: null, name: p.name };
   return { kind: 'local', id: null, name: p.name };
 }
 

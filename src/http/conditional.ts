@@ -60,6 +60,7 @@ export function storeFingerprint(store: Store): string {
 export function principalKey(p: Principal): string {
   if (p.kind === 'key') return `k${p.id}:${p.permissions}${p.admin ? ':a' : ''}:${scopeKey(scopeOf(p))}`;
   if (p.kind === 'user') return `u${p.id}:${p.role}:${scopeKey(scopeOf(p))}`;
+  if (p.kind === 'oauth') return `o:${p.name}:${p.permissions}:${p.toolsets?.join(',') ?? '*'}`;
   return `l:${p.name}:${p.readOnly ? 'ro' : 'rw'}`;
 }
 

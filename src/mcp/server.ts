@@ -99,7 +99,7 @@ export interface ToolFilter {
 export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'settings'>): boolean {
   if (f.toolsets ? !f.toolsets.includes(a.toolset) : OPT_IN_TOOLSETS.includes(a.toolset)) return false;
   if (f.readOnly && !a.annotations.readonly) return false;
-  if (refusal(f.principal, a.annotations, annotationMethod(a.annotations))) return false;
+  if (refusal(f.principal, a.annotations, annotationMethod(a.annotations), a)) return false;
   if (a.module && services && !services.settings.moduleOn(a.module)) return false;
   return true;
 }

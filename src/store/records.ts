@@ -191,6 +191,10 @@ export interface KeyRecord {
   scope?: Scope | null;
   /** ISO time after which the key is refused as if revoked; absent or null: never. */
   expires_at?: string | null;
+  /** Tool (ability) names the key may use, and none other; absent or null: every one its permissions allow. */
+  allow_tools?: string[] | null;
+  /** Tool names the key may never use; absent or null: none. */
+  deny_tools?: string[] | null;
 }
 
 export interface SettingsRecord {

@@ -380,7 +380,7 @@ const toolsGet: RestRoute = {
             path,
             status_path: `${STATUS_PATHS[job]}{id}`,
             needs_confirm: 'confirm' in ability.input.shape,
-            may_run: refusal(a.principal, ability.annotations, 'POST') === null,
+            may_run: refusal(a.principal, ability.annotations, 'POST', ability) === null,
           },
         ]),
       ),
