@@ -3,28 +3,22 @@
 import { existsSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
 import { USER_ROLES, type KeyPermission, type UserRole } from './core/principal.js';
 import { normalScope, type Scope } from './core/scope.js';
-import { buildMcpServer } from './mcp/server.js';
-import { startRelay } from './mcp/relay.js';
 import { wpBoolean } from './core/input.js';
-import { buildRegistry } from './abilities/index.js';
-import { closeServices, openServices, type Services } from './domain/index.js';
+import type { Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
-import { storeLocation } from './store/open.js';
-import { readLeases, restoreBackup, writeBackup } from './store/backup.js';
 import { liveHolders } from './domain/leases.js';
-import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
-import { childSimCommand } from './child/simulator/command.js';
-import { vulnerabilitiesCommand } from './app/vulnerabilities-command.js';
-import { demo } from './demo.js';
 import { closestFlag, parseCommand, UsageError } from './cli-args.js';
+
+// The heavy modules (the doors, the services, the MCP SDK, the PostgreSQL driver) load with the command that needs them:
+// `--help`, a usage error or `keys list` does not pay for what `serve` needs (each import costs CPU at every start).
+const storeLocation = async (fleet: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<string> =>
+  (await import('./store/open.js')).storeLocation(fleet);
 
 const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
@@ -178,6 +172,7 @@ function requireDataDir(dir: string): void {
 
 /** Runs `fn` on the fleet's services; `existing`: the command needs a fleet that is there already (see fleetConfig). */
 async function withServices<R>(where: Where & { existing?: boolean }, fn: (s: Services) => Promise<R>): Promise<R> {
+  const { openServices, closeServices } = await import('./domain/index.js');
   const services = await openServices(fleetConfig(where, where.existing === true));
   try {
     return await fn(services);
@@ -252,6 +247,7 @@ async function serve(args: string[]): Promise<void> {
     oauthAudience: values['oauth-audience'],
   });
   const withConsole = values['no-console'] !== true;
+  const { boot } = await import('./app/boot.js');
   const { services, http, close } = await boot(cfg, {
     http: {
       allowedHosts: values['allowed-hosts']
@@ -263,11 +259,10 @@ async function serve(args: string[]): Promise<void> {
     monitoring: true,
   });
   await bootstrap(services, http!.url, cfg, withConsole);
+  const where = await storeLocation(cfg);
   // One write: a reader that sees "listening on" sees the console's line with it.
-  process.stdout.write(
-    `sitefleet listening on ${http!.url} (data: ${storeLocation(cfg)})\n${withConsole ? `web console: ${http!.url}/console\n` : ''}`,
-  );
-  log('info', 'listening', { url: http!.url, data: storeLocation(cfg) });
+  process.stdout.write(`sitefleet listening on ${http!.url} (data: ${where})\n${withConsole ? `web console: ${http!.url}/console\n` : ''}`);
+  log('info', 'listening', { url: http!.url, data: where });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -308,6 +303,11 @@ async function mcp(args: string[]): Promise<void> {
   }
   const server = values.server ?? (env.SITEFLEET_SERVER_URL || undefined);
   if (server !== undefined) return relay(server, values, toolsets, readOnly);
+  const [{ boot }, { buildMcpServer }, { StdioServerTransport }] = await Promise.all([
+    import('./app/boot.js'),
+    import('./mcp/server.js'),
+    import('@modelcontextprotocol/sdk/server/stdio.js'),
+  ]);
   const { services, registry, close } = await boot(
     loadConfig({
       dataDir: values['data-dir'],
@@ -369,6 +369,7 @@ async function relay(
   if (toolsets) headers['X-MCP-Toolsets'] = toolsets.join(',');
   if (readOnly) headers['X-MCP-Readonly'] = 'true';
   if (values['output-schemas'] === true) headers['X-MCP-Output-Schemas'] = 'true';
+  const { startRelay } = await import('./mcp/relay.js');
   await startRelay({ url, key, headers }, () => process.exit(0));
   log('info', 'mcp stdio relay ready', { server: url.origin + url.pathname });
 }
@@ -422,8 +423,12 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      buildRegistry(s);
-      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true, scope: scopeFlags(values), ...lists });
+      (await import('./abilities/index.js')).buildRegistry(s);
+      const { key, token } = await s.auth.createKey(values.name, perm, {
+        admin: values.admin === true,
+        scope: scopeFlags(values),
+        ...lists,
+      });
       await s.audit.cli('keys create', {
         key_id: key.id,
         name: key.name,
@@ -447,7 +452,7 @@ async function keys(args: string[]): Promise<void> {
       if (!Number.isInteger(id) || id < 1) throw new UsageError('keys tools needs a numeric key ID.');
       if (lists.allow_tools === undefined && lists.deny_tools === undefined)
         throw new UsageError('keys tools needs --allow-tools or --deny-tools ("" clears a list).');
-      buildRegistry(s);
+      (await import('./abilities/index.js')).buildRegistry(s);
       const k = await s.auth.updateKey(id, lists);
       await s.audit.cli('keys tools', { key_id: k.id, ...lists });
       const show = (l: string[] | null | undefined) => (l?.length ? l.join(',') : '-');
@@ -556,24 +561,27 @@ async function migrateCommand(args: string[]): Promise<void> {
     requireDataDir(resolve(values.from));
     if (values.force !== true)
       await refuseWhileServed({ dataDir: resolve(values.from), databaseUrl: null }, 'Copying it now would miss its next writes', '--force');
+    const { copyLowdbToPg } = await import('./store/pg-migrate.js');
     const report = await copyLowdbToPg(resolve(values.from), to, values.force === true);
-    process.stdout.write(`Copied ${resolve(values.from)} to ${storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
+    process.stdout.write(`Copied ${resolve(values.from)} to ${await storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
     for (const r of report) process.stdout.write(`  ${r.kind.padEnd(10)} ${String(r.source).padStart(7)} → ${r.target}\n`);
     return;
   }
   const url = pgUrl('--database-url', values['database-url'] ?? process.env.SITEFLEET_DATABASE_URL);
+  const { migratePg } = await import('./store/pg-migrate.js');
   const { from, to } = await migratePg(url);
   process.stdout.write(from === to ? `Schema is at format ${to}; nothing to do.\n` : `Schema migrated from format ${from} to ${to}.\n`);
 }
 
 /** Refuses while another process serves the fleet (its member lease is live): `what` says why that matters. */
 async function refuseWhileServed(fleet: Pick<Config, 'dataDir' | 'databaseUrl'>, what: string, override?: string): Promise<void> {
+  const { readLeases } = await import('./store/backup.js');
   const live = liveHolders(await readLeases(fleet));
   if (!live.length) return;
   const who = live.map((h) => `pid ${h.pid}`).join(', ');
   const wait = Math.ceil((Math.max(...live.map((h) => h.until)) - Date.now()) / 1000);
   throw new Error(
-    `${storeLocation(fleet)} is in use by a running sitefleet serve (${who}). ${what}: stop it first` +
+    `${await storeLocation(fleet)} is in use by a running sitefleet serve (${who}). ${what}: stop it first` +
       ` (a process that died lets go within ${wait} s)${override ? `, or add ${override} to go ahead anyway` : ''}.`,
   );
 }
@@ -585,8 +593,9 @@ async function backupCommand(args: string[]): Promise<void> {
   const file = resolve(values.to);
   if (existsSync(file)) throw new UsageError(`${file} exists already; give --to a new file name (a backup never overwrites a file).`);
   const cfg = fleetConfig(values, true);
+  const { writeBackup } = await import('./store/backup.js');
   const r = await writeBackup(cfg, file);
-  process.stdout.write(`Backed up ${storeLocation(cfg)} (data format ${r.dataFormat}) to ${file}: ${r.rows} rows\n`);
+  process.stdout.write(`Backed up ${await storeLocation(cfg)} (data format ${r.dataFormat}) to ${file}: ${r.rows} rows\n`);
   for (const [kind, n] of Object.entries(r.counts)) process.stdout.write(`  ${kind.padEnd(20)} ${String(n).padStart(7)}\n`);
 }
 
@@ -601,8 +610,9 @@ async function restoreCommand(args: string[]): Promise<void> {
   if (!values.from) throw new UsageError(`restore needs --from FILE.\n\n${HELP.restore}`);
   const cfg = fleetConfig(values, false);
   await refuseWhileServed(cfg, 'Replacing a fleet under a running process would lose its writes and confuse it');
+  const { restoreBackup } = await import('./store/backup.js');
   const r = await restoreBackup(resolve(values.from), cfg, values.force === true);
-  process.stdout.write(`Restored ${resolve(values.from)} into ${storeLocation(cfg)}: ${r.rows} rows (data format ${r.dataFormat})\n`);
+  process.stdout.write(`Restored ${resolve(values.from)} into ${await storeLocation(cfg)}: ${r.rows} rows (data format ${r.dataFormat})\n`);
   if (r.replacedTo) process.stdout.write(`The data dir it replaced was moved to ${r.replacedTo}\n`);
 }
 
@@ -641,10 +651,10 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   migrate: migrateCommand,
   backup: backupCommand,
   restore: restoreCommand,
-  'child-sim': (args) => childSimCommand(args),
-  demo: (args) => demo(args),
+  'child-sim': async (args) => (await import('./child/simulator/command.js')).childSimCommand(args),
+  demo: async (args) => (await import('./demo.js')).demo(args),
   vulnerabilities: async (args) => {
-    process.exitCode = await vulnerabilitiesCommand(args);
+    process.exitCode = await (await import('./app/vulnerabilities-command.js')).vulnerabilitiesCommand(args);
   },
 };
 
