@@ -8,6 +8,7 @@
 // sending leaves a claim that runs out, and the next tick (any process's) sends it again. A failed scheduled send is
 // retried MAX_SEND_ATTEMPTS times in all, RETRY_MS × 5ⁿ apart. The clock is `now` (tests move it); nothing sleeps.
 import { ServiceError, errors } from '../../core/errors.js';
+import { callScope } from '../../core/scope.js';
 import type { Config } from '../../config.js';
 import { log } from '../../log.js';
 import type { Store, Tx } from '../../store/engine.js';
@@ -467,19 +468,30 @@ export class ReportService {
 
   get(id: number): ClientReportRecord {
     const r = this.store.get<ClientReportRecord>('client_reports', id);
-    if (!r) throw reportNotFound(id);
+    if (!r || !this.sees(r)) throw reportNotFound(id);
     return r;
+  }
+
+  /**
+   * Whether the running call may see an archived report (issue 32): outside a scope always; inside one when the scope
+   * names the report's client or tag, or every site the report covers is in it (its site list, when not cut). Anything
+   * else answers as missing.
+   */
+  private sees(r: ClientReportRecord): boolean {
+    const scope = callScope();
+    if (!scope) return true;
+    if (r.scope.kind === 'client' && scope.clients.includes(r.scope.id)) return true;
+    if (r.scope.kind === 'tag' && scope.tags.includes(r.scope.id)) return true;
+    const sites = (r.content as ReportModel).sites;
+    return sites.more === 0 && this.sites.access.seesAll(sites.items.map((x) => x.id));
   }
 
   /** Newest first. */
   list(f: { client_id?: number; status?: ClientReportRecord['status'] }): ClientReportRecord[] {
-    if (
-      f.client_id !== undefined &&
-      !this.clients.get(f.client_id) &&
-      ![...this.store.all<ClientReportRecord>('client_reports')].some((r) => r.client_id === f.client_id)
-    )
+    const all = [...this.store.all<ClientReportRecord>('client_reports')].filter((r) => this.sees(r));
+    if (f.client_id !== undefined && !this.clients.get(f.client_id) && !all.some((r) => r.client_id === f.client_id))
       throw errors.clientNotFound(f.client_id);
-    return [...this.store.all<ClientReportRecord>('client_reports')]
+    return all
       .filter((r) => (f.client_id === undefined || r.client_id === f.client_id) && (f.status === undefined || r.status === f.status))
       .sort((a, b) => b.id - a.id);
   }
