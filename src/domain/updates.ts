@@ -798,7 +798,7 @@ export class UpdateService {
             : null;
     return before
       .filter((b) => !now.some((x) => x.type === b.type && x.slug === b.slug && x.language === b.language))
-      .flatMap((b) => {
+      .flatMap((b): UpdatedView[] => {
         // A language pack has no version on disk to read: no longer offered is what says it was installed, as for a
         // translation call (callItems). Left out, it would be neither redone nor reported: one item lost (the SIGKILL test).
         if (b.type === 'translation')
