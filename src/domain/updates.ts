@@ -798,7 +798,21 @@ export class UpdateService {
             : null;
     return before
       .filter((b) => !now.some((x) => x.type === b.type && x.slug === b.slug && x.language === b.language))
-      .flatMap((b) => {
+      .flatMap((b): UpdatedView[] => {
+        // A language pack has no version on disk to read: no longer offered is what says it was installed, as for a
+        // translation call (callItems). Left out, it would be neither redone nor reported: one item lost (the SIGKILL test).
+        if (b.type === 'translation')
+          return [
+            {
+              ...where(site),
+              type: b.type,
+              slug: b.slug,
+              name: b.name,
+              old_version: null,
+              new_version: b.new_version,
+              language: b.language ?? '',
+            },
+          ];
         const v = installed(b);
         return v && b.current_version && isNewer(v, b.current_version)
           ? [{ ...where(site), type: b.type, slug: b.slug, name: b.name, old_version: b.current_version, new_version: v }]
@@ -1240,7 +1254,7 @@ function foundOnResume(site: SiteRecord, verified: readonly UpdatedView[], plan:
     site_url: site.url,
     type: u.type,
     slug: u.slug,
-    name: u.name,
+    name: u.language ? `${u.name} (${u.language})` : u.name,
     from: u.old_version,
     to: u.new_version,
     outcome: 'updated' as const,
