@@ -10,7 +10,7 @@ import { USER_ROLES } from '../core/principal.js';
 import { MAX_SCOPE_IDS, normalScope } from '../core/scope.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
 import type { AuthService } from '../domain/auth.js';
-import { Confirm, DryRun, paged } from './schemas.js';
+import { Confirm, DryRun, paged, undescribed } from './schemas.js';
 
 const Permissions = z
   .enum(['read', 'write', 'read_write', 'delete'])
@@ -139,16 +139,18 @@ export const updateApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change an API key's name, permissions, administrator flag, scope or expiry; active: false revokes it (for good). " +
+    "Change an API key's fields as in add-api-key-v1 and its tool lists; active: false revokes it (for good). " +
     'Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
       key_id: KeyId,
-      name: KeyName.optional(),
-      permissions: Permissions.optional(),
-      admin: z.boolean().optional(),
-      expires_at: ExpiresAt.optional(),
-      scope: ScopeInput.optional(),
+      ...undescribed({
+        name: KeyName.optional(),
+        permissions: Permissions.optional(),
+        admin: z.boolean().optional(),
+        expires_at: ExpiresAt.optional(),
+        scope: ScopeInput.optional(),
+      }),
       allow_tools: AllowTools.optional(),
       deny_tools: DenyTools.optional(),
       active: z.boolean().optional().describe('false: revoke it for good.'),
@@ -225,9 +227,9 @@ export const updateDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change a dashboard user's role (console sessions end) or scope. The last administrator cannot be demoted " +
-    '(svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
-  input: z.object({ name: UserName, role: Role.optional(), scope: ScopeInput.optional() }).strict(),
+    "Change a dashboard user's role (console sessions end) or scope (as in add-dashboard-user-v1). The last " +
+    'administrator cannot be demoted (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+  input: z.object({ name: UserName, role: Role.optional(), ...undescribed({ scope: ScopeInput.optional() }) }).strict(),
   output: DashboardUser,
   annotations: adminEdit,
   execute: async ({ name, role, scope }, ctx) => userView(await ctx.auth.updateUser(name, { role, scope })),
