@@ -34,7 +34,7 @@ function searchDirectory(type: PackageType) {
     category: 'svc-sites',
     toolset: 'plugins',
     description:
-      `Search the ${type} directory (wordpress.org, or --package-source) by words, e.g. "contact form"; one page of ` +
+      `Search the ${type} directory by words, e.g. "contact form"; one page of ` +
       `${word}, each with the slug install-${word}-v1 takes. ${DIRECTORY_ERRORS}`,
     input: z.object({
       search: z.string().trim().min(1).max(200).describe('Words to look for in names and descriptions.'),
@@ -153,9 +153,9 @@ function installAbility(type: PackageType) {
     // The theme tool points to the plugin tool for what the shared fields mean: each is paid for once in tools/list.
     description:
       (type === 'plugin'
-        ? 'Install a plugin on many sites (site_ids_or_domains, tags, clients): from the directory by slug (and ' +
-          'version), or from a zip url. A site that has it is skipped unless overwrite. Per site: installed (the ' +
-          'version the child reports), errors, skipped; over the queue threshold a job; dry_run previews.'
+        ? 'Install a plugin on many sites (site_ids_or_domains, tags, clients) from the directory (slug, version) or ' +
+          'a zip (url, upload_id); a site that has it is skipped unless overwrite. Per site: installed (the version ' +
+          'the child reports), errors, skipped; over the queue threshold a job; dry_run previews.'
         : 'Install a theme on many sites: as install-plugins-v1 (no activate).') + ` ${INSTALL_ERRORS}`,
     input: z.object({
       ...(type === 'plugin' ? Targets : undescribed(Targets)),
@@ -199,9 +199,9 @@ export const uploadPackage = defineAbility({
   category: 'svc-sites',
   toolset: 'plugins',
   description:
-    'Upload a plugin or theme zip for install-plugins-v1 / install-themes-v1 (upload_id). It is checked first: a real ' +
-    'zip, one top folder, a plugin header or a theme style.css, no path that climbs out, bounded entries and unpacked ' +
-    `size; kept ${KEEP_S / 3600} hours. Errors: svc_invalid_package (400), svc_upload_too_large (413).`,
+    `Upload a plugin or theme zip for install-plugins-v1 / install-themes-v1 (upload_id); kept ${KEEP_S / 3600} hours. ` +
+    'Checked first: a real zip, one top folder, a plugin header or theme style.css, no path climbing out, bounded ' +
+    `entries and unpacked size. Errors: svc_invalid_package (400), svc_upload_too_large (413).`,
   input: z.object({ type: z.enum(['plugin', 'theme']), zip: Zip }),
   output: z.object({
     upload_id: z.string(),

@@ -11,7 +11,7 @@ import { bySiteUrl } from './views.js';
 export const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 export const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
 
-const PostId = z.number().int().min(1).describe('Post ID on the site.');
+const PostId = z.number().int().min(1);
 export const PostStatus = z.enum(POST_STATUSES);
 export const WritableStatus = PostStatus.exclude(['trash']);
 export const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);

@@ -17,7 +17,7 @@ const Permissions = z
   .describe('read: GET; write: POST/PUT/PATCH/DELETE; read_write: all; delete: DELETE.');
 const KeyName = z.string().trim().min(1).max(100).describe('A name for the key (1-100 characters).');
 const ExpiresAt = z.iso.datetime({ offset: true }).nullable().describe('Expiry (ISO 8601, future); null: never.');
-const KeyId = z.number().int().min(1).describe('The API key ID.');
+const KeyId = z.number().int().min(1);
 /** manager: reads and site actions in its scope; viewer and client (bound to one client): read-only. */
 const Role = z.enum(USER_ROLES);
 const ScopeIds = z.array(z.number().int().min(1)).max(MAX_SCOPE_IDS).optional();
@@ -111,7 +111,7 @@ export const addApiKey = defineAbility({
   label: 'Add API key',
   category: 'svc-settings',
   toolset: 'settings',
-  description: 'Create an API key; its token is shown only here. Administrators only; admin: true for an administrator key.',
+  description: 'Create an API key; its token is shown only here; admin: true for an administrator key. Administrators only.',
   input: z
     .object({
       name: KeyName,
@@ -228,7 +228,7 @@ export const updateDashboardUser = defineAbility({
   toolset: 'settings',
   description:
     "Change a dashboard user's role (console sessions end) or scope (as in add-dashboard-user-v1). The last " +
-    'administrator cannot be demoted (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+    'administrator cannot be demoted. Administrators only. Errors: svc_user_not_found (404), svc_last_administrator (409).',
   input: z.object({ name: UserName, role: Role.optional(), ...undescribed({ scope: ScopeInput.optional() }) }).strict(),
   output: DashboardUser,
   annotations: adminEdit,
@@ -242,7 +242,7 @@ export const deleteDashboardUser = defineAbility({
   toolset: 'settings',
   description:
     'Delete a dashboard user (confirm: true; dry_run previews); their console sessions end. Not the last ' +
-    'administrator (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+    'administrator. Administrators only. Errors: svc_user_not_found (404), svc_last_administrator (409).',
   input: z.object({ name: UserName, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({ deleted: z.boolean(), dry_run: z.boolean(), user: DashboardUser }),
   annotations: adminDelete,
@@ -289,8 +289,8 @@ export const listAuditLog = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    'The audit log, newest first: every change through any door, logins, failed logins, scheduled runs. Filters: who ' +
-    '(name, user:ID, key:ID), action, outcome (ok, error, or a code), door, since/until. Administrators only.',
+    'The audit log, newest first: changes through any door, logins, failed logins, scheduled runs. who: a name, ' +
+    'user:ID or key:ID; outcome: ok, error or a code. Administrators only.',
   input: z
     .object({
       who: z.string().max(200).optional(),
