@@ -119,8 +119,8 @@ export const listUpdateHistory = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description:
-    'Update and install attempts, newest first: action, item, from, to, who, when, outcome with reason, duration, ' +
-    `probes. Fleet, site or item (type+slug); by action, time, outcome; paged. Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
+    'Update and install attempts, newest first (action, item, from, to, who, when, outcome and reason, duration, ' +
+    `probes), of the fleet, a site or an item (type+slug). Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
     'Errors: svc_site_not_found (404), svc_invalid_date (400).',
   input: z.object({
     site_id_or_domain: SiteRef.optional(),

@@ -150,7 +150,7 @@ export const listMonitors = defineAbility({
   name: 'list-monitors-v1',
   label: 'List monitors',
   description:
-    'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings. Use it to see which sites are down.',
+    'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings.',
   input: z.object({
     status: Status.optional(),
     search: z.string().max(200).default(''),

@@ -18,7 +18,7 @@ import {
   remoteRead,
   remoteWrite,
 } from './posts.js';
-import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList } from './schemas.js';
+import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList, undescribed } from './schemas.js';
 import { bySiteUrl } from './views.js';
 
 const PageId = z.number().int().min(1);
@@ -129,14 +129,14 @@ export const updatePage = defineAbility({
   label: 'Update page',
   category: 'svc-pages',
   toolset: 'pages',
-  description: 'Edit a page on one site; only the fields given change.',
+  description: 'Edit a page on one site; only the fields given change (as in create-page-v1).',
   input: z
     .object({
       site_id_or_domain: SiteRef,
       page_id: PageId,
       post_title: z.string().min(1).max(1000).optional(),
       post_status: WritableStatus.optional(),
-      ...pageFields,
+      ...undescribed(pageFields),
     })
     .strict(),
   output: SavedPage.extend({ updated: z.array(z.string()) }),

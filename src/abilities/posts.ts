@@ -5,13 +5,13 @@ import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from './context.js';
 import { POST_STATUSES } from '../domain/posts.js';
 import type { SiteRecord } from '../store/records.js';
-import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList } from './schemas.js';
+import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList, undescribed } from './schemas.js';
 import { bySiteUrl } from './views.js';
 
 export const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 export const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
 
-const PostId = z.number().int().min(1).describe('Post ID on the site.');
+const PostId = z.number().int().min(1);
 export const PostStatus = z.enum(POST_STATUSES);
 export const WritableStatus = PostStatus.exclude(['trash']);
 export const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
@@ -181,7 +181,7 @@ export const updatePost = defineAbility({
   category: 'svc-posts',
   toolset: 'posts',
   description:
-    'Edit a post on one site; only the fields given change. Errors: svc_missing_fields (400), ' +
+    'Edit a post on one site; only the fields given change (as in create-post-v1). Errors: svc_missing_fields (400), ' +
     'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409), ' +
     'svc_child_refused (400).',
   input: z
@@ -190,7 +190,7 @@ export const updatePost = defineAbility({
       post_id: PostId,
       post_title: z.string().min(1).max(1000).optional(),
       post_status: WritableStatus.optional(),
-      ...postFields,
+      ...undescribed(postFields),
     })
     .strict(),
   output: Saved.extend({ updated: z.array(z.string()) }),

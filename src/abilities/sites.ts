@@ -141,12 +141,8 @@ export const updateSite = defineAbility({
         .array(z.string().max(500))
         .max(10)
         .optional()
-        .describe('Extra paths the health probe checks besides the home page and wp-login.php (e.g. "/shop/"); replaces them.'),
-      health_keyword: z
-        .string()
-        .max(200)
-        .optional()
-        .describe("Text the home page must contain for the site to be healthy; '' = the site's title."),
+        .describe('Paths probed besides the home page and wp-login.php, e.g. "/shop/"; replaces the list.'),
+      health_keyword: z.string().max(200).optional().describe("Text the home page must contain to be healthy; '' = the site's title."),
     })
     .strict(),
   output: FullSite,

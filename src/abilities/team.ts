@@ -10,14 +10,14 @@ import { USER_ROLES } from '../core/principal.js';
 import { MAX_SCOPE_IDS, normalScope } from '../core/scope.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
 import type { AuthService } from '../domain/auth.js';
-import { Confirm, DryRun, paged } from './schemas.js';
+import { Confirm, DryRun, paged, undescribed } from './schemas.js';
 
 const Permissions = z
   .enum(['read', 'write', 'read_write', 'delete'])
   .describe('read: GET; write: POST/PUT/PATCH/DELETE; read_write: all; delete: DELETE.');
 const KeyName = z.string().trim().min(1).max(100).describe('A name for the key (1-100 characters).');
 const ExpiresAt = z.iso.datetime({ offset: true }).nullable().describe('Expiry (ISO 8601, future); null: never.');
-const KeyId = z.number().int().min(1).describe('The API key ID.');
+const KeyId = z.number().int().min(1);
 /** manager: reads and site actions in its scope; viewer and client (bound to one client): read-only. */
 const Role = z.enum(USER_ROLES);
 const ScopeIds = z.array(z.number().int().min(1)).max(MAX_SCOPE_IDS).optional();
@@ -111,7 +111,7 @@ export const addApiKey = defineAbility({
   label: 'Add API key',
   category: 'svc-settings',
   toolset: 'settings',
-  description: 'Create an API key; its token is shown only here. Administrators only; admin: true for an administrator key.',
+  description: 'Create an API key; its token is shown only here; admin: true for an administrator key. Administrators only.',
   input: z
     .object({
       name: KeyName,
@@ -139,16 +139,18 @@ export const updateApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change an API key's name, permissions, administrator flag, scope or expiry; active: false revokes it (for good). " +
+    "Change an API key's fields as in add-api-key-v1 and its tool lists; active: false revokes it (for good). " +
     'Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
       key_id: KeyId,
-      name: KeyName.optional(),
-      permissions: Permissions.optional(),
-      admin: z.boolean().optional(),
-      expires_at: ExpiresAt.optional(),
-      scope: ScopeInput.optional(),
+      ...undescribed({
+        name: KeyName.optional(),
+        permissions: Permissions.optional(),
+        admin: z.boolean().optional(),
+        expires_at: ExpiresAt.optional(),
+        scope: ScopeInput.optional(),
+      }),
       allow_tools: AllowTools.optional(),
       deny_tools: DenyTools.optional(),
       active: z.boolean().optional().describe('false: revoke it for good.'),
@@ -225,9 +227,9 @@ export const updateDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change a dashboard user's role (console sessions end) or scope. The last administrator cannot be demoted " +
-    '(svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
-  input: z.object({ name: UserName, role: Role.optional(), scope: ScopeInput.optional() }).strict(),
+    "Change a dashboard user's role (console sessions end) or scope (as in add-dashboard-user-v1). The last " +
+    'administrator cannot be demoted. Administrators only. Errors: svc_user_not_found (404), svc_last_administrator (409).',
+  input: z.object({ name: UserName, role: Role.optional(), ...undescribed({ scope: ScopeInput.optional() }) }).strict(),
   output: DashboardUser,
   annotations: adminEdit,
   execute: async ({ name, role, scope }, ctx) => userView(await ctx.auth.updateUser(name, { role, scope })),
@@ -240,7 +242,7 @@ export const deleteDashboardUser = defineAbility({
   toolset: 'settings',
   description:
     'Delete a dashboard user (confirm: true; dry_run previews); their console sessions end. Not the last ' +
-    'administrator (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+    'administrator. Administrators only. Errors: svc_user_not_found (404), svc_last_administrator (409).',
   input: z.object({ name: UserName, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({ deleted: z.boolean(), dry_run: z.boolean(), user: DashboardUser }),
   annotations: adminDelete,
@@ -287,8 +289,8 @@ export const listAuditLog = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    'The audit log, newest first: every change through any door, logins, failed logins, scheduled runs. Filters: who ' +
-    '(name, user:ID, key:ID), action, outcome (ok, error, or a code), door, since/until. Administrators only.',
+    'The audit log, newest first: changes through any door, logins, failed logins, scheduled runs. who: a name, ' +
+    'user:ID or key:ID; outcome: ok, error or a code. Administrators only.',
   input: z
     .object({
       who: z.string().max(200).optional(),

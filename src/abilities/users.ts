@@ -25,7 +25,7 @@ import { bySiteUrl } from './views.js';
 const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 
 const UserRole = z.enum(USER_ROLES);
-const UserId = z.number().int().min(1).describe('User ID on the site.');
+const UserId = z.number().int().min(1);
 
 export const UserItem = z.object({
   id: z.number().int(),
