@@ -196,6 +196,7 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     } catch (e) {
       throw toServiceError(e, { ability: a.name });
     }
+    if (opts.principal.kind === 'user' && opts.principal.role === 'client') result = withoutAgencyNotes(result);
     if (CHECK_OUTPUTS) {
       const checked = a.output.safeParse(result);
       if (!checked.success)
@@ -205,4 +206,29 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     }
     return result;
   }
+}
+
+/** What an agency writes about a client and its sites for itself: never shown to the client's own users. */
+const AGENCY_ONLY = new Set(['note', 'notes', 'admin_username']);
+
+/**
+ * A result as a `client` user sees it: the agency's notes and the sites' admin account names emptied (the answer keeps
+ * its shape), at any depth. Copies only what it changes: results may be cached objects shared with other callers.
+ */
+export function withoutAgencyNotes(v: unknown, depth = 0): unknown {
+  if (v === null || typeof v !== 'object' || depth > 16) return v;
+  if (Array.isArray(v)) {
+    let out: unknown[] | null = null;
+    v.forEach((x, i) => {
+      const y = withoutAgencyNotes(x, depth + 1);
+      if (y !== x) (out ??= v.slice())[i] = y;
+    });
+    return out ?? v;
+  }
+  let out: Record<string, unknown> | null = null;
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const y = AGENCY_ONLY.has(k) && typeof x === 'string' && x !== '' ? '' : withoutAgencyNotes(x, depth + 1);
+    if (y !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = y;
+  }
+  return out ?? v;
 }
