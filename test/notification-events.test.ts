@@ -3,15 +3,12 @@
 // vulnerability found / fixed from the fixture feed, a new administrator and a plugin installed outside sitefleet from
 // what a sync brings (an install by sitefleet is not news), a TLS certificate near its end from a real HTTPS server.
 // Each also goes through dedupe (the same happening once per place) and digests like the events before them.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createServer as createHttps, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openAbilities, type AbilityHarness } from './support/abilities.js';
-import { startReceiver, type HttpReceiver } from './support/receivers.js';
-import { tempDir } from './support/server.js';
+import { localCert, startReceiver, type HttpReceiver } from './support/receivers.js';
 import { until } from './support/wait.js';
 import type { NotificationEvent } from '../src/store/notification-records.js';
 import type { SiteRecord } from '../src/store/records.js';
@@ -194,27 +191,9 @@ describe('tls.expiring (a real HTTPS server)', () => {
   let https: HttpsServer;
   let site: SiteRecord;
   beforeAll(async () => {
-    const d = tempDir('sitefleet-tls-expiring-');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        join(d, 'k.pem'),
-        '-out',
-        join(d, 'c.pem'),
-        '-days',
-        '5',
-        '-subj',
-        '/CN=localhost',
-      ],
-      { stdio: 'ignore', input: '' },
-    );
-    https = createHttps({ key: readFileSync(join(d, 'k.pem')), cert: readFileSync(join(d, 'c.pem')) }, (_q, s) => s.end('ok'));
+    const pem = localCert(5);
+    if (!pem) throw new Error('openssl is needed to make a certificate that expires in 5 days');
+    https = createHttps(pem, (_q, s) => s.end('ok'));
     await new Promise<void>((r) => https.listen(0, '127.0.0.1', () => r()));
     site = await h.services.store.write((tx) =>
       h.services.sites.insert(tx, { url: `https://127.0.0.1:${(https.address() as AddressInfo).port}/`, name: 'Expiring' }),
