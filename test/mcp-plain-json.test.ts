@@ -184,3 +184,35 @@ it('keeps a session working after a plain call is cancelled (the SDK sends no an
     await c.close();
   }
 });
+
+it('refuses a second initialize in a session as the SDK transport does (400), on either path', async () => {
+  const again = {
+    jsonrpc: '2.0',
+    id: 77,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
+  // Before express (the fast path takes a JSON body of a known length) and through it (a chunked body).
+  const fast = await fetch(`${f.s.url}/mcp`, { method: 'POST', headers: headers(), body: JSON.stringify(again) });
+  expect([fast.status, await fast.json()]).toEqual([400, expect.objectContaining({ error: expect.objectContaining({ code: -32600 }) })]);
+  const chunked = await fetch(`${f.s.url}/mcp`, {
+    method: 'POST',
+    headers: headers(),
+    body: new Blob([JSON.stringify(again)]).stream(),
+    duplex: 'half',
+  } as RequestInit);
+  expect([chunked.status, await chunked.json()]).toEqual([
+    400,
+    expect.objectContaining({ error: expect.objectContaining({ code: -32600 }) }),
+  ]);
+  // The session goes on.
+  const r = await post('ping', {});
+  expect([r.type, JSON.parse(r.text).result]).toEqual(['application/json', {}]);
+});
+
+it('refuses a JSON body that is not an object or array as express does, before express too', async () => {
+  for (const body of ['"tools/call"', '42', 'null']) {
+    const r = await fetch(`${f.s.url}/mcp`, { method: 'POST', headers: headers(), body });
+    expect([r.status, await r.json()], body).toEqual([400, expect.objectContaining({ code: 'rest_invalid_json' })]);
+  }
+});

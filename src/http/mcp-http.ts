@@ -106,6 +106,8 @@ class SessionTransport implements Transport {
  */
 function plainAnswerable(req: Request, server: Server): req is Request & { body: JSONRPCRequest } {
   if (req.method !== 'POST' || !isJSONRPCRequest(req.body)) return false;
+  // A second initialize: the SDK transport refuses it (400, "Server already initialized").
+  if (req.body.method === 'initialize') return false;
   const accept = req.headers.accept ?? '';
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
   const version = req.headers['mcp-protocol-version'];
@@ -173,6 +175,14 @@ function readOnlyPrincipal(p: Principal): Principal {
 
 /** A body the server reads itself on the fast path: JSON, no content coding, its length given and within the limit. */
 const MAX_BODY = 4 * 1024 * 1024;
+
+/** JSON as express.json reads it (strict, a BOM dropped): an object or an array, anything else a SyntaxError. */
+function strictJson(text: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const first = /^[ \t\n\r]*(.)/.exec(body)?.[1];
+  if (first !== '{' && first !== '[') throw new SyntaxError('Not a JSON object or array.');
+  return JSON.parse(body);
+}
 
 export interface McpHttp {
   router: express.Router;
@@ -292,7 +302,7 @@ export function mcpHttp(
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     try {
-      req.body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      req.body = strictJson(Buffer.concat(chunks).toString('utf8'));
     } catch {
       const body = new ServiceError('rest_invalid_json', 'Invalid JSON body passed.', 400, {
         json_error_code: 4,
