@@ -209,6 +209,23 @@ function readOnlyPrincipal(p: Principal): Principal {
 /** A body the server reads itself on the fast path: JSON, no content coding, its length given and within the limit. */
 const MAX_BODY = 4 * 1024 * 1024;
 
+/** A request's body (its length is bounded by the caller); rejects if the request ends early. */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let done = false;
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.once('end', () => {
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!done) reject(new Error('The request ended before its body.'));
+    });
+  });
+}
+
 /** JSON as express.json reads it (strict, a BOM dropped): an object or an array, anything else a SyntaxError. */
 function strictJson(text: string): unknown {
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
@@ -334,10 +351,9 @@ export function mcpHttp(
 
   /** Answers a request the fast path has taken on: plainly when it can, else through the SDK transport. */
   const answerTaken = async (req: Request, res: Response, s: Session, sid: string) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
+    const raw = await readBody(req);
     try {
-      req.body = strictJson(Buffer.concat(chunks).toString('utf8'));
+      req.body = strictJson(raw.toString('utf8'));
     } catch {
       const body = new ServiceError('rest_invalid_json', 'Invalid JSON body passed.', 400, {
         json_error_code: 4,
@@ -364,7 +380,8 @@ export function mcpHttp(
       return false;
     if (hostRefusal(req)) return false;
     const header = req.headers.authorization;
-    if (!header || throttle?.waitFor(requestAddress(req, services), accountOf(header))) return false;
+    const address = requestAddress(req, services);
+    if (!header || throttle?.waitFor(address, accountOf(header))) return false;
     let principal: Principal;
     try {
       principal = readPrincipal(
@@ -379,7 +396,7 @@ export function mcpHttp(
     if (!samePrincipal(s.principal, principal)) return false;
     const q = req as Request;
     // As requireAuth sets it: the audit log's door and address.
-    q.principal = { ...principal, origin: { door: 'mcp', address: requestAddress(req, services) } };
+    q.principal = { ...principal, origin: { door: 'mcp', address } };
     before(q, res as Response);
     answerTaken(q, res as Response, s, sid as string).catch((e: unknown) => {
       if (!res.headersSent) sendError(res as Response, e);
