@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { compareParsed, compareVersions, partsOf } from '../src/domain/vulnerabilities/version.js';
 import { FeedIndex, pluginSlug, type InstalledItem } from '../src/domain/vulnerabilities/matching.js';
 import {
@@ -22,6 +22,7 @@ import { openAbilities, type AbilityHarness } from './support/abilities.js';
 import { startChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
 import { closeServices, openServices } from '../src/domain/index.js';
+import { buildRegistry } from '../src/abilities/index.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'vulnerabilities');
 const WF_FILE = join(FIX, 'wordfence-production.json');
@@ -472,6 +473,65 @@ describe('read-only views (no job runner: only the calls below match)', () => {
       await services.vulnerabilities.reconcile();
       expect(stored()).not.toBe(before);
       expect(sent).toHaveLength(3); // the same matches after the sync: nothing new found, nothing fixed
+    } finally {
+      await closeServices(services);
+      await sim.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('every read (the views, the security view, a policy preview, the counts) while the stored matches are stale: no store write, and the right answer', async () => {
+    const sim = await startChildSim({ sites: 1, seed: 1 });
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-ro-'));
+    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    const registry = buildRegistry(services);
+    try {
+      const info = sim.sites[0]!;
+      const site = await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false });
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      const { key } = await services.auth.createKey('read', 'read');
+      const reader = { kind: 'key' as const, id: key.id, name: key.name, permissions: 'read' as const };
+      const admin = { kind: 'local' as const, name: 'stdio' as const };
+      const policy = await registry.call(
+        'add-update-policy-v1',
+        {
+          name: 'Security',
+          all_sites: true,
+          core: 'major',
+          security_only: true,
+          days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'],
+          start: '02:00',
+          end: '04:00',
+        },
+        { principal: admin, coerce: false },
+      );
+      // A sync moves the site's stamp: what is stored is stale until the job runner's next round (none runs here).
+      await services.children.apply(await services.children.fetchSync(services.sites.get(site.id)!));
+      const stamp = () =>
+        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)!.sites[site.id]!.stamp;
+      const stale = stamp();
+      const writes = vi.spyOn(services.store, 'write');
+      // The table's matches of simulator site 1 (seed 1): the records, and the (record, item) installs.
+      const rows = expected.expectations.filter((e) => e.where === 'simulator seed 1, site 1');
+      const refs = [...new Set(rows.flatMap((e) => e.affectedBy))].sort();
+      const installs = rows.reduce((n, e) => n + e.affectedBy.length, 0);
+      expect(refs.length).toBeGreaterThan(0);
+      const list = await registry.call('list-vulnerabilities-v1', { per_page: 100 }, { principal: reader, coerce: false });
+      expect(list.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
+      const one = await registry.call('get-site-vulnerabilities-v1', { site_id_or_domain: site.id }, { principal: reader, coerce: false });
+      expect(one.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
+      const security = await registry.call('get-security-issues-v1', {}, { principal: reader, coerce: false });
+      expect(security.vulnerabilities).toMatchObject({ vulnerabilities: refs.length, sites: 1, installs });
+      const preview = await registry.call('preview-update-policy-v1', { policy_id: policy.id }, { principal: reader, coerce: false });
+      expect(preview.security_only).toBe(true);
+      expect(await services.vulnerabilities.counts()).toEqual({ vulnerabilities: refs.length, sites: 1, installs });
+      expect(writes).not.toHaveBeenCalled();
+      expect(stamp()).toBe(stale);
+      // The job runner's round (a write already) stores them.
+      await services.vulnerabilities.reconcile();
+      expect(writes).toHaveBeenCalledTimes(1);
+      expect(stamp()).not.toBe(stale);
+      writes.mockRestore();
     } finally {
       await closeServices(services);
       await sim.close();

@@ -829,8 +829,11 @@ export class VulnerabilityService {
     return this.feed.records(this.bucketsOf(keys));
   }
 
-  /** Per site, the vulnerable non-informational hits (for the fix and the counts). */
-  async hitsBySite(persist = true): Promise<Map<number, Hit[]>> {
+  /**
+   * Per site, the vulnerable non-informational hits (for the fix and the counts). `persist` has no default: a read
+   * passes false (matches in memory only, nothing written or sent), only a write (the fix) passes true.
+   */
+  async hitsBySite(persist: boolean): Promise<Map<number, Hit[]>> {
     await this.reconcile(persist);
     const out = new Map<number, Hit[]>();
     for (const [id, m] of this.mem) {
@@ -867,9 +870,12 @@ export class VulnerabilityService {
     return { vulnerabilities: seen.size, sites, installs, by_severity: by };
   }
 
-  /** Vulnerable installs and sites of the fleet (informational records not counted), for the overview counts. */
+  /**
+   * Vulnerable installs and sites of the fleet (informational records not counted), for the overview counts.
+   * Read-only: matches in memory only, nothing stored or sent (the job runner's round and the imports store them).
+   */
   async counts(): Promise<{ vulnerabilities: number; sites: number; installs: number }> {
-    const by = await this.hitsBySite();
+    const by = await this.hitsBySite(false);
     const keys = new Set<string>();
     let installs = 0;
     for (const hits of by.values()) {
