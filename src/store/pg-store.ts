@@ -133,6 +133,11 @@ export class PgStore implements Store {
   readonly notifyLagMs: number[] = [];
   /** Cold blobs read (COLD_BLOBS), bounded by bytes. */
   private coldCache = new ColdCache();
+  /**
+   * The cold blobs of the commit under way: readers see them as they see its other changes (memory holds those from
+   * the moment the write runs), so that no reader finds a feed state that names an index not yet committed.
+   */
+  private pendingCold: Map<string, unknown> | null = null;
 
   private constructor(readonly url: string) {}
 
@@ -308,7 +313,9 @@ export class PgStore implements Store {
   readBlob<T>(kind: Blob, id: number): Promise<T | null> {
     if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
     if (this.closed) return Promise.reject(new Error('store is closed'));
-    return this.coldCache.read<T>(`${kind}/${id}`, async () => {
+    const key = `${kind}/${id}`;
+    if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
+    return this.coldCache.read<T>(key, async () => {
       let text: string | null;
       try {
         // The listener's connection, as sync() does: the writer's holds commits (and the shared lock) in between.
@@ -398,6 +405,7 @@ export class PgStore implements Store {
       const cold = new Map<string, unknown>();
       const countersBefore = { ...this.counters };
       const outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, cold), undoAll);
+      this.pendingCold = cold;
       // A cold blob put and then undone (its write threw) is not written at all.
       for (const [k, { kind }] of dirty) if (COLD_BLOBS.has(kind as Blob) && !cold.has(k)) dirty.delete(k);
       if (dirty.size) {
@@ -435,6 +443,7 @@ export class PgStore implements Store {
       // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
       if (began) await c.query('ROLLBACK').catch(() => {});
       for (const u of undoAll.reverse()) u();
+      this.pendingCold = null;
       const refused = writing && !this.writerBroken && refusedForValue(e);
       log(refused ? 'warn' : 'error', 'store commit failed', {
         err: String((e as Error).message ?? e),
@@ -452,6 +461,8 @@ export class PgStore implements Store {
       // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
       if (!batch.length) batch = take();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
+    } finally {
+      this.pendingCold = null;
     }
   }
 

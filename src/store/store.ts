@@ -88,6 +88,11 @@ export class LowdbStore implements StoreEngine {
   private blobCache = new Map<string, unknown>();
   /** Cold blobs (COLD_BLOBS) read from their files: bounded by bytes, never the whole kind. */
   private coldCache = new ColdCache();
+  /**
+   * The cold blobs of the commit under way: readers see them as they see its other changes (memory holds those from
+   * the moment the write runs), so that no reader finds a feed state that names an index not yet on disk.
+   */
+  private pendingCold: Map<string, unknown> | null = null;
   private lastLook = -Infinity;
 
   private constructor(readonly dir: string) {}
@@ -277,8 +282,10 @@ export class LowdbStore implements StoreEngine {
   readBlob<T>(kind: Blob, id: number): Promise<T | null> {
     if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
     this.refreshIfStale();
+    const key = `${kind}/${id}`;
+    if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
     const file = join(this.dir, kind, `${id}.json`);
-    return this.coldCache.read<T>(`${kind}/${id}`, async () => {
+    return this.coldCache.read<T>(key, async () => {
       let text: string;
       try {
         text = await readFile(file, 'utf8');
@@ -326,6 +333,7 @@ export class LowdbStore implements StoreEngine {
       const dirty = new Set<string>();
       const blobs = new Map<string, unknown>();
       outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs), undoAll);
+      this.pendingCold = blobs;
       if (dirty.size || blobs.size) await this.persist(dirty, blobs);
       // Cold blobs (a vulnerability feed's buckets, written as the feed streams in) are never kept in memory once on
       // disk: a reader takes the few it needs from their files.
@@ -350,6 +358,8 @@ export class LowdbStore implements StoreEngine {
       } catch {
         /* keep serving what we have */
       }
+    } finally {
+      this.pendingCold = null;
     }
     // The commit is durable (or failed and was rolled back) when callers are told, before the lock goes (issue 19:
     // one file-system round trip less on every acknowledged write); the next commit still waits for the release.

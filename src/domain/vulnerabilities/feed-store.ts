@@ -125,7 +125,10 @@ export class FeedStore {
   private async loadIndex(state: FeedState): Promise<FeedIndex> {
     const index = new FeedIndex();
     if (!state.generation) return index;
-    const stored = (await this.read<StoredIndex>(state, state.generation * GEN_SPAN)) ?? [];
+    const stored = await this.read<StoredIndex>(state, state.generation * GEN_SPAN);
+    // A live generation always has its index (written in the write that makes it live): missing, it is being replaced
+    // under this reader (another process's files half renamed); an empty index must not be taken for the feed's.
+    if (!stored) throw new ServiceError('svc_store_unavailable', 'The vulnerability feed is being replaced; try again in a moment.', 503);
     const keys = new Set<string>();
     for (const [typeSlug, entries] of stored)
       for (const e of entries) {
