@@ -87,6 +87,9 @@ describe('cold blobs', () => {
     });
     const cache = () => s.memory().cold_cache;
     expect(cache()).toEqual({ entries: 0, bytes: 0, max_bytes: COLD_CACHE_BYTES });
+    // A caller that keeps what it builds (the feed's index) leaves it out.
+    expect((await s.readBlob<string>(KIND, 3, { cache: false }))!.length).toBe(half - 2);
+    expect(cache()).toMatchObject({ entries: 0, bytes: 0 });
     expect((await s.readBlob<string>(KIND, 1))!.length).toBe(COLD_CACHE_BYTES - 2);
     expect(cache()).toMatchObject({ entries: 1, bytes: COLD_CACHE_BYTES });
     // Just past the bound: answered, not kept (blob 1 stays).

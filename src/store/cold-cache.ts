@@ -13,10 +13,10 @@ export class ColdCache {
   constructor(readonly maxBytes = COLD_CACHE_BYTES) {}
 
   /**
-   * The cached value of `key`, or `load`'s (which answers the value and the length of its JSON text), kept when it fits
-   * and nothing was invalidated meanwhile.
+   * The cached value of `key`, or `load`'s (which answers the value and the length of its JSON text), kept when it fits,
+   * nothing was invalidated meanwhile and `keep` (false: a caller that keeps what it derives from the value itself).
    */
-  read<T>(key: string, load: () => Promise<{ value: T | null; bytes: number }>): Promise<T | null> {
+  read<T>(key: string, load: () => Promise<{ value: T | null; bytes: number }>, keep = true): Promise<T | null> {
     const hit = this.entries.get(key);
     if (hit) {
       this.entries.delete(key);
@@ -28,7 +28,7 @@ export class ColdCache {
     const epoch = this.epoch;
     const p = load()
       .then(({ value, bytes }) => {
-        if (epoch === this.epoch) this.put(key, value, bytes);
+        if (keep && epoch === this.epoch) this.put(key, value, bytes);
         return value;
       })
       .finally(() => {

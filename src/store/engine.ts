@@ -69,7 +69,7 @@ export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets', 'vulnerabili
  */
 export const COLD_BLOBS: ReadonlySet<Blob> = new Set<Blob>(['vulnerability-feed']);
 /** The bound of each process's cache of cold blobs read, in bytes of their JSON text (a larger blob is not kept). */
-export const COLD_CACHE_BYTES = 16 * 1024 * 1024;
+export const COLD_CACHE_BYTES = 8 * 1024 * 1024;
 
 /** What an engine holds in memory: blobs per kind (cold kinds: 0), and its cache of cold blobs read. */
 export interface StoreMemory {
@@ -100,8 +100,9 @@ export interface Store {
   /**
    * Any blob, read from the engine's durable storage for a COLD_BLOBS kind (through the bounded cache; concurrent reads
    * of one blob share a read), from memory otherwise. A cold blob written after the read began is never cached stale.
+   * `cache: false` leaves it out of the cache (a caller that keeps what it builds from it, or reads every blob once).
    */
-  readBlob<T>(kind: Blob, id: number): Promise<T | null>;
+  readBlob<T>(kind: Blob, id: number, opts?: { cache?: boolean }): Promise<T | null>;
   /** What this process holds in memory (tests and the bench read it). */
   memory(): StoreMemory;
   /**

@@ -310,24 +310,31 @@ export class PgStore implements Store {
   }
 
   /** A cold blob by one SELECT (through the bounded cache); any other from memory. */
-  readBlob<T>(kind: Blob, id: number): Promise<T | null> {
+  readBlob<T>(kind: Blob, id: number, opts: { cache?: boolean } = {}): Promise<T | null> {
     if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
     if (this.closed) return Promise.reject(new Error('store is closed'));
     const key = `${kind}/${id}`;
     if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
-    return this.coldCache.read<T>(key, async () => {
-      let text: string | null;
-      try {
-        // The listener's connection, as sync() does: the writer's holds commits (and the shared lock) in between.
-        const c = this.listener ?? this.writer;
-        const r = await c.query<{ t: string | null }>('SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2', [kind, id]);
-        text = r.rows[0]?.t ?? null;
-      } catch (e) {
-        log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, id });
-        throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
-      }
-      return text === null ? { value: null, bytes: 0 } : { value: JSON.parse(text) as T, bytes: text.length };
-    });
+    return this.coldCache.read<T>(
+      key,
+      async () => {
+        let text: string | null;
+        try {
+          // The listener's connection, as sync() does: the writer's holds commits (and the shared lock) in between.
+          const c = this.listener ?? this.writer;
+          const r = await c.query<{ t: string | null }>('SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2', [
+            kind,
+            id,
+          ]);
+          text = r.rows[0]?.t ?? null;
+        } catch (e) {
+          log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, id });
+          throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+        }
+        return text === null ? { value: null, bytes: 0 } : { value: JSON.parse(text) as T, bytes: text.length };
+      },
+      opts.cache !== false,
+    );
   }
 
   memory(): StoreMemory {

@@ -279,22 +279,26 @@ export class LowdbStore implements StoreEngine {
   }
 
   /** A cold blob from its file (through the bounded cache); any other from memory. */
-  readBlob<T>(kind: Blob, id: number): Promise<T | null> {
+  readBlob<T>(kind: Blob, id: number, opts: { cache?: boolean } = {}): Promise<T | null> {
     if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
     this.refreshIfStale();
     const key = `${kind}/${id}`;
     if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
     const file = join(this.dir, kind, `${id}.json`);
-    return this.coldCache.read<T>(key, async () => {
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { value: null, bytes: 0 };
-        throw e;
-      }
-      return { value: parseJson<T>(file, text), bytes: text.length };
-    });
+    return this.coldCache.read<T>(
+      key,
+      async () => {
+        let text: string;
+        try {
+          text = await readFile(file, 'utf8');
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { value: null, bytes: 0 };
+          throw e;
+        }
+        return { value: parseJson<T>(file, text), bytes: text.length };
+      },
+      opts.cache !== false,
+    );
   }
 
   memory(): StoreMemory {

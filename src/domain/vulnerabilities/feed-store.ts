@@ -99,8 +99,8 @@ export class FeedStore {
     return state.blob_kind ?? 'vulnerabilities';
   }
 
-  private read<T>(state: FeedState, id: number): Promise<T | null> {
-    return this.store.readBlob<T>(this.kindOf(state), id);
+  private read<T>(state: FeedState, id: number, cache = true): Promise<T | null> {
+    return this.store.readBlob<T>(this.kindOf(state), id, { cache });
   }
 
   /**
@@ -125,7 +125,8 @@ export class FeedStore {
   private async loadIndex(state: FeedState): Promise<FeedIndex> {
     const index = new FeedIndex();
     if (!state.generation) return index;
-    const stored = await this.read<StoredIndex>(state, state.generation * GEN_SPAN);
+    // Not kept in the store's cache: the FeedIndex built from it is what stays.
+    const stored = await this.read<StoredIndex>(state, state.generation * GEN_SPAN, false);
     // A live generation always has its index (written in the write that makes it live): missing, it is being replaced
     // under this reader (another process's files half renamed); an empty index must not be taken for the feed's.
     if (!stored) throw new ServiceError('svc_store_unavailable', 'The vulnerability feed is being replaced; try again in a moment.', 503);
