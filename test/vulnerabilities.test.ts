@@ -18,6 +18,8 @@ import {
   type VulnRecord,
 } from '../src/domain/vulnerabilities/records.js';
 import type { VulnEvent } from '../src/domain/vulnerabilities/service.js';
+import type { FeedState } from '../src/domain/vulnerabilities/feed-store.js';
+import { testFleetStore } from './support/server.js';
 import { openAbilities, type AbilityHarness } from './support/abilities.js';
 import { startChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
@@ -448,6 +450,47 @@ describe('the fleet: import, views, fix and events through the registry (simulat
     expect(seen.length - asked).toBe(1);
     expect(seen.at(-1)).toEqual({ auth: 'Bearer test-key-123456', inm: '"v1"' });
     await h.call('update-settings-v1', { vulnerability_refresh_hours: 0 });
+  });
+});
+
+describe('a feed stored before the vulnerability-feed blob kind', () => {
+  it('is read where it is (index and buckets in vulnerabilities blobs), and the next import moves it', async () => {
+    const sim = await startChildSim({ sites: 1, seed: 1 });
+    const fleet = await testFleetStore();
+    const config = loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl, allowPrivateSites: true }, {});
+    let services = await openServices(config);
+    try {
+      const info = sim.sites[0]!;
+      const site = await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false });
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      const ids = async () => (await services.vulnerabilities.ofSite(site.id, true)).items.map((i) => refOfId.get(i.id)).sort();
+      const want = await ids();
+      expect(want.length).toBeGreaterThan(0);
+      // Rewrite it as the previous layout stored it: every blob of the generation under 'vulnerabilities'.
+      const s = services.store;
+      const { blob_kind, ...legacy } = s.getBlob<FeedState>('vulnerabilities', 0)!;
+      expect(blob_kind).toBe('vulnerability-feed');
+      const base = legacy.generation * 10_000;
+      const moved = new Map<number, unknown>();
+      for (let i = 0; i <= legacy.buckets; i++) moved.set(base + i, await s.readBlob('vulnerability-feed', base + i));
+      await s.write((tx) => {
+        for (const [id, v] of moved) {
+          tx.putBlob('vulnerabilities', id, v);
+          tx.putBlob('vulnerability-feed', id, null);
+        }
+        tx.putBlob('vulnerabilities', 0, legacy);
+      });
+      await closeServices(services);
+      services = await openServices(config);
+      expect(await ids()).toEqual(want);
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      expect(services.vulnerabilities.status().blob_kind).toBe('vulnerability-feed');
+      for (const id of moved.keys()) expect(services.store.getBlob('vulnerabilities', id)).toBeNull();
+      expect(await ids()).toEqual(want);
+    } finally {
+      await closeServices(services);
+      await sim.close();
+    }
   });
 });
 
