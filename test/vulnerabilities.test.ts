@@ -525,8 +525,10 @@ describe('read-only views (no job runner: only the calls below match)', () => {
 
   it('every read (the views, the security view, a policy preview, the counts) while the stored matches are stale: no store write, and the right answer', async () => {
     const sim = await startChildSim({ sites: 1, seed: 1 });
-    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-ro-'));
-    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    // On the lane's engine (PostgreSQL in the pg lane).
+    const fleet = await testFleetStore();
+    const dataDir = fleet.dataDir;
+    const services = await openServices(loadConfig({ dataDir, databaseUrl: fleet.databaseUrl, allowPrivateSites: true }, {}));
     const registry = buildRegistry(services);
     try {
       const info = sim.sites[0]!;
@@ -534,6 +536,9 @@ describe('read-only views (no job runner: only the calls below match)', () => {
       await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
       const { key } = await services.auth.createKey('read', 'read');
       const reader = { kind: 'key' as const, id: key.id, name: key.name, permissions: 'read' as const };
+      const v = (await services.auth.createUser('viewer', 'viewer')).user;
+      const viewer = { kind: 'user' as const, id: v.id, name: v.name, role: 'viewer' as const };
+      const readOnlyLocal = { kind: 'local' as const, name: 'stdio' as const, readOnly: true };
       const admin = { kind: 'local' as const, name: 'stdio' as const };
       const policy = await registry.call(
         'add-update-policy-v1',
@@ -559,8 +564,10 @@ describe('read-only views (no job runner: only the calls below match)', () => {
       const refs = [...new Set(rows.flatMap((e) => e.affectedBy))].sort();
       const installs = rows.reduce((n, e) => n + e.affectedBy.length, 0);
       expect(refs.length).toBeGreaterThan(0);
-      const list = await registry.call('list-vulnerabilities-v1', { per_page: 100 }, { principal: reader, coerce: false });
-      expect(list.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
+      for (const principal of [reader, viewer, readOnlyLocal]) {
+        const list = await registry.call('list-vulnerabilities-v1', { per_page: 100 }, { principal, coerce: false });
+        expect(list.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
+      }
       const one = await registry.call('get-site-vulnerabilities-v1', { site_id_or_domain: site.id }, { principal: reader, coerce: false });
       expect(one.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
       const security = await registry.call('get-security-issues-v1', {}, { principal: reader, coerce: false });
