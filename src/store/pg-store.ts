@@ -18,6 +18,10 @@
 // does within one: no duplicate, no lost update. Commit order equals seq order, so "rows with seq > last" never
 // misses a commit.
 //
+// Cold blobs (engine.ts COLD_BLOBS: the vulnerability feed's index and record buckets) are the exception: no process
+// holds them in memory. A catch-up does not even fetch their data (it only drops them from the cache); readBlob runs
+// a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES.
+//
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
@@ -26,7 +30,19 @@ import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
 import { GroupCommit, applyBatch, assertStorable, tableTx, valueRefused, type Commit, type Pending, type Tables } from './group-commit.js';
-import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
+import {
+  BLOB_KINDS,
+  COLD_BLOBS,
+  COLLECTION_NAMES,
+  COLLECTIONS,
+  type Blob,
+  type CollectionName,
+  type Rec,
+  type Store,
+  type StoreMemory,
+  type Tx,
+} from './engine.js';
+import { ColdCache } from './cold-cache.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
 export const PG_FORMAT = 1;
@@ -115,6 +131,13 @@ export class PgStore implements Store {
   private catchingUp = false;
   /** Times (ms) from a NOTIFY's arrival to its rows being in memory; the bench reads them. */
   readonly notifyLagMs: number[] = [];
+  /** Cold blobs read (COLD_BLOBS), bounded by bytes. */
+  private coldCache = new ColdCache();
+  /**
+   * The cold blobs of the commit under way: readers see them as they see its other changes (memory holds those from
+   * the moment the write runs), so that no reader finds a feed state that names an index not yet committed.
+   */
+  private pendingCold: Map<string, unknown> | null = null;
 
   private constructor(readonly url: string) {}
 
@@ -219,7 +242,10 @@ export class PgStore implements Store {
 
   /** The rows committed after `this.seq` (by any process) and the id counters: one statement (seq is our own integer). */
   private catchUpSql(): string {
-    return `SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > ${Math.trunc(this.seq)}
+    // Cold blobs' data stays in the database: their rows come without it (they only leave the cache).
+    const cold = [...COLD_BLOBS].map((k) => `'${k}'`).join(', ');
+    return `SELECT kind, id, seq, CASE WHEN kind IN (${cold}) THEN NULL ELSE data END AS data
+            FROM sitefleet_rows WHERE seq > ${Math.trunc(this.seq)}
             UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
             ORDER BY seq`;
   }
@@ -247,6 +273,8 @@ export class PgStore implements Store {
         else map.set(r.id, r.data as Rec);
         if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
         touched.add(col);
+      } else if (COLD_BLOBS.has(r.kind as Blob)) {
+        this.coldCache.invalidate(`${r.kind}/${r.id}`);
       } else if ((BLOB_KINDS as string[]).includes(r.kind)) {
         const map = this.blobs.get(r.kind as Blob)!;
         if (r.data === null) map.delete(r.id);
@@ -277,7 +305,41 @@ export class PgStore implements Store {
   }
 
   getBlob<T>(kind: Blob, id: number): T | null {
+    if (COLD_BLOBS.has(kind)) throw new Error(`${kind} blobs are read with readBlob`);
     return (this.blobs.get(kind)!.get(id) as T | undefined) ?? null;
+  }
+
+  /** A cold blob by one SELECT (through the bounded cache); any other from memory. */
+  readBlob<T>(kind: Blob, id: number, opts: { cache?: boolean } = {}): Promise<T | null> {
+    if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    const key = `${kind}/${id}`;
+    if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
+    return this.coldCache.read<T>(
+      key,
+      async () => {
+        let text: string | null;
+        try {
+          // The listener's connection, as sync() does: the writer's holds commits (and the shared lock) in between.
+          const c = this.listener ?? this.writer;
+          const r = await c.query<{ t: string | null }>('SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2', [
+            kind,
+            id,
+          ]);
+          text = r.rows[0]?.t ?? null;
+        } catch (e) {
+          log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, id });
+          throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+        }
+        return text === null ? { value: null, bytes: 0 } : { value: JSON.parse(text) as T, bytes: text.length };
+      },
+      opts.cache !== false,
+    );
+  }
+
+  memory(): StoreMemory {
+    const blobs = Object.fromEntries(BLOB_KINDS.map((k) => [k, this.blobs.get(k)!.size])) as Record<Blob, number>;
+    return { blobs, cold_cache: this.coldCache.stats() };
   }
 
   private checking: Promise<void> | null = null;
@@ -347,17 +409,23 @@ export class PgStore implements Store {
       this.applyCatchUp(opened[2]!.rows);
       batch = take();
       const dirty = new Map<string, { kind: Kind; id: number }>();
+      const cold = new Map<string, unknown>();
       const countersBefore = { ...this.counters };
-      const outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty), undoAll);
+      const outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, cold), undoAll);
+      this.pendingCold = cold;
+      // A cold blob put and then undone (its write threw) is not written at all.
+      for (const [k, { kind }] of dirty) if (COLD_BLOBS.has(kind as Blob) && !cold.has(k)) dirty.delete(k);
       if (dirty.size) {
         const seq = this.seq + 1;
-        const rows = [...dirty.values()].map(({ kind, id }) => ({
+        const rows = [...dirty.entries()].map(([k, { kind, id }]) => ({
           kind,
           id,
           data:
             kind in COLLECTIONS
               ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
-              : (this.blobs.get(kind as Blob)!.get(id) ?? null),
+              : COLD_BLOBS.has(kind as Blob)
+                ? (cold.get(k) ?? null)
+                : (this.blobs.get(kind as Blob)!.get(id) ?? null),
         }));
         const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
         const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
@@ -372,6 +440,7 @@ export class PgStore implements Store {
         );
         began = false;
         this.seq = seq;
+        for (const k of cold.keys()) this.coldCache.invalidate(k);
       } else {
         await c.query('COMMIT');
         began = false;
@@ -381,6 +450,7 @@ export class PgStore implements Store {
       // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
       if (began) await c.query('ROLLBACK').catch(() => {});
       for (const u of undoAll.reverse()) u();
+      this.pendingCold = null;
       const refused = writing && !this.writerBroken && refusedForValue(e);
       log(refused ? 'warn' : 'error', 'store commit failed', {
         err: String((e as Error).message ?? e),
@@ -398,6 +468,8 @@ export class PgStore implements Store {
       // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
       if (!batch.length) batch = take();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
+    } finally {
+      this.pendingCold = null;
     }
   }
 
@@ -408,7 +480,7 @@ export class PgStore implements Store {
     await this.writer.connect().catch((e: Error) => log('error', 'postgres reconnect failed', { err: e.message }));
   }
 
-  private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>): Tx {
+  private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>, cold: Map<string, unknown>): Tx {
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
     const tables: Tables = {
       data: this.data,
@@ -421,6 +493,19 @@ export class PgStore implements Store {
       ...tableTx(tables, undo, mark),
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
+        if (COLD_BLOBS.has(kind)) {
+          // Only in this commit's rows, not in memory.
+          const key = `${kind}/${id}`;
+          const had = cold.has(key);
+          const prev = cold.get(key);
+          cold.set(key, value);
+          undo.push(() => {
+            if (had) cold.set(key, prev);
+            else cold.delete(key);
+          });
+          mark(kind, id);
+          return;
+        }
         const map = this.blobs.get(kind)!;
         const had = map.has(id);
         const prev = map.get(id);

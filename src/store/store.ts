@@ -11,7 +11,7 @@
 // data dir (`serve` and `mcp` side by side), reloads what they changed first, and resolves its callers
 // only after every file is fsynced and renamed into place.
 import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import lockfile from 'proper-lockfile';
@@ -19,7 +19,18 @@ import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, w
 import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { log } from '../log.js';
-import { BLOB_KINDS, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
+import {
+  BLOB_KINDS,
+  COLD_BLOBS,
+  COLLECTIONS,
+  type Blob,
+  type CollectionName,
+  type Rec,
+  type Store as StoreEngine,
+  type StoreMemory,
+  type Tx,
+} from './engine.js';
+import { ColdCache } from './cold-cache.js';
 import {
   GroupCommit,
   applyBatch,
@@ -75,6 +86,13 @@ export class LowdbStore implements StoreEngine {
   private metaStat = '';
   private writes = new GroupCommit<Tx>((take) => this.commit(take));
   private blobCache = new Map<string, unknown>();
+  /** Cold blobs (COLD_BLOBS) read from their files: bounded by bytes, never the whole kind. */
+  private coldCache = new ColdCache();
+  /**
+   * The cold blobs of the commit under way: readers see them as they see its other changes (memory holds those from
+   * the moment the write runs), so that no reader finds a feed state that names an index not yet on disk.
+   */
+  private pendingCold: Map<string, unknown> | null = null;
   private lastLook = -Infinity;
 
   private constructor(readonly dir: string) {}
@@ -204,6 +222,7 @@ export class LowdbStore implements StoreEngine {
       this.bump(col);
     }
     this.blobCache.clear();
+    this.coldCache.clear();
     for (const col of Object.keys(COLLECTIONS) as CollectionName[]) {
       this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, meta.counters[col] ?? 0);
     }
@@ -247,6 +266,7 @@ export class LowdbStore implements StoreEngine {
 
   /** Heavy per-site data or a site's secrets; read lazily, cached. */
   getBlob<T>(kind: Blob, id: number): T | null {
+    if (COLD_BLOBS.has(kind)) throw new Error(`${kind} blobs are read with readBlob`);
     this.refreshIfStale();
     const key = `${kind}/${id}`;
     if (this.blobCache.has(key)) return this.blobCache.get(key) as T | null;
@@ -256,6 +276,35 @@ export class LowdbStore implements StoreEngine {
     if (this.blobCache.size > 2000) this.blobCache.clear();
     this.blobCache.set(key, value);
     return value;
+  }
+
+  /** A cold blob from its file (through the bounded cache); any other from memory. */
+  readBlob<T>(kind: Blob, id: number, opts: { cache?: boolean } = {}): Promise<T | null> {
+    if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
+    this.refreshIfStale();
+    const key = `${kind}/${id}`;
+    if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
+    const file = join(this.dir, kind, `${id}.json`);
+    return this.coldCache.read<T>(
+      key,
+      async () => {
+        let text: string;
+        try {
+          text = await readFile(file, 'utf8');
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { value: null, bytes: 0 };
+          throw e;
+        }
+        return { value: parseJson<T>(file, text), bytes: text.length };
+      },
+      opts.cache !== false,
+    );
+  }
+
+  memory(): StoreMemory {
+    const blobs = Object.fromEntries(BLOB_KINDS.map((k) => [k, 0])) as Record<Blob, number>;
+    for (const [key, v] of this.blobCache) if (v !== null) blobs[key.split('/')[0] as Blob]++;
+    return { blobs, cold_cache: this.coldCache.stats() };
   }
 
   /**
@@ -288,10 +337,11 @@ export class LowdbStore implements StoreEngine {
       const dirty = new Set<string>();
       const blobs = new Map<string, unknown>();
       outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs), undoAll);
+      this.pendingCold = blobs;
       if (dirty.size || blobs.size) await this.persist(dirty, blobs);
-      // A vulnerability feed's record buckets are written as the feed streams in: not kept in memory once on disk
-      // (the feed's size must not become the process's); a reader takes the few it shows from disk.
-      for (const k of blobs.keys()) if (k.startsWith('vulnerabilities/') && k !== 'vulnerabilities/0') this.blobCache.delete(k);
+      // Cold blobs (a vulnerability feed's buckets, written as the feed streams in) are never kept in memory once on
+      // disk: a reader takes the few it needs from their files.
+      for (const k of blobs.keys()) if (COLD_BLOBS.has(k.split('/')[0] as Blob)) this.coldCache.invalidate(k);
     } catch (e) {
       if (e instanceof Unserialisable) {
         // A value JSON cannot hold (a BigInt, a cycle): nothing reached the disk; memory goes back by the undo logs, and
@@ -308,9 +358,12 @@ export class LowdbStore implements StoreEngine {
       try {
         this.loadAll();
         this.blobCache.clear();
+        this.coldCache.clear();
       } catch {
         /* keep serving what we have */
       }
+    } finally {
+      this.pendingCold = null;
     }
     // The commit is durable (or failed and was rolled back) when callers are told, before the lock goes (issue 19:
     // one file-system round trip less on every acknowledged write); the next commit still waits for the release.
@@ -323,6 +376,17 @@ export class LowdbStore implements StoreEngine {
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         const key = `${kind}/${id}`;
+        if (COLD_BLOBS.has(kind)) {
+          // Only in this commit's files, not in memory.
+          const had = blobs.has(key);
+          const prev = blobs.get(key);
+          blobs.set(key, value);
+          undo.push(() => {
+            if (had) blobs.set(key, prev);
+            else blobs.delete(key);
+          });
+          return;
+        }
         const had = this.blobCache.has(key);
         const prev = this.blobCache.get(key);
         this.blobCache.set(key, value);
