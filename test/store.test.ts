@@ -40,6 +40,7 @@ describe('store', () => {
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'ok2']);
+    await s.close(); // the shards at rest take in the journal
     const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
     expect(onDisk).toEqual(['ok1', 'ok2']);
   });
@@ -66,6 +67,7 @@ describe('store', () => {
     ]);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'paired 😀 is fine']);
     expect(s.getBlob('site-data', 7)).toBeNull();
+    await s.close(); // the shards at rest take in the journal
     const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
     expect(onDisk).toEqual(['ok1', 'paired 😀 is fine']);
   });
@@ -124,6 +126,7 @@ describe('store', () => {
     await s.write((tx) => {
       for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/` });
     });
+    await s.close(); // the shards at rest take in the journal
     expect(
       readdirSync(s.dir)
         .filter((f) => f.startsWith('sites.'))

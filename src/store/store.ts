@@ -10,8 +10,14 @@
 // throws leaves no trace. A commit holds a lock file shared with other sitefleet processes on the same
 // data dir (`serve` and `mcp` side by side), reloads what they changed first, and resolves its callers
 // only after every file is fsynced and renamed into place.
+//
+// Journal (issue 34): a commit that changes records only (no blob) appends one line to journal.log — the records it
+// changed, whole, and the id counters it moved — and fdatasyncs it: one write and one flush, no rename, no directory
+// fsync, and bytes in proportion to what changed rather than to the shards it falls in. The shards take the journal
+// in (compaction) when it passes JOURNAL_MAX bytes, with any commit that writes a blob, and on open and close; a reader
+// (this process at start, another one on its next look) replays the entries newer than meta.json's generation.
 import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { open as openFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import lockfile from 'proper-lockfile';
@@ -46,6 +52,44 @@ interface ShardFile<T> {
   records: T[];
 }
 
+/** The journal of commits not yet in the shards (see the head of this file). */
+export const JOURNAL = 'journal.log';
+/** A journal this long is taken into the shards by the next commit (bounds start time and the replay's memory). */
+export const JOURNAL_MAX = 4 * 1024 * 1024;
+
+/** One commit in the journal: its generation, the id counters it moved, and each record it changed (absent = deleted). */
+export interface JournalEntry {
+  g: number;
+  c: Partial<Record<CollectionName, number>>;
+  w: Array<[CollectionName, number, Rec?]>;
+}
+
+/**
+ * The complete entries of the journal from byte `from` on, and the byte where the last complete one ends. A line cut
+ * short by a crash (no newline yet) was never acknowledged and is left out; a complete line that is not an entry is
+ * corruption, said plainly.
+ */
+export function readJournal(file: string, from = 0): { entries: JournalEntry[]; end: number; size: number } {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], end: 0, size: 0 };
+    throw new StoreCorruptError(file, (e as Error).message);
+  }
+  if (buf.length < from) return { entries: [], end: from, size: buf.length };
+  const end = buf.lastIndexOf(0x0a) + 1;
+  if (end <= from) return { entries: [], end: from, size: buf.length };
+  const entries: JournalEntry[] = [];
+  for (const line of buf.subarray(from, end).toString('utf8').split('\n')) {
+    if (!line) continue;
+    const e = parseJson<JournalEntry>(file, line);
+    if (!e || typeof e.g !== 'number' || !Array.isArray(e.w) || typeof e.c !== 'object') throw new StoreCorruptError(file, 'not a sitefleet journal');
+    entries.push(e);
+  }
+  return { entries, end, size: buf.length };
+}
+
 /**
  * The data dir's cross-process lock, which every commit holds: what is on disk while it is held is one consistent fleet
  * (backups take it to snapshot the files).
@@ -67,6 +111,24 @@ export function lockDataDir(dir: string): Promise<() => Promise<void>> {
 export const fileOf = (col: CollectionName, id: number): string =>
   COLLECTIONS[col] ? `${col}.${Math.floor(id / COLLECTIONS[col])}.json` : `${col}.json`;
 
+/**
+ * What the journal `file` holds past meta.json's generation `gen`, for a reader of the files at rest (a backup, the
+ * lease check): each changed record by collection and id (null = deleted), and the id counters it moved.
+ */
+export function journalOverlay(file: string, gen: number): { recs: Map<CollectionName, Map<number, Rec | null>>; counters: Partial<Record<CollectionName, number>> } {
+  const recs = new Map<CollectionName, Map<number, Rec | null>>();
+  const counters: Partial<Record<CollectionName, number>> = {};
+  for (const e of readJournal(file).entries) {
+    if (e.g <= gen) continue;
+    for (const [col, id, rec] of e.w) {
+      if (!recs.has(col)) recs.set(col, new Map());
+      recs.get(col)!.set(id, rec ?? null);
+    }
+    for (const [col, n] of Object.entries(e.c) as Array<[CollectionName, number]>) counters[col] = Math.max(counters[col] ?? 0, n);
+  }
+  return { recs, counters };
+}
+
 export class LowdbStore implements StoreEngine {
   readonly engine = 'lowdb' as const;
   private data = new Map<CollectionName, Map<number, Rec>>();
@@ -76,6 +138,14 @@ export class LowdbStore implements StoreEngine {
   private writes = new GroupCommit<Tx>((take) => this.commit(take));
   private blobCache = new Map<string, unknown>();
   private lastLook = -Infinity;
+  /** meta.json's generation as last read or written (the journal's entries above it are not in the shards yet). */
+  private diskGen = 0;
+  /** Bytes of the journal taken in so far (up to the end of its last complete entry), and its size at the last look. */
+  private journalEnd = 0;
+  private journalSize = 0;
+  /** Shard files whose records the journal changed since the last compaction. */
+  private journalDirty = new Set<string>();
+  private journalFh: FileHandle | null = null;
 
   private constructor(readonly dir: string) {}
 
@@ -111,10 +181,20 @@ export class LowdbStore implements StoreEngine {
         await writeDurably(metaFile, JSON.stringify({ ...this.readMeta(), format: CURRENT_FORMAT }));
         await syncDir(this.dir);
       }
+      if (!existsSync(this.journalFile)) {
+        await writeDurably(this.journalFile, '');
+        await syncDir(this.dir);
+      }
+      this.loadAll();
+      // What the journal holds goes into the shards now: the files at rest are the fleet (backups, tools, downgrades).
+      if (this.journalEnd > 0) await this.persist(new Set(), new Map(), true);
     } finally {
       await release();
     }
-    this.loadAll();
+  }
+
+  private get journalFile(): string {
+    return join(this.dir, JOURNAL);
   }
 
   private emptyMeta(): Meta {
@@ -131,9 +211,18 @@ export class LowdbStore implements StoreEngine {
     return m;
   }
 
+  /** Changes whenever meta.json or the journal does. Also notes the journal's size (a crashed writer's cut-off tail). */
   private statKey(): string {
     const st = statSync(join(this.dir, 'meta.json'), { bigint: true });
-    return `${st.ino}:${st.mtimeNs}:${st.size}`;
+    let j = '';
+    try {
+      const js = statSync(this.journalFile, { bigint: true });
+      this.journalSize = Number(js.size);
+      j = `${js.ino}:${js.mtimeNs}:${js.size}`;
+    } catch {
+      this.journalSize = 0;
+    }
+    return `${st.ino}:${st.mtimeNs}:${st.size}/${j}`;
   }
 
   private readShard(name: string): Rec[] {
@@ -147,8 +236,9 @@ export class LowdbStore implements StoreEngine {
   }
 
   private loadAll(): void {
-    this.meta = this.readMeta();
     this.metaStat = this.statKey();
+    this.meta = this.readMeta();
+    this.diskGen = this.meta.generation;
     const names = readdirSync(this.dir).filter((f) => f.endsWith('.json') && f !== 'meta.json');
     for (const col of Object.keys(COLLECTIONS) as CollectionName[]) {
       const map = new Map<number, Rec>();
@@ -161,6 +251,32 @@ export class LowdbStore implements StoreEngine {
       let max = this.meta.counters[col] ?? 0;
       for (const id of map.keys()) if (id > max) max = id;
       this.meta.counters[col] = max;
+    }
+    this.journalEnd = 0;
+    this.journalDirty.clear();
+    this.replayJournal();
+  }
+
+  /** Takes in the journal's complete entries past what was taken so far; those the shards already hold are skipped. */
+  private replayJournal(): void {
+    const { entries, end } = readJournal(this.journalFile, this.journalEnd);
+    this.journalEnd = end;
+    for (const e of entries) {
+      if (e.g <= this.meta.generation) continue;
+      const cols = new Set<CollectionName>();
+      for (const [col, id, rec] of e.w) {
+        const map = this.data.get(col);
+        if (!map) continue;
+        if (rec) map.set(id, rec);
+        else map.delete(id);
+        cols.add(col);
+        this.journalDirty.add(fileOf(col, id));
+      }
+      for (const [col, n] of Object.entries(e.c) as Array<[CollectionName, number]>) {
+        this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, n);
+      }
+      for (const col of cols) this.bump(col);
+      this.meta.generation = e.g;
     }
   }
 
@@ -187,9 +303,16 @@ export class LowdbStore implements StoreEngine {
   }
 
   private reloadChanged(): void {
+    const key = this.statKey();
     const meta = this.readMeta();
-    this.metaStat = this.statKey();
-    if (meta.generation === this.meta.generation) return;
+    if (meta.generation === this.diskGen) {
+      // Only the journal grew: take in its new entries. Shorter than what we took means a compaction we missed.
+      if (this.journalSize >= this.journalEnd) {
+        this.replayJournal();
+        this.metaStat = key;
+        return;
+      }
+    }
     for (const [file, gen] of Object.entries(meta.files)) {
       if (this.meta.files[file] === gen) continue;
       const col = file.split('.')[0] as CollectionName;
@@ -208,6 +331,12 @@ export class LowdbStore implements StoreEngine {
       this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, meta.counters[col] ?? 0);
     }
     this.meta = { ...meta, counters: { ...this.meta.counters } };
+    this.diskGen = meta.generation;
+    // The shards now hold every entry up to meta's generation (the compaction wrote all the journal had touched).
+    this.journalEnd = 0;
+    this.journalDirty.clear();
+    this.replayJournal();
+    this.metaStat = key;
   }
 
   private tables(): Tables {
@@ -286,9 +415,11 @@ export class LowdbStore implements StoreEngine {
       const key = this.statKey();
       if (key !== this.metaStat) this.reloadChanged();
       const dirty = new Set<string>();
+      const touched = new Map<string, [CollectionName, number]>();
       const blobs = new Map<string, unknown>();
-      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, blobs), undoAll);
-      if (dirty.size || blobs.size) await this.persist(dirty, blobs);
+      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, touched, blobs), undoAll);
+      if (blobs.size || (dirty.size && this.journalEnd >= JOURNAL_MAX)) await this.persist(dirty, blobs, true);
+      else if (dirty.size) await this.append(touched);
       // A vulnerability feed's record buckets are written as the feed streams in: not kept in memory once on disk
       // (the feed's size must not become the process's); a reader takes the few it shows from disk.
       for (const k of blobs.keys()) if (k.startsWith('vulnerabilities/') && k !== 'vulnerabilities/0') this.blobCache.delete(k);
@@ -317,9 +448,12 @@ export class LowdbStore implements StoreEngine {
     return { batch, outcomes, after: release };
   }
 
-  private tx(undo: Array<() => void>, dirty: Set<string>, blobs: Map<string, unknown>): Tx {
+  private tx(undo: Array<() => void>, dirty: Set<string>, touched: Map<string, [CollectionName, number]>, blobs: Map<string, unknown>): Tx {
     return {
-      ...tableTx(this.tables(), undo, (col, id) => dirty.add(fileOf(col, id))),
+      ...tableTx(this.tables(), undo, (col, id) => {
+        dirty.add(fileOf(col, id));
+        touched.set(`${col}/${id}`, [col, id]);
+      }),
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         const key = `${kind}/${id}`;
@@ -341,7 +475,60 @@ export class LowdbStore implements StoreEngine {
    * written and fsynced beside its final name first; only when all of them are on disk are they renamed into place
    * and deleted blobs removed. A full disk fails the staging, and then no file has changed.
    */
-  private async persist(dirty: Set<string>, blobs: Map<string, unknown>): Promise<void> {
+  /**
+   * A commit of records only: one journal entry with each changed record as it now is, written at the end of the
+   * journal's last complete entry (over a tail a crashed writer left) and fdatasynced before anyone is told.
+   */
+  private async append(touched: Map<string, [CollectionName, number]>): Promise<void> {
+    const g = this.meta.generation + 1;
+    const c: JournalEntry['c'] = {};
+    const w: JournalEntry['w'] = [];
+    for (const [col, id] of touched.values()) {
+      const r = this.data.get(col)!.get(id);
+      w.push(r ? [col, id, r] : [col, id]);
+      if (this.meta.counters[col] !== undefined) c[col] = this.meta.counters[col];
+    }
+    const line = Buffer.from(serialise({ g, c, w } satisfies JournalEntry) + '\n');
+    this.journalFh ??= await openFile(this.journalFile, 'r+');
+    const fh = this.journalFh;
+    try {
+      if (this.journalSize !== this.journalEnd) await fh.truncate(this.journalEnd);
+      await fh.write(line, 0, line.length, this.journalEnd);
+      await fh.datasync();
+    } catch (e) {
+      // Not acknowledged, so not left for a reader to take: cut the journal back to its last complete entry.
+      await fh.truncate(this.journalEnd).catch(() => {});
+      throw e;
+    }
+    this.journalEnd += line.length;
+    this.meta.generation = g;
+    for (const [col, id] of touched.values()) this.journalDirty.add(fileOf(col, id));
+    this.metaStat = this.statKey();
+  }
+
+  /**
+   * Writes the shards (those this commit changed and every one the journal changed), blobs and meta.json the
+   * all-or-nothing way below, then empties the journal: an entry left by a crash before that is at or below meta's
+   * generation and skipped.
+   */
+  private async persist(changed: Set<string>, blobs: Map<string, unknown>, compact: boolean): Promise<void> {
+    const dirty = compact ? new Set([...changed, ...this.journalDirty]) : changed;
+    await this.writeFiles(dirty, blobs);
+    if (!compact) return;
+    this.journalDirty.clear();
+    try {
+      this.journalFh ??= await openFile(this.journalFile, 'r+');
+      await this.journalFh.truncate(0);
+      await this.journalFh.datasync();
+      this.journalEnd = 0;
+    } catch (e) {
+      // The commit is in the shards already; the journal's entries are below meta's generation and skipped.
+      log('warn', 'store journal not emptied', { err: String((e as Error).message ?? e) });
+    }
+    this.metaStat = this.statKey();
+  }
+
+  private async writeFiles(dirty: Set<string>, blobs: Map<string, unknown>): Promise<void> {
     const generation = this.meta.generation + 1;
     const texts = new Map<string, string>();
     const removals: string[] = [];
@@ -387,12 +574,30 @@ export class LowdbStore implements StoreEngine {
     await metaFile.commit();
     await syncDir(this.dir);
     this.meta = meta;
+    this.diskGen = generation;
     this.metaStat = this.statKey();
   }
 
-  /** Waits for queued writes, then refuses new ones. */
+  /** Waits for queued writes, then refuses new ones; what the journal holds goes into the shards. */
   async close(): Promise<void> {
     await this.writes.close();
+    try {
+      if (this.journalEnd > 0 || this.journalSize > 0) {
+        const release = await this.lock();
+        try {
+          if (this.statKey() !== this.metaStat) this.reloadChanged();
+          if (this.journalEnd > 0) await this.persist(new Set(), new Map(), true);
+        } finally {
+          await release();
+        }
+      }
+    } catch (e) {
+      // The journal keeps every acknowledged commit: the next open takes it in.
+      log('warn', 'store journal not compacted at close', { err: String((e as Error).message ?? e) });
+    } finally {
+      await this.journalFh?.close().catch(() => {});
+      this.journalFh = null;
+    }
   }
 }
 
