@@ -1,10 +1,10 @@
 // The store keeps every acknowledged write, groups concurrent writes, refuses a corrupt data dir
 // without touching it, and lets two processes share one data dir.
-import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../src/store/store.js';
+import { JOURNAL, JOURNAL_MAX, Store } from '../src/store/store.js';
 import type { TagRecord } from '../src/store/records.js';
 import { cli } from './support/process.js';
 import { tempDir as tmp } from './support/server.js';
@@ -192,5 +192,77 @@ describe('store', () => {
       for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);
       await s.close();
     }
+  });
+});
+
+describe('store journal (issue 34)', () => {
+  const tag = (name: string, notes = '') => ({ name, color: null, site_ids: [], created_at: '', updated_at: '', notes });
+  const stamp = (file: string) => {
+    const st = statSync(file, { bigint: true });
+    return `${st.ino}:${st.mtimeNs}:${st.size}`;
+  };
+
+  it('commits a records-only write as one journal entry: no shard and no meta.json rewritten, bytes in proportion to the records', async () => {
+    const dir = tmp();
+    const s0 = await Store.open(dir);
+    await s0.write((tx) => {
+      for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/`, notes: '' });
+    });
+    await s0.close();
+    const s = await Store.open(dir);
+    const atRest = ['meta.json', 'sites.0.json', 'sites.1.json', 'sites.2.json'].map((f) => stamp(join(dir, f)));
+    const record = JSON.stringify(s.get('sites', 300)).length;
+    for (let i = 0; i < 50; i++) await s.write((tx) => tx.put('sites', { ...tx.get('sites', 300)!, notes: `edit ${i}` }));
+    expect(['meta.json', 'sites.0.json', 'sites.1.json', 'sites.2.json'].map((f) => stamp(join(dir, f)))).toEqual(atRest);
+    const journal = statSync(join(dir, JOURNAL)).size;
+    expect(journal).toBeGreaterThan(50 * record);
+    expect(journal).toBeLessThanOrEqual(50 * (record + 100));
+    // Another process (a second store on the dir) takes the entries in on its next read, and a reopen replays them.
+    const other = await Store.open(dir);
+    expect(other.get<{ id: number; notes: string }>('sites', 300)?.notes).toBe('edit 49');
+    await s.write((tx) => tx.put('sites', { ...tx.get('sites', 301)!, notes: 'seen elsewhere' }));
+    expect(other.get<{ id: number; notes: string }>('sites', 301)?.notes).toBe('seen elsewhere');
+    await other.close();
+    await s.close();
+    // At rest (after close) the shards hold everything and the journal is empty.
+    expect(statSync(join(dir, JOURNAL)).size).toBe(0);
+    const shard = JSON.parse(readFileSync(join(dir, 'sites.1.json'), 'utf8')).records as Array<{ id: number; notes: string }>;
+    expect(shard.find((r) => r.id === 300)?.notes).toBe('edit 49');
+  });
+
+  it("leaves out an entry a crashed writer cut off, and writes the next one over it; an acknowledged one is kept", async () => {
+    const dir = tmp();
+    const s1 = await Store.open(dir);
+    await s1.write((tx) => tx.insert<TagRecord>('tags', tag('acked')));
+    // s1 is abandoned unclosed (as if killed); a writer died halfway through its entry.
+    appendFileSync(join(dir, JOURNAL), '{"g":99,"c":{"tags":7},"w":[["tags",7,{"id":7,"na');
+    const s2 = await Store.open(dir);
+    expect([...s2.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['acked']);
+    await s2.write((tx) => tx.insert<TagRecord>('tags', tag('next')));
+    const s3 = await Store.open(dir);
+    expect([...s3.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['acked', 'next']);
+    await s3.close();
+    await s2.close();
+  });
+
+  it('takes the journal into the shards once it passes JOURNAL_MAX bytes', async () => {
+    const dir = tmp();
+    const s = await Store.open(dir);
+    const big = 'x'.repeat(256 * 1024);
+    const writes = Math.ceil(JOURNAL_MAX / big.length) + 1;
+    for (let i = 0; i < writes; i++) await s.write((tx) => tx.insert('tags', tag(`t${i}`, big)));
+    expect(statSync(join(dir, JOURNAL)).size).toBeLessThan(2 * big.length);
+    expect(JSON.parse(readFileSync(join(dir, 'tags.json'), 'utf8')).records.length).toBeGreaterThanOrEqual(writes - 1);
+    await s.close();
+  });
+
+  it('refuses to start on a journal with a damaged complete entry and leaves it untouched', async () => {
+    const dir = tmp();
+    const s = await Store.open(dir);
+    await s.write((tx) => tx.insert<TagRecord>('tags', tag('a')));
+    appendFileSync(join(dir, JOURNAL), 'not json\n');
+    const before = readFileSync(join(dir, JOURNAL), 'utf8');
+    await expect(Store.open(dir)).rejects.toThrow(/journal\.log is unreadable \(invalid JSON/);
+    expect(readFileSync(join(dir, JOURNAL), 'utf8')).toBe(before);
   });
 });
