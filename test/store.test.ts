@@ -230,7 +230,7 @@ describe('store journal (issue 34)', () => {
     expect(shard.find((r) => r.id === 300)?.notes).toBe('edit 49');
   });
 
-  it("leaves out an entry a crashed writer cut off, and writes the next one over it; an acknowledged one is kept", async () => {
+  it('leaves out an entry a crashed writer cut off, and writes the next one over it; an acknowledged one is kept', async () => {
     const dir = tmp();
     const s1 = await Store.open(dir);
     await s1.write((tx) => tx.insert<TagRecord>('tags', tag('acked')));

@@ -161,7 +161,8 @@ async function readDataDir(dir: string, emit: Emit): Promise<void> {
         for (const col of BACKED_UP) {
           const newer = journal.recs.get(col);
           for (const f of files(col))
-            for (const r of read<{ records: Rec[] }>(join(snap, f)).records) if (!newer?.has(r.id)) await row({ kind: col, id: r.id, data: r });
+            for (const r of read<{ records: Rec[] }>(join(snap, f)).records)
+              if (!newer?.has(r.id)) await row({ kind: col, id: r.id, data: r });
           for (const [id, r] of newer ?? []) if (r) await row({ kind: col, id, data: r });
         }
         for (const kind of BLOB_KINDS) {

@@ -84,7 +84,8 @@ export function readJournal(file: string, from = 0): { entries: JournalEntry[]; 
   for (const line of buf.subarray(from, end).toString('utf8').split('\n')) {
     if (!line) continue;
     const e = parseJson<JournalEntry>(file, line);
-    if (!e || typeof e.g !== 'number' || !Array.isArray(e.w) || typeof e.c !== 'object') throw new StoreCorruptError(file, 'not a sitefleet journal');
+    if (!e || typeof e.g !== 'number' || !Array.isArray(e.w) || typeof e.c !== 'object')
+      throw new StoreCorruptError(file, 'not a sitefleet journal');
     entries.push(e);
   }
   return { entries, end, size: buf.length };
@@ -115,7 +116,10 @@ export const fileOf = (col: CollectionName, id: number): string =>
  * What the journal `file` holds past meta.json's generation `gen`, for a reader of the files at rest (a backup, the
  * lease check): each changed record by collection and id (null = deleted), and the id counters it moved.
  */
-export function journalOverlay(file: string, gen: number): { recs: Map<CollectionName, Map<number, Rec | null>>; counters: Partial<Record<CollectionName, number>> } {
+export function journalOverlay(
+  file: string,
+  gen: number,
+): { recs: Map<CollectionName, Map<number, Rec | null>>; counters: Partial<Record<CollectionName, number>> } {
   const recs = new Map<CollectionName, Map<number, Rec | null>>();
   const counters: Partial<Record<CollectionName, number>> = {};
   for (const e of readJournal(file).entries) {
