@@ -56,6 +56,9 @@ interface ShardFile<T> {
 export const JOURNAL = 'journal.log';
 /** A journal this long is taken into the shards by the next commit (bounds start time and the replay's memory). */
 export const JOURNAL_MAX = 4 * 1024 * 1024;
+/** How long the lock is kept after a commit for the next one, and for how long in a row at most. */
+const LOCK_LINGER_MS = 2;
+const LOCK_HOLD_MS = 50;
 
 /** One commit in the journal: its generation, the id counters it moved, and each record it changed (absent = deleted). */
 export interface JournalEntry {
@@ -150,6 +153,8 @@ export class LowdbStore implements StoreEngine {
   /** Shard files whose records the journal changed since the last compaction. */
   private journalDirty = new Set<string>();
   private journalFh: FileHandle | null = null;
+  /** The lock, kept for LOCK_LINGER_MS after a commit so that the next one (an ability's audit entry) needs no mkdir. */
+  private held: { release: () => Promise<void>; timer: NodeJS.Timeout; since: number } | null = null;
 
   private constructor(readonly dir: string) {}
 
@@ -408,14 +413,49 @@ export class LowdbStore implements StoreEngine {
     return lockDataDir(this.dir);
   }
 
+  /** The lock this process still holds from its last commit, or a fresh one. */
+  private takeLock(): { since: number; release: Promise<() => Promise<void>> } {
+    const h = this.held;
+    if (!h) return { since: performance.now(), release: this.lock() };
+    clearTimeout(h.timer);
+    this.held = null;
+    return { since: h.since, release: Promise.resolve(h.release) };
+  }
+
+  /**
+   * After a commit the lock is let go LOCK_LINGER_MS later, unless another commit takes it first: a request's second
+   * write (its audit entry) then costs no lock round trip. Held at most LOCK_HOLD_MS in a row, so another process
+   * waiting for it (it retries every 25 ms) gets its turn.
+   */
+  private linger(release: () => Promise<void>, since: number): Promise<void> {
+    if (this.writes.isClosed || performance.now() - since > LOCK_HOLD_MS) return release();
+    const timer = setTimeout(() => {
+      if (this.held?.timer !== timer) return;
+      this.held = null;
+      release().catch(() => {});
+    }, LOCK_LINGER_MS);
+    this.held = { release, timer, since };
+    return Promise.resolve();
+  }
+
+  private async dropLock(): Promise<void> {
+    const h = this.held;
+    if (!h) return;
+    clearTimeout(h.timer);
+    this.held = null;
+    await h.release().catch(() => {});
+  }
+
   /** One commit of every write queued so far, under the cross-process lock; callers hear of it while the lock goes. */
   private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
     const batch = take();
     let release: (() => Promise<void>) | undefined;
     let outcomes: Outcome[];
     const undoAll: Array<() => void> = [];
+    const taken = this.takeLock();
+    const after = () => (release ? this.linger(release, taken.since) : Promise.resolve());
     try {
-      release = await this.lock();
+      release = await taken.release;
       const key = this.statKey();
       if (key !== this.metaStat) this.reloadChanged();
       const dirty = new Set<string>();
@@ -434,7 +474,7 @@ export class LowdbStore implements StoreEngine {
         for (const u of undoAll.reverse()) u();
         log('warn', 'store commit failed', { err: String(e.cause), writes: batch.length });
         const error = valueRefused(`a value in it cannot be stored (${String(e.cause)})`);
-        return { batch, outcomes: batch.map(() => ({ ok: false, error })), after: release, refused: true };
+        return { batch, outcomes: batch.map(() => ({ ok: false, error })), after, refused: true };
       }
       // Disk or lock failure: nothing in this batch is acknowledged, and memory goes back to the disk's truth.
       log('error', 'store commit failed', { err: String((e as Error).message ?? e) });
@@ -449,7 +489,7 @@ export class LowdbStore implements StoreEngine {
     }
     // The commit is durable (or failed and was rolled back) when callers are told, before the lock goes (issue 19:
     // one file-system round trip less on every acknowledged write); the next commit still waits for the release.
-    return { batch, outcomes, after: release };
+    return { batch, outcomes, after };
   }
 
   private tx(undo: Array<() => void>, dirty: Set<string>, touched: Map<string, [CollectionName, number]>, blobs: Map<string, unknown>): Tx {
@@ -585,6 +625,7 @@ export class LowdbStore implements StoreEngine {
   /** Waits for queued writes, then refuses new ones; what the journal holds goes into the shards. */
   async close(): Promise<void> {
     await this.writes.close();
+    await this.dropLock();
     try {
       if (this.journalEnd > 0 || this.journalSize > 0) {
         const release = await this.lock();
