@@ -98,8 +98,8 @@ export function readJournal(file: string, from = 0): { entries: JournalEntry[]; 
  * The data dir's cross-process lock, which every commit holds: what is on disk while it is held is one consistent fleet
  * (backups take it to snapshot the files).
  */
-export function lockDataDir(dir: string): Promise<() => Promise<void>> {
-  return lockfile.lock(dir, {
+export async function lockDataDir(dir: string): Promise<() => Promise<void>> {
+  const release = await lockfile.lock(dir, {
     lockfilePath: join(dir, '.lock'),
     realpath: false,
     // A holder refreshes the lock every second; one not refreshed for 5 s belongs to a dead process
@@ -109,6 +109,13 @@ export function lockDataDir(dir: string): Promise<() => Promise<void>> {
     retries: { retries: 400, factor: 1, minTimeout: 25, maxTimeout: 25 },
     onCompromised: (err) => log('error', 'store lock compromised', { err: err.message }),
   });
+  // The lock directory is made with the umask's mode; like everything in the data dir it is the owner's alone.
+  try {
+    chmodSync(join(dir, '.lock'), 0o700);
+  } catch {
+    /* gone already or not ours: nothing to protect */
+  }
+  return release;
 }
 
 /** The file that holds record `id` of `col`: `sites.0.json` (ids 0–249), …, or `tags.json` for an unsharded collection. */
