@@ -183,7 +183,7 @@ export class LowdbStore implements StoreEngine {
     const release = await this.lock();
     try {
       if (!existsSync(metaFile)) {
-        const strays = readdirSync(this.dir).filter((f) => f.endsWith('.json'));
+        const strays = readdirSync(this.dir).filter((f) => f.endsWith('.json') || f === JOURNAL);
         if (strays.length) throw new StoreCorruptError(metaFile, `missing while ${strays[0]} exists`);
         await new Low<Meta>(new DurableJSONFile(metaFile), this.emptyMeta()).write();
         await syncDir(this.dir);
