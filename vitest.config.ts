@@ -7,6 +7,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // vitest's default is one worker less than the CPUs: one worker on a 2-core machine, so the suite ran file after file
+    // and one core waited while a file waited (child processes, fsync, servers). Two workers keep both cores busy.
+    maxWorkers: 2,
     env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
   },
 });

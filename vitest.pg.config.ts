@@ -43,6 +43,7 @@ export default defineConfig({
       'test/openapi-client.test.ts',
       'test/vulnerabilities.test.ts',
       'test/vulnerabilities-doors.test.ts',
+      'test/scope-sweep.test.ts',
     ],
     // Not here, because they read the lowdb engine's own files to prove a point: fuzz and unknown-fields ("a refusal
     // changes nothing" by meta.json's generation), attacks and hardening (the files on disk), store (the lowdb engine

@@ -1,7 +1,8 @@
 // bench/run.mjs — the sitefleet benchmark suite (issue 7). `npm run bench` builds, then runs this.
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
-//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, mcp, onboard, sync, rss, attack, updates, monitors, pg)
+//   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, mcp, onboard, sync, rss, attack, updates,
+//                                                            safe-updates, monitors, pg)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { onboardBench } from './lib/onboard.mjs';
 import { mcpHttpVsBare } from './lib/mcp-plain.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
 import { listUpdatesBench, runUpdatesBench } from './lib/updates.mjs';
+import { historyBench } from './lib/history.mjs';
 import { nearTheLimit, renderTable, targets } from './lib/table.mjs';
 
 const { values } = parseArgs({
@@ -146,15 +148,24 @@ if (run('updates')) {
     list: await step('list-updates 5000', () => listUpdatesBench(5000, d, log)),
     run: await step('run-updates 1000', () => runUpdatesBench(1000, 50, d, log)),
   };
-  // Safe mode (issue 28): 1,000 sites × 3 items, safe against plain; the target is at most 2× the plain run.
-  const plain3 = await step('run-updates 1000×3 plain', () => runUpdatesBench(1000, 50, d, log, { items: 3 }));
-  const safe3 = await step('run-updates 1000×3 safe', () => runUpdatesBench(1000, 50, d, log, { items: 3, safe: true }));
-  results.updates.safe = {
+}
+// Safe updates (issue 28): update-all-v1 over 1,000 sites × 3 items at 50 ms, safe against safe: false (target ≤ 2×);
+// one site's update history over 100,000 entries (target ≤ 20 ms p50). `--only safe-updates` runs just these.
+if (run('safe-updates')) {
+  log('safe updates (issue 28): update-all-v1 over 1,000 simulated sites × 3 plugin updates, 50 ms latency; update history');
+  const plain3 = await step('update-all 1000×3 safe:false', () =>
+    runUpdatesBench(1000, 50, d, log, { items: 3, ability: 'update-all-v1' }),
+  );
+  const safe3 = await step('update-all 1000×3 safe', () =>
+    runUpdatesBench(1000, 50, d, log, { items: 3, safe: true, ability: 'update-all-v1' }),
+  );
+  results.safe_updates = {
     plain: plain3,
     safe: safe3,
     ratio: plain3?.seconds ? Math.round((100 * safe3?.seconds) / plain3.seconds) / 100 : null,
+    history: await step('history 100000', () => historyBench({ entries: 100_000, sites: 1_000 }, d, log)),
   };
-  log(`  safe / plain: ${results.updates.safe.ratio}× (target ≤ 2×)`);
+  log(`  safe / safe:false: ${results.safe_updates.ratio}× (target ≤ 2×)`);
 }
 
 // 5,000 monitored sites at a 60 s interval (issue 22): two and a half intervals, so not in --quick unless asked.

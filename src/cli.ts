@@ -3,26 +3,22 @@
 import { existsSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { boot } from './app/boot.js';
 import { loadConfig, type Config } from './config.js';
-import type { KeyPermission, UserRole } from './core/principal.js';
-import { buildMcpServer } from './mcp/server.js';
-import { startRelay } from './mcp/relay.js';
+import { USER_ROLES, type KeyPermission, type UserRole } from './core/principal.js';
+import { normalScope, type Scope } from './core/scope.js';
 import { wpBoolean } from './core/input.js';
-import { closeServices, openServices, type Services } from './domain/index.js';
+import type { Services } from './domain/index.js';
 import { MODULES } from './domain/settings.js';
 import { StoreCorruptError } from './store/durable-file.js';
-import { storeLocation } from './store/open.js';
-import { readLeases, restoreBackup, writeBackup } from './store/backup.js';
 import { liveHolders } from './domain/leases.js';
-import { copyLowdbToPg, migratePg } from './store/pg-migrate.js';
 import { log } from './log.js';
 import { TOOLSETS, type ModuleName, type Toolset } from './core/ability.js';
-import { childSimCommand } from './child/simulator/command.js';
-import { vulnerabilitiesCommand } from './app/vulnerabilities-command.js';
-import { demo } from './demo.js';
 import { closestFlag, parseCommand, UsageError } from './cli-args.js';
+
+// The heavy modules (the doors, the services, the MCP SDK, the PostgreSQL driver) load with the command that needs them:
+// `--help`, a usage error or `keys list` does not pay for what `serve` needs (each import costs CPU at every start).
+const storeLocation = async (fleet: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<string> =>
+  (await import('./store/open.js')).storeLocation(fleet);
 
 const DATA_DIR = { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } } as const;
 const SERVE_OPTIONS = {
@@ -38,6 +34,8 @@ const SERVE_OPTIONS = {
   'no-console': { type: 'boolean' },
   'monitor-interval': { type: 'string' },
   'package-source': { type: 'string' },
+  'oauth-issuer': { type: 'string' },
+  'oauth-audience': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -67,6 +65,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
                        [--package-source URL] [--database-url postgres://user:pass@host/db]
+                       [--oauth-issuer URL] [--oauth-audience URL]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -79,6 +78,9 @@ Uptime monitors check every connected site on their interval (settings: update-m
 --monitor-interval (SITEFLEET_MONITOR_INTERVAL, 1–86400 s) overrides every monitor's interval.
 --package-source (SITEFLEET_PACKAGE_SOURCE) is the plugin and theme directory installs and searches use
 (default https://api.wordpress.org/; a stand-in with its info/1.2 URL shapes works too).
+--oauth-issuer (SITEFLEET_OAUTH_ISSUER) lets /mcp take OAuth access tokens (JWT) from that authorization server
+beside API keys, and serves /.well-known/oauth-protected-resource; --oauth-audience (SITEFLEET_OAUTH_AUDIENCE) is the
+audience tokens must name (default: this server's /mcp URL, SITEFLEET_PUBLIC_URL's behind a proxy).
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
                      [--output-schemas] [--allow-private-sites] [--package-source URL]
@@ -89,15 +91,23 @@ Serves MCP over stdio. --output-schemas gives each tool its output schema (typed
 --server (SITEFLEET_SERVER_URL) relays stdio to a remote sitefleet's /mcp instead of opening a fleet here; its API
 key is read from SITEFLEET_API_KEY (never a flag: argv is visible to every user of the machine).
 Environment: SITEFLEET_MCP_TOOLSETS and SITEFLEET_MCP_READ_ONLY (true/false) stand in for the two flags.`,
-  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [--data-dir DIR | --database-url URL]
+  keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [SCOPE]
+                            [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
+       sitefleet keys tools ID [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
        sitefleet keys list [--data-dir DIR | --database-url URL]
        sitefleet keys revoke ID [--data-dir DIR | --database-url URL]
+       sitefleet keys set-scope ID [SCOPE] [--data-dir DIR | --database-url URL]
+SCOPE: --clients IDS --tags IDS --sites IDS (comma-separated IDs): the key sees and acts on only those sites; none:
+the whole fleet.
 
 "create" prints the new bearer token alone on the last line of stdout (shown once, stored hashed).`,
-  users: `Usage: sitefleet users create --name NAME [--role administrator|viewer] [--data-dir DIR | --database-url URL]
+  users: `Usage: sitefleet users create --name NAME [--role administrator|manager|viewer|client] [SCOPE] [--data-dir DIR | --database-url URL]
        sitefleet users list [--data-dir DIR | --database-url URL]
        sitefleet users delete NAME [--data-dir DIR | --database-url URL]
-       sitefleet users set-role NAME --role administrator|viewer [--data-dir DIR | --database-url URL]
+       sitefleet users set-role NAME --role administrator|manager|viewer|client [SCOPE] [--data-dir DIR | --database-url URL]
+       sitefleet users set-scope NAME [SCOPE] [--data-dir DIR | --database-url URL]
+SCOPE: --clients IDS --tags IDS --sites IDS (comma-separated IDs): the user sees and acts on only those sites; none:
+the whole fleet. A client user names exactly one client (--clients ID).
 
 "create" prints the new application password alone on the last line of stdout (shown once, stored hashed).`,
   openapi: `Usage: sitefleet openapi [--rest-prefix /wp-json/svc/v2]
@@ -162,6 +172,7 @@ function requireDataDir(dir: string): void {
 
 /** Runs `fn` on the fleet's services; `existing`: the command needs a fleet that is there already (see fleetConfig). */
 async function withServices<R>(where: Where & { existing?: boolean }, fn: (s: Services) => Promise<R>): Promise<R> {
+  const { openServices, closeServices } = await import('./domain/index.js');
   const services = await openServices(fleetConfig(where, where.existing === true));
   try {
     return await fn(services);
@@ -232,8 +243,11 @@ async function serve(args: string[]): Promise<void> {
     monitorIntervalS: values['monitor-interval'],
     packageSource: values['package-source'],
     trustProxy: values['trust-proxy'],
+    oauthIssuer: values['oauth-issuer'],
+    oauthAudience: values['oauth-audience'],
   });
   const withConsole = values['no-console'] !== true;
+  const { boot } = await import('./app/boot.js');
   const { services, http, close } = await boot(cfg, {
     http: {
       allowedHosts: values['allowed-hosts']
@@ -245,11 +259,10 @@ async function serve(args: string[]): Promise<void> {
     monitoring: true,
   });
   await bootstrap(services, http!.url, cfg, withConsole);
+  const where = await storeLocation(cfg);
   // One write: a reader that sees "listening on" sees the console's line with it.
-  process.stdout.write(
-    `sitefleet listening on ${http!.url} (data: ${storeLocation(cfg)})\n${withConsole ? `web console: ${http!.url}/console\n` : ''}`,
-  );
-  log('info', 'listening', { url: http!.url, data: storeLocation(cfg) });
+  process.stdout.write(`sitefleet listening on ${http!.url} (data: ${where})\n${withConsole ? `web console: ${http!.url}/console\n` : ''}`);
+  log('info', 'listening', { url: http!.url, data: where });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -290,6 +303,11 @@ async function mcp(args: string[]): Promise<void> {
   }
   const server = values.server ?? (env.SITEFLEET_SERVER_URL || undefined);
   if (server !== undefined) return relay(server, values, toolsets, readOnly);
+  const [{ boot }, { buildMcpServer }, { StdioServerTransport }] = await Promise.all([
+    import('./app/boot.js'),
+    import('./mcp/server.js'),
+    import('@modelcontextprotocol/sdk/server/stdio.js'),
+  ]);
   const { services, registry, close } = await boot(
     loadConfig({
       dataDir: values['data-dir'],
@@ -351,19 +369,51 @@ async function relay(
   if (toolsets) headers['X-MCP-Toolsets'] = toolsets.join(',');
   if (readOnly) headers['X-MCP-Readonly'] = 'true';
   if (values['output-schemas'] === true) headers['X-MCP-Output-Schemas'] = 'true';
+  const { startRelay } = await import('./mcp/relay.js');
   await startRelay({ url, key, headers }, () => process.exit(0));
   log('info', 'mcp stdio relay ready', { server: url.origin + url.pathname });
 }
 
+/** The scope flags of keys and users (--clients 1,2 --tags 3 --sites 4). */
+const SCOPE_FLAGS = { clients: { type: 'string' }, tags: { type: 'string' }, sites: { type: 'string' } } as const;
+
+/** A scope from its flags: each a comma-separated list of positive integer IDs (anything else is refused). */
+function scopeFlags(v: { clients?: string; tags?: string; sites?: string }): Scope {
+  const ids = (flag: string, text: string | undefined) => {
+    if (text === undefined) return [];
+    const parts = text.split(',').map((p) => p.trim());
+    if (!parts.every((p) => /^[1-9]\d{0,15}$/.test(p))) throw new UsageError(`--${flag} takes comma-separated IDs (e.g. 1,2): "${text}".`);
+    return parts.map(Number);
+  };
+  return { clients: ids('clients', v.clients), tags: ids('tags', v.tags), sites: ids('sites', v.sites) };
+}
+
+const scopeText = (sc: Scope | null | undefined) => {
+  const n = normalScope(sc);
+  return n ? `clients:${n.clients.join(',')} tags:${n.tags.join(',')} sites:${n.sites.join(',')}` : 'whole fleet';
+};
+
 async function keys(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, {
     ...DATA_DIR,
+    ...SCOPE_FLAGS,
     name: { type: 'string' },
     permissions: { type: 'string' },
     admin: { type: 'boolean' },
+    'allow-tools': { type: 'string' },
+    'deny-tools': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   const [sub, arg] = positionals;
+  // Tool lists: comma-separated ability names; "" clears a list (keys tools). They only narrow the key's permissions.
+  const toolList = (v: string | undefined) =>
+    v === undefined
+      ? undefined
+      : v
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean);
+  const lists = { allow_tools: toolList(values['allow-tools']), deny_tools: toolList(values['deny-tools']) };
   if (values.help || !sub) return void console.log(HELP.keys);
   if ((sub === 'create' || sub === 'list') && arg !== undefined)
     throw new UsageError(`sitefleet keys ${sub}: unexpected argument "${arg}".\n\n${HELP.keys}`);
@@ -373,21 +423,52 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      const { key, token } = await s.auth.createKey(values.name, perm, { admin: values.admin === true });
-      await s.audit.cli('keys create', { key_id: key.id, name: key.name, permissions: key.permissions, admin: key.admin });
+      (await import('./abilities/index.js')).buildRegistry(s);
+      const { key, token } = await s.auth.createKey(values.name, perm, {
+        admin: values.admin === true,
+        scope: scopeFlags(values),
+        ...lists,
+      });
+      await s.audit.cli('keys create', {
+        key_id: key.id,
+        name: key.name,
+        permissions: key.permissions,
+        admin: key.admin,
+        scope: key.scope,
+        ...lists,
+      });
       const kind = key.admin ? 'administrator API key' : 'API key';
       process.stdout.write(`Created ${kind} ${key.id} "${key.name}" (${key.permissions}). The token is shown once:\n${token}\n`);
     } else if (sub === 'list') {
       for (const k of s.auth.listKeys()) {
         const state = k.revoked ? 'revoked' : s.auth.keyEnded(k) ? 'expired' : 'active';
-        process.stdout.write(`${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${k.created_at}\n`);
+        const tools = `${k.allow_tools?.length ? `\tallow:${k.allow_tools.join(',')}` : ''}${k.deny_tools?.length ? `\tdeny:${k.deny_tools.join(',')}` : ''}`;
+        process.stdout.write(
+          `${k.id}\t${k.name}\t${k.permissions}${k.admin ? '\tadmin' : ''}\t${state}\t${scopeText(k.scope)}\t${k.created_at}${tools}\n`,
+        );
       }
+    } else if (sub === 'tools') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys tools needs a numeric key ID.');
+      if (lists.allow_tools === undefined && lists.deny_tools === undefined)
+        throw new UsageError('keys tools needs --allow-tools or --deny-tools ("" clears a list).');
+      (await import('./abilities/index.js')).buildRegistry(s);
+      const k = await s.auth.updateKey(id, lists);
+      await s.audit.cli('keys tools', { key_id: k.id, ...lists });
+      const show = (l: string[] | null | undefined) => (l?.length ? l.join(',') : '-');
+      process.stdout.write(`API key ${k.id} "${k.name}": allow ${show(k.allow_tools)}; deny ${show(k.deny_tools)}.\n`);
     } else if (sub === 'revoke') {
       const id = Number(arg);
       if (!Number.isInteger(id) || id < 1) throw new UsageError('keys revoke needs a numeric key ID.');
       const k = await s.auth.revokeKey(id);
       await s.audit.cli('keys revoke', { key_id: k.id });
       process.stdout.write(`Revoked API key ${k.id} "${k.name}".\n`);
+    } else if (sub === 'set-scope') {
+      const id = Number(arg);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError('keys set-scope needs a numeric key ID.');
+      const k = await s.auth.updateKey(id, { scope: scopeFlags(values) });
+      await s.audit.cli('keys set-scope', { key_id: k.id, scope: k.scope });
+      process.stdout.write(`API key ${k.id} "${k.name}" now sees: ${scopeText(k.scope)}.\n`);
     } else {
       throw new UsageError(`Unknown keys command "${sub}".\n${HELP.keys}`);
     }
@@ -397,6 +478,7 @@ async function keys(args: string[]): Promise<void> {
 async function users(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, {
     ...DATA_DIR,
+    ...SCOPE_FLAGS,
     name: { type: 'string' },
     role: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -409,23 +491,31 @@ async function users(args: string[]): Promise<void> {
     if (sub === 'create') {
       if (!values.name) throw new UsageError('users create needs --name NAME.');
       const role = (values.role ?? 'administrator') as UserRole;
-      if (role !== 'administrator' && role !== 'viewer') throw new UsageError('--role is administrator or viewer.');
-      const { user, password } = await s.auth.createUser(values.name, role);
-      await s.audit.cli('users create', { name: user.name, role: user.role });
+      if (!USER_ROLES.includes(role)) throw new UsageError(`--role is ${USER_ROLES.join(', ')}.`);
+      const { user, password } = await s.auth.createUser(values.name, role, scopeFlags(values));
+      await s.audit.cli('users create', { name: user.name, role: user.role, scope: user.scope });
       process.stdout.write(`Created ${user.role} "${user.name}". The application password is shown once:\n${password}\n`);
     } else if (sub === 'list') {
-      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${u.created_at}\n`);
+      for (const u of s.auth.listUsers()) process.stdout.write(`${u.id}\t${u.name}\t${u.role}\t${scopeText(u.scope)}\t${u.created_at}\n`);
     } else if (sub === 'delete') {
       if (!arg) throw new UsageError('users delete needs a user name.');
       const u = await s.auth.deleteUser(arg);
       await s.audit.cli('users delete', { name: u.name });
       process.stdout.write(`Deleted user "${u.name}".\n`);
     } else if (sub === 'set-role') {
-      if (!arg || (values.role !== 'administrator' && values.role !== 'viewer'))
-        throw new UsageError('users set-role needs a user name and --role administrator|viewer.');
-      const u = await s.auth.setRole(arg, values.role);
-      await s.audit.cli('users set-role', { name: u.name, role: u.role });
-      process.stdout.write(`User "${u.name}" is now ${u.role}; their console sessions ended.\n`);
+      const role = values.role as UserRole | undefined;
+      if (!arg || !role || !USER_ROLES.includes(role))
+        throw new UsageError(`users set-role needs a user name and --role ${USER_ROLES.join('|')}.`);
+      const scoped = values.clients !== undefined || values.tags !== undefined || values.sites !== undefined;
+      const u = await s.auth.updateUser(arg, { role, ...(scoped ? { scope: scopeFlags(values) } : {}) });
+      await s.audit.cli('users set-role', { name: u.name, role: u.role, scope: u.scope });
+      const sees = normalScope(u.scope) ? ` (${scopeText(u.scope)})` : '';
+      process.stdout.write(`User "${u.name}" is now ${u.role}${sees}; their console sessions ended.\n`);
+    } else if (sub === 'set-scope') {
+      if (!arg) throw new UsageError('users set-scope needs a user name.');
+      const u = await s.auth.updateUser(arg, { scope: scopeFlags(values) });
+      await s.audit.cli('users set-scope', { name: u.name, scope: u.scope });
+      process.stdout.write(`User "${u.name}" now sees: ${scopeText(u.scope)}.\n`);
     } else {
       throw new UsageError(`Unknown users command "${sub}".\n${HELP.users}`);
     }
@@ -471,24 +561,27 @@ async function migrateCommand(args: string[]): Promise<void> {
     requireDataDir(resolve(values.from));
     if (values.force !== true)
       await refuseWhileServed({ dataDir: resolve(values.from), databaseUrl: null }, 'Copying it now would miss its next writes', '--force');
+    const { copyLowdbToPg } = await import('./store/pg-migrate.js');
     const report = await copyLowdbToPg(resolve(values.from), to, values.force === true);
-    process.stdout.write(`Copied ${resolve(values.from)} to ${storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
+    process.stdout.write(`Copied ${resolve(values.from)} to ${await storeLocation({ dataDir: '', databaseUrl: to })}; counts checked:\n`);
     for (const r of report) process.stdout.write(`  ${r.kind.padEnd(10)} ${String(r.source).padStart(7)} → ${r.target}\n`);
     return;
   }
   const url = pgUrl('--database-url', values['database-url'] ?? process.env.SITEFLEET_DATABASE_URL);
+  const { migratePg } = await import('./store/pg-migrate.js');
   const { from, to } = await migratePg(url);
   process.stdout.write(from === to ? `Schema is at format ${to}; nothing to do.\n` : `Schema migrated from format ${from} to ${to}.\n`);
 }
 
 /** Refuses while another process serves the fleet (its member lease is live): `what` says why that matters. */
 async function refuseWhileServed(fleet: Pick<Config, 'dataDir' | 'databaseUrl'>, what: string, override?: string): Promise<void> {
+  const { readLeases } = await import('./store/backup.js');
   const live = liveHolders(await readLeases(fleet));
   if (!live.length) return;
   const who = live.map((h) => `pid ${h.pid}`).join(', ');
   const wait = Math.ceil((Math.max(...live.map((h) => h.until)) - Date.now()) / 1000);
   throw new Error(
-    `${storeLocation(fleet)} is in use by a running sitefleet serve (${who}). ${what}: stop it first` +
+    `${await storeLocation(fleet)} is in use by a running sitefleet serve (${who}). ${what}: stop it first` +
       ` (a process that died lets go within ${wait} s)${override ? `, or add ${override} to go ahead anyway` : ''}.`,
   );
 }
@@ -500,8 +593,9 @@ async function backupCommand(args: string[]): Promise<void> {
   const file = resolve(values.to);
   if (existsSync(file)) throw new UsageError(`${file} exists already; give --to a new file name (a backup never overwrites a file).`);
   const cfg = fleetConfig(values, true);
+  const { writeBackup } = await import('./store/backup.js');
   const r = await writeBackup(cfg, file);
-  process.stdout.write(`Backed up ${storeLocation(cfg)} (data format ${r.dataFormat}) to ${file}: ${r.rows} rows\n`);
+  process.stdout.write(`Backed up ${await storeLocation(cfg)} (data format ${r.dataFormat}) to ${file}: ${r.rows} rows\n`);
   for (const [kind, n] of Object.entries(r.counts)) process.stdout.write(`  ${kind.padEnd(20)} ${String(n).padStart(7)}\n`);
 }
 
@@ -516,8 +610,9 @@ async function restoreCommand(args: string[]): Promise<void> {
   if (!values.from) throw new UsageError(`restore needs --from FILE.\n\n${HELP.restore}`);
   const cfg = fleetConfig(values, false);
   await refuseWhileServed(cfg, 'Replacing a fleet under a running process would lose its writes and confuse it');
+  const { restoreBackup } = await import('./store/backup.js');
   const r = await restoreBackup(resolve(values.from), cfg, values.force === true);
-  process.stdout.write(`Restored ${resolve(values.from)} into ${storeLocation(cfg)}: ${r.rows} rows (data format ${r.dataFormat})\n`);
+  process.stdout.write(`Restored ${resolve(values.from)} into ${await storeLocation(cfg)}: ${r.rows} rows (data format ${r.dataFormat})\n`);
   if (r.replacedTo) process.stdout.write(`The data dir it replaced was moved to ${r.replacedTo}\n`);
 }
 
@@ -556,10 +651,10 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   migrate: migrateCommand,
   backup: backupCommand,
   restore: restoreCommand,
-  'child-sim': (args) => childSimCommand(args),
-  demo: (args) => demo(args),
+  'child-sim': async (args) => (await import('./child/simulator/command.js')).childSimCommand(args),
+  demo: async (args) => (await import('./demo.js')).demo(args),
   vulnerabilities: async (args) => {
-    process.exitCode = await vulnerabilitiesCommand(args);
+    process.exitCode = await (await import('./app/vulnerabilities-command.js')).vulnerabilitiesCommand(args);
   },
 };
 

@@ -47,6 +47,10 @@ interface ConfigFields {
   webhookRetryMs: number;
   /** --package-source: the wordpress.org directory's base URL (api.wordpress.org's info/1.2 shapes), or a stand-in's. */
   packageSource: string;
+  /** --oauth-issuer: the OAuth authorization server whose access tokens /mcp takes; null: OAuth off (API keys only). */
+  oauthIssuer: string | null;
+  /** --oauth-audience: the audience tokens must name; null: this server's /mcp URL (SITEFLEET_PUBLIC_URL's, if set). */
+  oauthAudience: string | null;
 }
 
 export type ConfigFlags = Partial<Record<Exclude<keyof ConfigFields, 'publicUrl'>, string | boolean | undefined>>;
@@ -105,6 +109,8 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     webhookRetryMs: int('webhook retry', pick('webhookRetryMs', 'SITEFLEET_WEBHOOK_RETRY_MS', '5000'), 10, 3_600_000),
     publicUrl: publicUrl(env.SITEFLEET_PUBLIC_URL ?? ''),
     packageSource: packageSourceBase(pick('packageSource', 'SITEFLEET_PACKAGE_SOURCE', DEFAULT_PACKAGE_SOURCE)),
+    oauthIssuer: oauthUrl('--oauth-issuer', pick('oauthIssuer', 'SITEFLEET_OAUTH_ISSUER', ''), true),
+    oauthAudience: oauthUrl('--oauth-audience', pick('oauthAudience', 'SITEFLEET_OAUTH_AUDIENCE', ''), false),
   });
 }
 
@@ -130,6 +136,27 @@ function publicUrl(v: string): string | null {
     throw new Error(`SITEFLEET_PUBLIC_URL must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
   }
   return v.replace(/\/+$/, '');
+}
+
+/**
+ * An OAuth issuer or audience: an absolute URL without query, fragment or credentials. An issuer is https (OAuth 2.1),
+ * or http on a loopback address (a development authorization server on this machine). Empty: not set.
+ */
+function oauthUrl(name: string, v: string, issuer: boolean): string | null {
+  if (!v) return null;
+  let u: URL | null = null;
+  try {
+    u = new URL(v);
+  } catch {
+    /* answered below */
+  }
+  if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password)
+    throw new Error(`${name} must be an http:// or https:// URL without query, fragment or credentials (got "${v}").`);
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+  if (issuer && u.protocol === 'http:' && !loopback)
+    throw new Error(`${name} must be https:// (http:// only on a loopback address) (got "${v}").`);
+  // The issuer is compared with the tokens' "iss" as written; the metadata's "issuer" must match it exactly.
+  return v;
 }
 
 /** wordpress.org's directory API: its answers carry downloads.wordpress.org's links. */

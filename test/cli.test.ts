@@ -72,6 +72,23 @@ describe('keys, users and modules', () => {
     expect((await cli(['users', 'delete', 'ann', '--data-dir', dir])).code).toBe(1);
   });
 
+  it('gives users and keys a role and a scope, and refuses a scope that names nothing or is malformed', async () => {
+    const made = await cli(['users', 'create', '--name', 'mia', '--role', 'manager', '--data-dir', dir]);
+    expect(made.code).toBe(0);
+    expect((await cli(['users', 'list', '--data-dir', dir])).stdout).toMatch(/\tmia\tmanager\twhole fleet\t/);
+    const unknown = await cli(['users', 'set-scope', 'mia', '--tags', '9', '--data-dir', dir]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No tag found with ID 9|tag.*9/i);
+    expect((await cli(['users', 'set-scope', 'mia', '--sites', '1,x', '--data-dir', dir])).code).toBe(2);
+    const client = await cli(['users', 'create', '--name', 'cleo', '--role', 'client', '--data-dir', dir]);
+    expect(client.code).toBe(1);
+    expect(client.stderr).toMatch(/exactly one client/);
+    const adminKey = await cli(['keys', 'create', '--name', 'k', '--admin', '--clients', '1', '--data-dir', dir]);
+    expect(adminKey.code).toBe(1);
+    expect(adminKey.stderr).toMatch(/Administrators see the whole fleet/);
+    expect((await cli(['users', 'delete', 'mia', '--data-dir', dir])).code).toBe(0);
+  });
+
   it('switches modules', async () => {
     expect((await cli(['modules', 'disable', 'logs', '--data-dir', dir])).code).toBe(0);
     expect((await cli(['modules', 'list', '--data-dir', dir])).stdout).toMatch(/^logs\tdisabled$/m);

@@ -157,7 +157,16 @@ it('keeps a session working after a plain call is cancelled (the SDK sends no an
     }),
   );
   try {
-    const before = f.s.services.sites.get(1)!.last_sync;
+    // The site already asked finishes (a cancel starts no new site): its sync data lands in a write the test hears.
+    const children = f.s.services.children;
+    const landed = new Promise<void>((resolve) => {
+      const hook = (_tx: unknown, siteId: number) => {
+        if (siteId !== 1) return;
+        children.snapshotHooks.delete(hook);
+        setImmediate(resolve);
+      };
+      children.snapshotHooks.add(hook);
+    });
     f.sim.setFault(1, { type: 'latency', ms: 1500 });
     const ac = new AbortController();
     const asked = f.sim.requests(1);
@@ -169,9 +178,7 @@ it('keeps a session working after a plain call is cancelled (the SDK sends no an
     await expect(call).rejects.toThrow();
     const r = await c.callTool({ name: 'count-sites-v1', arguments: {} });
     expect(r.structuredContent).toEqual({ total: 3 });
-    // The site already asked finishes (a cancel starts no new site): wait for its sync to land before the fleet closes.
-    for (const end = Date.now() + 10_000; Date.now() < end && f.s.services.sites.get(1)!.last_sync === before;)
-      await new Promise((x) => setTimeout(x, 50));
+    await landed; // before the fleet closes
   } finally {
     f.sim.setFault(1, null);
     await c.close();

@@ -18,6 +18,9 @@ try {
 }
 
 let sim: ChildSim;
+/** The simulated sites' clock: the real one, moved ahead by the tests (outage windows are read by it). */
+let simAhead = 0;
+const simNow = () => Date.now() + simAhead;
 let s: TestServer;
 const ids: Record<string, number> = {};
 
@@ -50,7 +53,7 @@ beforeAll(async () => {
   } else {
     console.warn('monitor-outages.test.ts: openssl not found; the TLS case is skipped.');
   }
-  sim = await startChildSim({ sites: 3, tls });
+  sim = await startChildSim({ sites: 3, tls, now: simNow });
   s = await startServer();
   const rows = [
     { key: 'windows', url: sim.sites[0]!.url, ssl_verify: true },
@@ -76,7 +79,7 @@ const check = async (key: string) => (await s.ability('check-monitor-v1', { site
 
 describe('simulated outages', () => {
   it('is down inside a scheduled window and up outside it', async () => {
-    const now = Date.now();
+    const now = simNow();
     sim.setFault(1, {
       type: 'outage',
       windows: [
@@ -85,7 +88,7 @@ describe('simulated outages', () => {
       ],
     });
     expect(await check('windows')).toMatchObject({ uptime_status: 'down', cause: 'connection', http_code: 0 });
-    await new Promise((r) => setTimeout(r, 1600));
+    simAhead += 1600; // the simulated sites' clock moves past the window's end
     expect(await check('windows')).toMatchObject({ uptime_status: 'up', http_code: 200 });
     const inc = await s.ability('list-incidents-v1', { site_id_or_domain: ids.windows }, { method: 'GET' });
     expect(inc.body.items).toHaveLength(1);
@@ -96,13 +99,13 @@ describe('simulated outages', () => {
     const incidents = async () => (await s.ability('list-incidents-v1', { site_id_or_domain: ids.windows }, { method: 'GET' })).body.total;
     const before = await incidents();
     const n = sim.requests(1);
-    sim.setFault(1, { type: 'outage', windows: [{ from: Date.now(), to: Date.now() + 300 }] });
+    sim.setFault(1, { type: 'outage', windows: [{ from: simNow(), to: simNow() + 300 }] });
     expect(await check('windows')).toMatchObject({ uptime_status: 'up' });
     expect(sim.requests(1)).toBe(n + 2); // the failed check and the one that confirmed it was up
     expect(await incidents()).toBe(before);
     // Without retries the same blip is an incident.
     await s.ability('update-monitor-settings-v1', { site_id_or_domain: ids.windows, retries: 0 });
-    sim.setFault(1, { type: 'outage', windows: [{ from: Date.now(), to: Date.now() + 300 }] });
+    sim.setFault(1, { type: 'outage', windows: [{ from: simNow(), to: simNow() + 300 }] });
     expect(await check('windows')).toMatchObject({ uptime_status: 'down' });
     expect(await incidents()).toBe(before + 1);
     sim.setFault(1, null);

@@ -134,6 +134,83 @@ describe("upstream's /settings/monitoring, from the fleet's monitor settings", (
   });
 });
 
+describe("upstream's /settings/emails, from the rules on e-mail channels", () => {
+  it('answers the four e-mails; uptime and daily_digest from their rules; an edit writes disable and recipients on them', async () => {
+    const none = await s.rest('/settings/emails');
+    expect(none.body).toMatchObject({ success: 1 });
+    expect(none.body.data.map((e: { type: string; disable: number }) => [e.type, e.disable])).toEqual([
+      ['daily_digest', 1],
+      ['uptime', 1],
+      ['site_health', 1],
+      ['deactivated_license_alert', 1],
+    ]);
+    const noRule = await s.rest('/settings/emails/uptime/edit', { method: 'PUT', json: { disable: false } });
+    expect([noRule.status, noRule.body.code]).toEqual([409, 'svc_no_rule']);
+    const mail = await s.rest('/notifications/channels/add', {
+      method: 'POST',
+      json: {
+        name: 'Mail',
+        type: 'email',
+        smtp: { host: '127.0.0.1', port: 2525, security: 'none', from: 'fleet@example.com' },
+        recipients: ['ops@example.com'],
+      },
+    });
+    const rule = await s.rest('/notifications/rules/add', {
+      method: 'POST',
+      json: { name: 'uptime mail', events: ['site.down', 'site.up'], channel_id: mail.body.data.id },
+    });
+    expect(rule.status).toBe(200);
+    const get = await s.rest('/settings/emails');
+    expect(get.body.data[1]).toEqual({
+      heading: 'Uptime Monitoring',
+      type: 'uptime',
+      subject: 'Site down: {site} / Site up again: {site}',
+      recipients: 'ops@example.com',
+      disable: 0,
+    });
+    const off = await s.rest('/settings/emails/uptime/edit', {
+      method: 'PATCH',
+      json: { disable: true, recipients: 'a@example.com, b@example.com' },
+    });
+    expect(off.body).toEqual({
+      success: 1,
+      message: 'Email settings updated successfully.',
+      data: {
+        heading: 'Uptime Monitoring',
+        subject: 'Site down: {site} / Site up again: {site}',
+        recipients: 'a@example.com,b@example.com',
+        disable: 1,
+      },
+    });
+    expect((await s.rest(`/notifications/rules`)).body.data[0]).toMatchObject({
+      enabled: false,
+      recipients: ['a@example.com', 'b@example.com'],
+    });
+    // disable:false turns it back on (upstream cannot: false meant "keep").
+    const on = await s.rest('/settings/emails/uptime/edit', { method: 'PUT', json: { disable: false } });
+    expect(on.body.data.disable).toBe(0);
+    await s.rest(`/notifications/rules/${rule.body.data.id}/remove`, { method: 'DELETE' });
+    await s.rest(`/notifications/channels/${mail.body.data.id}/remove`, { method: 'DELETE' });
+  });
+
+  it('refuses an unknown type (400), heading, subject and the e-mails sitefleet never sends (501), a bad flag, a read key', async () => {
+    const bad = await s.rest('/settings/emails/weekly/edit', { method: 'PUT', json: { disable: true } });
+    expect([bad.status, bad.body.code]).toEqual([400, 'svc_invalid_input']);
+    for (const [type, json] of [
+      ['site_health', { disable: false }],
+      ['uptime', { subject: 'Alert' }],
+      ['daily_digest', { heading: 'Digest', disable: true }],
+    ] as const) {
+      const r = await s.rest(`/settings/emails/${type}/edit`, { method: 'PUT', json });
+      expect([r.status, r.body.code]).toEqual([501, 'svc_not_supported']);
+    }
+    const flag = await s.rest('/settings/emails/uptime/edit', { method: 'PUT', json: { disable: 'maybe' } });
+    expect([flag.status, flag.body.code]).toEqual([400, 'svc_invalid_input']);
+    const ro = await s.rest('/settings/emails/uptime/edit', { method: 'PUT', token: s.creds.key.read, json: { disable: true } });
+    expect(ro.status).toBe(403);
+  });
+});
+
 describe('MCP and the abilities door', () => {
   it('lists the notification tools and runs them', async () => {
     const tools = (await mcp.client.listTools()).tools.map((t) => t.name);

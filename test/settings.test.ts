@@ -173,8 +173,6 @@ describe('cost tracker: product types and payment methods', () => {
 
 describe('routes answered 501, and who may change settings', () => {
   it.each([
-    ['GET', '/settings/emails'],
-    ['PATCH', '/settings/emails/uptime/edit'],
     ['PUT', '/settings/cost-tracker/edit'],
     ['GET', '/settings/dashboard-insights'],
     ['PUT', '/settings/dashboard-insights/edit'],

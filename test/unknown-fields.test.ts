@@ -65,7 +65,8 @@ describe('every REST write route', () => {
   it.each(writes.map((r) => [`${r.methods[0]} ${r.path}`, r] as const))(
     '%s refuses a body field it does not read, naming it, and ignores query arguments as WordPress does (issue #27)',
     async (_n, r) => {
-      const path = r.path.replace(/:(\w+)/g, (_, p: string) => (p === 'job_id' ? 'sync_00000000-0000-4000-8000-000000000000' : '1'));
+      const SAMPLE: Record<string, string> = { job_id: 'sync_00000000-0000-4000-8000-000000000000', mail_type: 'uptime' };
+      const path = r.path.replace(/:(\w+)/g, (_, p: string) => SAMPLE[p] ?? '1');
       const before = generation();
       // A real upstream client adds ?DELETE=DELETE&/path=/path to every request: never the reason for a refusal.
       const res = await s.rest(`${path}?DELETE=DELETE&%2Fpath=%2Fpath`, { method: r.methods[0], json: { [UNKNOWN]: 1 } });

@@ -64,6 +64,27 @@ describe('REST /updates/policies', () => {
     await f.s.rest(`/updates/policies/${r.body.data.id}/remove`, { method: 'DELETE' });
   });
 
+  it('security_only through REST (JSON and a form), MCP and the preview; a value that is not a boolean is refused', async () => {
+    const add = await f.s.rest('/updates/policies/add', {
+      method: 'POST',
+      json: { name: 'Sec', all_sites: true, days: week, start: '01:00', end: '02:00', security_only: true },
+    });
+    expect(add.body.data.updates).toMatchObject({ security_only: true });
+    const id = add.body.data.id as number;
+    expect((await f.s.rest(`/updates/policies/${id}/preview`)).body.data).toMatchObject({ security_only: true });
+    const m = await mcp.call('update-update-policy-v1', { policy_id: id, security_only: false });
+    expect(m.body.updates.security_only).toBe(false);
+    const form = await f.s.rest(`/updates/policies/${id}/edit`, { method: 'POST', body: new URLSearchParams({ security_only: 'true' }) });
+    expect(form.body.data.updates.security_only).toBe(true);
+    for (const bad of ['maybe', '2']) {
+      const r = await f.s.rest(`/updates/policies/${id}/edit`, { method: 'PATCH', json: { security_only: bad } });
+      expect(r.status).toBe(400);
+    }
+    expect((await mcp.call('update-update-policy-v1', { policy_id: id, security_only: 'yes' })).isError).toBe(true);
+    expect((await f.s.rest('/updates/policies')).body.data[0].updates.security_only).toBe(true);
+    await f.s.rest(`/updates/policies/${id}/remove`, { method: 'DELETE' });
+  });
+
   it('a read key may not add one', async () => {
     const r = await f.s.rest('/updates/policies/add', {
       method: 'POST',

@@ -1,5 +1,6 @@
 // A policy run is a persisted job (issue 28 part 4): when the process that claimed a window dies mid-run, another
-// process resumes the run's job — the window is not started a second time, and each item is updated once.
+// process resumes the run's job — the window is not started a second time, and each item is updated once; an item
+// the dead process had updated without recording it gets its update-history entry when the job finds it so.
 import { hostname } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newKeyPair } from '../src/child/keys.js';
@@ -55,6 +56,10 @@ describe('a policy run after a crash', () => {
       const j = [...tx.all<JobRecord>('jobs')].find((x) => x.job_id === run!.job_id)!;
       tx.put<JobRecord>('jobs', { ...j, status: 'processing', owner: `4194000-deadbeef@${hostname()}`, lease_until: 0, attempts: 1 });
     });
+    // It had updated one plugin of site 1 on the child when it died, before recording anything.
+    const early = sim.state(1).plugins.find((p) => p.updateVersion)!;
+    const [from, to] = [early.version, early.updateVersion];
+    await (await first.children.connector()).upgrade(first.children.credentials(recs[0]!), 'plugin', [early.slug]);
     await closeServices(first);
 
     const second = await openServices(config);
@@ -72,6 +77,14 @@ describe('a policy run after a crash', () => {
     const hist = [...second.store.all<UpdateHistoryRecord>('update_history')].filter((e) => e.actor.kind === 'policy');
     expect(hist.length).toBe(pending[0]! + pending[1]!);
     expect(new Set(hist.map((e) => `${e.site_id}:${e.slug}`)).size).toBe(hist.length);
+    // The item found updated on resuming has its entry too, saying so, under the policy.
+    expect(hist.find((e) => e.site_id === recs[0]!.id && e.slug === early.slug)).toMatchObject({
+      from,
+      to,
+      outcome: 'updated',
+      actor: { kind: 'policy', id: policy.id, name: 'Crash' },
+      reason: 'Found updated when the interrupted job resumed: the process that applied it stopped before recording it.',
+    });
     expect(await second.policies.tick(at)).toEqual([]);
     for (const k of [1, 2]) {
       const log = sim.state(k).upgradeLog;

@@ -1,12 +1,14 @@
 // An update job killed with SIGKILL mid-way resumes in a new process and never updates an item twice: each site's
 // items are recorded in the same write as its data, and a resumed job re-reads every site it has not recorded from its
 // child before sending it anything again.
+import { hostname } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newKeyPair } from '../src/child/keys.js';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import { closeServices, openServices } from '../src/domain/index.js';
 import { loadConfig } from '../src/config.js';
 import type { JobRecord } from '../src/store/records.js';
+import type { UpdateHistoryRecord } from '../src/store/health-records.js';
 import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, tempDir } from './support/server.js';
@@ -102,5 +104,75 @@ describe('update job after SIGKILL', () => {
     expect(job.attempts).toBe(2);
     expect(inFlight.length).toBeLessThanOrEqual(3);
     if (process.env.SHOW_INFLIGHT) console.log('updated on the child but not recorded at the kill:', inFlight.length);
+  });
+});
+
+describe('update job resumed after a crash', () => {
+  // The kill the test above makes lands, now and then, after a site's last child call (its translations) and before
+  // the write that records it: this makes that interleaving every time.
+  it('counts a translation the dead process applied without recording it as updated, once', async () => {
+    const dataDir = tempDir();
+    const config = loadConfig({ dataDir, allowPrivateSites: true }, {});
+    const first = await openServices(config);
+    const keys = await newKeyPair();
+    // Every third simulated site offers a language pack: site 3 has core, plugins and a translation pending.
+    const sim = await startChildSim({
+      sites: 3,
+      preconnect: { publicKeyPem: keys.publicKeyPem, server: await first.settings.installationUrl() },
+    });
+    closers.push(() => sim.close());
+    const recs = await seedSites(first, 3, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
+    await first.store.write((tx) => {
+      for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
+    });
+    for (const r of recs) await first.children.apply(await first.children.fetchSync(r));
+    const want = [1, 2, 3].map((i) => pendingOf(sim, i));
+    const lang = sim.state(3).translations[0]!;
+    expect(lang).toBeDefined();
+    await first.jobs.stop();
+    const job = await first.jobs.enqueue(
+      'update',
+      recs.map((r) => r.id),
+      { types: ['core', 'plugins', 'themes', 'translations'], safe: false },
+    );
+    // The process that claimed it died after site 3's translation call had been applied on the child, before the
+    // write that records the site.
+    await first.store.write((tx) => {
+      const j = tx.get<JobRecord>('jobs', job.id)!;
+      tx.put<JobRecord>('jobs', { ...j, status: 'processing', owner: `4194000-deadbeef@${hostname()}`, lease_until: 0, attempts: 1 });
+    });
+    await (await first.children.connector()).upgrade(first.children.credentials(recs[2]!), 'translation', [lang.slug]);
+    expect(sim.state(3).upgradeLog).toEqual([`translation:${lang.slug}:${lang.language}`]);
+    await closeServices(first);
+
+    const second = await openServices(config);
+    closers.push(() => closeServices(second));
+    second.jobs.start(50);
+    const end = await waitUntil(
+      () => second.jobs.find(job.job_id),
+      (j) => j?.status === 'completed' || j?.status === 'failed',
+    );
+    expect(end).toMatchObject({ status: 'completed', attempts: 2, succeeded: 3 });
+    for (let i = 1; i <= 3; i++) {
+      const log = sim.state(i).upgradeLog;
+      expect(new Set(log).size, `site ${i}: ${log.join(' ')}`).toBe(log.length);
+      expect(log.length, `site ${i}`).toBe(want[i - 1]);
+    }
+    const items = end!.items as Array<{ status: string; site_id: number; type: string; slug: string; language?: string }>;
+    const updated = items.filter((x) => x.status === 'updated');
+    expect(updated.length).toBe(want.reduce((a, b) => a + b, 0));
+    expect(updated.filter((x) => x.site_id === recs[2]!.id && x.type === 'translation')).toEqual([
+      expect.objectContaining({ slug: lang.slug, language: lang.language }),
+    ]);
+    // Its history entry says it was found so.
+    const hist = [...second.store.all<UpdateHistoryRecord>('update_history')].filter((e) => e.type === 'translation');
+    expect(hist).toEqual([
+      expect.objectContaining({
+        site_id: recs[2]!.id,
+        slug: lang.slug,
+        outcome: 'updated',
+        reason: expect.stringMatching(/^Found updated/),
+      }),
+    ]);
   });
 });

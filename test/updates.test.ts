@@ -1,6 +1,7 @@
 // Updates across the fleet (issue 15) through every door against the child simulator: listing from the sync, applying
 // through the child with per-item results read from the child's own data, ignore rules honoured everywhere, and each
 // upstream defect of updates reference §7 answered differently (the test names say which).
+import { jobEnded } from './support/wait.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildSim } from '../src/child/simulator/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
@@ -452,12 +453,8 @@ describe('jobs', () => {
         updates_queued: pending.reduce((a, b) => a + b, 0),
         sites_queued: pending.filter(Boolean).length,
       });
-      let job: any;
-      for (let t = 0; t < 200; t++) {
-        job = (await g.s.ability('get-batch-job-status-v1', { job_id: r.body.job_id }, { method: 'GET' })).body;
-        if (job.status === 'completed') break;
-        await new Promise((x) => setTimeout(x, 50));
-      }
+      await jobEnded(g.s.services.jobs, r.body.job_id);
+      const job = (await g.s.ability('get-batch-job-status-v1', { job_id: r.body.job_id }, { method: 'GET' })).body;
       expect(job.status).toBe('completed');
       // The status_url it answered is served (upstream's pointed at a missing route, D14).
       const viaUrl = await fetch(r.body.status_url, { headers: { authorization: `Bearer ${g.s.creds.key.read}` } });

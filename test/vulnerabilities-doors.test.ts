@@ -66,8 +66,43 @@ describe('vulnerabilities through every door (simulator seed 1)', () => {
     });
   }
 
+  it('answers the views conditionally: 304 while nothing changed, a new answer once another feed goes live or a site syncs', async () => {
+    await f.s.services.vulnerabilities.importFile(join(FIX, 'wordfence-production.json'), 'wordfence');
+    const fleetUrl = '/vulnerabilities?per_page=100&installs_per_record=100';
+    const first = await f.s.rest(fleetUrl);
+    const etag = first.headers.get('etag')!;
+    expect(etag).toBeTruthy();
+    expect((await f.s.rest(fleetUrl, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    const site1 = await f.s.rest('/sites/1/vulnerabilities');
+    expect(rows(site1.body.data)).toContain('WF-13 elementor');
+    // Another feed: no collection changed, the feed's generation did.
+    await f.s.services.vulnerabilities.importFile(join(FIX, 'wpvulnerability'), 'wpvulnerability');
+    const other = await f.s.rest(fleetUrl, { headers: { 'if-none-match': etag } });
+    expect(other.status).toBe(200);
+    expect(other.body.feed.source).toBe('wpvulnerability');
+    // A site updated outside sitefleet and synced: its install leaves both views.
+    await f.s.services.vulnerabilities.importFile(join(FIX, 'wordfence-production.json'), 'wordfence');
+    const before = await f.s.rest(fleetUrl);
+    const elementor = f.sim.state(1).plugins.find((p) => p.slug.startsWith('elementor/'))!;
+    elementor.version = '99.0.0';
+    f.sim.state(1).rev++;
+    expect((await f.s.rest('/sites/1/sync', { method: 'POST', json: {} })).status).toBe(200);
+    expect(rows((await f.s.rest('/sites/1/vulnerabilities')).body.data)).not.toContain('WF-13 elementor');
+    const after = await f.s.rest(fleetUrl, { headers: { 'if-none-match': before.headers.get('etag')! } });
+    expect(after.status).toBe(200);
+    const installsOf = (b: { data: Array<{ id: string; aliases: string[]; installs: Array<{ site_id: number; slug: string }> }> }) =>
+      b.data.flatMap((r) => r.installs.map((i) => `${refOf(r)} ${i.site_id} ${i.slug}`));
+    expect(installsOf(before.body)).toContain('WF-13 1 elementor');
+    expect(installsOf(after.body)).not.toContain('WF-13 1 elementor');
+  });
+
   it('REST filters, refuses a bad filter, and the fix previews per site', async () => {
     await f.s.services.vulnerabilities.importFile(join(FIX, 'wordfence-production.json'), 'wordfence');
+    // The fleet's security view counts them on the abilities door and MCP alike.
+    const door = await f.s.ability('get-security-issues-v1', {}, { method: 'GET' });
+    const tool = await mcp.call('get-security-issues-v1', {});
+    expect(door.body.vulnerabilities.by_severity.critical).toBe(2);
+    expect(tool.body.vulnerabilities).toEqual(door.body.vulnerabilities);
     const high = await f.s.rest('/vulnerabilities?severity=critical');
     expect((high.body.data as Array<{ id: string; aliases: string[] }>).map(refOf).sort()).toEqual(['WF-12', 'WF-17']);
     const bad = await f.s.rest('/vulnerabilities?severity=huge');

@@ -253,6 +253,21 @@ export function renderTable(res) {
   if (res.updates?.list)
     one('list-updates-v1 per_page=100, 16 conn', 'req/s (p99 ms)', 5000, `${num(res.updates.list.rps)} (${ms(res.updates.list.p99)})`);
   if (res.updates?.run) one('run-updates-v1, 1 plugin/site, 50 ms (job)', 's to done', 1000, `${num(res.updates.run.seconds, 2)}`);
+  const su = res.safe_updates;
+  if (su?.safe)
+    one(
+      'update-all-v1 safe vs safe: false, 3 plugins/site, 50 ms',
+      's (ratio, target ≤ 2×)',
+      1000,
+      `${num(su.safe.seconds, 2)} vs ${num(su.plain?.seconds, 2)} (${su.ratio}×)`,
+    );
+  if (su?.history)
+    one(
+      'update history of one site, 100,000 entries',
+      'p50 / p99 ms (target p50 ≤ 20)',
+      1000,
+      `${ms(su.history.p50_ms)} / ${ms(su.history.p99_ms)}`,
+    );
   const pgRows = res.pg?.rows;
   if (pgRows?.length === 4) {
     const at = cols.includes(5000) ? 5000 : cols[0];

@@ -107,7 +107,7 @@ export async function listUpdatesBench(n, d, log) {
  * run-updates-v1 (a job: n > 200) timed from the request to the job's completion on /jobs/<id>. `safe`: safe mode
  * (issue 28: a probe of each site first and after each item, items one at a time), else the plain run.
  */
-export async function runUpdatesBench(n, latencyMs, d, log, { safe = false, items = 1 } = {}) {
+export async function runUpdatesBench(n, latencyMs, d, log, { safe = false, items = 1, ability = 'run-updates-v1' } = {}) {
   const dir = tempDir(`run-updates${n}`);
   const { token, sim } = await seedPreconnected(dir, n, latencyMs);
   try {
@@ -131,16 +131,17 @@ export async function runUpdatesBench(n, latencyMs, d, log, { safe = false, item
       check(synced?.status === 'completed', `sync job ${JSON.stringify(synced)?.slice(0, 200)}`);
       const acct = cpuAccount([serve.pid]);
       const t0 = performance.now();
-      const r = await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/run-updates-v1/run`, {
-        input: { types: ['plugins'], safe },
-      });
-      check(r.status === 200 && r.json?.job_id, `run-updates-v1 → ${r.status} ${r.text.slice(0, 200)}`);
+      // Only plugin updates are pending: update-all-v1 (every type) updates the same items.
+      const input = ability === 'update-all-v1' ? { confirm: true, safe } : { types: ['plugins'], safe };
+      const r = await call(serve.url, token, 'POST', `${ABILITIES}/abilities/svc/${ability}/run`, { input });
+      check(r.status === 200 && r.json?.job_id, `${ability} → ${r.status} ${r.text.slice(0, 200)}`);
       const job = await waitJob(serve.url, token, r.json.job_id, d.jobTimeoutMs);
       const ms = performance.now() - t0;
       const cpu = acct.stop();
       let upgrades = 0;
       for (let i = 1; i <= n; i++) upgrades += sim.state(i).upgradeLog.length;
       const out = {
+        ability,
         sites: n,
         items_per_site: items,
         safe,
@@ -157,7 +158,7 @@ export async function runUpdatesBench(n, latencyMs, d, log, { safe = false, item
         cpu: { serve_cores: cpu.measured_cores[0], bench_and_sim_cores: cpu.bench_cores, others_cores: cpu.others_cores },
       };
       log(
-        `  run-updates-v1${safe ? ' (safe)' : ''} over ${n} sites × ${items}: ${out.seconds} s, ${out.succeeded} ok / ${out.failed} failed, ${upgrades} child upgrades`,
+        `  ${ability}${safe ? ' (safe)' : ' (safe: false)'} over ${n} sites × ${items}: ${out.seconds} s, ${out.succeeded} ok / ${out.failed} failed, ${upgrades} child upgrades`,
       );
       return out;
     } finally {

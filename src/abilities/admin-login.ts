@@ -25,7 +25,7 @@ export const getAdminLoginUrl = defineAbility({
     expires_in_s: z.number().int(),
   }),
   // Not read-only: it hands out a login to the site, so only callers who may change the site get one.
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: false, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     return { site_id: site.id, site_url: site.url, ...(await ctx.adminLogins.issue(site, ctx.principal)) };

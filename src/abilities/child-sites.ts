@@ -102,7 +102,7 @@ export const syncSites = defineAbility({
     total_errors: z.number().int().optional(),
     sites_queued: z.number().int().optional(),
   }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, (s) => !s.suspended && !s.disconnected);
     // At most the sync concurrency of the dashboard settings at once (issue 21): the sync job type's limit.
@@ -138,7 +138,7 @@ export const checkSite = defineAbility({
     status: z.object({ online: z.boolean(), http_code: z.number().int(), response_time: z.number() }),
     site: ListedSite,
   }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.children.apply(await ctx.children.fetchCheck(site));
@@ -171,7 +171,7 @@ export const checkSites = defineAbility({
     errors: z.array(ItemError),
     total: z.number().int().optional(),
   }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const { found, errors } = ctx.sites.forBatch(i.site_ids_or_domains, i.exclude_ids, () => true);
     if (!found.length && i.site_ids_or_domains.length) throw catalogue.sitesNotFound(errors);
@@ -211,7 +211,7 @@ export const reconnectSite = defineAbility({
     'svc_site_not_found (404), svc_reconnect_failed (502/504).',
   input: z.object({ site_id_or_domain: SiteRef, admin_password: z.string().max(500).optional() }),
   output: z.object({ reconnected: z.literal(true), ...siteStateFields }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const s = await ctx.children.apply(await ctx.children.fetchReconnect(site, i.admin_password));
@@ -229,7 +229,7 @@ export const disconnectSite = defineAbility({
     'reconnect-site-v1 undoes it. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ disconnected: z.literal(true), child_notified: z.boolean(), child_error: z.string().nullable(), ...siteStateFields }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.children.apply(await ctx.children.fetchDisconnect(site));
@@ -272,7 +272,7 @@ export const reconnectSites = defineAbility({
   description: 'Reconnect several sites (empty list = every disconnected site that is not suspended).',
   input: z.object({ site_ids_or_domains: SiteRefs.default([]), exclude_ids: z.array(z.number().int()).optional() }).strict(),
   output: manyResult('reconnected'),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const { found, errors } = ctx.sites.forBatch(
       i.site_ids_or_domains,
@@ -299,7 +299,7 @@ export const disconnectSites = defineAbility({
     })
     .strict(),
   output: manyResult('disconnected'),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     if (!i.site_ids_or_domains && !i.all) {
       throw catalogue.abilityInput('disconnect-sites-v1', 'site_ids_or_domains is a required property of input.', 'site_ids_or_domains');
@@ -352,7 +352,7 @@ export const cancelBatchJob = defineAbility({
   description: 'Stop a background job: no site starts after this; what was done stays recorded. Returns its status.',
   input: getBatchJobStatus.input,
   output: getBatchJobStatus.output,
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false, siteAction: true },
   execute: async ({ job_id }, ctx) => jobView(await ctx.jobs.cancel(job_id)),
 });
 

@@ -6,7 +6,7 @@ import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import { Client, ClientFields, ClientIds, ClientName, ClientRef, ClientStatus, clientView } from './client-views.js';
 import { Cost, costView } from './cost-views.js';
-import { alias, Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { alias, Confirm, DryRun, ListedSite, SiteRef, paged, undescribed } from './schemas.js';
 import { listedSite } from './views.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -113,9 +113,17 @@ export const updateClient = defineAbility({
   category: 'svc-clients',
   toolset: 'clients',
   description:
-    'Change a client; fields not given keep their value (email null clears it). Errors: ' +
+    'Change a client: only the fields given (as in add-client-v1); email null clears it. Errors: ' +
     'svc_client_not_found (404), svc_client_exists (409).',
-  input: z.object({ client_id_or_email: ClientRef, name: ClientName.optional(), ...ClientFields, ...upstreamFields }).strict(),
+  input: z
+    .object({
+      client_id_or_email: ClientRef,
+      name: ClientName.optional(),
+      ...undescribed(ClientFields),
+      ...upstreamFields,
+      ...undescribed({ selected_sites: upstreamFields.selected_sites }),
+    })
+    .strict(),
   output: Client,
   aliases: CLIENT_ALIASES,
   annotations: { readonly: false, destructive: false, idempotent: true, openWorld: false },

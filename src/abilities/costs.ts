@@ -17,7 +17,7 @@ import {
   costView,
   siteCostView,
 } from './cost-views.js';
-import { Confirm, DryRun, ListedSite, SiteRef, paged } from './schemas.js';
+import { Confirm, DryRun, ListedSite, SiteRef, paged, undescribed } from './schemas.js';
 import { listedSite } from './views.js';
 
 const ro = { readonly: true, destructive: false, idempotent: true, openWorld: false };
@@ -85,10 +85,10 @@ export const updateCost = defineAbility({
   name: 'update-cost-v1',
   label: 'Update cost',
   description:
-    'Change a cost; only the fields given change, a target list replaces that list, one target must ' +
-    'remain. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).',
+    'Change a cost: only the fields given (as in add-cost-v1); a target list replaces that list, one target ' +
+    'must remain. Errors: svc_cost_not_found (404), svc_invalid_input (400), svc_module_not_available (501).',
   input: z
-    .object({ cost_id: CostId, ...CostFields })
+    .object({ cost_id: CostId, ...undescribed(CostFields) })
     .partial()
     .required({ cost_id: true })
     .strict(),

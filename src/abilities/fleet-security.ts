@@ -6,12 +6,14 @@ import { Page, perPage } from '../core/paging.js';
 import { SecurityFinding, Severity } from '../child/snapshot.js';
 import { paged } from './schemas.js';
 
+const Int = z.number().int();
+
 export const getSecurityIssues = defineAbility({
   name: 'get-security-issues-v1',
   label: 'Sites with security issues',
   category: 'svc-sites',
   toolset: 'sites',
-  description: 'Sites whose last sync reported security issues, most high-severity first, with counts by severity.',
+  description: 'Sites with security issues from their last sync, worst first, counts by severity; fleet vulnerability counts.',
   input: z.object({
     page: Page,
     per_page: perPage(20),
@@ -27,11 +29,20 @@ export const getSecurityIssues = defineAbility({
       low: z.number().int(),
       issues: z.array(SecurityFinding),
     }),
-  ),
+  ).extend({
+    vulnerabilities: z
+      .object({
+        vulnerabilities: Int,
+        sites: Int,
+        installs: Int,
+        by_severity: z.object({ critical: Int, high: Int, medium: Int, low: Int, none: Int, unscored: Int }),
+      })
+      .describe('Known vulnerabilities of installed versions (list-vulnerabilities-v1), counted by severity.'),
+  }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
-  execute: ({ page, per_page, min_severity }, ctx) => {
+  execute: async ({ page, per_page, min_severity }, ctx) => {
     const r = ctx.fleetSecurity.page(min_severity, page, per_page);
-    return { items: r.items, page, per_page, total: r.total };
+    return { items: r.items, page, per_page, total: r.total, vulnerabilities: await ctx.vulnerabilities.severityCounts() };
   },
 });
 

@@ -41,7 +41,7 @@ export const renewConnections = defineAbility({
   description: 'New keys for every connected site, as reconnect makes them; a job above the queue threshold.',
   input: z.object({}).strict(),
   output: z.object(Ran),
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async (_i, ctx) => {
     const sites = [...ctx.sites.filter({}, () => new Set())].filter((s) => !s.suspended && !s.disconnected);
     if (!sites.length)

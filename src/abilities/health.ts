@@ -85,7 +85,7 @@ export const checkSiteHealth = defineAbility({
     `${PROBE_MAX_REDIRECTS} redirects. Errors: svc_site_not_found (404).`,
   input: z.object({ site_id_or_domain: SiteRef }),
   output: HealthOutput,
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     await ctx.health.probe(site);
@@ -105,7 +105,7 @@ const HistoryEntry = z.object({
   outcome: z.enum(UPDATE_OUTCOMES),
   reason: z.string(),
   code: z.string(),
-  actor: z.object({ kind: z.enum(['user', 'key', 'local', 'job', 'policy']), id: z.number().int().nullable(), name: z.string() }),
+  actor: z.object({ kind: z.enum(['user', 'key', 'oauth', 'local', 'job', 'policy']), id: z.number().int().nullable(), name: z.string() }),
   at: z.string(),
   duration_ms: z.number().int(),
   safe: z.boolean(),
@@ -119,8 +119,8 @@ export const listUpdateHistory = defineAbility({
   category: 'svc-updates',
   toolset: 'updates',
   description:
-    'Update and install attempts, newest first: action, item, from, to, who, when, outcome with reason, duration, ' +
-    `probes. Fleet, site or item (type+slug); by action, time, outcome; paged. Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
+    'Update and install attempts, newest first (action, item, from, to, who, when, outcome and reason, duration, ' +
+    `probes), of the fleet, a site or an item (type+slug). Kept ${HISTORY_MAX_DAYS} days / ${HISTORY_MAX_ENTRIES} entries. ` +
     'Errors: svc_site_not_found (404), svc_invalid_date (400).',
   input: z.object({
     site_id_or_domain: SiteRef.optional(),

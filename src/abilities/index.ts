@@ -23,6 +23,7 @@ import { auditAbilities, teamAbilities } from './team.js';
 import { healthAbilities } from './health.js';
 import { packageAbilities } from './packages.js';
 import { notificationAbilities } from './notifications.js';
+import { reportAbilities } from './reports.js';
 import { updatePolicyAbilities } from './update-policies.js';
 import { adminLoginAbilities } from './admin-login.js';
 
@@ -48,6 +49,7 @@ const families = [
   ...updatePolicyAbilities,
   ...monitorAbilities,
   ...notificationAbilities,
+  ...reportAbilities,
   ...vulnerabilityAbilities,
   ...teamAbilities,
   ...auditAbilities,
@@ -114,5 +116,7 @@ export const CATEGORIES = [
 ] as const;
 
 export function buildRegistry(services: Services): FleetRegistry {
+  // The names a key's allow / deny lists may hold (domain/auth.ts checks them).
+  services.auth.toolNames = new Set(allAbilities.map((a) => a.name));
   return new Registry(allAbilities, services) as FleetRegistry;
 }

@@ -150,7 +150,7 @@ export const listMonitors = defineAbility({
   name: 'list-monitors-v1',
   label: 'List monitors',
   description:
-    'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings. Use it to see which sites are down.',
+    'Uptime monitors (one per site, id = site id): status, last check, uptime % over 24 h / 7 d / 30 d, response times, incident counts; and the fleet default settings.',
   input: z.object({
     status: Status.optional(),
     search: z.string().max(200).default(''),
@@ -311,7 +311,7 @@ export const checkMonitor = defineAbility({
     cause: Cause.nullable(),
     message: z.string().nullable(),
   }),
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.monitors.check(site);

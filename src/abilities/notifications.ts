@@ -6,7 +6,7 @@ import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { Page, paginate, perPage } from '../core/paging.js';
 import type { Principal } from '../core/principal.js';
-import { DEFAULT_RATE_PER_MINUTE, MAX_RECIPIENTS } from '../domain/notifications/service.js';
+import { DEFAULT_RATE_PER_MINUTE, MAX_RECIPIENTS, TLS_DAYS, TLS_DAYS_MAX } from '../domain/notifications/service.js';
 import {
   CHANNEL_TYPES,
   NOTIFICATION_EVENTS,
@@ -14,7 +14,7 @@ import {
   type NotificationDeliveryRecord,
   type RuleRecord,
 } from '../store/notification-records.js';
-import { Confirm, DryRun, paged } from './schemas.js';
+import { Confirm, DryRun, paged, undescribed } from './schemas.js';
 import { secretUrlFor } from '../core/secret-url.js';
 
 const base = { category: 'svc-notifications', toolset: 'notifications' } as const;
@@ -137,7 +137,7 @@ export const addNotificationChannel = defineAbility({
   name: 'add-notification-channel-v1',
   label: 'Add notification channel',
   description:
-    'Add a channel: email (smtp settings, password, recipients), slack / discord / teams (their incoming-webhook URL) or webhook (a URL that receives signed JSON; the signing secret is in this answer only). ' +
+    'Add a channel: email (smtp, password, recipients), slack / discord / teams (incoming-webhook url) or webhook (a url that gets signed JSON; its signing secret is in this answer only). ' +
     ChannelErrors +
     ' 409 svc_channel_limit.',
   input: z
@@ -163,16 +163,16 @@ export const updateNotificationChannel = defineAbility({
   ...base,
   name: 'update-notification-channel-v1',
   label: 'Update notification channel',
-  description: `Change a channel: name, url, smtp settings (merged), password, recipients, rate. ${ChannelErrors} 404 svc_channel_not_found.`,
+  description: `Change a channel: only the fields given (as in add-notification-channel-v1); smtp is merged. ${ChannelErrors} 404 svc_channel_not_found.`,
   input: z
     .object({
       channel_id: Id,
       name: z.string().min(1).max(100).optional(),
       url: z.string().min(1).max(2000).optional(),
-      smtp: SmtpPatch.optional().describe('Merged into the stored settings.'),
+      smtp: SmtpPatch.optional(),
       password: z.string().max(500).optional(),
       recipients: Recipients.optional(),
-      rate_per_minute: Rate.optional(),
+      ...undescribed({ rate_per_minute: Rate.optional() }),
     })
     .strict(),
   output: Channel,
@@ -204,7 +204,7 @@ export const testNotificationChannel = defineAbility({
   name: 'test-notification-channel-v1',
   label: 'Test notification channel',
   description:
-    'Send a test message on a channel now (one attempt, no retry) and return its delivery: status delivered, or failed with last_error saying why (connection, timeout, auth, HTTP status, address refused).',
+    'Send a test message on a channel now (one attempt, no retry); returns its delivery: delivered, or failed with last_error (connection, timeout, auth, HTTP status, address refused).',
   input: z
     .object({ channel_id: Id, recipients: Recipients.optional().describe("email: send to these instead of the channel's.") })
     .strict(),
@@ -219,7 +219,7 @@ const HHMM = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'HH:MM (24-hour)');
 // The add ability describes its fields; the update ability takes the same shapes undescribed (its description points
 // at add-notification-rule-v1), so the MCP tool list does not carry each explanation twice.
 const QuietHoursShape = z.object({ from: HHMM, to: HHMM, time_zone: z.string().min(1).max(64).default('UTC') }).strict();
-const QuietHours = QuietHoursShape.describe('Messages due in these local hours wait until they end (from > to spans midnight).');
+const QuietHours = QuietHoursShape.describe('Messages due in these local hours wait for their end (from > to spans midnight).');
 const SitesShape = z
   .object({
     all: z.boolean().optional(),
@@ -239,14 +239,16 @@ const Rule = z.object({
   recipients: z.array(z.string()),
   mode: z.enum(['immediate', 'hourly', 'daily']),
   quiet_hours: z.object({ from: z.string(), to: z.string(), time_zone: z.string() }).nullable(),
+  tls_days: Int,
   created_at: z.string(),
 });
-const ruleView = (r: RuleRecord): z.input<typeof Rule> => r;
+const ruleView = (r: RuleRecord): z.input<typeof Rule> => ({ ...r, tls_days: r.tls_days ?? TLS_DAYS });
+const TlsDaysShape = Int.min(1).max(TLS_DAYS_MAX);
 const Events = z.array(z.enum(NOTIFICATION_EVENTS)).min(1).max(NOTIFICATION_EVENTS.length);
 const ModeShape = z.enum(['immediate', 'hourly', 'daily']);
-const Mode = ModeShape.describe('immediate, or one digest per hour / day (windows close on the UTC hour / midnight).');
+const Mode = ModeShape.describe('immediate, or an hourly / daily digest (closing on the UTC hour / midnight).');
 const RuleErrors =
-  'Errors: 404 svc_channel_not_found, svc_tag_not_found, svc_client_not_found, svc_site_not_found; 400 svc_invalid_sites, svc_invalid_recipients, svc_invalid_quiet_hours.';
+  'Errors: 404 svc_channel_not_found, svc_tag_not_found, svc_client_not_found, svc_site_not_found; 400 svc_invalid_sites, svc_invalid_recipients, svc_invalid_quiet_hours, svc_invalid_tls_days.';
 
 export const listNotificationRules = defineAbility({
   ...base,
@@ -266,7 +268,7 @@ export const addNotificationRule = defineAbility({
   ...base,
   name: 'add-notification-rule-v1',
   label: 'Add notification rule',
-  description: `Send events (site.down, site.up, site.sync_failed, …) of some or all sites to a channel. The same happening reaches one place once, however many rules match. ${RuleErrors}`,
+  description: `Send events of some or all sites to a channel (tls.expiring: within tls_days, default ${TLS_DAYS}). The same happening reaches one place once, however many rules match. ${RuleErrors}`,
   input: z
     .object({
       name: z.string().min(1).max(100),
@@ -277,6 +279,7 @@ export const addNotificationRule = defineAbility({
       recipients: Recipients.optional().describe("email: these instead of the channel's."),
       mode: Mode.default('immediate'),
       quiet_hours: QuietHours.nullable().optional(),
+      tls_days: TlsDaysShape.optional(),
     })
     .strict(),
   output: Rule,
@@ -300,6 +303,7 @@ export const updateNotificationRule = defineAbility({
       recipients: Recipients.optional(),
       mode: ModeShape.optional(),
       quiet_hours: QuietHoursShape.nullable().optional(),
+      tls_days: TlsDaysShape.optional(),
     })
     .strict(),
   output: Rule,

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineAbility } from './context.js';
 import { Page } from '../core/paging.js';
-import { SiteRefs } from './schemas.js';
+import { SiteRefs, undescribed } from './schemas.js';
 import { MAX_DIRECTORY_PER_PAGE, type PackageType } from '../domain/package-source.js';
 import { KEEP_S, MAX_PACKAGE_BYTES } from '../domain/uploads.js';
 
@@ -34,7 +34,7 @@ function searchDirectory(type: PackageType) {
     category: 'svc-sites',
     toolset: 'plugins',
     description:
-      `Search the ${type} directory (wordpress.org, or --package-source) by words, e.g. "contact form"; one page of ` +
+      `Search the ${type} directory by words, e.g. "contact form"; one page of ` +
       `${word}, each with the slug install-${word}-v1 takes. ${DIRECTORY_ERRORS}`,
     input: z.object({
       search: z.string().trim().min(1).max(200).describe('Words to look for in names and descriptions.'),
@@ -134,6 +134,15 @@ const INSTALL_ERRORS =
   'svc_package_source_unavailable (502), svc_package_source_timeout (504); per site: errors[] (svc_install_failed, ' +
   'the child failures), skipped[].';
 
+const installFields = {
+  version: z.string().min(1).max(50).optional().describe('With slug: this version (default the stable one).'),
+  url: z.string().min(1).max(2048).optional().describe('A zip to install instead of a directory package.'),
+  upload_id: z.string().min(1).max(64).optional().describe('A zip uploaded with upload-package-v1.'),
+  overwrite: z.boolean().default(false).describe('Replace an installed copy (e.g. another version).'),
+  dry_run: z.boolean().default(false),
+  confirm: z.boolean().optional().describe('Asked for over MCP (by elicitation) when more than one site is touched.'),
+};
+
 function installAbility(type: PackageType) {
   const word = `${type}s`;
   return defineAbility({
@@ -141,23 +150,21 @@ function installAbility(type: PackageType) {
     label: `Install ${word}`,
     category: 'svc-sites',
     toolset: 'plugins',
+    // The theme tool points to the plugin tool for what the shared fields mean: each is paid for once in tools/list.
     description:
-      `Install a ${type} on many sites (site_ids_or_domains, tags, clients): from the directory by slug (and version), ` +
-      'or from a zip url. A site that has it is skipped unless overwrite. Per site: installed (the version the child ' +
-      `reports), errors, skipped; over the queue threshold a job; dry_run previews. ${INSTALL_ERRORS}`,
+      (type === 'plugin'
+        ? 'Install a plugin on many sites (site_ids_or_domains, tags, clients) from the directory (slug, version) or ' +
+          'a zip (url, upload_id); a site that has it is skipped unless overwrite. Per site: installed (the version ' +
+          'the child reports), errors, skipped; over the queue threshold a job; dry_run previews.'
+        : 'Install a theme on many sites: as install-plugins-v1 (no activate).') + ` ${INSTALL_ERRORS}`,
     input: z.object({
-      ...Targets,
+      ...(type === 'plugin' ? Targets : undescribed(Targets)),
       slug: z.string().min(1).max(200).optional().describe(`Directory slug (search-${type}-directory-v1 finds it).`),
-      version: z.string().min(1).max(50).optional().describe('With slug: this version (default the stable one).'),
-      url: z.string().min(1).max(2048).optional().describe('A zip to install instead of a directory package.'),
-      upload_id: z.string().min(1).max(64).optional().describe('A zip uploaded with upload-package-v1.'),
+      ...(type === 'plugin' ? installFields : undescribed(installFields)),
       ...(type === 'plugin' ? { activate: z.boolean().default(false).describe('Activate it after the install.') } : {}),
-      overwrite: z.boolean().default(false).describe('Replace an installed copy (e.g. another version).'),
-      dry_run: z.boolean().default(false),
-      confirm: z.boolean().optional().describe('Asked for over MCP (by elicitation) when more than one site is touched.'),
     }),
     output: InstallOutput,
-    annotations: install,
+    annotations: { ...install, siteAction: true },
     confirmPreview: (preview: unknown) => ((preview as { sites_to_install?: number }).sites_to_install ?? 0) > 1,
     execute: (i, ctx) => {
       const activate = (i as { activate?: boolean }).activate ?? false;
@@ -192,9 +199,9 @@ export const uploadPackage = defineAbility({
   category: 'svc-sites',
   toolset: 'plugins',
   description:
-    'Upload a plugin or theme zip for install-plugins-v1 / install-themes-v1 (upload_id). It is checked first: a real ' +
-    'zip, one top folder, a plugin header or a theme style.css, no path that climbs out, bounded entries and unpacked ' +
-    `size; kept ${KEEP_S / 3600} hours. Errors: svc_invalid_package (400), svc_upload_too_large (413).`,
+    `Upload a plugin or theme zip for install-plugins-v1 / install-themes-v1 (upload_id); kept ${KEEP_S / 3600} hours. ` +
+    'Checked first: a real zip, one top folder, a plugin header or theme style.css, no path climbing out, bounded ' +
+    `entries and unpacked size. Errors: svc_invalid_package (400), svc_upload_too_large (413).`,
   input: z.object({ type: z.enum(['plugin', 'theme']), zip: Zip }),
   output: z.object({
     upload_id: z.string(),

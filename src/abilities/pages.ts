@@ -18,7 +18,7 @@ import {
   remoteRead,
   remoteWrite,
 } from './posts.js';
-import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList } from './schemas.js';
+import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList, undescribed } from './schemas.js';
 import { bySiteUrl } from './views.js';
 
 const PageId = z.number().int().min(1);
@@ -120,7 +120,7 @@ export const createPage = defineAbility({
     })
     .strict(),
   output: SavedPage,
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async ({ site_id_or_domain, ...i }, ctx) => saved(await ctx.posts.create(site_id_or_domain, i, PAGE_KIND)),
 });
 
@@ -129,18 +129,18 @@ export const updatePage = defineAbility({
   label: 'Update page',
   category: 'svc-pages',
   toolset: 'pages',
-  description: 'Edit a page on one site; only the fields given change.',
+  description: 'Edit a page on one site; only the fields given change (as in create-page-v1).',
   input: z
     .object({
       site_id_or_domain: SiteRef,
       page_id: PageId,
       post_title: z.string().min(1).max(1000).optional(),
       post_status: WritableStatus.optional(),
-      ...pageFields,
+      ...undescribed(pageFields),
     })
     .strict(),
   output: SavedPage.extend({ updated: z.array(z.string()) }),
-  annotations: remoteWrite,
+  annotations: { ...remoteWrite, siteAction: true },
   execute: async ({ site_id_or_domain, page_id, ...i }, ctx) => {
     const r = await ctx.posts.update(site_id_or_domain, page_id, i, PAGE_KIND);
     return { ...saved(r), updated: r.updated };
@@ -161,7 +161,7 @@ export const updatePageStatus = defineAbility({
     previous_status: z.string(),
     post_status: PostStatus,
   }),
-  annotations: remoteWrite,
+  annotations: { ...remoteWrite, siteAction: true },
   execute: async ({ site_id_or_domain, page_id, status }, ctx) => {
     const r = await ctx.posts.setStatus(site_id_or_domain, page_id, status, PAGE_KIND);
     return { site_id: r.site.id, site_url: r.site.url, page_id, previous_status: r.previous_status, post_status: r.post_status };
@@ -183,7 +183,7 @@ export const deletePage = defineAbility({
     page_id: z.number().int(),
     page: z.object({ id: z.number().int(), post_title: z.string(), post_status: z.string() }),
   }),
-  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true, siteAction: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, page_id, confirm, dry_run }, ctx) => {
     const r = await ctx.posts.delete(site_id_or_domain, page_id, { confirm, dry_run }, PAGE_KIND);

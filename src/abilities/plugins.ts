@@ -153,7 +153,7 @@ export const activateSitePlugins = defineAbility({
   description: 'Activate installed plugins on one site, by plugin file slug (e.g. "hello.php"). ' + SITE_ERRORS,
   input: z.object(PluginSlugs),
   output: z.object({ ...Where, activated: z.array(ActionItem), errors: z.array(SlugError) }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.pluginActions.pluginAction(site, 'activate', slugsOf('activate-site-plugins-v1', i.slugs ?? i.plugins));
@@ -169,7 +169,7 @@ export const deactivateSitePlugins = defineAbility({
   description: 'Deactivate plugins on one site, by plugin file slug (never the child plugin itself). ' + SITE_ERRORS,
   input: z.object(PluginSlugs),
   output: z.object({ ...Where, deactivated: z.array(ActionItem), errors: z.array(SlugError) }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const r = await ctx.pluginActions.pluginAction(site, 'deactivate', slugsOf('deactivate-site-plugins-v1', i.slugs ?? i.plugins));
@@ -225,7 +225,7 @@ export const deleteSitePlugins = defineAbility({
     'Delete plugins from one site: files removed, cannot be undone (an active plugin is deactivated ' + 'first). ' + DELETE_ERRORS,
   input: z.object({ ...PluginSlugs, confirm: Confirm, dry_run: DryRun }),
   output: DeleteOutput,
-  annotations: removal,
+  annotations: { ...removal, siteAction: true },
   execute: (i, ctx) => deleteItems(ctx, 'plugins', 'delete-site-plugins-v1', i, i.plugins),
 });
 
@@ -243,7 +243,7 @@ export const deleteSiteThemes = defineAbility({
     dry_run: DryRun,
   }),
   output: DeleteOutput,
-  annotations: removal,
+  annotations: { ...removal, siteAction: true },
   execute: (i, ctx) => deleteItems(ctx, 'themes', 'delete-site-themes-v1', i, i.themes),
 });
 
@@ -265,7 +265,7 @@ export const activateSiteTheme = defineAbility({
     theme: ActionItem.nullable(),
     errors: z.array(SlugError),
   }),
-  annotations: remote,
+  annotations: { ...remote, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const slug = i.slug ?? i.theme;

@@ -5,13 +5,13 @@ import { ChildPostFull, type ChildPost } from '../child/replies.js';
 import { defineAbility } from './context.js';
 import { POST_STATUSES } from '../domain/posts.js';
 import type { SiteRecord } from '../store/records.js';
-import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList } from './schemas.js';
+import { Confirm, DryRun, SiteRef, SiteSelectors, bySiteList, undescribed } from './schemas.js';
 import { bySiteUrl } from './views.js';
 
 export const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 export const remoteWrite = { readonly: false, destructive: false, idempotent: true, openWorld: true };
 
-const PostId = z.number().int().min(1).describe('Post ID on the site.');
+const PostId = z.number().int().min(1);
 export const PostStatus = z.enum(POST_STATUSES);
 export const WritableStatus = PostStatus.exclude(['trash']);
 export const DateTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
@@ -161,7 +161,7 @@ export const createPost = defineAbility({
     })
     .strict(),
   output: Saved,
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async ({ site_id_or_domain, ...i }, ctx) => {
     const r = await ctx.posts.create(site_id_or_domain, fields(i));
     return {
@@ -181,7 +181,7 @@ export const updatePost = defineAbility({
   category: 'svc-posts',
   toolset: 'posts',
   description:
-    'Edit a post on one site; only the fields given change. Errors: svc_missing_fields (400), ' +
+    'Edit a post on one site; only the fields given change (as in create-post-v1). Errors: svc_missing_fields (400), ' +
     'svc_site_not_found / svc_post_not_found (404), svc_site_suspended / svc_site_disconnected (409), ' +
     'svc_child_refused (400).',
   input: z
@@ -190,11 +190,11 @@ export const updatePost = defineAbility({
       post_id: PostId,
       post_title: z.string().min(1).max(1000).optional(),
       post_status: WritableStatus.optional(),
-      ...postFields,
+      ...undescribed(postFields),
     })
     .strict(),
   output: Saved.extend({ updated: z.array(z.string()) }),
-  annotations: remoteWrite,
+  annotations: { ...remoteWrite, siteAction: true },
   execute: async ({ site_id_or_domain, post_id, ...i }, ctx) => {
     const r = await ctx.posts.update(site_id_or_domain, post_id, fields(i));
     return {
@@ -226,7 +226,7 @@ export const updatePostStatus = defineAbility({
     previous_status: z.string(),
     post_status: PostStatus,
   }),
-  annotations: remoteWrite,
+  annotations: { ...remoteWrite, siteAction: true },
   execute: async ({ site_id_or_domain, post_id, status }, ctx) => {
     const r = await ctx.posts.setStatus(site_id_or_domain, post_id, status);
     return { site_id: r.site.id, site_url: r.site.url, post_id, previous_status: r.previous_status, post_status: r.post_status };
@@ -252,7 +252,7 @@ export const deletePost = defineAbility({
     post: z.object({ id: z.number().int(), post_title: z.string(), post_status: z.string(), post_type: z.string() }),
     warnings: z.array(z.string()),
   }),
-  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true, siteAction: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, post_id, confirm, dry_run }, ctx) => {
     const r = await ctx.posts.delete(site_id_or_domain, post_id, { confirm, dry_run });

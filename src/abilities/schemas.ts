@@ -12,6 +12,23 @@ export { ItemError, SkippedSite };
 export const alias = <T extends z.ZodType>(schema: T, of: string, description = `Alias of ${of}.`) =>
   schema.meta({ description, 'x-alias-of': of });
 
+/**
+ * The same fields without their descriptions, for a tool whose description points to the one that explains them
+ * (update-X-v1 → add-X-v1): an assistant pays for each tools/list description on every conversation.
+ */
+export const undescribed = <T extends Record<string, z.ZodType>>(fields: T): T =>
+  Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, bare(s)])) as T;
+
+/** A schema with the same checks and no description, down through optional, nullable, default and array. */
+function bare(s: z.ZodType): z.ZodType {
+  const def = s._zod.def as { type: string; innerType?: z.ZodType; element?: z.ZodType };
+  const inner = def.type === 'array' ? 'element' : ['optional', 'nullable', 'default'].includes(def.type) ? 'innerType' : null;
+  if (!inner) return s.meta({ description: undefined });
+  const Same = s.constructor as new (d: object) => z.ZodType;
+  const rebuilt = new Same({ ...def, [inner]: bare(def[inner]!) });
+  return rebuilt.meta({ ...z.globalRegistry.get(s), description: undefined });
+}
+
 export const SiteRef = z
   .union([z.number().int(), z.string()])
   .describe('Site ID (number or digits) or domain / URL, e.g. 12 or "example.com".');

@@ -83,7 +83,7 @@ export const SettingsInput = {
   vulnerability_api_key: z.string().max(512).nullable().optional().describe('Feed API key, write-only; null removes it.'),
   vulnerability_refresh_hours: z.number().int().min(0).max(168).optional().describe('Feed refresh interval, 0 = off.'),
   vulnerability_feed_url: z.string().max(2000).nullable().optional().describe('Feed mirror URL; null = official.'),
-  safe_updates: z.boolean().optional().describe('Update applies run in safe mode unless the call says safe: false (default true).'),
+  safe_updates: z.boolean().optional().describe('Update applies run in safe mode unless a call says safe: false (default true).'),
 };
 
 export const updateSettings = defineAbility({

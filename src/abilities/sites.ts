@@ -141,12 +141,8 @@ export const updateSite = defineAbility({
         .array(z.string().max(500))
         .max(10)
         .optional()
-        .describe('Extra paths the health probe checks besides the home page and wp-login.php (e.g. "/shop/"); replaces them.'),
-      health_keyword: z
-        .string()
-        .max(200)
-        .optional()
-        .describe("Text the home page must contain for the site to be healthy; '' = the site's title."),
+        .describe('Paths probed besides the home page and wp-login.php, e.g. "/shop/"; replaces the list.'),
+      health_keyword: z.string().max(200).optional().describe("Text the home page must contain to be healthy; '' = the site's title."),
     })
     .strict(),
   output: FullSite,
@@ -222,7 +218,7 @@ export const suspendSite = defineAbility({
   description: 'Suspend a site: it stays, but is left out of syncs and updates. Errors: svc_site_not_found (404).',
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ suspended: z.literal(true), ...siteStateFields }),
-  annotations: write,
+  annotations: { ...write, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const [s] = await ctx.sites.setSuspended([site.id], true);
@@ -238,7 +234,7 @@ export const unsuspendSite = defineAbility({
   description: "Lift a site's suspension. Errors: svc_site_not_found (404).",
   input: z.object({ site_id_or_domain: SiteRef }),
   output: z.object({ unsuspended: z.literal(true), ...siteStateFields }),
-  annotations: write,
+  annotations: { ...write, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     // The spec's state table: unsuspend → connected. A failed sync afterwards will say otherwise.
@@ -263,7 +259,7 @@ export const suspendSites = defineAbility({
     total_suspended: z.number().int().optional(),
     total_errors: z.number().int().optional(),
   }),
-  annotations: write,
+  annotations: { ...write, siteAction: true },
   execute: async ({ site_ids_or_domains }, ctx) => {
     const { found, errors } = ctx.sites.resolveMany(site_ids_or_domains);
     if (!found.length) throw catalogue.sitesNotFound(errors);

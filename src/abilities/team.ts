@@ -6,21 +6,38 @@ import { defineAbility } from './context.js';
 import { refuseBothFlags, requireConfirm } from '../core/confirm.js';
 import { ServiceError } from '../core/errors.js';
 import { Page, paginate } from '../core/paging.js';
+import { USER_ROLES } from '../core/principal.js';
+import { MAX_SCOPE_IDS, normalScope } from '../core/scope.js';
 import type { KeyRecord, UserRecord } from '../store/records.js';
 import type { AuthService } from '../domain/auth.js';
-import { Confirm, DryRun, paged } from './schemas.js';
+import { Confirm, DryRun, paged, undescribed } from './schemas.js';
 
 const Permissions = z
   .enum(['read', 'write', 'read_write', 'delete'])
-  .describe('What the key may do: read (GET), write (POST/PUT/PATCH, DELETE), read_write (all), delete (DELETE).');
-const KeyName = z.string().trim().min(1).max(100).describe('A name to recognise the key by (1-100 characters).');
-const ExpiresAt = z.iso
-  .datetime({ offset: true })
+  .describe('read: GET; write: POST/PUT/PATCH/DELETE; read_write: all; delete: DELETE.');
+const KeyName = z.string().trim().min(1).max(100).describe('A name for the key (1-100 characters).');
+const ExpiresAt = z.iso.datetime({ offset: true }).nullable().describe('Expiry (ISO 8601, future); null: never.');
+const KeyId = z.number().int().min(1);
+/** manager: reads and site actions in its scope; viewer and client (bound to one client): read-only. */
+const Role = z.enum(USER_ROLES);
+const ScopeIds = z.array(z.number().int().min(1)).max(MAX_SCOPE_IDS).optional();
+/** A scope as given: any of its lists; {} (all empty): the whole fleet. */
+const ScopeInput = z
+  .object({ clients: ScopeIds, tags: ScopeIds, sites: ScopeIds })
+  .strict()
+  .describe('Only sites of these client, tag, site IDs; {}: all.');
+const ScopeView = z
+  .object({ clients: z.array(z.number().int()), tags: z.array(z.number().int()), sites: z.array(z.number().int()) })
   .nullable()
-  .describe('When the key stops working (ISO 8601 date-time, in the future); null: never.');
-const KeyId = z.number().int().min(1).describe('The API key ID.');
-const Role = z.enum(['administrator', 'viewer']).describe('administrator: everything; viewer: read-only abilities.');
-const UserName = z.string().min(1).max(60).describe('The dashboard user name.');
+  .describe('The sites this holder may see and act on (clients, tags, sites); null: the whole fleet.');
+const UserName = z.string().min(1).max(60).describe('Dashboard user name.');
+/** At most this many names a list: more than there are tools, so a list of every tool fits. */
+const MAX_TOOL_LIST = 500;
+// Names are checked against the registry's by the domain (an unknown one is a 400 naming it). Short descriptions:
+// every byte here is in the tools/list an assistant pays for.
+const ToolList = z.array(z.string().min(1).max(100)).max(MAX_TOOL_LIST);
+const AllowTools = ToolList.describe('Only these tools; [] clears.');
+const DenyTools = ToolList.describe('Never these tools; [] clears.');
 /** Up to 200 a page, as upstream's key list. */
 const PerPage = z.number().int().min(1).max(200).default(20).describe('Items per page (1-200, default 20).');
 
@@ -29,10 +46,13 @@ export const ApiKey = z.object({
   name: z.string(),
   permissions: Permissions,
   admin: z.boolean().describe('An administrator key: may manage keys, users and read the audit log.'),
+  scope: ScopeView,
   truncated_key: z.string().describe("The token's public start; the secret is never shown again."),
   active: z.boolean().describe('Neither revoked nor expired.'),
   revoked: z.boolean(),
   expires_at: z.string().nullable(),
+  allow_tools: z.array(z.string()).nullable().describe('Only these tools, on every door; null: every tool its permissions allow.'),
+  deny_tools: z.array(z.string()).nullable().describe('Never these tools, on every door; null: none.'),
   created_at: z.string(),
 });
 
@@ -40,6 +60,7 @@ export const DashboardUser = z.object({
   id: z.number().int(),
   name: z.string(),
   role: Role,
+  scope: ScopeView,
   created_at: z.string(),
 });
 
@@ -48,13 +69,22 @@ const keyView = (auth: AuthService, k: KeyRecord): z.input<typeof ApiKey> => ({
   name: k.name,
   permissions: k.permissions,
   admin: k.admin === true,
+  scope: normalScope(k.scope),
   truncated_key: `sf_${k.key_id}_…`,
   active: !auth.keyEnded(k),
   revoked: k.revoked,
   expires_at: k.expires_at ?? null,
+  allow_tools: k.allow_tools ?? null,
+  deny_tools: k.deny_tools ?? null,
   created_at: k.created_at,
 });
-const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({ id: u.id, name: u.name, role: u.role, created_at: u.created_at });
+const userView = (u: UserRecord): z.input<typeof DashboardUser> => ({
+  id: u.id,
+  name: u.name,
+  role: u.role,
+  scope: normalScope(u.scope),
+  created_at: u.created_at,
+});
 
 const adminRead = { readonly: true, destructive: false, idempotent: true, openWorld: false, admin: true };
 const adminWrite = { readonly: false, destructive: false, idempotent: false, openWorld: false, admin: true };
@@ -81,21 +111,24 @@ export const addApiKey = defineAbility({
   label: 'Add API key',
   category: 'svc-settings',
   toolset: 'settings',
-  description:
-    'Create an API key. The token is in this answer only (only its hash is stored): keep it. Administrators only; ' +
-    'admin: true makes an administrator key.',
+  description: 'Create an API key; its token is shown only here; admin: true for an administrator key. Administrators only.',
   input: z
     .object({
       name: KeyName,
       permissions: Permissions.default('read'),
       admin: z.boolean().default(false),
       expires_at: ExpiresAt.optional(),
+      scope: ScopeInput.optional(),
     })
     .strict(),
   output: z.object({ key: ApiKey, token: z.string().describe('Bearer token, shown once.') }),
   annotations: adminWrite,
   execute: async (i, ctx) => {
-    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, { admin: i.admin, expires_at: i.expires_at ?? null });
+    const { key, token } = await ctx.auth.createKey(i.name, i.permissions, {
+      admin: i.admin,
+      expires_at: i.expires_at ?? null,
+      scope: i.scope ?? null,
+    });
     return { key: keyView(ctx.auth, key), token };
   },
 });
@@ -106,16 +139,21 @@ export const updateApiKey = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change an API key's name, permissions, administrator flag or expiry; active: false revokes it (for good). " +
-    'The next request with the key sees the change. Administrators only. Errors: svc_key_not_found (404).',
+    "Change an API key's fields as in add-api-key-v1 and its tool lists; active: false revokes it (for good). " +
+    'Administrators only. Errors: svc_key_not_found (404).',
   input: z
     .object({
       key_id: KeyId,
-      name: KeyName.optional(),
-      permissions: Permissions.optional(),
-      admin: z.boolean().optional(),
-      expires_at: ExpiresAt.optional(),
-      active: z.boolean().optional().describe('false revokes the key; a revoked key cannot be made active again.'),
+      ...undescribed({
+        name: KeyName.optional(),
+        permissions: Permissions.optional(),
+        admin: z.boolean().optional(),
+        expires_at: ExpiresAt.optional(),
+        scope: ScopeInput.optional(),
+      }),
+      allow_tools: AllowTools.optional(),
+      deny_tools: DenyTools.optional(),
+      active: z.boolean().optional().describe('false: revoke it for good.'),
     })
     .strict(),
   output: ApiKey,
@@ -172,13 +210,13 @@ export const addDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    'Create a dashboard user. The application password is in this answer only (only its hash is stored). ' +
-    'Administrators only. Errors: svc_user_exists (409).',
-  input: z.object({ name: UserName, role: Role.default('viewer') }).strict(),
+    'Create a dashboard user (manager: site actions in scope; viewer, client: read-only). The application password ' +
+    'is shown only here. Administrators only. Errors: svc_user_exists (409).',
+  input: z.object({ name: UserName, role: Role.default('viewer'), scope: ScopeInput.optional() }).strict(),
   output: z.object({ user: DashboardUser, password: z.string().describe('Application password, shown once.') }),
   annotations: adminWrite,
-  execute: async ({ name, role }, ctx) => {
-    const { user, password } = await ctx.auth.createUser(name, role);
+  execute: async ({ name, role, scope }, ctx) => {
+    const { user, password } = await ctx.auth.createUser(name, role, scope);
     return { user: userView(user), password };
   },
 });
@@ -189,12 +227,12 @@ export const updateDashboardUser = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    "Change a dashboard user's role; their console sessions end. The last administrator cannot be demoted " +
-    '(svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
-  input: z.object({ name: UserName, role: Role }).strict(),
+    "Change a dashboard user's role (console sessions end) or scope (as in add-dashboard-user-v1). The last " +
+    'administrator cannot be demoted. Administrators only. Errors: svc_user_not_found (404), svc_last_administrator (409).',
+  input: z.object({ name: UserName, role: Role.optional(), ...undescribed({ scope: ScopeInput.optional() }) }).strict(),
   output: DashboardUser,
   annotations: adminEdit,
-  execute: async ({ name, role }, ctx) => userView(await ctx.auth.setRole(name, role)),
+  execute: async ({ name, role, scope }, ctx) => userView(await ctx.auth.updateUser(name, { role, scope })),
 });
 
 export const deleteDashboardUser = defineAbility({
@@ -204,7 +242,7 @@ export const deleteDashboardUser = defineAbility({
   toolset: 'settings',
   description:
     'Delete a dashboard user (confirm: true; dry_run previews); their console sessions end. Not the last ' +
-    'administrator (svc_last_administrator, 409). Administrators only. Errors: svc_user_not_found (404).',
+    'administrator. Administrators only. Errors: svc_user_not_found (404), svc_last_administrator (409).',
   input: z.object({ name: UserName, confirm: Confirm, dry_run: DryRun }).strict(),
   output: z.object({ deleted: z.boolean(), dry_run: z.boolean(), user: DashboardUser }),
   annotations: adminDelete,
@@ -232,7 +270,7 @@ export const teamAbilities = [
 const AuditEntry = z.object({
   id: z.number().int().describe('The place in the hash chain.'),
   at: z.string(),
-  who_kind: z.enum(['user', 'key', 'local', 'system']),
+  who_kind: z.enum(['user', 'key', 'oauth', 'local', 'system']),
   who_id: z.number().int().nullable(),
   who_name: z.string(),
   door: z.string(),
@@ -251,8 +289,8 @@ export const listAuditLog = defineAbility({
   category: 'svc-settings',
   toolset: 'settings',
   description:
-    'The audit log, newest first: every change through any door, logins, failed logins, scheduled runs. Filters: who ' +
-    '(name, user:ID, key:ID), action, outcome (ok, error, or a code), door, since/until. Administrators only.',
+    'The audit log, newest first: changes through any door, logins, failed logins, scheduled runs. who: a name, ' +
+    'user:ID or key:ID; outcome: ok, error or a code. Administrators only.',
   input: z
     .object({
       who: z.string().max(200).optional(),

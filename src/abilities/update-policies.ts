@@ -27,6 +27,7 @@ const Fields = {
   translations: z.boolean(),
   slugs_mode: z.enum(['all', 'only', 'except']),
   slugs: z.array(z.string().min(1).max(500)).max(MAX_POLICY_SLUGS),
+  security_only: z.boolean(), // only updates that fix a known vulnerability matched on the site
   delay_days: Int.min(0), // at most MAX_DELAY_DAYS (checked by the service)
   days: z.array(z.enum(WEEKDAYS)).max(7),
   start: HHMM,
@@ -46,6 +47,7 @@ const DEFAULTS = {
   themes: true,
   translations: true,
   slugs_mode: 'all',
+  security_only: false,
   delay_days: 0,
   max_sites: 5,
   stop_after: 3,
@@ -72,6 +74,7 @@ function merged(i: Flat, cur?: UpdatePolicyRecord): PolicyInput {
       translations: i.translations ?? u?.translations ?? d.translations,
       slugs_mode: i.slugs_mode ?? u?.slugs_mode ?? d.slugs_mode,
       slugs: i.slugs ?? u?.slugs ?? [],
+      security_only: i.security_only ?? u?.security_only ?? d.security_only,
     },
     delay_days: i.delay_days ?? cur?.delay_days ?? d.delay_days,
     window: { days: i.days ?? w?.days ?? [], start: i.start ?? w?.start ?? '', end: i.end ?? w?.end ?? '' },
@@ -105,6 +108,7 @@ const Policy = z.object({
     translations: z.boolean(),
     slugs_mode: z.enum(['all', 'only', 'except']),
     slugs: z.array(z.string()),
+    security_only: z.boolean(),
   }),
   delay_days: Int,
   window: z.object({ days: z.array(z.enum(WEEKDAYS)), start: z.string(), end: z.string() }),
@@ -127,7 +131,7 @@ function policyView(ctx: AbilityContext, p: UpdatePolicyRecord): z.infer<typeof 
     paused_reason: p.paused_reason,
     paused_at: p.paused_at,
     targets: p.targets,
-    updates: p.updates,
+    updates: { ...p.updates, security_only: p.updates.security_only === true },
     delay_days: p.delay_days,
     window: p.window,
     max_sites: p.max_sites,
@@ -221,6 +225,7 @@ const Item = z.object({
   current_version: z.string().nullable(),
   new_version: z.string(),
   language: z.string().optional(),
+  fixes: z.array(z.string()).optional().describe('security_only: the vulnerability records (keys) this update fixes.'),
 });
 
 export const previewUpdatePolicy = defineAbility({
@@ -234,6 +239,7 @@ export const previewUpdatePolicy = defineAbility({
     name: z.string(),
     paused: z.boolean(),
     safe: z.literal(true),
+    security_only: z.boolean(),
     next_window: z
       .object({
         starts_at: z.string(),

@@ -295,7 +295,7 @@ export const ignoreSiteCore = defineAbility({
   description: 'Ignore (add) or unignore (remove) WordPress core updates on a site.',
   input: z.object({ site_id_or_domain: SiteRef, action: Action }),
   output: z.object({ success: z.boolean(), message: z.string(), ignored_count: z.number().int() }),
-  annotations: rule,
+  annotations: { ...rule, siteAction: true },
   execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
     const changed = await ctx.updates.setIgnored(site, 'core', 'wordpress', i.action === 'add');
@@ -318,7 +318,7 @@ function ignoreItems(kind: 'plugin' | 'theme') {
     description: `Ignore (add) or unignore (remove) ${kind} updates on a site by slug; ignored_count counts real changes.`,
     input: z.object({ site_id_or_domain: SiteRef, slugs: Slugs, action: Action }),
     output: z.object({ success: z.boolean(), message: z.string(), ignored_count: z.number().int() }),
-    annotations: rule,
+    annotations: { ...rule, siteAction: true },
     execute: async (i, ctx) => {
       const site = ctx.sites.resolve(i.site_id_or_domain);
       const n = await ctx.updates.setIgnoredMany(site, kind, i.slugs, i.action === 'add');
@@ -345,7 +345,7 @@ function updateSiteItems(type: Exclude<TypeName, 'core'>) {
       'Per item: updated (versions the child reports), errors, skipped.',
     input: z.object({ site_id_or_domain: SiteRef, slugs: Slugs.default([]), dry_run: DryRun, confirm: Confirm, ...Safe }),
     output: RunOutput,
-    annotations: apply,
+    annotations: { ...apply, siteAction: true },
     execute: (i, ctx) => ctx.updates.runOne(ctx, i.site_id_or_domain, { types: [type], only: i.slugs, ...safePlan(i, ctx) }, i.dry_run),
   });
 }
@@ -362,7 +362,7 @@ export const updateSiteCore = defineAbility({
   description: 'Update WordPress core on one site; the new version is checked by a sync right after.',
   input: z.object({ site_id_or_domain: SiteRef, dry_run: DryRun, confirm: Confirm, ...Safe }),
   output: RunOutput.extend({ updated: z.union([Updated, z.array(Updated)]) }),
-  annotations: apply,
+  annotations: { ...apply, siteAction: true },
   execute: async (i, ctx) => {
     const r = await ctx.updates.runCore(ctx, i.site_id_or_domain, i.dry_run, safePlan(i, ctx));
     return { ...r, updated: r.updated[0] ?? [] };
@@ -386,7 +386,7 @@ export const runUpdates = defineAbility({
     ...Safe,
   }),
   output: RunOutput,
-  annotations: apply,
+  annotations: { ...apply, siteAction: true },
   execute: (i, ctx) =>
     ctx.updates.runMany(
       ctx,
@@ -405,7 +405,7 @@ export const updateAll = defineAbility({
   description: `Apply every pending update (of the types) on the sites (empty = all); over ${UPDATE_ALL_QUEUE_OVER} sites with updates: a job.`,
   input: z.object({ ...Selectors, types: Types.optional(), dry_run: DryRun, confirm: Confirm, ...Safe }),
   output: RunOutput,
-  annotations: apply,
+  annotations: { ...apply, siteAction: true },
   execute: (i, ctx) =>
     ctx.updates.runMany(
       ctx,

@@ -25,7 +25,7 @@ import { bySiteUrl } from './views.js';
 const remoteRead = { readonly: true, destructive: false, idempotent: true, openWorld: true };
 
 const UserRole = z.enum(USER_ROLES);
-const UserId = z.number().int().min(1).describe('User ID on the site.');
+const UserId = z.number().int().min(1);
 
 export const UserItem = z.object({
   id: z.number().int(),
@@ -140,7 +140,7 @@ export const createUser = defineAbility({
     ...SelectionNotes,
     not_processed: NotProcessed,
   }),
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     const r = await ctx.wpUsers.create(ctx, i, i);
     const created = r.results.flatMap((x) => (x.ok ? [{ site_id: x.site.id, site_url: x.site.url, user_id: x.value.user_id }] : []));
@@ -195,7 +195,7 @@ export const updateUser = defineAbility({
     updated: z.array(z.string()).describe('Fields changed (password included when set, never its value).'),
     user: UserProfile,
   }),
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true, siteAction: true },
   execute: async ({ site_id_or_domain, user_id, ...changes }, ctx) => {
     const r = await ctx.wpUsers.update(site_id_or_domain, user_id, changes);
     return { site_id: r.site.id, site_url: r.site.url, user_id, updated: r.updated, user: userProfile(r.user) };
@@ -222,7 +222,7 @@ export const deleteUser = defineAbility({
     user: UserProfile,
     warnings: z.array(z.string()),
   }),
-  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: true, idempotent: true, openWorld: true, siteAction: true },
   acceptsPost: true,
   execute: async ({ site_id_or_domain, user_id, confirm, dry_run }, ctx) => {
     const r = await ctx.wpUsers.delete(site_id_or_domain, user_id, { confirm, dry_run });
@@ -257,7 +257,7 @@ export const updateAdminPassword = defineAbility({
     ...SelectionNotes,
     not_processed: NotProcessed,
   }),
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true, siteAction: true },
   execute: async ({ password, ...sel }, ctx) => {
     const r = await ctx.wpUsers.setAdminPassword(ctx, sel, password);
     const success_websites = r.results.filter((x) => x.ok).map((x) => basic(x.site));
@@ -316,7 +316,7 @@ export const importUsers = defineAbility({
     stopped: z.object({ line_number: z.number().int(), reason: z.string() }).optional(),
     skipped_sites: z.array(SkippedSite),
   }),
-  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: ({ csv, has_header }, ctx) => ctx.wpUserImport.fromCsv(ctx, csv, has_header),
 });
 

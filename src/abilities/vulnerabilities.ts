@@ -96,6 +96,7 @@ export const listVulnerabilities = defineAbility({
     slug: z.string().min(1).max(200).optional().describe('Feed slug or plugin file.'),
     fixable: z.boolean().optional().describe('A fixed version exists.'),
     include_informational: IncludeInformational,
+    installs_per_record: z.number().int().min(0).max(100).default(10),
     page: Page,
     per_page: perPage(20),
   }),
@@ -105,7 +106,7 @@ export const listVulnerabilities = defineAbility({
       installs_total: Int,
       fixable: z.boolean(),
       updates_pending: Int.describe('Installs whose offered update fixes it.'),
-      installs: z.array(Install).describe('At most 100 (installs_total counts all).'),
+      installs: z.array(Install).describe('First installs_per_record (installs_total counts all).'),
     }),
   ).extend({ feed: FeedStatus }),
   annotations: ro,
@@ -177,7 +178,7 @@ export const fixVulnerabilitiesAbility = defineAbility({
     ),
     summary: z.object({ sites: Int, planned: Int, updated: Int, errors: Int, not_fixable: Int }),
   }),
-  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true },
+  annotations: { readonly: false, destructive: false, idempotent: true, openWorld: true, siteAction: true },
   execute: async (i, ctx) => {
     if (i.dry_run && i.confirm) throw new ServiceError('svc_invalid_input', 'Cannot specify both dry_run and confirm.', 400);
     if (!i.dry_run && !i.confirm)

@@ -47,7 +47,19 @@ export function createHttpApp(services: Services, registry: Registry, base: stri
   });
 
   const throttle = new LoginThrottle(services.config.loginFailureLimit);
-  const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle);
+  // OAuth for MCP (--oauth-issuer): the protected-resource metadata is public (RFC 9728), the only routes that answer
+  // without credentials. Without an issuer they are not served (no route answers then without credentials).
+  const oauth = services.oauth;
+  const metadataUrl = oauth.enabled ? `${base}/.well-known/oauth-protected-resource/mcp` : null;
+  if (oauth.enabled) {
+    oauth.audience ??= `${base}/mcp`;
+    app.get(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'], (_req, res) => {
+      res.setHeader('access-control-allow-origin', '*');
+      res.setHeader('cache-control', 'public, max-age=3600');
+      res.json(oauth.resourceMetadata());
+    });
+  }
+  const mcp = mcpHttp(services, registry, opts.allowedHosts ?? [], throttle, metadataUrl);
   // Cached answers of the doors; the server's fast path (http/fast-path.ts) sends them before express runs.
   const caches = doorCaches();
   app.use(services.config.abilitiesPrefix, abilitiesRouter(services, registry, base, throttle, caches.abilities));

@@ -6,14 +6,15 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { ServiceError } from '../core/errors.js';
-import type { Principal } from '../core/principal.js';
+import { refusal, type Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import { FailureCounter, requestAddress, type LoginThrottle } from '../http/auth.js';
 import { bodyErrors, jsonBody, sendError } from '../http/respond.js';
 import type { Services } from '../domain/index.js';
 import { MODULES } from '../domain/settings.js';
-import type { ModuleName } from '../core/ability.js';
+import { annotationMethod, type ModuleName } from '../core/ability.js';
 import type { ConsoleSession } from '../domain/console-sessions.js';
+import { userPrincipal } from '../domain/auth.js';
 
 /** The files the browser loads. They sit beside the source and ship with the package (package.json "files"). */
 export const ASSETS_DIR = fileURLToPath(new URL('../../src/console/assets/', import.meta.url));
@@ -191,13 +192,8 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
     const session = sessions.get(token);
     if (!session) return next(loginRequired(token !== undefined));
     const user = session.user;
-    req.principal = {
-      kind: 'user',
-      id: user.id,
-      name: user.name,
-      role: user.role,
-      origin: { door: 'console', address: requestAddress(req, services) },
-    };
+    // The user as stored now: a changed scope applies to this request.
+    req.principal = { ...userPrincipal(user), origin: { door: 'console', address: requestAddress(req, services) } };
     req.consoleSession = session;
     req.consoleSessionToken = token;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -234,6 +230,30 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
       const body = RunBody.safeParse(req.body ?? {});
       if (!body.success) throw invalidBody(body.error);
       res.json(await registry.run(a, body.data.input ?? null, { principal: req.principal!, coerce: false, signal: ac.signal }));
+    } catch (e) {
+      sendError(res, e);
+    }
+  });
+
+  // An archived client report's printable page, opened in its own tab: the report's own document with a policy of its
+  // own (inline styles and the logo only, no script), served as the session's user through get-client-report-v1.
+  api.get('/reports/:id/page', async (req: ConsoleRequest, res) => {
+    try {
+      const id = Number(req.params.id);
+      const a = registry.get('get-client-report-v1');
+      if (!a || !/^\d{1,10}$/.test(String(req.params.id))) throw new ServiceError('rest_no_route', 'No such report page.', 404);
+      const r = (await registry.run(a, { report_id: id, format: 'page' }, { principal: req.principal!, coerce: false })) as {
+        page: string;
+      };
+      res
+        .status(200)
+        .set({
+          'Content-Type': 'text/html; charset=utf-8',
+          'Content-Security-Policy':
+            "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; form-action 'none'",
+          'Cache-Control': 'no-store',
+        })
+        .send(r.page);
     } catch (e) {
       sendError(res, e);
     }
@@ -361,6 +381,8 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         readonly: a.annotations.readonly,
         destructive: a.annotations.destructive,
         admin: a.annotations.admin === true,
+        // The one permission rule (core/principal.ts), so a page offers a manager its site actions and nothing else.
+        may: refusal(p, a.annotations, annotationMethod(a.annotations)) === null,
         inputs: Object.keys(a.input.shape),
       })),
       modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),

@@ -11,6 +11,11 @@ export interface Annotations {
   openWorld: boolean;
   /** Administrators only (dashboard users and API keys): refused to anyone else, and not offered to them on MCP. */
   admin?: boolean;
+  /**
+   * A write that acts only on the sites it names or selects (sync, updates, plugins, posts…), each within the caller's
+   * scope: managers and scoped keys may run it. A write not marked so is dashboard-wide configuration, refused to them.
+   */
+  siteAction?: boolean;
 }
 
 export type Category =

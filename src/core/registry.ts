@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { annotationMethod, type Ability, type CallContext, type ModuleName, type ProgressReport } from './ability.js';
 import { ServiceError, toServiceError } from './errors.js';
 import { oneValue, validateInput, type JsonSchema } from './input.js';
-import { assertMayRun, mayWrite, type Principal } from './principal.js';
+import { assertMayRun, mayWrite, scopeOf, type Principal } from './principal.js';
+import { withScope } from './scope.js';
 export type { CallOrigin } from './principal.js';
 import { assertStorableInput } from './storable-text.js';
 import { log } from '../log.js';
@@ -136,6 +137,14 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     return this.run(a, rawInput, opts);
   }
 
+  /**
+   * Runs `fn` as `principal` would see the fleet (its scope): for what a door answers from the services without an
+   * ability, such as MCP completions, which must suggest nothing the principal could not read.
+   */
+  within<T>(principal: Principal, fn: () => T): T {
+    return withScope(scopeOf(principal), fn);
+  }
+
   schemas(a: Ability): { input: JsonSchema; output: JsonSchema } {
     let s = this.schemaCache.get(a.name);
     if (!s) {
@@ -176,16 +185,18 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     assertStorableInput(a.name, raw);
     const input = validateInput(a.name, a.input, this.schemas(a).input, raw, { coerce: opts.coerce });
     if (a.writesWhen?.test(input)) writes.now = true;
-    assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations));
+    assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations), a);
     if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);
     const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
     let result: unknown;
     try {
-      result = await a.execute(input, ctx);
+      // The call sees only its principal's scope: every site lookup, list, count and fan-out it makes (domain/access.ts).
+      result = await withScope(scopeOf(opts.principal), () => a.execute(input, ctx));
     } catch (e) {
       throw toServiceError(e, { ability: a.name });
     }
+    if (opts.principal.kind === 'user' && opts.principal.role === 'client') result = withoutAgencyNotes(result);
     if (CHECK_OUTPUTS) {
       const checked = a.output.safeParse(result);
       if (!checked.success)
@@ -195,4 +206,29 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     }
     return result;
   }
+}
+
+/** What an agency writes about a client and its sites for itself: never shown to the client's own users. */
+const AGENCY_ONLY = new Set(['note', 'notes', 'admin_username']);
+
+/**
+ * A result as a `client` user sees it: the agency's notes and the sites' admin account names emptied (the answer keeps
+ * its shape), at any depth. Copies only what it changes: results may be cached objects shared with other callers.
+ */
+export function withoutAgencyNotes(v: unknown, depth = 0): unknown {
+  if (v === null || typeof v !== 'object' || depth > 16) return v;
+  if (Array.isArray(v)) {
+    let out: unknown[] | null = null;
+    v.forEach((x, i) => {
+      const y = withoutAgencyNotes(x, depth + 1);
+      if (y !== x) (out ??= v.slice())[i] = y;
+    });
+    return out ?? v;
+  }
+  let out: Record<string, unknown> | null = null;
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const y = AGENCY_ONLY.has(k) && typeof x === 'string' && x !== '' ? '' : withoutAgencyNotes(x, depth + 1);
+    if (y !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = y;
+  }
+  return out ?? v;
 }

@@ -11,6 +11,7 @@
 // Retention: at most MAX_ENTRIES entries and none older than MAX_AGE_DAYS; each append trims up to TRIM_PER_APPEND of
 // the oldest past either bound. The hash and sequence number of the last trimmed entry stay in the head as the anchor
 // the verified chain starts from, so trimming never breaks verification.
+import { printable } from '../core/storable-text.js';
 import { createHash } from 'node:crypto';
 import type { Ability } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
@@ -37,7 +38,7 @@ export type AuditDoor = CallOrigin['door'] | 'scheduler';
 export interface AuditRecord {
   id: number;
   at: string;
-  who_kind: 'user' | 'key' | 'local' | 'system';
+  who_kind: 'user' | 'key' | 'oauth' | 'local' | 'system';
   who_id: number | null;
   who_name: string;
   door: AuditDoor;
@@ -103,8 +104,9 @@ export function entryHash(e: Omit<AuditRecord, 'hash'> | AuditRecord): string {
  * A webhook ability's `url` is its secret (it may carry a token), so an ability about webhooks has it redacted too.
  */
 export function summarise(input: unknown, opts: { redactUrl?: boolean } = {}): unknown {
+  // NULs and unpaired surrogates (which the store refuses) spelled \uXXXX: a refused call's odd input is still logged.
   const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'string') return v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}… (${v.length} characters)` : v;
+    if (typeof v === 'string') return printable(v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}… (${v.length} characters)` : v);
     if (v === null || typeof v !== 'object') return v;
     if (depth >= MAX_DEPTH) return '…';
     if (Array.isArray(v)) {
@@ -114,7 +116,7 @@ export function summarise(input: unknown, opts: { redactUrl?: boolean } = {}): u
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v as Record<string, unknown>).slice(0, 50)) {
       const secret = SECRET_KEY.test(k) || (opts.redactUrl === true && /url/i.test(k));
-      out[k] = secret && x !== undefined && x !== null && x !== '' ? '[redacted]' : walk(x, depth + 1);
+      out[printable(k)] = secret && x !== undefined && x !== null && x !== '' ? '[redacted]' : walk(x, depth + 1);
     }
     return out;
   };
@@ -126,6 +128,7 @@ export function summarise(input: unknown, opts: { redactUrl?: boolean } = {}): u
 function who(p: Principal | 'system'): Pick<AuditRecord, 'who_kind' | 'who_id' | 'who_name'> {
   if (p === 'system') return { who_kind: 'system', who_id: null, who_name: 'system' };
   if (p.kind === 'local') return { who_kind: 'local', who_id: null, who_name: p.name };
+  if (p.kind === 'oauth') return { who_kind: 'oauth', who_id: null, who_name: p.name };
   return { who_kind: p.kind, who_id: p.id, who_name: p.name };
 }
 

@@ -96,8 +96,11 @@ export class ChildSiteService {
   private connectorP: Promise<ChildConnector> | null = null;
   /** Told of every sync that failed at the site (notifications). */
   readonly syncFailureListeners = new Set<(site: SiteRecord, error: ServiceError) => void>();
-  /** Run in the transaction that stores a site's fresh data (update policies note when each update was first seen). */
-  readonly snapshotHooks = new Set<(tx: Tx, siteId: number, data: SiteData) => void>();
+  /**
+   * Run in the transaction that stores a site's fresh data, with what was stored before (null: the first snapshot):
+   * update policies note when each update was first seen; notifications compare users and plugins.
+   */
+  readonly snapshotHooks = new Set<(tx: Tx, siteId: number, data: SiteData, prev: SiteData | null) => void>();
 
   constructor(
     private readonly store: Store,
@@ -167,7 +170,7 @@ export class ChildSiteService {
       synced_at: now(),
     };
     tx.putBlob('site-data', id, data);
-    for (const hook of this.snapshotHooks) hook(tx, id, data);
+    for (const hook of this.snapshotHooks) hook(tx, id, data, prev);
     return this.sites.patch(tx, id, {
       wp_version: snap.wp_version,
       php_version: snap.php_version,

@@ -87,8 +87,10 @@ export class ClientService {
     });
   }
 
+  /** A client outside the running call's scope is answered as missing (domain/access.ts). */
   get(id: number): ClientRecord | undefined {
-    return this.store.get<ClientRecord>('clients', id);
+    const c = this.store.get<ClientRecord>('clients', id);
+    return c && this.sites.access.seesClient(id) ? c : undefined;
   }
 
   resolve(id: number): ClientRecord {
@@ -104,7 +106,7 @@ export class ClientService {
       return this.resolve(id);
     }
     const email = ref.trim().toLowerCase();
-    const found = email ? this.byName().find((c) => c.email.toLowerCase() === email) : undefined;
+    const found = email ? this.byName().find((c) => c.email.toLowerCase() === email && this.get(c.id)) : undefined;
     if (!found) throw errors.clientNotFound(ref);
     return found;
   }
@@ -124,8 +126,10 @@ export class ClientService {
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
     const status = f.status && f.status !== 'any' ? f.status : null;
+    const scoped = !!this.sites.access.visible();
     return this.byName().filter(
       (c) =>
+        (!scoped || this.sites.access.seesClient(c.id)) &&
         (!status || c.status === status) &&
         (!include || include.has(c.id)) &&
         (!exclude || !exclude.has(c.id)) &&
@@ -134,7 +138,7 @@ export class ClientService {
   }
 
   count(status: ClientStatus | 'any' = 'any'): number {
-    return status === 'any' ? this.store.count('clients') : this.list({ status }).length;
+    return status === 'any' && !this.sites.access.visible() ? this.store.count('clients') : this.list({ status }).length;
   }
 
   /** Ids of the sites assigned to a client, ascending; rebuilt only when sites change. */
@@ -151,7 +155,7 @@ export class ClientService {
       for (const list of this.sitesByClient.values()) list.sort((a, b) => a - b);
       this.siteCacheVersion = v;
     }
-    return this.sitesByClient.get(clientId) ?? [];
+    return this.sites.access.only(this.sitesByClient.get(clientId) ?? []);
   }
 
   /** How many of these sites each (existing) client owns, in the order the sites name them. */

@@ -14,6 +14,7 @@
 //   site it covers, a single_site cost counts in full on each; monthly equivalent = weekly × 52 / 12,
 //   monthly × 1, quarterly / 3, yearly / 12, lifetime 0; total_yearly = 12 × the unrounded monthly sum;
 //   both rounded to cents at the end (so a 130/year cost shows 10.83 a month and 130 a year).
+import { callScope, unscoped } from '../core/scope.js';
 import { ServiceError, errors } from '../core/errors.js';
 import { byName } from '../core/collate.js';
 import type { Store, Tx } from '../store/store.js';
@@ -178,6 +179,8 @@ export class CostService {
 
   /** Costs by name and the sites each covers; rebuilt when costs, sites, tags or clients change. */
   private index(): { sorted: CostRecord[]; covered: Map<number, number[]>; bySite: Map<number, number[]> } {
+    // The fleet's index, kept for every caller: built outside the caller's scope (coveredSites cuts it to the scope).
+    if (callScope()) return unscoped(() => this.index());
     const key = (['costs', 'sites', 'tags', 'clients'] as const).map((c) => this.store.version(c)).join(':');
     if (key !== this.cacheKey) {
       this.sorted = [...this.store.all<CostRecord>('costs')].sort(byName((c) => c.name));
@@ -221,7 +224,7 @@ export class CostService {
 
   /** Ids of the existing sites a cost covers (directly, through its tags and its clients), ascending. */
   coveredSites(c: CostRecord): number[] {
-    return this.index().covered.get(c.id) ?? [];
+    return this.sites.access.only(this.index().covered.get(c.id) ?? []);
   }
 
   /** The targets of a cost that still exist (a deleted one is removed on deletion; this guards old data). */

@@ -1,6 +1,7 @@
 // Fleet-wide security issues: which sites reported hardening issues at their last sync, the most severe first.
 // Served from an in-memory index, so that a request never reads every site's file: keyed on the sites collection's
 // version, only sites whose last sync or record changed are read again (the first request reads each file once).
+import { SiteAccess } from './access.js';
 import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import { paginate } from '../core/paging.js';
@@ -74,14 +75,18 @@ class SecurityIndex {
 /** The fleet's security issues, from an index this instance keeps (one per process and store). */
 export class FleetSecurityService {
   private readonly index: SecurityIndex;
+  /** The index is the fleet's; each call sees the sites of its scope (domain/access.ts). */
+  private readonly access: SiteAccess;
 
   constructor(store: Store, children: ChildSiteService) {
     this.index = new SecurityIndex(store, (id) => children.siteData(id));
+    this.access = new SiteAccess(store);
   }
 
   /** Sites with at least one issue of `minSeverity` or worse, worst first. */
   sitesWithIssues(minSeverity: SecurityFinding['severity'] = 'low'): SiteSecurity[] {
-    const all = this.index.list();
+    const visible = this.access.visible();
+    const all = visible ? this.index.list().filter((s) => visible.has(s.site_id)) : this.index.list();
     if (minSeverity === 'high') return all.filter((s) => s.high > 0);
     if (minSeverity === 'medium') return all.filter((s) => s.high + s.medium > 0);
     return all;

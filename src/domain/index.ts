@@ -2,8 +2,11 @@
 import type { Config } from '../config.js';
 import type { Store } from '../store/engine.js';
 import { openStore } from '../store/open.js';
+import type { SiteRecord } from '../store/records.js';
 import { errors } from '../core/errors.js';
+import { log } from '../log.js';
 import { AuthService } from './auth.js';
+import { OAuthService } from './oauth.js';
 import { AuditService } from './audit.js';
 import { ConsoleSessionService } from './console-sessions.js';
 import { SettingsService } from './settings.js';
@@ -35,7 +38,9 @@ import { AdminLoginService } from './admin-logins.js';
 import { PackageUploads } from './uploads.js';
 import { NotificationService } from './notifications/service.js';
 import { wireNotifications } from './notifications/events.js';
+import { TlsWatch } from './notifications/tls-watch.js';
 import { UpdatePolicyService } from './update-policies.js';
+import { ReportService } from './reports/service.js';
 
 export interface Services {
   config: Config;
@@ -46,6 +51,8 @@ export interface Services {
   clientFields: ClientFieldService;
   costs: CostService;
   auth: AuthService;
+  /** OAuth access tokens for MCP over HTTP (--oauth-issuer); off without an issuer. */
+  oauth: OAuthService;
   /** The audit log: the registry records every call that may change something; logins; schedulers. */
   audit: AuditService;
   /** Web console logins, in the store (every process sees them; a logout, deletion or role change ends them). */
@@ -85,10 +92,14 @@ export interface Services {
   uploads: PackageUploads;
   /** Notification channels (e-mail, Slack, Discord, Teams, webhooks), rules, and the delivery log. */
   notifications: NotificationService;
+  /** tls.expiring: reads each https site's certificate every few hours while a rule wants it. */
+  tlsWatch: TlsWatch;
   /** Update policies: unattended safe updates in each site's maintenance window, and their scheduler. */
   policies: UpdatePolicyService;
   /** "Open WP Admin": one-time links to a site's signed wp-admin login. */
   adminLogins: AdminLoginService;
+  /** Client reports: white-label settings, preview, the archive, sending on an e-mail channel, schedules. */
+  reports: ReportService;
 }
 
 export async function openServices(config: Config): Promise<Services> {
@@ -171,7 +182,8 @@ export async function openServices(config: Config): Promise<Services> {
   const auth = new AuthService(store);
   const consoleSessions = new ConsoleSessionService(store, config.consoleSessionSeconds * 1000);
   const notifications = new NotificationService(store, config);
-  wireNotifications(notifications, { monitors, children, jobs, sites, tags, clients });
+  wireNotifications(notifications, { monitors, children, jobs, sites, tags, clients, history: updateHistory, vulnerabilities });
+  const tlsWatch = new TlsWatch(notifications, () => store.all<SiteRecord>('sites'), { allowPrivate: config.allowPrivateSites });
   auth.onAccessChange.also((tx, id) => consoleSessions.endAllOf(tx, id));
   const pluginActions = new PluginActionService(store, sites, children, siteData);
   const uploads = new PackageUploads(config);
@@ -189,16 +201,24 @@ export async function openServices(config: Config): Promise<Services> {
     updateHistory,
   );
   jobs.define('install', (s, job) => installs.jobStep(s, job!));
-  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks);
+  const policies = new UpdatePolicyService(store, sites, tags, clients, updates, jobs, webhooks, vulnerabilities);
   children.snapshotHooks.add((tx, id, data) => policies.noteSeen(tx, id, data));
   sites.onRemove.also((tx, id) => policies.forgetSite(tx, id));
   jobs.define(
     'policy',
     (s, job) => policies.jobStep(s, job!),
     (job) => Number((job?.params as { max_sites?: number } | undefined)?.max_sites) || config.childConcurrency,
+    (job, notStarted) => policies.cancelledRows(job, notStarted),
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(store, sites, children);
+  const fleetSecurity = new FleetSecurityService(store, children);
+  const reports = new ReportService(store, config, sites, tags, clients, costs, settings, fleetSecurity, notifications);
+  clients.onRemove.also((tx, id) => reports.forgetClient(tx, id));
+  vulnerabilities.eventListeners.add(
+    (e) => void reports.logVulnerability(e).catch((x: unknown) => log('error', 'vulnerability log', { err: String(x) })),
+  );
+  jobs.onTick(() => reports.scheduledTick());
   return {
     config,
     store,
@@ -208,6 +228,7 @@ export async function openServices(config: Config): Promise<Services> {
     clientFields,
     costs,
     auth,
+    oauth: new OAuthService(config),
     audit,
     consoleSessions,
     settings,
@@ -218,7 +239,7 @@ export async function openServices(config: Config): Promise<Services> {
     monitors,
     webhooks,
     siteData,
-    fleetSecurity: new FleetSecurityService(store, children),
+    fleetSecurity,
     pluginActions,
     selectors,
     posts: new PostService(selectors),
@@ -231,8 +252,10 @@ export async function openServices(config: Config): Promise<Services> {
     installs,
     uploads,
     notifications,
+    tlsWatch,
     policies,
     adminLogins,
+    reports,
   };
 }
 
@@ -241,6 +264,7 @@ export function startMonitoring(s: Services): void {
   s.monitors.start();
   s.webhooks.start();
   s.notifications.start();
+  s.tlsWatch.start();
 }
 
 /** Stop job runners (jobs stay resumable), close child connections, flush writes. */
@@ -248,9 +272,12 @@ export async function closeServices(s: Services): Promise<void> {
   await s.jobs.stop();
   await s.monitors.stop();
   await s.webhooks.stop();
+  await s.tlsWatch.stop();
   await s.notifications.stop();
+  await s.reports.stop();
   await s.children.close();
   await s.health.close();
   await s.packages.close();
+  await s.oauth.close();
   await s.store.close();
 }

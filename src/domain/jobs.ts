@@ -2,6 +2,7 @@
 // above it, it becomes a persisted job that a runner in any sitefleet process on the data dir claims,
 // works through and records site by site, in the same commit as the site's own result, so that a job
 // resumed after a crash skips what was done. A claim is a lease: a dead owner's job is taken over.
+import { unscoped } from '../core/scope.js';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ServiceError, errors, toServiceError } from '../core/errors.js';
@@ -152,6 +153,8 @@ export class JobService {
   private stopping = false;
   private ticking = false;
   private limits = new Map<JobType, (job?: JobRecord) => number>();
+  /** Per type: the item rows of the sites a cancelled job never started (a policy run's items, skipped with why). */
+  private cancelRows = new Map<JobType, (job: JobRecord, notStarted: number[]) => unknown[]>();
   private hooks: Array<() => Promise<void>> = [];
   /** Hear of jobs ending (completed, failed, cancelled), once the write that ends them has been made. */
   readonly finishedListeners = new Set<(job: JobRecord) => void>();
@@ -210,9 +213,15 @@ export class JobService {
    * `limit`: sites of such a job worked on at once (read when a job starts, with the job; the child concurrency by
    * default). A limit above the child concurrency is the type's to justify: child calls stay bounded by the connector.
    */
-  define(type: JobType, step: SiteStep, limit?: (job?: JobRecord) => number): void {
+  define(
+    type: JobType,
+    step: SiteStep,
+    limit?: (job?: JobRecord) => number,
+    onCancelled?: (job: JobRecord, notStarted: number[]) => unknown[],
+  ): void {
     this.steps.set(type, step);
     if (limit) this.limits.set(type, limit);
+    if (onCancelled) this.cancelRows.set(type, onCancelled);
   }
 
   /** The step a job type runs on each site: also what the same batch runs inline under the queue threshold. */
@@ -250,18 +259,20 @@ export class JobService {
       attempts: 0,
       failure: null,
     });
-    setImmediate(() => void this.tick());
+    // The runner takes every queued job, not only this caller's: it must not run inside the caller's scope.
+    unscoped(() => setImmediate(() => void this.tick()));
     return job;
   }
 
+  /** A job whose sites are not all in the running call's scope is answered as missing (domain/access.ts). */
   find(jobId: string): JobRecord | undefined {
-    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return j;
+    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return this.sites.access.seesAll(j.sites) ? j : undefined;
     return undefined;
   }
 
   /** Up to `limit` job ids starting with `prefix`, newest first (jobs are kept a day, so they are few). */
   idsStartingWith(prefix: string, limit: number): string[] {
-    const found = [...this.store.all<JobRecord>('jobs')].filter((j) => j.job_id.startsWith(prefix));
+    const found = [...this.store.all<JobRecord>('jobs')].filter((j) => j.job_id.startsWith(prefix) && this.sites.access.seesAll(j.sites));
     found.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
     return found.slice(0, limit).map((j) => j.job_id);
   }
@@ -276,16 +287,34 @@ export class JobService {
    * Asks a queued or running job to stop: no site starts after this (sites in flight finish and are recorded). A queued
    * job ends at once; a running one when its runner sees the request, in this or another process. Idempotent.
    */
-  async cancel(jobId: string): Promise<JobRecord> {
+  async cancel(jobId: string, reason?: string): Promise<JobRecord> {
     const j = this.get(jobId);
-    await this.store.write((tx) => {
-      const cur = tx.get<JobRecord>('jobs', j.id);
-      if (!cur || cur.status === 'completed' || cur.status === 'failed') return;
-      if (cur.status === 'queued') this.finish(tx, cur.id, 'cancelled', this.cancelNote(cur));
-      else tx.put<JobRecord>('jobs', { ...cur, cancel_requested: true });
-    });
+    await this.store.write((tx) => this.cancelIn(tx, j.job_id, reason));
     this.cancels.get(jobId)?.abort();
     return this.get(jobId);
+  }
+
+  /**
+   * cancel() inside another write (a policy deleted and its run's job cancelled at once). `params` are merged into
+   * the job's (what its type's cancel rows read). The runner in this process is stopped by the write's caller.
+   */
+  cancelIn(tx: Tx, jobId: string, reason?: string, params?: Record<string, unknown>): void {
+    const cur = [...tx.all<JobRecord>('jobs')].find((x) => x.job_id === jobId);
+    if (!cur || cur.status === 'completed' || cur.status === 'failed') return;
+    const next: JobRecord = {
+      ...cur,
+      ...(reason ? { cancel_reason: reason } : {}),
+      ...(params ? { params: { ...cur.params, ...params } } : {}),
+    };
+    if (cur.status === 'queued') {
+      tx.put<JobRecord>('jobs', next);
+      this.finish(tx, cur.id, 'cancelled', this.cancelNote(next));
+    } else tx.put<JobRecord>('jobs', { ...next, cancel_requested: true });
+  }
+
+  /** Stops this process's runner of a job at once (after cancelIn's write). */
+  abortRunner(jobId: string): void {
+    this.cancels.get(jobId)?.abort();
   }
 
   private cancelNote(j: JobRecord): JobRecord['errors'][number] {
@@ -294,7 +323,7 @@ export class JobService {
     return {
       site_id: 0,
       code: 'cancelled',
-      message: `Cancelled: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
+      message: `Cancelled${j.cancel_reason ? ` (${j.cancel_reason})` : ''}: ${left.length} site(s) not started${left.length ? ` (ids ${left.slice(0, 50).join(', ')}${left.length > 50 ? ', …' : ''})` : ''}.`,
     };
   }
 
@@ -396,8 +425,17 @@ export class JobService {
 
   private finish(tx: Tx, id: number, failure: string | null, extraError?: JobRecord['errors'][number]): void {
     const cur = tx.get<JobRecord>('jobs', id)!;
+    const rows = failure === 'cancelled' ? this.cancelRows.get(cur.type) : undefined;
+    const done = new Set(cur.done);
+    const skipped = rows
+      ? rows(
+          cur,
+          cur.sites.filter((s) => !done.has(s)),
+        )
+      : [];
     tx.put<JobRecord>('jobs', {
       ...cur,
+      ...(skipped.length ? { items: [...(cur.items ?? []), ...skipped] } : {}),
       status: failure ? 'failed' : 'completed',
       completed_at: new Date().toISOString(),
       owner: null,

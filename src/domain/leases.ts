@@ -38,6 +38,7 @@ export class PartitionLeases {
   /**
    * @param prefix lease names are `${prefix}:${n}`; members are `${prefix}-member:${owner}`.
    * @param ttlMs a lease not renewed for this long is free; renew at least every ttlMs / 3.
+   * @param now the clock leases are stamped and expire by (tests move it instead of sleeping).
    */
   constructor(
     private readonly store: Store,
@@ -45,6 +46,7 @@ export class PartitionLeases {
     readonly partitions: number,
     readonly ttlMs: number,
     readonly owner = PROCESS_OWNER,
+    private readonly now: () => number = Date.now,
   ) {}
 
   holds(p: number): boolean {
@@ -65,7 +67,7 @@ export class PartitionLeases {
     canRelease: (partition: number) => boolean = () => true,
   ): Promise<PartitionPlan> {
     const plan = await this.store.write((tx) => {
-      const now = Date.now();
+      const now = this.now();
       const until = now + this.ttlMs;
       putLease(tx, `${this.prefix}-member:${this.owner}`, this.owner, until);
       let members = 0;

@@ -584,6 +584,7 @@ export class MonitorService {
     const out: IncidentRecord[] = [];
     for (const i of this.store.all<IncidentRecord>('incidents')) {
       if (filter.siteId !== undefined && i.site_id !== filter.siteId) continue;
+      if (!this.sites.access.seesSite(i.site_id)) continue;
       if (filter.state === 'open' && i.ended_at) continue;
       if (filter.state === 'resolved' && !i.ended_at) continue;
       out.push(i);
@@ -592,7 +593,8 @@ export class MonitorService {
   }
 
   incident(id: number): IncidentRecord | undefined {
-    return this.store.get<IncidentRecord>('incidents', id);
+    const i = this.store.get<IncidentRecord>('incidents', id);
+    return i && this.sites.access.seesSite(i.site_id) ? i : undefined;
   }
 
   /** A site's kept heartbeats newest first, at or after `since` (epoch s), only up or only down when asked. */

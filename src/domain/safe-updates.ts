@@ -3,7 +3,19 @@
 // source (--package-source: the wordpress.org directory or a stand-in); with no package of that version (a premium
 // plugin) the plugin is deactivated instead, and the answer says so. The site is probed again: the item ends
 // rolled_back (healthy again) or rollback_failed (still unhealthy, or nothing could be done), with the reason and the
-// probes' evidence. Core and translations cannot be put back this way: they end rollback_failed, saying so.
+// probes' evidence.
+//
+// Core and translations cannot be put back, and end rollback_failed saying why (what the site is left with is in the
+// evidence; the rest of the site's run is skipped, as for a site unhealthy before):
+// - core: the MainWP Child 6.1 has no way to install an older WordPress. Its `upgrade` applies only an offer from
+//   WordPress's update_core transient — refreshed from api.wordpress.org's version check in the same call — whose
+//   version is at least the installed one (`version_compare(installed, offer, '<=')`); a dashboard can pass it
+//   nothing that changes the package, and wordpress.org never offers an older version. `installplugintheme` refuses
+//   any type but plugin and theme. (Its `code_snippet` would run PHP sent by the dashboard: sitefleet does not send
+//   code to run on its sites.)
+// - translations: wordpress.org keeps only the latest language pack of each plugin, theme and WordPress version, so
+//   there is no older one to reinstall. Translations are never held back for it: they are probed like every item,
+//   and a regression after one is reported loudly.
 import type { ChildConnector, SiteCredentials } from '../child/connector.js';
 import type { HealthReport } from '../store/health-records.js';
 import type { SiteRecord } from '../store/records.js';
@@ -42,6 +54,15 @@ export interface RollbackView {
     problems: Array<{ kind: string; url: string; http_status: number; problem: string | null }>;
   };
 }
+
+/** Why core is not put back (see the top of this file), and what to do instead. */
+export const coreWhy = (was: string | null) =>
+  'WordPress core cannot be put back through the MainWP Child: its core update (upgrade) only installs the newer ' +
+  'version wordpress.org offers, and its installer (installplugintheme) takes plugins and themes only. Reinstall WordPress ' +
+  (was ? `${was} by hand (https://downloads.wordpress.org/release/wordpress-${was}.zip).` : 'at its previous version by hand.');
+export const TRANSLATION_WHY =
+  'a translation cannot be put back: wordpress.org keeps only the latest language pack, so there is no older one to ' +
+  'reinstall. Remove or fix the language files by hand.';
 
 const folderOf = (i: RollbackItem) => (i.type === 'plugin' ? i.slug.split('/')[0]! : i.slug);
 
@@ -86,7 +107,7 @@ export class UpdateRollback {
           outcome: 'rollback_failed',
           action: 'none',
           package_url: null,
-          reason: `${broke}; ${item.type === 'core' ? 'WordPress core' : 'a translation'} cannot be rolled back by sitefleet: put ${item.current_version ?? 'the previous version'} back by hand.`,
+          reason: `${broke}; ${item.type === 'core' ? coreWhy(item.current_version) : TRANSLATION_WHY}`,
           evidence: evidence(null),
         },
         after: null,

@@ -1,6 +1,7 @@
 // What sitefleet knows about each site from its child (site-data/<id>.json: the last sync, or the sync block
 // of the last plugin/theme action): plugin and theme lists and their filters, the change log, and the
 // fleet-wide abandoned lists, served from an in-memory index so that a request never reads every site's file.
+import type { SiteAccess } from './access.js';
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
 import { paginate } from '../core/paging.js';
@@ -104,6 +105,7 @@ class AbandonedIndex {
   constructor(
     private readonly store: Store,
     private readonly read: (id: number) => SiteData | null,
+    private readonly access: SiteAccess,
   ) {}
 
   private entry(site: SiteRecord): SiteEntry {
@@ -150,7 +152,9 @@ class AbandonedIndex {
     this.refresh();
     const cutoff = abandonedCutoff(now);
     const all = siteId === undefined ? this.flat[kind] : (this.sites.get(siteId)?.[kind] ?? []);
-    return all.filter((i) => i.last_updated <= cutoff);
+    // The index is the fleet's; each call sees the sites of its scope (domain/access.ts).
+    const visible = this.access.visible();
+    return all.filter((i) => i.last_updated <= cutoff && (!visible || visible.has(i.site_id)));
   }
 }
 
@@ -175,7 +179,7 @@ export class SiteDataService {
     private readonly children: ChildSiteService,
     store: Store,
   ) {
-    this.abandonedIndex = new AbandonedIndex(store, (id) => children.siteData(id));
+    this.abandonedIndex = new AbandonedIndex(store, (id) => children.siteData(id), sites.access);
   }
 
   /** The stored data of a site; a site never synced (or seeded without a child) has empty lists. */

@@ -5,6 +5,7 @@ import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret, TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
+import type { SiteAccess } from './access.js';
 import type { TagService } from './tags.js';
 import type { ItemError } from '../core/results.js';
 
@@ -66,11 +67,15 @@ export class SiteService {
 
   /** Who else forgets a removed site (tags, costs). */
   readonly onRemove = new Cascade();
+  /** The running call's scope: a site outside it is answered exactly as a site that does not exist. */
+  readonly access: SiteAccess;
 
   constructor(
     private readonly store: Store,
     private readonly tags: TagService,
-  ) {}
+  ) {
+    this.access = tags.access;
+  }
 
   /**
    * Changes a site's name, notes, client (null unassigns; an unknown one is 404) and tags (the list replaces them;
@@ -113,7 +118,8 @@ export class SiteService {
   }
 
   get(id: number): SiteRecord | undefined {
-    return this.store.get<SiteRecord>('sites', id);
+    const s = this.store.get<SiteRecord>('sites', id);
+    return s && this.access.seesSite(id) ? s : undefined;
   }
 
   /** Resolve a site id or domain; a lookup, never a scan. Throws 404 svc_site_not_found. */
@@ -150,7 +156,13 @@ export class SiteService {
   }
 
   filter(f: SiteFilter, tagSites: (tagIds: number[]) => Set<number>): SiteRecord[] {
+    const visible = this.access.visible();
     const { sorted } = this.indexes();
+    if (visible) return this.unscopedFilter(f, tagSites, sorted).filter((s) => visible.has(s.id));
+    return this.unscopedFilter(f, tagSites, sorted);
+  }
+
+  private unscopedFilter(f: SiteFilter, tagSites: (tagIds: number[]) => Set<number>, sorted: SiteRecord[]): SiteRecord[] {
     const search = f.search?.trim().toLowerCase();
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
@@ -169,7 +181,7 @@ export class SiteService {
   }
 
   count(): number {
-    return this.store.count('sites');
+    return this.access.visible()?.size ?? this.store.count('sites');
   }
 
   /** Adds a site record (the registration handshake lives in the child-sites service). */
@@ -279,12 +291,13 @@ export class SiteService {
       }
       for (let j = lo; j < index.length && index[j]![0].startsWith(p); j++) {
         if (out.has(index[j]![1])) continue;
+        const s = this.get(index[j]![1]); // undefined when outside the call's scope: neither suggested nor counted as more
+        if (!s) continue;
         if (out.size >= limit) {
           more = true;
           break;
         }
-        const s = this.get(index[j]![1]);
-        if (s) out.set(s.id, s);
+        out.set(s.id, s);
       }
     }
     return { sites: [...out.values()], more };

@@ -1,4 +1,6 @@
 // Tags (site groups): names unique regardless of case, #RRGGBB colours, membership kept on the tag.
+import { callScope } from '../core/scope.js';
+import { SiteAccess } from './access.js';
 import { ServiceError, errors } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
 import { byName } from '../core/collate.js';
@@ -26,7 +28,18 @@ export class TagService {
   /** Who else forgets a deleted tag (costs). */
   readonly onRemove = new Cascade();
 
-  constructor(private readonly store: Store) {}
+  /** What the running call may see (its scope): tags outside it are answered as missing, their site lists cut to it. */
+  readonly access: SiteAccess;
+
+  constructor(private readonly store: Store) {
+    this.access = new SiteAccess(store);
+  }
+
+  /** A tag as the running call sees it: absent when outside its scope, carrying only the sites in it. */
+  private seen(t: TagRecord | undefined): TagRecord | undefined {
+    if (!t || !callScope()) return t;
+    return this.access.seesTag(t) ? { ...t, site_ids: this.access.only(t.site_ids) } : undefined;
+  }
 
   private indexes(): { sorted: TagRecord[]; bySite: Map<number, number[]> } {
     const v = this.store.version('tags');
@@ -46,7 +59,7 @@ export class TagService {
   }
 
   get(id: number): TagRecord | undefined {
-    return this.store.get<TagRecord>('tags', id);
+    return this.seen(this.store.get<TagRecord>('tags', id));
   }
 
   resolve(id: number): TagRecord {
@@ -57,24 +70,26 @@ export class TagService {
 
   findByName(name: string): TagRecord | undefined {
     const n = cleanTagName(name).toLowerCase();
-    return this.indexes().sorted.find((t) => t.name.toLowerCase() === n);
+    return this.seen(this.indexes().sorted.find((t) => t.name.toLowerCase() === n));
   }
 
   list(f: TagFilter): TagRecord[] {
     const search = f.search?.trim().toLowerCase();
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
-    return this.indexes().sorted.filter(
+    const all = this.indexes().sorted.filter(
       (t) =>
         (!search || t.name.toLowerCase().includes(search) || String(t.id).includes(search)) &&
         (!include || include.has(t.id)) &&
         (!exclude || !exclude.has(t.id)),
     );
+    return callScope() ? all.map((t) => this.seen(t)).filter((t): t is TagRecord => !!t) : all;
   }
 
   /** Tag ids of a site, by tag name order. */
   tagsOfSite(siteId: number): number[] {
-    return this.indexes().bySite.get(siteId) ?? [];
+    const ids = this.indexes().bySite.get(siteId) ?? [];
+    return this.access.seesSite(siteId) ? ids : [];
   }
 
   /** Sites carrying any of these tags. */

@@ -4,6 +4,7 @@
 // action 'install'; an entry without an action is an update. Kept for HISTORY_MAX_DAYS and at most HISTORY_MAX_ENTRIES entries, trimmed on write (oldest first;
 // ids only grow, so the oldest are the lowest). Queried fleet-wide, per site or per item, by time and outcome, paged,
 // newest first. Entries outlive a removed site (they carry its URL): they are what reports of the past read.
+import { SiteAccess } from './access.js';
 import type { Principal } from '../core/principal.js';
 import { ServiceError } from '../core/errors.js';
 import type { HistoryAction, UpdateActor, UpdateHistoryRecord, UpdateOutcome } from '../store/health-records.js';
@@ -43,6 +44,7 @@ export function actorOf(p: Principal | undefined): UpdateActor {
   if (!p) return { kind: 'local', id: null, name: 'sitefleet' };
   if (p.kind === 'user') return { kind: 'user', id: p.id, name: p.name };
   if (p.kind === 'key') return { kind: 'key', id: p.id, name: p.name };
+  if (p.kind === 'oauth') return { kind: 'oauth', id: null, name: p.name };
   return { kind: 'local', id: null, name: p.name };
 }
 
@@ -63,18 +65,38 @@ function isoBound(v: string | undefined, what: string): number | null {
 export class UpdateHistoryService {
   /** No entry has an id below this (trimming only moves it up; another process trimming too only leaves gaps). */
   private lowest = 1;
-  private cache: { version: number; newestFirst: UpdateHistoryRecord[] } | null = null;
+  private cache: { version: number; newestFirst: UpdateHistoryRecord[]; bySite: Map<number, UpdateHistoryRecord[]> | null } | null = null;
+  /**
+   * Told of the entries a write recorded, once the write's function has run and only of those it kept (a write that
+   * throws leaves none): notifications announce failed and rolled-back updates from here.
+   */
+  readonly recordedListeners = new Set<(entries: UpdateHistoryRecord[]) => void>();
+
+  /** History of sites outside the running call's scope is not listed (domain/access.ts). */
+  private readonly access: SiteAccess;
 
   constructor(
     private readonly store: Store,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.access = new SiteAccess(store);
+  }
 
   /** Records entries inside a write (the update's own), then trims by age and count. */
   record(tx: Tx, entries: readonly HistoryEntry[]): void {
     let top = 0;
-    for (const e of entries) top = tx.insert<UpdateHistoryRecord>('update_history', e).id;
+    const made: UpdateHistoryRecord[] = [];
+    for (const e of entries) {
+      const r = tx.insert<UpdateHistoryRecord>('update_history', e);
+      made.push(r);
+      top = r.id;
+    }
     if (top) this.trim(tx, top);
+    if (made.length && this.recordedListeners.size)
+      setImmediate(() => {
+        const kept = made.filter((r) => this.store.get('update_history', r.id));
+        if (kept.length) for (const l of this.recordedListeners) l(kept);
+      });
   }
 
   async add(entries: readonly HistoryEntry[]): Promise<void> {
@@ -110,6 +132,7 @@ export class UpdateHistoryService {
     const outcomes = f.outcomes?.length ? new Set(f.outcomes) : null;
     const match = (r: UpdateHistoryRecord) => {
       if (f.site_id !== undefined && r.site_id !== f.site_id) return false;
+      if (!this.access.seesSite(r.site_id)) return false;
       if (f.action !== undefined && (r.action ?? 'update') !== f.action) return false;
       if (f.type !== undefined && r.type !== f.type) return false;
       if (f.slug !== undefined && r.slug !== f.slug) return false;
@@ -121,7 +144,8 @@ export class UpdateHistoryService {
       }
       return true;
     };
-    const all = this.newestFirst();
+    // One site's query (the common one: a site's page, its report) reads that site's entries only.
+    const all = f.site_id === undefined ? this.newestFirst() : (this.bySite().get(f.site_id) ?? []);
     const from = (page - 1) * perPage;
     const entries: Array<UpdateHistoryRecord & { action: HistoryAction }> = [];
     let total = 0;
@@ -144,8 +168,9 @@ export class UpdateHistoryService {
     const out = { plugins: [] as RollbackItemView[], themes: [] as RollbackItemView[] };
     const wanted = pending.filter((p) => p.type === 'plugin' || p.type === 'theme');
     if (!wanted.length) return out;
+    const mine = this.bySite().get(siteId) ?? [];
     for (const p of wanted) {
-      const hit = this.newestFirst().find(
+      const hit = mine.find(
         (r) =>
           r.site_id === siteId &&
           r.type === p.type &&
@@ -171,8 +196,23 @@ export class UpdateHistoryService {
     const v = this.store.version('update_history');
     if (this.cache?.version !== v) {
       const list = [...this.store.all<UpdateHistoryRecord>('update_history')].sort((a, b) => b.id - a.id);
-      this.cache = { version: v, newestFirst: list };
+      this.cache = { version: v, newestFirst: list, bySite: null };
     }
     return this.cache.newestFirst;
+  }
+
+  /** The entries of each site, newest first (built once per version of the history, on the first per-site query). */
+  private bySite(): Map<number, UpdateHistoryRecord[]> {
+    const all = this.newestFirst();
+    if (!this.cache!.bySite) {
+      const m = new Map<number, UpdateHistoryRecord[]>();
+      for (const r of all) {
+        const l = m.get(r.site_id);
+        if (l) l.push(r);
+        else m.set(r.site_id, [r]);
+      }
+      this.cache!.bySite = m;
+    }
+    return this.cache!.bySite;
   }
 }

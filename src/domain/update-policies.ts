@@ -27,6 +27,7 @@ import type { TagService } from './tags.js';
 import type { ClientService } from './clients.js';
 import { TYPES, type PendingView, type Plan, type TypeName, type UpdateService } from './updates.js';
 import type { WebhookService } from './webhooks.js';
+import type { VulnerabilityService } from './vulnerabilities/service.js';
 import { storedPending } from './updates.js';
 import { log } from '../log.js';
 
@@ -112,19 +113,30 @@ const branch = (v: string | null) =>
     .map((n) => Number.parseInt(n, 10) || 0)
     .join('.');
 
-/** Whether a policy's "what" covers a pending item (type, core minor/major, slugs). The delay is judged apart. */
-function covers(u: PolicyUpdates, i: PendingView): boolean {
+/**
+ * The security fixes pending on each site: `type:item:new version` of every pending update that leaves at least one
+ * known vulnerability (not an informational record) the item is hit by, with those records' ids.
+ */
+export type SecurityFixes = Map<number, Map<string, string[]>>;
+const fixKey = (type: string, item: string, version: string) => `${type}:${item}:${version}`;
+
+/** Whether a policy's "what" covers a pending item (type, core minor/major, slugs, security fixes). The delay is judged apart. */
+function covers(u: PolicyUpdates, i: PendingView, fixes: Map<string, string[]> | undefined): boolean {
   if (i.type === 'core') {
     if (u.core === 'none') return false;
     if (u.core === 'minor' && branch(i.current_version) !== branch(i.new_version)) return false;
   } else if (!u[TYPE_OF[i.type]! as 'plugins' | 'themes' | 'translations']) return false;
-  // A later `security_only` option (issue 28, with the vulnerabilities work) would be one more test here.
+  if (u.security_only && !fixes?.has(fixKey(i.type, i.slug, i.new_version))) return false;
   if (u.slugs_mode === 'only') return u.slugs.includes(i.slug);
   if (u.slugs_mode === 'except') return !u.slugs.includes(i.slug);
   return true;
 }
 
-export type PreviewItem = PendingView & { eligible_at: string | null };
+/** A previewed item; `fixes`: the vulnerability records its update fixes (security_only policies). */
+export type DueItem = PendingView & { fixes?: string[] };
+export type PreviewItem = DueItem & { eligible_at: string | null };
+/** Per site id, the skipped item rows a cancelled run's job gets for it (stored in the job's params at the cancel). */
+type SkipRows = Record<number, Array<Record<string, unknown>>>;
 
 export class UpdatePolicyService {
   /** The scheduler's clock (tests set it; no real sleeps). */
@@ -139,6 +151,7 @@ export class UpdatePolicyService {
     private readonly updates: UpdateService,
     private readonly jobs: JobService,
     private readonly webhooks: WebhookService,
+    private readonly vulnerabilities: VulnerabilityService,
   ) {}
 
   // ---- policies ----
@@ -164,6 +177,8 @@ export class UpdatePolicyService {
     if (u.core === 'none' && !u.plugins && !u.themes && !u.translations)
       throw errors.invalidInput('The policy updates nothing: choose core, plugins, themes or translations.');
     if (u.slugs_mode === 'only' && !u.slugs.length) throw errors.invalidInput('slugs_mode "only" needs at least one slug.');
+    if (u.security_only && u.core === 'none' && !u.plugins && !u.themes)
+      throw errors.invalidInput('security_only updates core, plugins or themes (vulnerability feeds list no translations): choose one.');
     const t = i.targets;
     if (!t.all && !t.sites.length && !t.tags.length && !t.clients.length)
       throw errors.invalidInput("Name the policy's sites: all, or sites, tags or clients.");
@@ -210,9 +225,13 @@ export class UpdatePolicyService {
     };
     const { targets } = this.check(merged);
     const at = new Date(this.now()).toISOString();
-    return this.store.write((tx) => {
+    // Pausing cancels a run in progress, as deleting does (its sites not started: skipped, policy_paused).
+    const reason = `policy ${cur.id} ("${cur.name}") was paused while its run was in progress`;
+    const skips = patch.paused === true && !cur.paused ? await this.skipsOf(cur, 'policy_paused', reason) : new Map<string, SkipRows>();
+    const saved = await this.store.write((tx) => {
       const now = tx.get<UpdatePolicyRecord>('update_policies', id);
       if (!now) throw policyNotFound(id);
+      if (!now.paused) for (const [jobId, skip] of skips) this.jobs.cancelIn(tx, jobId, reason, { skip });
       const pause =
         patch.paused === undefined || patch.paused === now.paused
           ? {}
@@ -230,16 +249,71 @@ export class UpdatePolicyService {
         updated_at: at,
       });
     });
+    for (const jobId of skips.keys()) this.jobs.abortRunner(jobId);
+    return saved;
   }
 
-  /** Deletes a policy and its runs' records (a run in progress stops before its next site). */
+  /**
+   * Deletes a policy and its runs' records. A run in progress is cancelled in the same write: sites in flight finish,
+   * no other starts, and the items of the sites not started end skipped (policy_deleted) in its job.
+   */
   async remove(id: number): Promise<UpdatePolicyRecord> {
     const p = this.resolve(id);
+    const reason = `policy ${p.id} ("${p.name}") was deleted while its run was in progress`;
+    const skips = await this.skipsOf(p, 'policy_deleted', reason);
     await this.store.write((tx) => {
       tx.delete('update_policies', id);
       for (const r of tx.all<PolicyRunRecord>('policy_runs')) if (r.policy_id === id) tx.delete('policy_runs', r.id);
+      for (const [jobId, skip] of skips) this.jobs.cancelIn(tx, jobId, reason, { skip });
     });
+    for (const jobId of skips.keys()) this.jobs.abortRunner(jobId);
     return p;
+  }
+
+  /** The jobs of a policy's runs still queued or running. */
+  private activeJobs(policyId: number): JobRecord[] {
+    return this.runs(policyId)
+      .map((r) => this.jobs.find(r.job_id))
+      .filter((j): j is JobRecord => !!j && (j.status === 'queued' || j.status === 'processing'));
+  }
+
+  /**
+   * Per active job of the policy (or only `jobId`), what its sites not yet done would have updated, as skipped item
+   * rows saying why: stored on the job when it is cancelled, and written as its items for the sites it never started.
+   */
+  private async skipsOf(
+    p: UpdatePolicyRecord,
+    code: 'policy_deleted' | 'policy_paused',
+    reason: string,
+    jobId?: string,
+  ): Promise<Map<string, SkipRows>> {
+    const out = new Map<string, SkipRows>();
+    const jobs = this.activeJobs(p.id).filter((j) => !jobId || j.job_id === jobId);
+    if (!jobs.length) return out;
+    const fixes = await this.securityFixes(p);
+    const now = this.now();
+    const message = `Not updated: ${reason}.`;
+    for (const j of jobs) {
+      const done = new Set(j.done);
+      const rows: SkipRows = {};
+      for (const siteId of j.sites) {
+        const site = done.has(siteId) ? undefined : this.sites.get(siteId);
+        if (!site) continue;
+        rows[siteId] = this.itemsFor(p, site, now, fixes).due.map((i) => ({
+          site_id: i.site_id,
+          site_url: i.site_url,
+          site_name: i.site_name,
+          type: i.type,
+          slug: i.slug,
+          ...(i.language !== undefined ? { language: i.language } : {}),
+          status: 'skipped',
+          reason: code,
+          message,
+        }));
+      }
+      out.set(j.job_id, rows);
+    }
+    return out;
   }
 
   runs(policyId: number): PolicyRunRecord[] {
@@ -302,12 +376,16 @@ export class UpdatePolicyService {
    * What a policy would update on a site at instant `at`: the covered pending items not ignored, and which of them
    * still wait for the delay (with when they become due; null when the first sighting is unknown, counted from the next sync).
    */
-  itemsFor(p: UpdatePolicyRecord, site: SiteRecord, at: number): { due: PendingView[]; waiting: PreviewItem[] } {
+  itemsFor(p: UpdatePolicyRecord, site: SiteRecord, at: number, fixes?: SecurityFixes): { due: DueItem[]; waiting: PreviewItem[] } {
     const { todo } = this.updates.planSite(site, { types: TYPES, safe: true });
-    const due: PendingView[] = [];
+    const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
-    for (const i of todo) {
-      if (!covers(p.updates, i)) continue;
+    const mine = fixes?.get(site.id);
+    for (const pending of todo) {
+      if (!covers(p.updates, pending, mine)) continue;
+      const i: DueItem = p.updates.security_only
+        ? { ...pending, fixes: mine!.get(fixKey(pending.type, pending.slug, pending.new_version))! }
+        : pending;
       if (p.delay_days === 0) {
         due.push(i);
         continue;
@@ -318,6 +396,22 @@ export class UpdatePolicyService {
       else waiting.push({ ...i, eligible_at: ready === null ? null : new Date(ready).toISOString() });
     }
     return { due, waiting };
+  }
+
+  /** The security fixes pending on the fleet (matched now), for security_only policies; undefined for the others. */
+  async securityFixes(p: UpdatePolicyRecord): Promise<SecurityFixes | undefined> {
+    if (!p.updates.security_only) return undefined;
+    const out: SecurityFixes = new Map();
+    for (const [siteId, hits] of await this.vulnerabilities.hitsBySite(false)) {
+      const m = new Map<string, string[]>();
+      for (const h of hits) {
+        if (!h.offered || !h.offered_clears) continue;
+        const k = fixKey(h.type, h.ref, h.offered);
+        m.set(k, [...(m.get(k) ?? []), h.key]);
+      }
+      if (m.size) out.set(siteId, m);
+    }
+    return out;
   }
 
   // ---- scheduling ----
@@ -382,7 +476,7 @@ export class UpdatePolicyService {
    * The next window of a policy (one open now whose run has not started counts): when, on which sites, and what it
    * would update there as things stand (pending as of each site's last sync, the delay judged at the window's start).
    */
-  preview(id: number, now = this.now()) {
+  async preview(id: number, now = this.now()) {
     const p = this.resolve(id);
     const ran = new Set(this.runs(p.id).map((r) => r.window_start));
     let best: { start: number; end: number; sites: SiteRecord[] } | null = null;
@@ -401,13 +495,14 @@ export class UpdatePolicyService {
       if (!best || w.start < best.start) best = { ...w, sites: [s] };
       else if (w.start === best.start) best.sites.push(s);
     }
-    const base = { policy_id: p.id, name: p.name, paused: p.paused, safe: true as const };
+    const base = { policy_id: p.id, name: p.name, paused: p.paused, safe: true as const, security_only: p.updates.security_only === true };
     if (!best) return { ...base, next_window: null };
     const at = Math.max(now, best.start);
-    const due: PendingView[] = [];
+    const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
+    const fixes = await this.securityFixes(p);
     for (const s of best.sites) {
-      const r = this.itemsFor(p, s, at);
+      const r = this.itemsFor(p, s, at, fixes);
       due.push(...r.due);
       waiting.push(...r.waiting);
     }
@@ -434,14 +529,24 @@ export class UpdatePolicyService {
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
     const params = job.params as unknown as RunParams;
     const p = this.store.get<UpdatePolicyRecord>('update_policies', params.policy_id);
-    if (!p) return { ok: false, error: policyNotFound(params.policy_id) };
+    // A step that started as the policy was deleted or paused: its items are skipped as the job's other sites' are.
+    const skipped = (tx: Tx) => {
+      const cur = tx.get<JobRecord>('jobs', job.id);
+      const rows = (cur?.params as { skip?: SkipRows } | undefined)?.skip?.[site.id];
+      if (cur && rows?.length) tx.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), ...rows] });
+    };
+    if (!p) return { ok: false, error: policyNotFound(params.policy_id), commit: skipped };
     if (p.paused || failuresOf(job) >= p.stop_after) {
       await this.stop(p, params, job.job_id, failuresOf(job));
-      return { ok: false, error: new ServiceError('svc_policy_paused', `Policy ${p.id} is paused: ${site.url} was not updated.`, 409) };
+      return {
+        ok: false,
+        error: new ServiceError('svc_policy_paused', `Policy ${p.id} is paused: ${site.url} was not updated.`, 409),
+        commit: skipped,
+      };
     }
     if (this.now() >= Date.parse(params.window_end))
       return { ok: false, error: new ServiceError('svc_window_closed', `The window closed before ${site.url} was reached.`, 409) };
-    const { due } = this.itemsFor(p, site, this.now());
+    const { due } = this.itemsFor(p, site, this.now(), await this.securityFixes(p));
     const plan: Plan = {
       types: TYPES,
       items: due.map(itemKey),
@@ -478,7 +583,16 @@ export class UpdatePolicyService {
       log('warn', 'update policy paused by its stop rule', { policy: p.id, failures });
       void this.webhooks.emit('policy.paused', { policy: { id: p.id, name: p.name }, reason, failures, job_id: jobId }).catch(() => {});
     }
-    await this.jobs.cancel(jobId).catch(() => {});
+    const why = `policy ${p.id} ("${p.name}") was paused: ${reason}`;
+    const skip = (await this.skipsOf(p, 'policy_paused', why, jobId)).get(jobId);
+    await this.store.write((tx) => this.jobs.cancelIn(tx, jobId, why, skip ? { skip } : undefined)).catch(() => {});
+    this.jobs.abortRunner(jobId);
+  }
+
+  /** The cancelled job's item rows for the sites it never started (JobService calls it as the job ends). */
+  cancelledRows(job: JobRecord, notStarted: number[]): unknown[] {
+    const skip = (job.params as { skip?: SkipRows } | undefined)?.skip;
+    return skip ? notStarted.flatMap((id) => skip[id] ?? []) : [];
   }
 }
 

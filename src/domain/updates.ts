@@ -3,6 +3,7 @@
 // an item counts as updated only when the child's own fresh data shows the new version (its updated_data, read from
 // disk after the upgrade, or a sync block / a sync right after the call) — never because the request was sent.
 // One update run per site at a time; many sites run as a persisted job that never updates an item twice.
+import { unscoped } from '../core/scope.js';
 import type { ChildConnector, SiteCredentials, UpgradeResult } from '../child/connector.js';
 import { ChildError } from '../child/child-error.js';
 import { isNewer, type PendingItem, type SitePending, type SiteSnapshot } from '../child/snapshot.js';
@@ -227,7 +228,8 @@ class PendingIndex {
     const next = new Map<number, { stamp: string; all: PendingView[] }>();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
-    for (const site of this.sites.filter({}, () => new Set())) {
+    // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
+    for (const site of unscoped(() => this.sites.filter({}, () => new Set()))) {
       const stamp = `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`;
       let e = this.entries.get(site.id);
       if (!e || e.stamp !== stamp) e = { stamp, all: views(site, storedPending(this.read(site.id)), new Set(TYPES)) };
@@ -290,6 +292,12 @@ class PendingIndex {
     this.refresh();
     return this.bySite.get(id) ?? [];
   }
+}
+
+/** The items of the sites a scoped call sees, and their summary. */
+function cut(items: readonly PendingView[], visible: ReadonlySet<number>): { items: PendingView[]; summary: Summary } {
+  const mine = items.filter((i) => visible.has(i.site_id));
+  return { items: mine, summary: summarise(mine) };
 }
 
 const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
@@ -382,11 +390,14 @@ export class UpdateService {
     const t = new Set(types.length ? types : TYPES);
     if (!sel.sites?.length && !sel.tags?.length && !sel.clients?.length) {
       // The whole fleet: served from the index (the busy case — an assistant asking "what needs updating?").
-      const { items, summary } = this.index.allOf(t);
+      const visible = this.sites.access.visible();
+      const { items, summary } = visible ? cut(this.index.allOf(t).items, visible) : this.index.allOf(t);
       return { updates: paginate(items, page, perPage), summary, page, per_page: perPage, total: items.length, errors: [] as ErrorView[] };
     }
     const { sites, errors, all } = this.select(sel);
     let items: PendingView[] = all ? this.index.all() : sites.flatMap((s) => this.index.ofSite(s.id));
+    const visible = this.sites.access.visible();
+    if (visible) items = items.filter((i) => visible.has(i.site_id));
     if (t.size < TYPES.length) items = items.filter((i) => t.has(TYPE_NAME[i.type]));
     return { updates: paginate(items, page, perPage), summary: summarise(items), page, per_page: perPage, total: items.length, errors };
   }
@@ -593,18 +604,23 @@ export class UpdateService {
       const fresh = this.sites.get(site.id) ?? site;
       const { todo, skipped } = this.planSite(fresh, plan);
       const run: SiteRun = { updated: [...verified], errors: [], skipped };
+      const found = foundOnResume(fresh, verified, plan);
       if (!todo.length) {
-        if (opts.extraCommit) await this.store.write((tx) => opts.extraCommit!(tx, run));
+        if (opts.extraCommit || found.length)
+          await this.store.write((tx) => {
+            this.history.record(tx, found);
+            opts.extraCommit?.(tx, run);
+          });
         return run;
       }
-      if (plan.safe) return this.runSafely(fresh, plan, todo, run, opts);
+      if (plan.safe) return this.runSafely(fresh, plan, todo, run, { ...opts, history: found });
       const connector = await this.children.connector();
       const creds = this.children.credentials(fresh);
       let snapshot: SiteSnapshot | null = null;
       let snapshotAt = -1;
       const byType = (t: ItemType) => todo.filter((i) => i.type === t);
       const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
-      const history: HistoryEntry[] = [];
+      const history: HistoryEntry[] = [...found];
       for (const [n, type] of order.entries()) {
         const items = byType(type);
         if (!items.length) continue;
@@ -647,11 +663,15 @@ export class UpdateService {
     plan: Plan,
     todo: PendingView[],
     run: SiteRun,
-    opts: { progress?: (p: { item: string; ok: boolean }) => void; extraCommit?: (tx: Tx, r: SiteRun) => void },
+    opts: {
+      progress?: (p: { item: string; ok: boolean }) => void;
+      extraCommit?: (tx: Tx, r: SiteRun) => void;
+      history?: HistoryEntry[];
+    },
   ): Promise<SiteRun> {
     run.rolled_back = [];
     const w = where(site);
-    const history: HistoryEntry[] = [];
+    const history: HistoryEntry[] = [...(opts.history ?? [])];
     const how = (at: string, t0: number, before: HealthReport, after: HealthReport | null, note = '') => ({
       at,
       duration_ms: Math.round(performance.now() - t0),
@@ -688,9 +708,24 @@ export class UpdateService {
     let snapshotAt = -1;
     let current = before;
     let rolledBack = false;
+    /** An item whose regression could not be undone: the site's other items are left alone, as for a site unhealthy before. */
+    let leftBroken: string | null = null;
     for (const i of [...todo].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type))) {
       const at = new Date().toISOString();
       const t1 = performance.now();
+      if (leftBroken && !plan.force) {
+        const message = `Not updated: ${leftBroken}; pass force: true to update it anyway.`;
+        run.skipped.push({ ...w, type: i.type, slug: i.slug, reason: 'site_unhealthy', message });
+        history.push({
+          ...historyOf(site, [i], { updated: [], errors: [] }, how(at, t1, current, null))[0]!,
+          to: i.new_version,
+          outcome: 'skipped',
+          reason: message,
+          code: 'svc_site_unhealthy',
+        });
+        opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
+        continue;
+      }
       const r =
         i.type === 'core' ? await this.callCore(connector, creds, site, i) : await this.callItems(connector, creds, site, i.type, [i]);
       if (r.snapshot) {
@@ -722,7 +757,10 @@ export class UpdateService {
         reason: rb.view.reason,
         code,
       });
-      if (rb.after) current = rb.after;
+      // Nothing done (core, a translation, no package): the site is as the probe after the update found it.
+      current = rb.after ?? after;
+      if (rb.view.outcome === 'rollback_failed')
+        leftBroken = `${i.name} ${i.new_version} left the site unhealthy and could not be put back (${current.summary})`;
       opts.progress?.({ item: `${i.type} ${i.slug}`, ok: false });
     }
     if (rolledBack) {
@@ -760,7 +798,21 @@ export class UpdateService {
             : null;
     return before
       .filter((b) => !now.some((x) => x.type === b.type && x.slug === b.slug && x.language === b.language))
-      .flatMap((b) => {
+      .flatMap((b): UpdatedView[] => {
+        // A language pack has no version on disk to read: no longer offered is what says it was installed, as for a
+        // translation call (callItems). Left out, it would be neither redone nor reported: one item lost (the SIGKILL test).
+        if (b.type === 'translation')
+          return [
+            {
+              ...where(site),
+              type: b.type,
+              slug: b.slug,
+              name: b.name,
+              old_version: null,
+              new_version: b.new_version,
+              language: b.language ?? '',
+            },
+          ];
         const v = installed(b);
         return v && b.current_version && isNewer(v, b.current_version)
           ? [{ ...where(site), type: b.type, slug: b.slug, name: b.name, old_version: b.current_version, new_version: v }]
@@ -1190,6 +1242,31 @@ export class UpdateService {
 }
 
 const TYPE_NAME: Record<ItemType, TypeName> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/**
+ * The history entries of items a resumed job found already updated: the process that updated them stopped before
+ * recording anything, so this is their only entry (no child call of this run, no probe of it).
+ */
+function foundOnResume(site: SiteRecord, verified: readonly UpdatedView[], plan: Plan): HistoryEntry[] {
+  const at = new Date().toISOString();
+  return verified.map((u) => ({
+    site_id: site.id,
+    site_url: site.url,
+    type: u.type,
+    slug: u.slug,
+    name: u.language ? `${u.name} (${u.language})` : u.name,
+    from: u.old_version,
+    to: u.new_version,
+    outcome: 'updated' as const,
+    reason: 'Found updated when the interrupted job resumed: the process that applied it stopped before recording it.',
+    code: '',
+    actor: plan.actor ?? actorOf(undefined),
+    at,
+    duration_ms: 0,
+    safe: plan.safe === true,
+    probe: null,
+  }));
+}
 
 /** The history entries of one child call's items: each planned item ends updated or failed. */
 function historyOf(

@@ -5,6 +5,7 @@ import { clientAddress } from '../core/client-address.js';
 import { ServiceError } from '../core/errors.js';
 import type { CallOrigin, Principal } from '../core/principal.js';
 import type { Services } from '../domain/index.js';
+import { TokenRefusal } from '../domain/oauth.js';
 import { sendError } from './respond.js';
 
 export type Scheme = 'bearer' | 'basic';
@@ -149,25 +150,29 @@ export function accountOf(header: string | undefined): string | null {
 }
 
 /** Middleware: sets req.principal or answers 401 (429 while the address is throttled). Runs before body parsing and routing. */
+function tooMany(res: Response, wait: number): void {
+  res.setHeader('Retry-After', String(wait));
+  sendError(
+    res,
+    new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, {
+      retry_after: wait,
+    }),
+  );
+}
+
 export function requireAuth(
   services: Services,
   schemes: readonly Scheme[],
   missing: () => ServiceError,
   throttle?: LoginThrottle,
+  /** The WWW-Authenticate of a refusal on a Bearer-only door; default "Bearer". */
+  challenge: (e: unknown, given: boolean) => string = () => 'Bearer',
 ): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const addr = requestAddress(req, services);
     const account = throttle ? accountOf(req.headers.authorization) : null;
     const wait = throttle?.waitFor(addr, account) ?? 0;
-    if (wait) {
-      res.setHeader('Retry-After', String(wait));
-      return sendError(
-        res,
-        new ServiceError('svc_too_many_attempts', `Too many failed logins from this address; retry in ${wait} s.`, 429, {
-          retry_after: wait,
-        }),
-      );
-    }
+    if (wait) return tooMany(res, wait);
     const door = doorOf(req, services);
     try {
       req.principal = { ...readPrincipal(services, req.headers.authorization, schemes, missing), origin: { door, address: addr } };
@@ -180,8 +185,51 @@ export function requireAuth(
           .login({ door, address: addr, account: account ?? accountOf(req.headers.authorization), ok: false, code })
           .catch(() => {});
       }
-      if (schemes.includes('bearer') && !schemes.includes('basic')) res.setHeader('WWW-Authenticate', 'Bearer');
+      if (schemes.includes('bearer') && !schemes.includes('basic'))
+        res.setHeader('WWW-Authenticate', challenge(e, req.headers.authorization !== undefined));
       sendError(res, e);
     }
+  };
+}
+
+/** A quoted-string value of a challenge parameter: no quote or backslash can end it early. */
+const quoted = (s: string) => `"${s.replace(/["\\\r\n]/g, ' ')}"`;
+
+/**
+ * The credentials of MCP over HTTP: API keys as every door takes them, and, with --oauth-issuer, OAuth access tokens
+ * (domain/oauth.ts). With OAuth on, a refusal's WWW-Authenticate names the protected-resource metadata (RFC 9728 §5.1)
+ * and, for a token, what was wrong with it (RFC 6750 §3). A refused token counts as a failed login of its address.
+ */
+export function requireMcpAuth(services: Services, throttle: LoginThrottle | undefined, metadataUrl: string | null): RequestHandler {
+  const missing = () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401);
+  if (!metadataUrl || !services.oauth.enabled) return requireAuth(services, ['bearer'], missing, throttle);
+  const challenge = (e: unknown, given: boolean): string => {
+    let h = `Bearer resource_metadata=${quoted(metadataUrl)}`;
+    if (e instanceof TokenRefusal) {
+      h += `, error="${e.oauthError}", error_description=${quoted(e.message)}`;
+      if (e.scope) h += `, scope=${quoted(e.scope)}`;
+    } else if (given) h += ', error="invalid_token"';
+    return h;
+  };
+  const keys = requireAuth(services, ['bearer'], missing, throttle, challenge);
+  return (req: Request, res: Response, next: NextFunction) => {
+    const token = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+    if (!token || token.startsWith('sf_')) return keys(req, res, next);
+    const addr = requestAddress(req, services);
+    const wait = throttle?.waitFor(addr, null) ?? 0;
+    if (wait) return tooMany(res, wait);
+    services.oauth.verify(token).then(
+      (p) => {
+        req.principal = { ...p, origin: { door: 'mcp', address: addr } };
+        next();
+      },
+      (e: unknown) => {
+        if (!(e instanceof TokenRefusal && e.oauthError === 'insufficient_scope')) throttle?.failed(addr, null);
+        const code = e instanceof ServiceError ? e.code : undefined;
+        void services.audit.login({ door: 'mcp', address: addr, account: null, ok: false, code }).catch(() => {});
+        res.setHeader('WWW-Authenticate', challenge(e, true));
+        sendError(res, e);
+      },
+    );
   };
 }

@@ -10,14 +10,23 @@
 // skips validation, the view building and the serialisation; a 304 for it costs a map lookup.
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Principal } from '../core/principal.js';
+import { scopeOf, type Principal } from '../core/principal.js';
+import { scopeKey } from '../core/scope.js';
+import { liveFeedGeneration } from '../domain/vulnerabilities/feed-store.js';
 import { COLLECTION_NAMES, type Store } from '../store/engine.js';
 
 /**
- * Abilities whose answer depends only on their input and the store's collection records (no blobs, no clock, no child
- * traffic, nothing kept only in memory): their serialised answers may be reused while the store fingerprint is the same.
+ * Abilities whose answer depends only on their input, the store's collection records and the live vulnerability feed
+ * (no other blob, no clock, no child traffic, nothing kept only in memory): their serialised answers may be reused
+ * while the store fingerprint is the same. The vulnerability views qualify: a site's matches change only with its record
+ * (a sync or an update moves last_sync or updated_at) or with the feed's generation, which the fingerprint holds.
  */
-export const STORE_PURE: ReadonlySet<string> = new Set(['list-sites-v1', 'count-sites-v1']);
+export const STORE_PURE: ReadonlySet<string> = new Set([
+  'list-sites-v1',
+  'count-sites-v1',
+  'list-vulnerabilities-v1',
+  'get-site-vulnerabilities-v1',
+]);
 
 /** The bound of the answer cache: at most this many answers, this many bytes in all (bodies and keys), none larger than MAX_ENTRY_BYTES. */
 export const PAGE_CACHE_ENTRIES = 256;
@@ -35,19 +44,23 @@ export interface Representation {
   headers: Array<[string, string]>;
 }
 
-/** Every collection's version: changes whenever any record changes, in this process or another. */
+/**
+ * Every collection's version and the live vulnerability feed's generation: changes whenever any record changes or
+ * another feed goes live, in this process or another.
+ */
 export function storeFingerprint(store: Store): string {
-  let s = '';
+  let s = `${liveFeedGeneration(store)}:`;
   // The audit log is no store-pure answer's input (list-audit-log-v1 is never cached): a refused call or a failed login,
   // which writes only there, does not empty the caches.
   for (const c of COLLECTION_NAMES) if (c !== 'audit' && c !== 'audit_head') s += `${store.version(c)}.`;
   return s;
 }
 
-/** Who is asking, as far as it can change an answer: the principal and its permission level. */
+/** Who is asking, as far as it can change an answer: the principal, its permission level and its scope. */
 export function principalKey(p: Principal): string {
-  if (p.kind === 'key') return `k${p.id}:${p.permissions}${p.admin ? ':a' : ''}`;
-  if (p.kind === 'user') return `u${p.id}:${p.role}`;
+  if (p.kind === 'key') return `k${p.id}:${p.permissions}${p.admin ? ':a' : ''}:${scopeKey(scopeOf(p))}`;
+  if (p.kind === 'user') return `u${p.id}:${p.role}:${scopeKey(scopeOf(p))}`;
+  if (p.kind === 'oauth') return `o:${p.name}:${p.permissions}:${p.toolsets?.join(',') ?? '*'}`;
   return `l:${p.name}:${p.readOnly ? 'ro' : 'rw'}`;
 }
 
@@ -56,6 +69,10 @@ export function represent(res: Response, value: unknown): Representation {
   const body = Buffer.from(JSON.stringify(value) ?? '');
   const headers: Array<[string, string]> = [];
   const h = createHash('sha1');
+  // The scope the answer was made for: two scopes never share an ETag, even for the same bytes.
+  const principal = (res.req as Request | undefined)?.principal;
+  const scope = principal ? scopeKey(scopeOf(principal)) : '';
+  if (scope) h.update(`scope:${scope}\n`);
   for (const name of REPLAYED) {
     const v = res.getHeader(name);
     if (v === undefined) continue;

@@ -21,7 +21,7 @@ import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
 import { buildMcpServer, needsStream, type ToolFilter } from '../mcp/server.js';
 import type { Services } from '../domain/index.js';
-import { accountOf, readPrincipal, requestAddress, requireAuth, type LoginThrottle } from './auth.js';
+import { accountOf, readPrincipal, requestAddress, requireMcpAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
 
 const MAX_SESSIONS = 500;
@@ -166,7 +166,7 @@ export function sessionChoice(req: Request): { toolsets?: Toolset[]; readOnly: b
 
 /** The caller as a read-only session runs: no write and no outgoing call whatever its key or role allows. */
 function readOnlyPrincipal(p: Principal): Principal {
-  if (p.kind === 'key') return p.permissions === 'read_write' ? { ...p, permissions: 'read' } : p;
+  if (p.kind === 'key' || p.kind === 'oauth') return p.permissions === 'read_write' ? { ...p, permissions: 'read' } : p;
   if (p.kind === 'user') return { ...p, role: 'viewer' };
   return { ...p, readOnly: true };
 }
@@ -185,7 +185,14 @@ export interface McpHttp {
   sessions(): number;
 }
 
-export function mcpHttp(services: Services, registry: Registry, allowedHosts: readonly string[], throttle?: LoginThrottle): McpHttp {
+export function mcpHttp(
+  services: Services,
+  registry: Registry,
+  allowedHosts: readonly string[],
+  throttle?: LoginThrottle,
+  /** With OAuth on: the protected-resource metadata URL the 401's WWW-Authenticate names. */
+  oauthMetadataUrl: string | null = null,
+): McpHttp {
   const sessions = new Map<string, Session>();
   const r = express.Router();
   const hosts = new Set([...LOOPBACK, ...allowedHosts.map((h) => h.toLowerCase())]);
@@ -217,9 +224,7 @@ export function mcpHttp(services: Services, registry: Registry, allowedHosts: re
     if (refused) return rpcError(res, 403, refused);
     next();
   });
-  r.use(
-    requireAuth(services, ['bearer'], () => new ServiceError('svc_rest_authentication_error', 'You are not authenticated.', 401), throttle),
-  );
+  r.use(requireMcpAuth(services, throttle, oauthMetadataUrl));
   r.use(jsonBody('4mb'));
   r.use(bodyErrors);
 

@@ -196,6 +196,16 @@ function ignoredHeader(names: string[]): string {
   return shown.join(', ') + (names.length > MAX_NAMED ? `, … (${names.length - MAX_NAMED} more)` : '');
 }
 
+/** A write's body fields the route does not read: 400 naming each, nothing changed. */
+function unknownParameters(unknown: string[]): ServiceError {
+  return new ServiceError(
+    'rest_invalid_param',
+    `Unknown parameter(s): ${unknown.join(', ')}. This route does not read them; nothing was changed.`,
+    400,
+    { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) },
+  );
+}
+
 /**
  * Runs a row's input mapping and sorts the arguments it did not read. A body field (on a write) is refused: a field the
  * route does not know (a misspelling, another product's name for it) is a 400 that names it, never silently dropped.
@@ -231,14 +241,7 @@ function readingOnly(
   const unread = all ? [] : Object.keys(a.args).filter((k) => !read.has(k));
   // An empty value carries nothing that could be lost (forms send every field, filled or not).
   const unknown = unread.filter((k) => !fromQuery.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null);
-  if (unknown.length) {
-    throw new ServiceError(
-      'rest_invalid_param',
-      `Unknown parameter(s): ${unknown.join(', ')}. This route does not read them; nothing was changed.`,
-      400,
-      { params: Object.fromEntries(unknown.map((k) => [k, 'Unknown parameter.'])) },
-    );
-  }
+  if (unknown.length) throw unknownParameters(unknown);
   return { mapped, ignored: unread.filter((k) => fromQuery.has(k)) };
 }
 
@@ -296,7 +299,19 @@ export function restRouter(
   const runRow: RowRunner = async (row, a) => {
     // A module that is off removes its routes (upstream does): 501 before any argument or permission check.
     registry.assertModule({ module: row.module ?? row.ability?.module });
-    if (row.handler) return row.handler(a, runRow);
+    if (row.handler) {
+      // A handler row reads its declared arguments itself: a body field it does not declare is refused as a row's is.
+      const declared = row.doc?.args;
+      if (declared && a.method !== 'GET') {
+        const res = responses.get(a);
+        const query = res ? fromQuery(a) : NONE;
+        const unknown = Object.keys(a.args).filter(
+          (k) => !(k in declared) && !(k in a.params) && !query.has(k) && !k.startsWith('_') && a.args[k] !== '' && a.args[k] !== null,
+        );
+        if (unknown.length) throw unknownParameters(unknown);
+      }
+      return row.handler(a, runRow);
+    }
     const ability = row.ability!;
     try {
       const res = responses.get(a);

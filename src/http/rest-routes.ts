@@ -20,8 +20,10 @@ import { healthRoutes } from './routes/health.js';
 import { packageRoutes } from './routes/packages.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { settingsMonitoringRoutes } from './routes/settings-monitoring.js';
+import { settingsEmailsRoutes } from './routes/settings-emails.js';
 import { updatePolicyRoutes } from './routes/update-policies.js';
 import { adminLoginRoutes } from './routes/admin-login.js';
+import { reportRoutes } from './routes/reports.js';
 
 export const restRoutes: readonly RestRoute[] = [
   ...batchRoutes, // /sites/batch before /sites/:id_or_domain
@@ -37,6 +39,7 @@ export const restRoutes: readonly RestRoute[] = [
   ...settingsRoutes,
   ...updatePolicyRoutes, // /updates/policies before /updates/:id_or_domain
   ...settingsMonitoringRoutes,
+  ...settingsEmailsRoutes,
   ...healthRoutes, // /updates/history before /updates/:id_or_domain
   ...updateRoutes,
   ...monitorRoutes,
@@ -45,4 +48,5 @@ export const restRoutes: readonly RestRoute[] = [
   ...packageRoutes,
   ...notificationRoutes,
   ...adminLoginRoutes,
+  ...reportRoutes,
 ];

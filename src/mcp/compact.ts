@@ -20,6 +20,8 @@ export const SHARED_PARAMS = new Set([
   'confirm',
   'dry_run',
   'websites',
+  'groups',
+  'clients',
   'include',
   'exclude',
   'safe',
@@ -105,8 +107,11 @@ export function compactInputSchema(schema: JsonSchema): JsonSchema {
   return compact(schema) as JsonSchema;
 }
 
-/** An ability's description without its trailing "Errors: …" list. */
+/**
+ * An ability's description without its trailing "Errors: …" list, nor "Administrators only." (the tool list shows an
+ * administrator-only tool to administrators only: see server.ts visible()).
+ */
 export function toolDescription(description: string): string {
   const i = description.search(/\s*Errors?: /);
-  return i > 0 ? description.slice(0, i).trim() : description;
+  return (i > 0 ? description.slice(0, i).trim() : description).replace(/ ?Administrators only\.(?= |$)/, '');
 }

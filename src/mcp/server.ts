@@ -75,7 +75,8 @@ export const INSTRUCTIONS = [
   'Lists are paged: page (from 1, the default) and per_page (at most 100); total counts every match. include / exclude take IDs.',
   'get-site-* tools read what each site reported at its last sync (sync-sites-v1 refreshes it); list-users-v1 and list-posts-v1 ask the sites live.',
   'The connection administrator is the WordPress user of a child site this dashboard connects as.',
-  'User and post tools pick sites with websites (IDs or domains), groups (tag IDs or names) and clients (client IDs), added up: disconnected and suspended sites come back in skipped[], values that name nothing in unknown[].',
+  'Wherever a tool takes them, groups are tag IDs (or names) and clients are client IDs: their sites.',
+  'User and post tools pick sites with websites (IDs or domains), groups and clients, added up: disconnected and suspended sites come back in skipped[], values that name nothing in unknown[].',
   'A site that fails in a call over several sites is reported in errors[] and does not fail the call.',
   "Plugin and theme actions take the slugs get-site-plugins-v1 / get-site-themes-v1 list; a slug that fails is an errors[] entry with its code, and the stored lists follow the site's answer.",
   'A cost applies to its sites, to every site carrying one of its groups (tags) and to every site of its clients.',
@@ -99,7 +100,7 @@ export interface ToolFilter {
 export function visible(a: Ability, f: ToolFilter, services?: Pick<Services, 'settings'>): boolean {
   if (f.toolsets ? !f.toolsets.includes(a.toolset) : OPT_IN_TOOLSETS.includes(a.toolset)) return false;
   if (f.readOnly && !a.annotations.readonly) return false;
-  if (refusal(f.principal, a.annotations, annotationMethod(a.annotations))) return false;
+  if (refusal(f.principal, a.annotations, annotationMethod(a.annotations), a)) return false;
   if (a.module && services && !services.settings.moduleOn(a.module)) return false;
   return true;
 }
@@ -617,7 +618,13 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     else if (ref.uri.startsWith('sitefleet://sites/{id}') && argument.name === 'id') kind = 'site';
     else if (ref.uri === 'sitefleet://jobs/{job_id}' && argument.name === 'job_id') kind = 'job';
     if (!kind) return none;
-    return { completion: completeValue(services, kind, argument.value, req.params.context?.arguments ?? {}, may) };
+    // In the caller's scope (as the session's principal is now): nothing it could not read is suggested.
+    const k = kind;
+    return {
+      completion: registry.within(filter.principal, () =>
+        completeValue(services, k, argument.value, req.params.context?.arguments ?? {}, may),
+      ),
+    };
   });
 
   const pollJobs = async () => {
@@ -644,7 +651,9 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   // Incidents: a digest of (id, end) of the newest ones, recomputed only when the incidents collection changed.
   const incidentDigest = () => {
     let d = '';
-    for (const i of services!.monitors.incidents().slice(0, 200)) d += `${i.id}:${i.ended_at ?? ''};`;
+    // Only the incidents the session's principal may read: another site's incident must not wake this subscriber.
+    for (const i of registry.within(filter.principal, () => services!.monitors.incidents()).slice(0, 200))
+      d += `${i.id}:${i.ended_at ?? ''};`;
     return d;
   };
   const subscribeIncidents = async () => {

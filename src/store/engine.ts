@@ -43,6 +43,11 @@ export const COLLECTIONS = {
   update_policies: 0,
   policy_runs: 500,
   pending_seen: 100,
+  // Client reports (report-records.ts): report settings (id = client id, 0 = the agency's), the archive of generated
+  // reports, and the vulnerability log the reports read (found / fixed, with when).
+  report_settings: 0,
+  client_reports: 50,
+  vulnerability_log: 500,
 } as const;
 export type CollectionName = keyof typeof COLLECTIONS;
 export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];

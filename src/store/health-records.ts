@@ -60,7 +60,7 @@ export type HistoryAction = (typeof HISTORY_ACTIONS)[number];
 
 /** Who or what started an update attempt. */
 export interface UpdateActor {
-  kind: 'user' | 'key' | 'local' | 'job' | 'policy';
+  kind: 'user' | 'key' | 'oauth' | 'local' | 'job' | 'policy';
   id: number | null;
   name: string;
 }

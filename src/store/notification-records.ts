@@ -5,10 +5,23 @@ export const CHANNEL_TYPES = ['email', 'slack', 'discord', 'teams', 'webhook'] a
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 /**
- * The events the domain emits today. Update results (the update history), vulnerabilities and TLS expiry join as their
- * services emit them.
+ * The events the domain emits (events.ts says where each comes from): uptime, syncs, update results (the update
+ * history), vulnerabilities, what a sync shows changed outside the dashboard, TLS certificates, background jobs.
  */
-export const NOTIFICATION_EVENTS = ['site.down', 'site.up', 'site.sync_failed', 'job.finished'] as const;
+export const NOTIFICATION_EVENTS = [
+  'site.down',
+  'site.up',
+  'site.sync_failed',
+  'update.failed',
+  'update.rolled_back',
+  'update.rollback_failed',
+  'vulnerability.found',
+  'vulnerability.fixed',
+  'user.admin_created',
+  'plugin.installed_outside',
+  'tls.expiring',
+  'job.finished',
+] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
 
 /** How an e-mail channel reaches its SMTP server. `tls`: TLS from the first byte (465); `starttls`: upgrade, required. */
@@ -60,6 +73,8 @@ export interface RuleRecord {
   recipients: string[];
   mode: 'immediate' | 'hourly' | 'daily';
   quiet_hours: QuietHours | null;
+  /** tls.expiring: a certificate counts as expiring within this many days (absent on rules made before: TLS_DAYS). */
+  tls_days?: number;
   created_at: string;
 }
 

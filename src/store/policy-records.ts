@@ -21,6 +21,11 @@ export interface PolicyUpdates {
   /** Which slugs: every one, only the listed ones, or every one but them. */
   slugs_mode: 'all' | 'only' | 'except';
   slugs: string[];
+  /**
+   * Only updates whose new version fixes a known vulnerability matched on the site (issue 30). Absent in policies saved
+   * before it existed: false.
+   */
+  security_only?: boolean;
 }
 
 export interface PolicyWindow {

@@ -2,6 +2,8 @@
 // schemas describe what callers see, and services map one onto the other.
 import type { UpdateActor } from './health-records.js';
 import type { ChildUser, SecurityFinding, SiteChange, SitePending, SitePlugin, SiteTheme } from '../child/snapshot.js';
+import type { UserRole } from '../core/principal.js';
+import type { Scope } from '../core/scope.js';
 
 export interface SiteStats {
   plugin_updates: number;
@@ -136,7 +138,9 @@ export interface CostRecord {
 export interface UserRecord {
   id: number;
   name: string;
-  role: 'administrator' | 'viewer';
+  role: UserRole;
+  /** The sites this user may see and act on (core/scope.ts); absent or null: the whole fleet. Never on administrators. */
+  scope?: Scope | null;
   /** scrypt-free on purpose: application passwords are 144 random bits, so SHA-256 with a salt is enough. */
   salt: string;
   password_hash: string;
@@ -150,7 +154,7 @@ export interface UserRecord {
 export interface ConsoleSessionRecord {
   id: number;
   user_id: number;
-  role: 'administrator' | 'viewer';
+  role: UserRole;
   /** sha256 of the cookie's token, hex. */
   token_hash: string;
   created_at: string;
@@ -183,8 +187,14 @@ export interface KeyRecord {
   revoked: boolean;
   /** An administrator key may run the administrators-only abilities (keys, users, the audit log). Absent: false. */
   admin?: boolean;
+  /** The sites this key may see and act on (core/scope.ts); absent or null: the whole fleet. Never on administrator keys. */
+  scope?: Scope | null;
   /** ISO time after which the key is refused as if revoked; absent or null: never. */
   expires_at?: string | null;
+  /** Tool (ability) names the key may use, and none other; absent or null: every one its permissions allow. */
+  allow_tools?: string[] | null;
+  /** Tool names the key may never use; absent or null: none. */
+  deny_tools?: string[] | null;
 }
 
 export interface SettingsRecord {
@@ -253,6 +263,8 @@ export interface JobRecord {
   params?: Record<string, unknown>;
   /** Set by a cancel: the runner starts no further site and ends the job as failed ("cancelled"). */
   cancel_requested?: boolean;
+  /** Why it was cancelled, when the canceller said (a policy deleted or paused mid-run): in the job's last error. */
+  cancel_reason?: string;
   /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
   items?: unknown[];
 }

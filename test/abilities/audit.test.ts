@@ -55,6 +55,12 @@ describe('what is recorded', () => {
     expect(last()).toMatchObject({ outcome: 'ability_invalid_input', status: 400 });
     await h.fails('delete-tag-v1', { tag_id: 999999, confirm: true });
     expect(last()).toMatchObject({ outcome: 'svc_tag_not_found', status: 404 });
+    // Text the store cannot keep (a NUL in a field's name or value, an unpaired surrogate) is refused with 400 — and
+    // the refusal is still recorded, the odd characters spelled \uXXXX (the fuzz lane lost such entries before).
+    const before = count();
+    await h.fails('add-tag-v1', { name: 'nul\u0000name', ['k\u0000ey']: 'v\ud800' } as never);
+    expect(count()).toBe(before + 1);
+    expect(last()).toMatchObject({ action: 'add-tag-v1', status: 400, input: { name: 'nul\\u0000name', 'k\\u0000ey': 'v\\ud800' } });
     // A caller who may not write (a read-only process, a viewer, a read key) causes no write, not even this record.
     const n = count();
     await h.fails('add-tag-v1', { name: 'read-only' }, h.as.readOnlyLocal);

@@ -5,6 +5,7 @@
 import { createHmac } from 'node:crypto';
 import { hostname } from 'node:os';
 import { lookup } from 'node:dns/promises';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isPrivateAddress } from '../../src/child/address-policy.js';
 import { NotificationService } from '../../src/domain/notifications/service.js';
@@ -320,6 +321,41 @@ describe('bad far ends: each a clear error in the log, nothing else stalls', () 
       expect(slow.last_error).toBe('timeout: No answer within 300 ms.');
     } finally {
       await quick.stop();
+    }
+  });
+
+  it('ends an SMTP server that takes the connection and never greets at the timeout, while a chat channel delivers', async () => {
+    const sockets = new Set<Socket>();
+    const mute = createNetServer((sock) => void sockets.add(sock)); // accepts, says nothing
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    const quick = new NotificationService(h.services.store, h.services.config, { now: () => clock, timeoutMs: 1500 });
+    try {
+      const mail = await smtpChannel({
+        smtp: { host: '127.0.0.1', port: (mute.address() as AddressInfo).port, security: 'none', username: '', from: 'fleet@example.com' },
+        password: undefined,
+      });
+      const chat = await hook('slack', '/fine');
+      const started = Date.now();
+      const [slow, fast] = await Promise.all([
+        quick.testChannel(mail.id),
+        (async () => {
+          const d = await quick.testChannel(chat.id);
+          return { d, ms: Date.now() - started };
+        })(),
+      ]);
+      expect(fast.d.status).toBe('delivered');
+      expect(fast.ms).toBeLessThan(1000);
+      expect(slow.status).toBe('failed');
+      expect(slow.last_error).toMatch(
+        /^smtp (timeout: no answer from 127\.0\.0\.1:\d+ within 1500 ms|connection: .*(timeout|Greeting never received))/i,
+      );
+      const took = Date.now() - started;
+      expect(took).toBeGreaterThanOrEqual(1400);
+      expect(took).toBeLessThan(6_000);
+    } finally {
+      await quick.stop();
+      for (const sock of sockets) sock.destroy();
+      await new Promise((r) => mute.close(r));
     }
   });
 

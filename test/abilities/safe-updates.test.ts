@@ -39,7 +39,7 @@ async function deltaOffered(k: number): Promise<string> {
 
 beforeAll(async () => {
   const port = await freePort();
-  h = await openAbilities({ sim: { sites: 8, port }, config: { packageSource: `http://127.0.0.1:${port}/__sim/dir/` } });
+  h = await openAbilities({ sim: { sites: 10, port }, config: { packageSource: `http://127.0.0.1:${port}/__sim/dir/` } });
   ids = (await h.addSimSites()).map((s) => s.id);
   await h.call('sync-sites-v1', {});
 });
@@ -169,6 +169,65 @@ describe('safe mode', () => {
     expect(r.errors).toEqual([expect.objectContaining({ slug: t.slug, code: 'svc_rollback_failed' })]);
     const hist = await h.call('list-update-history-v1', { outcomes: ['rollback_failed'] });
     expect(hist.entries).toEqual([expect.objectContaining({ site_id: ids[k - 1], slug: t.slug, outcome: 'rollback_failed' })]);
+    h.sim.setFrontEnd(k, null);
+  });
+});
+
+describe('what cannot be rolled back', () => {
+  it('a breaking core update ends rollback_failed saying why, and the rest of the site is left alone', async () => {
+    const k = 9;
+    const st = h.sim.state(k);
+    const was = st.wpVersion;
+    st.wpUpdate = '6.9.0';
+    st.rev++;
+    if (!pendingPlugins(k).length) h.sim.offerUpdate(k, 'plugin', st.plugins[0]!.slug, '99.0.0');
+    const p = pendingPlugins(k)[0]!;
+    h.sim.breakOnUpdate(k, 'wordpress', 'fatal');
+    await h.call('sync-sites-v1', { site_ids_or_domains: [ids[k - 1]!] });
+    const r = await h.call('run-updates-v1', { site_ids_or_domains: [ids[k - 1]!], types: ['core', 'plugins'] });
+    expect(r.rolled_back).toEqual([
+      expect.objectContaining({ type: 'core', from_version: was, to_version: '6.9.0', outcome: 'rollback_failed', action: 'none' }),
+    ]);
+    expect(r.rolled_back![0]!.reason).toMatch(
+      /^WordPress 6\.9\.0 left the site unhealthy .*; WordPress core cannot be put back through the MainWP Child: its core update \(upgrade\) only installs the newer version wordpress\.org offers, and its installer \(installplugintheme\) takes plugins and themes only\./,
+    );
+    expect(r.rolled_back![0]!.reason).toContain(
+      `Reinstall WordPress ${was} by hand (https://downloads.wordpress.org/release/wordpress-${was}.zip).`,
+    );
+    expect(r.errors).toContainEqual(expect.objectContaining({ type: 'core', code: 'svc_rollback_failed' }));
+    // The site stays broken: its plugins are not updated on it, nor blamed (and "rolled back") for what core did.
+    expect(r.skipped).toEqual(
+      pendingPlugins(k).map((x) =>
+        expect.objectContaining({
+          slug: x.slug,
+          reason: 'site_unhealthy',
+          message: expect.stringMatching(/^Not updated: WordPress 6\.9\.0 left the site unhealthy and could not be put back/),
+        }),
+      ),
+    );
+    expect(plugin(k, p.slug).updateVersion).toBe(p.updateVersion);
+    expect(h.sim.state(k).wpVersion).toBe('6.9.0');
+    const hist = (await h.call('list-update-history-v1', { site_id_or_domain: ids[k - 1]! })).entries;
+    expect(hist).toContainEqual(expect.objectContaining({ type: 'core', outcome: 'rollback_failed', code: 'svc_rollback_failed' }));
+    expect(hist).toContainEqual(expect.objectContaining({ slug: p.slug, outcome: 'skipped', code: 'svc_site_unhealthy' }));
+    h.sim.setFrontEnd(k, null);
+  });
+
+  it('translations are applied, never held back; a breaking one ends rollback_failed: there is no older language pack', async () => {
+    const k = 10;
+    h.sim.state(k).translations = [{ type: 'plugin', slug: 'sim-lang', language: 'de_DE', version: '1.2.0', name: 'Sim Lang' }];
+    h.sim.state(k).rev++;
+    h.sim.breakOnUpdate(k, 'translation:sim-lang', 'php_error');
+    await h.call('sync-sites-v1', { site_ids_or_domains: [ids[k - 1]!] });
+    const r = await h.call('update-site-translations-v1', { site_id_or_domain: ids[k - 1]! });
+    expect(h.sim.state(k).upgradeLog).toContain('translation:sim-lang:de_DE');
+    expect(r.rolled_back).toEqual([
+      expect.objectContaining({ type: 'translation', slug: 'sim-lang', outcome: 'rollback_failed', action: 'none', package_url: null }),
+    ]);
+    expect(r.rolled_back![0]!.reason).toMatch(
+      /; a translation cannot be put back: wordpress\.org keeps only the latest language pack, so there is no older one to reinstall\./,
+    );
+    expect(r.rolled_back![0]!.evidence.after).toMatch(/^unhealthy: home php_error/);
     h.sim.setFrontEnd(k, null);
   });
 });

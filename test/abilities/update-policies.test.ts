@@ -274,3 +274,69 @@ describe('running a window', () => {
     clock = Date.parse('2026-11-26T00:00:00Z');
   });
 });
+
+describe('a policy deleted or paused while its run is in progress', () => {
+  /** Sites 3 and 4 with a pending plugin each; site 3 slow, so that the run is still on it when the policy changes. */
+  async function runningOn34(name: string) {
+    for (const k of [3, 4]) if (!pendingPlugins(k).length) h.sim.offerUpdate(k, 'plugin', h.sim.state(k).plugins[0]!.slug, '99.0.0');
+    await h.call('sync-sites-v1', { site_ids_or_domains: [ids[2]!, ids[3]!] });
+    const p = await policy({ name, sites: [ids[2]!, ids[3]!], max_sites: 1, core: 'none', themes: false, translations: false });
+    const pending4 = pendingPlugins(4).map((x) => x.slug);
+    const log4 = h.sim.state(4).upgradeLog.length;
+    h.sim.setFault(3, { type: 'latency', ms: 300 });
+    const asked = h.sim.requests(3);
+    clock = Date.parse('2026-11-26T02:40:00Z');
+    const [run] = await h.services.policies.tick(clock);
+    expect(run!.site_ids).toEqual([ids[2], ids[3]]);
+    await until(
+      () => h.sim.requests(3),
+      (n) => n > asked,
+    ); // site 3 has started
+    return { p, run: run!, pending4, log4 };
+  }
+  const after = async (jobId: string) => {
+    const job = await finished(jobId);
+    h.sim.setFault(3, null);
+    clock = Date.parse('2026-11-26T00:00:00Z');
+    return job;
+  };
+
+  it('deleting it cancels its job: the site in flight finishes, the others end skipped (policy_deleted)', async () => {
+    const { p, run, pending4, log4 } = await runningOn34('Deleted mid-run');
+    await h.call('delete-update-policy-v1', { policy_id: p.id, confirm: true });
+    const job = await after(run.job_id);
+    expect(job).toMatchObject({ status: 'failed', failure: 'cancelled', done: [ids[2]] });
+    expect(job.errors.at(-1)!.message).toBe(
+      `Cancelled (policy ${p.id} ("Deleted mid-run") was deleted while its run was in progress): 1 site(s) not started (ids ${ids[3]}).`,
+    );
+    const items = job.items as Array<{ site_id: number; slug: string; status: string; reason?: string; message?: string }>;
+    expect(items.filter((i) => i.site_id === ids[2]).every((i) => i.status === 'updated')).toBe(true);
+    expect(items.filter((i) => i.site_id === ids[3])).toEqual(
+      pending4.map((slug) =>
+        expect.objectContaining({
+          slug,
+          status: 'skipped',
+          reason: 'policy_deleted',
+          message: `Not updated: policy ${p.id} ("Deleted mid-run") was deleted while its run was in progress.`,
+        }),
+      ),
+    );
+    expect(h.sim.state(4).upgradeLog.length).toBe(log4);
+    expect(pendingPlugins(4).map((x) => x.slug)).toEqual(pending4);
+  });
+
+  it('pausing it does the same (policy_paused); resuming starts no second run of that window', async () => {
+    const { p, run, pending4, log4 } = await runningOn34('Paused mid-run');
+    await h.call('update-update-policy-v1', { policy_id: p.id, paused: true });
+    const job = await after(run.job_id);
+    expect(job).toMatchObject({ status: 'failed', failure: 'cancelled', done: [ids[2]] });
+    expect(job.errors.at(-1)!.message).toMatch(/^Cancelled \(policy \d+ \("Paused mid-run"\) was paused while its run was in progress\)/);
+    const skipped = (job.items as Array<{ site_id: number; status: string; reason?: string }>).filter((i) => i.site_id === ids[3]);
+    expect(skipped.map((i) => [i.status, i.reason])).toEqual(pending4.map(() => ['skipped', 'policy_paused']));
+    expect(h.sim.state(4).upgradeLog.length).toBe(log4);
+    const listed = (await h.call('list-update-policies-v1', {})).items.find((x) => x.id === p.id)!;
+    expect(listed.last_run).toMatchObject({ status: 'failed', processed: 1 });
+    await h.call('update-update-policy-v1', { policy_id: p.id, paused: false });
+    expect(await h.services.policies.tick(Date.parse('2026-11-26T02:50:00Z'))).toEqual([]);
+  });
+});

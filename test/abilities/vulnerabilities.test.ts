@@ -169,6 +169,31 @@ describe('list-vulnerabilities-v1', () => {
     expect(withInfo.items.find((i) => ref(i) === 'WF-19')).toMatchObject({ informational: true, sites_affected: 1 });
   });
 
+  it('installs_per_record lists that many installs (0: counts only); past 100 is refused', async () => {
+    const one = await h.call('list-vulnerabilities-v1', { installs_per_record: 1, per_page: 100 });
+    const wf11 = one.items.find((i) => ref(i) === 'WF-11')!;
+    expect(wf11.installs).toHaveLength(1);
+    expect(wf11.installs_total).toBeGreaterThan(1);
+    const none = await h.call('list-vulnerabilities-v1', { installs_per_record: 0, per_page: 100 });
+    expect(none.items.every((i) => i.installs.length === 0 && i.installs_total > 0)).toBe(true);
+    expect(await h.fails('list-vulnerabilities-v1', { installs_per_record: 101 })).toMatchObject({ status: 400 });
+  });
+
+  it("the fleet's security view counts the same vulnerabilities by severity, installs and sites", async () => {
+    const full = await all();
+    const sec = await h.call('get-security-issues-v1', { per_page: 1 }, h.as.viewer);
+    const bySeverity = { critical: 0, high: 0, medium: 0, low: 0, none: 0, unscored: 0 };
+    for (const i of full.items) bySeverity[i.severity ?? 'unscored']++;
+    const installs = [1, 2, 3].flatMap((n) => siteTable(n));
+    expect(sec.vulnerabilities).toEqual({
+      vulnerabilities: fleetRefs.length,
+      sites: [1, 2, 3].filter((n) => siteTable(n).length).length,
+      installs: installs.length,
+      by_severity: bySeverity,
+    });
+    expect(sec.vulnerabilities.by_severity.critical).toBe(2);
+  });
+
   it('pages: pages of 3 put together are the whole list; past the end is empty', async () => {
     const full = await all();
     const keys: string[] = [];

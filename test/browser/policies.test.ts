@@ -1,6 +1,6 @@
-// The console's Policies page in a real browser: an administrator adds a policy with the form, previews its next
-// window, pauses it, sees the update history (an update made through REST, filtered by outcome), and deletes the
-// policy after confirming; a viewer sees policies and history but no form and no buttons that change them.
+// The console's Policies page in a real browser: an administrator adds a policy with the form (security fixes only),
+// previews its next window, pauses it, sees the update history (an update made through REST, filtered by outcome), and
+// deletes the policy after confirming; a viewer sees policies and history but no form and no buttons that change them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, openPageAs, shot, startConsoleServer, type ConsoleServer } from './support.js';
@@ -29,14 +29,18 @@ describe('the Policies page', () => {
       await page.getByText('No policies yet.').waitFor();
       await page.getByText('Add a policy').click();
       await page.getByLabel('Name').fill('Weeknights');
+      await page.getByLabel('Security fixes only').check();
       await page.getByRole('button', { name: 'Add policy' }).click();
       await page.getByText('Update policy created.').waitFor();
       await page.getByRole('cell', { name: 'Weeknights', exact: true }).waitFor();
+      await page.getByRole('cell', { name: 'core (minor), plugins, themes, translations — security fixes only' }).waitFor();
+      expect((await srv.rest('/updates/policies')).body.data[0].updates.security_only).toBe(true);
       expect(await page.getByRole('cell', { name: 'mon, tue, wed, thu, fri 02:00–05:00 (site time)' }).count()).toBe(1);
       await page.getByRole('button', { name: 'Preview Weeknights' }).click();
       const dialog = page.getByRole('dialog');
       await expect.poll(() => dialog.getByRole('heading').textContent()).toBe('Next window of Weeknights');
       await expect.poll(() => dialog.textContent()).toMatch(/on 2 site\(s\)\./);
+      await expect.poll(() => dialog.textContent()).toMatch(/\(security fixes only\)/);
       await shot(page, 'policies-preview');
       await dialog.getByRole('button', { name: 'Close' }).click();
       await page.getByRole('button', { name: 'Pause Weeknights' }).click();

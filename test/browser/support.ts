@@ -54,9 +54,9 @@ export interface ConsoleServer {
  * children registered and synced. The first start's administrator and API key are read from its output.
  */
 export async function startConsoleServer(
-  opts: { sites?: number; latencyMs?: number; env?: Record<string, string> } = {},
+  opts: { sites?: number; seed?: number; latencyMs?: number; env?: Record<string, string> } = {},
 ): Promise<ConsoleServer> {
-  const sim = await startChildSim({ sites: opts.sites ?? 12, seed: 17, latencyMs: opts.latencyMs ?? 0 });
+  const sim = await startChildSim({ sites: opts.sites ?? 12, seed: opts.seed ?? 17, latencyMs: opts.latencyMs ?? 0 });
   const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-browser-'));
   const p = await serveProcess(['--data-dir', dataDir, '--allow-private-sites'], opts.env ?? {});
   const out = p.stdout();

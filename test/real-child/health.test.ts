@@ -2,8 +2,9 @@
 // 3") becomes the content marker; rc-alpha 1.2.0 (fatal on every web request) makes the home and login pages
 // WordPress's 500 critical-error page; rc-alpha 1.3.0 (the page's title dropped) is caught by the content marker. In
 // safe mode both are rolled back to 1.0.0 from the kit's directory and the site answers 200 with its title again; a
-// good update (rc-gamma 1.1.0) passes untouched; a site already unhealthy is skipped. Each attempt is in the update
-// history. Site 3 is put back by snapshot.sh after each broken update.
+// good update (rc-gamma 1.1.0) passes untouched; a core update that breaks the site ends rollback_failed (the child
+// cannot install an older WordPress), the site's other items skipped; a site already unhealthy is skipped. Each
+// attempt is in the update history. Site 3 is put back by snapshot.sh after each broken update.
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
@@ -157,6 +158,50 @@ describe('safe mode on a real site', () => {
       safe: true,
       probe: { before: 'healthy', after: 'healthy' },
     });
+  });
+
+  it('a core update that breaks the site ends rollback_failed, saying why; the site is left as it is', async () => {
+    snapshot('restore', 'health-registered');
+    // A must-use plugin that breaks every web request once WordPress is 7.0.5, as a release incompatible with the
+    // site's code would (the child's signed calls end at init, before it; wp.sh runs on the command line).
+    wpJson(
+      K,
+      `wp_mkdir_p(WPMU_PLUGIN_DIR); return file_put_contents(WPMU_PLUGIN_DIR . "/rc-core-break.php", '<?php
+if ("cli" !== PHP_SAPI && "7.0.5" === $GLOBALS["wp_version"]) add_action("wp_loaded", function () { throw new Error("7.0.5 breaks this site"); });') > 0;`,
+    );
+    offer(K, '--core', '7.0.5');
+    await refresh();
+    expect((await home()).status).toBe(200);
+    const r = (await s.ability('run-updates-v1', { site_ids_or_domains: [id], types: ['core', 'plugins'] }, { method: 'POST' })).body;
+    expect(r.rolled_back).toEqual([
+      expect.objectContaining({
+        type: 'core',
+        slug: 'wordpress',
+        from_version: '7.0.4',
+        to_version: '7.0.5',
+        outcome: 'rollback_failed',
+        action: 'none',
+        package_url: null,
+      }),
+    ]);
+    const rb = r.rolled_back[0];
+    expect(rb.reason).toMatch(/^WordPress 7\.0\.5 left the site unhealthy \(unhealthy: home fatal_error \(HTTP 500\)/);
+    expect(rb.reason).toMatch(
+      /WordPress core cannot be put back through the MainWP Child: its core update \(upgrade\) only installs the newer version wordpress\.org offers, and its installer \(installplugintheme\) takes plugins and themes only\. Reinstall WordPress 7\.0\.4 by hand \(https:\/\/downloads\.wordpress\.org\/release\/wordpress-7\.0\.4\.zip\)\.$/,
+    );
+    expect(rb.evidence).toMatchObject({ before: 'healthy', after_rollback: null });
+    // The offered rc-gamma 1.1.0 is not applied on the broken site, nor blamed for it.
+    expect(r.skipped).toEqual([expect.objectContaining({ slug: 'rc-gamma/rc-gamma.php', reason: 'site_unhealthy' })]);
+    expect(wpJson<string>(K, 'global $wp_version; return $wp_version;')).toBe('7.0.5');
+    expect(gammaVersion()).toBe('1.0.0');
+    expect((await home()).status).toBe(500);
+    const hist = (await s.rest(`/updates/${id}/history?per_page=2`)).body.data;
+    expect(hist.map((e: { type: string; outcome: string }) => `${e.type} ${e.outcome}`).sort()).toEqual([
+      'core rollback_failed',
+      'plugin skipped',
+    ]);
+    snapshot('restore', 'health-registered');
+    expect((await home()).status).toBe(200);
   });
 
   it('a site already unhealthy is skipped with that reason', async () => {

@@ -206,7 +206,7 @@ export async function settingsFamily(c: RestClient) {
     methodDelete: await c.DELETE('/settings/cost-tracker/payment-methods/{slug}/delete', { params: { path: { slug: method } } }),
     costTracker: await c.GET('/settings/cost-tracker'),
     disconnectDryRun: await c.POST('/settings/tools/disconnect-all-sites', { body: { dry_run: true } }),
-    unsupported: await c.GET('/settings/emails'),
+    unsupported: await c.GET('/settings/dashboard-insights'),
     error: await c.POST('/settings/tools/disconnect-all-sites', { body: {} }),
   };
 }

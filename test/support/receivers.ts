@@ -65,8 +65,8 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
-/** A self-signed certificate for localhost and 127.0.0.1 (null when openssl is missing). */
-export function localCert(): { key: string; cert: string } | null {
+/** A self-signed certificate for localhost and 127.0.0.1, valid `days` (null when openssl is missing). */
+export function localCert(days = 30): { key: string; cert: string } | null {
   try {
     const dir = tempDir('sitefleet-smtp-tls-');
     execFileSync(
@@ -82,7 +82,7 @@ export function localCert(): { key: string; cert: string } | null {
         '-out',
         join(dir, 'c.pem'),
         '-days',
-        '30',
+        String(days),
         '-subj',
         '/CN=localhost',
         '-addext',

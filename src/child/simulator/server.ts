@@ -110,6 +110,8 @@ export interface ChildSimOptions {
   preconnect?: { publicKeyPem: string; server: string };
   /** Also serve every site over HTTPS on a second port, with this key and certificate (PEM). */
   tls?: { key: string; cert: string };
+  /** The clock outage windows are read by (epoch ms; tests move it instead of sleeping). Default: Date.now. */
+  now?: () => number;
 }
 
 const MAX_REQUEST_BYTES = 8 * 1024 * 1024;
@@ -273,7 +275,7 @@ export async function startChildSim(options: ChildSimOptions = {}): Promise<Chil
     const fault = faults.get(index) ?? null;
     if (fault?.type === 'down') return void req.socket.destroy();
     if (fault?.type === 'outage') {
-      const t = Date.now();
+      const t = (options.now ?? Date.now)();
       if (fault.windows.some((w) => t >= w.from && t < w.to)) return void req.socket.destroy();
     }
     const body = await readBody(req);

@@ -932,7 +932,9 @@ export class SimSite {
       const failure = this.state.failingUpdates[t.slug];
       upgrades[t.slug] = !failure;
       data[t.slug] = { name: t.name, slug: t.slug, type: t.type, version: t.version, success: failure ? 0 : 1 };
-      if (!failure) this.state.upgradeLog.push(`translation:${t.slug}:${t.language}`);
+      if (failure) continue;
+      this.state.upgradeLog.push(`translation:${t.slug}:${t.language}`);
+      this.installed(`translation:${t.slug}`);
     }
     this.state.translations = this.state.translations.filter((t) => !upgrades[t.slug]);
     this.changed();

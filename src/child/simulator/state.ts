@@ -114,7 +114,10 @@ export interface SimSiteState {
   translations: SimTranslation[];
   /** Packages that fail to install here (slug or "wordpress" → the upgrader's message), for failure scenarios. */
   failingUpdates: Record<string, string>;
-  /** Updates that break the site's front end once installed (slug or "wordpress" → how), for health and rollback tests. */
+  /**
+   * Updates that break the site's front end once installed (slug, "wordpress" or "translation:TEXT-DOMAIN" → how), for
+   * health and rollback tests.
+   */
   breakOnUpdate: Record<string, SimBreak>;
   /** How the front end is broken now, and by which item's update (null: it renders well). */
   frontEnd: { effect: SimBreak; by: string } | null;

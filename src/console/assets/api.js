@@ -78,10 +78,10 @@ export function run(name, input) {
 /** Does the registry offer this ability? */
 export const has = (name) => !!session?.abilities.some((a) => a.name === name);
 
-/** May this user run it? (Offered, and the user an administrator, or it read-only and not administrators-only.) The server checks again. */
+/** May this user run it? (Offered, and the server's permission rule lets this user's role run it.) The server checks again. */
 export function may(name) {
   const a = session?.abilities.find((x) => x.name === name);
-  return !!a && (session.user.role === 'administrator' || (a.readonly && !a.admin));
+  return !!a && a.may === true;
 }
 
 export const takes = (name, field) => !!session?.abilities.find((a) => a.name === name)?.inputs.includes(field);

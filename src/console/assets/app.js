@@ -1,5 +1,7 @@
 // The console's shell: login, navigation and the hash router (#/, #/sites/12, #/sites/new, #/jobs/<id>, #/tags,
-// #/clients, #/updates). Each page is a module whose render(main, params) may return a cleanup function.
+// #/clients, #/updates, #/vulnerabilities, …). Each page is a module whose render(main, params) may return a cleanup
+// function. A `client` user gets the client portal instead: one page, no navigation to the others (the server refuses
+// or scopes them anyway).
 import { current, has, loadSession, login, logout, may } from './api.js';
 import { clear, errorText, field, h, notice } from './dom.js';
 import * as overview from './pages/overview.js';
@@ -12,6 +14,10 @@ import * as updates from './pages/updates.js';
 import * as audit from './pages/audit.js';
 import * as install from './pages/install.js';
 import * as policies from './pages/policies.js';
+import * as notifications from './pages/notifications.js';
+import * as portal from './pages/portal.js';
+import * as reports from './pages/reports.js';
+import * as vulnerabilities from './pages/vulnerabilities.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -30,7 +36,12 @@ const ROUTES = [
   [/^\/audit$/, audit, 'Audit log'],
   [/^\/install$/, install, 'Install'],
   [/^\/policies$/, policies, 'Update policies'],
+  [/^\/notifications$/, notifications, 'Notifications'],
+  [/^\/reports$/, reports, 'Client reports'],
+  [/^\/vulnerabilities$/, vulnerabilities, 'Vulnerabilities'],
 ];
+const PORTAL_ROUTES = [[/^\/$/, portal, 'Your sites']];
+const isPortal = () => current()?.user.role === 'client';
 
 function parseHash() {
   const raw = location.hash.replace(/^#/, '') || '/';
@@ -38,11 +49,7 @@ function parseHash() {
   return { path, query: new URLSearchParams(query) };
 }
 
-function drawChrome() {
-  const s = current();
-  nav.hidden = !s;
-  who.hidden = !s;
-  if (!s) return;
+function fleetLinks() {
   const links = [
     ['#/', 'Fleet'],
     ['#/jobs', 'Jobs'],
@@ -55,6 +62,18 @@ function drawChrome() {
   if (may('list-audit-log-v1')) links.push(['#/audit', 'Audit log']);
   if (has('search-plugin-directory-v1')) links.push(['#/install', 'Install']);
   if (has('list-update-policies-v1')) links.push(['#/policies', 'Policies']);
+  if (has('list-notification-channels-v1')) links.push(['#/notifications', 'Notifications']);
+  if (has('list-client-reports-v1')) links.push(['#/reports', 'Reports']);
+  if (has('list-vulnerabilities-v1')) links.push(['#/vulnerabilities', 'Vulnerabilities']);
+  return links;
+}
+
+function drawChrome() {
+  const s = current();
+  nav.hidden = !s;
+  who.hidden = !s;
+  if (!s) return;
+  const links = isPortal() ? [['#/', 'Your sites']] : fleetLinks();
   const { path } = parseHash();
   clear(
     nav,
@@ -135,7 +154,7 @@ async function route() {
   if (!current()) return showLogin();
   drawChrome();
   const { path, query } = parseHash();
-  const found = ROUTES.find(([re]) => re.test(path));
+  const found = (isPortal() ? PORTAL_ROUTES : ROUTES).find(([re]) => re.test(path));
   if (!found) {
     clear(main, h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/' }, 'Back to the fleet')));
     return;

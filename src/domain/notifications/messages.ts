@@ -15,11 +15,21 @@ const escapeHtml = (s: string) =>
 
 /** Red for bad news, green for good, blue for the rest (Discord's integer colours; Teams' and Slack's names). */
 function tone(items: EventItem[]): 'bad' | 'good' | 'info' {
-  const bad: string[] = ['site.down', 'site.sync_failed'];
+  const bad: string[] = [
+    'site.down',
+    'site.sync_failed',
+    'update.failed',
+    'update.rolled_back',
+    'update.rollback_failed',
+    'vulnerability.found',
+    'user.admin_created',
+    'plugin.installed_outside',
+    'tls.expiring',
+  ];
   if (items.some((i) => bad.includes(i.event))) return 'bad';
   if (items.some((i) => i.event === 'job.finished' && i.data.job && (i.data.job as { status?: string }).status !== 'completed'))
     return 'bad';
-  if (items.every((i) => i.event === 'site.up')) return 'good';
+  if (items.every((i) => i.event === 'site.up' || i.event === 'vulnerability.fixed')) return 'good';
   return 'info';
 }
 

@@ -40,6 +40,9 @@ export const MAX_RECIPIENTS = 50;
 export const DEFAULT_RATE_PER_MINUTE = 30;
 /** Attempts sent at once by one process: a hanging receiver holds one slot for its timeout, never the others. */
 export const SEND_CONCURRENCY = 8;
+/** tls.expiring: a rule hears of a certificate that expires within this many days, unless it says otherwise. */
+export const TLS_DAYS = 14;
+export const TLS_DAYS_MAX = 365;
 
 const EMAIL = /^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+\.[^\s@<>(),;:"]+$/;
 const ENCODING = 'sha256';
@@ -72,6 +75,7 @@ export interface RuleInput {
   recipients?: string[];
   mode?: RuleRecord['mode'];
   quiet_hours?: QuietHours | null;
+  tls_days?: number;
 }
 
 export interface NotificationOptions {
@@ -297,6 +301,9 @@ export class NotificationService {
       throw new ServiceError('svc_invalid_sites', 'Choose all sites or some tags, clients and sites, not both.', 400);
     if (!r.sites.all && !chosen) throw new ServiceError('svc_invalid_sites', 'Choose all sites, or at least one tag, client or site.', 400);
     if (r.quiet_hours) checkQuietHours(r.quiet_hours);
+    const days = r.tls_days ?? TLS_DAYS;
+    if (!Number.isInteger(days) || days < 1 || days > TLS_DAYS_MAX)
+      throw new ServiceError('svc_invalid_tls_days', `tls_days takes a whole number of days from 1 to ${TLS_DAYS_MAX}.`, 400);
     return r;
   }
 
@@ -318,6 +325,7 @@ export class NotificationService {
       recipients: this.checkRecipients(input.recipients),
       mode: input.mode ?? 'immediate',
       quiet_hours: input.quiet_hours ?? null,
+      tls_days: input.tls_days ?? TLS_DAYS,
       created_at: isoOf(this.now()),
     };
     return this.store.write((tx) => {
@@ -339,6 +347,7 @@ export class NotificationService {
       ...(patch.recipients !== undefined ? { recipients: this.checkRecipients(patch.recipients) } : {}),
       ...(patch.mode !== undefined ? { mode: patch.mode } : {}),
       ...(patch.quiet_hours !== undefined ? { quiet_hours: patch.quiet_hours } : {}),
+      ...(patch.tls_days !== undefined ? { tls_days: patch.tls_days } : {}),
     };
     return this.store.write((tx) => {
       if (!tx.get('notification_rules', id)) throw new ServiceError('svc_rule_not_found', `No notification rule found with ID ${id}.`, 404);
@@ -370,7 +379,22 @@ export class NotificationService {
 
   // ---- events ---------------------------------------------------------------------------------------------
 
-  private matches(tx: Tx, r: RuleRecord, site: EventInput['site']): boolean {
+  /** Some enabled rule wants one of these events (a cheap check before work that only notifications need). */
+  wants(...events: NotificationEvent[]): boolean {
+    return this.listRules().some((r) => r.enabled && events.some((e) => r.events.includes(e)));
+  }
+
+  /** The most days ahead any enabled rule wants to hear of an expiring certificate (0: none wants it). */
+  tlsHorizonDays(): number {
+    let most = 0;
+    for (const r of this.listRules()) if (r.enabled && r.events.includes('tls.expiring')) most = Math.max(most, r.tls_days ?? TLS_DAYS);
+    return most;
+  }
+
+  private matches(tx: Tx, r: RuleRecord, e: EventInput): boolean {
+    // A certificate further away than the rule's horizon is not news to it yet.
+    if (e.event === 'tls.expiring' && Number(e.data?.days_left) > (r.tls_days ?? TLS_DAYS)) return false;
+    const site = e.site;
     if (r.sites.all) return true;
     if (!site) return false;
     if (r.sites.site_ids.includes(site.id)) return true;
@@ -405,12 +429,15 @@ export class NotificationService {
         if (d.status === 'pending' || d.status === 'collecting') waiting++;
         byDedupe.set(d.dedupe, d);
         // A digest's events: each is heard of at its place (a full digest only counts the rest).
-        if (d.kind === 'digest') for (const i of d.items) byDedupe.set(onceKey(i.key, placeOf(d.channel_id, d.recipients)), d);
+        if (d.kind === 'digest') {
+          const place = placeOf(d.channel_id, d.recipients);
+          for (const i of d.items) byDedupe.set(onceKey(i.key, place, i), d);
+        }
       }
       const made: number[] = [];
       for (const r of rules) {
         const live = tx.get<RuleRecord>('notification_rules', r.id);
-        if (!live?.enabled || !this.matches(tx, live, e.site)) continue;
+        if (!live?.enabled || !this.matches(tx, live, e)) continue;
         const channel = tx.get<ChannelRecord>('notification_channels', live.channel_id);
         if (!channel) continue;
         const recipients = channel.type === 'email' ? (live.recipients.length ? live.recipients : channel.recipients) : [];
@@ -638,5 +665,14 @@ export class NotificationService {
 
 /** A place: a channel and, for e-mail, its recipients. */
 const placeOf = (channelId: number, recipients: string[]) => `${channelId}:${[...recipients].sort().join(',')}`;
-const onceKey = (key: string, place: string) => `event:${hash(key)}@${place}`;
+/** A digest's items are read back at every event of a burst: each item's hash is computed once (the item is kept). */
+const itemHashes = new WeakMap<EventItem, string>();
+const onceKey = (key: string, place: string, item?: EventItem) => {
+  let h = item && itemHashes.get(item);
+  if (!h) {
+    h = hash(key);
+    if (item) itemHashes.set(item, h);
+  }
+  return `event:${h}@${place}`;
+};
 const hash = (s: string) => createHash(ENCODING).update(s).digest('hex').slice(0, 32);

@@ -60,6 +60,11 @@ interface Bucket {
 
 const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 
+/** The live generation (0: no feed), read from the state blob: a key for answers derived from the feed. */
+export function liveFeedGeneration(store: Store): number {
+  return store.getBlob<FeedState>('vulnerabilities', 0)?.generation ?? 0;
+}
+
 export class FeedStore {
   private loaded: { generation: number; index: FeedIndex } | null = null;
 

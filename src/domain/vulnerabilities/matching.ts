@@ -1,7 +1,7 @@
 // Matching installed items against the feed: which feed slug an installed plugin, theme or core is, an index of the
 // records by type:slug (wordfence-cli's `type → slug → ranges`), and the fixed-in version of a hit.
 import type { SiteData } from '../../store/records.js';
-import { cleanVersion, compareParsed, compareVersions, partsOf, type Part } from './version.js';
+import { cleanVersion, compareVersionKeys, compareVersions, parseVersion, type ParsedVersion } from './version.js';
 import type { SoftwareType, VersionRange, VulnRecord } from './records.js';
 
 /** An installed item as the feeds name it. `ref` is sitefleet's own identifier (the plugin file, the stylesheet). */
@@ -65,31 +65,37 @@ export function installedItems(wpVersion: string, data: SiteData | null): Instal
 }
 
 export function inRange(version: string, r: VersionRange): boolean {
-  return inRangeParsed(partsOf(version), r);
+  return within(parseVersion(version), [boundOf(r)]);
 }
 
-/** A range's bounds parsed once (the index keeps its ranges for as long as the feed is live). */
-const parsedBounds = new WeakMap<VersionRange, { from: Part[] | null; to: Part[] | null }>();
-function boundsOf(r: VersionRange) {
-  let b = parsedBounds.get(r);
-  if (!b) {
-    b = { from: r.from === null ? null : partsOf(r.from), to: r.to === null ? null : partsOf(r.to) };
-    parsedBounds.set(r, b);
-  }
-  return b;
+/** A range with its bounds parsed once (null: open). */
+interface Bound {
+  from: ParsedVersion | null;
+  fromInclusive: boolean;
+  to: ParsedVersion | null;
+  toInclusive: boolean;
 }
+const boundOf = (r: VersionRange): Bound => ({
+  from: r.from === null ? null : parseVersion(r.from),
+  fromInclusive: r.from_inclusive,
+  to: r.to === null ? null : parseVersion(r.to),
+  toInclusive: r.to_inclusive,
+});
 
-function inRangeParsed(v: readonly Part[], r: VersionRange): boolean {
-  const b = boundsOf(r);
-  if (b.from !== null) {
-    const c = compareParsed(v, b.from);
-    if (c < 0 || (c === 0 && !r.from_inclusive)) return false;
+/** Whether a parsed version lies in any of the parsed ranges. */
+function within(v: ParsedVersion, bounds: readonly Bound[]): boolean {
+  for (const b of bounds) {
+    if (b.from !== null) {
+      const c = compareVersionKeys(v, b.from);
+      if (c < 0 || (c === 0 && !b.fromInclusive)) continue;
+    }
+    if (b.to !== null) {
+      const c = compareVersionKeys(v, b.to);
+      if (c > 0 || (c === 0 && !b.toInclusive)) continue;
+    }
+    return true;
   }
-  if (b.to !== null) {
-    const c = compareParsed(v, b.to);
-    if (c > 0 || (c === 0 && !r.to_inclusive)) return false;
-  }
-  return true;
+  return false;
 }
 
 /** The compact form of a record's software entry that the index keeps in memory (no texts). */
@@ -133,32 +139,79 @@ export interface Hit {
   offered_clears: boolean;
 }
 
-/** The records by `type:slug`. Exact, case-sensitive slugs, as the feeds and wordfence-cli use them. */
-/** Whether a parsed version lies in any of the parsed ranges. */
-function within(v: readonly Part[], bounds: Compiled['bounds']): boolean {
-  for (const b of bounds) {
-    if (b.from !== null) {
-      const c = compareParsed(v, b.from);
-      if (c < 0 || (c === 0 && !b.r.from_inclusive)) continue;
-    }
-    if (b.to !== null) {
-      const c = compareParsed(v, b.to);
-      if (c > 0 || (c === 0 && !b.r.to_inclusive)) continue;
-    }
-    return true;
-  }
-  return false;
-}
-
-/** An entry with its range bounds parsed once, for matching. */
+/** An entry with its range bounds and patched versions parsed once, for matching. */
 interface Compiled {
-  e: IndexEntry;
-  bounds: Array<{ from: Part[] | null; to: Part[] | null; r: VersionRange }>;
+  key: string;
+  informational: boolean;
+  /** Another entry of the same slug belongs to the same record (a hit is then checked against the earlier ones). */
+  shared: boolean;
+  bounds: Bound[];
+  /** The patched versions that no range covers, oldest first (a fix is the oldest one above the installed version). */
+  fixes: Array<{ v: ParsedVersion; text: string }>;
 }
 
+/**
+ * Every range of one slug's entries in one flat table, so that testing a version against a slug reads one block of
+ * memory instead of an object per range: per range, the entry's index, the flags, then the lower and the upper
+ * bound's keys padded with zeros to TABLE_PARTS (a missing part is 0, so padding keeps the order). A slug with a bound
+ * of more parts, or with a number too long for a key, keeps no table and is matched range by range.
+ */
+const TABLE_PARTS = 5;
+const STRIDE = 2 + 2 * TABLE_PARTS;
+const HAS_FROM = 1;
+const FROM_INCLUSIVE = 2;
+const HAS_TO = 4;
+const TO_INCLUSIVE = 8;
+
+interface Slot {
+  list: Compiled[];
+  /** Built on the first match after an entry was added; null: this slug is matched range by range. */
+  table: Float64Array | null | undefined;
+}
+
+function tableOf(list: readonly Compiled[]): Float64Array | null {
+  let rows = 0;
+  for (const c of list)
+    for (const b of c.bounds) {
+      for (const v of [b.from, b.to]) if (v !== null && (v.key === null || v.key.length > TABLE_PARTS)) return null;
+      rows++;
+    }
+  const t = new Float64Array(rows * STRIDE);
+  let off = 0;
+  list.forEach((c, i) => {
+    for (const b of c.bounds) {
+      t[off] = i;
+      t[off + 1] =
+        (b.from ? HAS_FROM : 0) | (b.fromInclusive ? FROM_INCLUSIVE : 0) | (b.to ? HAS_TO : 0) | (b.toInclusive ? TO_INCLUSIVE : 0);
+      if (b.from) t.set(b.from.key!, off + 2);
+      if (b.to) t.set(b.to.key!, off + 2 + TABLE_PARTS);
+      off += STRIDE;
+    }
+  });
+  return t;
+}
+
+/** The installed version, padded like the tables' bounds (one buffer, reused: matching is synchronous). */
+const padded = new Float64Array(TABLE_PARTS);
+
+/** -1, 0 or 1: `padded` against the bound at t[off…]. */
+function compareAt(t: Float64Array, off: number): number {
+  for (let i = 0; i < TABLE_PARTS; i++) {
+    const x = padded[i]!;
+    const y = t[off + i]!;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * The records by type, then slug (no key string built per lookup). Exact, case-sensitive slugs, as the feeds and
+ * wordfence-cli use them. Each entry is compiled once when added; matching an item parses its version once (cached
+ * across the fleet), scans its slug's table and builds a hit only for the entries it lies in.
+ */
 export class FeedIndex {
   private readonly bySlug = new Map<string, IndexEntry[]>();
-  private readonly compiled = new Map<string, Compiled[]>();
+  private readonly compiled = new Map<string, Map<string, Slot>>();
   size = 0;
 
   add(r: VulnRecord, bucket: number): void {
@@ -170,13 +223,25 @@ export class FeedIndex {
     const list = this.bySlug.get(typeSlug);
     if (list) list.push(e);
     else this.bySlug.set(typeSlug, [e]);
-    const c: Compiled = {
-      e,
-      bounds: e.ranges.map((r) => ({ from: r.from === null ? null : partsOf(r.from), to: r.to === null ? null : partsOf(r.to), r })),
-    };
-    const cl = this.compiled.get(typeSlug);
-    if (cl) cl.push(c);
-    else this.compiled.set(typeSlug, [c]);
+    const bounds = e.ranges.map(boundOf);
+    const fixes = e.patched
+      ? e.patched_versions
+          .map((text) => ({ v: parseVersion(text), text }))
+          .filter((p) => !within(p.v, bounds))
+          .sort((a, b) => compareVersionKeys(a.v, b.v))
+      : [];
+    const colon = typeSlug.indexOf(':');
+    const type = typeSlug.slice(0, colon);
+    const slug = typeSlug.slice(colon + 1);
+    let bySlug = this.compiled.get(type);
+    if (!bySlug) this.compiled.set(type, (bySlug = new Map()));
+    const c: Compiled = { key: e.key, informational: e.informational, shared: false, bounds, fixes };
+    const slot = bySlug.get(slug);
+    if (slot) {
+      for (const o of slot.list) if (o.key === e.key) o.shared = c.shared = true;
+      slot.list.push(c);
+      slot.table = undefined;
+    } else bySlug.set(slug, { list: [c], table: undefined });
   }
 
   entries(): IterableIterator<[string, IndexEntry[]]> {
@@ -185,39 +250,66 @@ export class FeedIndex {
 
   /** Every record the item's installed version lies in (any range). */
   match(item: InstalledItem): Hit[] {
-    const list = this.compiled.get(`${item.type}:${item.slug}`);
-    if (!list) return [];
+    const slot = this.compiled.get(item.type)?.get(item.slug);
+    if (!slot) return [];
     const version = cleanVersion(item.version);
     if (!version) return [];
-    const v = partsOf(version);
+    const v = parseVersion(version);
+    if (slot.table === undefined) slot.table = tableOf(slot.list);
+    const t = slot.table;
     const hits: Hit[] = [];
-    let offered: Part[] | null | undefined;
-    for (const { e, bounds } of list) {
-      if (!within(v, bounds) || hits.some((h) => h.key === e.key)) continue;
-      if (offered === undefined) offered = item.offered?.trim() ? partsOf(cleanVersion(item.offered)) : null;
-      let fixed: string | null = null;
-      let best: Part[] | null = null;
-      if (e.patched)
-        for (const p of e.patched_versions) {
-          const pp = partsOf(p);
-          if (compareParsed(pp, v) <= 0 || within(pp, bounds)) continue;
-          if (best === null || compareParsed(pp, best) < 0) [best, fixed] = [pp, p];
+    if (t !== null && v.key !== null && v.key.length <= TABLE_PARTS) {
+      padded.fill(0);
+      padded.set(v.key);
+      let last = -1;
+      for (let off = 0; off < t.length; off += STRIDE) {
+        const i = t[off]!;
+        if (i === last) continue;
+        const flags = t[off + 1]!;
+        if (flags & HAS_FROM) {
+          const c = compareAt(t, off + 2);
+          if (c < 0 || (c === 0 && !(flags & FROM_INCLUSIVE))) continue;
         }
-      hits.push({
-        key: e.key,
-        type: item.type,
-        slug: item.slug,
-        ref: item.ref,
-        name: item.name,
-        version: item.version,
-        fixed_in: fixed,
-        informational: e.informational,
-        offered: item.offered,
-        offered_clears: offered !== null && compareParsed(offered, v) > 0 && !within(offered, bounds),
-      });
-    }
+        if (flags & HAS_TO) {
+          const c = compareAt(t, off + 2 + TABLE_PARTS);
+          if (c > 0 || (c === 0 && !(flags & TO_INCLUSIVE))) continue;
+        }
+        last = i;
+        addHit(item, v, slot.list[i]!, hits);
+      }
+    } else for (const c of slot.list) if (within(v, c.bounds)) addHit(item, v, c, hits);
     return hits;
   }
+}
+
+/** Adds the hit of an item on an entry it lies in, unless an earlier hit is of the same record. */
+function addHit(item: InstalledItem, v: ParsedVersion, c: Compiled, hits: Hit[]): void {
+  if (c.shared && hits.some((h) => h.key === c.key)) return;
+  let fixed: string | null = null;
+  for (const f of c.fixes)
+    if (compareVersionKeys(f.v, v) > 0) {
+      fixed = f.text;
+      break;
+    }
+  // The offered version, parsed on the item's first hit (the parse is cached by its text).
+  const offered = item.offered === null ? '' : cleanVersion(item.offered);
+  let clears = false;
+  if (offered) {
+    const o = parseVersion(offered);
+    clears = compareVersionKeys(o, v) > 0 && !within(o, c.bounds);
+  }
+  hits.push({
+    key: c.key,
+    type: item.type,
+    slug: item.slug,
+    ref: item.ref,
+    name: item.name,
+    version: item.version,
+    fixed_in: fixed,
+    informational: c.informational,
+    offered: item.offered,
+    offered_clears: clears,
+  });
 }
 
 export function toEntry(r: VulnRecord, s: VulnRecord['software'][number], bucket: number): IndexEntry {

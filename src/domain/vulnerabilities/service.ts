@@ -6,6 +6,7 @@
 // generation, the site's last sync and last change, its WordPress version); `reconcile` re-matches only the sites whose stamp moved
 // (after a sync, after a feed import) and stores them in 'vulnerability-matches' blobs (one per 250 sites), so that a
 // restart re-matches nothing and the events fire once per change, whichever process notices it first.
+import { callScope, scopeKey, unscoped } from '../../core/scope.js';
 import { open } from 'node:fs/promises';
 import { readdirSync, statSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -47,9 +48,9 @@ export const IDLE_TIMEOUT_MS = 60_000;
 /** Sites listed in one vulnerability.found / .fixed event; events of one reconcile round. */
 export const EVENT_SITES = 100;
 export const EVENTS_PER_ROUND = 200;
-/** Installs listed per record in the fleet view (all are counted). */
-export const MAX_INSTALLS_LISTED = 100;
 const SHARD = 250;
+/** Sets of filters whose fleet-view rows are kept (each holds references to the matches, no copies of them). */
+export const VIEW_CACHE_ENTRIES = 32;
 const SETTINGS_ID = 3;
 /** The API key lives with the sites' secrets, under an id no site has (site ids start at 1). */
 const KEY_SECRET_ID = 0;
@@ -84,6 +85,20 @@ export interface VulnSettingsView {
   vulnerability_api_key_set: boolean;
   vulnerability_refresh_hours: number;
   vulnerability_feed_url: string | null;
+}
+
+export interface SeverityCounts {
+  /** Distinct records matched, and how many of them per severity (from the CVSS score; unscored: none given). */
+  vulnerabilities: number;
+  sites: number;
+  installs: number;
+  by_severity: Record<Severity | 'unscored', number>;
+}
+
+interface ViewRow {
+  key: string;
+  score: number;
+  installs: Array<{ site: SiteRecord; hit: Hit }>;
 }
 
 interface SiteMatches {
@@ -142,6 +157,8 @@ export interface FleetQuery {
   slug?: string;
   fixable?: boolean;
   include_informational: boolean;
+  /** Installs listed per record (all are counted). */
+  installs_per_record: number;
   page: number;
   per_page: number;
 }
@@ -225,6 +242,9 @@ export class VulnerabilityService {
   /** The scheduled refresh running in this process, if any. */
   scheduled: Promise<void> | null = null;
   private aggregate: { sites: number; gen: number; byKey: Map<string, Array<{ site: SiteRecord; hit: Hit }>> } | null = null;
+  private keyMeta: { gen: number; byKey: Map<string, { bucket: number; score: number | null; informational: boolean }> } | null = null;
+  /** The fleet view's rows per set of filters, for the current aggregate (emptied with it). */
+  private views = new Map<string, ViewRow[]>();
   /** Where vulnerability.found / .fixed go (the webhooks, wired in domain/index.ts). */
   readonly eventListeners = new Set<(e: VulnEvent) => void>();
 
@@ -634,10 +654,7 @@ export class VulnerabilityService {
           at(fixed, h.key, { site: where, type: h.type, slug: h.slug, old_version: h.version, version: now?.version ?? null });
         }
     }
-    const keys = new Map<string, number>();
-    const { index } = this.feed.index();
-    for (const [, entries] of index.entries()) for (const e of entries) if (found.has(e.key) || fixed.has(e.key)) keys.set(e.key, e.bucket);
-    const records = this.feed.records(keys);
+    const records = this.feed.records(this.bucketsOf([...found.keys(), ...fixed.keys()]));
     let sent = 0;
     const send = (event: VulnEvent['event'], m: Map<string, Array<Record<string, unknown>>>) => {
       for (const [key, list] of m) {
@@ -657,14 +674,18 @@ export class VulnerabilityService {
       log('warn', 'vulnerability events over the round limit were not sent', { limit: EVENTS_PER_ROUND, events: sent });
   }
 
-  /** Matches by record key across the fleet, rebuilt when a site or the feed changed. */
+  /**
+   * Matches by record key across the fleet, each list in (site id, slug) order, rebuilt when a site or the feed
+   * changed (which also empties the cached views of the fleet).
+   */
   private byRecord(): Map<string, Array<{ site: SiteRecord; hit: Hit }>> {
     const sitesV = this.store.version('sites');
     const gen = this.feed.state().generation;
     if (this.aggregate && this.aggregate.sites === sitesV && this.aggregate.gen === gen) return this.aggregate.byKey;
     const byKey = new Map<string, Array<{ site: SiteRecord; hit: Hit }>>();
     for (const [id, m] of this.mem) {
-      const site = this.sites.get(id);
+      // The fleet's aggregate, kept for every caller: built outside the caller's scope, cut to it in list().
+      const site = unscoped(() => this.sites.get(id));
       if (!site) continue;
       for (const hit of m.hits) {
         const l = byKey.get(hit.key);
@@ -672,22 +693,30 @@ export class VulnerabilityService {
         else byKey.set(hit.key, [{ site, hit }]);
       }
     }
+    for (const l of byKey.values()) l.sort((a, b) => a.site.id - b.site.id || (a.hit.slug < b.hit.slug ? -1 : 1));
     this.aggregate = { sites: sitesV, gen, byKey };
+    this.views.clear();
+    return byKey;
+  }
+
+  /** Per record key of the live generation: its bucket, score and informational flag (built once per generation). */
+  private metaOf(): Map<string, { bucket: number; score: number | null; informational: boolean }> {
+    const { generation, index } = this.feed.index();
+    if (this.keyMeta?.gen === generation) return this.keyMeta.byKey;
+    const byKey = new Map<string, { bucket: number; score: number | null; informational: boolean }>();
+    for (const [, entries] of index.entries())
+      for (const e of entries) byKey.set(e.key, { bucket: e.bucket, score: e.score, informational: e.informational });
+    this.keyMeta = { gen: generation, byKey };
     return byKey;
   }
 
   private bucketsOf(keys: Iterable<string>): Map<string, number> {
-    const wanted = new Set(keys);
+    const meta = this.metaOf();
     const out = new Map<string, number>();
-    const { index } = this.feed.index();
-    for (const [, entries] of index.entries()) for (const e of entries) if (wanted.has(e.key)) out.set(e.key, e.bucket);
-    return out;
-  }
-
-  private scoreOf(): Map<string, { score: number | null; informational: boolean }> {
-    const out = new Map<string, { score: number | null; informational: boolean }>();
-    for (const [, entries] of this.feed.index().index.entries())
-      for (const e of entries) out.set(e.key, { score: e.score, informational: e.informational });
+    for (const k of keys) {
+      const m = meta.get(k);
+      if (m) out.set(k, m.bucket);
+    }
     return out;
   }
 
@@ -717,41 +746,65 @@ export class VulnerabilityService {
   }> {
     await this.reconcile(false);
     const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
-    const meta = this.scoreOf();
-    const rows: Array<{ key: string; score: number; installs: Array<{ site: SiteRecord; hit: Hit }> }> = [];
-    for (const [key, all] of this.byRecord()) {
+    const rows = this.viewRows(q, site?.id);
+    const page = paginate(rows, q.page, q.per_page);
+    const records = this.feed.records(this.bucketsOf(page.map((r) => r.key)));
+    const items = page.flatMap((row) => {
+      const r = records.get(row.key);
+      if (!r) return [];
+      // The installs are in (site id, slug) order already: one pass counts, the first ones are listed.
+      let sites = 0;
+      let last = -1;
+      let fixable = false;
+      let pending = 0;
+      for (const { site, hit } of row.installs) {
+        if (site.id !== last) sites++;
+        last = site.id;
+        if (hit.fixed_in !== null) fixable = true;
+        if (hit.offered_clears) pending++;
+      }
+      return [
+        {
+          ...recordView(r),
+          sites_affected: sites,
+          installs_total: row.installs.length,
+          fixable,
+          updates_pending: pending,
+          installs: row.installs.slice(0, q.installs_per_record).map((i) => this.install(i.site, i.hit)),
+        },
+      ];
+    });
+    return { items, total: rows.length, feed: this.feed.state() };
+  }
+
+  /**
+   * The fleet view's rows for a set of filters (most severe first), kept until a site or the feed changes: paging
+   * through the view, or asking it again, does not filter and sort the fleet's matches again.
+   */
+  private viewRows(q: FleetQuery, siteId: number | undefined): ViewRow[] {
+    const all = this.byRecord();
+    // The caller's scope is part of the key: rows cut to one scope never answer another (issue 32).
+    const cacheKey = JSON.stringify([scopeKey(callScope()), q.severity, siteId, q.slug, q.fixable, q.include_informational]);
+    const cached = this.views.get(cacheKey);
+    if (cached) return cached;
+    const meta = this.metaOf();
+    const rows: ViewRow[] = [];
+    for (const [key, list] of all) {
       const m = meta.get(key);
       if (!m) continue;
       if (m.informational && !q.include_informational) continue;
       if (q.severity && (m.score === null || SEVERITY_RANK[severityFromScore(m.score)] < SEVERITY_RANK[q.severity])) continue;
-      let installs = all;
-      if (site) installs = installs.filter((i) => i.site.id === site.id);
+      let installs = list.filter((i) => this.sites.access.seesSite(i.site.id));
+      if (siteId !== undefined) installs = installs.filter((i) => i.site.id === siteId);
       if (q.slug) installs = installs.filter((i) => i.hit.slug === q.slug || i.hit.ref === q.slug);
       if (q.fixable !== undefined) installs = installs.filter((i) => (i.hit.fixed_in !== null) === q.fixable);
       if (!installs.length) continue;
       rows.push({ key, score: m.score ?? -1, installs });
     }
     rows.sort((a, b) => b.score - a.score || b.installs.length - a.installs.length || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const page = paginate(rows, q.page, q.per_page);
-    const records = this.feed.records(this.bucketsOf(page.map((r) => r.key)));
-    const items = page.flatMap((row) => {
-      const r = records.get(row.key);
-      if (!r) return [];
-      const installs = row.installs
-        .map((i) => this.install(i.site, i.hit))
-        .sort((a, b) => a.site_id - b.site_id || (a.slug < b.slug ? -1 : 1));
-      return [
-        {
-          ...recordView(r),
-          sites_affected: new Set(installs.map((i) => i.site_id)).size,
-          installs_total: installs.length,
-          fixable: installs.some((i) => i.fixed_in !== null),
-          updates_pending: installs.filter((i) => i.update_pending).length,
-          installs: installs.slice(0, MAX_INSTALLS_LISTED),
-        },
-      ];
-    });
-    return { items, total: rows.length, feed: this.feed.state() };
+    if (this.views.size >= VIEW_CACHE_ENTRIES) this.views.delete(this.views.keys().next().value!);
+    this.views.set(cacheKey, rows);
+    return rows;
   }
 
   /** One site's vulnerable installs, one entry per (record, item), most severe first. */
@@ -785,6 +838,33 @@ export class VulnerabilityService {
       if (hits.length) out.set(id, hits);
     }
     return out;
+  }
+
+  /**
+   * The fleet's known vulnerabilities (informational ones not counted) for its security view: records by severity,
+   * vulnerable installs and sites. Read-only: matches in memory only, nothing stored or sent.
+   */
+  async severityCounts(): Promise<SeverityCounts> {
+    await this.reconcile(false);
+    const meta = this.metaOf();
+    const by: SeverityCounts['by_severity'] = { critical: 0, high: 0, medium: 0, low: 0, none: 0, unscored: 0 };
+    const seen = new Set<string>();
+    let installs = 0;
+    let sites = 0;
+    for (const m of this.mem.values()) {
+      let vulnerable = false;
+      for (const h of m.hits) {
+        if (h.informational) continue;
+        vulnerable = true;
+        installs++;
+        if (seen.has(h.key)) continue;
+        seen.add(h.key);
+        const score = meta.get(h.key)?.score ?? null;
+        by[score === null ? 'unscored' : severityFromScore(score)]++;
+      }
+      if (vulnerable) sites++;
+    }
+    return { vulnerabilities: seen.size, sites, installs, by_severity: by };
   }
 
   /** Vulnerable installs and sites of the fleet (informational records not counted), for the overview counts. */

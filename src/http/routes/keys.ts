@@ -67,14 +67,28 @@ const keyFields = (a: RestArgs) => {
   return {
     ...(name !== undefined && name !== '' ? { name } : {}),
     ...(permissions ? { permissions } : {}),
-    ...pick(a, 'admin', 'expires_at'),
+    ...pick(a, 'admin', 'expires_at', 'scope'),
   };
 };
+
+/** allow_tools / deny_tools (edit-key): a comma list or an array of tool names; "" or [] clears the list. */
+const toolLists = (a: RestArgs) =>
+  Object.fromEntries(
+    (['allow_tools', 'deny_tools'] as const)
+      .filter((k) => a.args[k] !== undefined)
+      .map((k) => [k, a.args[k] === null || a.args[k] === '' ? [] : list(a.args[k])!.map((n) => String(n).trim())]),
+  );
 
 const keyArgs = {
   description: z.string().optional().describe('The key name.'),
   permissions: ListArg(z.string(), 'read, write, delete (comma list).'),
   active: Flag('A new key is active (false is refused); on edit, false revokes the key.'),
+};
+
+const editArgs = {
+  ...keyArgs,
+  allow_tools: ListArg(z.string(), 'Only these tools (ability names, comma list), on every door; "" clears the list.'),
+  deny_tools: ListArg(z.string(), 'Never these tools (ability names, comma list), on every door; "" clears the list.'),
 };
 
 const keysList = route(READ, '/rest-api/keys', listApiKeys, {
@@ -96,9 +110,9 @@ const keyAdd = route(CREATE, '/rest-api/add-key', addApiKey, {
 const keyEdit = route(EDIT, '/rest-api/edit-key/:id', updateApiKey, {
   input: (a) => {
     const active = flagOf('active', a.args.active);
-    return { key_id: pathId(a), ...keyFields(a), ...(active === undefined ? {} : { active }) };
+    return { key_id: pathId(a), ...keyFields(a), ...toolLists(a), ...(active === undefined ? {} : { active }) };
   },
-  args: keyArgs,
+  args: editArgs,
   answers: done(Item),
   output: (r) => ({ success: 1, message: 'API Key updated successfully.', data: item(r) }),
 });

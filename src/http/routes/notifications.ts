@@ -17,12 +17,12 @@ import { pathId, pick } from './args.js';
 import { done, listed, okOrNot } from './answers.js';
 
 const CHANNEL_FIELDS = ['name', 'url', 'smtp', 'password', 'recipients', 'rate_per_minute'] as const;
-const RULE_FIELDS = ['name', 'enabled', 'events', 'sites', 'channel_id', 'recipients', 'mode', 'quiet_hours'] as const;
+const RULE_FIELDS = ['name', 'enabled', 'events', 'sites', 'channel_id', 'recipients', 'mode', 'quiet_hours', 'tls_days'] as const;
 const CHANNEL_NOT_FOUND = { 404: ['svc_channel_not_found'] };
 const RULE_NOT_FOUND = { 404: ['svc_rule_not_found'] };
 /** What a rule's content may be refused for. */
 const RULE_ERRORS = {
-  400: ['svc_invalid_sites', 'svc_invalid_recipients', 'svc_invalid_quiet_hours'],
+  400: ['svc_invalid_sites', 'svc_invalid_recipients', 'svc_invalid_quiet_hours', 'svc_invalid_tls_days'],
   404: ['svc_channel_not_found', 'svc_tag_not_found', 'svc_client_not_found', 'svc_site_not_found'],
 };
 

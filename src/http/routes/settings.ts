@@ -380,7 +380,7 @@ const toolsGet: RestRoute = {
             path,
             status_path: `${STATUS_PATHS[job]}{id}`,
             needs_confirm: 'confirm' in ability.input.shape,
-            may_run: refusal(a.principal, ability.annotations, 'POST') === null,
+            may_run: refusal(a.principal, ability.annotations, 'POST', ability) === null,
           },
         ]),
       ),
@@ -400,16 +400,6 @@ export const settingsRoutes: readonly RestRoute[] = [
   generalEdit,
   advancedGet,
   advancedEdit,
-  unsupported(
-    READ,
-    '/settings/emails',
-    'e-mail goes through notification channels and rules (/notifications), not these four fixed e-mails (daily digest, uptime, site health, licence alerts).',
-  ),
-  unsupported(
-    EDIT,
-    '/settings/emails/:mail_type/edit',
-    'e-mail goes through notification channels and rules (/notifications), not these four fixed e-mails (daily digest, uptime, site health, licence alerts).',
-  ),
   costGet,
   unsupported(
     EDIT,

@@ -13,7 +13,7 @@ import { done, listed, ok } from './answers.js';
 
 const NOT_FOUND = { 404: ['svc_policy_not_found'] };
 const FIELDS = ['name', 'all_sites', 'sites', 'tags', 'clients', 'core', 'plugins', 'themes', 'translations', 'slugs_mode', 'slugs'].concat(
-  ['delay_days', 'days', 'start', 'end', 'max_sites', 'stop_after'],
+  ['security_only', 'delay_days', 'days', 'start', 'end', 'max_sites', 'stop_after'],
 );
 const id = (a: RestArgs) => Number(pathId(a));
 

@@ -19,7 +19,7 @@ const FEED_ERRORS = {
 };
 
 const list = route(READ, '/vulnerabilities', listVulnerabilities, {
-  input: (a) => pick(a, 'severity', 'site', 'slug', 'fixable', 'include_informational', 'page', 'per_page'),
+  input: (a) => pick(a, 'severity', 'site', 'slug', 'fixable', 'include_informational', 'installs_per_record', 'page', 'per_page'),
   answers: listed(L.items.element, { page: Int, per_page: Int, feed: L.feed }),
   errors: { 404: ['svc_site_not_found'] },
   output: (r) => ({ success: 1, total: r.total, page: r.page, per_page: r.per_page, data: r.items, feed: r.feed }),

@@ -136,7 +136,12 @@ function attention() {
           ),
         ),
       ),
-      h('p', { class: 'muted small' }, `${r.total.toLocaleString()} in all. Data: ${r.items[0]?.attribution.feed ?? r.feed.source}.`),
+      h(
+        'p',
+        { class: 'muted small' },
+        h('a', { href: '#/vulnerabilities' }, `${r.total.toLocaleString()} in all`),
+        `. Data: ${r.items[0]?.attribution.feed ?? r.feed.source}.`,
+      ),
     );
   };
   return h(

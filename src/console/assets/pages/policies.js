@@ -20,7 +20,9 @@ const targetsText = (t) =>
 const whatText = (u) =>
   [u.core !== 'none' && `core (${u.core})`, u.plugins && 'plugins', u.themes && 'themes', u.translations && 'translations']
     .filter(Boolean)
-    .join(', ') + (u.slugs_mode === 'all' ? '' : ` — ${u.slugs_mode} ${u.slugs.join(', ')}`);
+    .join(', ') +
+  (u.slugs_mode === 'all' ? '' : ` — ${u.slugs_mode} ${u.slugs.join(', ')}`) +
+  (u.security_only ? ' — security fixes only' : '');
 
 function policyRows(items, reload) {
   return items.map((p) => {
@@ -39,8 +41,13 @@ function policyRows(items, reload) {
           const lines = w
             ? [
                 `${w.open_now ? 'Open now' : `Opens ${when(w.starts_at)}`}, until ${when(w.ends_at)}, on ${w.sites.length} site(s).`,
-                `Would update ${w.would_update_total} item(s); ${w.waiting_total} wait for the delay.`,
-                ...w.would_update.slice(0, 20).map((i) => `${i.site_url}: ${i.name} ${i.current_version ?? ''} → ${i.new_version}`),
+                `Would update ${w.would_update_total} item(s)${v.security_only ? ' (security fixes only)' : ''}; ${w.waiting_total} wait for the delay.`,
+                ...w.would_update
+                  .slice(0, 20)
+                  .map(
+                    (i) =>
+                      `${i.site_url}: ${i.name} ${i.current_version ?? ''} → ${i.new_version}${i.fixes ? ` (fixes ${i.fixes.join(', ')})` : ''}`,
+                  ),
               ]
             : ['No target site has a window in the coming week.'];
           await confirmDialog(`Next window of ${p.name}`, lines, 'Close');
@@ -102,6 +109,7 @@ function addForm(reload) {
     ['none', 'minor', 'major'].map((c) => h('option', { value: c, selected: c === 'minor' }, c)),
   );
   const kinds = ['plugins', 'themes', 'translations'].map((k) => h('input', { name: k, type: 'checkbox', checked: true }));
+  const security = h('input', { name: 'security_only', type: 'checkbox' });
   const delay = h('input', { name: 'delay_days', type: 'number', min: 0, max: 365, value: 0 });
   const stop = h('input', { name: 'stop_after', type: 'number', min: 1, max: 1000, value: 3 });
   return h(
@@ -127,6 +135,7 @@ function addForm(reload) {
             plugins: kinds[0].checked,
             themes: kinds[1].checked,
             translations: kinds[2].checked,
+            security_only: security.checked,
             delay_days: Number(delay.value),
             stop_after: Number(stop.value),
           });
@@ -150,6 +159,7 @@ function addForm(reload) {
     field('To (site time)', end),
     field('Core', core),
     ...kinds.map((k, i) => field(['Plugins', 'Themes', 'Translations'][i], k)),
+    field('Security fixes only', security),
     field('Delay (days pending)', delay),
     field('Pause after failures', stop),
     h('button', { type: 'submit', class: 'btn' }, 'Add policy'),
