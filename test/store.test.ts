@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { JOURNAL, JOURNAL_MAX, Store } from '../src/store/store.js';
+import { restoreBackup, writeBackup } from '../src/store/backup.js';
+import { addBeat } from '../src/domain/monitors.js';
+import type { Beat, MonitorRecord } from '../src/store/monitor-records.js';
 import type { TagRecord } from '../src/store/records.js';
 import { cli } from './support/process.js';
 import { tempDir as tmp } from './support/server.js';
@@ -253,6 +256,97 @@ describe('store journal (issue 34)', () => {
     for (let i = 0; i < writes; i++) await s.write((tx) => tx.insert('tags', tag(`t${i}`, big)));
     expect(statSync(join(dir, JOURNAL)).size).toBeLessThan(2 * big.length);
     expect(JSON.parse(readFileSync(join(dir, 'tags.json'), 'utf8')).records.length).toBeGreaterThanOrEqual(writes - 1);
+    await s.close();
+  });
+
+  // A monitor record with a month of history, and one more heartbeat folded in the way domain/monitors.ts does it.
+  const monitor = (id: number, t: number): MonitorRecord => {
+    let m: MonitorRecord = {
+      id,
+      settings: {},
+      status: 'up',
+      last_check: null,
+      down_since: null,
+      open_incident: null,
+      recent: [],
+      hours: [],
+      days: [],
+    };
+    for (let i = 0; i < 31 * 24; i++) m = beat(m, t - (31 * 24 - i) * 3600);
+    return m;
+  };
+  const beat = (m: MonitorRecord, t: number): MonitorRecord => {
+    const b: Beat = [t, 1, 20 + (t % 50), 200, -1];
+    return {
+      ...m,
+      last_check: b,
+      recent: [...m.recent, b].slice(-60),
+      hours: addBeat(m.hours, 3600, 25, b),
+      days: addBeat(m.days, 86_400, 31, b),
+    };
+  };
+
+  it('journals a monitor heartbeat as what changed, and a reopen, another process and a backup read the same record', async () => {
+    const dir = tmp();
+    const t0 = 1_790_000_000;
+    const s0 = await Store.open(dir);
+    await s0.write((tx) => {
+      for (let id = 1; id <= 300; id++) tx.put('monitors', monitor(id, t0));
+    });
+    await s0.close();
+    const s = await Store.open(dir);
+    const whole = JSON.stringify(s.get('monitors', 1)).length;
+    const before = statSync(join(dir, JOURNAL)).size;
+    for (let k = 1; k <= 3; k++)
+      await s.write((tx) => {
+        for (let id = 1; id <= 300; id++) tx.put('monitors', beat(tx.get<MonitorRecord>('monitors', id)!, t0 + k * 60));
+      });
+    // Three heartbeats of 300 sites: far less than their whole records (each over 4 KB), a few hundred bytes a beat.
+    const perBeat = (statSync(join(dir, JOURNAL)).size - before) / 900;
+    expect(whole).toBeGreaterThan(4000);
+    expect(perBeat).toBeLessThan(400);
+    const want = [...s.all<MonitorRecord>('monitors')];
+    const other = await Store.open(dir); // replays the patches on the shards
+    expect([...other.all<MonitorRecord>('monitors')]).toEqual(want);
+    const file = join(tmp(), 'fleet.backup');
+    await writeBackup({ dataDir: dir, databaseUrl: null }, file);
+    const restored = join(tmp(), 'restored');
+    await restoreBackup(file, { dataDir: restored, databaseUrl: null }, false);
+    const r = await Store.open(restored);
+    expect([...r.all<MonitorRecord>('monitors')]).toEqual(want);
+    await r.close();
+    await other.close();
+    await s.close();
+    const atRest = await Store.open(dir);
+    expect([...atRest.all<MonitorRecord>('monitors')]).toEqual(want);
+    await atRest.close();
+  });
+
+  it('lets the journal grow as long as the shards it changed before taking it in', async () => {
+    const dir = tmp();
+    const s0 = await Store.open(dir);
+    await s0.write((tx) => {
+      for (let id = 1; id <= 300; id++) tx.put('monitors', monitor(id, 1_790_000_000));
+    });
+    await s0.close();
+    const s = (await Store.open(dir)) as Store & { journalMax: number };
+    s.journalMax = 64 * 1024;
+    const shards = readdirSync(dir)
+      .filter((f) => f.startsWith('monitors.'))
+      .reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+    let t = 1_790_000_000;
+    let compactedAt = 0;
+    for (let k = 0; k < 40 && !compactedAt; k++) {
+      const was = statSync(join(dir, JOURNAL)).size;
+      await s.write((tx) => {
+        t += 60;
+        for (let id = 1; id <= 300; id++) tx.put('monitors', beat(tx.get<MonitorRecord>('monitors', id)!, t));
+      });
+      if (statSync(join(dir, JOURNAL)).size < was) compactedAt = was;
+    }
+    // Not at journalMax (64 KB): once the journal is about as long as the monitor shards it rewrites.
+    expect(compactedAt).toBeGreaterThanOrEqual(shards * 0.9);
+    expect(compactedAt).toBeLessThan(shards * 1.5);
     await s.close();
   });
 

@@ -146,8 +146,20 @@ async function readDataDir(dir: string, emit: Emit): Promise<void> {
     const meta = read<Meta>(join(snap, 'meta.json'));
     const names = readdirSync(snap);
     const files = (col: string) => names.filter((n) => n === `${col}.json` || new RegExp(`^${col}\\.\\d+\\.json$`).test(n));
-    // Commits still in the journal win over the shards they change.
-    const journal = journalOverlay(join(snap, JOURNAL), meta.generation);
+    // Commits still in the journal win over the shards they change (a patch applies to the record the shard holds).
+    const shards = new Map<string, Map<number, Rec>>();
+    const atRest = (col: CollectionName, id: number): Rec | undefined => {
+      const f = fileOf(col, id);
+      let recs = shards.get(f);
+      if (!recs) {
+        recs = new Map();
+        if (existsSync(join(snap, f))) for (const r of read<{ records: Rec[] }>(join(snap, f)).records) recs.set(r.id, r);
+        shards.set(f, recs);
+      }
+      return recs.get(id);
+    };
+    const journal = journalOverlay(join(snap, JOURNAL), meta.generation, atRest);
+    shards.clear();
     const counters: Record<string, number> = {};
     for (const col of COLLECTION_NAMES) {
       let max = Math.max(meta.counters?.[col] ?? 0, journal.counters[col] ?? 0);
@@ -285,7 +297,9 @@ export async function readLeases(fleet: Fleet): Promise<LeaseRecord[]> {
   // A serve's lease renewals are journal entries until the next compaction: they win over leases.json.
   const metaFile = join(fleet.dataDir, 'meta.json');
   const gen = existsSync(metaFile) ? (parseJson<Meta>(metaFile, readFileSync(metaFile, 'utf8')).generation ?? 0) : 0;
-  for (const [id, r] of journalOverlay(join(fleet.dataDir, JOURNAL), gen).recs.get('leases') ?? []) {
+  for (const [id, r] of journalOverlay(join(fleet.dataDir, JOURNAL), gen, (_col, id) => byId.get(id), new Set(['leases'])).recs.get(
+    'leases',
+  ) ?? []) {
     if (r) byId.set(id, r as LeaseRecord);
     else byId.delete(id);
   }

@@ -16,7 +16,20 @@
 // fsync, and bytes in proportion to what changed rather than to the shards it falls in. The shards take the journal
 // in (compaction) when it passes JOURNAL_MAX bytes, with any commit that writes a blob, and on open and close; a reader
 // (this process at start, another one on its next look) replays the entries newer than meta.json's generation.
-import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync, existsSync, chmodSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  statSync,
+  existsSync,
+  chmodSync,
+} from 'node:fs';
 import { open as openFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
@@ -24,6 +37,7 @@ import lockfile from 'proper-lockfile';
 import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, writeDurably, type StagedFile } from './durable-file.js';
 import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
+import { PATCHED, applyPatch, diffRecord, isPatch, type RecPatch } from './journal-patch.js';
 import { log } from '../log.js';
 import { BLOB_KINDS, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store as StoreEngine, type Tx } from './engine.js';
 import {
@@ -40,6 +54,9 @@ import {
 
 export { COLLECTIONS, type CollectionName, type Tx, type Blob };
 
+/** A record a commit changed, and what it was when the commit found it (undefined: new). */
+type Touched = [CollectionName, number, Rec | undefined];
+
 export interface Meta {
   format: number;
   generation: number;
@@ -54,17 +71,45 @@ interface ShardFile<T> {
 
 /** The journal of commits not yet in the shards (see the head of this file). */
 export const JOURNAL = 'journal.log';
-/** A journal this long is taken into the shards by the next commit (bounds start time and the replay's memory). */
+/**
+ * When the next commit takes the journal into the shards: once it is JOURNAL_MAX long, or, when the shards it changed
+ * are larger than that, once it is as long as they are (so rewriting them costs at most the bytes the journal saved:
+ * a monitor's heartbeats touch every monitor shard), but never past JOURNAL_CAP (bounds start time and replay memory).
+ */
 export const JOURNAL_MAX = 4 * 1024 * 1024;
+export const JOURNAL_CAP = 64 * 1024 * 1024;
+/** Writes to the journal are durable when they return where the platform offers O_DSYNC (Linux, macOS); else fdatasync. */
+const O_DSYNC = constants.O_DSYNC ?? 0;
 /** How long the lock is kept after a commit for the next one, and for how long in a row at most. */
 const LOCK_LINGER_MS = 2;
 const LOCK_HOLD_MS = 50;
 
-/** One commit in the journal: its generation, the id counters it moved, and each record it changed (absent = deleted). */
+/**
+ * One commit in the journal: its generation, the id counters it moved, and each record it changed — whole, absent when
+ * deleted, or as a patch of the record before it (`0` then the patch: journal-patch.ts).
+ */
 export interface JournalEntry {
   g: number;
   c: Partial<Record<CollectionName, number>>;
-  w: Array<[CollectionName, number, Rec?]>;
+  w: Array<JournalWrite>;
+}
+export type JournalWrite = [CollectionName, number, Rec?] | [CollectionName, number, 0, RecPatch];
+
+/** The record a journal write leaves, given the one before it (`prev`); null when it deletes. A bad patch is corruption. */
+export function journalRecord(file: string, w: JournalWrite, prev: Rec | undefined): Rec | null {
+  if (w.length === 4) {
+    const [col, id, , patch] = w;
+    if (!prev || !isPatch(patch)) throw new StoreCorruptError(file, `a patch of ${col} ${id} that has no record to apply to`);
+    try {
+      return applyPatch(prev, patch);
+    } catch (e) {
+      throw new StoreCorruptError(file, `a patch of ${col} ${id} does not fit its record (${(e as Error).message})`);
+    }
+  }
+  const rec = w[2];
+  if (rec !== undefined && (!rec || typeof rec !== 'object' || rec.id !== w[1]))
+    throw new StoreCorruptError(file, 'not a sitefleet journal');
+  return rec ?? null;
 }
 
 /**
@@ -73,25 +118,40 @@ export interface JournalEntry {
  * corruption, said plainly.
  */
 export function readJournal(file: string, from = 0): { entries: JournalEntry[]; end: number; size: number } {
+  // Only the bytes past `from` are read: another process looking again reads what was appended since, not the journal.
   let buf: Buffer;
+  let size: number;
+  let fd: number | undefined;
   try {
-    buf = readFileSync(file);
+    fd = openSync(file, 'r');
+    size = fstatSync(fd).size;
+    buf = Buffer.alloc(Math.max(0, size - from));
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    buf = buf.subarray(0, got);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], end: 0, size: 0 };
     throw new StoreCorruptError(file, (e as Error).message);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
-  if (buf.length < from) return { entries: [], end: from, size: buf.length };
-  const end = buf.lastIndexOf(0x0a) + 1;
-  if (end <= from) return { entries: [], end: from, size: buf.length };
+  if (size < from) return { entries: [], end: from, size };
+  const end = from + buf.lastIndexOf(0x0a) + 1;
+  if (end <= from) return { entries: [], end: from, size };
   const entries: JournalEntry[] = [];
-  for (const line of buf.subarray(from, end).toString('utf8').split('\n')) {
+  const text = buf.subarray(0, end - from).toString('utf8');
+  for (const line of text.split('\n')) {
     if (!line) continue;
     const e = parseJson<JournalEntry>(file, line);
     if (!e || typeof e.g !== 'number' || !Array.isArray(e.w) || typeof e.c !== 'object')
       throw new StoreCorruptError(file, 'not a sitefleet journal');
     entries.push(e);
   }
-  return { entries, end, size: buf.length };
+  return { entries, end, size };
 }
 
 /**
@@ -124,19 +184,26 @@ export const fileOf = (col: CollectionName, id: number): string =>
 
 /**
  * What the journal `file` holds past meta.json's generation `gen`, for a reader of the files at rest (a backup, the
- * lease check): each changed record by collection and id (null = deleted), and the id counters it moved.
+ * lease check): each changed record by collection and id (null = deleted), and the id counters it moved. `base` gives
+ * a record as the shards hold it, for a patch to apply to; `only` limits the records to those collections.
  */
 export function journalOverlay(
   file: string,
   gen: number,
+  base: (col: CollectionName, id: number) => Rec | undefined,
+  only?: ReadonlySet<CollectionName>,
 ): { recs: Map<CollectionName, Map<number, Rec | null>>; counters: Partial<Record<CollectionName, number>> } {
   const recs = new Map<CollectionName, Map<number, Rec | null>>();
   const counters: Partial<Record<CollectionName, number>> = {};
   for (const e of readJournal(file).entries) {
     if (e.g <= gen) continue;
-    for (const [col, id, rec] of e.w) {
+    for (const w of e.w) {
+      const [col, id] = w;
+      if (only && !only.has(col)) continue;
       if (!recs.has(col)) recs.set(col, new Map());
-      recs.get(col)!.set(id, rec ?? null);
+      const m = recs.get(col)!;
+      const prev = m.has(id) ? (m.get(id) ?? undefined) : base(col, id);
+      m.set(id, journalRecord(file, w, prev));
     }
     for (const [col, n] of Object.entries(e.c) as Array<[CollectionName, number]>) counters[col] = Math.max(counters[col] ?? 0, n);
   }
@@ -159,9 +226,16 @@ export class LowdbStore implements StoreEngine {
   private journalSize = 0;
   /** Shard files whose records the journal changed since the last compaction. */
   private journalDirty = new Set<string>();
+  /** The size of each shard file as last read or written, and the sum of those in journalDirty. */
+  private shardBytes = new Map<string, number>();
+  private journalDirtyBytes = 0;
   private journalFh: FileHandle | null = null;
+  /** JOURNAL_MAX for this store (tests lower it to see compactions without writing megabytes). */
+  journalMax = JOURNAL_MAX;
   /** The lock, kept for LOCK_LINGER_MS after a commit so that the next one (an ability's audit entry) needs no mkdir. */
   private held: { release: () => Promise<void>; timer: NodeJS.Timeout; since: number } | null = null;
+  /** A lingering lock being let go: the next commit waits for it rather than find the lock taken (a 25 ms retry). */
+  private releasing: Promise<void> | null = null;
 
   private constructor(readonly dir: string) {}
 
@@ -244,7 +318,9 @@ export class LowdbStore implements StoreEngine {
   private readShard(name: string): Rec[] {
     const file = join(this.dir, name);
     if (!existsSync(file)) return [];
-    const body = parseJson<ShardFile<Rec>>(file, readFileSync(file, 'utf8'));
+    const text = readFileSync(file, 'utf8');
+    this.shardBytes.set(name, text.length);
+    const body = parseJson<ShardFile<Rec>>(file, text);
     if (!body || !Array.isArray(body.records) || body.records.some((r) => !r || typeof r.id !== 'number')) {
       throw new StoreCorruptError(file, 'not a sitefleet collection file');
     }
@@ -269,8 +345,25 @@ export class LowdbStore implements StoreEngine {
       this.meta.counters[col] = max;
     }
     this.journalEnd = 0;
-    this.journalDirty.clear();
+    this.clearJournalled();
     this.replayJournal();
+  }
+
+  /** Notes that the journal changed records of shard `file` (it is rewritten at the next compaction). */
+  private markJournalled(file: string): void {
+    if (this.journalDirty.has(file)) return;
+    this.journalDirty.add(file);
+    this.journalDirtyBytes += this.shardBytes.get(file) ?? 0;
+  }
+
+  private clearJournalled(): void {
+    this.journalDirty.clear();
+    this.journalDirtyBytes = 0;
+  }
+
+  /** Whether the journal is long enough to be taken into the shards (see JOURNAL_MAX). */
+  private journalFull(): boolean {
+    return this.journalEnd >= Math.min(JOURNAL_CAP, Math.max(this.journalMax, this.journalDirtyBytes));
   }
 
   /** Takes in the journal's complete entries past what was taken so far; those the shards already hold are skipped. */
@@ -280,13 +373,15 @@ export class LowdbStore implements StoreEngine {
     for (const e of entries) {
       if (e.g <= this.meta.generation) continue;
       const cols = new Set<CollectionName>();
-      for (const [col, id, rec] of e.w) {
+      for (const w of e.w) {
+        const [col, id] = w;
         const map = this.data.get(col);
         if (!map) continue;
+        const rec = journalRecord(this.journalFile, w, map.get(id));
         if (rec) map.set(id, rec);
         else map.delete(id);
         cols.add(col);
-        this.journalDirty.add(fileOf(col, id));
+        this.markJournalled(fileOf(col, id));
       }
       for (const [col, n] of Object.entries(e.c) as Array<[CollectionName, number]>) {
         this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, n);
@@ -350,7 +445,7 @@ export class LowdbStore implements StoreEngine {
     this.diskGen = meta.generation;
     // The shards now hold every entry up to meta's generation (the compaction wrote all the journal had touched).
     this.journalEnd = 0;
-    this.journalDirty.clear();
+    this.clearJournalled();
     this.replayJournal();
     this.metaStat = key;
   }
@@ -423,7 +518,10 @@ export class LowdbStore implements StoreEngine {
   /** The lock this process still holds from its last commit, or a fresh one. */
   private takeLock(): { since: number; release: Promise<() => Promise<void>> } {
     const h = this.held;
-    if (!h) return { since: performance.now(), release: this.lock() };
+    if (!h) {
+      const gone = this.releasing;
+      return { since: performance.now(), release: gone ? gone.then(() => this.lock()) : this.lock() };
+    }
     clearTimeout(h.timer);
     this.held = null;
     return { since: h.since, release: Promise.resolve(h.release) };
@@ -439,13 +537,19 @@ export class LowdbStore implements StoreEngine {
     const timer = setTimeout(() => {
       if (this.held?.timer !== timer) return;
       this.held = null;
-      release().catch(() => {});
+      const gone: Promise<void> = release()
+        .catch(() => {})
+        .finally(() => {
+          if (this.releasing === gone) this.releasing = null;
+        });
+      this.releasing = gone;
     }, LOCK_LINGER_MS);
     this.held = { release, timer, since };
     return Promise.resolve();
   }
 
   private async dropLock(): Promise<void> {
+    await this.releasing;
     const h = this.held;
     if (!h) return;
     clearTimeout(h.timer);
@@ -466,10 +570,10 @@ export class LowdbStore implements StoreEngine {
       const key = this.statKey();
       if (key !== this.metaStat) this.reloadChanged();
       const dirty = new Set<string>();
-      const touched = new Map<string, [CollectionName, number]>();
+      const touched = new Map<string, Touched>();
       const blobs = new Map<string, unknown>();
       outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, touched, blobs), undoAll);
-      if (blobs.size || (dirty.size && this.journalEnd >= JOURNAL_MAX)) await this.persist(dirty, blobs, true);
+      if (blobs.size || (dirty.size && this.journalFull())) await this.persist(dirty, blobs, true);
       else if (dirty.size) await this.append(touched);
       // A vulnerability feed's record buckets are written as the feed streams in: not kept in memory once on disk
       // (the feed's size must not become the process's); a reader takes the few it shows from disk.
@@ -499,11 +603,13 @@ export class LowdbStore implements StoreEngine {
     return { batch, outcomes, after };
   }
 
-  private tx(undo: Array<() => void>, dirty: Set<string>, touched: Map<string, [CollectionName, number]>, blobs: Map<string, unknown>): Tx {
+  private tx(undo: Array<() => void>, dirty: Set<string>, touched: Map<string, Touched>, blobs: Map<string, unknown>): Tx {
     return {
-      ...tableTx(this.tables(), undo, (col, id) => {
+      ...tableTx(this.tables(), undo, (col, id, prev) => {
         dirty.add(fileOf(col, id));
-        touched.set(`${col}/${id}`, [col, id]);
+        const key = `${col}/${id}`;
+        // The record as this commit found it: what a patch is taken against.
+        if (!touched.has(key)) touched.set(key, [col, id, prev]);
       }),
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
@@ -530,22 +636,24 @@ export class LowdbStore implements StoreEngine {
    * A commit of records only: one journal entry with each changed record as it now is, written at the end of the
    * journal's last complete entry (over a tail a crashed writer left) and fdatasynced before anyone is told.
    */
-  private async append(touched: Map<string, [CollectionName, number]>): Promise<void> {
+  private async append(touched: Map<string, Touched>): Promise<void> {
     const g = this.meta.generation + 1;
     const c: JournalEntry['c'] = {};
     const w: JournalEntry['w'] = [];
-    for (const [col, id] of touched.values()) {
+    for (const [col, id, prev] of touched.values()) {
       const r = this.data.get(col)!.get(id);
-      w.push(r ? [col, id, r] : [col, id]);
+      const patch = r && prev && PATCHED.has(col) ? diffRecord(prev, r) : null;
+      w.push(!r ? [col, id] : patch ? [col, id, 0, patch] : [col, id, r]);
       if (this.meta.counters[col] !== undefined) c[col] = this.meta.counters[col];
     }
     const line = Buffer.from(serialise({ g, c, w } satisfies JournalEntry) + '\n');
-    this.journalFh ??= await openFile(this.journalFile, 'r+');
-    const fh = this.journalFh;
+    const fh = await this.journalHandle();
     try {
       if (this.journalSize !== this.journalEnd) await fh.truncate(this.journalEnd);
+      // Opened O_DSYNC where the platform has it: the write returns once its bytes are on disk (one round trip to the
+      // thread pool instead of a write and then an fdatasync).
       await fh.write(line, 0, line.length, this.journalEnd);
-      await fh.datasync();
+      if (!O_DSYNC) await fh.datasync();
     } catch (e) {
       // Not acknowledged, so not left for a reader to take: cut the journal back to its last complete entry.
       await fh.truncate(this.journalEnd).catch(() => {});
@@ -553,7 +661,7 @@ export class LowdbStore implements StoreEngine {
     }
     this.journalEnd += line.length;
     this.meta.generation = g;
-    for (const [col, id] of touched.values()) this.journalDirty.add(fileOf(col, id));
+    for (const [col, id] of touched.values()) this.markJournalled(fileOf(col, id));
     this.metaStat = this.statKey();
   }
 
@@ -566,11 +674,11 @@ export class LowdbStore implements StoreEngine {
     const dirty = compact ? new Set([...changed, ...this.journalDirty]) : changed;
     await this.writeFiles(dirty, blobs);
     if (!compact) return;
-    this.journalDirty.clear();
+    this.clearJournalled();
     try {
-      this.journalFh ??= await openFile(this.journalFile, 'r+');
-      await this.journalFh.truncate(0);
-      await this.journalFh.datasync();
+      const fh = await this.journalHandle();
+      await fh.truncate(0);
+      await fh.datasync();
       this.journalEnd = 0;
     } catch (e) {
       // The commit is in the shards already; the journal's entries are below meta's generation and skipped.
@@ -579,9 +687,15 @@ export class LowdbStore implements StoreEngine {
     this.metaStat = this.statKey();
   }
 
+  private async journalHandle(): Promise<FileHandle> {
+    this.journalFh ??= await openFile(this.journalFile, O_DSYNC ? constants.O_RDWR | O_DSYNC : 'r+');
+    return this.journalFh;
+  }
+
   private async writeFiles(dirty: Set<string>, blobs: Map<string, unknown>): Promise<void> {
     const generation = this.meta.generation + 1;
     const texts = new Map<string, string>();
+    const sizes = new Map<string, number>();
     const removals: string[] = [];
     for (const file of dirty) {
       const col = file.split('.')[0] as CollectionName;
@@ -597,7 +711,9 @@ export class LowdbStore implements StoreEngine {
           if (r) records.push(r);
         }
       else records.push(...map.values());
-      texts.set(join(this.dir, file), serialise({ collection: col, records } satisfies ShardFile<Rec>));
+      const text = serialise({ collection: col, records } satisfies ShardFile<Rec>);
+      texts.set(join(this.dir, file), text);
+      sizes.set(file, text.length);
     }
     for (const [key, value] of blobs) {
       const file = join(this.dir, `${key}.json`);
@@ -624,6 +740,7 @@ export class LowdbStore implements StoreEngine {
     }
     await metaFile.commit();
     await syncDir(this.dir);
+    for (const [f, n] of sizes) this.shardBytes.set(f, n);
     this.meta = meta;
     this.diskGen = generation;
     this.metaStat = this.statKey();
