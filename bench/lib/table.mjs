@@ -152,6 +152,9 @@ export function targets(res) {
  * same bytes (req/s ratio), the durable 64 KB write+fsync+rename floor, or an absolute bound — with the issue's
  * "today", the target and whether it was met. Never fails on timing.
  */
+/** The multiple of a heartbeat's bytes a check may write to the data dir, compactions included (test/monitor-bytes.test.ts). */
+const MONITOR_BYTES_MULTIPLE = 40;
+
 export function nearTheLimit(res) {
   const R = res.rounds ?? {};
   const out = [];
@@ -215,6 +218,16 @@ export function nearTheLimit(res) {
     o && `${num(o.seconds, 1)} s (${num(o.added)} added)`,
     o && `keygen floor ${num(o.floor_s)} s`,
     o && o.seconds <= 30 && o.added === o.sites,
+  );
+  const mb = res.monitor_bytes;
+  add(
+    'monitor history: bytes written to the data dir per check vs what a check adds (its heartbeat)',
+    mb?.sites ?? 5000,
+    '~4 KB record a check, shards rewritten',
+    `≤ ${MONITOR_BYTES_MULTIPLE}×`,
+    mb && `${num(mb.bytes_per_check_files)} B (write_bytes ${num(mb.bytes_per_check_write_bytes)} B) vs ${num(mb.beat_bytes, 1)} B`,
+    mb?.multiple_files ? `${num(mb.multiple_files, 1)}× (${mb.compactions} compactions)` : null,
+    mb && mb.multiple_files <= MONITOR_BYTES_MULTIPLE,
   );
   const mh = r5.mcp_http;
   add('MCP HTTP tools/call list-sites-v1 p50', 5000, '1.45 ms', '≤ 0.7 ms', mh && `${ms(mh.p50)} ms`, null, mh && mh.p50 <= 0.7);
