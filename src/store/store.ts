@@ -81,7 +81,7 @@ export const JOURNAL_CAP = 64 * 1024 * 1024;
 /** Writes to the journal are durable when they return where the platform offers O_DSYNC (Linux, macOS); else fdatasync. */
 const O_DSYNC = constants.O_DSYNC ?? 0;
 /** How long the lock is kept after a commit for the next one, and for how long in a row at most. */
-const LOCK_LINGER_MS = 2;
+const LOCK_LINGER_MS = 10;
 const LOCK_HOLD_MS = 50;
 
 /**
