@@ -400,7 +400,8 @@ export class LowdbStore implements StoreEngine {
    * caller has to remember to; a write does the same under the lock.
    */
   private refreshIfStale(force = false): void {
-    if (this.writes.busy || this.writes.isClosed) return;
+    // While this process still holds the lock from its last commit, no other process can have committed since.
+    if (this.writes.busy || this.writes.isClosed || this.held) return;
     const t = performance.now();
     if (!force && t - this.lastLook < 1) return;
     this.lastLook = t;
@@ -563,12 +564,13 @@ export class LowdbStore implements StoreEngine {
     let release: (() => Promise<void>) | undefined;
     let outcomes: Outcome[];
     const undoAll: Array<() => void> = [];
+    const lingering = this.held !== null;
     const taken = this.takeLock();
     const after = () => (release ? this.linger(release, taken.since) : Promise.resolve());
     try {
       release = await taken.release;
-      const key = this.statKey();
-      if (key !== this.metaStat) this.reloadChanged();
+      // Held since our last commit: memory is what is on disk (no other process can have committed meanwhile).
+      if (!lingering && this.statKey() !== this.metaStat) this.reloadChanged();
       const dirty = new Set<string>();
       const touched = new Map<string, Touched>();
       const blobs = new Map<string, unknown>();
