@@ -255,3 +255,26 @@ describe('toolsets and read-only mode', () => {
     expect(tools.every((t) => t.annotations?.readOnlyHint === true)).toBe(true);
   });
 });
+
+describe('two fleets in one process', () => {
+  it("tells each fleet's MCP clients that their tool list changed, not only the first fleet's", async () => {
+    const { startServer } = await import('./support/server.js');
+    const { connectMcp } = await import('./support/mcp.js');
+    const other = await startServer();
+    const first = await connectMcp(f.s);
+    const second = await connectMcp(other);
+    try {
+      const heard = new Promise<void>((resolve) =>
+        second.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+      );
+      await other.services.settings.setModule('logs', false);
+      // The watcher looks every 500 ms; 5 s bounds the wait for the notification, it is not a pause.
+      const outcome = await Promise.race([heard.then(() => 'heard'), new Promise((r) => setTimeout(() => r('not heard'), 5_000).unref())]);
+      expect(outcome).toBe('heard');
+    } finally {
+      await first.close();
+      await second.close();
+      await other.close();
+    }
+  });
+});
