@@ -12,6 +12,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from './support/process.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
+import { until } from './support/wait.js';
 
 let f: Fleet;
 const clients: Client[] = [];
@@ -178,8 +179,13 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     } finally {
       f.sim.setFault(5, null);
     }
-    await new Promise((r) => setTimeout(r, 100));
-    expect(JSON.stringify(lines)).toMatch(/svc_child_not_detected/);
+    // The log line may come after the result: waited for (bounded), not given 100 ms.
+    const text = await until(
+      () => JSON.stringify(lines),
+      (t) => /svc_child_not_detected/.test(t),
+      5_000,
+    );
+    expect(text).toMatch(/svc_child_not_detected/);
   });
 
   it('sends no log line before the client asks for them, and a failed call only as its result (#13)', async () => {
