@@ -5,11 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempName } from '../src/store/durable-file.js';
 import { FailureCounter, LoginThrottle } from '../src/http/auth.js';
 import { Store } from '../src/store/store.js';
+import type { JobRecord } from '../src/store/records.js';
 import { startServer, tempDir } from './support/server.js';
 import { connectMcp } from './support/mcp.js';
 import { MAX_SUBSCRIPTIONS } from '../src/mcp/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { until as waitUntil } from './support/wait.js';
+import { logged } from './support/logs.js';
 
 /** Makes the next write of `file` (in this process) hit a full disk: its temp name points at /dev/full. */
 function fullDiskFor(file: string): () => void {
@@ -106,9 +108,25 @@ describe('a job whose writes fail (finding 4)', () => {
     );
     expect(running.body.data.status).toBe('processing');
     // Every commit fails while the children answer: the per-site records, the final write and the hand-back.
+    const failed = logged(new RegExp(`"msg":"job failed","job":"${id}"`));
     const undo = await brokenDiskFor(join(f.s.dataDir, 'meta.json'));
-    await new Promise((r) => setTimeout(r, 1500));
-    undo();
+    // The disk stays broken until the job has failed on it (its records and final write refused) and its hand-back, queued
+    // as it logs, is refused too (a write queued behind it is), not for a span of time.
+    let behind: string;
+    try {
+      await failed;
+      const { store } = f.s.services;
+      const row = [...store.all<JobRecord>('jobs')].find((j) => j.job_id === id)!;
+      behind = await store
+        .write((tx) => tx.put('jobs', tx.get<JobRecord>('jobs', row.id)!))
+        .then(
+          () => 'kept',
+          () => 'refused',
+        );
+    } finally {
+      undo();
+    }
+    expect(behind).toBe('refused');
     const done = await until(
       () => f.s.rest(`/jobs/${id}`),
       (r) => r.body?.data?.status === 'completed',

@@ -8,6 +8,7 @@ import type { JobRecord } from '../src/store/records.js';
 import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, tempDir } from './support/server.js';
+import { until } from './support/wait.js';
 
 let sim: ChildSim;
 afterAll(async () => {
@@ -49,7 +50,12 @@ describe('graceful shutdown', () => {
     ).json()) as { job_id: string };
     expect(job.job_id).toMatch(/^sync_/);
     const inFlight = fetch(`${p.url}/wp-json/svc/v2/sites/1/sync`, { method: 'POST', headers });
-    await new Promise((r) => setTimeout(r, 200));
+    // SIGTERM once the sync of site 1 and the job's first sites are at the children (600 ms each), not after 200 ms.
+    await until(
+      () => [sim.requests(1), [4, 5, 6, 7, 8, 9, 10, 11, 12].reduce((n, i) => n + sim.requests(i), 0)],
+      ([one, job]) => one! > 0 && job! > 0,
+      10_000,
+    );
     p.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.status).toBe(200);

@@ -168,29 +168,35 @@ export function typedToolOf(a: Ability): Tool {
 const LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /**
- * One watcher per process for the module switches (they live in the store, so `sitefleet modules`
- * in another process counts): servers subscribe to hear that their tool list changed.
+ * One watcher per fleet (per Services: one per `serve` process, several where a process holds several, as tests and
+ * the demo do) for the module switches (they live in the store, so `sitefleet modules` in another process counts):
+ * servers subscribe to hear that their tool list changed. A watcher shared by the whole process followed the first
+ * fleet that asked, and the servers of every other fleet never heard of theirs.
  */
-const moduleListeners = new Set<() => void>();
-let moduleTimer: NodeJS.Timeout | null = null;
+const moduleWatchers = new WeakMap<Services, { listeners: Set<() => void>; timer: NodeJS.Timeout }>();
 function watchModules(services: Services, onChange: () => void): () => void {
-  moduleListeners.add(onChange);
-  if (!moduleTimer) {
+  let w = moduleWatchers.get(services);
+  if (!w) {
+    const listeners = new Set<() => void>();
     let last = JSON.stringify(services.settings.get().modules);
-    moduleTimer = setInterval(() => {
+    const timer = setInterval(() => {
       const now = JSON.stringify(services.settings.get().modules);
       if (now !== last) {
         last = now;
-        for (const l of moduleListeners) l();
+        for (const l of listeners) l();
       }
     }, 500);
-    moduleTimer.unref();
+    timer.unref();
+    w = { listeners, timer };
+    moduleWatchers.set(services, w);
   }
+  const watcher = w;
+  watcher.listeners.add(onChange);
   return () => {
-    moduleListeners.delete(onChange);
-    if (!moduleListeners.size && moduleTimer) {
-      clearInterval(moduleTimer);
-      moduleTimer = null;
+    watcher.listeners.delete(onChange);
+    if (!watcher.listeners.size && moduleWatchers.get(services) === watcher) {
+      clearInterval(watcher.timer);
+      moduleWatchers.delete(services);
     }
   };
 }
