@@ -92,6 +92,8 @@ export interface Store {
   readonly engine: 'lowdb' | 'postgres';
   /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
   version(col: CollectionName): number;
+  /** Changes whenever any collection's version changes: one look instead of one per collection (fingerprints). */
+  changes(): number;
   get<T extends Rec>(col: CollectionName, id: number): T | undefined;
   all<T extends Rec>(col: CollectionName): IterableIterator<T>;
   count(col: CollectionName): number;

@@ -286,6 +286,12 @@ export class PgStore implements Store {
 
   private bump(col: CollectionName): void {
     this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
+    this.changeCount++;
+  }
+  private changeCount = 0;
+
+  changes(): number {
+    return this.changeCount;
   }
 
   version(col: CollectionName): number {

@@ -482,6 +482,13 @@ export class LowdbStore implements StoreEngine {
 
   private bump(col: CollectionName): void {
     this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
+    this.changeCount++;
+  }
+  private changeCount = 0;
+
+  changes(): number {
+    this.refreshIfStale();
+    return this.changeCount;
   }
 
   /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
