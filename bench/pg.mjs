@@ -406,7 +406,7 @@ try {
 const pad = (s, n) => String(s).padEnd(n);
 const sc = results.scaling;
 const scaleLine = (label, r) =>
-  `${pad(label, 52)}${pad(`${r.one.writes_per_s} -> ${r.two.writes_per_s} writes/s`, 26)}${pad(`${r.ratio}x (target >= 1.6x)`, 24)}lost ${r.one.lost + r.two.lost}, duplicated ${r.one.duplicated + r.two.duplicated} (target 0), failed ${r.one.failures + r.two.failures}`;
+  `${pad(label, 60)}${pad(`${r.one.writes_per_s} -> ${r.two.writes_per_s} writes/s`, 26)}${pad(`${r.ratio}x (target >= 1.6x)`, 24)}lost ${r.one.lost + r.two.lost}, duplicated ${r.one.duplicated + r.two.duplicated} (target 0), failed ${r.one.failures + r.two.failures}`;
 const scaleLines = [
   `postgres, 50 writers, load ${results.machine.loadavg_at_start.join(' ')} at start (${results.machine.cpus} CPUs shared: compare the ratios)`,
   scaleLine('two serve processes vs one: writes/s to different sites', sc.sites),
