@@ -5,6 +5,7 @@ import { newKeyPair } from '../src/child/keys.js';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import type { Services } from '../src/domain/index.js';
 import { JOB_CHUNK, jobState, recordSite } from '../src/domain/job-chunks.js';
+import { MAX_JOB_ERRORS_VIEW } from '../src/domain/jobs.js';
 import type { JobChunkRecord, JobRecord } from '../src/store/records.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
 import { jobEnded, until } from './support/wait.js';
@@ -157,5 +158,25 @@ describe('job chunks', () => {
     expect(store.get('jobs', old.id)).toBeUndefined();
     expect(old.chunks!.map((id) => store.get('job_chunks', id))).toEqual([undefined, undefined]);
     expect(young.chunks!.map((id) => store.get<JobChunkRecord>('job_chunks', id)?.job)).toEqual([young.id, young.id]);
+  });
+
+  it('shows at most MAX_JOB_ERRORS_VIEW errors in a job status and counts them all', async () => {
+    const s = await startServer();
+    closers.push(() => s.close());
+    await s.services.jobs.stop();
+    const n = MAX_JOB_ERRORS_VIEW + 1;
+    const job = await s.services.jobs.enqueue(
+      'sync',
+      Array.from({ length: n }, (_, i) => i + 1),
+    );
+    await s.services.store.write((tx) => {
+      for (let i = 1; i <= n; i++)
+        recordSite(tx, tx.get<JobRecord>('jobs', job.id)!, i, { site_id: i, code: 'svc_x', message: `site ${i}` });
+    });
+    const view = await s.rest(`/jobs/${job.job_id}`);
+    expect(view.body.data).toMatchObject({ processed: n, failed: n, succeeded: 0 });
+    expect(view.body.data.errors).toHaveLength(MAX_JOB_ERRORS_VIEW);
+    expect(view.body.data.errors[0]).toEqual({ site_id: 1, code: 'svc_x', message: 'site 1' });
+    expect(view.body.data).not.toHaveProperty('items');
   });
 });

@@ -116,6 +116,8 @@ export interface JobView {
 
 /** Per-item results a job status shows at most (the rest are counted in items_total). */
 export const MAX_JOB_ITEMS_VIEW = 500;
+/** Per-site errors a job status shows at most (all are counted in failed): a status stays small on any fleet. */
+export const MAX_JOB_ERRORS_VIEW = 500;
 
 const iso = (s: string | null) => (s ? s.replace(/\.\d{3}Z$/, 'Z') : null);
 
@@ -133,11 +135,11 @@ export function jobView(j: JobState): JobView {
     failed: j.errors.length,
     started_at: iso(j.started_at),
     completed_at: iso(j.completed_at),
-    errors: j.errors,
+    errors: j.errors.length > MAX_JOB_ERRORS_VIEW ? j.errors.slice(0, MAX_JOB_ERRORS_VIEW) : j.errors,
     job_timed_out: j.failure === 'timeout',
   };
   if (j.failure) view.failure = j.failure;
-  if (j.items) {
+  if (j.items.length) {
     view.items = j.items.slice(0, MAX_JOB_ITEMS_VIEW);
     view.items_total = j.items.length;
   }
