@@ -16,6 +16,7 @@ import { loadConfig } from '../dist/config.js';
 import { closeServices, openServices } from '../dist/domain/index.js';
 import { openStore } from '../dist/store/open.js';
 import { PgStore } from '../dist/store/pg-store.js';
+import { jobState } from '../dist/domain/job-chunks.js';
 import { newKeyPair } from '../dist/child/keys.js';
 import { startChildSim } from '../dist/child/simulator/server.js';
 import { cannon, sequential } from './lib/load.mjs';
@@ -346,7 +347,10 @@ async function takeover() {
   try {
     const res = await fetch(`${serves[0].url}${REST}/sites/sync`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     if (res.status !== 200) throw new Error(`sync answered ${res.status}`);
-    const job = () => [...store.all('jobs')][0];
+    const job = () => {
+      const j = [...store.all('jobs')][0];
+      return j && jobState(store, j);
+    };
     const wait = async (ok, what) => {
       const end = performance.now() + 60_000;
       while (!ok()) {

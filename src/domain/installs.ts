@@ -13,6 +13,7 @@ import type { CallContext } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
 import type { Config } from '../config.js';
 import type { JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import { addItems, itemsOfSite } from './job-chunks.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { eachSite, type JobService } from './jobs.js';
@@ -423,12 +424,11 @@ export class InstallService {
 
   /** The job step: one site of an install job, its row recorded in the job with the site's data. */
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
-    const items = (job.items ?? []) as Array<{ site_id: number }>;
-    if (items.some((i) => i.site_id === site.id)) return { ok: true, commit: () => null }; // recorded before a crash
+    if (itemsOfSite(this.store, job, site.id).length) return { ok: true, commit: () => null }; // recorded before a crash
     const params = job.params as unknown as JobParams;
     const record = (t: Tx, row: Record<string, unknown>) => {
       const cur = t.get<JobRecord>('jobs', job.id);
-      if (cur) t.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), row] });
+      if (cur) addItems(t, cur, site.id, [row]);
     };
     try {
       await this.installOn(site, params, (t, row) => record(t, { ...row, status: 'installed' }));

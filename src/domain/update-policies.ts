@@ -9,7 +9,8 @@
 // a crash mid-run leaves the job, which any runner resumes (never a second run of the window).
 import { errors, ServiceError } from '../core/errors.js';
 import { offsetMinutes } from '../core/site-time.js';
-import type { JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import type { JobRecord, JobState, SiteData, SiteRecord } from '../store/records.js';
+import { addItems, jobState } from './job-chunks.js';
 import type { Store, Tx } from '../store/store.js';
 import {
   WEEKDAYS,
@@ -271,10 +272,10 @@ export class UpdatePolicyService {
   }
 
   /** The jobs of a policy's runs still queued or running. */
-  private activeJobs(policyId: number): JobRecord[] {
+  private activeJobs(policyId: number): JobState[] {
     return this.runs(policyId)
       .map((r) => this.jobs.find(r.job_id))
-      .filter((j): j is JobRecord => !!j && (j.status === 'queued' || j.status === 'processing'));
+      .filter((j): j is JobState => !!j && (j.status === 'queued' || j.status === 'processing'));
   }
 
   /**
@@ -533,11 +534,14 @@ export class UpdatePolicyService {
     const skipped = (tx: Tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       const rows = (cur?.params as { skip?: SkipRows } | undefined)?.skip?.[site.id];
-      if (cur && rows?.length) tx.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), ...rows] });
+      if (cur && rows?.length) addItems(tx, cur, site.id, rows);
     };
     if (!p) return { ok: false, error: policyNotFound(params.policy_id), commit: skipped };
-    if (p.paused || failuresOf(job) >= p.stop_after) {
-      await this.stop(p, params, job.job_id, failuresOf(job));
+    // What the run recorded so far (gathered from the job's chunks: the stop rule counts the whole run's failures).
+    const recorded = () => failuresOf(this.jobs.find(job.job_id) ?? jobState(this.store, job));
+    const before = recorded();
+    if (p.paused || before >= p.stop_after) {
+      await this.stop(p, params, job.job_id, before);
       return {
         ok: false,
         error: new ServiceError('svc_policy_paused', `Policy ${p.id} is paused: ${site.url} was not updated.`, 409),
@@ -555,7 +559,7 @@ export class UpdatePolicyService {
       actor: { kind: 'policy', id: p.id, name: p.name },
     };
     const o = await this.updates.jobStep(site, { ...job, params: plan as unknown as Record<string, unknown> });
-    const n = failuresOf(this.jobs.find(job.job_id) ?? job);
+    const n = recorded();
     if (n >= p.stop_after) await this.stop(p, params, job.job_id, n);
     return o;
   }
@@ -597,7 +601,7 @@ export class UpdatePolicyService {
 }
 
 /** Items of a run that failed or were rolled back (the stop rule counts them), from what its job recorded. */
-export function failuresOf(job: JobRecord): number {
+export function failuresOf(job: JobState): number {
   let n = 0;
   for (const i of (job.items ?? []) as Array<{ status?: string }>) if (i.status && FAILED.has(i.status)) n++;
   return n;

@@ -11,6 +11,7 @@ import type { CallContext, ProgressReport } from '../core/ability.js';
 import { ServiceError, errors } from '../core/errors.js';
 import { paginate } from '../core/paging.js';
 import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import { addItems, itemsOfSite } from './job-chunks.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { siteStatus, type SiteService } from './sites.js';
@@ -1199,8 +1200,7 @@ export class UpdateService {
 
   /** The job step: one site of an update job, recorded with its items in the same write as its data; a resumed job re-reads first. */
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
-    const items = (job.items ?? []) as Array<{ site_id: number }>;
-    if (items.some((i) => i.site_id === site.id)) return { ok: true, commit: () => null }; // recorded before a crash
+    if (itemsOfSite(this.store, job, site.id).length) return { ok: true, commit: () => null }; // recorded before a crash
     const plan = job.params as unknown as Plan;
     // A job claimed before (its process died or stopped) may have updated this site without recording it: every site
     // it has not recorded is re-read from its child first. (No per-site "started" write: resuming is rare, the extra
@@ -1218,10 +1218,7 @@ export class UpdateService {
         ...r.skipped.map((s) => ({ ...s, status: 'skipped' })),
       ];
       // A site with nothing to report still gets a row: it is how a resumed job knows the site was done.
-      tx.put<JobRecord>('jobs', {
-        ...cur,
-        items: [...(cur.items ?? []), ...(rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }])],
-      });
+      addItems(tx, cur, site.id, rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }]);
     };
     const r = await this.runSite(site, plan, { wait: true, resumed, extraCommit: record });
     if (r.errors.length) {

@@ -11,6 +11,8 @@ export const COLLECTIONS = {
   users: 0,
   keys: 0,
   jobs: 0,
+  /** A job's progress, JOB_CHUNK sites per record (domain/job-chunks.ts): a step rewrites its chunk, not the job. */
+  job_chunks: 100,
   settings: 0,
   client_fields: 0,
   /** One record per client that has custom field values, with the client's id. */
