@@ -74,7 +74,7 @@ describe('PostgreSQL store engine', () => {
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'ok2']);
-    expect(s.getBlob('site-data', 9)).toBeNull();
+    expect(await s.readBlob('site-data', 9)).toBeNull();
     const rows = await query(url, `SELECT data->>'name' AS name FROM sitefleet_rows WHERE kind = 'tags' AND data IS NOT NULL ORDER BY id`);
     expect(rows.map((r) => r.name)).toEqual(['ok1', 'ok2']);
   });
@@ -173,7 +173,7 @@ describe('PostgreSQL store engine', () => {
     await s.write((tx) => tx.putBlob('site-data', rec.id, { note: name, nested: [{ q: "'" }] }));
     const again = await open(url);
     expect(again.get<TagRecord>('tags', rec.id)).toEqual(rec);
-    expect(again.getBlob('site-data', rec.id)).toEqual({ note: name, nested: [{ q: "'" }] });
+    expect(await again.readBlob('site-data', rec.id)).toEqual({ note: name, nested: [{ q: "'" }] });
   });
 
   it('answers 503 while its connection is gone and works again on the next write', async () => {
