@@ -73,6 +73,30 @@ describe('the store: site data is read, never held', () => {
   });
 });
 
+describe('the store: site keys are read, never held', () => {
+  it('a store opened on a fleet with child keys holds none of them, and reads each back', async () => {
+    const fleet = await testFleetStore();
+    const a = await fleet.open();
+    try {
+      await a.write((tx) => {
+        for (let id = 1; id <= 3; id++) tx.putBlob('secrets', id, { private_key_pem: `key ${id}`, http_pass: null, regverify: null });
+      });
+      expect(a.memory().blobs.secrets).toBe(0);
+      expect(() => a.getBlob('secrets', 1)).toThrow(/readBlob/);
+    } finally {
+      await a.close();
+    }
+    const b = await fleet.open();
+    try {
+      expect(b.memory().blobs.secrets).toBe(0);
+      expect(await b.readBlob('secrets', 2)).toEqual({ private_key_pem: 'key 2', http_pass: null, regverify: null });
+      expect((await b.readBlobs('secrets', [1, 3, 4])).get(3)).toMatchObject({ private_key_pem: 'key 3' });
+    } finally {
+      await b.close();
+    }
+  });
+});
+
 describe(`the fleet-wide indexes over ${BLOB_READ_BATCH + 1} sites (one batch and one more)`, () => {
   const N = BLOB_READ_BATCH + 1;
   let s1: TestServer;

@@ -131,8 +131,9 @@ export class ChildSiteService {
     if (this.connectorP) await (await this.connectorP).close();
   }
 
-  credentials(site: SiteRecord): SiteCredentials {
-    const secret = this.sites.secret(site.id);
+  /** What signing a request to the site's child takes (its key is a cold blob: read from the store, never sent out). */
+  async credentials(site: SiteRecord): Promise<SiteCredentials> {
+    const secret = await this.sites.secret(site.id);
     if (!secret) throw new ServiceError('svc_site_keys_missing', `Site ${site.id} has no connection keys; reconnect it.`, 409);
     return {
       url: site.url,
@@ -144,6 +145,11 @@ export class ChildSiteService {
       httpPass: secret.http_pass,
       sslVerify: site.ssl_verify,
     };
+  }
+
+  /** credentials, or null for a site without keys. */
+  async credentialsIfAny(site: SiteRecord): Promise<SiteCredentials | null> {
+    return (await this.sites.secret(site.id)) ? this.credentials(site) : null;
   }
 
   /** A site's stored data (a cold blob: read from the store, through its bounded cache). */
@@ -282,7 +288,7 @@ export class ChildSiteService {
   async fetchSync(site: SiteRecord): Promise<Outcome<SiteRecord>> {
     try {
       this.assertReachable(site);
-      const creds = this.credentials(site);
+      const creds = await this.credentials(site);
       const prev = await this.siteData(site.id);
       const snap = await (await this.connector()).sync(creds, { changesSince: prev?.changes_cursor });
       this.assertSameSite(site, snap);
@@ -311,7 +317,7 @@ export class ChildSiteService {
       await this.connector()
     ).probe(site.url, {
       httpUser: site.http_user,
-      httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+      httpPass: (await this.sites.secret(site.id))?.http_pass ?? null,
       sslVerify: site.ssl_verify,
     });
     const result: CheckResult = { at: now(), ...r };
@@ -330,9 +336,9 @@ export class ChildSiteService {
       return { ok: false, error: errors.siteSuspended(site) };
     }
     try {
-      const secret = this.sites.secret(site.id);
+      const secret = await this.sites.secret(site.id);
       const creds: SiteCredentials = secret
-        ? this.credentials(site)
+        ? await this.credentials(site)
         : {
             url: site.url,
             admin: site.admin_username,
@@ -373,9 +379,11 @@ export class ChildSiteService {
    */
   async tellChildToForget(
     site: SiteRecord,
-    creds: SiteCredentials | null = this.sites.secret(site.id) ? this.credentials(site) : null,
+    known?: SiteCredentials | null,
   ): Promise<{ child_notified: boolean; child_error: string | null }> {
-    if (site.disconnected || !creds) return { child_notified: false, child_error: null };
+    if (site.disconnected) return { child_notified: false, child_error: null };
+    const creds = known === undefined ? await this.credentialsIfAny(site) : known;
+    if (!creds) return { child_notified: false, child_error: null };
     try {
       await (await this.connector()).disconnect(creds);
       return { child_notified: true, child_error: null };
@@ -389,7 +397,7 @@ export class ChildSiteService {
    * removal that fails to commit leaves the child trusting us; one that commits is never undone by the child call.
    */
   async removeSite(site: SiteRecord): Promise<{ child_notified: boolean; child_error: string | null }> {
-    const creds = this.sites.secret(site.id) ? this.credentials(site) : null;
+    const creds = await this.credentialsIfAny(site);
     await this.sites.remove(site.id);
     return this.tellChildToForget(site, creds);
   }

@@ -369,7 +369,7 @@ export class InstallService {
     const { package: pkg } = p;
     const label = `${pkg.type} ${pkg.slug ?? pkg.download_url}${pkg.version ? ` ${pkg.version}` : ''}`;
     this.children.assertReachable(site);
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     const connector = await this.children.connector();
     let item: Awaited<ReturnType<typeof connector.install>>;
     try {

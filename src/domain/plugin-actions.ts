@@ -109,7 +109,7 @@ export class PluginActionService {
   /** Suspended or disconnected sites and sites without keys are refused before any child traffic. */
   private async connect(site: SiteRecord) {
     this.children.assertReachable(site);
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     return { creds, connector: await this.children.connector() };
   }
 

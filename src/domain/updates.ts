@@ -644,7 +644,7 @@ export class UpdateService {
       }
       if (plan.safe) return this.runSafely(fresh, plan, todo, run, { ...opts, history: found });
       const connector = await this.children.connector();
-      const creds = this.children.credentials(fresh);
+      const creds = await this.children.credentials(fresh);
       let snapshot: SiteSnapshot | null = null;
       let snapshotAt = -1;
       const byType = (t: ItemType) => todo.filter((i) => i.type === t);
@@ -732,7 +732,7 @@ export class UpdateService {
       return run;
     }
     const connector = await this.children.connector();
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
     let snapshot: SiteSnapshot | null = null;
     let snapshotAt = -1;

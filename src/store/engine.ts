@@ -64,12 +64,12 @@ export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets', 'vulnerabili
 
 /**
  * Blob kinds no engine holds in memory: large, or one per site (a 150 MB vulnerability feed; each site's sync lists,
- * about 9 KB a site, 900 MB for 100,000 sites). They are read with `readBlob` (asynchronous: lowdb reads the file,
+ * about 9 KB a site, 900 MB for 100,000 sites; each site's child key and passwords). They are read with `readBlob` (asynchronous: lowdb reads the file,
  * PostgreSQL runs a SELECT) through a cache of at most COLD_CACHE_BYTES of their JSON text per process, or many at once
  * with `readBlobs` (no cache: the fleet-wide indexes read the changed sites' data that way); `getBlob` refuses them.
  * Writes go through `putBlob` as for any blob.
  */
-export const COLD_BLOBS: ReadonlySet<Blob> = new Set<Blob>(['vulnerability-feed', 'site-data']);
+export const COLD_BLOBS: ReadonlySet<Blob> = new Set<Blob>(['vulnerability-feed', 'site-data', 'secrets']);
 /**
  * The most blobs one `readBlobs` call reads (one SELECT on PostgreSQL, as many file reads at once on lowdb): what a
  * fleet-wide index holds of the sites' data while it rebuilds (≈ 4.5 MB of JSON for 500 sites of 9 KB).

@@ -18,7 +18,7 @@
 // does within one: no duplicate, no lost update. Commit order equals seq order, so "rows with seq > last" never
 // misses a commit.
 //
-// Cold blobs (engine.ts COLD_BLOBS: each site's sync data, the vulnerability feed's index and record buckets) are the
+// Cold blobs (engine.ts COLD_BLOBS: each site's sync data and secrets, the vulnerability feed's index and buckets) are the
 // exception: no process holds them in memory. A catch-up does not even fetch their data (it only drops them from the
 // cache); readBlob runs a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES, and readBlobs one
 // SELECT for up to BLOB_READ_BATCH of them.

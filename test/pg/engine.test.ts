@@ -54,7 +54,7 @@ describe('PostgreSQL store engine', () => {
     const s2 = await open(url);
     expect(s2.get<TagRecord>('tags', a.id)?.name).toBe('a');
     expect(s2.get('tags', b.id)).toBeUndefined();
-    expect(s2.getBlob('secrets', a.id)).toEqual({ private_key_pem: 'k' });
+    expect(await s2.readBlob('secrets', a.id)).toEqual({ private_key_pem: 'k' });
     const c = await s2.write((tx) => tx.insert<TagRecord>('tags', tag('c')));
     expect(c.id).toBe(b.id + 1);
     await expect(s.write((tx) => tx.insert('tags', tag('late')))).rejects.toThrow(/closed/);

@@ -268,18 +268,19 @@ export class VulnerabilityService {
     return { ...SETTINGS_DEFAULTS, ...this.store.get<VulnSettingsRecord>('settings', SETTINGS_ID) };
   }
 
-  settingsView(): VulnSettingsView {
+  async settingsView(): Promise<VulnSettingsView> {
     const s = this.settings();
     return {
       vulnerability_source: s.source,
-      vulnerability_api_key_set: !!this.apiKey(),
+      vulnerability_api_key_set: !!(await this.apiKey()),
       vulnerability_refresh_hours: s.refresh_hours,
       vulnerability_feed_url: s.feed_url,
     };
   }
 
-  private apiKey(): string | null {
-    return this.store.getBlob<{ vulnerability_api_key?: string }>('secrets', KEY_SECRET_ID)?.vulnerability_api_key ?? null;
+  /** The feed's API key (a secrets blob: cold, read from the store through its bounded cache). */
+  private async apiKey(): Promise<string | null> {
+    return (await this.store.readBlob<{ vulnerability_api_key?: string }>('secrets', KEY_SECRET_ID))?.vulnerability_api_key ?? null;
   }
 
   private checkUrl(raw: string): string {
@@ -329,8 +330,8 @@ export class VulnerabilityService {
   // ---- feed: import and refresh ----
 
   /** What is loaded: source, when, how many records (and skipped), the validators of the last download. */
-  status(): FeedState & { settings: VulnSettingsView } {
-    return { ...this.feed.state(), settings: this.settingsView() };
+  async status(): Promise<FeedState & { settings: VulnSettingsView }> {
+    return { ...this.feed.state(), settings: await this.settingsView() };
   }
 
   /** Imports a Wordfence feed file (streamed) or a WPVulnerability answer file or directory of them. */
@@ -435,7 +436,7 @@ export class VulnerabilityService {
     signal: AbortSignal,
   ): Promise<{ status: 'updated' | 'not_modified'; feed: FeedState }> {
     const url = s.feed_url ?? WORDFENCE_URL;
-    const key = this.apiKey();
+    const key = await this.apiKey();
     if (!key && !s.feed_url)
       throw new ServiceError(
         'svc_feed_not_configured',
