@@ -4,7 +4,7 @@
 // answer alike in every process, and a second process sees what the first stored.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
-import type { SitePlugin } from '../src/child/snapshot.js';
+import type { SitePlugin, SiteSnapshot } from '../src/child/snapshot.js';
 import { BLOB_READ_BATCH, type Store } from '../src/store/engine.js';
 import { SiteDataIndex } from '../src/domain/site-data-index.js';
 import type { SiteData, SiteRecord } from '../src/store/records.js';
@@ -215,6 +215,64 @@ describe('SiteDataIndex', () => {
       expect(index.get(sites[1]!.id)).toBe(0);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('a snapshot stored from data read before the write', () => {
+  const snap = (cursor: string | null, changes: SiteSnapshot['changes']): SiteSnapshot => ({
+    child_version: '6.1',
+    wp_version: '6.8',
+    php_version: '8.2',
+    timezone: null,
+    site_url: 'https://site1.example.com/',
+    admin_username: 'admin',
+    wp_update_version: null,
+    plugins: [plugin('a/a.php', '1.0')],
+    themes: [],
+    security: [],
+    health: { good: 1, recommended: 0, critical: 0 },
+    changes,
+    changes_cursor: cursor,
+    users: [],
+    updates: { core: null, plugins: [], themes: [], translations: [] },
+  });
+  const change = (n: number) => ({
+    id: n,
+    type: 'plugin',
+    action: 'activated',
+    description: `change ${n}`,
+    user: 'admin',
+    timestamp: `2026-01-0${n}T00:00:00Z`,
+  });
+
+  it('keeps the changes and cursor it read plus its own, and gives the hooks no previous data when another came in between', async () => {
+    const s = await startServer();
+    try {
+      const { children, store } = s.services;
+      const [site] = await seedSites(s.services, 1);
+      const id = site!.id;
+      const seen: Array<SiteData | null> = [];
+      const hook = (_tx: unknown, siteId: number, _data: SiteData, prev: SiteData | null) => void (siteId === id && seen.push(prev));
+      children.snapshotHooks.add(hook);
+      // The clock (Date only) moves between the snapshots, so that each is stamped apart.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.parse('2026-02-01T00:00:00Z'));
+      await store.write((tx) => children.recordSnapshot(tx, id, snap('c1', [change(1)]), null));
+      // Two snapshots read the same stored data; the first is stored, then the second (built on the older read).
+      const read = await children.siteData(id);
+      vi.setSystemTime(Date.parse('2026-02-01T00:01:00Z'));
+      await store.write((tx) => children.recordSnapshot(tx, id, snap('c2', [change(2)]), read));
+      vi.setSystemTime(Date.parse('2026-02-01T00:02:00Z'));
+      await store.write((tx) => children.recordSnapshot(tx, id, snap(null, []), read));
+      expect(seen.map((p) => p?.changes_cursor ?? null)).toEqual([null, 'c1', null]);
+      // What the stale write lost (change 2, cursor c2) the next sync asks for again: the cursor is the one read.
+      const now = (await children.siteData(id))!;
+      expect([now.changes_cursor, now.changes.map((c) => c.id)]).toEqual(['c1', [1]]);
+      children.snapshotHooks.delete(hook);
+    } finally {
+      vi.useRealTimers();
+      await s.close();
     }
   });
 });
