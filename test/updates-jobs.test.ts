@@ -142,7 +142,7 @@ describe('update job resumed after a crash', () => {
       const j = tx.get<JobRecord>('jobs', job.id)!;
       tx.put<JobRecord>('jobs', { ...j, status: 'processing', owner: `4194000-deadbeef@${hostname()}`, lease_until: 0, attempts: 1 });
     });
-    await (await first.children.connector()).upgrade(first.children.credentials(recs[2]!), 'translation', [lang.slug]);
+    await (await first.children.connector()).upgrade(await first.children.credentials(recs[2]!), 'translation', [lang.slug]);
     expect(sim.state(3).upgradeLog).toEqual([`translation:${lang.slug}:${lang.language}`]);
     await closeServices(first);
 

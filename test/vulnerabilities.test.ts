@@ -387,7 +387,7 @@ describe('the fleet: import, views, fix and events through the registry (simulat
     const text = readFileSync(WF_FILE, 'utf8');
     writeFileSync(cut, text.slice(0, Math.floor(text.length / 2)));
     await expect(h.services.vulnerabilities.importFile(cut, 'wordfence')).rejects.toMatchObject({ code: 'svc_feed_invalid' });
-    expect(h.services.vulnerabilities.status().records).toBe(20);
+    expect((await h.services.vulnerabilities.status()).records).toBe(20);
     expect((await h.call('get-site-vulnerabilities-v1', { site_id_or_domain: 3 })).total).toBe(5);
   });
 
@@ -484,7 +484,7 @@ describe('a feed stored before the vulnerability-feed blob kind', () => {
       services = await openServices(config);
       expect(await ids()).toEqual(want);
       await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
-      expect(services.vulnerabilities.status().blob_kind).toBe('vulnerability-feed');
+      expect((await services.vulnerabilities.status()).blob_kind).toBe('vulnerability-feed');
       for (const id of moved.keys()) expect(services.store.getBlob('vulnerabilities', id)).toBeNull();
       expect(await ids()).toEqual(want);
     } finally {

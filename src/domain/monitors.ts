@@ -468,7 +468,7 @@ export class MonitorService {
         keyword: eff.keyword,
         sslVerify: site.ssl_verify,
         httpUser: site.http_user,
-        httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+        httpPass: (await this.sites.secret(site.id))?.http_pass ?? null,
       };
       let outcome = await this.checker.check(target);
       const prev = this.lastBeat(site.id);

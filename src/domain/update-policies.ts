@@ -297,10 +297,9 @@ export class UpdatePolicyService {
     for (const j of jobs) {
       const done = new Set(j.done);
       const rows: SkipRows = {};
-      for (const siteId of j.sites) {
-        const site = done.has(siteId) ? undefined : this.sites.get(siteId);
-        if (!site) continue;
-        rows[siteId] = this.itemsFor(p, site, now, fixes).due.map((i) => ({
+      const left = j.sites.flatMap((id) => (done.has(id) ? [] : (this.sites.get(id) ?? [])));
+      for (const { site, due } of await this.itemsForMany(p, left, now, fixes)) {
+        rows[site.id] = due.map((i) => ({
           site_id: i.site_id,
           site_url: i.site_url,
           site_name: i.site_name,
@@ -377,8 +376,34 @@ export class UpdatePolicyService {
    * What a policy would update on a site at instant `at`: the covered pending items not ignored, and which of them
    * still wait for the delay (with when they become due; null when the first sighting is unknown, counted from the next sync).
    */
-  itemsFor(p: UpdatePolicyRecord, site: SiteRecord, at: number, fixes?: SecurityFixes): { due: DueItem[]; waiting: PreviewItem[] } {
-    const { todo } = this.updates.planSite(site, { types: TYPES, safe: true });
+  async itemsFor(
+    p: UpdatePolicyRecord,
+    site: SiteRecord,
+    at: number,
+    fixes?: SecurityFixes,
+  ): Promise<{ due: DueItem[]; waiting: PreviewItem[] }> {
+    const { todo } = await this.updates.planSite(site, { types: TYPES, safe: true });
+    return this.itemsOf(p, site, todo, at, fixes);
+  }
+
+  /** itemsFor for many sites, their data read in batches (UpdateService.planSites). */
+  private async itemsForMany(
+    p: UpdatePolicyRecord,
+    sites: readonly SiteRecord[],
+    at: number,
+    fixes?: SecurityFixes,
+  ): Promise<Array<{ site: SiteRecord; due: DueItem[]; waiting: PreviewItem[] }>> {
+    const plans = await this.updates.planSites(sites, { types: TYPES, safe: true });
+    return plans.map(({ site, todo }) => ({ site, ...this.itemsOf(p, site, todo, at, fixes) }));
+  }
+
+  private itemsOf(
+    p: UpdatePolicyRecord,
+    site: SiteRecord,
+    todo: readonly PendingView[],
+    at: number,
+    fixes?: SecurityFixes,
+  ): { due: DueItem[]; waiting: PreviewItem[] } {
     const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
     const mine = fixes?.get(site.id);
@@ -502,8 +527,7 @@ export class UpdatePolicyService {
     const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
     const fixes = await this.securityFixes(p);
-    for (const s of best.sites) {
-      const r = this.itemsFor(p, s, at, fixes);
+    for (const r of await this.itemsForMany(p, best.sites, at, fixes)) {
       due.push(...r.due);
       waiting.push(...r.waiting);
     }
@@ -550,7 +574,7 @@ export class UpdatePolicyService {
     }
     if (this.now() >= Date.parse(params.window_end))
       return { ok: false, error: new ServiceError('svc_window_closed', `The window closed before ${site.url} was reached.`, 409) };
-    const { due } = this.itemsFor(p, site, this.now(), await this.securityFixes(p));
+    const { due } = await this.itemsFor(p, site, this.now(), await this.securityFixes(p));
     const plan: Plan = {
       types: TYPES,
       items: due.map(itemKey),
