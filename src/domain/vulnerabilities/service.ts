@@ -236,6 +236,10 @@ export class VulnerabilityService {
   readonly feed: FeedStore;
   private agent: Agent;
   private mem = new Map<number, SiteMatches>();
+  /** The site record, and feed generation, each entry of `mem` is current for (reconcile looks no further). */
+  private matchedFor = new Map<number, { site: SiteRecord; gen: number }>();
+  /** The site record, generation and shard object for which the stored matches were found current. */
+  private storedFor = new Map<number, { site: SiteRecord; gen: number; shard: MatchShard | null }>();
   private seenMem = { sites: -1, gen: -1 };
   private seenStored = { sites: -1, gen: -1 };
   private round: Promise<void> | null = null;
@@ -606,12 +610,21 @@ export class VulnerabilityService {
       const toMatch: Array<{ site: SiteRecord; stamp: string }> = [];
       for (const site of sites) {
         live.add(site.id);
+        // Records are replaced, never changed in place: the record this site's matches were made for, under this
+        // feed, has not moved (most sites on most rounds: a sync commits a few at a time). No stamp to build.
+        const was = this.matchedFor.get(site.id);
+        if (was?.site === site && was.gen === gen) continue;
         const stamp = this.stampOf(site, gen);
-        if (this.mem.get(site.id)?.stamp === stamp) continue;
-        const stored = this.shardOf(site.id).sites[site.id];
-        if (stored?.stamp === stamp) this.mem.set(site.id, stored);
-        else if (!gen) this.mem.set(site.id, { stamp, hits: [] });
-        else toMatch.push({ site, stamp });
+        if (this.mem.get(site.id)?.stamp !== stamp) {
+          const stored = this.shardOf(site.id).sites[site.id];
+          if (stored?.stamp === stamp) this.mem.set(site.id, stored);
+          else if (!gen) this.mem.set(site.id, { stamp, hits: [] });
+          else {
+            toMatch.push({ site, stamp });
+            continue;
+          }
+        }
+        this.matchedFor.set(site.id, { site, gen });
       }
       const stampOf = new Map(toMatch.map((m) => [m.site.id, m.stamp]));
       await this.eachSiteData(
@@ -621,18 +634,24 @@ export class VulnerabilityService {
             stamp: stampOf.get(site.id)!,
             hits: installedItems(site.wp_version, data).flatMap((i) => index.match(i)),
           });
+          this.matchedFor.set(site.id, { site, gen });
         },
       );
-      for (const site of sites) {
-        const stamp = this.stampOf(site, gen);
-        const cur = this.mem.get(site.id)!;
-        if (persist) {
-          const stored = this.shardOf(site.id).sites[site.id];
+      if (persist)
+        for (const site of sites) {
+          // The stored matches were found current for this record under this feed, and their shard is the object it
+          // was then (any write of the shard, here or in another process, replaces it): nothing to compare.
+          const shard = this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(site.id / SHARD));
+          const was = this.storedFor.get(site.id);
+          if (was?.site === site && was.gen === gen && was.shard === shard) continue;
+          const stamp = this.stampOf(site, gen);
+          const stored = shard?.sites[site.id];
           // Without a feed and nothing stored there is nothing to keep: a fleet that uses no feed never writes here.
-          if (stored?.stamp !== stamp && (gen || stored)) changed.push({ site, prev: stored, next: cur });
+          if (stored?.stamp !== stamp && (gen || stored)) changed.push({ site, prev: stored, next: this.mem.get(site.id)! });
+          else this.storedFor.set(site.id, { site, gen, shard });
         }
-      }
       for (const id of [...this.mem.keys()]) if (!live.has(id)) this.mem.delete(id);
+      for (const m of [this.matchedFor, this.storedFor]) for (const id of [...m.keys()]) if (!live.has(id)) m.delete(id);
       if (changed.length) {
         await this.store.write((tx) => {
           const shards = new Map<number, MatchShard>();
@@ -646,6 +665,12 @@ export class VulnerabilityService {
             tx.putBlob('vulnerability-matches', n, shard);
           }
         });
+        for (const c of changed)
+          this.storedFor.set(c.site.id, {
+            site: c.site,
+            gen,
+            shard: this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(c.site.id / SHARD)),
+          });
         await this.emitChanges(changed, gen);
       }
       this.seenMem = { sites: sitesV, gen };
