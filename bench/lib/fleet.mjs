@@ -126,7 +126,7 @@ async function seedFleet(pgServer, dbName, n, log) {
       await s.store.write((tx) => out.commit(tx));
       const rec = s.sites.get(ids[i]);
       const synced = Object.fromEntries(Object.entries(rec).filter(([key]) => !SECRET_FREE.has(key)));
-      samples.push({ synced, data: s.children.siteData(ids[i]) });
+      samples.push({ synced, data: await s.children.siteData(ids[i]) });
     }
     for (let start = k + 1; start <= n; start += 2000) {
       await s.store.write((tx) => {
