@@ -200,7 +200,9 @@ describe('store', () => {
   it("reads of one synchronous run see one state; a later run sees another process's finished commit", async () => {
     const dir = tmp();
     const w = await Store.open(dir);
-    const t = await w.write((tx) => tx.insert<TagRecord>('tags', { name: 'before', color: null, site_ids: [], created_at: '', updated_at: '' }));
+    const t = await w.write((tx) =>
+      tx.insert<TagRecord>('tags', { name: 'before', color: null, site_ids: [], created_at: '', updated_at: '' }),
+    );
     await w.close();
     const s = await Store.open(dir);
     // Another process renames the tag and exits, all inside this synchronous run (execFileSync blocks it).
