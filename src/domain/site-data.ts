@@ -7,9 +7,8 @@ import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/sn
 import { paginate } from '../core/paging.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
-import type { Store } from '../store/store.js';
 import type { ChildSiteService } from './child-sites.js';
-import { SiteDataIndex } from './site-data-index.js';
+import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 import type { SiteService } from './sites.js';
 import { certificateStatus, type TlsStatus } from './tls.js';
 
@@ -117,11 +116,11 @@ class AbandonedIndex {
   private flat: Record<ItemKind, AbandonedItem[]> = { plugins: [], themes: [] };
 
   constructor(
-    store: Store,
+    scan: SiteDataScan,
     private readonly access: SiteAccess,
   ) {
     // A sync or an action rewrites last_sync, every record change updated_at.
-    this.index = new SiteDataIndex(store, (site) => `${site.last_sync}|${site.updated_at}|${site.url}`, entry);
+    this.index = new SiteDataIndex(scan, (site) => `${site.last_sync}|${site.updated_at}|${site.url}`, entry);
   }
 
   /** Every abandoned item of the fleet (or of one site), ordered by site id then slug. */
@@ -159,9 +158,9 @@ export class SiteDataService {
     private readonly config: Config,
     private readonly sites: SiteService,
     private readonly children: ChildSiteService,
-    store: Store,
+    scan: SiteDataScan,
   ) {
-    this.abandonedIndex = new AbandonedIndex(store, sites.access);
+    this.abandonedIndex = new AbandonedIndex(scan, sites.access);
   }
 
   /** The stored data of a site; a site never synced (or seeded without a child) has empty lists. */

@@ -15,7 +15,7 @@ import { addItems, itemsOfSite } from './job-chunks.js';
 import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
-import { SiteDataIndex } from './site-data-index.js';
+import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
@@ -208,9 +208,10 @@ class PendingIndex {
   constructor(
     private readonly store: Store,
     sites: SiteService,
+    scan: SiteDataScan,
   ) {
     this.index = new SiteDataIndex(
-      store,
+      scan,
       (site) => `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`,
       (site, data) => ({ id: site.id, all: views(site, storedPending(data), new Set(TYPES)) }),
       // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
@@ -339,8 +340,9 @@ export class UpdateService {
     readonly health: HealthService,
     private readonly history: UpdateHistoryService,
     private readonly rollbacks: UpdateRollback,
+    scan: SiteDataScan,
   ) {
-    this.index = new PendingIndex(store, sites);
+    this.index = new PendingIndex(store, sites, scan);
   }
   /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in domain/index.ts). */
   forgetSite(tx: Tx, siteId: number): void {
