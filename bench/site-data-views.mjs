@@ -1,7 +1,8 @@
 // bench/site-data-views.mjs — the first views of the three fleet-wide indexes over site data (pending updates,
 // security issues, abandoned plugins) in a fresh process, on the default engine, with the site-data ids they read.
 //   node bench/site-data-views.mjs [--sites 20000] [--dir /tmp/sitefleet-site-data-views] [--dist dist]
-//     [--order pending,security,abandoned]
+//     [--order pending,security,abandoned] [--edits 20]
+// Then --edits times: one site's notes edited, and the three views asked again (what each costs after an edit, p50).
 // The data dir is seeded once (sites with a last sync and stored data) and kept for later runs, so that runs of two
 // builds (--dist: another build's dist directory, with node_modules beside it) can alternate on the same fleet.
 import { existsSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ const { values: args } = parseArgs({
     dir: { type: 'string', default: '/tmp/sitefleet-site-data-views' },
     dist: { type: 'string', default: join(import.meta.dirname, '..', 'dist') },
     order: { type: 'string', default: 'pending,security,abandoned' },
+    edits: { type: 'string', default: '20' },
   },
 });
 const n = Number(args.sites);
@@ -92,6 +94,16 @@ try {
     out[`${name}_answer`] = t.r;
     out.total_ms += t.ms;
   }
+  // An edit moves the site's stamp (its data is read again) but not what is derived from it.
+  const after = [];
+  for (let k = 0; k < Number(args.edits); k++) {
+    await s.sites.edit(1 + ((k * 7919) % out.sites), { notes: `edit ${k}` });
+    let ms = 0;
+    for (const name of args.order.split(',')) ms += (await time(views[name])).ms;
+    after.push(ms);
+  }
+  after.sort((a, b) => a - b);
+  if (after.length) out.views_after_an_edit_p50_ms = after[Math.floor(after.length / 2)];
   globalThis.gc?.(); // with node --expose-gc: what the indexes keep, not garbage
   const heap_mb = Math.round(process.memoryUsage().heapUsed / 2 ** 20);
   console.log(JSON.stringify({ ...out, site_data_ids_read: ids, heap_mb }));

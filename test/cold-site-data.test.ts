@@ -314,6 +314,59 @@ describe('SiteDataScan', () => {
   });
 });
 
+describe('SiteDataIndex contents', () => {
+  it('stand when a change leaves every derived value and the order as they were; move when a value, a site or the order changes', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const sites = await store.write((tx) =>
+        [1, 2, 3].map((i) =>
+          tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+        ),
+      );
+      await store.write((tx) => {
+        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
+      });
+      const index = new SiteDataIndex(
+        new SiteDataScan(store),
+        (site) => `${site.last_sync}|${site.notes}`,
+        (site, data) => ({ id: site.id, plugins: (data?.plugins ?? []).map((p) => p.slug) }),
+      );
+      await index.refresh();
+      const first = index.contents;
+      const values = [...index.values()];
+      // An edit the stamp sees (the site is read again) whose derived value is the same: nothing moves, same objects.
+      await store.write((tx) => tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[1]!.id)!, notes: 'edited' }));
+      await index.refresh();
+      expect(index.version).toBe(store.version('sites'));
+      expect(index.contents).toBe(first);
+      expect([...index.values()]).toEqual(values);
+      expect([...index.values()][1]).toBe(values[1]);
+      // New data with another plugin list: the contents move.
+      await store.write((tx) => {
+        tx.putBlob('site-data', sites[1]!.id, { ...dataOf(sites[1]!.id), plugins: [] });
+        tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[1]!.id)!, last_sync: 'b' });
+      });
+      await index.refresh();
+      expect(index.contents).toBeGreaterThan(first);
+      expect(index.get(sites[1]!.id)).toEqual({ id: sites[1]!.id, plugins: [] });
+      // A site removed, then one added: each moves the contents, though no value changed.
+      const afterData = index.contents;
+      await store.write((tx) => tx.delete('sites', sites[2]!.id));
+      await index.refresh();
+      expect(index.contents).toBeGreaterThan(afterData);
+      const afterRemove = index.contents;
+      await store.write((tx) =>
+        tx.insert<SiteRecord>('sites', { url: 'https://s9.example/', last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+      );
+      await index.refresh();
+      expect(index.contents).toBeGreaterThan(afterRemove);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('a snapshot stored from data read before the write', () => {
   const snap = (cursor: string | null, changes: SiteSnapshot['changes']): SiteSnapshot => ({
     child_version: '6.1',

@@ -49,9 +49,9 @@ class SecurityIndex {
 
   async list(): Promise<SiteSecurity[]> {
     await this.index.refresh();
-    if (this.sortedAt !== this.index.version) {
+    if (this.sortedAt !== this.index.contents) {
       this.sorted = [...this.index.values()].flatMap((e) => (e ? [e] : [])).sort(worstFirst);
-      this.sortedAt = this.index.version;
+      this.sortedAt = this.index.contents;
     }
     return this.sorted;
   }

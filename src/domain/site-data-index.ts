@@ -4,6 +4,7 @@
 // (store.readBlobs: one SELECT on PostgreSQL): what it holds of the sites' data while it runs is one batch, never the
 // fleet. The indexes of one store share a SiteDataScan: a refresh of any brings every one up to date from the same
 // reads (a site is read once when any of them needs it), and concurrent refreshes share one run.
+import { isDeepStrictEqual } from 'node:util';
 import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -55,10 +56,19 @@ export class SiteDataScan {
   }
 }
 
+interface Entry<E> {
+  stamp: string;
+  site: SiteRecord;
+  value: E;
+}
+
 export class SiteDataIndex<E> {
-  private entries = new Map<number, { stamp: string; value: E }>();
+  /** Per site: its value, the stamp it was derived at, and the record that stamp was taken of (records are never changed). */
+  private entries = new Map<number, Entry<E>>();
   /** The sites collection's version the entries reflect (-1: never built). */
   private built = -1;
+  /** Moves only when an entry's value, or the order of the entries, changed (see `contents`). */
+  private generation = -1;
 
   constructor(
     private readonly scan: SiteDataScan,
@@ -74,6 +84,15 @@ export class SiteDataIndex<E> {
   /** The version of the sites collection the entries reflect: a key for what a caller derives from them. */
   get version(): number {
     return this.built;
+  }
+
+  /**
+   * A key for what a caller derives from all the entries (a fleet-wide list, its counts): it moves only when a value
+   * or the order changed. A site edit moves the stamp of the site (its data is read again) but most often leaves what
+   * is derived from it as it was: the entry keeps its value, and the lists built from the entries stand.
+   */
+  get contents(): number {
+    return this.generation;
   }
 
   /** Brings the entries up to every change of the sites made before the call (SiteDataScan.refresh). */
@@ -93,28 +112,43 @@ export class SiteDataIndex<E> {
 
   /** For SiteDataScan: this index's part of a run, its stamps taken now. */
   pass(): Pass {
-    const next = new Map<number, { stamp: string; value: E } | null>();
+    const next = new Map<number, Entry<E> | null>();
     const stale = new Map<number, { site: SiteRecord; stamp: string }>();
+    const before = this.entries.keys();
+    let moved = this.generation < 0;
     for (const site of this.sitesOf()) {
-      const stamp = this.stampOf(site);
+      if (!moved && before.next().value !== site.id) moved = true;
       const cur = this.entries.get(site.id);
-      if (cur && cur.stamp === stamp) next.set(site.id, cur);
+      // The same record object: the same stamp, not worked out again (a pass over 100,000 sites after one edit).
+      if (cur?.site === site) {
+        next.set(site.id, cur);
+        continue;
+      }
+      const stamp = this.stampOf(site);
+      if (cur && cur.stamp === stamp) next.set(site.id, { ...cur, site });
       else {
         next.set(site.id, null); // keeps the order; filled below
         stale.set(site.id, { site, stamp });
       }
     }
+    if (!before.next().done) moved = true;
     return {
       stale,
       fill: (ids, data) => {
         for (const id of ids) {
           const s = stale.get(id);
-          if (s) next.set(id, { stamp: s.stamp, value: this.derive(s.site, data.get(id) ?? null) });
+          if (!s) continue;
+          const value = this.derive(s.site, data.get(id) ?? null);
+          const was = this.entries.get(id);
+          const same = was !== undefined && isDeepStrictEqual(was.value, value);
+          if (!same) moved = true;
+          next.set(id, { stamp: s.stamp, site: s.site, value: same ? was.value : value });
         }
       },
       done: (version) => {
-        this.entries = next as Map<number, { stamp: string; value: E }>;
+        this.entries = next as Map<number, Entry<E>>;
         this.built = version;
+        if (moved) this.generation = version;
       },
     };
   }

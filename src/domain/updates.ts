@@ -198,7 +198,8 @@ const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_versi
  */
 class PendingIndex {
   private readonly index: SiteDataIndex<{ id: number; all: PendingView[] }>;
-  private sitesVersion = -1;
+  /** The index's contents the lists below were built from (SiteDataIndex.contents). */
+  private entriesAt = -1;
   private rulesVersion = -1;
   private rules = new Map<number, IgnoreRecord[]>();
   /** Every site's pending items after ignores, in site-list order, and their counts. */
@@ -236,9 +237,9 @@ class PendingIndex {
 
   private async refresh(): Promise<void> {
     await this.index.refresh();
-    const sv = this.index.version;
+    const sv = this.index.contents;
     const rv = this.store.version('ignores');
-    if (sv === this.sitesVersion && rv === this.rulesVersion) return;
+    if (sv === this.entriesAt && rv === this.rulesVersion) return;
     this.refreshRules();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
@@ -249,7 +250,7 @@ class PendingIndex {
     }
     this.flat = flat;
     this.bySite = bySite;
-    this.sitesVersion = sv;
+    this.entriesAt = sv;
     this.rulesVersion = rv;
   }
 
@@ -282,7 +283,7 @@ class PendingIndex {
   /** The fleet's items of some types and their summary, computed once per change of sites or rules. */
   async allOf(types: ReadonlySet<TypeName>): Promise<{ items: PendingView[]; summary: Summary }> {
     await this.refresh();
-    const at = `${this.sitesVersion}|${this.rulesVersion}`;
+    const at = `${this.entriesAt}|${this.rulesVersion}`;
     if (at !== this.byTypesAt) {
       this.byTypes.clear();
       this.byTypesAt = at;
