@@ -8,7 +8,7 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import type { SitePlugin, SiteTheme } from '../src/child/snapshot.js';
-import { abandonedCutoff } from '../src/domain/site-data.js';
+import { HORIZON_DAYS, abandonedCutoff } from '../src/domain/site-data.js';
 import { certificateStatus } from '../src/domain/tls.js';
 import { BLOB_READ_BATCH, type Store } from '../src/store/engine.js';
 import type { SiteData } from '../src/store/records.js';
@@ -136,11 +136,18 @@ describe('the two-year boundary', () => {
     const [site] = await seedSites(s.services, 1);
     const cutoff = abandonedCutoff();
     const dayAfter = new Date(Date.parse(cutoff) + DAY).toISOString().slice(0, 10);
+    // Beyond the index's horizon (HORIZON_DAYS): not kept until the period it can turn abandoned in.
+    const later = new Date(Date.parse(cutoff) + (HORIZON_DAYS + 70) * DAY).toISOString().slice(0, 10);
     await s.services.store.write((tx) => {
       tx.putBlob(
         'site-data',
         site!.id,
-        data([plugin('edge/edge.php', cutoff), plugin('young/young.php', dayAfter), plugin('none/none.php', null)]),
+        data([
+          plugin('edge/edge.php', cutoff),
+          plugin('young/young.php', dayAfter),
+          plugin('later/later.php', later),
+          plugin('none/none.php', null),
+        ]),
       );
       s.services.sites.patch(tx, site!.id, { last_sync: new Date().toISOString() });
     });
@@ -163,6 +170,13 @@ describe('the two-year boundary', () => {
       expect(await slugs()).toEqual(['edge/edge.php']);
       s.services.siteData.now = () => today + DAY;
       expect(await slugs()).toEqual(['edge/edge.php', 'young/young.php']);
+      s.services.siteData.now = () => today;
+      expect(await slugs()).toEqual(['edge/edge.php']);
+      // Past the horizon the entries are derived again from the stored data: an item further out turns up on its day.
+      s.services.siteData.now = () => today + (HORIZON_DAYS + 69) * DAY;
+      expect(await slugs()).toEqual(['edge/edge.php', 'young/young.php']);
+      s.services.siteData.now = () => today + (HORIZON_DAYS + 70) * DAY;
+      expect(await slugs()).toEqual(['edge/edge.php', 'later/later.php', 'young/young.php']);
       s.services.siteData.now = () => today;
       expect(await slugs()).toEqual(['edge/edge.php']);
     } finally {

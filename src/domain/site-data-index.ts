@@ -56,34 +56,41 @@ export class SiteDataScan {
   }
 }
 
+/** A site's value and the record it was derived for: the stamp is worked out from the record when it is needed. */
 interface Entry<E> {
-  stamp: string;
   site: SiteRecord;
   value: E;
 }
 
 export class SiteDataIndex<E> {
-  /** Per site: its value, the stamp it was derived at, and the record that stamp was taken of (records are never changed). */
+  /** Per site: its value and the record it was derived for (records are never changed: a change is a new record). */
   private entries = new Map<number, Entry<E>>();
   /** The sites collection's version the entries reflect (-1: never built). */
   private built = -1;
   /** Moves only when an entry's value, or the order of the entries, changed (see `contents`). */
   private generation = -1;
+  /** The period the entries were derived in (see `period`). */
+  private periodAt: string | null = null;
 
   constructor(
     private readonly scan: SiteDataScan,
     /** What an entry derives from in the site record: the data is read again when it moves (a sync patches the record). */
     private readonly stampOf: (site: SiteRecord) => string,
-    private readonly derive: (site: SiteRecord, data: SiteData | null) => E,
+    private readonly derive: (site: SiteRecord, data: SiteData | null, period: string) => E,
     /** The sites to index, in the order `values` answers them. */
     private readonly sitesOf: () => Iterable<SiteRecord> = () => scan.store.all<SiteRecord>('sites'),
+    /**
+     * What a derivation depends on besides the site and its data, given to `derive` (the abandoned items' horizon):
+     * when it moves, every entry is derived again, at the next refresh.
+     */
+    private readonly period: () => string = () => '',
   ) {
     scan.register(this);
   }
 
-  /** The version of the sites collection the entries reflect: a key for what a caller derives from them. */
+  /** The version of the sites collection the entries reflect (-1 when the period moved since): when to refresh. */
   get version(): number {
-    return this.built;
+    return this.periodAt === this.period() ? this.built : -1;
   }
 
   /**
@@ -113,22 +120,23 @@ export class SiteDataIndex<E> {
   /** For SiteDataScan: this index's part of a run, its stamps taken now. */
   pass(): Pass {
     const next = new Map<number, Entry<E> | null>();
-    const stale = new Map<number, { site: SiteRecord; stamp: string }>();
+    const stale = new Map<number, SiteRecord>();
     const before = this.entries.keys();
     let moved = this.generation < 0;
+    const period = this.period();
+    const samePeriod = period === this.periodAt;
     for (const site of this.sitesOf()) {
       if (!moved && before.next().value !== site.id) moved = true;
-      const cur = this.entries.get(site.id);
+      const cur = samePeriod ? this.entries.get(site.id) : undefined;
       // The same record object: the same stamp, not worked out again (a pass over 100,000 sites after one edit).
       if (cur?.site === site) {
         next.set(site.id, cur);
         continue;
       }
-      const stamp = this.stampOf(site);
-      if (cur && cur.stamp === stamp) next.set(site.id, { ...cur, site });
+      if (cur && this.stampOf(cur.site) === this.stampOf(site)) next.set(site.id, { site, value: cur.value });
       else {
         next.set(site.id, null); // keeps the order; filled below
-        stale.set(site.id, { site, stamp });
+        stale.set(site.id, site);
       }
     }
     if (!before.next().done) moved = true;
@@ -136,18 +144,19 @@ export class SiteDataIndex<E> {
       stale,
       fill: (ids, data) => {
         for (const id of ids) {
-          const s = stale.get(id);
-          if (!s) continue;
-          const value = this.derive(s.site, data.get(id) ?? null);
+          const site = stale.get(id);
+          if (!site) continue;
+          const value = this.derive(site, data.get(id) ?? null, period);
           const was = this.entries.get(id);
           const same = was !== undefined && isDeepStrictEqual(was.value, value);
           if (!same) moved = true;
-          next.set(id, { stamp: s.stamp, site: s.site, value: same ? was.value : value });
+          next.set(id, { site, value: same ? was.value : value });
         }
       },
       done: (version) => {
         this.entries = next as Map<number, Entry<E>>;
         this.built = version;
+        this.periodAt = period;
         if (moved) this.generation = version;
       },
     };

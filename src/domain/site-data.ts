@@ -81,6 +81,22 @@ export function abandonedCutoff(now = Date.now()): string {
   return new Date(now - SYNC_OUTDATED_DAYS * DAY_MS).toISOString().slice(0, 10);
 }
 
+/**
+ * The abandoned index keeps a site's items from HORIZON_DAYS before they turn abandoned, not every dated item: it is
+ * derived again, from every site's data, once a period of that many days has passed (SiteDataIndex's `period`).
+ */
+export const HORIZON_DAYS = 30;
+
+/** The period `now` falls in: how many HORIZON_DAYS from the epoch to its cutoff day's moment. */
+function periodOf(now: number): string {
+  return String(Math.floor((now - SYNC_OUTDATED_DAYS * DAY_MS) / (HORIZON_DAYS * DAY_MS)));
+}
+
+/** The last cutoff day of a period: an item last updated after it does not turn abandoned before the period ends. */
+function horizonOf(period: string): string {
+  return new Date((Number(period) + 1) * HORIZON_DAYS * DAY_MS - 1).toISOString().slice(0, 10);
+}
+
 interface SiteEntry {
   id: number;
   plugins: AbandonedItem[];
@@ -90,10 +106,11 @@ interface SiteEntry {
 const byId = (a: { site_id: number; slug: string }, b: { site_id: number; slug: string }) =>
   a.site_id - b.site_id || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
 
-function entry(site: SiteRecord, data: SiteData | null): SiteEntry {
+function entry(site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
+  const horizon = horizonOf(period);
   const items = (list: readonly SiteTheme[]) =>
     list
-      .filter((i) => i.last_updated)
+      .filter((i) => i.last_updated && i.last_updated <= horizon)
       .map((i) => ({
         site_id: site.id,
         site_url: site.url,
@@ -117,17 +134,26 @@ class AbandonedIndex {
   /** The cutoff day the fleet lists below were cut at, and those lists (unscoped calls). */
   private cutoff = '';
   private fleet = new Map<ItemKind, AbandonedItem[]>();
+  /** The moment of the last list asked for: its period is the one the entries are derived in. */
+  private now = Date.now();
 
   constructor(
     scan: SiteDataScan,
     private readonly access: SiteAccess,
   ) {
     // A sync or an action rewrites last_sync, every record change updated_at.
-    this.index = new SiteDataIndex(scan, (site) => `${site.last_sync}|${site.updated_at}|${site.url}`, entry);
+    this.index = new SiteDataIndex(
+      scan,
+      (site) => `${site.last_sync}|${site.updated_at}|${site.url}`,
+      entry,
+      () => scan.store.all<SiteRecord>('sites'),
+      () => periodOf(this.now),
+    );
   }
 
   /** Every abandoned item of the fleet (or of one site), ordered by site id then slug. */
   async list(kind: ItemKind, siteId?: number, now = Date.now()): Promise<AbandonedItem[]> {
+    this.now = now;
     await this.index.refresh();
     const cutoff = abandonedCutoff(now);
     if (this.flatAt !== this.index.contents || this.cutoff !== cutoff) {
