@@ -6,8 +6,9 @@ import { loadConfig } from '../src/config.js';
 import type { JobRecord } from '../src/store/records.js';
 import { serveProcess } from './support/process.js';
 import { preconnectedFleet } from './support/fleet.js';
-import { startServer, testFleetStore, type TestServer } from './support/server.js';
+import { startServer, tempDir, testFleetStore, type TestServer } from './support/server.js';
 import { until } from './support/wait.js';
+import { captureLogs } from './support/logs.js';
 import { jobState } from '../src/domain/job-chunks.js';
 
 const closers: Array<() => Promise<unknown>> = [];
@@ -147,5 +148,30 @@ describe('restart', () => {
     const total = Array.from({ length: 40 }, (_, i) => sim.requests(i + 1)).reduce((a, b) => a + b, 0);
     expect(total - 40).toBeLessThanOrEqual(12);
     await after.close();
+  });
+});
+
+describe('the job runner stopping', () => {
+  it('says nothing of a schedule hook that fails because the runner stopped and the store closed under it; one that fails before is logged', async () => {
+    const s = await openServices(loadConfig({ dataDir: tempDir() }, {}));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let fail: Error | null = new Error('the feed answered 500');
+    s.jobs.onTick(async () => {
+      if (fail) throw fail;
+      await held;
+      await s.store.write(() => {});
+    });
+    const before = await captureLogs(() => s.jobs.tick());
+    expect(before).toMatch(/job runner hook failed.*the feed answered 500/);
+    fail = null;
+    const logs = await captureLogs(async () => {
+      const tick = s.jobs.tick();
+      await s.jobs.stop();
+      await closeServices(s);
+      release();
+      await tick;
+    });
+    expect(logs).not.toMatch(/job runner hook failed/);
   });
 });

@@ -375,7 +375,11 @@ export class JobService {
     if (this.stopping || this.ticking) return;
     this.ticking = true;
     try {
-      for (const h of this.hooks) await h().catch((e: unknown) => log('error', 'job runner hook failed', { err: String(e) }));
+      // A hook under way when the runner stops (the store closing under it) failing is the stop, not an error.
+      for (const h of this.hooks)
+        await h().catch((e: unknown) => {
+          if (!this.stopping) log('error', 'job runner hook failed', { err: String(e) });
+        });
       await this.claimAndWork();
     } finally {
       this.ticking = false;
