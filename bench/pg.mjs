@@ -23,7 +23,10 @@ import { startPostgres } from './lib/postgres.mjs';
 import { cleanupAll, removeDir, startServe, tempDir } from './lib/proc.mjs';
 import { cpuAccount, machine, percentiles, round } from './lib/sys.mjs';
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, sites: { type: 'string' } } });
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, sites: { type: 'string' }, only: { type: 'string' } } });
+/** `--only scaling`: just the two-processes-vs-one write rows (issue 34), for a quick look. */
+const only = values.only ?? null;
+if (only !== null && only !== 'scaling') throw new Error(`--only takes "scaling", not ${JSON.stringify(only)}`);
 const quick = values.quick === true;
 const N = Number(values.sites ?? 5000);
 const d = quick ? { read: 2, warmup: 1, write: 2, writers: 3 } : { read: 8, warmup: 2, write: 5, writers: 8 };
@@ -188,6 +191,108 @@ async function engineRow(label, procs, usePg) {
   return row;
 }
 
+/**
+ * Issue 34: writes/s of `procs` serve processes on one database, for one kind of write at a time: `kind` 'sites' (writer
+ * w sets site w+1's notes, sequentially: no two writers touch one record) or 'tags' (writer w creates tags u-w-seq:
+ * every name unique, every create checks names against all tags). Then the processes stop and a fresh store checks
+ * that nothing was lost or duplicated: every acknowledged tag exactly once and no tag never asked for, each site's
+ * notes the last acknowledged, and the audit chain (one entry per write, appended by both processes) verifies.
+ */
+async function scalingRow(procs, kind, writers, seconds) {
+  const dataDir = tempDir(`pg-scale-${kind}-${procs}`);
+  const databaseUrl = await pgServer.database(`bench_${++dbCount}`);
+  try {
+    const token = await seed({ dataDir, databaseUrl }, Math.max(writers, 100));
+    const serves = await Promise.all(Array.from({ length: procs }, () => startServe(dataDir, { args: ['--database-url', databaseUrl] })));
+    const pools = serves.map((s) => new Pool(s.url, { connections: Math.ceil(writers / procs), pipelining: 1 }));
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const acked = new Set();
+    const asked = new Set();
+    const lastNote = new Map();
+    let failures = 0;
+    let firstFailure = null;
+    const pgPids = pgServer.pids();
+    const acct = cpuAccount([...serves.map((s) => s.pid), ...pgPids]);
+    const t0 = performance.now();
+    const end = t0 + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        const pool = pools[w % procs];
+        for (let seq = 0; seq < 100_000 && performance.now() < end; seq++) {
+          const name = `u-${w}-${seq}`;
+          asked.add(name);
+          const [path, body] = kind === 'tags' ? [`${REST}/tags/add`, { name }] : [`${REST}/sites/${w + 1}/edit`, { notes: name }];
+          const res = await pool.request({ method: 'POST', path, headers, body: JSON.stringify(body) });
+          const text = await res.body.text();
+          if (res.statusCode >= 300) {
+            failures++;
+            firstFailure ??= `${res.statusCode} ${text.slice(0, 200)}`;
+          } else if (kind === 'tags') acked.add(name);
+          else lastNote.set(w + 1, name);
+        }
+      }),
+    );
+    const elapsed = (performance.now() - t0) / 1000;
+    const cpu = acct.stop();
+    await Promise.all(pools.map((p) => p.close()));
+    await Promise.all(serves.map((s) => s.stop()));
+    const s = await openServices(loadConfig({ dataDir, databaseUrl }, {}));
+    let lost = 0;
+    let duplicated = 0;
+    let writes = 0;
+    try {
+      if (kind === 'tags') {
+        writes = acked.size;
+        const seen = new Map();
+        for (const t of s.store.all('tags')) if (t.name.startsWith('u-')) seen.set(t.name, (seen.get(t.name) ?? 0) + 1);
+        for (const n of acked) if (!seen.has(n)) lost++;
+        for (const [n, c] of seen) if (c > 1 || !asked.has(n)) duplicated += c > 1 ? c - 1 : 1;
+      } else {
+        writes = [...asked].length - failures;
+        for (const [id, note] of lastNote) if (s.store.get('sites', id)?.notes !== note) lost++;
+      }
+      const v = s.audit.verify();
+      if (!v.ok) throw new Error(`the audit chain does not verify after the run: ${JSON.stringify(v.bad)}`);
+    } finally {
+      await closeServices(s);
+    }
+    return {
+      procs,
+      kind,
+      writes_per_s: round(writes / elapsed, 0),
+      writes,
+      failures,
+      firstFailure,
+      lost,
+      duplicated,
+      serve_cores: cpu.measured_cores.slice(0, procs),
+      postgres_cores: round(
+        cpu.measured_cores.slice(procs).reduce((a, b) => a + b, 0),
+        2,
+      ),
+      machine_cores: cpu.machine_cores,
+      loadavg_1m: cpu.loadavg_1m,
+    };
+  } finally {
+    removeDir(dataDir);
+  }
+}
+
+/** Both scaling rows, 1 then 2 processes each, side by side in one run. */
+async function scaling() {
+  const out = {};
+  for (const kind of ['sites', 'tags']) {
+    const one = await scalingRow(1, kind, 50, d.writers);
+    const two = await scalingRow(2, kind, 50, d.writers);
+    out[kind] = { one, two, ratio: round(two.writes_per_s / one.writes_per_s, 2) };
+    for (const r of [one, two])
+      log(
+        `  ${kind}, ${r.procs} process(es): ${r.writes_per_s} writes/s, ${r.failures} failed, ${r.lost} lost, ${r.duplicated} duplicated; CPU serve ${r.serve_cores.join(' + ')}, postgres ${r.postgres_cores}, machine ${r.machine_cores}; load ${r.loadavg_1m}${r.firstFailure ? `; first failure ${r.firstFailure}` : ''}`,
+      );
+  }
+  return out;
+}
+
 /** A commit in one store until another store (its own connections, as in another process) has it in memory. */
 async function notifyLag() {
   const url = await pgServer.database(`bench_${++dbCount}`);
@@ -280,20 +385,36 @@ const results = {
 try {
   log('starting a PostgreSQL server');
   pgServer = await startPostgres();
-  results.rows.push(await engineRow('lowdb, 1 process', 1, false));
-  results.rows.push(await engineRow('lowdb, 2 processes', 2, false));
-  results.rows.push(await engineRow('postgres, 1 process', 1, true));
-  results.rows.push(await engineRow('postgres, 2 processes', 2, true));
-  results.notify_lag = await notifyLag();
-  log(`NOTIFY lag: p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms`);
-  results.takeover = await takeover();
-  log(`job takeover after SIGKILL: ${results.takeover.takeover_ms} ms`);
+  if (!only) {
+    results.rows.push(await engineRow('lowdb, 1 process', 1, false));
+    results.rows.push(await engineRow('lowdb, 2 processes', 2, false));
+    results.rows.push(await engineRow('postgres, 1 process', 1, true));
+    results.rows.push(await engineRow('postgres, 2 processes', 2, true));
+  }
+  log('postgres: two serve processes vs one, 50 writers, one kind of write at a time');
+  results.scaling = await scaling();
+  if (!only) {
+    results.notify_lag = await notifyLag();
+    log(`NOTIFY lag: p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms`);
+    results.takeover = await takeover();
+    log(`job takeover after SIGKILL: ${results.takeover.takeover_ms} ms`);
+  }
 } finally {
   pgServer?.stop();
 }
 
 const pad = (s, n) => String(s).padEnd(n);
-const lines = [
+const sc = results.scaling;
+const scaleLine = (label, r) =>
+  `${pad(label, 52)}${pad(`${r.one.writes_per_s} -> ${r.two.writes_per_s} writes/s`, 26)}${pad(`${r.ratio}x (target >= 1.6x)`, 24)}lost ${r.one.lost + r.two.lost}, duplicated ${r.one.duplicated + r.two.duplicated} (target 0), failed ${r.one.failures + r.two.failures}`;
+const scaleLines = [
+  `postgres, 50 writers, load ${results.machine.loadavg_at_start.join(' ')} at start (${results.machine.cpus} CPUs shared: compare the ratios)`,
+  scaleLine('two serve processes vs one: writes/s to different sites', sc.sites),
+  scaleLine('two serve processes vs one: tag creates with unique names', sc.tags),
+];
+const lines = only
+  ? ['', ...scaleLines, '']
+  : [
   '',
   `sitefleet store engines at ${N.toLocaleString('en')} sites — ${results.machine.cpus} CPUs, load ${results.machine.loadavg_at_start.join(' ')} at start (shared machine: noisy figures)`,
   `${pad('engine', 24)}${pad('list req/s (per process)', 28)}${pad('write p50/p99 ms', 20)}${pad('50 writers: writes/s', 22)}${pad('lost', 6)}CPU while writing (cores: serve | postgres | whole machine)`,
@@ -304,6 +425,7 @@ const lines = [
   '',
   `postgres: NOTIFY lag p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms; job takeover after SIGKILL ${results.takeover.takeover_ms} ms (recorded sites redone: ${results.takeover.redone_recorded})`,
   `targets: list >= 2,000 req/s per process; write p50 <= 5 ms; 2 processes >= 1.6x the writes/s of 1 (postgres ${round(results.rows[3].writers.writes_per_s / results.rows[2].writers.writes_per_s, 2)}x, lowdb ${round(results.rows[1].writers.writes_per_s / results.rows[0].writers.writes_per_s, 2)}x)`,
+  ...scaleLines,
   '',
 ];
 process.stdout.write(lines.join('\n'));
