@@ -360,7 +360,8 @@ async function restorePg(file: string, url: string, force: boolean): Promise<Res
           `The database at ${redactUrl(url)} already holds a fleet (${held} rows); nothing was restored. Add --force to replace it.`,
         );
       }
-      const seq = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s) + 1;
+      // A seq from the sequence every commit draws from: a version no process holds yet (format 2).
+      const seq = Number((await c.query(`SELECT nextval('sitefleet_seq') AS s`)).rows[0].s);
       if (held) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1 WHERE data IS NOT NULL', [seq]);
       let header: Header | undefined;
       const counts: Record<string, number> = {};

@@ -83,7 +83,8 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
           `The database at ${redactUrl(to)} already holds ${held} sitefleet rows; nothing was copied. Add --force to replace them.`,
         );
       }
-      const seq = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s) + 1;
+      // A seq from the sequence every commit draws from: a version no process holds yet (format 2).
+      const seq = Number((await c.query(`SELECT nextval('sitefleet_seq') AS s`)).rows[0].s);
       if (force) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1 WHERE data IS NOT NULL', [seq]);
       for (let i = 0; i < rows.length; i += COPY_CHUNK) {
         await c.query(

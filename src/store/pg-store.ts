@@ -1,38 +1,71 @@
 // The PostgreSQL store engine: PostgreSQL is the durable truth, shared by every sitefleet process that points at it;
 // each process keeps the same in-memory working set as the lowdb engine, so reads stay synchronous.
 //
-// Tables (schema created and migrated by `open`, versioned by sitefleet_meta.format):
-//   sitefleet_rows(kind, id, seq, data)  every record and blob: kind is a collection name ('sites', 'tags', ...) or a
-//                                        blob kind ('site-data', 'secrets'); data NULL marks a deleted row (kept, so a
-//                                        process that missed the delete learns of it); seq is the commit that last
-//                                        wrote the row.
-//   sitefleet_meta(key, value)           'format' and 'counters' (last id handed out per collection; ids are never
-//                                        reused, as in the lowdb engine).
+// Tables and functions (schema created and migrated by `open`, versioned by sitefleet_meta.format):
+//   sitefleet_rows(kind, id, seq, data, xid)  every record and blob: kind is a collection name ('sites', 'tags', ...)
+//                                        or a blob kind ('site-data', 'secrets'); data NULL marks a deleted row (kept,
+//                                        so a process that missed the delete learns of it and an id is never reused);
+//                                        seq is the row's version (from sitefleet_seq, one value per commit); xid is
+//                                        the transaction that last wrote the row (set by a trigger, whoever writes).
+//   sitefleet_meta(key, value)           'format' and 'counters' (a floor for ids, from an import or restore; ids
+//                                        otherwise follow the highest id of any row, deleted ones included).
+//   sitefleet_lock(keys, exclusive)      takes transaction advisory locks in the order given.
 //
-// Writes: queued functions run together (group commit) in one PostgreSQL transaction that first takes a transaction
-// advisory lock shared by every process, then reads what other processes committed since this one last looked
-// (rows with a higher seq), applies it to memory, runs the functions against memory under undo logs, writes the
-// changed rows with seq = last seq + 1 and NOTIFYs it. Callers are resolved only after COMMIT. Because commits are
-// serial across processes and each starts from the latest committed state, a uniqueness rule checked in a write
-// (tag names, client emails) or a read-modify-write (a job claim, a counter) holds across processes exactly as it
-// does within one: no duplicate, no lost update. Commit order equals seq order, so "rows with seq > last" never
-// misses a commit.
+// Writes lock what they touch, not everything. Queued functions run together (group commit) against memory, with
+// undo logs, recording what they read: each record or blob looked up (get, getBlob: present or absent) and each
+// collection enumerated or counted (all, count, version). The commit transaction then, in one round trip, takes an
+// advisory lock for each of those (exclusive) and for each record written (exclusive) and each collection written
+// (shared), all in one sorted order so that two commits never deadlock; then it reads what other processes committed
+// since memory last looked (below), and checks that none of it touches anything the functions read or wrote. If
+// nothing does, every commit that could have changed what they saw has committed before these locks were granted and
+// none can until this one commits: the rows are written with a new seq, NOTIFYed and committed. If something does,
+// the transaction rolls back, memory undoes the batch, takes in the newer rows, and the batch runs again; after
+// OPTIMISTIC_TRIES such rounds, or when a batch would need more than MAX_LOCKS locks, it commits the serial way: one
+// lock every commit takes shared, taken exclusive, then catch up, then run (what every commit did before format 2).
+// So a uniqueness rule checked in a write (it enumerates the collection: tag names, client emails) or a
+// read-modify-write (a job claim, a counter, the audit chain's head) holds across processes exactly as within one:
+// no duplicate, no lost update. Two writes that share nothing (two sites' notes) commit side by side.
+//
+// Catching up without a global commit order: seqs are handed out before commit and transactions commit in any order,
+// so "rows with seq > the last seen" could miss a row committed late with a lower seq. Instead each read returns the
+// rows written by transactions at or above a horizon, plus the horizon for next time: the xmin of the same statement's
+// snapshot (every transaction below it had ended, and was seen, when the statement ran). A row whose seq memory
+// already holds is skipped, so re-reading the window costs a little and changes nothing. The window grows while some
+// transaction on the server stays open (any database's): a long one costs reads, never a missed commit.
 //
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
-// is, since it catches up under the lock first.
+// is, since its commit checks what it read under its locks. sync() reads the window and catches up if any row in it
+// differs from memory. All processes on one database must run format 2 (stop the old ones before upgrading).
 import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
-import { GroupCommit, applyBatch, assertStorable, tableTx, valueRefused, type Commit, type Pending, type Tables } from './group-commit.js';
+import {
+  GroupCommit,
+  applyBatch,
+  assertStorable,
+  tableTx,
+  valueRefused,
+  type Commit,
+  type Outcome,
+  type Pending,
+  type Tables,
+} from './group-commit.js';
 import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
-export const PG_FORMAT = 1;
-const LOCK_KEY = 0x5f1ee7; // pg_advisory_xact_lock key every sitefleet process uses for commits and migrations
+export const PG_FORMAT = 2;
+/** Advisory lock key every commit takes shared and a serial commit, a migration, an import or a restore exclusive. */
+const LOCK_KEY = 0x5f1ee7;
 const CHANNEL = 'sitefleet_commits';
 const POLL_MS = 1000;
+/** Conflicting rounds a batch may run optimistically before it commits the serial way. */
+export const OPTIMISTIC_TRIES = 2;
+/** Locks one commit takes at most (PostgreSQL's lock table is shared and finite); a bigger batch commits serially. */
+export const MAX_LOCKS = 256;
+/** Runs again within one transaction (after a conflict, under the locks held) before it rolls back and starts over. */
+const MAX_STEPS = 4;
 
 /** Schema steps: PG_MIGRATIONS[n] turns format n into n + 1 (0 is an empty database). */
 const PG_MIGRATIONS: Record<number, string> = {
@@ -43,7 +76,68 @@ const PG_MIGRATIONS: Record<number, string> = {
       PRIMARY KEY (kind, id)
     );
     CREATE INDEX IF NOT EXISTS sitefleet_rows_seq ON sitefleet_rows (seq);`,
+  // Format 2: commits lock what they touch. Rows carry the writing transaction (for catching up by snapshot horizon),
+  // seqs come from a sequence, and the lock function takes many advisory locks in one call, in the order given.
+  1: `
+    ALTER TABLE sitefleet_rows ADD COLUMN IF NOT EXISTS xid xid8 NOT NULL DEFAULT '0';
+    CREATE OR REPLACE FUNCTION sitefleet_rows_xid() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN NEW.xid := pg_current_xact_id(); RETURN NEW; END $$;
+    DROP TRIGGER IF EXISTS sitefleet_rows_xid ON sitefleet_rows;
+    CREATE TRIGGER sitefleet_rows_xid BEFORE INSERT OR UPDATE ON sitefleet_rows FOR EACH ROW EXECUTE FUNCTION sitefleet_rows_xid();
+    CREATE INDEX IF NOT EXISTS sitefleet_rows_xid ON sitefleet_rows (xid);
+    DROP INDEX IF EXISTS sitefleet_rows_seq;
+    CREATE SEQUENCE IF NOT EXISTS sitefleet_seq;
+    SELECT setval('sitefleet_seq', (SELECT coalesce(max(seq), 0) + 1 FROM sitefleet_rows), false);
+    CREATE OR REPLACE FUNCTION sitefleet_lock(keys bigint[], exclusive boolean[]) RETURNS void LANGUAGE plpgsql AS $$
+      BEGIN
+        FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+          IF exclusive[i] THEN PERFORM pg_advisory_xact_lock(keys[i]); ELSE PERFORM pg_advisory_xact_lock_shared(keys[i]); END IF;
+        END LOOP;
+      END $$;`,
 };
+
+/** A 31-bit FNV-1a hash of a kind, never 0: the high half of its lock keys (LOCK_KEY's high half is 0). */
+function kindHash(kind: string): bigint {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < kind.length; i++) h = Math.imul(h ^ kind.charCodeAt(i), 0x01000193);
+  return BigInt(((h >>> 0) % 0x7ffffffe) + 1);
+}
+/** The advisory lock key of one record or blob, and of a collection as a whole (exported for the tests). */
+export const recordKey = (kind: string, id: number): bigint => (kindHash(kind) << 32n) | BigInt(id >>> 0);
+export const collectionKey = (kind: string): bigint => kindHash(`#${kind}`) << 32n;
+
+/** Sorted lock keys and modes as the two array literals sitefleet_lock and unnest take (our own integers: inlined). */
+const keysLiteral = (keys: Array<[bigint, boolean]>): string =>
+  `'{${keys.map(([k]) => k).join(',')}}'::bigint[], '{${keys.map(([, x]) => (x ? 't' : 'f')).join(',')}}'::boolean[]`;
+
+/** What a batch's functions read: records and blobs looked up (present or absent), collections enumerated. */
+interface ReadSet {
+  keys: Map<string, { kind: Kind; id: number }>;
+  cols: Set<CollectionName>;
+}
+
+/** One run of a batch's functions: what they read, what they wrote, and what each returned. */
+interface Ran {
+  reads: ReadSet;
+  dirty: Map<string, { kind: Kind; id: number }>;
+  outcomes: Outcome[];
+}
+
+/**
+ * The locks a run needs (key: exclusive?): LOCK_KEY shared; each record or blob read or written and each collection
+ * enumerated, exclusive; each collection written, shared (so that it waits for, and is waited for by, whoever
+ * enumerates it).
+ */
+function lockSet(ran: Ran): Map<bigint, boolean> {
+  const keys = new Map<bigint, boolean>([[BigInt(LOCK_KEY), false]]);
+  for (const { kind, id } of [...ran.reads.keys.values(), ...ran.dirty.values()]) {
+    // A collection held exclusive covers its records: whoever writes one holds the collection shared.
+    if (!ran.reads.cols.has(kind as CollectionName)) keys.set(recordKey(kind, id), true);
+  }
+  for (const col of ran.reads.cols) keys.set(collectionKey(col), true);
+  for (const { kind } of ran.dirty.values()) if (!keys.has(collectionKey(kind))) keys.set(collectionKey(kind), false);
+  return keys;
+}
 
 type Kind = CollectionName | Blob;
 interface Row {
@@ -103,8 +197,18 @@ export class PgStore implements Store {
   private blobs = new Map<Blob, Map<number, unknown>>();
   private versions = new Map<CollectionName, number>();
   private counters: Partial<Record<CollectionName, number>> = {};
-  /** The highest commit seq applied to memory. */
-  private seq = 0;
+  /** The version (seq) of each row as memory holds it, deleted rows included. */
+  private rowSeqs = new Map<string, Map<number, number>>();
+  /** Every transaction with an xid below this had ended when memory last caught up (xid8, as text). */
+  private horizon = '0';
+  /** What the functions of the batch being run read (set only while they run: they are synchronous). */
+  private reads: ReadSet | null = null;
+  /** Commits this process made (tests count them). */
+  commits = 0;
+  /** Commits this process made that ran again after a conflict, and that fell back to the serial way. */
+  readonly conflicts = { retried: 0, serial: 0 };
+  /** Seqs of this process's own recent commits, so that their NOTIFY is not read as news. */
+  private ownSeqs = new Set<string>();
   private writes = new GroupCommit<Tx>((take) => this.serial(() => this.commit(take)));
   /** Catch-ups and commits touch memory one at a time: this chain orders them. */
   private chain: Promise<unknown> = Promise.resolve();
@@ -172,7 +276,8 @@ export class PgStore implements Store {
       throw e;
     }
     l.on('notification', (n) => {
-      if (n.channel !== CHANNEL || Number(n.payload) <= this.seq) return;
+      if (n.channel !== CHANNEL) return;
+      if (n.payload !== undefined && this.ownSeqs.delete(n.payload)) return;
       const t = performance.now();
       void this.backgroundCatchUp().then(() => {
         if (this.notifyLagMs.length < 10_000) this.notifyLagMs.push(performance.now() - t);
@@ -207,7 +312,7 @@ export class PgStore implements Store {
   }
 
   private backgroundCatchUp(): Promise<void> {
-    // A commit under way catches up first anyway (under the lock): no need to queue another round trip before it.
+    // A commit under way catches up anyway (under its locks): no need to queue another round trip before it.
     if (this.closed || this.catchingUp || this.writes.busy) return Promise.resolve();
     this.catchingUp = true;
     return this.serial(() => this.catchUp(this.writer))
@@ -217,29 +322,56 @@ export class PgStore implements Store {
       });
   }
 
-  /** The rows committed after `this.seq` (by any process) and the id counters: one statement (seq is our own integer). */
-  private catchUpSql(): string {
-    return `SELECT kind, id, seq, data FROM sitefleet_rows WHERE seq > ${Math.trunc(this.seq)}
+  /**
+   * The rows written by transactions at or above the horizon (some memory may hold already), the id floors, and the
+   * next horizon: the xmin of this statement's own snapshot. One statement, so one snapshot; the horizon is ours.
+   */
+  private windowSql(): string {
+    if (!/^\d+$/.test(this.horizon)) throw new Error(`bad horizon ${this.horizon}`);
+    return `SELECT kind, id, seq, data FROM sitefleet_rows WHERE xid >= '${this.horizon}'::xid8
             UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
-            ORDER BY seq`;
+            UNION ALL SELECT '#horizon', 0, 0, to_jsonb(pg_snapshot_xmin(pg_current_snapshot())::text)`;
   }
 
-  /** Applies every row committed after `this.seq` (by any process), and the id counters, to memory: one round trip. */
+  /** Applies the window to memory: one round trip. */
   private async catchUp(client: pg.ClientBase): Promise<void> {
-    this.applyCatchUp((await client.query<Row>(this.catchUpSql())).rows);
+    this.applyWindow((await client.query<Row>(this.windowSql())).rows);
   }
 
-  private applyCatchUp(rows: Row[]): void {
-    const counters = rows.find((r) => r.kind === '#counters')?.data as Record<string, number> | undefined;
-    this.apply(rows.filter((r) => r.kind !== '#counters'));
+  private applyWindow(rows: Row[]): void {
+    let counters: Record<string, number> | undefined;
+    let horizon: string | undefined;
+    const records: Row[] = [];
+    for (const r of rows) {
+      if (r.kind === '#counters') counters = r.data as Record<string, number>;
+      else if (r.kind === '#horizon') horizon = r.data as string;
+      else records.push(r);
+    }
+    this.apply(records);
     for (const col of COLLECTION_NAMES) this.counters[col] = Math.max(this.counters[col] ?? 0, counters?.[col] ?? 0);
+    if (horizon !== undefined) this.horizon = horizon;
+  }
+
+  private seqOf(kind: string, id: number): number | undefined {
+    return this.rowSeqs.get(kind)?.get(id);
+  }
+
+  private setSeq(kind: string, id: number, seq: number): void {
+    let m = this.rowSeqs.get(kind);
+    if (!m) this.rowSeqs.set(kind, (m = new Map()));
+    m.set(id, seq);
+  }
+
+  /** Whether a row of the window differs from what memory holds. */
+  private isNews(r: Row): boolean {
+    return this.seqOf(r.kind, r.id) !== Number(r.seq);
   }
 
   private apply(rows: Row[]): void {
     const touched = new Set<CollectionName>();
     for (const r of rows) {
-      const seq = Number(r.seq);
-      if (seq > this.seq) this.seq = seq;
+      if (!this.isNews(r)) continue;
+      this.setSeq(r.kind, r.id, Number(r.seq));
       if (r.kind in COLLECTIONS) {
         const col = r.kind as CollectionName;
         const map = this.data.get(col)!;
@@ -260,23 +392,32 @@ export class PgStore implements Store {
     this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
   }
 
+  private readKey(kind: Kind, id: number): void {
+    this.reads!.keys.set(`${kind}/${id}`, { kind, id });
+  }
+
   version(col: CollectionName): number {
+    if (this.reads) this.reads.cols.add(col);
     return this.versions.get(col) ?? 0;
   }
 
   get<T extends Rec>(col: CollectionName, id: number): T | undefined {
+    if (this.reads) this.readKey(col, id);
     return this.data.get(col)!.get(id) as T | undefined;
   }
 
   all<T extends Rec>(col: CollectionName): IterableIterator<T> {
+    if (this.reads) this.reads.cols.add(col);
     return this.data.get(col)!.values() as IterableIterator<T>;
   }
 
   count(col: CollectionName): number {
+    if (this.reads) this.reads.cols.add(col);
     return this.data.get(col)!.size;
   }
 
   getBlob<T>(kind: Blob, id: number): T | null {
+    if (this.reads) this.readKey(kind, id);
     return (this.blobs.get(kind)!.get(id) as T | undefined) ?? null;
   }
 
@@ -284,9 +425,9 @@ export class PgStore implements Store {
   private nextCheck: Promise<void> | null = null;
 
   /**
-   * One `SELECT max(seq)` (an index lookup) tells whether another process committed something this one has not
-   * applied yet; if so, catch up. Calls that arrive while a check runs share the next one (a check that started
-   * before a call cannot vouch for it), so there is at most one check in flight and one waiting, whatever the rate.
+   * Reads the window (on the listening connection, beside commits) and catches up if any row in it is news to
+   * memory. Calls that arrive while a check runs share the next one (a check that started before a call cannot vouch
+   * for it), so there is at most one check in flight and one waiting, whatever the rate.
    */
   sync(): Promise<void> {
     if (this.closed) return Promise.resolve();
@@ -307,18 +448,16 @@ export class PgStore implements Store {
 
   private async check(): Promise<void> {
     try {
-      const c = this.listener ?? this.writer;
-      const head = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s);
-      while (this.seq < head && !this.closed) await this.serial(() => this.catchUp(this.writer));
+      const l = this.listener;
+      if (l) {
+        const rows = (await l.query<Row>(this.windowSql())).rows;
+        if (!rows.some((r) => r.kind[0] !== '#' && this.isNews(r))) return;
+      }
+      if (!this.closed) await this.serial(() => this.catchUp(this.writer));
     } catch (e) {
       log('error', 'postgres sync failed', { err: String((e as Error).message ?? e) });
       throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
     }
-  }
-
-  /** The last commit seq this process has applied (tests and the bench compare processes by it). */
-  get appliedSeq(): number {
-    return this.seq;
   }
 
   write<R>(fn: (tx: Tx) => R): Promise<R> {
@@ -326,57 +465,124 @@ export class PgStore implements Store {
   }
 
   /**
-   * Commits the writes queued by the time this process holds the shared lock: writes that arrive while another
-   * process holds it join this commit, so that waiting for the lock makes commits bigger rather than more.
+   * Commits the writes queued so far: optimistically (run, lock what they touched, check, write) up to
+   * OPTIMISTIC_TRIES times, then the serial way. Writes that arrive meanwhile wait for the next commit.
    */
   private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
-    let batch: Pending<Tx>[] = [];
-    const undoAll: Array<() => void> = [];
+    const batch = take();
     const c = this.writer;
     let began = false;
+    const undoAll: Array<() => void> = [];
     /** Set once the batch's rows are being serialised and written: a failure from there on may be a value's fault. */
     let writing = false;
     try {
-      // Two round trips a commit, to keep the shared lock short: (begin, lock, catch up) and (write, notify, commit).
-      // Both are simple-protocol multi-statement queries, so values are inlined: integers we own, and JSON through
-      // escapeLiteral. An error in any statement skips the rest, COMMIT included.
-      began = true;
-      const opened = (await c.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.catchUpSql()}`,
-      )) as unknown as pg.QueryResult<Row>[];
-      this.applyCatchUp(opened[2]!.rows);
-      batch = take();
-      const dirty = new Map<string, { kind: Kind; id: number }>();
-      const countersBefore = { ...this.counters };
-      const outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty), undoAll);
-      if (dirty.size) {
-        const seq = this.seq + 1;
-        const rows = [...dirty.values()].map(({ kind, id }) => ({
-          kind,
-          id,
-          data:
-            kind in COLLECTIONS
-              ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
-              : (this.blobs.get(kind as Blob)!.get(id) ?? null),
-        }));
-        const countersChanged = COLLECTION_NAMES.some((col) => this.counters[col] !== countersBefore[col]);
-        const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
-        writing = true;
-        await c.query(
-          `INSERT INTO sitefleet_rows (kind, id, seq, data)
-             SELECT x.kind, x.id, ${seq}, x.data FROM jsonb_to_recordset(${lit(rows)}::jsonb) AS x(kind text, id integer, data jsonb)
-           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data;
-           ${countersChanged ? `UPDATE sitefleet_meta SET value = ${lit(this.counters)}::jsonb WHERE key = 'counters';` : ''}
-           SELECT pg_notify('${CHANNEL}', '${seq}');
-           COMMIT`,
-        );
-        began = false;
-        this.seq = seq;
-      } else {
-        await c.query('COMMIT');
-        began = false;
+      for (let round = 0; ; round++) {
+        const serial = round >= OPTIMISTIC_TRIES;
+        if (round > 0) this.conflicts.retried++;
+        if (serial) this.conflicts.serial++;
+        let seq: number;
+        let ran: Ran;
+        if (serial) {
+          // Alone: every other commit holds LOCK_KEY shared until it ends. Catch up first, then run.
+          began = true;
+          const opened = (await c.query(
+            `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY}); ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq`,
+          )) as unknown as pg.QueryResult<Row & { seq: string }>[];
+          this.applyWindow(opened[2]!.rows);
+          seq = Number(opened[3]!.rows[0]!.seq);
+          ran = this.run(batch, undoAll);
+        } else {
+          ran = this.run(batch, undoAll);
+          const held = lockSet(ran);
+          if (held.size > MAX_LOCKS) {
+            for (const u of undoAll.reverse()) u();
+            undoAll.length = 0;
+            round = OPTIMISTIC_TRIES - 1;
+            continue;
+          }
+          const sorted = [...held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+          began = true;
+          const opened = (await c.query(
+            `BEGIN; SELECT sitefleet_lock(${keysLiteral(sorted)});
+             ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq`,
+          )) as unknown as pg.QueryResult<Row & { seq: string }>[];
+          seq = Number(opened[3]!.rows[0]!.seq);
+          let window = opened[2]!.rows;
+          let ok = false;
+          for (let step = 0; step < MAX_STEPS; step++) {
+            const r0 = ran;
+            const touched = (r: Row) =>
+              r.kind[0] !== '#' &&
+              this.isNews(r) &&
+              (r0.reads.keys.has(`${r.kind}/${r.id}`) || r0.dirty.has(`${r.kind}/${r.id}`) || r0.reads.cols.has(r.kind as CollectionName));
+            if (!window.some(touched)) {
+              // The window shares nothing with this run: memory takes it in beside the batch's changes.
+              this.applyWindow(window);
+              ok = true;
+              break;
+            }
+            // Someone committed what these functions read or wrote since memory last looked. Undo, take it in (memory
+            // is now current for everything the locks held cover: nobody can change it until they are released), and
+            // run again. If the new run needs locks beyond those held, they are tried without waiting (waiting while
+            // holding locks out of order could deadlock) and the window read again, to check what they cover.
+            for (const u of undoAll.reverse()) u();
+            undoAll.length = 0;
+            this.applyWindow(window);
+            this.conflicts.retried++;
+            ran = this.run(batch, undoAll);
+            const missing = [...lockSet(ran)].filter(([k, x]) => !(held.get(k) === true || (held.has(k) && !x)));
+            if (!missing.length) {
+              ok = true;
+              break;
+            }
+            if (held.size + missing.length > MAX_LOCKS) break;
+            const more = (await c.query(
+              `SELECT bool_and(CASE WHEN t.x THEN pg_try_advisory_xact_lock(t.k) ELSE pg_try_advisory_xact_lock_shared(t.k) END) AS ok
+                 FROM unnest(${keysLiteral(missing)}) AS t(k, x);
+               ${this.windowSql()}`,
+            )) as unknown as pg.QueryResult<Row & { ok: boolean }>[];
+            if (more[0]!.rows[0]!.ok !== true) break;
+            for (const [k, x] of missing) held.set(k, x || held.get(k) === true);
+            window = more[1]!.rows;
+          }
+          if (!ok) {
+            await c.query('ROLLBACK');
+            began = false;
+            for (const u of undoAll.reverse()) u();
+            undoAll.length = 0;
+            continue;
+          }
+        }
+        const { dirty, outcomes } = ran;
+        if (dirty.size) {
+          const rows = [...dirty.values()].map(({ kind, id }) => ({
+            kind,
+            id,
+            data:
+              kind in COLLECTIONS
+                ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
+                : (this.blobs.get(kind as Blob)!.get(id) ?? null),
+          }));
+          const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
+          writing = true;
+          if (this.ownSeqs.size > 1000) this.ownSeqs.clear();
+          this.ownSeqs.add(String(seq));
+          await c.query(
+            `INSERT INTO sitefleet_rows (kind, id, seq, data)
+               SELECT x.kind, x.id, ${seq}, x.data FROM jsonb_to_recordset(${lit(rows)}::jsonb) AS x(kind text, id integer, data jsonb)
+             ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data;
+             SELECT pg_notify('${CHANNEL}', '${seq}');
+             COMMIT`,
+          );
+          began = false;
+          for (const { kind, id } of dirty.values()) this.setSeq(kind, id, seq);
+          this.commits++;
+        } else {
+          await c.query('COMMIT');
+          began = false;
+        }
+        return { batch, outcomes };
       }
-      return { batch, outcomes };
     } catch (e) {
       // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
       if (began) await c.query('ROLLBACK').catch(() => {});
@@ -395,9 +601,20 @@ export class PgStore implements Store {
             503,
           );
       if (this.writerBroken) await this.reconnect();
-      // Writes not yet taken into this batch (the lock or catch-up failed) are failed with it: nothing was changed.
-      if (!batch.length) batch = take();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
+    }
+  }
+
+  /** Runs the batch's functions against memory, recording what they read and wrote. */
+  private run(batch: readonly Pending<Tx>[], undoAll: Array<() => void>): Ran {
+    undoAll.length = 0;
+    const dirty = new Map<string, { kind: Kind; id: number }>();
+    const reads: ReadSet = { keys: new Map(), cols: new Set() };
+    this.reads = reads;
+    try {
+      return { reads, dirty, outcomes: applyBatch(batch, (undo) => this.tx(undo, dirty), undoAll) };
+    } finally {
+      this.reads = null;
     }
   }
 

@@ -1,0 +1,226 @@
+// Issue 34: commits lock what they touch, not everything. Two stores on one database (two connections each, as two
+// processes have) commit writes to different records side by side; conflicting read-modify-writes lose no update;
+// concurrent creates of one name leave exactly one; a commit that ends late with a lower seq is not missed by a store
+// catching up; a database made at format 1 opens at format 2 with every record; a batch past MAX_LOCKS commits serially.
+// A raw connection holding the advisory lock a commit would take stands in for "a commit held open", so that the tests
+// wait for events (a backend waiting on a lock, as pg_locks shows it), never for time.
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_LOCKS, PG_FORMAT, PgStore, collectionKey, recordKey } from '../../src/store/pg-store.js';
+import type { TagRecord } from '../../src/store/records.js';
+import type { Tx } from '../../src/store/engine.js';
+import { freshDatabase, testPgUrl } from '../support/postgres.js';
+
+const server = testPgUrl()!;
+const opened: PgStore[] = [];
+const clients: pg.Client[] = [];
+afterAll(async () => {
+  for (const s of opened) await s.close().catch(() => {});
+  for (const c of clients) await c.end().catch(() => {});
+});
+
+async function open(url: string): Promise<PgStore> {
+  const s = await PgStore.open(url);
+  opened.push(s);
+  return s;
+}
+async function client(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+async function until(ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+/** How many sitefleet connections on this database wait for an advisory lock (a commit blocked by a held one). */
+async function waiting(c: pg.Client): Promise<number> {
+  const r = await c.query(
+    `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = 'sitefleet' AND a.datname = current_database()`,
+  );
+  return r.rows[0].n as number;
+}
+/** Holds an advisory lock in an open transaction, as a commit in another process would, until released. */
+async function hold(url: string, key: bigint): Promise<{ release: () => Promise<void> }> {
+  const c = await client(url);
+  await c.query('BEGIN');
+  await c.query('SELECT pg_advisory_xact_lock($1::bigint)', [String(key)]);
+  return { release: async () => void (await c.query('COMMIT')) };
+}
+const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+/** Creates a tag unless one has the name (the uniqueness check the tag service makes, by enumerating tags). */
+function createUnique(tx: Tx, name: string): TagRecord {
+  for (const t of tx.all<TagRecord>('tags')) if (t.name === name) throw new Error(`taken: ${name}`);
+  return tx.insert<TagRecord>('tags', tag(name));
+}
+interface Counter {
+  id: number;
+  n: number;
+}
+const increment = (tx: Tx) => {
+  const c = tx.get<Counter>('settings', 1)!;
+  return tx.put<Counter>('settings', { ...c, n: c.n + 1 }).n;
+};
+
+describe('PostgreSQL engine: commits lock what they touch', () => {
+  it('commits a write to one site while another store’s commit on another site is held open', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const b = await open(url);
+    await a.write((tx) => {
+      tx.insert('sites', { url: 'https://one.test/', name: 'one', notes: '' });
+      tx.insert('sites', { url: 'https://two.test/', name: 'two', notes: '' });
+    });
+    await b.sync();
+    const watch = await client(url);
+    const held = await hold(url, recordKey('sites', 1));
+    // a's commit on site 1 opens its transaction and waits there.
+    let aDone = false;
+    const aWrite = a
+      .write((tx) => tx.put('sites', { ...tx.get<{ id: number; notes: string }>('sites', 1)!, notes: 'from a' }))
+      .then(() => (aDone = true));
+    await until(async () => (await waiting(watch)) === 1);
+    // b's commit on site 2 needs nothing a holds: it commits meanwhile.
+    await b.write((tx) => tx.put('sites', { ...tx.get<{ id: number; notes: string }>('sites', 2)!, notes: 'from b' }));
+    expect(aDone).toBe(false);
+    expect(await waiting(watch)).toBe(1);
+    await held.release();
+    await aWrite;
+    const rows = await watch.query(`SELECT id, data->>'notes' AS notes FROM sitefleet_rows WHERE kind = 'sites' ORDER BY id`);
+    expect(rows.rows).toEqual([
+      { id: 1, notes: 'from a' },
+      { id: 2, notes: 'from b' },
+    ]);
+  });
+
+  it('loses no increment of one counter from two stores: a stale read commits again, 2N end at 2N', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const b = await open(url);
+    await a.write((tx) => tx.put<Counter>('settings', { id: 1, n: 0 }));
+    await b.sync();
+    // Both run their function on n = 0 and wait for the record's lock; the second to get it finds n changed.
+    const watch = await client(url);
+    const held = await hold(url, recordKey('settings', 1));
+    const first = [a.write(increment), b.write(increment)];
+    await until(async () => (await waiting(watch)) === 2);
+    await held.release();
+    expect((await Promise.all(first)).sort()).toEqual([1, 2]);
+    expect(a.conflicts.retried + b.conflicts.retried).toBeGreaterThanOrEqual(1);
+    // Then N from each, all at once.
+    const N = 150;
+    await Promise.all(Array.from({ length: N }, () => [a.write(increment), b.write(increment)]).flat());
+    await a.sync();
+    await b.sync();
+    expect(a.get<Counter>('settings', 1)!.n).toBe(2 * N + 2);
+    expect(b.get<Counter>('settings', 1)!.n).toBe(2 * N + 2);
+    const row = await watch.query(`SELECT (data->>'n')::int AS n FROM sitefleet_rows WHERE kind = 'settings' AND id = 1`);
+    expect(row.rows[0].n).toBe(2 * N + 2);
+  });
+
+  it('creates a name once when two stores create it at once, by enumeration, and never reuses an id', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const b = await open(url);
+    const watch = await client(url);
+    // Both enumerate the tags (no "x"), then wait for the collection's lock; the second finds "x" there and refuses.
+    const held = await hold(url, collectionKey('tags'));
+    const both = Promise.allSettled([a.write((tx) => createUnique(tx, 'x')), b.write((tx) => createUnique(tx, 'x'))]);
+    await until(async () => (await waiting(watch)) === 2);
+    await held.release();
+    const r = await both;
+    expect(r.map((x) => x.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(String((r.find((x) => x.status === 'rejected') as PromiseRejectedResult).reason)).toMatch(/taken: x/);
+    // Then 40 names, each created by both stores at once.
+    const names = Array.from({ length: 40 }, (_, i) => `n${i}`);
+    const results = await Promise.allSettled(
+      names.flatMap((n) => [a.write((tx) => createUnique(tx, n)), b.write((tx) => createUnique(tx, n))]),
+    );
+    expect(results.filter((x) => x.status === 'fulfilled')).toHaveLength(40);
+    const rows = await watch.query(`SELECT id, data->>'name' AS name FROM sitefleet_rows WHERE kind = 'tags' AND data IS NOT NULL`);
+    const byName = new Map<string, number>();
+    for (const row of rows.rows as Array<{ name: string }>) byName.set(row.name, (byName.get(row.name) ?? 0) + 1);
+    expect(byName.size).toBe(41);
+    expect([...byName.values()].every((n) => n === 1)).toBe(true);
+    expect(new Set(rows.rows.map((row: { id: number }) => row.id)).size).toBe(41);
+    await a.sync();
+    await b.sync();
+    expect(a.count('tags')).toBe(41);
+    expect(b.count('tags')).toBe(41);
+  });
+
+  it('does not miss a commit that ends after a later one: catch-up reads by snapshot horizon, not by seq', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const observer = await open(url);
+    // Another process's commit draws its seq first and ends last.
+    const late = await client(url);
+    await late.query('BEGIN');
+    await late.query(
+      `INSERT INTO sitefleet_rows (kind, id, seq, data) VALUES ('tags', 100, nextval('sitefleet_seq'), '{"id":100,"name":"late","color":null,"site_ids":[],"created_at":"","updated_at":""}')`,
+    );
+    await a.write((tx) => tx.insert<TagRecord>('tags', tag('early')));
+    await observer.sync();
+    expect([...observer.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['early']);
+    await late.query('COMMIT');
+    await observer.sync();
+    expect([...observer.all<TagRecord>('tags')].map((t) => t.name).sort()).toEqual(['early', 'late']);
+    // Ids go on above it.
+    await a.sync();
+    expect((await a.write((tx) => tx.insert<TagRecord>('tags', tag('next')))).id).toBe(101);
+  });
+
+  it(`commits a batch that would take more than ${MAX_LOCKS} locks the serial way, and one just under optimistically`, async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    // LOCK_KEY, the collection, and one lock a record: MAX_LOCKS - 2 records is MAX_LOCKS locks.
+    await a.write((tx) => {
+      for (let i = 0; i < MAX_LOCKS - 2; i++) tx.insert('tags', tag(`u${i}`));
+    });
+    expect(a.conflicts.serial).toBe(0);
+    await a.write((tx) => {
+      for (let i = 0; i < MAX_LOCKS - 1; i++) tx.insert('tags', tag(`v${i}`));
+    });
+    expect(a.conflicts.serial).toBe(1);
+    expect(a.count('tags')).toBe(2 * MAX_LOCKS - 3);
+    const other = await open(url);
+    expect(other.count('tags')).toBe(2 * MAX_LOCKS - 3);
+  });
+
+  it('opens a database made at format 1 at the current format with every record, deleted ids not reused', async () => {
+    const url = await freshDatabase(server);
+    const c = await client(url);
+    // What the format-1 engine created and wrote: its schema, rows by seq, a deleted row, the counters.
+    await c.query(`
+      CREATE TABLE sitefleet_meta (key text PRIMARY KEY, value jsonb NOT NULL);
+      CREATE TABLE sitefleet_rows (kind text NOT NULL, id integer NOT NULL, seq bigint NOT NULL, data jsonb, PRIMARY KEY (kind, id));
+      CREATE INDEX sitefleet_rows_seq ON sitefleet_rows (seq);
+      INSERT INTO sitefleet_meta VALUES ('format', '1'), ('counters', '{"tags": 7, "sites": 2}');
+      INSERT INTO sitefleet_rows VALUES
+        ('sites', 1, 1, '{"id":1,"url":"https://one.test/","name":"one"}'),
+        ('sites', 2, 2, '{"id":2,"url":"https://two.test/","name":"two"}'),
+        ('tags', 1, 3, '{"id":1,"name":"kept","color":null,"site_ids":[1,2],"created_at":"","updated_at":""}'),
+        ('tags', 2, 4, NULL),
+        ('secrets', 1, 5, '{"private_key_pem":"k"}');`);
+    const a = await open(url);
+    expect((await c.query(`SELECT value FROM sitefleet_meta WHERE key = 'format'`)).rows[0].value).toBe(PG_FORMAT);
+    expect([...a.all<{ id: number; name: string }>('sites')].map((s) => s.name)).toEqual(['one', 'two']);
+    expect(a.get<TagRecord>('tags', 1)?.site_ids).toEqual([1, 2]);
+    expect(a.get('tags', 2)).toBeUndefined();
+    expect(a.getBlob('secrets', 1)).toEqual({ private_key_pem: 'k' });
+    expect((await a.write((tx) => tx.insert<TagRecord>('tags', tag('new')))).id).toBe(8);
+    // A second store reads the migrated rows and the new one alike, and both keep committing.
+    const b = await open(url);
+    expect([...b.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['kept', 'new']);
+    await Promise.all([a.write(increment0), b.write((tx) => tx.insert('sites', { url: 'https://three.test/', name: 'three' }))]);
+    await a.sync();
+    expect(a.count('sites')).toBe(3);
+  });
+});
+
+const increment0 = (tx: Tx) => tx.put<Counter>('settings', { id: 1, n: (tx.get<Counter>('settings', 1)?.n ?? 0) + 1 });
