@@ -4,9 +4,9 @@
 // removed one or one slipped in is found by verify(), which names the first bad entry.
 //
 // One chain whatever the number of processes: an entry is appended inside a store write, which reads the chain's
-// head (the audit_head record) and writes the entry and the new head together. Both engines serialise writes across
-// processes (lowdb: the data dir's lock file, reloading first; PostgreSQL: the commit's advisory lock, catching up
-// first), so two processes never append after the same head.
+// head (the audit_head record) and writes the entry and the new head together. Both engines keep a read-modify-write
+// exact across processes (lowdb: the data dir's lock file, reloading first; PostgreSQL: the head record's lock, taken
+// at commit, and an append that read an older head runs again), so two processes never append after the same head.
 //
 // Retention: at most MAX_ENTRIES entries and none older than MAX_AGE_DAYS; each append trims up to TRIM_PER_APPEND of
 // the oldest past either bound. The hash and sequence number of the last trimmed entry stay in the head as the anchor

@@ -11,20 +11,23 @@
 //                                        otherwise follow the highest id of any row, deleted ones included).
 //   sitefleet_lock(keys, exclusive)      takes transaction advisory locks in the order given.
 //
-// Writes lock what they touch, not everything. Queued functions run together (group commit) against memory, with
-// undo logs, recording what they read: each record or blob looked up (get, getBlob: present or absent) and each
-// collection enumerated or counted (all, count, version). The commit transaction then, in one round trip, takes an
-// advisory lock for each of those (exclusive) and for each record written (exclusive) and each collection written
-// (shared), all in one sorted order so that two commits never deadlock; then it reads what other processes committed
-// since memory last looked (below), and checks that none of it touches anything the functions read or wrote. If
-// nothing does, every commit that could have changed what they saw has committed before these locks were granted and
-// none can until this one commits: the rows are written with a new seq, NOTIFYed and committed. If something does,
-// the transaction rolls back, memory undoes the batch, takes in the newer rows, and the batch runs again; after
-// OPTIMISTIC_TRIES such rounds, or when a batch would need more than MAX_LOCKS locks, it commits the serial way: one
+// Writes lock what they touch, not everything. Queued functions run together (group commit), first as a dry run
+// against memory, undone in the same tick (so no reader sees it), that records what they read: each record or blob
+// looked up (get, getBlob: present or absent) and each collection enumerated or counted (all, count, version). The
+// commit transaction then, in one round trip, takes an advisory lock for each of those (exclusive), for each record
+// written (exclusive) and each collection written (shared; a collection held exclusive covers its records), all in
+// one sorted order so that two commits never deadlock, and reads what other processes committed since memory last
+// looked (below). Memory takes that in; it is now current for everything the locks cover, and nobody can change that
+// until they are released. The functions run for real on it; if they touched only what the locks cover (the usual
+// case) the rows are written with a new seq, NOTIFYed and committed. If on the newer records they read or wrote
+// something else (the next audit entry after a newer head, another id), the run is undone, the further locks are
+// tried without waiting, and it runs again; should a lock be taken, the transaction rolls back and starts over. After
+// OPTIMISTIC_TRIES such starts, or when a batch would need more than MAX_LOCKS locks, it commits the serial way: one
 // lock every commit takes shared, taken exclusive, then catch up, then run (what every commit did before format 2).
 // So a uniqueness rule checked in a write (it enumerates the collection: tag names, client emails) or a
 // read-modify-write (a job claim, a counter, the audit chain's head) holds across processes exactly as within one:
-// no duplicate, no lost update. Two writes that share nothing (two sites' notes) commit side by side.
+// no duplicate, no lost update. Two writes that share nothing (two sites' notes) commit side by side. Readers in the
+// process see a batch's changes only from its final run to its COMMIT (one round trip), as before.
 //
 // Catching up without a global commit order: seqs are handed out before commit and transactions commit in any order,
 // so "rows with seq > the last seen" could miss a row committed late with a lower seq. Instead each read returns the
@@ -36,8 +39,9 @@
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
-// is, since its commit checks what it read under its locks. sync() reads the window and catches up if any row in it
-// differs from memory. All processes on one database must run format 2 (stop the old ones before upgrading).
+// is, since its commit catches up under its locks before its functions run for real. sync() reads the window and
+// catches up if any row in it differs from memory. All processes on one database must run format 2 (stop the old ones
+// before upgrading).
 import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
@@ -465,7 +469,7 @@ export class PgStore implements Store {
   }
 
   /**
-   * Commits the writes queued so far: optimistically (run, lock what they touched, check, write) up to
+   * Commits the writes queued so far: optimistically (dry run, lock what it touched, catch up, run, write) up to
    * OPTIMISTIC_TRIES times, then the serial way. Writes that arrive meanwhile wait for the next commit.
    */
   private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
@@ -492,11 +496,10 @@ export class PgStore implements Store {
           seq = Number(opened[3]!.rows[0]!.seq);
           ran = this.run(batch, undoAll);
         } else {
-          ran = this.run(batch, undoAll);
-          const held = lockSet(ran);
+          // A dry run, undone in the same tick (no reader sees it), tells which locks the batch needs.
+          const held = lockSet(this.run(batch, undoAll));
+          this.undo(undoAll);
           if (held.size > MAX_LOCKS) {
-            for (const u of undoAll.reverse()) u();
-            undoAll.length = 0;
             round = OPTIMISTIC_TRIES - 1;
             continue;
           }
@@ -507,34 +510,21 @@ export class PgStore implements Store {
              ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq`,
           )) as unknown as pg.QueryResult<Row & { seq: string }>[];
           seq = Number(opened[3]!.rows[0]!.seq);
-          let window = opened[2]!.rows;
-          let ok = false;
+          // Memory takes in what others committed: it is now current for everything the locks cover, and nobody can
+          // change that until they are released. The batch runs for real on it.
+          this.applyWindow(opened[2]!.rows);
+          ran = this.run(batch, undoAll);
+          let covered = false;
           for (let step = 0; step < MAX_STEPS; step++) {
-            const r0 = ran;
-            const touched = (r: Row) =>
-              r.kind[0] !== '#' &&
-              this.isNews(r) &&
-              (r0.reads.keys.has(`${r.kind}/${r.id}`) || r0.dirty.has(`${r.kind}/${r.id}`) || r0.reads.cols.has(r.kind as CollectionName));
-            if (!window.some(touched)) {
-              // The window shares nothing with this run: memory takes it in beside the batch's changes.
-              this.applyWindow(window);
-              ok = true;
-              break;
-            }
-            // Someone committed what these functions read or wrote since memory last looked. Undo, take it in (memory
-            // is now current for everything the locks held cover: nobody can change it until they are released), and
-            // run again. If the new run needs locks beyond those held, they are tried without waiting (waiting while
-            // holding locks out of order could deadlock) and the window read again, to check what they cover.
-            for (const u of undoAll.reverse()) u();
-            undoAll.length = 0;
-            this.applyWindow(window);
-            this.conflicts.retried++;
-            ran = this.run(batch, undoAll);
             const missing = [...lockSet(ran)].filter(([k, x]) => !(held.get(k) === true || (held.has(k) && !x)));
             if (!missing.length) {
-              ok = true;
+              covered = true;
               break;
             }
+            // On the newer records the batch read or wrote something else (another head, another id): undo, try those
+            // locks without waiting (waiting while holding locks out of order could deadlock), catch up, run again.
+            this.undo(undoAll);
+            this.conflicts.retried++;
             if (held.size + missing.length > MAX_LOCKS) break;
             const more = (await c.query(
               `SELECT bool_and(CASE WHEN t.x THEN pg_try_advisory_xact_lock(t.k) ELSE pg_try_advisory_xact_lock_shared(t.k) END) AS ok
@@ -543,13 +533,13 @@ export class PgStore implements Store {
             )) as unknown as pg.QueryResult<Row & { ok: boolean }>[];
             if (more[0]!.rows[0]!.ok !== true) break;
             for (const [k, x] of missing) held.set(k, x || held.get(k) === true);
-            window = more[1]!.rows;
+            this.applyWindow(more[1]!.rows);
+            ran = this.run(batch, undoAll);
           }
-          if (!ok) {
+          if (!covered) {
+            this.undo(undoAll);
             await c.query('ROLLBACK');
             began = false;
-            for (const u of undoAll.reverse()) u();
-            undoAll.length = 0;
             continue;
           }
         }
@@ -603,6 +593,12 @@ export class PgStore implements Store {
       if (this.writerBroken) await this.reconnect();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
     }
+  }
+
+  /** Undoes the batch's changes to memory (newest first) and empties the log. */
+  private undo(undoAll: Array<() => void>): void {
+    for (const u of undoAll.reverse()) u();
+    undoAll.length = 0;
   }
 
   /** Runs the batch's functions against memory, recording what they read and wrote. */
