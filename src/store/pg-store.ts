@@ -15,7 +15,8 @@
 // against memory, undone in the same tick (so no reader sees it), that records what they read: each record or blob
 // looked up (get, getBlob: present or absent) and each collection enumerated or counted (all, count, version). The
 // commit transaction then, in one round trip, takes an advisory lock for each of those (exclusive), for each record
-// written (exclusive) and each collection written (shared; a collection held exclusive covers its records), all in
+// written (exclusive) and each collection written (shared; exclusive if written without reading what it writes, as
+// an insert or an append does: a collection held exclusive covers its records; see lockSet), all in
 // one sorted order so that two commits never deadlock, and reads what other processes committed since memory last
 // looked (below). Memory takes that in; it is now current for everything the locks cover, and nobody can change that
 // until they are released. The functions run for real on it; if they touched only what the locks cover (the usual
@@ -128,17 +129,20 @@ interface Ran {
 }
 
 /**
- * The locks a run needs (key: exclusive?): LOCK_KEY shared; each record or blob read or written and each collection
- * enumerated, exclusive; each collection written, shared (so that it waits for, and is waited for by, whoever
- * enumerates it).
+ * The locks a run needs (key: exclusive?): LOCK_KEY shared; each record or blob read or written, exclusive; each
+ * collection written, shared (so that it waits for, and is waited for by, whoever enumerates it). A collection
+ * enumerated, or written without reading what it writes (an insert, an append whose id comes from another record such
+ * as the audit chain's head), exclusive: then it covers its records (whoever writes one holds the collection shared),
+ * so a run on newer records that picks another id needs no further lock.
  */
 function lockSet(ran: Ran): Map<bigint, boolean> {
+  const whole = new Set<string>(ran.reads.cols);
+  for (const [key, { kind }] of ran.dirty) if (kind in COLLECTIONS && !ran.reads.keys.has(key)) whole.add(kind);
   const keys = new Map<bigint, boolean>([[BigInt(LOCK_KEY), false]]);
+  for (const col of whole) keys.set(collectionKey(col), true);
   for (const { kind, id } of [...ran.reads.keys.values(), ...ran.dirty.values()]) {
-    // A collection held exclusive covers its records: whoever writes one holds the collection shared.
-    if (!ran.reads.cols.has(kind as CollectionName)) keys.set(recordKey(kind, id), true);
+    if (!whole.has(kind)) keys.set(recordKey(kind, id), true);
   }
-  for (const col of ran.reads.cols) keys.set(collectionKey(col), true);
   for (const { kind } of ran.dirty.values()) if (!keys.has(collectionKey(kind))) keys.set(collectionKey(kind), false);
   return keys;
 }
@@ -220,7 +224,8 @@ export class PgStore implements Store {
   private writer!: pg.Client;
   private listener: pg.Client | null = null;
   private poll: NodeJS.Timeout | null = null;
-  private catchingUp = false;
+  private catchingUp: Promise<void> | null = null;
+  private catchUpAgain = false;
   /** Times (ms) from a NOTIFY's arrival to its rows being in memory; the bench reads them. */
   readonly notifyLagMs: number[] = [];
 
@@ -315,15 +320,26 @@ export class PgStore implements Store {
     return p;
   }
 
+  /**
+   * Catches up in the background (a NOTIFY, the poll). One at a time; a call that arrives while one runs makes it run
+   * once more after (the running one may have read before the commit that called), so a NOTIFY is never dropped.
+   */
   private backgroundCatchUp(): Promise<void> {
-    // A commit under way catches up anyway (under its locks): no need to queue another round trip before it.
-    if (this.closed || this.catchingUp || this.writes.busy) return Promise.resolve();
-    this.catchingUp = true;
-    return this.serial(() => this.catchUp(this.writer))
+    if (this.closed) return Promise.resolve();
+    if (this.catchingUp) {
+      this.catchUpAgain = true;
+      return this.catchingUp;
+    }
+    this.catchingUp = this.serial(() => this.catchUp(this.writer))
       .catch((e: Error) => log('warn', 'postgres catch-up failed', { err: e.message }))
       .finally(() => {
-        this.catchingUp = false;
+        this.catchingUp = null;
+        if (this.catchUpAgain) {
+          this.catchUpAgain = false;
+          void this.backgroundCatchUp();
+        }
       });
+    return this.catchingUp;
   }
 
   /**
