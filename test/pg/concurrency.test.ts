@@ -10,6 +10,12 @@ import { MAX_LOCKS, PG_FORMAT, PgStore, collectionKey, recordKey } from '../../s
 import type { TagRecord } from '../../src/store/records.js';
 import type { Tx } from '../../src/store/engine.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { closeServices, openServices } from '../../src/domain/index.js';
+import { VULN_LOG_MAX } from '../../src/domain/reports/service.js';
 
 const server = testPgUrl()!;
 const opened: PgStore[] = [];
@@ -189,6 +195,29 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     expect(a.conflicts.serial).toBe(1);
     const other = await open(url);
     expect([...other.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['under', 'past']);
+  });
+
+  it('runs a write function more than once (a dry run finds its locks) without a trace of the first run: the vulnerability log trims its oldest entry', async () => {
+    const url = await freshDatabase(server);
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-pgconc-'));
+    const s = await openServices(loadConfig({ dataDir, databaseUrl: url }, {}));
+    try {
+      await s.store.write((tx) => {
+        for (let i = 0; i < VULN_LOG_MAX; i++) tx.insert('vulnerability_log', { at: '2026-01-01T00:00:00.000Z', site_id: 1 });
+      });
+      const install = { site: { id: 1, url: 'https://one.test/' }, type: 'plugin', slug: 'p', version: '1.0', fixed_in: '1.1' };
+      await s.reports.logVulnerability({ event: 'vulnerability.found', data: { vulnerability: { key: 'K' }, installs: [install] } });
+      // The oldest went, nothing else did.
+      expect(s.store.get('vulnerability_log', 1)).toBeUndefined();
+      expect(s.store.get('vulnerability_log', 2)).toBeDefined();
+      expect(s.store.count('vulnerability_log')).toBe(VULN_LOG_MAX);
+      await s.reports.logVulnerability({ event: 'vulnerability.found', data: { vulnerability: { key: 'K' }, installs: [install] } });
+      expect(s.store.get('vulnerability_log', 2)).toBeUndefined();
+      expect(s.store.get('vulnerability_log', 3)).toBeDefined();
+    } finally {
+      await closeServices(s);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('opens a database made at format 1 at the current format with every record, deleted ids not reused', async () => {
