@@ -406,7 +406,7 @@ try {
 const pad = (s, n) => String(s).padEnd(n);
 const sc = results.scaling;
 const scaleLine = (label, r) =>
-  `${pad(label, 52)}${pad(`${r.one.writes_per_s} -> ${r.two.writes_per_s} writes/s`, 26)}${pad(`${r.ratio}x (target >= 1.6x)`, 24)}lost ${r.one.lost + r.two.lost}, duplicated ${r.one.duplicated + r.two.duplicated} (target 0), failed ${r.one.failures + r.two.failures}`;
+  `${pad(label, 60)}${pad(`${r.one.writes_per_s} -> ${r.two.writes_per_s} writes/s`, 26)}${pad(`${r.ratio}x (target >= 1.6x)`, 24)}lost ${r.one.lost + r.two.lost}, duplicated ${r.one.duplicated + r.two.duplicated} (target 0), failed ${r.one.failures + r.two.failures}`;
 const scaleLines = [
   `postgres, 50 writers, load ${results.machine.loadavg_at_start.join(' ')} at start (${results.machine.cpus} CPUs shared: compare the ratios)`,
   scaleLine('two serve processes vs one: writes/s to different sites', sc.sites),
@@ -415,19 +415,19 @@ const scaleLines = [
 const lines = only
   ? ['', ...scaleLines, '']
   : [
-  '',
-  `sitefleet store engines at ${N.toLocaleString('en')} sites — ${results.machine.cpus} CPUs, load ${results.machine.loadavg_at_start.join(' ')} at start (shared machine: noisy figures)`,
-  `${pad('engine', 24)}${pad('list req/s (per process)', 28)}${pad('write p50/p99 ms', 20)}${pad('50 writers: writes/s', 22)}${pad('lost', 6)}CPU while writing (cores: serve | postgres | whole machine)`,
-  ...results.rows.map(
-    (r) =>
-      `${pad(r.label, 24)}${pad(`${r.list_rps.reduce((a, b) => a + b, 0)} (${r.list_rps.join(' + ')})`, 28)}${pad(`${r.write.p50} / ${r.write.p99}`, 20)}${pad(r.writers.writes_per_s, 22)}${pad(r.writers.lost, 6)}${r.writers_cpu.serve_cores.join(' + ')} | ${r.writers_cpu.postgres_cores} | ${r.writers_cpu.machine_cores}`,
-  ),
-  '',
-  `postgres: NOTIFY lag p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms; job takeover after SIGKILL ${results.takeover.takeover_ms} ms (recorded sites redone: ${results.takeover.redone_recorded})`,
-  `targets: list >= 2,000 req/s per process; write p50 <= 5 ms; 2 processes >= 1.6x the writes/s of 1 (postgres ${round(results.rows[3].writers.writes_per_s / results.rows[2].writers.writes_per_s, 2)}x, lowdb ${round(results.rows[1].writers.writes_per_s / results.rows[0].writers.writes_per_s, 2)}x)`,
-  ...scaleLines,
-  '',
-];
+      '',
+      `sitefleet store engines at ${N.toLocaleString('en')} sites — ${results.machine.cpus} CPUs, load ${results.machine.loadavg_at_start.join(' ')} at start (shared machine: noisy figures)`,
+      `${pad('engine', 24)}${pad('list req/s (per process)', 28)}${pad('write p50/p99 ms', 20)}${pad('50 writers: writes/s', 22)}${pad('lost', 6)}CPU while writing (cores: serve | postgres | whole machine)`,
+      ...results.rows.map(
+        (r) =>
+          `${pad(r.label, 24)}${pad(`${r.list_rps.reduce((a, b) => a + b, 0)} (${r.list_rps.join(' + ')})`, 28)}${pad(`${r.write.p50} / ${r.write.p99}`, 20)}${pad(r.writers.writes_per_s, 22)}${pad(r.writers.lost, 6)}${r.writers_cpu.serve_cores.join(' + ')} | ${r.writers_cpu.postgres_cores} | ${r.writers_cpu.machine_cores}`,
+      ),
+      '',
+      `postgres: NOTIFY lag p50 ${results.notify_lag.p50} ms, p99 ${results.notify_lag.p99} ms; job takeover after SIGKILL ${results.takeover.takeover_ms} ms (recorded sites redone: ${results.takeover.redone_recorded})`,
+      `targets: list >= 2,000 req/s per process; write p50 <= 5 ms; 2 processes >= 1.6x the writes/s of 1 (postgres ${round(results.rows[3].writers.writes_per_s / results.rows[2].writers.writes_per_s, 2)}x, lowdb ${round(results.rows[1].writers.writes_per_s / results.rows[0].writers.writes_per_s, 2)}x)`,
+      ...scaleLines,
+      '',
+    ];
 process.stdout.write(lines.join('\n'));
 for (const r of results.rows) delete r.writers.ackedTags;
 writeFileSync(fileURLToPath(new URL('./pg-results.json', import.meta.url)), JSON.stringify(results, null, 2));
