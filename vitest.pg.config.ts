@@ -43,11 +43,12 @@ export default defineConfig({
       'test/openapi-client.test.ts',
       'test/vulnerabilities.test.ts',
       'test/vulnerabilities-doors.test.ts',
+      'test/cold-blobs.test.ts',
       'test/scope-sweep.test.ts',
     ],
-    // Not here, because they read the lowdb engine's own files to prove a point: fuzz and unknown-fields ("a refusal
-    // changes nothing" by meta.json's generation), attacks and hardening (the files on disk), store (the lowdb engine
-    // itself); the child-* suites touch no store.
+    // Not here: attacks and hardening, because they read the lowdb engine's own files to prove a point (the files on
+    // disk), store (the lowdb engine itself); fuzz and unknown-fields test the doors' input handling, which no engine
+    // changes ("a refusal changes nothing" is by the store's versions); the child-* suites touch no store.
     globalSetup: ['test/pg/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -2,7 +2,7 @@
 // that took the time (self and inclusive), by function and by file. For finding what bounds a figure.
 //   node bench/profile.mjs --scenario get_domain --sites 20000 [--seconds 10] [--keep]
 //   node bench/profile.mjs --scenario sync --sites 1000 --strace    (syscall counts instead: fsync, open, rename… per scenario)
-// Scenarios: rest_list, abilities_list, get_domain, tag_add, site_edit, writers, sync, check, mcp_call.
+// Scenarios: rest_list, not_modified (the same with If-None-Match: 304s), abilities_list, get_domain, tag_add, site_edit, writers, sync, check, mcp_call.
 import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -74,7 +74,11 @@ let figure;
 const ac = { token, connections: 16, duration: seconds, warmup: 1, pid: serve.pid };
 let k = 0;
 if (scenario === 'rest_list') figure = await cannon(serve.url, { ...ac, path: `${REST}/sites?per_page=100` });
-else if (scenario === 'abilities_list')
+else if (scenario === 'not_modified') {
+  const path = `${REST}/sites?per_page=100`;
+  const etag = (await fetch(serve.url + path, { headers: { authorization: `Bearer ${token}` } })).headers.get('etag');
+  figure = await cannon(serve.url, { ...ac, path, extraHeaders: { 'if-none-match': etag } });
+} else if (scenario === 'abilities_list')
   figure = await cannon(serve.url, { ...ac, path: `${ABILITIES}/abilities/svc/list-sites-v1/run?input[per_page]=100` });
 else if (scenario === 'get_domain')
   figure = await cannon(serve.url, { ...ac, paths: () => `${REST}/sites/site${1 + (k = (k + 7919) % n)}.example.com` });

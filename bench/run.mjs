@@ -2,7 +2,7 @@
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
 //   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, mcp, onboard, sync, rss, attack, updates,
-//                                                            safe-updates, monitors, pg)
+//                                                            safe-updates, monitors, monitor-bytes, pg)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { calibrate } from './lib/calibrate.mjs';
 import { cleanupAll, snapshotDist } from './lib/proc.mjs';
 import { call, fleetRound, rssAfterSync, syncAndCheck, underAttack } from './lib/scenarios.mjs';
 import { monitorsRound } from './lib/monitors.mjs';
+import { monitorBytes } from './lib/monitor-bytes.mjs';
 import { onboardBench } from './lib/onboard.mjs';
 import { mcpHttpVsBare } from './lib/mcp-plain.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
@@ -172,6 +173,13 @@ if (run('safe-updates')) {
 if (run('monitors') && (!quick || only?.has('monitors'))) {
   log('uptime monitoring of 5,000 simulated sites at a 60 s interval (150 s)');
   results.monitors = await step('monitors 5000', () => monitorsRound({ sites: 5000, interval: 60, seconds: 150, latency: 20 }, log));
+}
+// What the monitors' history costs the disk (issue 34): bytes written to the data dir per check beside the bytes of the
+// heartbeat itself, over 20 intervals on a moved clock (no waiting), compactions included.
+if (run('monitor-bytes')) {
+  const mb = quick ? { sites: 1000, rounds: 20 } : { sites: 5000, rounds: 20 };
+  log(`monitor history: bytes written per check, ${mb.sites} sites with a month of history, ${mb.rounds} intervals of 60 s (issue 34)`);
+  results.monitor_bytes = await step('monitor bytes', () => monitorBytes(mb, log));
 }
 if (run('attack')) {
   log('reads while the worst CSV upload and a hostile child run (issue 18)');

@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempName } from '../src/store/durable-file.js';
 import { FailureCounter, LoginThrottle } from '../src/http/auth.js';
-import { Store } from '../src/store/store.js';
+import { JOURNAL_MAX, LowdbStore, Store } from '../src/store/store.js';
+import type { JobRecord } from '../src/store/records.js';
 import { startServer, tempDir } from './support/server.js';
 import { connectMcp } from './support/mcp.js';
 import { MAX_SUBSCRIPTIONS } from '../src/mcp/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { until as waitUntil } from './support/wait.js';
+import { logged } from './support/logs.js';
 
 /** Makes the next write of `file` (in this process) hit a full disk: its temp name points at /dev/full. */
 function fullDiskFor(file: string): () => void {
@@ -106,9 +108,35 @@ describe('a job whose writes fail (finding 4)', () => {
     );
     expect(running.body.data.status).toBe('processing');
     // Every commit fails while the children answer: the per-site records, the final write and the hand-back.
-    const undo = await brokenDiskFor(join(f.s.dataDir, 'meta.json'));
-    await new Promise((r) => setTimeout(r, 1500));
-    undo();
+    const failed = logged(new RegExp(`"msg":"job failed","job":"${id}"`));
+    // A records-only commit appends to journal.log (an open handle) and leaves meta.json alone: have the store take
+    // every commit into the shards while the disk is broken, so that each one writes meta.json and meets it. A commit
+    // with a blob (the same child key again) empties the journal first.
+    const lowdb = f.s.services.store as LowdbStore;
+    lowdb.journalMax = 0;
+    await lowdb.write((tx) => tx.putBlob('secrets', 1, lowdb.getBlob('secrets', 1)));
+    const undoDisk = await brokenDiskFor(join(f.s.dataDir, 'meta.json'));
+    const undo = () => {
+      undoDisk();
+      lowdb.journalMax = JOURNAL_MAX;
+    };
+    // The disk stays broken until the job has failed on it (its records and final write refused) and its hand-back, queued
+    // as it logs, is refused too (a write queued behind it is), not for a span of time.
+    let behind: string;
+    try {
+      await failed;
+      const { store } = f.s.services;
+      const row = [...store.all<JobRecord>('jobs')].find((j) => j.job_id === id)!;
+      behind = await store
+        .write((tx) => tx.put('jobs', tx.get<JobRecord>('jobs', row.id)!))
+        .then(
+          () => 'kept',
+          () => 'refused',
+        );
+    } finally {
+      undo();
+    }
+    expect(behind).toBe('refused');
     const done = await until(
       () => f.s.rest(`/jobs/${id}`),
       (r) => r.body?.data?.status === 'completed',

@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { serveProcess, untilOutput } from './support/process.js';
+import { until as waitFor } from './support/wait.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -446,9 +447,16 @@ describe('live job progress', () => {
     expect(
       (await f.s.rest(`/jobs/${started.body.job_id}`)).body.status ?? (await f.s.rest(`/jobs/${started.body.job_id}`)).body.data?.status,
     ).toBe('completed');
-    // Closed streams give their places back.
-    await new Promise((r) => setTimeout(r, 100));
-    const again = await fetch(url, { headers: { Cookie: sess.cookie } });
+    // Closed streams give their places back: as soon as the server has seen them close (asked again until then, bounded).
+    const again = await waitFor(
+      () => fetch(url, { headers: { Cookie: sess.cookie } }),
+      (res) => {
+        if (res.status === 200) return true;
+        void res.body?.cancel();
+        return false;
+      },
+      10_000,
+    );
     expect(again.status).toBe(200);
     expect((await events(again, 'end')).at(-1)!.event).toBe('end');
   });

@@ -35,7 +35,7 @@ afterAll(async () => {
   await s.close();
 });
 
-const generation = () => fleetGeneration(s.dataDir);
+const generation = () => fleetGeneration(s.services.store);
 
 const weird = fc.oneof(
   fc.string(),

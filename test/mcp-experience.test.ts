@@ -12,6 +12,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from './support/process.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
+import { until } from './support/wait.js';
 
 let f: Fleet;
 const clients: Client[] = [];
@@ -178,8 +179,13 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     } finally {
       f.sim.setFault(5, null);
     }
-    await new Promise((r) => setTimeout(r, 100));
-    expect(JSON.stringify(lines)).toMatch(/svc_child_not_detected/);
+    // The log line may come after the result: waited for (bounded), not given 100 ms.
+    const text = await until(
+      () => JSON.stringify(lines),
+      (t) => /svc_child_not_detected/.test(t),
+      5_000,
+    );
+    expect(text).toMatch(/svc_child_not_detected/);
   });
 
   it('sends no log line before the client asks for them, and a failed call only as its result (#13)', async () => {
@@ -253,5 +259,28 @@ describe('toolsets and read-only mode', () => {
     const tools = (await c.listTools()).tools;
     expect(tools.length).toBeGreaterThan(5);
     expect(tools.every((t) => t.annotations?.readOnlyHint === true)).toBe(true);
+  });
+});
+
+describe('two fleets in one process', () => {
+  it("tells each fleet's MCP clients that their tool list changed, not only the first fleet's", async () => {
+    const { startServer } = await import('./support/server.js');
+    const { connectMcp } = await import('./support/mcp.js');
+    const other = await startServer();
+    const first = await connectMcp(f.s);
+    const second = await connectMcp(other);
+    try {
+      const heard = new Promise<void>((resolve) =>
+        second.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+      );
+      await other.services.settings.setModule('logs', false);
+      // The watcher looks every 500 ms; 5 s bounds the wait for the notification, it is not a pause.
+      const outcome = await Promise.race([heard.then(() => 'heard'), new Promise((r) => setTimeout(() => r('not heard'), 5_000).unref())]);
+      expect(outcome).toBe('heard');
+    } finally {
+      await first.close();
+      await second.close();
+      await other.close();
+    }
   });
 });

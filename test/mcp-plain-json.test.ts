@@ -6,6 +6,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { MCP_HEADERS } from './support/fixtures.js';
+import { until } from './support/wait.js';
 
 let f: Fleet;
 let sid = '';
@@ -69,6 +70,12 @@ it('answers a tools/call without a progress token as plain JSON, with the sessio
   }
   const err = await post('tools/call', { name: 'no-such-tool-v1', arguments: {} });
   expect(JSON.parse(err.text).error).toMatchObject({ code: -32602, message: 'Unknown tool: no-such-tool-v1' });
+  // Params the SDK's schema refuses get its error, plainly.
+  for (const params of [{ name: 42 }, { name: 'count-sites-v1', arguments: [] }]) {
+    const bad = await post('tools/call', params);
+    expect([bad.status, bad.type], JSON.stringify(params)).toEqual([200, 'application/json']);
+    expect(JSON.parse(bad.text), JSON.stringify(params)).toMatchObject({ id: nextId - 1, error: { code: expect.any(Number) } });
+  }
 });
 
 it('streams a call that carries a progress token: the progress, then the answer', async () => {
@@ -182,5 +189,107 @@ it('keeps a session working after a plain call is cancelled (the SDK sends no an
   } finally {
     f.sim.setFault(1, null);
     await c.close();
+  }
+});
+
+it('refuses a second initialize in a session as the SDK transport does (400), on either path', async () => {
+  const again = {
+    jsonrpc: '2.0',
+    id: 77,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
+  // Before express (the fast path takes a JSON body of a known length) and through it (a chunked body).
+  const fast = await fetch(`${f.s.url}/mcp`, { method: 'POST', headers: headers(), body: JSON.stringify(again) });
+  expect([fast.status, await fast.json()]).toEqual([400, expect.objectContaining({ error: expect.objectContaining({ code: -32600 }) })]);
+  const chunked = await fetch(`${f.s.url}/mcp`, {
+    method: 'POST',
+    headers: headers(),
+    body: new Blob([JSON.stringify(again)]).stream(),
+    duplex: 'half',
+  } as RequestInit);
+  expect([chunked.status, await chunked.json()]).toEqual([
+    400,
+    expect.objectContaining({ error: expect.objectContaining({ code: -32600 }) }),
+  ]);
+  // The session goes on.
+  const r = await post('ping', {});
+  expect([r.type, JSON.parse(r.text).result]).toEqual(['application/json', {}]);
+});
+
+it('refuses a JSON body that is not an object or array as express does, before express too', async () => {
+  for (const body of ['"tools/call"', '42', 'null']) {
+    const r = await fetch(`${f.s.url}/mcp`, { method: 'POST', headers: headers(), body });
+    expect([r.status, await r.json()], body).toEqual([400, expect.objectContaining({ code: 'rest_invalid_json' })]);
+  }
+});
+
+it('stops a plain call on notifications/cancelled (nothing is answered) and when its session closes: no site starts after', async () => {
+  const g = await startFleet({ sim: { sites: 3 }, config: { childConcurrency: '1' } });
+  try {
+    await registerSites(g, 3);
+    const key = { ...MCP_HEADERS, authorization: `Bearer ${g.s.creds.key.read_write}` };
+    const init = await fetch(`${g.s.url}/mcp`, {
+      method: 'POST',
+      headers: key,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+    const session = { ...key, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
+    await init.text();
+    const send = (body: unknown, signal?: AbortSignal) =>
+      fetch(`${g.s.url}/mcp`, { method: 'POST', headers: session, body: JSON.stringify(body), signal });
+    await (await send({ jsonrpc: '2.0', method: 'notifications/initialized' })).text();
+    const before = [1, 2, 3].map((i) => g.sim.requests(i));
+    g.sim.setFault(1, { type: 'latency', ms: 1500 });
+    const http = new AbortController();
+    const call = send(
+      { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'sync-sites-v1', arguments: { site_ids_or_domains: [1, 2, 3] } } },
+      http.signal,
+    );
+    // One site at a time: site 1 has the request (counted on arrival) and keeps it 1.5 s; sites 2 and 3 wait for it.
+    while (g.sim.requests(1) === before[0]) await new Promise((x) => setImmediate(x));
+    const cancelled = await send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5, reason: 'enough' } });
+    expect(cancelled.status).toBe(202);
+    // The call ends (its audit entry is written after it), having started no other site.
+    await until(
+      () => g.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total,
+      (n) => n === 1,
+    );
+    expect([2, 3].map((i) => g.sim.requests(i) - before[i - 1]!)).toEqual([0, 0]);
+    // No answer came: the exchange is still open until the client lets it go.
+    const settled = await Promise.race([call.then(() => 'answered'), new Promise((x) => setImmediate(() => x('open')))]);
+    expect(settled).toBe('open');
+    http.abort();
+    await call.catch(() => {});
+
+    // A session closed during a plain call: the call is stopped too, and its caller told.
+    const mid = [1, 2, 3].map((i) => g.sim.requests(i));
+    const second = send({
+      jsonrpc: '2.0',
+      id: 6,
+      method: 'tools/call',
+      params: { name: 'sync-sites-v1', arguments: { site_ids_or_domains: [1, 2, 3] } },
+    });
+    while (g.sim.requests(1) === mid[0]) await new Promise((x) => setImmediate(x));
+    const closed = await fetch(`${g.s.url}/mcp`, { method: 'DELETE', headers: session });
+    expect(closed.status).toBe(200);
+    const answer = await second;
+    expect([answer.status, await answer.json()]).toEqual([
+      200,
+      { jsonrpc: '2.0', id: 6, error: { code: -32000, message: 'Session closed.' } },
+    ]);
+    await until(
+      () => g.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total,
+      (n) => n === 2,
+    );
+    expect([2, 3].map((i) => g.sim.requests(i) - mid[i - 1]!)).toEqual([0, 0]);
+  } finally {
+    g.sim.setFault(1, null);
+    await g.close();
   }
 });

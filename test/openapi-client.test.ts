@@ -66,7 +66,15 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
       `${root}test/fixtures/openapi/tsconfig.json`,
       JSON.stringify({
         extends: '../../../tsconfig.json',
-        compilerOptions: { noEmit: true, rootDir: '../../..', lib: ['ES2023', 'DOM'] },
+        // Incremental: a run whose sources and document are unchanged reuses the last check of them (about 13 s instead
+        // of about 60 s on a loaded 2-core machine); a changed file, the generated types included, is checked again.
+        compilerOptions: {
+          noEmit: true,
+          rootDir: '../../..',
+          lib: ['ES2023', 'DOM'],
+          incremental: true,
+          tsBuildInfoFile: '../../../node_modules/.cache/sitefleet/openapi-client.tsbuildinfo',
+        },
         // The walk and this test itself: both read the generated types (lint's tsconfig.test.json leaves them out).
         include: ['paths.d.ts', 'wrong.ts', '../../support/openapi-client.ts', '../../openapi-client.test.ts'],
       }),
@@ -82,7 +90,7 @@ describe('the generated client (openapi-typescript + openapi-fetch)', () => {
     const errors = tsc.stdout.split('\n').filter((l) => l.includes('error TS'));
     expect(errors.filter((l) => !l.startsWith('test/fixtures/openapi/wrong.ts'))).toEqual([]);
     expect(errors.map((l) => l.replace(/^.*wrong\.ts\((\d+),.*$/, '$1'))).toEqual(['2', '3', '4']);
-  }, 60_000);
+  }, 120_000);
 
   it('sites: list, count, one, edit, sync, check; an unknown id is 404 svc_rest_invalid_site_id', async () => {
     const r = await families.sitesFamily(client, siteId);

@@ -256,6 +256,33 @@ describe('changing tags', () => {
     });
   });
 
+  it('refuses a taken name whatever changed the tags before: grouped creates, a rename, a delete, an undone write', async () => {
+    const tags = w.services.tags;
+    const base = unique('Index');
+    // Two creates of one name (any case) in one commit: the second is refused.
+    const both = await Promise.allSettled([tags.add({ name: base }), tags.add({ name: base.toUpperCase() })]);
+    expect(both.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    expect((both[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'svc_tag_exists' });
+    const a = (both[0] as PromiseFulfilledResult<{ id: number }>).value;
+    // Renamed: the old name is free, the new one taken.
+    await tags.edit(a.id, { name: `${base} renamed` });
+    await expect(tags.add({ name: `${base} RENAMED` })).rejects.toMatchObject({ code: 'svc_tag_exists' });
+    const again = await tags.add({ name: base });
+    // Deleted: its name is free again.
+    await tags.remove(again.id);
+    const third = await tags.add({ name: base.toLowerCase() });
+    expect(third.name).toBe(base.toLowerCase());
+    // A create undone (its write threw afterwards) leaves its name free.
+    const lost = unique('Undone');
+    await expect(
+      w.services.store.write((tx) => {
+        tags.create(tx, { name: lost });
+        throw new Error('after the create');
+      }),
+    ).rejects.toThrow('after the create');
+    expect((await tags.add({ name: lost })).name).toBe(lost);
+  });
+
   describe('DELETE /tags/{id}/remove', () => {
     it('deletes the tag, keeps its sites, and answers {success, message, data: {id, name}}', async () => {
       const [site] = await seedSites(w.services, 1, () => ({ url: `https://${unique('tagged').replace(' ', '-')}.example.com/` }));

@@ -1,5 +1,8 @@
 // SIGTERM: stop accepting, let requests in flight finish, flush, leave jobs resumable, exit 0.
+import { connect } from 'node:net';
+import { once } from 'node:events';
 import { afterAll, describe, expect, it } from 'vitest';
+import { listen } from '../src/app/http.js';
 import { newKeyPair } from '../src/child/keys.js';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
@@ -7,7 +10,8 @@ import { closeServices, openServices } from '../src/domain/index.js';
 import type { JobRecord } from '../src/store/records.js';
 import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
-import { seedSites, tempDir } from './support/server.js';
+import { seedSites, startServer, tempDir } from './support/server.js';
+import { until } from './support/wait.js';
 
 let sim: ChildSim;
 afterAll(async () => {
@@ -49,7 +53,12 @@ describe('graceful shutdown', () => {
     ).json()) as { job_id: string };
     expect(job.job_id).toMatch(/^sync_/);
     const inFlight = fetch(`${p.url}/wp-json/svc/v2/sites/1/sync`, { method: 'POST', headers });
-    await new Promise((r) => setTimeout(r, 200));
+    // SIGTERM once the sync of site 1 and the job's first sites are at the children (600 ms each), not after 200 ms.
+    await until(
+      () => [sim.requests(1), [4, 5, 6, 7, 8, 9, 10, 11, 12].reduce((n, i) => n + sim.requests(i), 0)],
+      ([one, job]) => one! > 0 && job! > 0,
+      10_000,
+    );
     p.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.status).toBe(200);
@@ -75,6 +84,33 @@ describe('graceful shutdown', () => {
       expect(status).toBe('completed');
     } finally {
       await again.stop();
+    }
+  });
+});
+
+describe('closing the HTTP server', () => {
+  it('cuts a connection that never sent a request at once, instead of waiting the whole grace period for it', async () => {
+    const s = await startServer();
+    try {
+      const h = await listen(s.services, s.registry, '127.0.0.1', 0, { console: false });
+      // A spare connection, as browsers and undici open ahead of a request: Node counts it busy, never idle.
+      const spare = connect(Number(new URL(h.url).port), '127.0.0.1');
+      await once(spare, 'connect');
+      const ended = once(spare, 'close');
+      await until(
+        () => new Promise<number>((r) => h.server.getConnections((_e, n) => r(n))),
+        (n) => n === 1,
+        5_000,
+      );
+      // A grace period longer than the test's timeout: close() resolves only if it did not wait for it.
+      let closed = false;
+      const closing = h.close(10 * 60_000).then(() => (closed = true));
+      await ended;
+      await closing;
+      expect(closed).toBe(true);
+      expect(spare.bytesRead).toBe(0);
+    } finally {
+      await s.close();
     }
   });
 });

@@ -1,10 +1,13 @@
 // The store keeps every acknowledged write, groups concurrent writes, refuses a corrupt data dir
 // without touching it, and lets two processes share one data dir.
-import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../src/store/store.js';
+import { JOURNAL, JOURNAL_MAX, Store } from '../src/store/store.js';
+import { restoreBackup, writeBackup } from '../src/store/backup.js';
+import { addBeat } from '../src/domain/monitors.js';
+import type { Beat, MonitorRecord } from '../src/store/monitor-records.js';
 import type { TagRecord } from '../src/store/records.js';
 import { cli } from './support/process.js';
 import { tempDir as tmp } from './support/server.js';
@@ -40,6 +43,7 @@ describe('store', () => {
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'ok2']);
+    await s.close(); // the shards at rest take in the journal
     const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
     expect(onDisk).toEqual(['ok1', 'ok2']);
   });
@@ -66,6 +70,7 @@ describe('store', () => {
     ]);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'paired 😀 is fine']);
     expect(s.getBlob('site-data', 7)).toBeNull();
+    await s.close(); // the shards at rest take in the journal
     const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
     expect(onDisk).toEqual(['ok1', 'paired 😀 is fine']);
   });
@@ -124,6 +129,7 @@ describe('store', () => {
     await s.write((tx) => {
       for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/` });
     });
+    await s.close(); // the shards at rest take in the journal
     expect(
       readdirSync(s.dir)
         .filter((f) => f.startsWith('sites.'))
@@ -189,5 +195,168 @@ describe('store', () => {
       for (const n of acked) expect(names.has(n), `${n} was acknowledged`).toBe(true);
       await s.close();
     }
+  });
+});
+
+describe('store journal (issue 34)', () => {
+  const tag = (name: string, notes = '') => ({ name, color: null, site_ids: [], created_at: '', updated_at: '', notes });
+  const stamp = (file: string) => {
+    const st = statSync(file, { bigint: true });
+    return `${st.ino}:${st.mtimeNs}:${st.size}`;
+  };
+
+  it('commits a records-only write as one journal entry: no shard and no meta.json rewritten, bytes in proportion to the records', async () => {
+    const dir = tmp();
+    const s0 = await Store.open(dir);
+    await s0.write((tx) => {
+      for (let i = 0; i < 600; i++) tx.insert('sites', { url: `https://s${i}.test/`, notes: '' });
+    });
+    await s0.close();
+    const s = await Store.open(dir);
+    const atRest = ['meta.json', 'sites.0.json', 'sites.1.json', 'sites.2.json'].map((f) => stamp(join(dir, f)));
+    const record = JSON.stringify(s.get('sites', 300)).length;
+    for (let i = 0; i < 50; i++) await s.write((tx) => tx.put('sites', { ...tx.get('sites', 300)!, notes: `edit ${i}` }));
+    expect(['meta.json', 'sites.0.json', 'sites.1.json', 'sites.2.json'].map((f) => stamp(join(dir, f)))).toEqual(atRest);
+    const journal = statSync(join(dir, JOURNAL)).size;
+    expect(journal).toBeGreaterThan(50 * record);
+    expect(journal).toBeLessThanOrEqual(50 * (record + 100));
+    // Another process (a second store on the dir) takes the entries in on its next read, and a reopen replays them.
+    const other = await Store.open(dir);
+    expect(other.get<{ id: number; notes: string }>('sites', 300)?.notes).toBe('edit 49');
+    await s.write((tx) => tx.put('sites', { ...tx.get('sites', 301)!, notes: 'seen elsewhere' }));
+    expect(other.get<{ id: number; notes: string }>('sites', 301)?.notes).toBe('seen elsewhere');
+    await other.close();
+    await s.close();
+    // At rest (after close) the shards hold everything and the journal is empty.
+    expect(statSync(join(dir, JOURNAL)).size).toBe(0);
+    const shard = JSON.parse(readFileSync(join(dir, 'sites.1.json'), 'utf8')).records as Array<{ id: number; notes: string }>;
+    expect(shard.find((r) => r.id === 300)?.notes).toBe('edit 49');
+  });
+
+  it('leaves out an entry a crashed writer cut off, and writes the next one over it; an acknowledged one is kept', async () => {
+    const dir = tmp();
+    const s1 = await Store.open(dir);
+    await s1.write((tx) => tx.insert<TagRecord>('tags', tag('acked')));
+    // s1 is abandoned unclosed (as if killed); a writer died halfway through its entry.
+    appendFileSync(join(dir, JOURNAL), '{"g":99,"c":{"tags":7},"w":[["tags",7,{"id":7,"na');
+    const s2 = await Store.open(dir);
+    expect([...s2.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['acked']);
+    await s2.write((tx) => tx.insert<TagRecord>('tags', tag('next')));
+    const s3 = await Store.open(dir);
+    expect([...s3.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['acked', 'next']);
+    await s3.close();
+    await s2.close();
+  });
+
+  it('takes the journal into the shards once it passes JOURNAL_MAX bytes', async () => {
+    const dir = tmp();
+    const s = await Store.open(dir);
+    const big = 'x'.repeat(256 * 1024);
+    const writes = Math.ceil(JOURNAL_MAX / big.length) + 1;
+    for (let i = 0; i < writes; i++) await s.write((tx) => tx.insert('tags', tag(`t${i}`, big)));
+    expect(statSync(join(dir, JOURNAL)).size).toBeLessThan(2 * big.length);
+    expect(JSON.parse(readFileSync(join(dir, 'tags.json'), 'utf8')).records.length).toBeGreaterThanOrEqual(writes - 1);
+    await s.close();
+  });
+
+  // A monitor record with a month of history, and one more heartbeat folded in the way domain/monitors.ts does it.
+  const monitor = (id: number, t: number): MonitorRecord => {
+    let m: MonitorRecord = {
+      id,
+      settings: {},
+      status: 'up',
+      last_check: null,
+      down_since: null,
+      open_incident: null,
+      recent: [],
+      hours: [],
+      days: [],
+    };
+    for (let i = 0; i < 31 * 24; i++) m = beat(m, t - (31 * 24 - i) * 3600);
+    return m;
+  };
+  const beat = (m: MonitorRecord, t: number): MonitorRecord => {
+    const b: Beat = [t, 1, 20 + (t % 50), 200, -1];
+    return {
+      ...m,
+      last_check: b,
+      recent: [...m.recent, b].slice(-60),
+      hours: addBeat(m.hours, 3600, 25, b),
+      days: addBeat(m.days, 86_400, 31, b),
+    };
+  };
+
+  it('journals a monitor heartbeat as what changed, and a reopen, another process and a backup read the same record', async () => {
+    const dir = tmp();
+    const t0 = 1_790_000_000;
+    const s0 = await Store.open(dir);
+    await s0.write((tx) => {
+      for (let id = 1; id <= 300; id++) tx.put('monitors', monitor(id, t0));
+    });
+    await s0.close();
+    const s = await Store.open(dir);
+    const whole = JSON.stringify(s.get('monitors', 1)).length;
+    const before = statSync(join(dir, JOURNAL)).size;
+    for (let k = 1; k <= 3; k++)
+      await s.write((tx) => {
+        for (let id = 1; id <= 300; id++) tx.put('monitors', beat(tx.get<MonitorRecord>('monitors', id)!, t0 + k * 60));
+      });
+    // Three heartbeats of 300 sites: far less than their whole records (each over 4 KB), a few hundred bytes a beat.
+    const perBeat = (statSync(join(dir, JOURNAL)).size - before) / 900;
+    expect(whole).toBeGreaterThan(4000);
+    expect(perBeat).toBeLessThan(400);
+    const want = [...s.all<MonitorRecord>('monitors')];
+    const other = await Store.open(dir); // replays the patches on the shards
+    expect([...other.all<MonitorRecord>('monitors')]).toEqual(want);
+    const file = join(tmp(), 'fleet.backup');
+    await writeBackup({ dataDir: dir, databaseUrl: null }, file);
+    const restored = join(tmp(), 'restored');
+    await restoreBackup(file, { dataDir: restored, databaseUrl: null }, false);
+    const r = await Store.open(restored);
+    expect([...r.all<MonitorRecord>('monitors')]).toEqual(want);
+    await r.close();
+    await other.close();
+    await s.close();
+    const atRest = await Store.open(dir);
+    expect([...atRest.all<MonitorRecord>('monitors')]).toEqual(want);
+    await atRest.close();
+  });
+
+  it('lets the journal grow as long as the shards it changed before taking it in', async () => {
+    const dir = tmp();
+    const s0 = await Store.open(dir);
+    await s0.write((tx) => {
+      for (let id = 1; id <= 300; id++) tx.put('monitors', monitor(id, 1_790_000_000));
+    });
+    await s0.close();
+    const s = (await Store.open(dir)) as Store & { journalMax: number };
+    s.journalMax = 64 * 1024;
+    const shards = readdirSync(dir)
+      .filter((f) => f.startsWith('monitors.'))
+      .reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+    let t = 1_790_000_000;
+    let compactedAt = 0;
+    for (let k = 0; k < 40 && !compactedAt; k++) {
+      const was = statSync(join(dir, JOURNAL)).size;
+      await s.write((tx) => {
+        t += 60;
+        for (let id = 1; id <= 300; id++) tx.put('monitors', beat(tx.get<MonitorRecord>('monitors', id)!, t));
+      });
+      if (statSync(join(dir, JOURNAL)).size < was) compactedAt = was;
+    }
+    // Not at journalMax (64 KB): once the journal is about as long as the monitor shards it rewrites.
+    expect(compactedAt).toBeGreaterThanOrEqual(shards * 0.9);
+    expect(compactedAt).toBeLessThan(shards * 1.5);
+    await s.close();
+  });
+
+  it('refuses to start on a journal with a damaged complete entry and leaves it untouched', async () => {
+    const dir = tmp();
+    const s = await Store.open(dir);
+    await s.write((tx) => tx.insert<TagRecord>('tags', tag('a')));
+    appendFileSync(join(dir, JOURNAL), 'not json\n');
+    const before = readFileSync(join(dir, JOURNAL), 'utf8');
+    await expect(Store.open(dir)).rejects.toThrow(/journal\.log is unreadable \(invalid JSON/);
+    expect(readFileSync(join(dir, JOURNAL), 'utf8')).toBe(before);
   });
 });

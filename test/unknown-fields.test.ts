@@ -17,7 +17,7 @@ afterAll(async () => {
   await s.close();
 });
 
-const generation = () => fleetGeneration(s.dataDir);
+const generation = () => fleetGeneration(s.services.store);
 const UNKNOWN = 'zz_not_a_field';
 
 describe('every ability', () => {

@@ -1,7 +1,7 @@
 // Updates across the fleet (issue 15) through every door against the child simulator: listing from the sync, applying
 // through the child with per-item results read from the child's own data, ignore rules honoured everywhere, and each
 // upstream defect of updates reference §7 answered differently (the test names say which).
-import { jobEnded } from './support/wait.js';
+import { jobEnded, until } from './support/wait.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildSim } from '../src/child/simulator/server.js';
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
@@ -251,8 +251,14 @@ describe('applying updates on one site', () => {
     expect(sim.requests(k)).toBe(n);
     await f.s.rest(`/sites/${id}/unsuspend`, { method: 'POST' });
     sim.setFault(k, { type: 'latency', ms: 400 });
+    const asked = sim.requests(k);
     const first = f.s.ability('update-site-plugins-v1', { site_id_or_domain: id });
-    await new Promise((r) => setTimeout(r, 100));
+    // The second call comes once the first is at the site (held there 400 ms), not after 100 ms.
+    await until(
+      () => sim.requests(k),
+      (x) => x > asked,
+      10_000,
+    );
     const second = await f.s.ability('update-site-plugins-v1', { site_id_or_domain: id });
     expect(second.status).toBe(409);
     expect(second.body.code).toBe('svc_update_in_progress');

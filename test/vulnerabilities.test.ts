@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { compareParsed, compareVersions, partsOf } from '../src/domain/vulnerabilities/version.js';
 import { FeedIndex, pluginSlug, type InstalledItem } from '../src/domain/vulnerabilities/matching.js';
 import {
@@ -18,10 +18,13 @@ import {
   type VulnRecord,
 } from '../src/domain/vulnerabilities/records.js';
 import type { VulnEvent } from '../src/domain/vulnerabilities/service.js';
+import type { FeedState } from '../src/domain/vulnerabilities/feed-store.js';
+import { testFleetStore } from './support/server.js';
 import { openAbilities, type AbilityHarness } from './support/abilities.js';
 import { startChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
 import { closeServices, openServices } from '../src/domain/index.js';
+import { buildRegistry } from '../src/abilities/index.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'vulnerabilities');
 const WF_FILE = join(FIX, 'wordfence-production.json');
@@ -450,6 +453,47 @@ describe('the fleet: import, views, fix and events through the registry (simulat
   });
 });
 
+describe('a feed stored before the vulnerability-feed blob kind', () => {
+  it('is read where it is (index and buckets in vulnerabilities blobs), and the next import moves it', async () => {
+    const sim = await startChildSim({ sites: 1, seed: 1 });
+    const fleet = await testFleetStore();
+    const config = loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl, allowPrivateSites: true }, {});
+    let services = await openServices(config);
+    try {
+      const info = sim.sites[0]!;
+      const site = await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false });
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      const ids = async () => (await services.vulnerabilities.ofSite(site.id, true)).items.map((i) => refOfId.get(i.id)).sort();
+      const want = await ids();
+      expect(want.length).toBeGreaterThan(0);
+      // Rewrite it as the previous layout stored it: every blob of the generation under 'vulnerabilities'.
+      const s = services.store;
+      const { blob_kind, ...legacy } = s.getBlob<FeedState>('vulnerabilities', 0)!;
+      expect(blob_kind).toBe('vulnerability-feed');
+      const base = legacy.generation * 10_000;
+      const moved = new Map<number, unknown>();
+      for (let i = 0; i <= legacy.buckets; i++) moved.set(base + i, await s.readBlob('vulnerability-feed', base + i));
+      await s.write((tx) => {
+        for (const [id, v] of moved) {
+          tx.putBlob('vulnerabilities', id, v);
+          tx.putBlob('vulnerability-feed', id, null);
+        }
+        tx.putBlob('vulnerabilities', 0, legacy);
+      });
+      await closeServices(services);
+      services = await openServices(config);
+      expect(await ids()).toEqual(want);
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      expect(services.vulnerabilities.status().blob_kind).toBe('vulnerability-feed');
+      for (const id of moved.keys()) expect(services.store.getBlob('vulnerabilities', id)).toBeNull();
+      expect(await ids()).toEqual(want);
+    } finally {
+      await closeServices(services);
+      await sim.close();
+    }
+  });
+});
+
 describe('read-only views (no job runner: only the calls below match)', () => {
   it('re-match in memory but store nothing and send nothing; the next persisting round stores', async () => {
     const sim = await startChildSim({ sites: 1, seed: 1 });
@@ -472,6 +516,72 @@ describe('read-only views (no job runner: only the calls below match)', () => {
       await services.vulnerabilities.reconcile();
       expect(stored()).not.toBe(before);
       expect(sent).toHaveLength(3); // the same matches after the sync: nothing new found, nothing fixed
+    } finally {
+      await closeServices(services);
+      await sim.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('every read (the views, the security view, a policy preview, the counts) while the stored matches are stale: no store write, and the right answer', async () => {
+    const sim = await startChildSim({ sites: 1, seed: 1 });
+    // On the lane's engine (PostgreSQL in the pg lane).
+    const fleet = await testFleetStore();
+    const dataDir = fleet.dataDir;
+    const services = await openServices(loadConfig({ dataDir, databaseUrl: fleet.databaseUrl, allowPrivateSites: true }, {}));
+    const registry = buildRegistry(services);
+    try {
+      const info = sim.sites[0]!;
+      const site = await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false });
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      const { key } = await services.auth.createKey('read', 'read');
+      const reader = { kind: 'key' as const, id: key.id, name: key.name, permissions: 'read' as const };
+      const v = (await services.auth.createUser('viewer', 'viewer')).user;
+      const viewer = { kind: 'user' as const, id: v.id, name: v.name, role: 'viewer' as const };
+      const readOnlyLocal = { kind: 'local' as const, name: 'stdio' as const, readOnly: true };
+      const admin = { kind: 'local' as const, name: 'stdio' as const };
+      const policy = await registry.call(
+        'add-update-policy-v1',
+        {
+          name: 'Security',
+          all_sites: true,
+          core: 'major',
+          security_only: true,
+          days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'],
+          start: '02:00',
+          end: '04:00',
+        },
+        { principal: admin, coerce: false },
+      );
+      // A sync moves the site's stamp: what is stored is stale until the job runner's next round (none runs here).
+      await services.children.apply(await services.children.fetchSync(services.sites.get(site.id)!));
+      const stamp = () =>
+        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)!.sites[site.id]!.stamp;
+      const stale = stamp();
+      const writes = vi.spyOn(services.store, 'write');
+      // The table's matches of simulator site 1 (seed 1): the records, and the (record, item) installs.
+      const rows = expected.expectations.filter((e) => e.where === 'simulator seed 1, site 1');
+      const refs = [...new Set(rows.flatMap((e) => e.affectedBy))].sort();
+      const installs = rows.reduce((n, e) => n + e.affectedBy.length, 0);
+      expect(refs.length).toBeGreaterThan(0);
+      for (const principal of [reader, viewer, readOnlyLocal]) {
+        const list = await registry.call('list-vulnerabilities-v1', { per_page: 100 }, { principal, coerce: false });
+        expect(list.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
+      }
+      const one = await registry.call('get-site-vulnerabilities-v1', { site_id_or_domain: site.id }, { principal: reader, coerce: false });
+      expect(one.items.map((i) => refOfId.get(i.id)).sort()).toEqual(refs);
+      const security = await registry.call('get-security-issues-v1', {}, { principal: reader, coerce: false });
+      expect(security.vulnerabilities).toMatchObject({ vulnerabilities: refs.length, sites: 1, installs });
+      const preview = await registry.call('preview-update-policy-v1', { policy_id: policy.id }, { principal: reader, coerce: false });
+      expect(preview.security_only).toBe(true);
+      expect(await services.vulnerabilities.counts()).toEqual({ vulnerabilities: refs.length, sites: 1, installs });
+      expect(writes).not.toHaveBeenCalled();
+      expect(stamp()).toBe(stale);
+      // The job runner's round (a write already) stores them.
+      await services.vulnerabilities.reconcile();
+      expect(writes).toHaveBeenCalledTimes(1);
+      expect(stamp()).not.toBe(stale);
+      writes.mockRestore();
     } finally {
       await closeServices(services);
       await sim.close();

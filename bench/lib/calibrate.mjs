@@ -60,6 +60,53 @@ export async function startInline(code, env = {}) {
   };
 }
 
+const FLOOR_BODY = 'x'.repeat(64 * 1024);
+
+/** One durable 64 KB write in `dir` (write, fsync, rename, directory fsync): the floor of a durable commit. Its ms. */
+export async function durableWrite(dir) {
+  const t = performance.now();
+  const fh = await open(join(dir, 'f.tmp'), 'w');
+  await fh.writeFile(FLOOR_BODY);
+  await fh.sync();
+  await fh.close();
+  await rename(join(dir, 'f.tmp'), join(dir, 'f.json'));
+  const dh = await open(dir, 'r');
+  await dh.sync();
+  await dh.close();
+  return performance.now() - t;
+}
+
+/**
+ * Durable requests (`one()`, resolving to its failure or null) and the floor's durable write taken in turns, a block of
+ * BLOCK_MS of each, for `seconds`: both see the same load, so their ratio holds when the load of a shared machine moves
+ * during a run (the calibration's floor is taken minutes before). Blocks rather than one of each: a write right after
+ * the other's fsyncs would pay for them.
+ */
+export async function besideFloor(one, { seconds, maxCount = 5_000, warmupCount = 20 }) {
+  const BLOCK_MS = 250;
+  const dir = tempDir('floor-beside');
+  try {
+    for (let i = 0; i < warmupCount; i++) await one();
+    const req = [];
+    const floor = [];
+    let failures = 0;
+    const end = performance.now() + seconds * 1000;
+    while (performance.now() < end && req.length < maxCount) {
+      for (const stop = performance.now() + BLOCK_MS; performance.now() < stop;) {
+        const t = performance.now();
+        if ((await one()) === null) req.push(performance.now() - t);
+        else failures++;
+      }
+      for (const stop = performance.now() + BLOCK_MS; performance.now() < stop;) floor.push(await durableWrite(dir));
+    }
+    const r = percentiles(req);
+    const f = percentiles(floor);
+    return { p50: r.p50, p99: r.p99, floor_p50: f.p50, floor_p99: f.p99, pairs: floor.length, failures, ratio: r.p50 / f.p50 };
+  } finally {
+    removeDir(dir);
+  }
+}
+
 export async function calibrate(d, log) {
   const out = {};
   for (const [name, code] of Object.entries(SERVERS)) {
@@ -81,20 +128,8 @@ export async function calibrate(d, log) {
   const dir = tempDir('fsync');
   try {
     const samples = [];
-    const body = 'x'.repeat(64 * 1024);
     const end = performance.now() + d.fsyncSeconds * 1000;
-    for (let i = 0; i < 500 && performance.now() < end; i++) {
-      const t = performance.now();
-      const fh = await open(join(dir, 'f.tmp'), 'w');
-      await fh.writeFile(body);
-      await fh.sync();
-      await fh.close();
-      await rename(join(dir, 'f.tmp'), join(dir, 'f.json'));
-      const dh = await open(dir, 'r');
-      await dh.sync();
-      await dh.close();
-      samples.push(performance.now() - t);
-    }
+    for (let i = 0; i < 500 && performance.now() < end; i++) samples.push(await durableWrite(dir));
     out.durable_write_64k = percentiles(samples);
     log(`  durable 64 KB write (write, fsync, rename, dir fsync): p50 ${out.durable_write_64k.p50} p99 ${out.durable_write_64k.p99} ms`);
   } finally {

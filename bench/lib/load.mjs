@@ -50,7 +50,7 @@ export async function cannon(url, { path, paths, token, connections = 16, durati
 }
 
 /** One keep-alive connection, one request at a time: the latency a single careful client sees. */
-export async function sequential(url, { token, make, seconds = 5, maxCount = 5_000, warmupCount = 20, pid }) {
+export async function sequential(url, { token, make, seconds = 5, maxCount = 5_000, warmupCount = 20, pid, calls = timedCalls }) {
   const u = assertLoopback(url);
   const client = new Client(u.origin, { pipelining: 1, keepAliveTimeout: 60_000 });
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -62,7 +62,7 @@ export async function sequential(url, { token, make, seconds = 5, maxCount = 5_0
     return res.statusCode >= 300 ? `${res.statusCode} ${text.slice(0, 200)}` : null;
   };
   try {
-    return await timedCalls(one, { seconds, maxCount, warmupCount, pid });
+    return await calls(one, { seconds, maxCount, warmupCount, pid });
   } finally {
     await client.close();
   }

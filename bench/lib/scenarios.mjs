@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { Store } from '../../dist/store/store.js';
 import { cannon, concurrentWriters, sequential, assertLoopback } from './load.mjs';
-import { sameBytes } from './calibrate.mjs';
+import { besideFloor, sameBytes } from './calibrate.mjs';
 import { mcpHttp, mcpStdio } from './mcp.mjs';
 import { removeDir, startServe, tempDir } from './proc.mjs';
 import { seedFleet, seedPreconnected } from './seed.mjs';
@@ -129,6 +129,16 @@ export async function fleetRound(n, d, log, only = null) {
       const seq = { token, seconds: d.writeSeconds, maxCount: d.maxSequential, pid: serve.pid };
       out.tag_add = await sequential(serve.url, { ...seq, make: (i) => ({ path: `${REST}/tags/add`, body: { name: `seq-${i}` } }) });
       log(`  POST /tags/add: p50 ${out.tag_add.p50} p99 ${out.tag_add.p99} ms (${out.tag_add.per_s}/s, ${out.tag_add.failures} failed)`);
+      // The same requests in turns with the floor's durable write, for a ratio both sides of which saw the same load.
+      out.tag_add_beside_floor = await sequential(serve.url, {
+        ...seq,
+        make: (i) => ({ path: `${REST}/tags/add`, body: { name: `fl-${i}` } }),
+        calls: (one, o) => besideFloor(one, o),
+      });
+      const bf = out.tag_add_beside_floor;
+      log(
+        `  POST /tags/add in turns with the durable write: p50 ${bf.p50} vs ${bf.floor_p50} ms (${round(bf.ratio, 2)}×, ${bf.pairs} pairs)`,
+      );
       out.site_edit = await sequential(serve.url, {
         ...seq,
         make: (i) => ({ path: `${REST}/sites/${1 + ((i * 7919) % n)}/edit`, body: { notes: `edit ${i}` } }),

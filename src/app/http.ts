@@ -1,5 +1,6 @@
 // The HTTP server: REST v2, abilities v1 and MCP on one port. Every path needs credentials.
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import express from 'express';
 import type { Registry } from '../core/registry.js';
 import { log, logs } from '../log.js';
@@ -158,6 +159,13 @@ export async function listen(
   // start and nothing is rewritten later (the config is frozen). They are built in the same turn as 'listening' is
   // answered (only microtasks between), so no request is read before their handler is attached.
   const server = createServer({ maxHeaderSize: 16 * 1024 });
+  // Every open connection, so that close() can also cut those that never sent a byte (a browser's or undici's spare
+  // connection): Node counts them as busy, not idle, and server.close() would wait for them the whole grace period.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   // Requests the HTTP parser refuses (a URL or headers over 16 KB, garbage) still get the error envelope.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
@@ -193,6 +201,10 @@ export async function listen(
   server.on('request', (req, res) => {
     if (!fast(req, res)) app(req, res);
   });
+  const closeIdle = () => {
+    server.closeIdleConnections();
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+  };
   return {
     server,
     url,
@@ -200,10 +212,10 @@ export async function listen(
     close: async (graceMs = 10_000) => {
       const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeIdleConnections();
+        closeIdle();
       });
       // Keep-alive connections turn idle as their last response ends: close them as they do.
-      const idle = setInterval(() => server.closeIdleConnections(), 25);
+      const idle = setInterval(closeIdle, 25);
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       web?.close();
       await mcp.close();

@@ -12,6 +12,7 @@ import { FailureCounter, requestAddress, type LoginThrottle } from '../http/auth
 import { bodyErrors, jsonBody, sendError } from '../http/respond.js';
 import type { Services } from '../domain/index.js';
 import { MODULES } from '../domain/settings.js';
+import { NOTIFICATION_EVENTS } from '../store/notification-records.js';
 import { annotationMethod, type ModuleName } from '../core/ability.js';
 import type { ConsoleSession } from '../domain/console-sessions.js';
 import { userPrincipal } from '../domain/auth.js';
@@ -386,6 +387,8 @@ export function consoleDoor(services: Services, registry: Registry, throttle: Lo
         inputs: Object.keys(a.input.shape),
       })),
       modules: Object.fromEntries((Object.keys(MODULES) as ModuleName[]).map((m) => [m, services.settings.moduleOn(m)])),
+      /** The events a notification rule may name (the Notifications page lists them). */
+      notification_events: NOTIFICATION_EVENTS,
     };
   }
 

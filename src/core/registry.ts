@@ -188,7 +188,11 @@ export class Registry<S extends RegistryServices = RegistryServices> {
     assertMayRun(opts.principal, a.annotations, opts.method ?? annotationMethod(a.annotations), a);
     if (a.writesWhen?.test(input) && !mayWrite(opts.principal)) throw new ServiceError('svc_permission_denied', a.writesWhen.why, 403);
     this.assertModule(a);
-    const ctx: S & CallContext = { ...this.services, principal: opts.principal, signal: opts.signal, progress: opts.progress };
+    // The services reached through the prototype: copying their few dozen fields was a large part of a quick call.
+    const ctx = Object.create(this.services) as S & CallContext;
+    ctx.principal = opts.principal;
+    ctx.signal = opts.signal;
+    ctx.progress = opts.progress;
     let result: unknown;
     try {
       // The call sees only its principal's scope: every site lookup, list, count and fan-out it makes (domain/access.ts).

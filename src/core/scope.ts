@@ -37,7 +37,10 @@ const current = new AsyncLocalStorage<{ scope: Scope | null }>();
 
 /** Runs `fn` (and all it starts) seeing only `scope`; null: the whole fleet. */
 export function withScope<T>(scope: Scope | null | undefined, fn: () => T): T {
-  return current.run({ scope: isLimited(scope) ? scope : null }, fn);
+  const limited = isLimited(scope);
+  // The whole fleet outside any scope already: nothing to set (entering a context costs more than the call it wraps).
+  if (!limited && current.getStore() === undefined) return fn();
+  return current.run({ scope: limited ? scope : null }, fn);
 }
 
 /** The scope of the call running now, or null when it sees the whole fleet (schedulers, the CLI, administrators). */

@@ -24,6 +24,8 @@ export class TagService {
   private cacheVersion = -1;
   private sorted: TagRecord[] = [];
   private bySite = new Map<number, number[]>();
+  /** Tag ids by lower-case name, for the store's tags at `version` (names are unique regardless of case). */
+  private names: { version: number; ids: Map<string, number> } = { version: -1, ids: new Map() };
 
   /** Who else forgets a deleted tag (costs). */
   readonly onRemove = new Cascade();
@@ -99,13 +101,20 @@ export class TagService {
     return out;
   }
 
+  /**
+   * Refuses a name another tag has. A look-up in the names index, rebuilt (one pass over the tags) only when the tags
+   * changed other than by this service's own create, which adds its name (a scan per create made adding tags
+   * quadratic).
+   */
   private assertNameFree(tx: Tx, name: string, selfId?: number): void {
-    const n = name.toLowerCase();
-    for (const t of tx.all<TagRecord>('tags')) {
-      if (t.id !== selfId && t.name.toLowerCase() === n) {
-        throw new ServiceError('svc_tag_exists', `A tag with name "${name}" already exists.`, 409);
-      }
+    const v = this.store.version('tags');
+    if (this.names.version !== v) {
+      const ids = new Map<string, number>();
+      for (const t of tx.all<TagRecord>('tags')) ids.set(t.name.toLowerCase(), t.id);
+      this.names = { version: v, ids };
     }
+    const id = this.names.ids.get(name.toLowerCase());
+    if (id !== undefined && id !== selfId) throw new ServiceError('svc_tag_exists', `A tag with name "${name}" already exists.`, 409);
   }
 
   /** Creates a tag in one durable write (409 when the name is taken). */
@@ -123,7 +132,14 @@ export class TagService {
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     this.assertNameFree(tx, name);
     const t = now();
-    return tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
+    const wasAt = this.store.version('tags');
+    const rec = tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
+    // The index stays current when nothing but this insert changed the tags since it was (re)built.
+    if (this.names.version === wasAt) {
+      this.names.ids.set(name.toLowerCase(), rec.id);
+      this.names.version = this.store.version('tags');
+    }
+    return rec;
   }
 
   update(tx: Tx, id: number, input: { name?: string; color?: string | null }): TagRecord {

@@ -49,12 +49,19 @@ export interface Representation {
  * another feed goes live, in this process or another.
  */
 export function storeFingerprint(store: Store): string {
-  let s = `${liveFeedGeneration(store)}:`;
+  // Made again only when some collection changed or another feed went live (a 304 asks for it on every request).
+  const changes = store.changes();
+  const feed = liveFeedGeneration(store);
+  const last = fingerprints.get(store);
+  if (last && last.changes === changes && last.feed === feed) return last.value;
+  let s = `${feed}:`;
   // The audit log is no store-pure answer's input (list-audit-log-v1 is never cached): a refused call or a failed login,
   // which writes only there, does not empty the caches.
   for (const c of COLLECTION_NAMES) if (c !== 'audit' && c !== 'audit_head') s += `${store.version(c)}.`;
+  fingerprints.set(store, { changes, feed, value: s });
   return s;
 }
+const fingerprints = new WeakMap<Store, { changes: number; feed: number; value: string }>();
 
 /** Who is asking, as far as it can change an answer: the principal, its permission level and its scope. */
 export function principalKey(p: Principal): string {

@@ -19,7 +19,7 @@ import { ServiceError } from '../core/errors.js';
 import { TOOLSETS, type Toolset } from '../core/ability.js';
 import type { Principal } from '../core/principal.js';
 import type { Registry } from '../core/registry.js';
-import { buildMcpServer, needsStream, type ToolFilter } from '../mcp/server.js';
+import { buildMcpServer, directToolCall, needsStream, type ToolFilter } from '../mcp/server.js';
 import type { Services } from '../domain/index.js';
 import { accountOf, readPrincipal, requestAddress, requireMcpAuth, type LoginThrottle } from './auth.js';
 import { bodyErrors, jsonBody, sendError } from './respond.js';
@@ -39,17 +39,32 @@ class SessionTransport implements Transport {
   onmessage?: Transport['onmessage'];
   onclose?: () => void;
   onerror?: (e: Error) => void;
-  /** Requests answered as plain JSON, by id: who takes the answer. */
-  private readonly plain = new Map<RequestId, (m: JSONRPCMessage) => void>();
+  /** Requests answered as plain JSON, by id: who takes the answer (a message from the SDK, JSON text from directToolCall). */
+  private readonly plain = new Map<RequestId, (m: JSONRPCMessage | string) => void>();
+  /** Calls run by directToolCall, by id: what cancels them (the SDK's own calls it cancels itself). */
+  private readonly direct = new Map<RequestId, AbortController>();
 
   constructor(readonly sdk: StreamableHTTPServerTransport) {
-    sdk.onmessage = (m, extra) => this.onmessage?.(m, extra);
+    sdk.onmessage = (m, extra) => {
+      if ('method' in m && m.method === 'notifications/cancelled' && !('id' in m)) this.cancel(m.params);
+      this.onmessage?.(m, extra);
+    };
     sdk.onerror = (e) => this.onerror?.(e);
     sdk.onclose = () => {
       for (const [id, answer] of this.plain) answer({ jsonrpc: '2.0', id, error: { code: -32000, message: 'Session closed.' } });
       this.plain.clear();
+      // As the SDK's Protocol aborts its calls in flight when its transport closes.
+      for (const ac of this.direct.values()) ac.abort();
+      this.direct.clear();
       this.onclose?.();
     };
+  }
+  /** notifications/cancelled for a direct call, read as the SDK reads it (a request id; a reason, if any, text). */
+  private cancel(params: Record<string, unknown> | undefined): void {
+    const id = params?.requestId;
+    const reason = params?.reason;
+    if ((typeof id === 'string' || typeof id === 'number') && (reason === undefined || typeof reason === 'string'))
+      this.direct.get(id)?.abort(reason);
   }
   get sessionId(): string | undefined {
     return this.sdk.sessionId;
@@ -79,21 +94,38 @@ class SessionTransport implements Transport {
     return this.sdk.send(message, options);
   }
   /**
-   * Runs one request and resolves with its answer. A request cancelled by the client gets none (the SDK sends nothing
-   * for it): its entry goes when the HTTP exchange closes.
+   * Runs one request, through `direct` when given (directToolCall) else the SDK's dispatch, and resolves with its
+   * answer. A request cancelled by the client gets none (neither sends anything for it): its entry goes when the HTTP
+   * exchange closes.
    */
-  answer(request: JSONRPCRequest, extra: MessageExtraInfo, res: ServerResponse): Promise<JSONRPCMessage> {
+  answer(
+    request: JSONRPCRequest,
+    extra: MessageExtraInfo,
+    res: ServerResponse,
+    direct?: (signal: AbortSignal) => Promise<string | null>,
+  ): Promise<JSONRPCMessage | string> {
+    const id = request.id;
     return new Promise((resolve) => {
-      this.plain.set(request.id, resolve);
+      this.plain.set(id, resolve);
       res.once('close', () => {
-        if (this.plain.get(request.id) === resolve) this.plain.delete(request.id);
+        if (this.plain.get(id) === resolve) this.plain.delete(id);
       });
-      this.onmessage?.(request, extra);
+      if (!direct) return void this.onmessage?.(request, extra);
+      const ac = new AbortController();
+      this.direct.set(id, ac);
+      direct(ac.signal)
+        .then((text) => {
+          if (this.direct.get(id) === ac) this.direct.delete(id);
+          if (text === null || this.plain.get(id) !== resolve) return;
+          this.plain.delete(id);
+          resolve(text);
+        })
+        .catch((e: unknown) => this.onerror?.(e instanceof Error ? e : new Error(String(e))));
     });
   }
-  /** Requests waiting for a plain answer (for tests: none is left behind). */
+  /** Requests waiting for a plain answer, and direct calls in flight (for tests: none is left behind). */
   waiting(): number {
-    return this.plain.size;
+    return this.plain.size + this.direct.size;
   }
   handleRequest(req: Request, res: Response, body: unknown): Promise<void> {
     return this.sdk.handleRequest(req, res, body);
@@ -104,8 +136,11 @@ class SessionTransport implements Transport {
  * A request of an open session that can be answered as plain JSON: one JSON-RPC request (not a batch, not a
  * notification), headers the SDK transport would accept, and nothing to send before its answer.
  */
-function plainAnswerable(req: Request, server: Server): req is Request & { body: JSONRPCRequest } {
-  if (req.method !== 'POST' || !isJSONRPCRequest(req.body)) return false;
+function plainAnswerable(req: Request, server: Server, direct: boolean): req is Request & { body: JSONRPCRequest } {
+  // A request directToolCall takes is one isJSONRPCRequest takes (without its cost).
+  if (req.method !== 'POST' || (!direct && !isJSONRPCRequest(req.body))) return false;
+  // A second initialize: the SDK transport refuses it (400, "Server already initialized").
+  if (req.body.method === 'initialize') return false;
   const accept = req.headers.accept ?? '';
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
   const version = req.headers['mcp-protocol-version'];
@@ -173,6 +208,31 @@ function readOnlyPrincipal(p: Principal): Principal {
 
 /** A body the server reads itself on the fast path: JSON, no content coding, its length given and within the limit. */
 const MAX_BODY = 4 * 1024 * 1024;
+
+/** A request's body (its length is bounded by the caller); rejects if the request ends early. */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let done = false;
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.once('end', () => {
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!done) reject(new Error('The request ended before its body.'));
+    });
+  });
+}
+
+/** JSON as express.json reads it (strict, a BOM dropped): an object or an array, anything else a SyntaxError. */
+function strictJson(text: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const first = /^[ \t\n\r]*(.)/.exec(body)?.[1];
+  if (first !== '{' && first !== '[') throw new SyntaxError('Not a JSON object or array.');
+  return JSON.parse(body);
+}
 
 export interface McpHttp {
   router: express.Router;
@@ -279,20 +339,21 @@ export function mcpHttp(
   const inSession = async (req: Request, res: Response, s: Session, sid: string): Promise<void> => {
     s.seen = Date.now();
     refreshPrincipal(s, req.principal!);
-    if (plainAnswerable(req, s.server)) {
-      const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res);
-      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid });
-      return void res.end(JSON.stringify(answer));
+    const direct = req.method === 'POST' ? directToolCall(s.server, req.body) : undefined;
+    if (plainAnswerable(req, s.server, direct !== undefined)) {
+      const answer = await s.transport.answer(req.body, { requestInfo: { headers: req.headers } }, res, direct);
+      const text = typeof answer === 'string' ? answer : JSON.stringify(answer);
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid, 'content-length': Buffer.byteLength(text) });
+      return void res.end(text);
     }
     await s.transport.handleRequest(req, res, req.body);
   };
 
   /** Answers a request the fast path has taken on: plainly when it can, else through the SDK transport. */
   const answerTaken = async (req: Request, res: Response, s: Session, sid: string) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
+    const raw = await readBody(req);
     try {
-      req.body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      req.body = strictJson(raw.toString('utf8'));
     } catch {
       const body = new ServiceError('rest_invalid_json', 'Invalid JSON body passed.', 400, {
         json_error_code: 4,
@@ -319,7 +380,8 @@ export function mcpHttp(
       return false;
     if (hostRefusal(req)) return false;
     const header = req.headers.authorization;
-    if (!header || throttle?.waitFor(requestAddress(req, services), accountOf(header))) return false;
+    const address = requestAddress(req, services);
+    if (!header || throttle?.waitFor(address, accountOf(header))) return false;
     let principal: Principal;
     try {
       principal = readPrincipal(
@@ -334,7 +396,7 @@ export function mcpHttp(
     if (!samePrincipal(s.principal, principal)) return false;
     const q = req as Request;
     // As requireAuth sets it: the audit log's door and address.
-    q.principal = { ...principal, origin: { door: 'mcp', address: requestAddress(req, services) } };
+    q.principal = { ...principal, origin: { door: 'mcp', address } };
     before(q, res as Response);
     answerTaken(q, res as Response, s, sid as string).catch((e: unknown) => {
       if (!res.headersSent) sendError(res as Response, e);

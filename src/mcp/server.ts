@@ -3,6 +3,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  CallToolResultSchema,
   CompleteRequestSchema,
   ElicitResultSchema,
   GetPromptRequestSchema,
@@ -15,10 +16,17 @@ import {
   SetLevelRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
+  McpError,
+  RELATED_TASK_META_KEY,
+  type CallToolRequest,
   type CallToolResult,
   type LoggingLevel,
+  type RequestId,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { TOOLSETS, annotationMethod, OPT_IN_TOOLSETS, type Ability } from '../core/ability.js';
 import { ServiceError, toServiceError } from '../core/errors.js';
 import { refusal, type Principal } from '../core/principal.js';
@@ -160,29 +168,35 @@ export function typedToolOf(a: Ability): Tool {
 const LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /**
- * One watcher per process for the module switches (they live in the store, so `sitefleet modules`
- * in another process counts): servers subscribe to hear that their tool list changed.
+ * One watcher per fleet (per Services: one per `serve` process, several where a process holds several, as tests and
+ * the demo do) for the module switches (they live in the store, so `sitefleet modules` in another process counts):
+ * servers subscribe to hear that their tool list changed. A watcher shared by the whole process followed the first
+ * fleet that asked, and the servers of every other fleet never heard of theirs.
  */
-const moduleListeners = new Set<() => void>();
-let moduleTimer: NodeJS.Timeout | null = null;
+const moduleWatchers = new WeakMap<Services, { listeners: Set<() => void>; timer: NodeJS.Timeout }>();
 function watchModules(services: Services, onChange: () => void): () => void {
-  moduleListeners.add(onChange);
-  if (!moduleTimer) {
+  let w = moduleWatchers.get(services);
+  if (!w) {
+    const listeners = new Set<() => void>();
     let last = JSON.stringify(services.settings.get().modules);
-    moduleTimer = setInterval(() => {
+    const timer = setInterval(() => {
       const now = JSON.stringify(services.settings.get().modules);
       if (now !== last) {
         last = now;
-        for (const l of moduleListeners) l();
+        for (const l of listeners) l();
       }
     }, 500);
-    moduleTimer.unref();
+    timer.unref();
+    w = { listeners, timer };
+    moduleWatchers.set(services, w);
   }
+  const watcher = w;
+  watcher.listeners.add(onChange);
   return () => {
-    moduleListeners.delete(onChange);
-    if (!moduleListeners.size && moduleTimer) {
-      clearInterval(moduleTimer);
-      moduleTimer = null;
+    watcher.listeners.delete(onChange);
+    if (!watcher.listeners.size && moduleWatchers.get(services) === watcher) {
+      clearInterval(watcher.timer);
+      moduleWatchers.delete(services);
     }
   };
 }
@@ -215,6 +229,82 @@ export function needsStream(server: Server, method: string, params: Record<strin
   const meta = params?._meta as { progressToken?: unknown } | undefined;
   if (meta?.progressToken !== undefined) return true;
   return streamNeeds.get(server)?.(method, params) ?? true;
+}
+
+/** What a tools/call handler uses of the SDK's request context. */
+type CallExtra = Pick<RequestHandlerExtra<ServerRequest, ServerNotification>, 'signal' | 'sendNotification' | 'sendRequest'>;
+type ToolCall = (req: CallToolRequest, extra: CallExtra) => Promise<CallToolResult>;
+/** Per server: its tools/call handler, for directToolCall. */
+const toolCalls = new WeakMap<Server, ToolCall>();
+/** A result's structuredContent as the JSON text its content already carries (directToolCall writes it once). */
+const structuredText = new WeakMap<CallToolResult, string>();
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A tools/call the SDK would dispatch as it is and that needs nothing of its dispatch: a JSON-RPC request exactly as its
+ * (strict) schema takes it, whose params its CallToolRequest schema takes, with no task, no related task and no
+ * progress token. Anything else is left to the SDK, which answers it or refuses it in its own words.
+ */
+function plainToolCall(m: unknown): m is CallToolRequest & { jsonrpc: '2.0'; id: RequestId } {
+  if (!isRecord(m) || m.jsonrpc !== '2.0' || m.method !== 'tools/call') return false;
+  if (typeof m.id !== 'string' && !Number.isSafeInteger(m.id)) return false;
+  for (const k in m) if (k !== 'jsonrpc' && k !== 'id' && k !== 'method' && k !== 'params') return false;
+  const p = m.params;
+  if (!isRecord(p) || typeof p.name !== 'string' || p.task !== undefined) return false;
+  if (p.arguments !== undefined && !isRecord(p.arguments)) return false;
+  const meta = p._meta;
+  return meta === undefined || (isRecord(meta) && meta.progressToken === undefined && meta[RELATED_TASK_META_KEY] === undefined);
+}
+
+/** The result check the SDK's Server makes of every tools/call result, made only when ours could fail it. */
+function checkedResult(result: CallToolResult): CallToolResult {
+  if (Array.isArray(result.content) && (result.structuredContent === undefined || isRecord(result.structuredContent))) return result;
+  const v = CallToolResultSchema.safeParse(result);
+  if (!v.success) throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${v.error.message}`);
+  return v.data;
+}
+
+/** A tools/call answer as JSON text, writing the structured result once: the text content holds the same JSON. */
+function answerText(id: RequestId, result: CallToolResult): string {
+  const text = structuredText.get(result);
+  if (text === undefined) return JSON.stringify({ result, jsonrpc: '2.0', id });
+  const { structuredContent: _, ...rest } = result;
+  return `{"result":${JSON.stringify(rest).slice(0, -1)},"structuredContent":${text}},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`;
+}
+
+/** The SDK's JSON-RPC error answer for a handler that threw (shared/protocol.ts _onrequest). */
+function errorText(id: RequestId, e: unknown): string {
+  const err = e as { code?: unknown; message?: string; data?: unknown };
+  const code = Number.isSafeInteger(err.code) ? (err.code as number) : ErrorCode.InternalError;
+  const error = { code, message: err.message ?? 'Internal error', ...(err.data !== undefined && { data: err.data }) };
+  return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+
+/**
+ * A tools/call that needs no stream (the caller checked needsStream), answered as the SDK's dispatch answers it but
+ * without it: its JSON-RPC type checks, its three schema parses of the request and one of the result were most of a
+ * plain call's cost. The same handler runs, with the signal given (the caller aborts it on notifications/cancelled and
+ * when the session closes); it sends nothing to the client and cannot ask it anything. Resolves with the answer's
+ * JSON text, or null once the call was cancelled (the SDK answers nothing then either). Undefined for a request it does
+ * not take as it is (see plainToolCall), which then goes the SDK's way.
+ */
+export function directToolCall(server: Server, message: unknown): ((signal: AbortSignal) => Promise<string | null>) | undefined {
+  const call = toolCalls.get(server);
+  if (!call || !plainToolCall(message)) return undefined;
+  return (signal) => {
+    const extra: CallExtra = {
+      signal,
+      sendNotification: () => Promise.resolve(),
+      sendRequest: () => Promise.reject(new Error('This call is answered as plain JSON and cannot ask the client.')),
+    };
+    return call(message, extra)
+      .then(checkedResult)
+      .then(
+        (result) => (signal.aborted ? null : answerText(message.id, result)),
+        (e: unknown) => (signal.aborted ? null : errorText(message.id, e)),
+      );
+  };
 }
 
 /** Per-site resources: a template each, read through the tool named (so the same permissions apply). */
@@ -332,7 +422,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     tools: registry.abilities.filter((a) => visible(a, filter, services)).map((a) => (filter.outputSchemas ? typedToolOf(a) : toolOf(a))),
   }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  const callTool: ToolCall = async (req, extra) => {
     const a = registry.get(req.params.name);
     if (!a || !visible(a, filter, services)) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     const token = req.params._meta?.progressToken;
@@ -394,15 +484,23 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
       // notification read in the same chunk as the result would find its handler gone. A short pause
       // puts them in separate reads.
       if (token !== undefined) await new Promise((r) => setTimeout(r, 15));
-      return { content: [{ type: 'text', text: JSON.stringify(result) }, ...jobLink(result)], structuredContent: result };
+      const text = JSON.stringify(result);
+      const out: CallToolResult = { content: [{ type: 'text', text }, ...jobLink(result)], structuredContent: result };
+      structuredText.set(out, text);
+      return out;
     } catch (e) {
       // The error is the result; it is not also sent as a log line.
       const body = toServiceError(e).toBody();
+      const text = JSON.stringify(body);
       // With output schemas, structuredContent must fit the tool's: an error is then its JSON text only.
-      if (filter.outputSchemas) return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
+      if (filter.outputSchemas) return { isError: true, content: [{ type: 'text', text }] };
+      const out: CallToolResult = { isError: true, content: [{ type: 'text', text }], structuredContent: body };
+      structuredText.set(out, text);
+      return out;
     }
-  });
+  };
+  server.setRequestHandler(CallToolRequestSchema, callTool);
+  toolCalls.set(server, callTool);
 
   // Resources: read through the same abilities, so the same permissions apply.
   const readAbility = async (name: string, input: unknown): Promise<unknown> => {

@@ -32,7 +32,7 @@ import { parseJson, syncDir, writeDurably } from './durable-file.js';
 import { CURRENT_FORMAT } from './migrations.js';
 import type { LeaseRecord } from './monitor-records.js';
 import { migrateSchema, redactUrl } from './pg-store.js';
-import { fileOf, lockDataDir, type Meta } from './store.js';
+import { JOURNAL, fileOf, journalOverlay, lockDataDir, type Meta } from './store.js';
 
 /** Version of the backup file's own layout (not of the records in it: that is the header's data_format). */
 export const BACKUP_VERSION = 1;
@@ -132,6 +132,8 @@ async function readDataDir(dir: string, emit: Emit): Promise<void> {
         }
       };
       for (const f of readdirSync(dir)) if (isRecordFile(f)) take(join(dir, f), join(snap, f));
+      // The journal is appended to in place (shards are replaced by rename): a copy, never a link.
+      if (existsSync(join(dir, JOURNAL))) copyFileSync(join(dir, JOURNAL), join(snap, JOURNAL));
       for (const kind of BLOB_KINDS) {
         mkdirSync(join(snap, kind));
         if (!existsSync(join(dir, kind))) continue;
@@ -144,18 +146,36 @@ async function readDataDir(dir: string, emit: Emit): Promise<void> {
     const meta = read<Meta>(join(snap, 'meta.json'));
     const names = readdirSync(snap);
     const files = (col: string) => names.filter((n) => n === `${col}.json` || new RegExp(`^${col}\\.\\d+\\.json$`).test(n));
+    // Commits still in the journal win over the shards they change (a patch applies to the record the shard holds).
+    const shards = new Map<string, Map<number, Rec>>();
+    const atRest = (col: CollectionName, id: number): Rec | undefined => {
+      const f = fileOf(col, id);
+      let recs = shards.get(f);
+      if (!recs) {
+        recs = new Map();
+        if (existsSync(join(snap, f))) for (const r of read<{ records: Rec[] }>(join(snap, f)).records) recs.set(r.id, r);
+        shards.set(f, recs);
+      }
+      return recs.get(id);
+    };
+    const journal = journalOverlay(join(snap, JOURNAL), meta.generation, atRest);
+    shards.clear();
     const counters: Record<string, number> = {};
     for (const col of COLLECTION_NAMES) {
-      let max = meta.counters?.[col] ?? 0;
+      let max = Math.max(meta.counters?.[col] ?? 0, journal.counters[col] ?? 0);
       for (const f of files(col)) for (const r of read<{ records: Rec[] }>(join(snap, f)).records) max = Math.max(max, r.id);
+      for (const [id, r] of journal.recs.get(col) ?? []) if (r) max = Math.max(max, id);
       counters[col] = max;
     }
     await emit(
       { sitefleet_backup: BACKUP_VERSION, data_format: meta.format, engine: 'lowdb', created_at: new Date().toISOString(), counters },
       async (row) => {
         for (const col of BACKED_UP) {
+          const newer = journal.recs.get(col);
           for (const f of files(col))
-            for (const r of read<{ records: Rec[] }>(join(snap, f)).records) await row({ kind: col, id: r.id, data: r });
+            for (const r of read<{ records: Rec[] }>(join(snap, f)).records)
+              if (!newer?.has(r.id)) await row({ kind: col, id: r.id, data: r });
+          for (const [id, r] of newer ?? []) if (r) await row({ kind: col, id, data: r });
         }
         for (const kind of BLOB_KINDS) {
           for (const f of readdirSync(join(snap, kind))) await row({ kind, id: Number(f.slice(0, -5)), data: read(join(snap, kind, f)) });
@@ -272,7 +292,18 @@ export async function readLeases(fleet: Fleet): Promise<LeaseRecord[]> {
     }
   }
   const file = join(fleet.dataDir, 'leases.json');
-  return existsSync(file) ? parseJson<{ records: LeaseRecord[] }>(file, readFileSync(file, 'utf8')).records : [];
+  const byId = new Map<number, LeaseRecord>();
+  if (existsSync(file)) for (const r of parseJson<{ records: LeaseRecord[] }>(file, readFileSync(file, 'utf8')).records) byId.set(r.id, r);
+  // A serve's lease renewals are journal entries until the next compaction: they win over leases.json.
+  const metaFile = join(fleet.dataDir, 'meta.json');
+  const gen = existsSync(metaFile) ? (parseJson<Meta>(metaFile, readFileSync(metaFile, 'utf8')).generation ?? 0) : 0;
+  for (const [id, r] of journalOverlay(join(fleet.dataDir, JOURNAL), gen, (_col, id) => byId.get(id), new Set(['leases'])).recs.get(
+    'leases',
+  ) ?? []) {
+    if (r) byId.set(id, r as LeaseRecord);
+    else byId.delete(id);
+  }
+  return [...byId.values()];
 }
 
 export interface RestoreSummary extends BackupSummary {

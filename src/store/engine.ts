@@ -56,11 +56,26 @@ export type Rec = { id: number };
 
 /**
  * Heavy per-site data (site-data) and a site's private key and passwords (secrets), kept apart from the records; the
- * vulnerability feed (its state, index and records in buckets) and each site's matches (vulnerability-matches, one
- * blob per 250 sites): domain/vulnerabilities/service.ts.
+ * vulnerability feed's state (vulnerabilities), its index and records in buckets (vulnerability-feed) and each site's
+ * matches (vulnerability-matches, one blob per 250 sites): domain/vulnerabilities/.
  */
-export type Blob = 'site-data' | 'secrets' | 'vulnerabilities' | 'vulnerability-matches';
-export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets', 'vulnerabilities', 'vulnerability-matches'];
+export type Blob = 'site-data' | 'secrets' | 'vulnerabilities' | 'vulnerability-matches' | 'vulnerability-feed';
+export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets', 'vulnerabilities', 'vulnerability-matches', 'vulnerability-feed'];
+
+/**
+ * Blob kinds no engine holds in memory: large, and read a few at a time (a 150 MB vulnerability feed). They are read
+ * with `readBlob` (asynchronous: lowdb reads the file, PostgreSQL runs a SELECT) through a cache of at most
+ * COLD_CACHE_BYTES of their JSON text per process; `getBlob` refuses them. Writes go through `putBlob` as for any blob.
+ */
+export const COLD_BLOBS: ReadonlySet<Blob> = new Set<Blob>(['vulnerability-feed']);
+/** The bound of each process's cache of cold blobs read, in bytes of their JSON text (a larger blob is not kept). */
+export const COLD_CACHE_BYTES = 8 * 1024 * 1024;
+
+/** What an engine holds in memory: blobs per kind (cold kinds: 0), and its cache of cold blobs read. */
+export interface StoreMemory {
+  blobs: Record<Blob, number>;
+  cold_cache: { entries: number; bytes: number; max_bytes: number };
+}
 
 export interface Tx {
   get<T extends Rec>(col: CollectionName, id: number): T | undefined;
@@ -77,10 +92,21 @@ export interface Store {
   readonly engine: 'lowdb' | 'postgres';
   /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
   version(col: CollectionName): number;
+  /** Changes whenever any collection's version changes: one look instead of one per collection (fingerprints). */
+  changes(): number;
   get<T extends Rec>(col: CollectionName, id: number): T | undefined;
   all<T extends Rec>(col: CollectionName): IterableIterator<T>;
   count(col: CollectionName): number;
+  /** A blob of a kind held in memory (not a COLD_BLOBS kind: those are read with readBlob). */
   getBlob<T>(kind: Blob, id: number): T | null;
+  /**
+   * Any blob, read from the engine's durable storage for a COLD_BLOBS kind (through the bounded cache; concurrent reads
+   * of one blob share a read), from memory otherwise. A cold blob written after the read began is never cached stale.
+   * `cache: false` leaves it out of the cache (a caller that keeps what it builds from it, or reads every blob once).
+   */
+  readBlob<T>(kind: Blob, id: number, opts?: { cache?: boolean }): Promise<T | null>;
+  /** What this process holds in memory (tests and the bench read it). */
+  memory(): StoreMemory;
   /**
    * Runs `fn` (synchronous) against the store and resolves with its result once its changes are durable. A function
    * that throws leaves no trace and rejects; concurrent writes may be grouped into one commit.

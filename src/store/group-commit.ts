@@ -141,9 +141,14 @@ export interface Tables {
 
 /**
  * The record operations of a write's Tx over the tables in memory: every change is logged in `undo` and reported to
- * `touched` (which file or row the engine must persist). Blobs are the engine's own (`putBlob`).
+ * `touched` (which file or row the engine must persist, and the record as it was before this change). Blobs are the
+ * engine's own (`putBlob`).
  */
-export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: CollectionName, id: number) => void): Omit<Tx, 'putBlob'> {
+export function tableTx(
+  t: Tables,
+  undo: Array<() => void>,
+  touched: (col: CollectionName, id: number, prev: Rec | undefined) => void,
+): Omit<Tx, 'putBlob'> {
   const set = (col: CollectionName, rec: Rec) => {
     assertStorable(`the ${col} record ${rec.id}`, rec);
     const map = t.data.get(col)!;
@@ -154,7 +159,7 @@ export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: Colle
       else map.delete(rec.id);
       t.bump(col);
     });
-    touched(col, rec.id);
+    touched(col, rec.id, prev);
     t.bump(col);
   };
   return {
@@ -184,7 +189,7 @@ export function tableTx(t: Tables, undo: Array<() => void>, touched: (col: Colle
         map.set(id, prev);
         t.bump(col);
       });
-      touched(col, id);
+      touched(col, id, prev);
       t.bump(col);
       return true;
     },

@@ -1,5 +1,7 @@
 // Shapes the store keeps for uptime monitoring. Compact on purpose: a monitor record is rewritten with its shard
-// (250 sites) when its history is flushed, so beats and buckets are tuples, and every list in it is bounded.
+// (250 sites) when the journal is taken in, so beats and buckets are tuples, and every list in it is bounded. A monitor
+// record is never changed in place (a new object, new lists and buckets for what changed): the journal writes it as
+// what changed, found by reference (journal-patch.ts).
 
 /** Why a check failed. */
 export const CAUSES = ['timeout', 'dns', 'tls', 'connection', 'http_status', 'keyword', 'blocked'] as const;

@@ -59,7 +59,7 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
       const ids = readdirSync(join(from, kind)).flatMap((f) => (/^\d+\.json$/.test(f) ? [Number(f.slice(0, -5))] : []));
       let n = 0;
       for (const id of ids) {
-        const v = src.getBlob(kind, id);
+        const v = await src.readBlob(kind, id, { cache: false });
         if (v !== null) {
           rows.push({ kind, id, data: v });
           n++;

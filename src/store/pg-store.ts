@@ -37,6 +37,10 @@
 // already holds is skipped, so re-reading the window costs a little and changes nothing. The window grows while some
 // transaction on the server stays open (any database's): a long one costs reads, never a missed commit.
 //
+// Cold blobs (engine.ts COLD_BLOBS: the vulnerability feed's index and record buckets) are the exception: no process
+// holds them in memory. A catch-up does not even fetch their data (it only drops them from the cache); readBlob runs
+// a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES.
+//
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
@@ -57,7 +61,19 @@ import {
   type Pending,
   type Tables,
 } from './group-commit.js';
-import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type Blob, type CollectionName, type Rec, type Store, type Tx } from './engine.js';
+import {
+  BLOB_KINDS,
+  COLD_BLOBS,
+  COLLECTION_NAMES,
+  COLLECTIONS,
+  type Blob,
+  type CollectionName,
+  type Rec,
+  type Store,
+  type StoreMemory,
+  type Tx,
+} from './engine.js';
+import { ColdCache } from './cold-cache.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
 export const PG_FORMAT = 2;
@@ -125,6 +141,8 @@ interface ReadSet {
 interface Ran {
   reads: ReadSet;
   dirty: Map<string, { kind: Kind; id: number }>;
+  /** Cold blobs put (COLD_BLOBS: only in the commit's rows, never in memory). */
+  cold: Map<string, unknown>;
   outcomes: Outcome[];
 }
 
@@ -228,6 +246,13 @@ export class PgStore implements Store {
   private catchUpAgain = false;
   /** Times (ms) from a NOTIFY's arrival to its rows being in memory; the bench reads them. */
   readonly notifyLagMs: number[] = [];
+  /** Cold blobs read (COLD_BLOBS), bounded by bytes. */
+  private coldCache = new ColdCache();
+  /**
+   * The cold blobs of the commit under way: readers see them as they see its other changes (memory holds those from
+   * the moment the write runs), so that no reader finds a feed state that names an index not yet committed.
+   */
+  private pendingCold: Map<string, unknown> | null = null;
 
   private constructor(readonly url: string) {}
 
@@ -345,10 +370,13 @@ export class PgStore implements Store {
   /**
    * The rows written by transactions at or above the horizon (some memory may hold already), the id floors, and the
    * next horizon: the xmin of this statement's own snapshot. One statement, so one snapshot; the horizon is ours.
+   * Cold blobs' data stays in the database: their rows come without it (they only leave the cache).
    */
   private windowSql(): string {
     if (!/^\d+$/.test(this.horizon)) throw new Error(`bad horizon ${this.horizon}`);
-    return `SELECT kind, id, seq, data FROM sitefleet_rows WHERE xid >= '${this.horizon}'::xid8
+    const cold = [...COLD_BLOBS].map((k) => `'${k}'`).join(', ');
+    return `SELECT kind, id, seq, CASE WHEN kind IN (${cold}) THEN NULL ELSE data END AS data
+            FROM sitefleet_rows WHERE xid >= '${this.horizon}'::xid8
             UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
             UNION ALL SELECT '#horizon', 0, 0, to_jsonb(pg_snapshot_xmin(pg_current_snapshot())::text)`;
   }
@@ -399,6 +427,8 @@ export class PgStore implements Store {
         else map.set(r.id, r.data as Rec);
         if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
         touched.add(col);
+      } else if (COLD_BLOBS.has(r.kind as Blob)) {
+        this.coldCache.invalidate(`${r.kind}/${r.id}`);
       } else if ((BLOB_KINDS as string[]).includes(r.kind)) {
         const map = this.blobs.get(r.kind as Blob)!;
         if (r.data === null) map.delete(r.id);
@@ -410,6 +440,12 @@ export class PgStore implements Store {
 
   private bump(col: CollectionName): void {
     this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
+    this.changeCount++;
+  }
+  private changeCount = 0;
+
+  changes(): number {
+    return this.changeCount;
   }
 
   private readKey(kind: Kind, id: number): void {
@@ -437,8 +473,42 @@ export class PgStore implements Store {
   }
 
   getBlob<T>(kind: Blob, id: number): T | null {
+    if (COLD_BLOBS.has(kind)) throw new Error(`${kind} blobs are read with readBlob`);
     if (this.reads) this.readKey(kind, id);
     return (this.blobs.get(kind)!.get(id) as T | undefined) ?? null;
+  }
+
+  /** A cold blob by one SELECT (through the bounded cache); any other from memory. */
+  readBlob<T>(kind: Blob, id: number, opts: { cache?: boolean } = {}): Promise<T | null> {
+    if (!COLD_BLOBS.has(kind)) return Promise.resolve(this.getBlob<T>(kind, id));
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    const key = `${kind}/${id}`;
+    if (this.pendingCold?.has(key)) return Promise.resolve((this.pendingCold.get(key) ?? null) as T | null);
+    return this.coldCache.read<T>(
+      key,
+      async () => {
+        let text: string | null;
+        try {
+          // The listener's connection, as sync() does: the writer's holds commits (and the shared lock) in between.
+          const c = this.listener ?? this.writer;
+          const r = await c.query<{ t: string | null }>('SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2', [
+            kind,
+            id,
+          ]);
+          text = r.rows[0]?.t ?? null;
+        } catch (e) {
+          log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, id });
+          throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+        }
+        return text === null ? { value: null, bytes: 0 } : { value: JSON.parse(text) as T, bytes: text.length };
+      },
+      opts.cache !== false,
+    );
+  }
+
+  memory(): StoreMemory {
+    const blobs = Object.fromEntries(BLOB_KINDS.map((k) => [k, this.blobs.get(k)!.size])) as Record<Blob, number>;
+    return { blobs, cold_cache: this.coldCache.stats() };
   }
 
   private checking: Promise<void> | null = null;
@@ -559,15 +629,20 @@ export class PgStore implements Store {
             continue;
           }
         }
-        const { dirty, outcomes } = ran;
+        const { dirty, outcomes, cold } = ran;
+        this.pendingCold = cold;
+        // A cold blob put and then undone (its write threw) is not written at all.
+        for (const [k, { kind }] of dirty) if (COLD_BLOBS.has(kind as Blob) && !cold.has(k)) dirty.delete(k);
         if (dirty.size) {
-          const rows = [...dirty.values()].map(({ kind, id }) => ({
+          const rows = [...dirty.entries()].map(([k, { kind, id }]) => ({
             kind,
             id,
             data:
               kind in COLLECTIONS
                 ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
-                : (this.blobs.get(kind as Blob)!.get(id) ?? null),
+                : COLD_BLOBS.has(kind as Blob)
+                  ? (cold.get(k) ?? null)
+                  : (this.blobs.get(kind as Blob)!.get(id) ?? null),
           }));
           const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
           writing = true;
@@ -582,6 +657,7 @@ export class PgStore implements Store {
           );
           began = false;
           for (const { kind, id } of dirty.values()) this.setSeq(kind, id, seq);
+          for (const k of cold.keys()) this.coldCache.invalidate(k);
           this.commits++;
         } else {
           await c.query('COMMIT');
@@ -593,6 +669,7 @@ export class PgStore implements Store {
       // Nothing of this batch was committed: memory goes back to what it was, and every caller is told.
       if (began) await c.query('ROLLBACK').catch(() => {});
       for (const u of undoAll.reverse()) u();
+      this.pendingCold = null;
       const refused = writing && !this.writerBroken && refusedForValue(e);
       log(refused ? 'warn' : 'error', 'store commit failed', {
         err: String((e as Error).message ?? e),
@@ -608,6 +685,8 @@ export class PgStore implements Store {
           );
       if (this.writerBroken) await this.reconnect();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
+    } finally {
+      this.pendingCold = null;
     }
   }
 
@@ -622,9 +701,10 @@ export class PgStore implements Store {
     undoAll.length = 0;
     const dirty = new Map<string, { kind: Kind; id: number }>();
     const reads: ReadSet = { keys: new Map(), cols: new Set() };
+    const cold = new Map<string, unknown>();
     this.reads = reads;
     try {
-      return { reads, dirty, outcomes: applyBatch(batch, (undo) => this.tx(undo, dirty), undoAll) };
+      return { reads, dirty, cold, outcomes: applyBatch(batch, (undo) => this.tx(undo, dirty, cold), undoAll) };
     } finally {
       this.reads = null;
     }
@@ -637,7 +717,7 @@ export class PgStore implements Store {
     await this.writer.connect().catch((e: Error) => log('error', 'postgres reconnect failed', { err: e.message }));
   }
 
-  private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>): Tx {
+  private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>, cold: Map<string, unknown>): Tx {
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
     const tables: Tables = {
       data: this.data,
@@ -650,6 +730,19 @@ export class PgStore implements Store {
       ...tableTx(tables, undo, mark),
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
+        if (COLD_BLOBS.has(kind)) {
+          // Only in this commit's rows, not in memory.
+          const key = `${kind}/${id}`;
+          const had = cold.has(key);
+          const prev = cold.get(key);
+          cold.set(key, value);
+          undo.push(() => {
+            if (had) cold.set(key, prev);
+            else cold.delete(key);
+          });
+          mark(kind, id);
+          return;
+        }
         const map = this.blobs.get(kind)!;
         const had = map.has(id);
         const prev = map.get(id);

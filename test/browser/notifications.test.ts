@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, openPageAs, shot, startConsoleServer, type ConsoleServer } from './support.js';
 import { startReceiver, type HttpReceiver } from '../support/receivers.js';
+import { NOTIFICATION_EVENTS } from '../../src/store/notification-records.js';
 
 let srv: ConsoleServer;
 let browser: Browser;
@@ -73,6 +74,11 @@ describe('the Notifications page', () => {
 
       await page.getByText('Add a rule').click();
       const rule = page.getByRole('form', { name: 'Add a rule' });
+      // Every event the server knows is offered, in its order (the page reads them from the session).
+      const offered = await rule
+        .locator('fieldset input[type=checkbox]')
+        .evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value));
+      expect(offered).toEqual([...NOTIFICATION_EVENTS]);
       await rule.getByLabel('Rule name').fill('Uptime');
       await rule.getByLabel('tls.expiring').check();
       await rule.getByRole('button', { name: 'Add rule' }).click();

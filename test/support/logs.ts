@@ -17,3 +17,26 @@ export async function captureLogs(fn: () => Promise<void>): Promise<string> {
   }
   return lines.join('');
 }
+
+/** Resolves with the first log line (at the level the process logs) that matches `pattern`, once it is written. */
+export function logged(pattern: RegExp, ms = 20_000): Promise<string> {
+  const write = process.stderr.write;
+  return new Promise<string>((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      process.stderr.write = write;
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`no log line matched ${pattern} within ${ms} ms`));
+    }, ms);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      const line = String(chunk);
+      if (pattern.test(line)) {
+        done();
+        resolve(line);
+      }
+      return write.call(process.stderr, chunk, ...rest);
+    }) as typeof process.stderr.write;
+  });
+}

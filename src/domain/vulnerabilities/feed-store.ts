@@ -1,12 +1,19 @@
-// Where the vulnerability feed lives: blobs of kind 'vulnerabilities', out of the record collections, on both engines.
-//   id 0                       the feed state (FeedState: which generation is live, where it came from, its validators)
-//   id gen * 10_000            generation gen's index: per type:slug, the ranges and fixes of each record (no texts)
-//   id gen * 10_000 + n        bucket n (1…) of generation gen: up to BUCKET_RECORDS full records, in feed order
+// Where the vulnerability feed lives: blobs, out of the record collections, on both engines.
+//   'vulnerabilities' id 0               the feed state (FeedState: which generation is live, where it came from, its
+//                                        validators): small, held in memory by every process
+//   'vulnerability-feed' id gen * 10_000  generation gen's index: per type:slug, the ranges and fixes of each record
+//                                        (no texts); read once per generation and held as a FeedIndex
+//   'vulnerability-feed' id gen * 10_000 + n   bucket n (1…) of generation gen: up to BUCKET_RECORDS full records, in
+//                                        feed order; read on demand, a few at a time
+// 'vulnerability-feed' is a cold blob kind (store/engine.ts COLD_BLOBS): no engine holds it in memory (PostgreSQL
+// keeps it in its table, lowdb in its files); readBlob reads it through the store's cache of COLD_CACHE_BYTES.
+// A feed stored before that kind existed (state without `blob_kind`) is read where it is, in 'vulnerabilities' blobs,
+// until the next import or refresh writes the new generation to 'vulnerability-feed' and deletes the old one.
 // An import writes a new generation bucket by bucket as the feed streams in (one bucket in memory at a time), then
 // flips id 0 to it in one write and deletes the previous generation: readers see the old feed or the new, never a mix;
 // a refused feed leaves the live generation untouched and its partial buckets are deleted.
 import { ServiceError } from '../../core/errors.js';
-import type { Store } from '../../store/engine.js';
+import type { Blob, Store } from '../../store/engine.js';
 import { FeedIndex, type IndexEntry } from './matching.js';
 import type { FeedSource, StreamStats, VulnRecord } from './records.js';
 
@@ -17,6 +24,8 @@ export const MAX_RECORDS = MAX_BUCKETS * BUCKET_RECORDS;
 const GEN_SPAN = 10_000;
 /** Blob ids are 32-bit on PostgreSQL: generations wrap before gen × GEN_SPAN overflows. */
 const MAX_GEN = 200_000;
+/** Where the index and buckets of a generation are stored (see above). */
+const FEED_KIND = 'vulnerability-feed' as const;
 
 export interface FeedState {
   /** The live generation (0: no feed yet) and the last one handed out (an import claims the next). */
@@ -35,6 +44,8 @@ export interface FeedState {
   /** Last refresh attempt and its outcome. */
   checked_at: string | null;
   last_error: string | null;
+  /** Where the live generation's index and buckets are: absent for a feed stored before 'vulnerability-feed' existed. */
+  blob_kind?: typeof FEED_KIND;
 }
 
 const EMPTY: FeedState = {
@@ -67,6 +78,7 @@ export function liveFeedGeneration(store: Store): number {
 
 export class FeedStore {
   private loaded: { generation: number; index: FeedIndex } | null = null;
+  private loading: { generation: number; index: Promise<FeedIndex> } | null = null;
 
   constructor(private readonly store: Store) {}
 
@@ -82,34 +94,60 @@ export class FeedStore {
     });
   }
 
-  /** The live index (read once per generation from its blob; every process sees another's import). */
-  index(): { generation: number; index: FeedIndex } {
-    const gen = this.state().generation;
-    if (this.loaded?.generation === gen) return this.loaded;
-    const index = new FeedIndex();
-    if (gen) {
-      const stored = this.store.getBlob<StoredIndex>('vulnerabilities', gen * GEN_SPAN) ?? [];
-      const keys = new Set<string>();
-      for (const [typeSlug, entries] of stored)
-        for (const e of entries) {
-          index.addEntry(typeSlug, e);
-          keys.add(e.key);
-        }
-      index.size = keys.size;
-    }
-    this.loaded = { generation: gen, index };
-    return this.loaded;
+  /** Where a state's generation is stored: its own kind, or 'vulnerabilities' for a feed stored before it existed. */
+  private kindOf(state: FeedState): Blob {
+    return state.blob_kind ?? 'vulnerabilities';
   }
 
-  /** Full records of the live generation by key (bucket numbers from the index). */
-  records(wanted: ReadonlyMap<string, number>): Map<string, VulnRecord> {
-    const gen = this.state().generation;
-    const out = new Map<string, VulnRecord>();
-    const buckets = new Set(wanted.values());
-    for (const b of buckets) {
-      const blob = this.store.getBlob<Bucket>('vulnerabilities', gen * GEN_SPAN + b);
-      for (const r of blob?.records ?? []) if (wanted.has(r.key)) out.set(r.key, r);
+  private read<T>(state: FeedState, id: number, cache = true): Promise<T | null> {
+    return this.store.readBlob<T>(this.kindOf(state), id, { cache });
+  }
+
+  /**
+   * The live index: read once per generation from its blob (every process sees another's import) and then held in
+   * memory, the only part of the feed that is. Concurrent callers share one read.
+   */
+  async index(): Promise<{ generation: number; index: FeedIndex }> {
+    const state = this.state();
+    const gen = state.generation;
+    if (this.loaded?.generation === gen) return this.loaded;
+    if (this.loading?.generation !== gen) this.loading = { generation: gen, index: this.loadIndex(state) };
+    const loading = this.loading;
+    try {
+      const loaded = { generation: gen, index: await loading.index };
+      if (this.state().generation === gen) this.loaded = loaded;
+      return loaded;
+    } finally {
+      if (this.loading === loading) this.loading = null;
     }
+  }
+
+  private async loadIndex(state: FeedState): Promise<FeedIndex> {
+    const index = new FeedIndex();
+    if (!state.generation) return index;
+    // Not kept in the store's cache: the FeedIndex built from it is what stays.
+    const stored = await this.read<StoredIndex>(state, state.generation * GEN_SPAN, false);
+    // A live generation always has its index (written in the write that makes it live): missing, it is being replaced
+    // under this reader (another process's files half renamed); an empty index must not be taken for the feed's.
+    if (!stored) throw new ServiceError('svc_store_unavailable', 'The vulnerability feed is being replaced; try again in a moment.', 503);
+    const keys = new Set<string>();
+    for (const [typeSlug, entries] of stored)
+      for (const e of entries) {
+        index.addEntry(typeSlug, e);
+        keys.add(e.key);
+      }
+    index.size = keys.size;
+    return index;
+  }
+
+  /** Full records of the live generation by key (bucket numbers from the index), reading only the buckets named. */
+  async records(wanted: ReadonlyMap<string, number>): Promise<Map<string, VulnRecord>> {
+    const state = this.state();
+    const gen = state.generation;
+    const out = new Map<string, VulnRecord>();
+    if (!gen) return out;
+    const buckets = await Promise.all([...new Set(wanted.values())].map((b) => this.read<Bucket>(state, gen * GEN_SPAN + b)));
+    for (const blob of buckets) for (const r of blob?.records ?? []) if (wanted.has(r.key)) out.set(r.key, r);
     return out;
   }
 
@@ -141,7 +179,7 @@ export class FeedStore {
       const n = ++buckets;
       const records = bucket;
       bucket = [];
-      await this.store.write((tx) => tx.putBlob('vulnerabilities', gen * GEN_SPAN + n, { records } satisfies Bucket));
+      await this.store.write((tx) => tx.putBlob(FEED_KIND, gen * GEN_SPAN + n, { records } satisfies Bucket));
     };
     const add = async (r: VulnRecord) => {
       if (seen.has(r.key)) {
@@ -162,11 +200,11 @@ export class FeedStore {
       const stored: StoredIndex = [...index.entries()];
       const old = this.state();
       return await this.store.write((tx) => {
-        tx.putBlob('vulnerabilities', gen * GEN_SPAN, stored);
+        tx.putBlob(FEED_KIND, gen * GEN_SPAN, stored);
         const cur = this.state();
-        // The previous generation goes in the same write that retires it.
+        // The previous generation goes in the same write that retires it (from where it is stored).
         if (cur.generation && cur.generation !== gen)
-          for (let i = 0; i <= cur.buckets; i++) tx.putBlob('vulnerabilities', cur.generation * GEN_SPAN + i, null);
+          for (let i = 0; i <= cur.buckets; i++) tx.putBlob(this.kindOf(cur), cur.generation * GEN_SPAN + i, null);
         const next: FeedState = {
           ...cur,
           generation: gen,
@@ -180,6 +218,7 @@ export class FeedStore {
           last_modified: validators.last_modified ?? (old.source === source ? cur.last_modified : null),
           checked_at: isoNow(),
           last_error: null,
+          blob_kind: FEED_KIND,
         };
         tx.putBlob('vulnerabilities', 0, next);
         return next;
@@ -189,7 +228,7 @@ export class FeedStore {
       const written = buckets;
       await this.store
         .write((tx) => {
-          for (let i = 0; i <= written; i++) tx.putBlob('vulnerabilities', gen * GEN_SPAN + i, null);
+          for (let i = 0; i <= written; i++) tx.putBlob(FEED_KIND, gen * GEN_SPAN + i, null);
         })
         .catch(() => {});
       throw e;

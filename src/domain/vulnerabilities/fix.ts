@@ -103,7 +103,7 @@ export async function fixVulnerabilities(
   const by = await vulns.hitsBySite(!q.dry_run);
   let chosen: Set<string> | null = null;
   if (wanted) {
-    const records = vulns.recordsByKey([...by.values()].flatMap((l) => l.map((h) => h.key)));
+    const records = await vulns.recordsByKey([...by.values()].flatMap((l) => l.map((h) => h.key)));
     chosen = new Set(
       [...records.values()]
         .filter((r) => wanted.has(r.key) || wanted.has(r.source_id) || r.aliases.some((a) => wanted.has(a)))

@@ -574,9 +574,15 @@ export class VulnerabilityService {
    * read-only call neither writes nor sends anything. One round at a time per process; cheap when nothing changed.
    */
   async reconcile(persist = true): Promise<void> {
-    while (this.round) await this.round;
+    let loaded: Awaited<ReturnType<FeedStore['index']>>;
+    // Reading the index may wait: look again for a round started meanwhile (one round at a time).
+    for (;;) {
+      while (this.round) await this.round;
+      loaded = await this.feed.index();
+      if (!this.round) break;
+    }
     const sitesV = this.store.version('sites');
-    const { generation: gen, index } = this.feed.index();
+    const { generation: gen, index } = loaded;
     const seen = persist ? this.seenStored : this.seenMem;
     if (sitesV === seen.sites && gen === seen.gen) return;
     this.round = (async () => {
@@ -614,7 +620,7 @@ export class VulnerabilityService {
             tx.putBlob('vulnerability-matches', n, shard);
           }
         });
-        this.emitChanges(changed, gen);
+        await this.emitChanges(changed, gen);
       }
       this.seenMem = { sites: sitesV, gen };
       if (persist) this.seenStored = { sites: sitesV, gen };
@@ -631,7 +637,10 @@ export class VulnerabilityService {
    * match). vulnerability.fixed: an install left a record because the site's version changed under the same feed.
    * One event per record, listing up to EVENT_SITES sites.
    */
-  private emitChanges(changed: Array<{ site: SiteRecord; prev: SiteMatches | undefined; next: SiteMatches }>, gen: number): void {
+  private async emitChanges(
+    changed: Array<{ site: SiteRecord; prev: SiteMatches | undefined; next: SiteMatches }>,
+    gen: number,
+  ): Promise<void> {
     if (!this.eventListeners.size) return;
     const found = new Map<string, Array<Record<string, unknown>>>();
     const fixed = new Map<string, Array<Record<string, unknown>>>();
@@ -654,7 +663,7 @@ export class VulnerabilityService {
           at(fixed, h.key, { site: where, type: h.type, slug: h.slug, old_version: h.version, version: now?.version ?? null });
         }
     }
-    const records = this.feed.records(this.bucketsOf([...found.keys(), ...fixed.keys()]));
+    const records = await this.feed.records(await this.bucketsOf([...found.keys(), ...fixed.keys()]));
     let sent = 0;
     const send = (event: VulnEvent['event'], m: Map<string, Array<Record<string, unknown>>>) => {
       for (const [key, list] of m) {
@@ -700,8 +709,8 @@ export class VulnerabilityService {
   }
 
   /** Per record key of the live generation: its bucket, score and informational flag (built once per generation). */
-  private metaOf(): Map<string, { bucket: number; score: number | null; informational: boolean }> {
-    const { generation, index } = this.feed.index();
+  private async metaOf(): Promise<Map<string, { bucket: number; score: number | null; informational: boolean }>> {
+    const { generation, index } = await this.feed.index();
     if (this.keyMeta?.gen === generation) return this.keyMeta.byKey;
     const byKey = new Map<string, { bucket: number; score: number | null; informational: boolean }>();
     for (const [, entries] of index.entries())
@@ -710,8 +719,8 @@ export class VulnerabilityService {
     return byKey;
   }
 
-  private bucketsOf(keys: Iterable<string>): Map<string, number> {
-    const meta = this.metaOf();
+  private async bucketsOf(keys: Iterable<string>): Promise<Map<string, number>> {
+    const meta = await this.metaOf();
     const out = new Map<string, number>();
     for (const k of keys) {
       const m = meta.get(k);
@@ -746,9 +755,9 @@ export class VulnerabilityService {
   }> {
     await this.reconcile(false);
     const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
-    const rows = this.viewRows(q, site?.id);
+    const rows = this.viewRows(q, site?.id, await this.metaOf());
     const page = paginate(rows, q.page, q.per_page);
-    const records = this.feed.records(this.bucketsOf(page.map((r) => r.key)));
+    const records = await this.feed.records(await this.bucketsOf(page.map((r) => r.key)));
     const items = page.flatMap((row) => {
       const r = records.get(row.key);
       if (!r) return [];
@@ -781,13 +790,16 @@ export class VulnerabilityService {
    * The fleet view's rows for a set of filters (most severe first), kept until a site or the feed changes: paging
    * through the view, or asking it again, does not filter and sort the fleet's matches again.
    */
-  private viewRows(q: FleetQuery, siteId: number | undefined): ViewRow[] {
+  private viewRows(
+    q: FleetQuery,
+    siteId: number | undefined,
+    meta: Map<string, { bucket: number; score: number | null; informational: boolean }>,
+  ): ViewRow[] {
     const all = this.byRecord();
     // The caller's scope is part of the key: rows cut to one scope never answer another (issue 32).
     const cacheKey = JSON.stringify([scopeKey(callScope()), q.severity, siteId, q.slug, q.fixable, q.include_informational]);
     const cached = this.views.get(cacheKey);
     if (cached) return cached;
-    const meta = this.metaOf();
     const rows: ViewRow[] = [];
     for (const [key, list] of all) {
       const m = meta.get(key);
@@ -815,7 +827,7 @@ export class VulnerabilityService {
     const site = this.sites.resolve(ref);
     await this.reconcile(false);
     const hits = (this.mem.get(site.id)?.hits ?? []).filter((h) => includeInformational || !h.informational);
-    const records = this.feed.records(this.bucketsOf(hits.map((h) => h.key)));
+    const records = await this.feed.records(await this.bucketsOf(hits.map((h) => h.key)));
     const items = hits.flatMap((h) => {
       const r = records.get(h.key);
       return r ? [{ ...recordView(r), install: this.install(site, h) }] : [];
@@ -825,12 +837,15 @@ export class VulnerabilityService {
   }
 
   /** Full records by key (live generation). */
-  recordsByKey(keys: Iterable<string>): Map<string, VulnRecord> {
-    return this.feed.records(this.bucketsOf(keys));
+  async recordsByKey(keys: Iterable<string>): Promise<Map<string, VulnRecord>> {
+    return this.feed.records(await this.bucketsOf(keys));
   }
 
-  /** Per site, the vulnerable non-informational hits (for the fix and the counts). */
-  async hitsBySite(persist = true): Promise<Map<number, Hit[]>> {
+  /**
+   * Per site, the vulnerable non-informational hits (for the fix and the counts). `persist` has no default: a read
+   * passes false (matches in memory only, nothing written or sent), only a write (the fix) passes true.
+   */
+  async hitsBySite(persist: boolean): Promise<Map<number, Hit[]>> {
     await this.reconcile(persist);
     const out = new Map<number, Hit[]>();
     for (const [id, m] of this.mem) {
@@ -846,7 +861,7 @@ export class VulnerabilityService {
    */
   async severityCounts(): Promise<SeverityCounts> {
     await this.reconcile(false);
-    const meta = this.metaOf();
+    const meta = await this.metaOf();
     const by: SeverityCounts['by_severity'] = { critical: 0, high: 0, medium: 0, low: 0, none: 0, unscored: 0 };
     const seen = new Set<string>();
     let installs = 0;
@@ -867,9 +882,12 @@ export class VulnerabilityService {
     return { vulnerabilities: seen.size, sites, installs, by_severity: by };
   }
 
-  /** Vulnerable installs and sites of the fleet (informational records not counted), for the overview counts. */
+  /**
+   * Vulnerable installs and sites of the fleet (informational records not counted), for the overview counts.
+   * Read-only: matches in memory only, nothing stored or sent (the job runner's round and the imports store them).
+   */
   async counts(): Promise<{ vulnerabilities: number; sites: number; installs: number }> {
-    const by = await this.hitsBySite();
+    const by = await this.hitsBySite(false);
     const keys = new Set<string>();
     let installs = 0;
     for (const hits of by.values()) {

@@ -1,23 +1,9 @@
 // Notifications: channels (add, test-send, edit, delete; a secret is typed, never shown again — a webhook's signing
 // secret once, when it is made), rules (add, enable or disable, delete) and the delivery log with each failure's reason.
-import { may, run } from '../api.js';
+import { current, may, run } from '../api.js';
 import { actionButton, confirmDialog, field, h, notice, pager, section, table, when } from '../dom.js';
 
 const TYPES = ['email', 'slack', 'discord', 'teams', 'webhook'];
-const EVENTS = [
-  'site.down',
-  'site.up',
-  'site.sync_failed',
-  'update.failed',
-  'update.rolled_back',
-  'update.rollback_failed',
-  'vulnerability.found',
-  'vulnerability.fixed',
-  'user.admin_created',
-  'plugin.installed_outside',
-  'tls.expiring',
-  'job.finished',
-];
 const PER_PAGE = 25;
 /** Draws the delivery log again (a test-send adds to it). */
 let reloadLog = null;
@@ -209,7 +195,9 @@ function ruleRows(items, channels, reload) {
 
 function addRuleForm(channels, reload) {
   const name = h('input', { name: 'rule_name', required: true, maxlength: 100 });
-  const events = EVENTS.map((e) =>
+  // The events the server knows (session.notification_events), so a new one appears here without a second list.
+  const known = current().notification_events;
+  const events = known.map((e) =>
     h('input', { name: `event-${e}`, type: 'checkbox', value: e, checked: e === 'site.down' || e === 'site.up' }),
   );
   const channel = h(
@@ -250,7 +238,7 @@ function addRuleForm(channels, reload) {
       'fieldset',
       {},
       h('legend', {}, 'Events'),
-      EVENTS.map((e, i) => field(e, events[i])),
+      known.map((e, i) => field(e, events[i])),
     ),
     field('Channel', channel),
     field('When', mode),
