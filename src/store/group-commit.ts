@@ -165,6 +165,7 @@ export function tableTx(
   return {
     get: t.get,
     all: t.all,
+    unlocked: (fn) => fn(),
     insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
       const prevCounter = t.counters[col];
       const id = (prevCounter ?? 0) + 1;

@@ -72,11 +72,12 @@ import {
   type Store,
   type StoreMemory,
   type Tx,
+  UNIQUE_KEYS,
 } from './engine.js';
 import { ColdCache } from './cold-cache.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
-export const PG_FORMAT = 2;
+export const PG_FORMAT = 3;
 /** Advisory lock key every commit takes shared and a serial commit, a migration, an import or a restore exclusive. */
 const LOCK_KEY = 0x5f1ee7;
 const CHANNEL = 'sitefleet_commits';
@@ -115,7 +116,73 @@ const PG_MIGRATIONS: Record<number, string> = {
           IF exclusive[i] THEN PERFORM pg_advisory_xact_lock(keys[i]); ELSE PERFORM pg_advisory_xact_lock_shared(keys[i]); END IF;
         END LOOP;
       END $$;`,
+  // Format 3: inserts take ids from a sequence per collection (sitefleet_id_<collection>, made and raised by
+  // syncIdSequences) instead of locking the collection, and unique keys (engine.ts UNIQUE_KEYS) are a constraint
+  // (the key column is filled by fillUniqueKeys, then indexed).
+  2: `ALTER TABLE sitefleet_rows ADD COLUMN IF NOT EXISTS ukey text;`,
 };
+/** The index that keeps UNIQUE_KEYS unique; a commit that breaks it runs again on the newer records. */
+const UKEY_INDEX = 'sitefleet_rows_ukey';
+
+const idSeq = (col: CollectionName): string => {
+  if (!/^[a-z_]+$/.test(col)) throw new Error(`bad collection name ${col}`);
+  return `sitefleet_id_${col}`;
+};
+
+/**
+ * Makes each collection's id sequence and raises it above every id in use: its rows' (deleted ones included) and the
+ * counters' floors (an import or a restore). Run with LOCK_KEY held exclusive (no commit is drawing ids meanwhile):
+ * by migrateSchema at every open, and by an import or restore after writing rows. A sequence only ever goes up.
+ */
+export async function syncIdSequences(client: pg.ClientBase): Promise<void> {
+  const floors = ((await client.query(`SELECT value FROM sitefleet_meta WHERE key = 'counters'`)).rows[0]?.value ?? {}) as Record<
+    string,
+    number
+  >;
+  const sql = COLLECTION_NAMES.map((col) => {
+    const seq = idSeq(col);
+    const floor = Math.max(0, Math.trunc(Number(floors[col] ?? 0)) || 0);
+    return `CREATE SEQUENCE IF NOT EXISTS ${seq};
+      SELECT CASE WHEN v > 0 THEN setval('${seq}', v, true) ELSE setval('${seq}', 1, false) END
+        FROM (SELECT greatest((SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM ${seq}),
+          (SELECT coalesce(max(id), 0) FROM sitefleet_rows WHERE kind = '${col}'), ${floor}) AS v) AS t;`;
+  }).join('\n');
+  await client.query(sql);
+}
+
+/**
+ * Fills the unique-key column of the rows that lack it (after a migration, an import or a restore), then makes sure
+ * the unique index exists. Should old data hold two records with one key, the lowest id keeps it and the others are
+ * left without (a warning says which): opening never fails for it, and the services' own check still applies.
+ */
+export async function fillUniqueKeys(client: pg.ClientBase): Promise<void> {
+  const kinds = Object.keys(UNIQUE_KEYS) as CollectionName[];
+  const r = await client.query<{ kind: CollectionName; id: number; data: Rec; ukey: string | null }>(
+    `SELECT kind, id, data, ukey FROM sitefleet_rows WHERE kind = ANY($1) AND data IS NOT NULL ORDER BY kind, ukey IS NULL, id`,
+    [kinds],
+  );
+  const taken = new Set<string>();
+  const set: Array<{ kind: string; id: number; ukey: string }> = [];
+  for (const row of r.rows) {
+    const key = row.ukey ?? UNIQUE_KEYS[row.kind]!.key(row.data);
+    if (key === null) continue;
+    if (taken.has(`${row.kind}/${key}`)) {
+      if (row.ukey === null)
+        log('warn', 'two records share a unique key; the later one is left unconstrained', { kind: row.kind, id: row.id });
+      continue;
+    }
+    taken.add(`${row.kind}/${key}`);
+    if (row.ukey === null) set.push({ kind: row.kind, id: row.id, ukey: key });
+  }
+  if (set.length) {
+    await client.query(
+      `UPDATE sitefleet_rows r SET ukey = x.ukey FROM jsonb_to_recordset($1::jsonb) AS x(kind text, id integer, ukey text)
+        WHERE r.kind = x.kind AND r.id = x.id`,
+      [JSON.stringify(set)],
+    );
+  }
+  await client.query(`CREATE UNIQUE INDEX IF NOT EXISTS ${UKEY_INDEX} ON sitefleet_rows (kind, ukey) WHERE ukey IS NOT NULL`);
+}
 
 /** A 31-bit FNV-1a hash of a kind, never 0: the high half of its lock keys (LOCK_KEY's high half is 0). */
 function kindHash(kind: string): bigint {
@@ -143,26 +210,50 @@ interface Ran {
   dirty: Map<string, { kind: Kind; id: number }>;
   /** Cold blobs put (COLD_BLOBS: only in the commit's rows, never in memory). */
   cold: Map<string, unknown>;
+  /** Records inserted (keys): their ids come from the collection's sequence, so no other commit can touch them. */
+  fresh: Set<string>;
+  /** Inserts per collection that found no reserved id (a dry run's, or more than the dry run made): to reserve. */
+  short: Map<CollectionName, number>;
+  /** Reserved ids of each collection this run has taken (the next insert takes the next). */
+  taken: Map<CollectionName, number>;
   outcomes: Outcome[];
 }
 
 /**
  * The locks a run needs (key: exclusive?): LOCK_KEY shared; each record or blob read or written, exclusive; each
  * collection written, shared (so that it waits for, and is waited for by, whoever enumerates it). A collection
- * enumerated, or written without reading what it writes (an insert, an append whose id comes from another record such
- * as the audit chain's head), exclusive: then it covers its records (whoever writes one holds the collection shared),
- * so a run on newer records that picks another id needs no further lock.
+ * enumerated, or written without reading what it writes (a put whose id comes from another record), exclusive: then
+ * it covers its records (whoever writes one holds the collection shared), so a run on newer records that picks another
+ * id needs no further lock. A record inserted takes no lock of its own (format 3): its id came from the collection's
+ * sequence, so it is nobody else's; the collection is held shared as for any write. Reads done in `tx.unlocked` are
+ * not recorded at all (a UNIQUE_KEYS constraint backs them).
  */
 function lockSet(ran: Ran): Map<bigint, boolean> {
   const whole = new Set<string>(ran.reads.cols);
-  for (const [key, { kind }] of ran.dirty) if (kind in COLLECTIONS && !ran.reads.keys.has(key)) whole.add(kind);
+  for (const [key, { kind }] of ran.dirty) if (kind in COLLECTIONS && !ran.reads.keys.has(key) && !ran.fresh.has(key)) whole.add(kind);
   const keys = new Map<bigint, boolean>([[BigInt(LOCK_KEY), false]]);
   for (const col of whole) keys.set(collectionKey(col), true);
-  for (const { kind, id } of [...ran.reads.keys.values(), ...ran.dirty.values()]) {
-    if (!whole.has(kind)) keys.set(recordKey(kind, id), true);
+  for (const [key, { kind, id }] of [...ran.reads.keys, ...ran.dirty]) {
+    if (!whole.has(kind) && !ran.fresh.has(key)) keys.set(recordKey(kind, id), true);
   }
   for (const { kind } of ran.dirty.values()) if (!keys.has(collectionKey(kind))) keys.set(collectionKey(kind), false);
   return keys;
+}
+
+/** The statement that reserves `n` ids of each collection short of them (one row per id; none when nothing is short). */
+function reserveSql(short: Map<CollectionName, number>): string {
+  const parts = [...short].map(
+    ([col, n]) => `SELECT '${col}' AS col, nextval('${idSeq(col)}') AS id FROM generate_series(1, ${Math.trunc(n)})`,
+  );
+  return parts.length ? parts.join(' UNION ALL ') : 'SELECT NULL::text AS col, NULL::bigint AS id WHERE false';
+}
+
+/** A commit refused by the unique-key index: the collection and the key, from the server's message. */
+function uniqueBroken(e: unknown): { kind: CollectionName | null; key: string } | null {
+  const err = e as { code?: string; constraint?: string; detail?: string };
+  if (err.code !== '23505' || err.constraint !== UKEY_INDEX) return null;
+  const m = /^Key \(kind, ukey\)=\(([a-z_]+), (.*)\) already exists\.$/s.exec(err.detail ?? '');
+  return { kind: m && m[1]! in UNIQUE_KEYS ? (m[1] as CollectionName) : null, key: m?.[2] ?? '' };
 }
 
 type Kind = CollectionName | Blob;
@@ -193,11 +284,13 @@ export async function migrateSchema(client: pg.ClientBase): Promise<{ from: numb
       );
     }
     for (let f = from; f < PG_FORMAT; f++) await client.query(PG_MIGRATIONS[f]!);
+    if (from < 3) await fillUniqueKeys(client);
     await client.query(
       `INSERT INTO sitefleet_meta (key, value) VALUES ('format', $1::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
       [JSON.stringify(PG_FORMAT)],
     );
     await client.query(`INSERT INTO sitefleet_meta (key, value) VALUES ('counters', '{}'::jsonb) ON CONFLICT (key) DO NOTHING`);
+    await syncIdSequences(client);
     await client.query('COMMIT');
     return { from, to: PG_FORMAT };
   } catch (e) {
@@ -556,7 +649,8 @@ export class PgStore implements Store {
 
   /**
    * Commits the writes queued so far: optimistically (dry run, lock what it touched, catch up, run, write) up to
-   * OPTIMISTIC_TRIES times, then the serial way. Writes that arrive meanwhile wait for the next commit.
+   * OPTIMISTIC_TRIES times, then the serial way. Writes that arrive meanwhile wait for the next commit. Ids for inserts
+   * are reserved from the collections' sequences in the same round trip as the locks (as many as the dry run made).
    */
   private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
     const batch = take();
@@ -570,6 +664,8 @@ export class PgStore implements Store {
         const serial = round >= OPTIMISTIC_TRIES;
         if (round > 0) this.conflicts.retried++;
         if (serial) this.conflicts.serial++;
+        if (round > OPTIMISTIC_TRIES + 2) throw new Error('the commit kept conflicting after its serial rounds');
+        this.idPool.clear();
         let seq: number;
         let ran: Ran;
         if (serial) {
@@ -581,9 +677,18 @@ export class PgStore implements Store {
           this.applyWindow(opened[2]!.rows);
           seq = Number(opened[3]!.rows[0]!.seq);
           ran = this.run(batch, undoAll);
+          for (let step = 0; ran.short.size && step < MAX_STEPS; step++) {
+            const need = new Map(ran.short); // undoing a run also takes back its count of inserts short of an id
+            this.undo(undoAll);
+            this.takeIds((await c.query<{ col: CollectionName; id: string }>(reserveSql(need))).rows);
+            ran = this.run(batch, undoAll);
+          }
+          if (ran.short.size) throw new Error('the batch kept needing more ids');
         } else {
-          // A dry run, undone in the same tick (no reader sees it), tells which locks the batch needs.
-          const held = lockSet(this.run(batch, undoAll));
+          // A dry run, undone in the same tick (no reader sees it), tells which locks and how many ids the batch needs.
+          const dry = this.run(batch, undoAll);
+          const held = lockSet(dry);
+          const need = new Map(dry.short); // undoing a run also takes back its count of inserts short of an id
           this.undo(undoAll);
           if (held.size > MAX_LOCKS) {
             round = OPTIMISTIC_TRIES - 1;
@@ -593,9 +698,10 @@ export class PgStore implements Store {
           began = true;
           const opened = (await c.query(
             `BEGIN; SELECT sitefleet_lock(${keysLiteral(sorted)});
-             ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq`,
-          )) as unknown as pg.QueryResult<Row & { seq: string }>[];
+             ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq; ${reserveSql(need)}`,
+          )) as unknown as pg.QueryResult<Row & { seq: string; col: CollectionName; id: string }>[];
           seq = Number(opened[3]!.rows[0]!.seq);
+          this.takeIds(opened[4]!.rows);
           // Memory takes in what others committed: it is now current for everything the locks cover, and nobody can
           // change that until they are released. The batch runs for real on it.
           this.applyWindow(opened[2]!.rows);
@@ -603,23 +709,29 @@ export class PgStore implements Store {
           let covered = false;
           for (let step = 0; step < MAX_STEPS; step++) {
             const missing = [...lockSet(ran)].filter(([k, x]) => !(held.get(k) === true || (held.has(k) && !x)));
-            if (!missing.length) {
+            if (!missing.length && !ran.short.size) {
               covered = true;
               break;
             }
-            // On the newer records the batch read or wrote something else (another head, another id): undo, try those
-            // locks without waiting (waiting while holding locks out of order could deadlock), catch up, run again.
+            // On the newer records the batch read or wrote something else (another head, another id) or inserted more:
+            // undo, try those locks without waiting (waiting while holding locks out of order could deadlock), reserve
+            // the ids, catch up, run again.
+            const short = new Map(ran.short);
             this.undo(undoAll);
             this.conflicts.retried++;
             if (held.size + missing.length > MAX_LOCKS) break;
             const more = (await c.query(
-              `SELECT bool_and(CASE WHEN t.x THEN pg_try_advisory_xact_lock(t.k) ELSE pg_try_advisory_xact_lock_shared(t.k) END) AS ok
-                 FROM unnest(${keysLiteral(missing)}) AS t(k, x);
-               ${this.windowSql()}`,
-            )) as unknown as pg.QueryResult<Row & { ok: boolean }>[];
+              `${
+                missing.length
+                  ? `SELECT bool_and(CASE WHEN t.x THEN pg_try_advisory_xact_lock(t.k) ELSE pg_try_advisory_xact_lock_shared(t.k) END) AS ok
+                       FROM unnest(${keysLiteral(missing)}) AS t(k, x)`
+                  : 'SELECT true AS ok'
+              }; ${reserveSql(short)}; ${this.windowSql()}`,
+            )) as unknown as pg.QueryResult<Row & { ok: boolean; col: CollectionName; id: string }>[];
             if (more[0]!.rows[0]!.ok !== true) break;
             for (const [k, x] of missing) held.set(k, x || held.get(k) === true);
-            this.applyWindow(more[1]!.rows);
+            this.takeIds(more[1]!.rows);
+            this.applyWindow(more[2]!.rows);
             ran = this.run(batch, undoAll);
           }
           if (!covered) {
@@ -629,34 +741,58 @@ export class PgStore implements Store {
             continue;
           }
         }
-        const { dirty, outcomes, cold } = ran;
+        const { dirty, outcomes, cold, fresh } = ran;
         this.pendingCold = cold;
         // A cold blob put and then undone (its write threw) is not written at all.
         for (const [k, { kind }] of dirty) if (COLD_BLOBS.has(kind as Blob) && !cold.has(k)) dirty.delete(k);
         if (dirty.size) {
-          const rows = [...dirty.entries()].map(([k, { kind, id }]) => ({
-            kind,
-            id,
-            data:
+          const rows = [...dirty.entries()].map(([k, { kind, id }]) => {
+            const data =
               kind in COLLECTIONS
                 ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
                 : COLD_BLOBS.has(kind as Blob)
                   ? (cold.get(k) ?? null)
-                  : (this.blobs.get(kind as Blob)!.get(id) ?? null),
-          }));
+                  : (this.blobs.get(kind as Blob)!.get(id) ?? null);
+            const unique = UNIQUE_KEYS[kind as CollectionName];
+            return { kind, id, data, ukey: unique && data !== null ? unique.key(data as Rec) : null, fresh: fresh.has(k) };
+          });
           const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
+          const values = (fresh: boolean) =>
+            `SELECT x.kind, x.id, ${seq}, x.data, x.ukey FROM jsonb_to_recordset(${lit(rows.filter((r) => r.fresh === fresh))}::jsonb)
+               AS x(kind text, id integer, data jsonb, ukey text)`;
           writing = true;
           if (this.ownSeqs.size > 1000) this.ownSeqs.clear();
           this.ownSeqs.add(String(seq));
-          await c.query(
-            `INSERT INTO sitefleet_rows (kind, id, seq, data)
-               SELECT x.kind, x.id, ${seq}, x.data FROM jsonb_to_recordset(${lit(rows)}::jsonb) AS x(kind text, id integer, data jsonb)
-             ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data;
-             SELECT pg_notify('${CHANNEL}', '${seq}');
-             COMMIT`,
-          );
+          try {
+            // Records inserted are inserted (an id in use, should a sequence lag, fails the commit instead of
+            // overwriting); the others are upserted. Unique keys first: their index refuses a duplicate.
+            await c.query(
+              `INSERT INTO sitefleet_rows (kind, id, seq, data, ukey) ${values(false)}
+                 ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data, ukey = excluded.ukey;
+               INSERT INTO sitefleet_rows (kind, id, seq, data, ukey) ${values(true)};
+               SELECT pg_notify('${CHANNEL}', '${seq}');
+               COMMIT`,
+            );
+          } catch (e) {
+            const clash = this.clash(e, batch.length, serial);
+            if (!clash) throw e;
+            this.undo(undoAll);
+            await c.query('ROLLBACK').catch(() => {});
+            began = false;
+            writing = false;
+            if (clash === 'ids') await this.raiseIdSequences();
+            if (typeof clash === 'object') {
+              // Serial and alone, the write still breaks a unique key (a service that did not check it): its error.
+              if (batch.length === 1) return { batch, outcomes: [{ ok: false, error: clash.error }] };
+              return { batch, outcomes: batch.map(() => ({ ok: false as const, error: clash.error })), refused: true };
+            }
+            continue;
+          }
           began = false;
-          for (const { kind, id } of dirty.values()) this.setSeq(kind, id, seq);
+          for (const [key, { kind, id }] of dirty) {
+            this.setSeq(kind, id, seq);
+            if (fresh.has(key) && id > (this.counters[kind as CollectionName] ?? 0)) this.counters[kind as CollectionName] = id;
+          }
           for (const k of cold.keys()) this.coldCache.invalidate(k);
           this.commits++;
         } else {
@@ -690,6 +826,46 @@ export class PgStore implements Store {
     }
   }
 
+  /**
+   * What a failed row write means: 'again' (another process committed a record with one of the batch's unique keys:
+   * the next round catches up, and the service's own check refuses the write that repeats it), 'ids' (an inserted id
+   * was in use: a sequence lags, as after rows written by hand), the unique key's error (the serial round broke it
+   * too), or null (any other failure).
+   */
+  private clash(e: unknown, writes: number, serial: boolean): 'again' | 'ids' | { error: ServiceError } | null {
+    const err = e as { code?: string; constraint?: string };
+    if (err.code === '23505' && err.constraint === 'sitefleet_rows_pkey') return 'ids';
+    const u = uniqueBroken(e);
+    if (!u) return null;
+    if (!serial) return 'again';
+    log('warn', 'a write broke a unique key its service did not check', { kind: u.kind, writes });
+    return { error: u.kind ? UNIQUE_KEYS[u.kind]!.error(u.key) : valueRefused('a record has a key another one has') };
+  }
+
+  /** Raises the id sequences above the ids in use, alone (LOCK_KEY exclusive), so that no draw meanwhile is undone. */
+  private async raiseIdSequences(): Promise<void> {
+    const c = this.writer;
+    await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
+    try {
+      await syncIdSequences(c);
+      await c.query('COMMIT');
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Ids reserved for the batch being committed, by collection, in the order drawn. */
+  private idPool = new Map<CollectionName, number[]>();
+
+  private takeIds(rows: Array<{ col: CollectionName; id: string }>): void {
+    for (const r of rows) {
+      let ids = this.idPool.get(r.col);
+      if (!ids) this.idPool.set(r.col, (ids = []));
+      ids.push(Number(r.id));
+    }
+  }
+
   /** Undoes the batch's changes to memory (newest first) and empties the log. */
   private undo(undoAll: Array<() => void>): void {
     for (const u of undoAll.reverse()) u();
@@ -699,12 +875,19 @@ export class PgStore implements Store {
   /** Runs the batch's functions against memory, recording what they read and wrote. */
   private run(batch: readonly Pending<Tx>[], undoAll: Array<() => void>): Ran {
     undoAll.length = 0;
-    const dirty = new Map<string, { kind: Kind; id: number }>();
-    const reads: ReadSet = { keys: new Map(), cols: new Set() };
-    const cold = new Map<string, unknown>();
-    this.reads = reads;
+    const ran: Ran = {
+      reads: { keys: new Map(), cols: new Set() },
+      dirty: new Map(),
+      cold: new Map(),
+      fresh: new Set(),
+      short: new Map(),
+      taken: new Map(),
+      outcomes: [],
+    };
+    this.reads = ran.reads;
     try {
-      return { reads, dirty, cold, outcomes: applyBatch(batch, (undo) => this.tx(undo, dirty, cold), undoAll) };
+      ran.outcomes = applyBatch(batch, (undo) => this.tx(undo, ran), undoAll);
+      return ran;
     } finally {
       this.reads = null;
     }
@@ -717,7 +900,8 @@ export class PgStore implements Store {
     await this.writer.connect().catch((e: Error) => log('error', 'postgres reconnect failed', { err: e.message }));
   }
 
-  private tx(undo: Array<() => void>, dirty: Map<string, { kind: Kind; id: number }>, cold: Map<string, unknown>): Tx {
+  private tx(undo: Array<() => void>, ran: Ran): Tx {
+    const { dirty, cold, fresh, short, taken } = ran;
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
     const tables: Tables = {
       data: this.data,
@@ -726,8 +910,38 @@ export class PgStore implements Store {
       get: (col, id) => this.get(col, id),
       all: (col) => this.all(col),
     };
+    const base = tableTx(tables, undo, mark);
     return {
-      ...tableTx(tables, undo, mark),
+      ...base,
+      // The next id reserved for the collection; without one (a dry run, or more inserts than it made), an id above any
+      // memory holds, for this run only: the commit reserves what was short and runs again before writing anything.
+      insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
+        const pool = this.idPool.get(col) ?? [];
+        const n = taken.get(col) ?? 0;
+        taken.set(col, n + 1);
+        undo.push(() => taken.set(col, n));
+        let id = pool[n];
+        if (id === undefined) {
+          short.set(col, (short.get(col) ?? 0) + 1);
+          undo.push(() => {
+            const k = short.get(col)! - 1;
+            if (k > 0) short.set(col, k);
+            else short.delete(col);
+          });
+          id = Math.max(this.counters[col] ?? 0, pool[pool.length - 1] ?? 0) + 1 + (n - pool.length);
+        }
+        fresh.add(`${col}/${id}`);
+        return base.put<T>(col, { id, ...rec } as unknown as T);
+      },
+      unlocked: <T>(fn: () => T): T => {
+        const reads = this.reads;
+        this.reads = null;
+        try {
+          return fn();
+        } finally {
+          this.reads = reads;
+        }
+      },
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         if (COLD_BLOBS.has(kind)) {

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { closeServices, openServices } from '../../src/domain/index.js';
 import { VULN_LOG_MAX } from '../../src/domain/reports/service.js';
+import { TagService } from '../../src/domain/tags.js';
 
 const server = testPgUrl()!;
 const opened: PgStore[] = [];
@@ -168,7 +169,8 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     const late = await client(url);
     await late.query('BEGIN');
     await late.query(
-      `INSERT INTO sitefleet_rows (kind, id, seq, data) VALUES ('tags', 100, nextval('sitefleet_seq'), '{"id":100,"name":"late","color":null,"site_ids":[],"created_at":"","updated_at":""}')`,
+      `INSERT INTO sitefleet_rows (kind, id, seq, data) VALUES ('tags', 100, nextval('sitefleet_seq'), '{"id":100,"name":"late","color":null,"site_ids":[],"created_at":"","updated_at":""}');
+       SELECT setval('sitefleet_id_tags', 100)`,
     );
     await a.write((tx) => tx.insert<TagRecord>('tags', tag('early')));
     await observer.sync();
@@ -176,9 +178,9 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     await late.query('COMMIT');
     await observer.sync();
     expect([...observer.all<TagRecord>('tags')].map((t) => t.name).sort()).toEqual(['early', 'late']);
-    // Ids go on above it.
+    // Ids go on from the tags' sequence, which the late commit drew to 100 ('early' took 101).
     await a.sync();
-    expect((await a.write((tx) => tx.insert<TagRecord>('tags', tag('next')))).id).toBe(101);
+    expect((await a.write((tx) => tx.insert<TagRecord>('tags', tag('next')))).id).toBe(102);
   });
 
   it(`commits a batch that would take more than ${MAX_LOCKS} locks the serial way, and one of just ${MAX_LOCKS} optimistically`, async () => {
@@ -234,17 +236,24 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
         ('sites', 2, 2, '{"id":2,"url":"https://two.test/","name":"two"}'),
         ('tags', 1, 3, '{"id":1,"name":"kept","color":null,"site_ids":[1,2],"created_at":"","updated_at":""}'),
         ('tags', 2, 4, NULL),
+        ('tags', 3, 6, '{"id":3,"name":"KEPT","color":null,"site_ids":[],"created_at":"","updated_at":""}'),
         ('secrets', 1, 5, '{"private_key_pem":"k"}');`);
     const a = await open(url);
     expect((await c.query(`SELECT value FROM sitefleet_meta WHERE key = 'format'`)).rows[0].value).toBe(PG_FORMAT);
     expect([...a.all<{ id: number; name: string }>('sites')].map((s) => s.name)).toEqual(['one', 'two']);
     expect(a.get<TagRecord>('tags', 1)?.site_ids).toEqual([1, 2]);
     expect(a.get('tags', 2)).toBeUndefined();
+    // Format 3 keys the names: the lowest id keeps a key old data holds twice (opening does not fail for it).
+    const keys = await c.query(`SELECT id, ukey FROM sitefleet_rows WHERE kind = 'tags' AND data IS NOT NULL ORDER BY id`);
+    expect(keys.rows).toEqual([
+      { id: 1, ukey: 'kept' },
+      { id: 3, ukey: null },
+    ]);
     expect(a.getBlob('secrets', 1)).toEqual({ private_key_pem: 'k' });
     expect((await a.write((tx) => tx.insert<TagRecord>('tags', tag('new')))).id).toBe(8);
     // A second store reads the migrated rows and the new one alike, and both keep committing.
     const b = await open(url);
-    expect([...b.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['kept', 'new']);
+    expect([...b.all<TagRecord>('tags')].map((t) => t.name).sort()).toEqual(['KEPT', 'kept', 'new']);
     await Promise.all([a.write(increment0), b.write((tx) => tx.insert('sites', { url: 'https://three.test/', name: 'three' }))]);
     await a.sync();
     expect(a.count('sites')).toBe(3);
@@ -252,3 +261,110 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
 });
 
 const increment0 = (tx: Tx) => tx.put<Counter>('settings', { id: 1, n: (tx.get<Counter>('settings', 1)?.n ?? 0) + 1 });
+
+describe('PostgreSQL engine: unique keys are a constraint, inserts take ids from a sequence (format 3)', () => {
+  it('creates tags with unique names from two stores while the tags collection is held shared: no create locks it whole', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const b = await open(url);
+    const [ta, tb] = [new TagService(a), new TagService(b)];
+    // Another writer of the tags holds their collection lock shared: a create that enumerated the tags (or inserted
+    // blind) would need it exclusive and wait; these commit meanwhile.
+    const c = await client(url);
+    await c.query('BEGIN');
+    await c.query('SELECT pg_advisory_xact_lock_shared($1::bigint)', [String(collectionKey('tags'))]);
+    const made = await Promise.all(Array.from({ length: 20 }, (_, i) => [ta.add({ name: `a-${i}` }), tb.add({ name: `b-${i}` })]).flat());
+    await c.query('COMMIT');
+    expect(new Set(made.map((t) => t.id)).size).toBe(40);
+    expect(a.conflicts.serial + b.conflicts.serial).toBe(0);
+    await a.sync();
+    expect(a.count('tags')).toBe(40);
+  });
+
+  it('refuses a name another process is committing: the insert meets the unique index, runs again, and the service says svc_tag_exists', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const tags = new TagService(a);
+    // Another process's commit of "Dup" is under way: not yet visible, so the service's in-memory check passes.
+    const other = await client(url);
+    await other.query('BEGIN');
+    await other.query(
+      `INSERT INTO sitefleet_rows (kind, id, seq, data, ukey) VALUES ('tags', nextval('sitefleet_id_tags'), nextval('sitefleet_seq'),
+         '{"id":0,"name":"Dup","color":null,"site_ids":[],"created_at":"","updated_at":""}', 'dup')`,
+    );
+    const watch = await client(url);
+    const create = tags.add({ name: 'dUP' });
+    // The commit waits on the index entry of the uncommitted row (a transaction lock, not an advisory one).
+    await until(async () => {
+      const r = await watch.query(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+          WHERE NOT l.granted AND s.application_name = 'sitefleet' AND s.datname = current_database()`,
+      );
+      return r.rows[0].n === 1;
+    });
+    await other.query('COMMIT');
+    await expect(create).rejects.toMatchObject({ code: 'svc_tag_exists', status: 409 });
+    expect(a.conflicts.retried).toBeGreaterThan(0);
+    expect([...a.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['Dup']);
+    // Had it rolled back, the create would have gone through: a name is free again once nobody commits it.
+    await other.query('BEGIN');
+    await other.query(
+      `INSERT INTO sitefleet_rows (kind, id, seq, data, ukey) VALUES ('tags', nextval('sitefleet_id_tags'), nextval('sitefleet_seq'),
+         '{"id":0,"name":"Gone","color":null,"site_ids":[],"created_at":"","updated_at":""}', 'gone')`,
+    );
+    const second = tags.add({ name: 'gone' });
+    await until(async () => (await watch.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n === 1);
+    await other.query('ROLLBACK');
+    expect((await second).name).toBe('gone');
+  });
+
+  it('two stores create the same names at once through the tag service: exactly one of each, the other caller gets svc_tag_exists', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const b = await open(url);
+    const [ta, tb] = [new TagService(a), new TagService(b)];
+    const names = Array.from({ length: 30 }, (_, i) => `same-${i}`);
+    const results = await Promise.allSettled(names.flatMap((n) => [ta.add({ name: n }), tb.add({ name: n.toUpperCase() })]));
+    const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(rejected).toHaveLength(30);
+    for (const r of rejected) expect(r.reason).toMatchObject({ code: 'svc_tag_exists', status: 409 });
+    const c = await client(url);
+    const rows = await c.query(
+      `SELECT lower(data->>'name') AS n, count(*)::int AS k FROM sitefleet_rows WHERE kind = 'tags' AND data IS NOT NULL GROUP BY 1`,
+    );
+    expect(rows.rows).toHaveLength(30);
+    expect(rows.rows.every((r: { k: number }) => r.k === 1)).toBe(true);
+  });
+
+  it('a write that skips the service check still cannot duplicate a key: its caller gets the key’s error (tags and client e-mails)', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    await a.write((tx) => tx.insert<TagRecord>('tags', tag('Only')));
+    await expect(a.write((tx) => tx.insert<TagRecord>('tags', tag('ONLY')))).rejects.toMatchObject({ code: 'svc_tag_exists', status: 409 });
+    await a.write((tx) => tx.insert('clients', { name: 'c1', email: 'Ann@Example.test' }));
+    await expect(a.write((tx) => tx.insert('clients', { name: 'c2', email: 'ann@example.TEST' }))).rejects.toMatchObject({
+      code: 'svc_client_exists',
+    });
+    // Empty e-mails are not a key: any number of clients may have none.
+    await a.write((tx) => [tx.insert('clients', { name: 'c3', email: '' }), tx.insert('clients', { name: 'c4', email: '' })]);
+    // In a group with other writes, only the write that breaks the key fails.
+    const group = await Promise.allSettled([
+      a.write((tx) => tx.insert<TagRecord>('tags', tag('fine-1'))),
+      a.write((tx) => tx.insert<TagRecord>('tags', tag('only'))),
+      a.write((tx) => tx.insert<TagRecord>('tags', tag('fine-2'))),
+    ]);
+    expect(group.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(a.count('tags')).toBe(3);
+  });
+
+  it('an inserted id already in use (a sequence behind rows written by hand) fails no write: the sequence is raised and the commit runs again', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    for (let i = 0; i < 3; i++) await a.write((tx) => tx.insert<TagRecord>('tags', tag(`t${i}`)));
+    const c = await client(url);
+    await c.query(`SELECT setval('sitefleet_id_tags', 1)`);
+    const rec = await a.write((tx) => tx.insert<TagRecord>('tags', tag('after')));
+    expect(rec.id).toBe(4);
+    expect([...a.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['t0', 't1', 't2', 'after']);
+  });
+});
