@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { closeServices, openServices } from '../../src/domain/index.js';
 import { VULN_LOG_MAX } from '../../src/domain/reports/service.js';
 import { TagService } from '../../src/domain/tags.js';
+import { AuditService } from '../../src/domain/audit.js';
 
 const server = testPgUrl()!;
 const opened: PgStore[] = [];
@@ -366,5 +367,31 @@ describe('PostgreSQL engine: unique keys are a constraint, inserts take ids from
     const rec = await a.write((tx) => tx.insert<TagRecord>('tags', tag('after')));
     expect(rec.id).toBe(4);
     expect([...a.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['t0', 't1', 't2', 'after']);
+  });
+});
+
+describe('PostgreSQL engine: audit appends from two processes on different lanes share no lock', () => {
+  it('appends on one lane while a commit holding the other lane’s head is open; the chain verifies from a third store', async () => {
+    const url = await freshDatabase(server);
+    const [a, b] = [await open(url), await open(url)];
+    const [la, lb] = [new AuditService(a), new AuditService(b)];
+    la.lane = 1;
+    lb.lane = 2;
+    await la.system('first', null);
+    await lb.system('first', null);
+    const watch = await client(url);
+    const held = await hold(url, recordKey('audit_head', la.lane + 1));
+    let aDone = false;
+    const aWrite = la.system('waits for its head', null).then(() => (aDone = true));
+    await until(async () => (await waiting(watch)) === 1);
+    // b's appends need nothing a's lane holds: not its head, not the entries' collection whole, not an id lock.
+    for (let i = 0; i < 5; i++) await lb.system('meanwhile', { i });
+    expect(aDone).toBe(false);
+    await held.release();
+    await aWrite;
+    await Promise.all(Array.from({ length: 20 }, (_, i) => [la.system('both', { i }), lb.system('both', { i })]).flat());
+    const c = await open(url);
+    const v = new AuditService(c).verify();
+    expect(v).toMatchObject({ ok: true, entries: 48 });
   });
 });
