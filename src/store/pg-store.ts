@@ -86,6 +86,10 @@ const POLL_MS = 1000;
 export const OPTIMISTIC_TRIES = 2;
 /** Locks one commit takes at most (PostgreSQL's lock table is shared and finite); a bigger batch commits serially. */
 export const MAX_LOCKS = 256;
+/** Set in tests: every batch runs once more and must do the same (PgStore.replay). */
+const CHECK_REPLAY = process.env.SITEFLEET_CHECK_REPLAY === '1';
+/** What the callers of a batch that failed the replay check are told (it names the difference). */
+export class ReplayMismatch extends Error {}
 /** Runs again within one transaction (after a conflict, under the locks held) before it rolls back and starts over. */
 const MAX_STEPS = 4;
 
@@ -741,6 +745,7 @@ export class PgStore implements Store {
             continue;
           }
         }
+        if (CHECK_REPLAY) ran = this.replay(batch, undoAll, ran);
         const { dirty, outcomes, cold, fresh } = ran;
         this.pendingCold = cold;
         // A cold blob put and then undone (its write threw) is not written at all.
@@ -812,13 +817,16 @@ export class PgStore implements Store {
         writes: batch.length,
         ...(refused && batch.length > 1 ? { then: 'committing the writes in smaller groups to find the one that holds the value' } : {}),
       });
-      const error = refused
-        ? valueRefused('the database refused a value in it (the server log says which)')
-        : new ServiceError(
-            'svc_store_unavailable',
-            'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.',
-            503,
-          );
+      const error =
+        e instanceof ReplayMismatch
+          ? e
+          : refused
+            ? valueRefused('the database refused a value in it (the server log says which)')
+            : new ServiceError(
+                'svc_store_unavailable',
+                'The change was not saved because the database could not be reached or refused it; nothing was changed. Try again later.',
+                503,
+              );
       if (this.writerBroken) await this.reconnect();
       return { batch, outcomes: batch.map(() => ({ ok: false as const, error })), refused };
     } finally {
@@ -853,6 +861,67 @@ export class PgStore implements Store {
       await c.query('ROLLBACK').catch(() => {});
       throw e;
     }
+  }
+
+  /**
+   * SITEFLEET_CHECK_REPLAY=1 (the PostgreSQL test lane sets it): the rule that a write function may run more than
+   * once, checked on every batch. The batch runs once more on the same memory, under the same locks, with the same
+   * ids; what it returned and every row it would write must come out the same. A function that changes something
+   * outside its Tx (a cache, a queue, a hint another write reads) and depends on it shows up here as a difference,
+   * and the batch fails with an error naming it. Times are compared to the second (an ISO time or a millisecond epoch
+   * in a value is taken as a time: two runs a moment apart may stamp different ones), and a random UUID by its shape
+   * (one drawn in the function is new each run, and only the last run's is kept).
+   */
+  private replay(batch: readonly Pending<Tx>[], undoAll: Array<() => void>, ran: Ran): Ran {
+    const before = this.fingerprint(ran);
+    this.undo(undoAll);
+    const again = this.run(batch, undoAll);
+    const after = this.fingerprint(again);
+    for (const [k, v] of before) {
+      if (after.get(k) !== v) {
+        const b = String(after.get(k));
+        let at = 0;
+        while (at < v.length && v[at] === b[at]) at++;
+        const near = (x: string) => x.slice(Math.max(0, at - 120), at + 120);
+        log('error', 'a write function did not do the same when run again', { what: k, first: near(v), again: near(b) });
+        throw new ReplayMismatch(`a write function did not do the same when run again (${k}): it changed something outside its Tx`);
+      }
+    }
+    for (const k of after.keys())
+      if (!before.has(k)) throw new Error(`a write function did not do the same when run again (${k} only the second time)`);
+    return again;
+  }
+
+  private fingerprint(ran: Ran): Map<string, string> {
+    const text = (v: unknown): string => {
+      try {
+        return (
+          JSON.stringify(v, (_k, x: unknown) =>
+            typeof x === 'string'
+              ? x
+                  .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, (t) => t.slice(0, 19))
+                  .replace(/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/g, 'uuid')
+              : typeof x === 'number' && x > 1e12 && x < 1e13
+                ? Math.floor(x / 1000)
+                : x,
+          ) ?? 'undefined'
+        );
+      } catch {
+        return String(v);
+      }
+    };
+    const out = new Map<string, string>();
+    ran.outcomes.forEach((o, i) => out.set(`write ${i}`, o.ok ? `ok ${text(o.value)}` : `error ${String(o.error)}`));
+    for (const [k, { kind, id }] of ran.dirty) {
+      const data =
+        kind in COLLECTIONS
+          ? this.data.get(kind as CollectionName)!.get(id)
+          : COLD_BLOBS.has(kind as Blob)
+            ? ran.cold.get(k)
+            : this.blobs.get(kind as Blob)!.get(id);
+      out.set(`row ${k}`, text(data ?? null));
+    }
+    return out;
   }
 
   /** Ids reserved for the batch being committed, by collection, in the order drawn. */

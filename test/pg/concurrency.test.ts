@@ -395,3 +395,18 @@ describe('PostgreSQL engine: audit appends from two processes on different lanes
     expect(v).toMatchObject({ ok: true, entries: 48 });
   });
 });
+
+describe('the rule that a write function may run more than once, checked (SITEFLEET_CHECK_REPLAY, set in this lane)', () => {
+  it('fails a write whose function changes something outside its Tx and depends on it, and writes nothing of it', async () => {
+    expect(process.env.SITEFLEET_CHECK_REPLAY).toBe('1');
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    let calls = 0;
+    const bad = a.write((tx) => tx.put<Counter>('settings', { id: 1, n: ++calls }));
+    await expect(bad).rejects.toThrow(/did not do the same when run again \(write 0\)/);
+    expect(a.get('settings', 1)).toBeUndefined();
+    // Times a moment apart are the same time; a function that only reads its Tx passes.
+    await a.write((tx) => tx.put('settings', { id: 2, at: new Date().toISOString(), ms: Date.now() }));
+    expect(a.get('settings', 2)).toBeDefined();
+  });
+});
