@@ -9,6 +9,7 @@ export default defineConfig({
       'test/pg/**/*.test.ts',
       'test/abilities/**/*.test.ts',
       'test/jobs.test.ts',
+      'test/job-chunks.test.ts',
       'test/rest-sites.test.ts',
       'test/rest-tags.test.ts',
       'test/clients.test.ts',
@@ -44,6 +45,7 @@ export default defineConfig({
       'test/vulnerabilities.test.ts',
       'test/vulnerabilities-doors.test.ts',
       'test/cold-blobs.test.ts',
+      'test/cold-site-data.test.ts',
       'test/scope-sweep.test.ts',
     ],
     // Not here: attacks and hardening, because they read the lowdb engine's own files to prove a point (the files on

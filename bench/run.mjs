@@ -2,7 +2,7 @@
 //   npm run bench                 full: fleets of 100 / 1,000 / 5,000 / 20,000, 10 s per load run
 //   npm run bench -- --quick      100 and 5,000 (+ cold start and domain lookup at 20,000), short runs: < 2 min
 //   node bench/run.mjs --sizes 100,1000 --only fleet,sync    (debugging; groups: calibrate, fleet, 20k, mcp, onboard, sync, rss, attack, updates,
-//                                                            safe-updates, monitors, monitor-bytes, pg)
+//                                                            safe-updates, monitors, monitor-bytes, job-record, pg)
 // Prints one table and writes bench/results.json. Never fails on timing: figures are printed, not asserted.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { cleanupAll, snapshotDist } from './lib/proc.mjs';
 import { call, fleetRound, rssAfterSync, syncAndCheck, underAttack } from './lib/scenarios.mjs';
 import { monitorsRound } from './lib/monitors.mjs';
 import { monitorBytes } from './lib/monitor-bytes.mjs';
+import { jobRecord } from './lib/job-record.mjs';
 import { onboardBench } from './lib/onboard.mjs';
 import { mcpHttpVsBare } from './lib/mcp-plain.mjs';
 import { machine, runAccount } from './lib/sys.mjs';
@@ -180,6 +181,12 @@ if (run('monitor-bytes')) {
   const mb = quick ? { sites: 1000, rounds: 20 } : { sites: 5000, rounds: 20 };
   log(`monitor history: bytes written per check, ${mb.sites} sites with a month of history, ${mb.rounds} intervals of 60 s (issue 34)`);
   results.monitor_bytes = await step('monitor bytes', () => monitorBytes(mb, log));
+}
+// Recording a job's sites as the job grows (issue 34): per-site cost of a 100,000-site job vs a 1,000-site one.
+if (run('job-record')) {
+  const jr = quick ? { sites: 20_000, capS: 20 } : { sites: 100_000, capS: 60 };
+  log(`job recording: every site of a ${jr.sites.toLocaleString('en')}-site job vs a 1,000-site one (issue 34)`);
+  results.job_record = await step('job record', () => jobRecord(jr, log));
 }
 if (run('attack')) {
   log('reads while the worst CSV upload and a hostile child run (issue 18)');

@@ -114,7 +114,8 @@ describe('a job whose writes fail (finding 4)', () => {
     // with a blob (the same child key again) empties the journal first.
     const lowdb = f.s.services.store as LowdbStore;
     lowdb.journalMax = 0;
-    await lowdb.write((tx) => tx.putBlob('secrets', 1, lowdb.getBlob('secrets', 1)));
+    const key = await lowdb.readBlob('secrets', 1);
+    await lowdb.write((tx) => tx.putBlob('secrets', 1, key));
     const undoDisk = await brokenDiskFor(join(f.s.dataDir, 'meta.json'));
     const undo = () => {
       undoDisk();

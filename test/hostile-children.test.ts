@@ -2,7 +2,6 @@
 // store keeps the last good data of that site.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SimFault } from '../src/child/simulator/server.js';
-import type { SiteData } from '../src/store/records.js';
 import { expectBadTextCleaned, registerSites, startFleet, type Fleet } from './support/fleet.js';
 
 let f: Fleet;
@@ -30,7 +29,7 @@ describe('a misbehaving child', () => {
   it.each(cases)(
     '%s is one per-site error and the last good data stays',
     async (_what, fault, code) => {
-      const good = f.s.services.children.siteData(1) as SiteData;
+      const good = (await f.s.services.children.siteData(1))!;
       expect(good.plugins.length).toBeGreaterThan(0);
       f.sim.setFault(1, fault);
       try {
@@ -39,7 +38,7 @@ describe('a misbehaving child', () => {
         expect(r.body.total_synced).toBe(1);
         expect(r.body.errors).toHaveLength(1);
         expect(r.body.errors[0].code).toMatch(code);
-        expect(f.s.services.children.siteData(1)).toEqual(good);
+        expect(await f.s.services.children.siteData(1)).toEqual(good);
         expect((await f.s.rest('/sites/1')).body.data.status).toBe('disconnected');
       } finally {
         f.sim.setFault(1, null);

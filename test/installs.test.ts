@@ -315,7 +315,7 @@ describe("the simulator's installplugintheme", () => {
   it('answers in the shape the real child 6.1 answered (test/fixtures/child-replies/real-child-6.1-install.json)', async () => {
     const real = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'child-replies', 'real-child-6.1-install.json'), 'utf8'));
     const info = sim.sites[7]!;
-    const key = s.services.children.credentials(s.services.sites.get(ids[7]!)!);
+    const key = await s.services.children.credentials(s.services.sites.get(ids[7]!)!);
     const call = (fields: Record<string, string>) =>
       rawSignedCall({ url: info.url, admin: info.admin, privateKeyPem: key.privateKeyPem }, 'installplugintheme', {
         signAlgo: key.signAlgo,

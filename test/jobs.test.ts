@@ -9,6 +9,7 @@ import type { JobRecord } from '../src/store/records.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, startServer, testFleetStore, type TestServer } from './support/server.js';
 import { until } from './support/wait.js';
+import { jobState } from '../src/domain/job-chunks.js';
 
 /** A simulator whose sites already trust one key, and sites in the data dir that use it (no 201 handshakes). */
 async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
@@ -135,7 +136,7 @@ describe('restart', () => {
     await first.stop('SIGKILL');
 
     const store = await fleet.open();
-    const mid = [...store.all<JobRecord>('jobs')][0]!;
+    const mid = jobState(store, [...store.all<JobRecord>('jobs')][0]!);
     await store.close();
     expect(mid.status).toBe('processing');
     expect(mid.done.length).toBeLessThan(40);
@@ -153,7 +154,7 @@ describe('restart', () => {
     );
     expect(end).toMatchObject({ processed: 40, succeeded: 40 });
     const after = await fleet.open();
-    const job = [...after.all<JobRecord>('jobs')][0]!;
+    const job = jobState(after, [...after.all<JobRecord>('jobs')][0]!);
     expect(new Set(job.done).size).toBe(40);
     expect(job.attempts).toBe(2);
     // Sites recorded before the kill were not contacted again; only those whose result was not yet recorded

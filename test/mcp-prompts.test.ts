@@ -28,7 +28,7 @@ beforeAll(async () => {
   tagId = (await f.s.ability('add-tag-v1', { name: 'Production' })).body.id;
   await f.s.ability('update-site-v1', { site_id_or_domain: 1, tags: [tagId] });
   clientId = (await f.s.ability('add-client-v1', { name: 'Acme Ltd', email: 'boss@acme.example', selected_sites: [1] })).body.id;
-  pluginSlug = f.s.services.siteData.of(f.s.services.sites.get(1)!).plugins[0]!.slug;
+  pluginSlug = (await f.s.services.siteData.of(f.s.services.sites.get(1)!)).plugins[0]!.slug;
   jobId = (await f.s.services.jobs.enqueue('check', [4, 5, 6])).job_id;
 });
 afterAll(async () => {

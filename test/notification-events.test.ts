@@ -78,7 +78,7 @@ describe('update results (the update history)', () => {
     const k = 2;
     const dir = `${h.sim.baseUrl}/__sim/dir/`;
     // Installed outside the update (no rule wants plugin.installed_outside here), then offered 1.1.0.
-    await (await h.services.children.connector()).install(creds(k), 'plugin', `${dir}plugin/sim-delta.1.0.0.zip`, { activate: true });
+    await (await h.services.children.connector()).install(await creds(k), 'plugin', `${dir}plugin/sim-delta.1.0.0.zip`, { activate: true });
     h.sim.offerUpdate(k, 'plugin', 'sim-delta/sim-delta.php', '1.1.0');
     await sync(k);
     h.sim.breakOnUpdate(k, 'sim-delta/sim-delta.php', 'fatal');
@@ -146,12 +146,12 @@ describe('what a sync brings', () => {
     const k = 1;
     const c = await h.services.children.connector();
     await c.createUser(
-      creds(k),
+      await creds(k),
       { user_login: 'intruder', user_pass: 'Pw-123456789!', user_email: 'intruder@example.com', role: 'administrator' },
       false,
     );
     await c.createUser(
-      creds(k),
+      await creds(k),
       { user_login: 'writer', user_pass: 'Pw-123456789!', user_email: 'writer@example.com', role: 'editor' },
       false,
     );
@@ -176,7 +176,9 @@ describe('what a sync brings', () => {
       dry_run: false,
     });
     const dir = `${h.sim.baseUrl}/__sim/dir/`;
-    await (await h.services.children.connector()).install(creds(k), 'plugin', `${dir}plugin/sim-delta.1.0.0.zip`, { activate: false });
+    await (
+      await h.services.children.connector()
+    ).install(await creds(k), 'plugin', `${dir}plugin/sim-delta.1.0.0.zip`, { activate: false });
     await sync(k);
     const [got] = await received('plugin.installed_outside');
     expect(got.plugin).toMatchObject({ slug: 'sim-delta/sim-delta.php', version: '1.0.0', active: false });

@@ -254,13 +254,13 @@ afterAll(async () => {
   await sim?.close();
 });
 
-const outsideSnapshot = () => {
+const outsideSnapshot = async () => {
   const st = s.services.store;
   return JSON.stringify([
     st.get<SiteRecord>('sites', ids.siteOut),
     st.get('clients', ids.clientOut),
     st.get('tags', ids.tagOut),
-    st.getBlob('site-data', ids.siteOut),
+    await st.readBlob('site-data', ids.siteOut),
   ]);
 };
 
@@ -273,7 +273,7 @@ describe('things outside the scope are answered as missing', () => {
 
   for (const [door, via, serves] of DOORS) {
     it.each(naming.map((a) => [a.name, a] as const))(`${door}: %s refuses an outside thing exactly as a missing one`, async (_n, a) => {
-      const before = outsideSnapshot();
+      const before = await outsideSnapshot();
       const base = example(jsonSchemaOf(a.input, 'input')) as Record<string, unknown>;
       for (const field of namingFields(a)) {
         const kind = FIELDS[field]!;
@@ -285,7 +285,7 @@ describe('things outside the scope are answered as missing', () => {
           expect(leaks(JSON.stringify(outside.body)), `${role.name} ${field}`).toBe(false);
         }
       }
-      expect(outsideSnapshot()).toBe(before);
+      expect(await outsideSnapshot()).toBe(before);
     });
   }
 
@@ -318,7 +318,7 @@ describe('lists, counts, searches and fleet-wide runs see only the scope', () =>
 
   for (const [door, via, serves] of DOORS) {
     it.each(free.map((a) => [a.name, a] as const))(`${door}: %s shows nothing outside the scope`, async (_n, a) => {
-      const before = outsideSnapshot();
+      const before = await outsideSnapshot();
       const input = example(jsonSchemaOf(a.input, 'input')) as Record<string, unknown>;
       // A search for the outside thing's name finds nothing either.
       const searches = 'search' in a.input.shape ? [input, { ...input, search: MARK }] : [input];
@@ -327,7 +327,7 @@ describe('lists, counts, searches and fleet-wide runs see only the scope', () =>
           const r = await via(role, a, i);
           expect(leaks(JSON.stringify(r.body)), `${role.name} ${JSON.stringify(i)} ${JSON.stringify(r.body).slice(0, 300)}`).toBe(false);
         }
-      expect(outsideSnapshot()).toBe(before);
+      expect(await outsideSnapshot()).toBe(before);
     });
   }
 
@@ -394,12 +394,12 @@ describe('REST: every route that names a thing', () => {
         const text = await r.text();
         return { status: r.status, body: text ? (JSON.parse(text) as unknown) : null };
       };
-      const before = outsideSnapshot();
+      const before = await outsideSnapshot();
       const outside = await call(v.outside);
       const missing = await call(v.missing);
       expect(normal(outside, kind)).toBe(normal(missing, kind));
       expect(leaks(JSON.stringify(outside))).toBe(false);
-      expect(outsideSnapshot()).toBe(before);
+      expect(await outsideSnapshot()).toBe(before);
     },
   );
 

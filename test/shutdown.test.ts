@@ -12,6 +12,7 @@ import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, startServer, tempDir } from './support/server.js';
 import { until } from './support/wait.js';
+import { jobState } from '../src/domain/job-chunks.js';
 
 let sim: ChildSim;
 afterAll(async () => {
@@ -66,7 +67,7 @@ describe('graceful shutdown', () => {
     expect(await p.exit).toBe(0);
     await expect(fetch(`${p.url}/wp-json/svc/v2/sites`, { headers })).rejects.toThrow();
     const store = await Store.open(dir);
-    const j = [...store.all<JobRecord>('jobs')][0]!;
+    const j = jobState(store, [...store.all<JobRecord>('jobs')][0]!);
     await store.close();
     expect(j.status).toBe('processing');
     expect(j.owner).toBeNull();

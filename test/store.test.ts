@@ -69,7 +69,7 @@ describe('store', () => {
       'The change was not saved because the site-data of 7, field plugins.0.name, holds an unpaired surrogate (U+DC00), which is not valid Unicode text; nothing was changed.',
     ]);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'paired 😀 is fine']);
-    expect(s.getBlob('site-data', 7)).toBeNull();
+    expect(await s.readBlob('site-data', 7)).toBeNull();
     await s.close(); // the shards at rest take in the journal
     const onDisk = JSON.parse(readFileSync(join(s.dir, 'tags.json'), 'utf8')).records.map((t: TagRecord) => t.name);
     expect(onDisk).toEqual(['ok1', 'paired 😀 is fine']);

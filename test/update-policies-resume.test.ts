@@ -59,7 +59,7 @@ describe('a policy run after a crash', () => {
     // It had updated one plugin of site 1 on the child when it died, before recording anything.
     const early = sim.state(1).plugins.find((p) => p.updateVersion)!;
     const [from, to] = [early.version, early.updateVersion];
-    await (await first.children.connector()).upgrade(first.children.credentials(recs[0]!), 'plugin', [early.slug]);
+    await (await first.children.connector()).upgrade(await first.children.credentials(recs[0]!), 'plugin', [early.slug]);
     await closeServices(first);
 
     const second = await openServices(config);

@@ -13,6 +13,7 @@ import { Store } from '../src/store/store.js';
 import { serveProcess } from './support/process.js';
 import { seedSites, tempDir } from './support/server.js';
 import { until as waitUntil } from './support/wait.js';
+import { jobState } from '../src/domain/job-chunks.js';
 
 const until = <T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 30_000) => waitUntil(fn, ok, ms);
 
@@ -74,7 +75,7 @@ describe('update job after SIGKILL', () => {
     await first.stop('SIGKILL');
 
     const store = await Store.open(dataDir);
-    const mid = [...store.all<JobRecord>('jobs')][0]!;
+    const mid = jobState(store, [...store.all<JobRecord>('jobs')][0]!);
     await store.close();
     expect(mid.status).toBe('processing');
     expect(mid.done.length).toBeLessThan(N);
@@ -94,7 +95,7 @@ describe('update job after SIGKILL', () => {
     }
     // Every item is reported once, as updated, including those of sites that were in flight at the kill.
     const after = await Store.open(dataDir);
-    const job = [...after.all<JobRecord>('jobs')][0]!;
+    const job = jobState(after, [...after.all<JobRecord>('jobs')][0]!);
     await after.close();
     const updated = (job.items as Array<{ status: string; site_id: number; type: string; slug: string; language?: string }>).filter(
       (x) => x.status === 'updated',
@@ -141,7 +142,7 @@ describe('update job resumed after a crash', () => {
       const j = tx.get<JobRecord>('jobs', job.id)!;
       tx.put<JobRecord>('jobs', { ...j, status: 'processing', owner: `4194000-deadbeef@${hostname()}`, lease_until: 0, attempts: 1 });
     });
-    await (await first.children.connector()).upgrade(first.children.credentials(recs[2]!), 'translation', [lang.slug]);
+    await (await first.children.connector()).upgrade(await first.children.credentials(recs[2]!), 'translation', [lang.slug]);
     expect(sim.state(3).upgradeLog).toEqual([`translation:${lang.slug}:${lang.language}`]);
     await closeServices(first);
 

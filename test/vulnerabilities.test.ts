@@ -24,6 +24,7 @@ import { openAbilities, type AbilityHarness } from './support/abilities.js';
 import { startChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
 import { closeServices, openServices } from '../src/domain/index.js';
+import { openStore } from '../src/store/open.js';
 import { buildRegistry } from '../src/abilities/index.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'vulnerabilities');
@@ -387,7 +388,7 @@ describe('the fleet: import, views, fix and events through the registry (simulat
     const text = readFileSync(WF_FILE, 'utf8');
     writeFileSync(cut, text.slice(0, Math.floor(text.length / 2)));
     await expect(h.services.vulnerabilities.importFile(cut, 'wordfence')).rejects.toMatchObject({ code: 'svc_feed_invalid' });
-    expect(h.services.vulnerabilities.status().records).toBe(20);
+    expect((await h.services.vulnerabilities.status()).records).toBe(20);
     expect((await h.call('get-site-vulnerabilities-v1', { site_id_or_domain: 3 })).total).toBe(5);
   });
 
@@ -484,7 +485,7 @@ describe('a feed stored before the vulnerability-feed blob kind', () => {
       services = await openServices(config);
       expect(await ids()).toEqual(want);
       await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
-      expect(services.vulnerabilities.status().blob_kind).toBe('vulnerability-feed');
+      expect((await services.vulnerabilities.status()).blob_kind).toBe('vulnerability-feed');
       for (const id of moved.keys()) expect(services.store.getBlob('vulnerabilities', id)).toBeNull();
       expect(await ids()).toEqual(want);
     } finally {
@@ -516,6 +517,41 @@ describe('read-only views (no job runner: only the calls below match)', () => {
       await services.vulnerabilities.reconcile();
       expect(stored()).not.toBe(before);
       expect(sent).toHaveLength(3); // the same matches after the sync: nothing new found, nothing fixed
+    } finally {
+      await closeServices(services);
+      await sim.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a round after a site changed puts right stored matches another process overwrote, though their site did not change', async () => {
+    const sim = await startChildSim({ sites: 2, seed: 1 });
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-other-'));
+    const config = loadConfig({ dataDir, allowPrivateSites: true }, {});
+    const services = await openServices(config);
+    try {
+      const sites: Array<{ id: number }> = [];
+      for (const info of sim.sites)
+        sites.push(await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false }));
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      const stamp = (id: number) =>
+        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)?.sites[id]?.stamp;
+      const good = stamp(sites[1]!.id);
+      expect(good).toBeTruthy();
+      // Another process (a store of its own on the data dir) writes a wrong stamp for site 2's matches.
+      const other = await openStore(config);
+      await other.write((tx) => {
+        const shard = structuredClone(other.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)!);
+        shard.sites[sites[1]!.id]!.stamp = 'stale';
+        tx.putBlob('vulnerability-matches', 0, shard);
+      });
+      await other.close();
+      // Site 1 is synced (the sites move): the next round compares every stored stamp whose shard was rewritten.
+      await services.children.apply(await services.children.fetchSync(services.sites.get(sites[0]!.id)!));
+      await services.store.sync();
+      expect(stamp(sites[1]!.id)).toBe('stale');
+      await services.vulnerabilities.reconcile();
+      expect(stamp(sites[1]!.id)).toBe(good);
     } finally {
       await closeServices(services);
       await sim.close();

@@ -233,6 +233,18 @@ export function nearTheLimit(res) {
     mb?.multiple_files ? `${num(mb.multiple_files, 1)}× (${mb.compactions} compactions)` : null,
     mb && mb.multiple_files <= MONITOR_BYTES_MULTIPLE,
   );
+  const jr = res.job_record;
+  add(
+    'job recording: ms per site of a large job vs a 1,000-site one (8 sites a commit, default engine)',
+    jr?.large.sites ?? 100000,
+    jr?.before
+      ? `${num(jr.before.ms_per_site, 2)} ms/site, ${num(jr.before.recorded)} sites in ${num(jr.before.seconds, 0)} s`
+      : 'whole job rewritten a site',
+    '≤ 2×',
+    jr && `${num(jr.large.ms_per_site, 3)} vs ${num(jr.small.ms_per_site, 3)} ms/site (${num(jr.large.seconds, 1)} s in all)`,
+    jr && `${num(jr.growth, 2)}×`,
+    jr && jr.growth <= 2,
+  );
   const mh = r5.mcp_http;
   add('MCP HTTP tools/call list-sites-v1 p50', 5000, '1.45 ms', '≤ 0.7 ms', mh && `${ms(mh.p50)} ms`, null, mh && mh.p50 <= 0.7);
   return out;

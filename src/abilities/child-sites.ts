@@ -333,7 +333,9 @@ export const getBatchJobStatus = defineAbility({
     failed: z.number().int(),
     started_at: z.string().nullable(),
     completed_at: z.string().nullable(),
-    errors: z.array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() })),
+    errors: z
+      .array(z.object({ site_id: z.number().int(), code: z.string(), message: z.string() }))
+      .describe('The first 500 per-site errors (failed counts them all).'),
     job_timed_out: z.boolean(),
     failure: z.string().optional(),
     /** Update jobs: per-item results (updated / failed / skipped), the first 500, and how many there are. */

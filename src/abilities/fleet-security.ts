@@ -41,7 +41,7 @@ export const getSecurityIssues = defineAbility({
   }),
   annotations: { readonly: true, destructive: false, idempotent: true, openWorld: false },
   execute: async ({ page, per_page, min_severity }, ctx) => {
-    const r = ctx.fleetSecurity.page(min_severity, page, per_page);
+    const r = await ctx.fleetSecurity.page(min_severity, page, per_page);
     return { items: r.items, page, per_page, total: r.total, vulnerabilities: await ctx.vulnerabilities.severityCounts() };
   },
 });

@@ -102,8 +102,8 @@ export const getSitePlugins = defineAbility({
   output: z.object({ ...ListOutput, plugins: z.array(ListItem) }),
   annotations: ro,
   acceptsPost: true,
-  execute: (i, ctx) => {
-    const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'plugins', i);
+  execute: async (i, ctx) => {
+    const { site, data, items } = await ctx.siteData.items(i.site_id_or_domain, 'plugins', i);
     const l = listOf(items, i);
     return { ...where(site), plugins: l.items.map(listItem), total: l.total, ...l.paging, synced_at: data.synced_at || null };
   },
@@ -119,8 +119,8 @@ export const getSiteThemes = defineAbility({
   output: z.object({ ...ListOutput, active_theme: z.string(), themes: z.array(ListItem) }),
   annotations: ro,
   acceptsPost: true,
-  execute: (i, ctx) => {
-    const { site, data, items } = ctx.siteData.items(i.site_id_or_domain, 'themes', i);
+  execute: async (i, ctx) => {
+    const { site, data, items } = await ctx.siteData.items(i.site_id_or_domain, 'themes', i);
     const l = listOf(items, i);
     return {
       ...where(site),
@@ -304,8 +304,8 @@ function abandonedAbility(kind: ItemKind) {
     }),
     output: paged(AbandonedItem).extend({ site: SiteAbout.optional().describe('With site_id_or_domain: that site.') }),
     annotations: ro,
-    execute: (i, ctx) => {
-      const r = ctx.siteData.abandoned(kind, { site: i.site_id_or_domain, search: i.search, page: i.page, per_page: i.per_page });
+    execute: async (i, ctx) => {
+      const r = await ctx.siteData.abandoned(kind, { site: i.site_id_or_domain, search: i.search, page: i.page, per_page: i.per_page });
       return { items: r.items, page: i.page, per_page: i.per_page, total: r.total, ...(r.site ? { site: listedSite(r.site) } : {}) };
     },
   });
@@ -374,9 +374,9 @@ export const getSiteChanges = defineAbility({
   annotations: ro,
   acceptsPost: true,
   module: 'logs',
-  execute: (i, ctx) => {
+  execute: async (i, ctx) => {
     const contexts = [...(i.contexts ?? []), ...(i.type ? [i.type] : [])];
-    const { site, changes: all } = ctx.siteData.changes(i.site_id_or_domain, { source: i.source, contexts, actions: i.actions });
+    const { site, changes: all } = await ctx.siteData.changes(i.site_id_or_domain, { source: i.source, contexts, actions: i.actions });
     return { ...where(site), changes: paginate(all, i.page, i.per_page), page: i.page, per_page: i.per_page, total: all.length };
   },
 });

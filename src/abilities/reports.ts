@@ -119,8 +119,8 @@ export const previewClientReport = defineAbility({
   output: z.object({ ...Renders, title: z.string(), period: PeriodOut, summary: Summary }),
   annotations: ro,
   acceptsPost: true,
-  execute: (i, ctx) => {
-    const { model, period } = ctx.reports.build(i, i);
+  execute: async (i, ctx) => {
+    const { model, period } = await ctx.reports.build(i, i);
     const r = ctx.reports.render(model);
     return {
       ...rendersOf(r, i.format),

@@ -38,10 +38,10 @@ export const Settings = z.object({
   vulnerability_feed_url: z.string().nullable(),
 });
 
-export function settingsView(
+export async function settingsView(
   ctx: Pick<AbilityContext, 'dashboard' | 'vulnerabilities'>,
   r: DashboardSettingsRecord = ctx.dashboard.get(),
-): z.infer<typeof Settings> {
+): Promise<z.infer<typeof Settings>> {
   const step = r.sync_frequency ? 86_400_000 / r.sync_frequency : 0;
   return {
     sync_frequency: r.sync_frequency,
@@ -52,7 +52,7 @@ export function settingsView(
     safe_updates: ctx.dashboard.safeUpdates(),
     product_types: r.product_types,
     payment_methods: r.payment_methods,
-    ...ctx.vulnerabilities.settingsView(),
+    ...(await ctx.vulnerabilities.settingsView()),
   };
 }
 

@@ -173,7 +173,7 @@ export const listUpdates = defineAbility({
   execute: async (i, ctx) => {
     const sel = selector(i);
     const refreshErrors = i.refresh ? await ctx.updates.refresh(ctx, ctx.updates.select(sel).sites) : [];
-    const r = ctx.updates.list(sel, i.types ?? [], i.page, i.per_page);
+    const r = await ctx.updates.list(sel, i.types ?? [], i.page, i.per_page);
     return { ...r, errors: [...r.errors, ...refreshErrors] };
   },
 });

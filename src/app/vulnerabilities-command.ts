@@ -54,7 +54,7 @@ export async function vulnerabilitiesCommand(args: string[], out = process.stdou
   const s = await openServices(loadConfig({ dataDir: values['data-dir'], databaseUrl: values['database-url'] }));
   try {
     if (sub === 'status') {
-      out.write(`${JSON.stringify(s.vulnerabilities.status(), null, 2)}\n`);
+      out.write(`${JSON.stringify(await s.vulnerabilities.status(), null, 2)}\n`);
       return 0;
     }
     const st = await s.vulnerabilities.importFile(resolve(file!), source);

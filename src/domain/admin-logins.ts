@@ -73,7 +73,7 @@ export class AdminLoginService {
         400,
       );
     this.children.assertReachable(site);
-    this.children.credentials(site); // 409 svc_site_keys_missing now rather than when the link is opened
+    await this.children.credentials(site); // 409 svc_site_keys_missing now rather than when the link is opened
     const now = this.now();
     const token = randomBytes(32).toString('base64url');
     const expires = now + LINK_TTL_MS;
@@ -120,7 +120,7 @@ export class AdminLoginService {
     if (!link || Date.parse(link.expires_at) <= this.now()) return null;
     const site = this.sites.get(link.site_id);
     if (!site || site.suspended || site.disconnected) return null;
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     const nonce = newNonce();
     const signature = await signRequest(ADMIN_WHERE, nonce, creds.privateKeyPem, creds.signAlgo);
     const u = new URL(site.url);

@@ -97,7 +97,8 @@ export class ChildSiteService {
   /** Told of every sync that failed at the site (notifications). */
   readonly syncFailureListeners = new Set<(site: SiteRecord, error: ServiceError) => void>();
   /**
-   * Run in the transaction that stores a site's fresh data, with what was stored before (null: the first snapshot):
+   * Run in the transaction that stores a site's fresh data, with what was stored before (null: the first snapshot, or
+   * not known: another snapshot of the site was stored after the one read before the write, see recordSnapshot):
    * update policies note when each update was first seen; notifications compare users and plugins.
    */
   readonly snapshotHooks = new Set<(tx: Tx, siteId: number, data: SiteData, prev: SiteData | null) => void>();
@@ -130,8 +131,9 @@ export class ChildSiteService {
     if (this.connectorP) await (await this.connectorP).close();
   }
 
-  credentials(site: SiteRecord): SiteCredentials {
-    const secret = this.sites.secret(site.id);
+  /** What signing a request to the site's child takes (its key is a cold blob: read from the store, never sent out). */
+  async credentials(site: SiteRecord): Promise<SiteCredentials> {
+    const secret = await this.sites.secret(site.id);
     if (!secret) throw new ServiceError('svc_site_keys_missing', `Site ${site.id} has no connection keys; reconnect it.`, 409);
     return {
       url: site.url,
@@ -145,8 +147,14 @@ export class ChildSiteService {
     };
   }
 
-  siteData(id: number): SiteData | null {
-    return this.store.getBlob<SiteData>('site-data', id);
+  /** credentials, or null for a site without keys. */
+  async credentialsIfAny(site: SiteRecord): Promise<SiteCredentials | null> {
+    return (await this.sites.secret(site.id)) ? this.credentials(site) : null;
+  }
+
+  /** A site's stored data (a cold blob: read from the store, through its bounded cache). */
+  siteData(id: number): Promise<SiteData | null> {
+    return this.store.readBlob<SiteData>('site-data', id);
   }
 
   /** Suspended and disconnected sites get no child traffic. */
@@ -155,10 +163,29 @@ export class ChildSiteService {
     if (site.disconnected) throw errors.siteDisconnected(site);
   }
 
-  /** Store what a child reported (a sync, or the `sync` block of an action reply) and the stats derived from it. */
-  recordSnapshot(tx: Tx, id: number, snap: SiteSnapshot, extra: Partial<SiteRecord> = {}): SiteRecord {
+  /**
+   * Store what a child reported (a sync, or the `sync` block of an action reply) and the stats derived from it.
+   * `prev` is the site's stored data as read before the write (site data is a cold blob: a write function cannot read
+   * it). Nothing serialises two snapshots of one site across that read (two syncs, a sync and an action, in one
+   * process or two), so `prev` may be older than what is stored by the time this runs. What that can cost heals on the
+   * next sync, and nothing is told twice: a sync asked its child for every change after prev's cursor, so its changes
+   * and cursor are complete; an action's block (no change log) keeps prev's cursor, never a newer one than the changes
+   * it writes, so the next sync fetches again what a snapshot in between brought; and when the site's last_sync shows
+   * that another snapshot came in between, the hooks are given no previous data (they compare it to tell what is new).
+   */
+  recordSnapshot(tx: Tx, id: number, snap: SiteSnapshot, prev: SiteData | null, extra: Partial<SiteRecord> = {}): SiteRecord {
+    return this.storeSnapshot(tx, id, snap, prev, extra).site;
+  }
+
+  /** recordSnapshot, answering the data stored too (what a write that goes on to change it starts from). */
+  storeSnapshot(
+    tx: Tx,
+    id: number,
+    snap: SiteSnapshot,
+    prev: SiteData | null,
+    extra: Partial<SiteRecord> = {},
+  ): { site: SiteRecord; data: SiteData } {
     // Changes accumulate: a sync brings only events newer than the cursor, an action's sync block none of the log.
-    const prev = this.siteData(id);
     const data: SiteData = {
       plugins: snap.plugins,
       themes: snap.themes,
@@ -169,9 +196,10 @@ export class ChildSiteService {
       updates: snap.updates,
       synced_at: now(),
     };
+    const current = prev !== null && tx.get<SiteRecord>('sites', id)?.last_sync === prev.synced_at;
     tx.putBlob('site-data', id, data);
-    for (const hook of this.snapshotHooks) hook(tx, id, data, prev);
-    return this.sites.patch(tx, id, {
+    for (const hook of this.snapshotHooks) hook(tx, id, data, current ? prev : null);
+    const site = this.sites.patch(tx, id, {
       wp_version: snap.wp_version,
       php_version: snap.php_version,
       child_version: snap.child_version,
@@ -182,6 +210,7 @@ export class ChildSiteService {
       stats: statsOf(snap),
       ...extra,
     } as Partial<SiteRecord>);
+    return { site, data };
   }
 
   /** Registers a site with its child (the handshake of the wire protocol) and stores it, synced. */
@@ -235,7 +264,7 @@ export class ChildSiteService {
         secret,
       );
       if (input.tags?.length) this.tags.setSiteTags(tx, rec.id, input.tags);
-      return this.recordSnapshot(tx, rec.id, reg.snapshot);
+      return this.recordSnapshot(tx, rec.id, reg.snapshot, null);
     });
   }
 
@@ -259,9 +288,11 @@ export class ChildSiteService {
   async fetchSync(site: SiteRecord): Promise<Outcome<SiteRecord>> {
     try {
       this.assertReachable(site);
-      const snap = await (await this.connector()).sync(this.credentials(site), { changesSince: this.siteData(site.id)?.changes_cursor });
+      const creds = await this.credentials(site);
+      const prev = await this.siteData(site.id);
+      const snap = await (await this.connector()).sync(creds, { changesSince: prev?.changes_cursor });
       this.assertSameSite(site, snap);
-      return { ok: true, commit: (tx) => this.recordSnapshot(tx, site.id, snap) };
+      return { ok: true, commit: (tx) => this.recordSnapshot(tx, site.id, snap, prev) };
     } catch (e) {
       const error = childFailure(e, site);
       // Only a failed contact marks the site: a refusal by our own address policy never reached it (another process
@@ -286,7 +317,7 @@ export class ChildSiteService {
       await this.connector()
     ).probe(site.url, {
       httpUser: site.http_user,
-      httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+      httpPass: (await this.sites.secret(site.id))?.http_pass ?? null,
       sslVerify: site.ssl_verify,
     });
     const result: CheckResult = { at: now(), ...r };
@@ -305,9 +336,9 @@ export class ChildSiteService {
       return { ok: false, error: errors.siteSuspended(site) };
     }
     try {
-      const secret = this.sites.secret(site.id);
+      const secret = await this.sites.secret(site.id);
       const creds: SiteCredentials = secret
-        ? this.credentials(site)
+        ? await this.credentials(site)
         : {
             url: site.url,
             admin: site.admin_username,
@@ -319,6 +350,7 @@ export class ChildSiteService {
             sslVerify: site.ssl_verify,
           };
       const reg = await (await this.connector()).reconnect(creds, { adminPassword });
+      const prev = await this.siteData(site.id);
       const next: SiteSecret = {
         private_key_pem: reg.privateKeyPem,
         http_pass: secret?.http_pass ?? null,
@@ -328,7 +360,7 @@ export class ChildSiteService {
         ok: true,
         commit: (tx) => {
           tx.putBlob('secrets', site.id, next);
-          return this.recordSnapshot(tx, site.id, reg.snapshot, { disconnected: false, sign_algo: reg.signAlgo });
+          return this.recordSnapshot(tx, site.id, reg.snapshot, prev, { disconnected: false, sign_algo: reg.signAlgo });
         },
       };
     } catch (e) {
@@ -347,9 +379,11 @@ export class ChildSiteService {
    */
   async tellChildToForget(
     site: SiteRecord,
-    creds: SiteCredentials | null = this.sites.secret(site.id) ? this.credentials(site) : null,
+    known?: SiteCredentials | null,
   ): Promise<{ child_notified: boolean; child_error: string | null }> {
-    if (site.disconnected || !creds) return { child_notified: false, child_error: null };
+    if (site.disconnected) return { child_notified: false, child_error: null };
+    const creds = known === undefined ? await this.credentialsIfAny(site) : known;
+    if (!creds) return { child_notified: false, child_error: null };
     try {
       await (await this.connector()).disconnect(creds);
       return { child_notified: true, child_error: null };
@@ -363,7 +397,7 @@ export class ChildSiteService {
    * removal that fails to commit leaves the child trusting us; one that commits is never undone by the child call.
    */
   async removeSite(site: SiteRecord): Promise<{ child_notified: boolean; child_error: string | null }> {
-    const creds = this.sites.secret(site.id) ? this.credentials(site) : null;
+    const creds = await this.credentialsIfAny(site);
     await this.sites.remove(site.id);
     return this.tellChildToForget(site, creds);
   }

@@ -1,12 +1,12 @@
 // Fleet-wide security issues: which sites reported hardening issues at their last sync, the most severe first.
-// Served from an in-memory index, so that a request never reads every site's file: keyed on the sites collection's
-// version, only sites whose last sync or record changed are read again (the first request reads each file once).
+// Served from an in-memory index of what is derived (site-data-index.ts), so that a request never reads every site's
+// data: only sites whose last sync or record changed are read again, in batches (the first request reads each once).
 import { SiteAccess } from './access.js';
 import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import { paginate } from '../core/paging.js';
 import type { Store } from '../store/store.js';
-import type { ChildSiteService } from './child-sites.js';
+import { SiteDataIndex } from './site-data-index.js';
 
 export interface SiteSecurity {
   site_id: number;
@@ -18,55 +18,40 @@ export interface SiteSecurity {
   issues: SecurityFinding[];
 }
 
-interface Entry {
-  stamp: string;
-  value: SiteSecurity | null;
-}
-
 const stampOf = (s: SiteRecord) => `${s.last_sync}|${s.updated_at}|${s.url}|${s.name}`;
 
 /** Most high issues first, then medium, then low; then by site id. */
 const worstFirst = (a: SiteSecurity, b: SiteSecurity) => b.high - a.high || b.medium - a.medium || b.low - a.low || a.site_id - b.site_id;
 
+function entry(site: SiteRecord, data: SiteData | null): SiteSecurity | null {
+  const issues = data?.security ?? [];
+  if (!issues.length) return null;
+  const count = (sev: SecurityFinding['severity']) => issues.filter((i) => i.severity === sev).length;
+  return {
+    site_id: site.id,
+    site_url: site.url,
+    site_name: site.name,
+    high: count('high'),
+    medium: count('medium'),
+    low: count('low'),
+    issues,
+  };
+}
+
 class SecurityIndex {
-  private version = -1;
-  private sites = new Map<number, Entry>();
+  private readonly index: SiteDataIndex<SiteSecurity | null>;
+  private sortedAt = -1;
   private sorted: SiteSecurity[] = [];
 
-  constructor(
-    private readonly store: Store,
-    private readonly read: (id: number) => SiteData | null,
-  ) {}
-
-  private entry(site: SiteRecord): Entry {
-    const issues = this.read(site.id)?.security ?? [];
-    if (!issues.length) return { stamp: stampOf(site), value: null };
-    const count = (sev: SecurityFinding['severity']) => issues.filter((i) => i.severity === sev).length;
-    return {
-      stamp: stampOf(site),
-      value: {
-        site_id: site.id,
-        site_url: site.url,
-        site_name: site.name,
-        high: count('high'),
-        medium: count('medium'),
-        low: count('low'),
-        issues,
-      },
-    };
+  constructor(store: Store) {
+    this.index = new SiteDataIndex(store, stampOf, entry);
   }
 
-  list(): SiteSecurity[] {
-    const v = this.store.version('sites');
-    if (v !== this.version) {
-      const next = new Map<number, Entry>();
-      for (const site of this.store.all<SiteRecord>('sites')) {
-        const cur = this.sites.get(site.id);
-        next.set(site.id, cur && cur.stamp === stampOf(site) ? cur : this.entry(site));
-      }
-      this.sites = next;
-      this.sorted = [...next.values()].flatMap((e) => (e.value ? [e.value] : [])).sort(worstFirst);
-      this.version = v;
+  async list(): Promise<SiteSecurity[]> {
+    await this.index.refresh();
+    if (this.sortedAt !== this.index.version) {
+      this.sorted = [...this.index.values()].flatMap((e) => (e ? [e] : [])).sort(worstFirst);
+      this.sortedAt = this.index.version;
     }
     return this.sorted;
   }
@@ -78,23 +63,24 @@ export class FleetSecurityService {
   /** The index is the fleet's; each call sees the sites of its scope (domain/access.ts). */
   private readonly access: SiteAccess;
 
-  constructor(store: Store, children: ChildSiteService) {
-    this.index = new SecurityIndex(store, (id) => children.siteData(id));
+  constructor(store: Store) {
+    this.index = new SecurityIndex(store);
     this.access = new SiteAccess(store);
   }
 
   /** Sites with at least one issue of `minSeverity` or worse, worst first. */
-  sitesWithIssues(minSeverity: SecurityFinding['severity'] = 'low'): SiteSecurity[] {
+  async sitesWithIssues(minSeverity: SecurityFinding['severity'] = 'low'): Promise<SiteSecurity[]> {
+    const fleet = await this.index.list();
     const visible = this.access.visible();
-    const all = visible ? this.index.list().filter((s) => visible.has(s.site_id)) : this.index.list();
+    const all = visible ? fleet.filter((s) => visible.has(s.site_id)) : fleet;
     if (minSeverity === 'high') return all.filter((s) => s.high > 0);
     if (minSeverity === 'medium') return all.filter((s) => s.high + s.medium > 0);
     return all;
   }
 
   /** One page of sitesWithIssues, and how many there are. */
-  page(minSeverity: SecurityFinding['severity'], page: number, perPage: number): { items: SiteSecurity[]; total: number } {
-    const all = this.sitesWithIssues(minSeverity);
+  async page(minSeverity: SecurityFinding['severity'], page: number, perPage: number): Promise<{ items: SiteSecurity[]; total: number }> {
+    const all = await this.sitesWithIssues(minSeverity);
     return { items: paginate(all, page, perPage), total: all.length };
   }
 }

@@ -137,7 +137,11 @@ export class HealthService {
         : { text: '', source: 'none' as const };
     const started = performance.now();
     const checkedAt = now();
-    const common = { sslVerify: site.ssl_verify, httpUser: site.http_user, httpPass: this.sites.secret(site.id)?.http_pass ?? null };
+    const common = {
+      sslVerify: site.ssl_verify,
+      httpUser: site.http_user,
+      httpPass: (await this.sites.secret(site.id))?.http_pass ?? null,
+    };
     const targets: Array<{ kind: PageKind; url: string; marker: string }> = [
       { kind: 'home', url: site.url, marker: marker.text },
       { kind: 'login', url: pathOnSite(site.url, '/wp-login.php'), marker: '' },

@@ -212,7 +212,7 @@ export async function openServices(config: Config): Promise<Services> {
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(store, sites, children);
-  const fleetSecurity = new FleetSecurityService(store, children);
+  const fleetSecurity = new FleetSecurityService(store);
   const reports = new ReportService(store, config, sites, tags, clients, costs, settings, fleetSecurity, notifications);
   clients.onRemove.also((tx, id) => reports.forgetClient(tx, id));
   vulnerabilities.eventListeners.add(

@@ -13,6 +13,7 @@ import type { CallContext } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
 import type { Config } from '../config.js';
 import type { JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import { addItems, itemsOfSite } from './job-chunks.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { eachSite, type JobService } from './jobs.js';
@@ -253,7 +254,7 @@ export class InstallService {
     });
     const todo: Array<{ site: SiteRecord; was: SitePlugin | SiteTheme | null }> = [];
     for (const site of sites) {
-      const was = installedItem(this.siteData.of(site), req.type, pkg.slug);
+      const was = installedItem(await this.siteData.of(site), req.type, pkg.slug);
       if (was && !req.overwrite) {
         skipped.push({
           ...where(site),
@@ -347,7 +348,7 @@ export class InstallService {
     } catch (e) {
       const error = e instanceof ServiceError ? e : childFailure(e, site);
       const pkg = p.package;
-      const was = installedItem(this.siteData.of(site), pkg.type, pkg.slug);
+      const was = installedItem(await this.siteData.of(site), pkg.type, pkg.slug);
       const slug = was?.slug ?? pkg.slug ?? pkg.download_url;
       await this.history.add([
         entry({
@@ -369,7 +370,7 @@ export class InstallService {
     const { package: pkg } = p;
     const label = `${pkg.type} ${pkg.slug ?? pkg.download_url}${pkg.version ? ` ${pkg.version}` : ''}`;
     this.children.assertReachable(site);
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     const connector = await this.children.connector();
     let item: Awaited<ReturnType<typeof connector.install>>;
     try {
@@ -379,7 +380,10 @@ export class InstallService {
       throw installFailure(e, site, label);
     }
     if (!item) throw new ServiceError('svc_install_failed', `${site.url} reported ${label} as not installed.`, 502, { site_url: site.url });
-    const data = this.siteData.of(site);
+    // Read once the child has answered (a write function cannot read a cold blob): a snapshot stored between this read
+    // and the write below is overwritten by these lists plus the item installed (child-sites.ts recordSnapshot: why
+    // that heals on the next sync).
+    const data = await this.siteData.of(site);
     const kind = pkg.type === 'plugin' ? 'plugins' : 'themes';
     const list: Array<SitePlugin | SiteTheme> = data[kind];
     const was = list.find((i) => i.slug === item.slug) ?? null;
@@ -402,9 +406,8 @@ export class InstallService {
     };
     await this.store.write((t) => {
       if (!t.get('sites', site.id)) return;
-      const cur = this.children.siteData(site.id) ?? data;
-      const items = (cur[kind] as Array<SitePlugin | SiteTheme>).filter((i) => i.slug !== item.slug);
-      t.putBlob('site-data', site.id, { ...cur, [kind]: [...items, now] });
+      const items = (data[kind] as Array<SitePlugin | SiteTheme>).filter((i) => i.slug !== item.slug);
+      t.putBlob('site-data', site.id, { ...data, [kind]: [...items, now] });
       if (!(pkg.type === 'plugin' && p.activate)) tx(t, row);
     });
     if (pkg.type === 'plugin' && p.activate) {
@@ -423,12 +426,11 @@ export class InstallService {
 
   /** The job step: one site of an install job, its row recorded in the job with the site's data. */
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
-    const items = (job.items ?? []) as Array<{ site_id: number }>;
-    if (items.some((i) => i.site_id === site.id)) return { ok: true, commit: () => null }; // recorded before a crash
+    if (itemsOfSite(this.store, job, site.id).length) return { ok: true, commit: () => null }; // recorded before a crash
     const params = job.params as unknown as JobParams;
     const record = (t: Tx, row: Record<string, unknown>) => {
       const cur = t.get<JobRecord>('jobs', job.id);
-      if (cur) t.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), row] });
+      if (cur) addItems(t, cur, site.id, [row]);
     };
     try {
       await this.installOn(site, params, (t, row) => record(t, { ...row, status: 'installed' }));

@@ -8,9 +8,10 @@ import { hostname } from 'node:os';
 import { ServiceError, errors, toServiceError } from '../core/errors.js';
 import type { CallContext } from '../core/ability.js';
 import { log } from '../log.js';
-import type { JobRecord, JobType, SiteRecord } from '../store/records.js';
+import type { JobRecord, JobState, JobType, SiteRecord } from '../store/records.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type Outcome } from './child-sites.js';
+import { deleteChunks, doneCount, doneSet, jobState, newChunks, recordSite } from './job-chunks.js';
 import type { SiteService } from './sites.js';
 import type { Config } from '../config.js';
 
@@ -115,10 +116,12 @@ export interface JobView {
 
 /** Per-item results a job status shows at most (the rest are counted in items_total). */
 export const MAX_JOB_ITEMS_VIEW = 500;
+/** Per-site errors a job status shows at most (all are counted in failed): a status stays small on any fleet. */
+export const MAX_JOB_ERRORS_VIEW = 500;
 
 const iso = (s: string | null) => (s ? s.replace(/\.\d{3}Z$/, 'Z') : null);
 
-export function jobView(j: JobRecord): JobView {
+export function jobView(j: JobState): JobView {
   const processed = j.done.length;
   const total = j.sites.length;
   const view: JobView = {
@@ -132,11 +135,11 @@ export function jobView(j: JobRecord): JobView {
     failed: j.errors.length,
     started_at: iso(j.started_at),
     completed_at: iso(j.completed_at),
-    errors: j.errors,
+    errors: j.errors.length > MAX_JOB_ERRORS_VIEW ? j.errors.slice(0, MAX_JOB_ERRORS_VIEW) : j.errors,
     job_timed_out: j.failure === 'timeout',
   };
   if (j.failure) view.failure = j.failure;
-  if (j.items) {
+  if (j.items.length) {
     view.items = j.items.slice(0, MAX_JOB_ITEMS_VIEW);
     view.items_total = j.items.length;
   }
@@ -157,7 +160,7 @@ export class JobService {
   private cancelRows = new Map<JobType, (job: JobRecord, notStarted: number[]) => unknown[]>();
   private hooks: Array<() => Promise<void>> = [];
   /** Hear of jobs ending (completed, failed, cancelled), once the write that ends them has been made. */
-  readonly finishedListeners = new Set<(job: JobRecord) => void>();
+  readonly finishedListeners = new Set<(job: JobState) => void>();
   /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
   threshold: () => number = () => this.config.queueThreshold;
 
@@ -248,8 +251,6 @@ export class JobService {
       type,
       status: 'queued',
       sites: siteIds,
-      done: [],
-      succeeded: 0,
       errors: [],
       created_at: new Date().toISOString(),
       started_at: null,
@@ -259,15 +260,25 @@ export class JobService {
       attempts: 0,
       failure: null,
     });
+    tx.put<JobRecord>('jobs', { ...job, chunks: newChunks(tx, job.id, siteIds) });
     // The runner takes every queued job, not only this caller's: it must not run inside the caller's scope.
     unscoped(() => setImmediate(() => void this.tick()));
-    return job;
+    return tx.get<JobRecord>('jobs', job.id)!;
   }
 
-  /** A job whose sites are not all in the running call's scope is answered as missing (domain/access.ts). */
-  find(jobId: string): JobRecord | undefined {
-    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return this.sites.access.seesAll(j.sites) ? j : undefined;
+  /** The job as stored (its progress in its chunks), whoever asks: the runner's look at a job it works. */
+  private header(jobId: string): JobRecord | undefined {
+    for (const j of this.store.all<JobRecord>('jobs')) if (j.job_id === jobId) return j;
     return undefined;
+  }
+
+  /**
+   * A job with its progress (gathered from its chunks: one look per JOB_CHUNK sites). A job whose sites are not all in
+   * the running call's scope is answered as missing (domain/access.ts).
+   */
+  find(jobId: string): JobState | undefined {
+    const j = this.header(jobId);
+    return j && this.sites.access.seesAll(j.sites) ? jobState(this.store, j) : undefined;
   }
 
   /** Up to `limit` job ids starting with `prefix`, newest first (jobs are kept a day, so they are few). */
@@ -277,7 +288,7 @@ export class JobService {
     return found.slice(0, limit).map((j) => j.job_id);
   }
 
-  get(jobId: string): JobRecord {
+  get(jobId: string): JobState {
     const j = this.find(jobId);
     if (!j) throw errors.jobNotFound(jobId);
     return j;
@@ -287,7 +298,7 @@ export class JobService {
    * Asks a queued or running job to stop: no site starts after this (sites in flight finish and are recorded). A queued
    * job ends at once; a running one when its runner sees the request, in this or another process. Idempotent.
    */
-  async cancel(jobId: string, reason?: string): Promise<JobRecord> {
+  async cancel(jobId: string, reason?: string): Promise<JobState> {
     const j = this.get(jobId);
     await this.store.write((tx) => this.cancelIn(tx, j.job_id, reason));
     this.cancels.get(jobId)?.abort();
@@ -308,7 +319,7 @@ export class JobService {
     };
     if (cur.status === 'queued') {
       tx.put<JobRecord>('jobs', next);
-      this.finish(tx, cur.id, 'cancelled', this.cancelNote(next));
+      this.finish(tx, cur.id, 'cancelled', this.cancelNote(tx, next));
     } else tx.put<JobRecord>('jobs', { ...next, cancel_requested: true });
   }
 
@@ -317,8 +328,8 @@ export class JobService {
     this.cancels.get(jobId)?.abort();
   }
 
-  private cancelNote(j: JobRecord): JobRecord['errors'][number] {
-    const done = new Set(j.done);
+  private cancelNote(tx: Tx, j: JobRecord): JobRecord['errors'][number] {
+    const done = doneSet(tx, j);
     const left = j.sites.filter((id) => !done.has(id));
     return {
       site_id: 0,
@@ -386,7 +397,10 @@ export class JobService {
     if (expired.length)
       await this.store
         .write((tx) => {
-          for (const j of expired) tx.delete('jobs', j.id);
+          for (const j of expired) {
+            deleteChunks(tx, j);
+            tx.delete('jobs', j.id);
+          }
         })
         .catch(() => {});
     for (const j of candidates) {
@@ -426,11 +440,10 @@ export class JobService {
   private finish(tx: Tx, id: number, failure: string | null, extraError?: JobRecord['errors'][number]): void {
     const cur = tx.get<JobRecord>('jobs', id)!;
     const rows = failure === 'cancelled' ? this.cancelRows.get(cur.type) : undefined;
-    const done = new Set(cur.done);
     const skipped = rows
       ? rows(
-          cur,
-          cur.sites.filter((s) => !done.has(s)),
+          jobState(tx, cur),
+          cur.sites.filter((s) => !doneSet(tx, cur).has(s)),
         )
       : [];
     tx.put<JobRecord>('jobs', {
@@ -444,7 +457,7 @@ export class JobService {
     });
     // Heard once the write's function has run: a listener's own write is queued behind this one in the store.
     if (this.finishedListeners.size) {
-      const ended = tx.get<JobRecord>('jobs', id)!;
+      const ended = jobState(tx, tx.get<JobRecord>('jobs', id)!);
       setImmediate(() => {
         for (const l of this.finishedListeners) l(ended);
       });
@@ -464,7 +477,7 @@ export class JobService {
       ));
     }
     const started = Date.parse(job.started_at ?? new Date().toISOString());
-    const done = new Set(job.done);
+    const done = doneSet(this.store, job);
     const todo = job.sites.filter((id) => !done.has(id));
     const abort = new AbortController();
     this.aborts.add(abort);
@@ -474,7 +487,7 @@ export class JobService {
     const pending = new Set<Promise<void>>();
     const heartbeat = setInterval(() => {
       if (Date.now() - started > TIMEOUT_MS) abort.abort();
-      if (this.find(job.job_id)?.cancel_requested) {
+      if (this.header(job.job_id)?.cancel_requested) {
         cancelled = true;
         abort.abort();
       }
@@ -490,7 +503,7 @@ export class JobService {
       const limit = Math.max(1, this.limits.get(job.type)?.(job) ?? this.config.childConcurrency);
       await eachLimited(todo, limit, abort.signal, async (siteId) => {
         // A cancel made in another process is seen here, before the next site starts.
-        if (this.find(job.job_id)?.cancel_requested) {
+        if (this.header(job.job_id)?.cancel_requested) {
           cancelled = true;
           abort.abort();
           return;
@@ -500,7 +513,7 @@ export class JobService {
         if (!site) o = { ok: false, error: errors.siteNotFound(siteId) };
         else {
           try {
-            o = await step(site, this.find(job.job_id) ?? job);
+            o = await step(site, this.header(job.job_id) ?? job);
           } catch (e) {
             if (!(e instanceof ServiceError))
               log('error', 'job step threw', { job: job.job_id, site: siteId, err: (e as Error).stack ?? String(e) });
@@ -513,16 +526,10 @@ export class JobService {
           .write((tx) => {
             const cur = tx.get<JobRecord>('jobs', job.id);
             if (!cur || cur.owner !== OWNER) return; // taken over; the new owner redoes this site
-            if (cur.done.includes(siteId)) return; // recorded already: never count a site twice
+            // Recorded already: never count a site twice (nor commit its result again).
+            if (!recordSite(tx, cur, siteId, o.ok ? null : { site_id: siteId, code: o.error.code, message: o.error.message })) return;
             if (o.ok) o.commit(tx);
             else o.commit?.(tx);
-            tx.put<JobRecord>('jobs', {
-              ...cur,
-              done: [...cur.done, siteId],
-              lease_until: Date.now() + LEASE_MS,
-              succeeded: cur.succeeded + (o.ok ? 1 : 0),
-              errors: o.ok ? cur.errors : [...cur.errors, { site_id: siteId, code: o.error.code, message: o.error.message }],
-            });
           })
           .catch((e: unknown) => log('error', 'job step not recorded', { job: job.job_id, site: siteId, err: String(e) }));
         pending.add(p);
@@ -538,8 +545,8 @@ export class JobService {
     await this.store.write((tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       if (!cur || cur.owner !== OWNER) return;
-      if (cur.done.length >= cur.sites.length) this.finish(tx, job.id, null);
-      else if (cancelled || cur.cancel_requested) this.finish(tx, job.id, 'cancelled', this.cancelNote(cur));
+      if (doneCount(tx, cur) >= cur.sites.length) this.finish(tx, job.id, null);
+      else if (cancelled || cur.cancel_requested) this.finish(tx, job.id, 'cancelled', this.cancelNote(tx, cur));
       else if (Date.now() - started > TIMEOUT_MS) {
         this.finish(tx, job.id, 'timeout', { site_id: 0, code: 'timeout', message: 'Job timed out after 4 hours.' });
       } else {

@@ -51,6 +51,8 @@ export const MAX_RETRIES = 3;
 /** Wait before a confirming re-check: a quarter of the interval, at most 2 s. */
 const retryDelayMs = (intervalS: number) => Math.min(2_000, (intervalS * 1000) / 4);
 export const INTERVAL_MIN_S = 60;
+/** How often at most a change to the sites alone makes the scheduler look at every site again (see pass()). */
+export const SITES_RESCAN_MS = 5_000;
 export const INTERVAL_MAX_S = 86_400;
 export const TIMEOUT_MAX_S = 120;
 export const MAX_EXPECTED = 50;
@@ -221,6 +223,8 @@ export interface SchedulerStats {
   max_late_ms: number;
   in_flight: number;
   partitions_held: number;
+  /** Scheduling passes that looked at every site. */
+  scans: number;
 }
 
 export class MonitorService {
@@ -240,9 +244,9 @@ export class MonitorService {
   private nextRound = 0;
   private nextFlush = 0;
   /** No site is due before `until` while the sites, monitors and partitions held are as `key` says (see pass()). */
-  private idle = { key: '', until: 0 };
+  private idle = { key: '', until: 0, sites: -1, at: 0 };
   private flushing: Promise<void> = Promise.resolve();
-  private stats: SchedulerStats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0 };
+  private stats: SchedulerStats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0 };
 
   constructor(
     private readonly store: Store,
@@ -365,7 +369,7 @@ export class MonitorService {
   }
 
   resetStats(): void {
-    this.stats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0 };
+    this.stats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0 };
   }
 
   private async tick(): Promise<void> {
@@ -399,9 +403,13 @@ export class MonitorService {
         for (const id of this.due.keys()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
       }
       // The scan of every site is skipped while nothing is due yet and nothing it depends on changed (at 20,000 sites it
-      // is milliseconds of the event loop, four times a second).
-      const key = `${this.store.version('sites')}:${this.store.version('monitors')}:${[...this.leases.heldPartitions()].join(',')}`;
-      if (key !== this.idle.key || now >= this.idle.until) {
+      // is milliseconds of the event loop, four times a second). A change to the sites alone (a sync commits several a
+      // second) is looked at once per SITES_RESCAN_MS at most: it can only add a site, whose first check is an interval
+      // away, or stop or move checks that are not due yet (the scan that starts a check reads the site as it is then).
+      const key = `${this.store.version('monitors')}:${[...this.leases.heldPartitions()].join(',')}`;
+      const sites = this.store.version('sites');
+      const rescanMs = Math.min(SITES_RESCAN_MS, (this.config.monitorIntervalS ?? INTERVAL_MIN_S) * 1000);
+      if (key !== this.idle.key || now >= this.idle.until || (sites !== this.idle.sites && now >= this.idle.at + rescanMs)) {
         let room = this.config.monitorConcurrency - this.inflight.size;
         let next = Infinity;
         for (const site of this.store.all<SiteRecord>('sites')) {
@@ -428,7 +436,8 @@ export class MonitorService {
           void this.runCheck(site, d).catch((e) => log('error', 'uptime check failed', { site: site.id, err: String(e) }));
           next = Math.min(next, this.due.get(site.id) ?? now);
         }
-        this.idle = { key, until: next };
+        this.idle = { key, until: next, sites, at: now };
+        this.stats.scans++;
       }
       if (now >= this.nextFlush) {
         this.nextFlush = now + this.config.monitorFlushMs;
@@ -469,7 +478,7 @@ export class MonitorService {
         keyword: eff.keyword,
         sslVerify: site.ssl_verify,
         httpUser: site.http_user,
-        httpPass: this.sites.secret(site.id)?.http_pass ?? null,
+        httpPass: (await this.sites.secret(site.id))?.http_pass ?? null,
       };
       let outcome = await this.checker.check(target);
       const prev = this.lastBeat(site.id);

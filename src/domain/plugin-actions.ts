@@ -85,15 +85,19 @@ export class PluginActionService {
    * Records what the child reported: its sync block when there is one, else the stored lists with the change
    * applied. A site removed meanwhile is left alone.
    */
-  private commitAfter(site: SiteRecord, kind: ItemKind, snapshot: SiteSnapshot | null, after: SiteTheme[], changed: boolean) {
+  private async commitAfter(site: SiteRecord, kind: ItemKind, snapshot: SiteSnapshot | null, after: SiteTheme[], changed: boolean) {
+    // The stored data, read once the child has answered (a write function cannot read a cold blob): a snapshot stored
+    // between this read and the write is overwritten by the lists changed here (child-sites.ts recordSnapshot says
+    // why that heals on the next sync).
+    const prev = snapshot || changed ? await this.children.siteData(site.id) : null;
     return (tx: Tx): void => {
       if (!tx.get('sites', site.id)) return;
       if (snapshot) {
-        this.children.recordSnapshot(tx, site.id, snapshot);
+        this.children.recordSnapshot(tx, site.id, snapshot, prev);
         return;
       }
       if (!changed) return;
-      const data = this.siteData.of(site);
+      const data = prev ?? this.siteData.empty(site);
       const next: SiteData = { ...data, [kind]: after };
       tx.putBlob('site-data', site.id, next);
       const cur = tx.get<SiteRecord>('sites', site.id)!;
@@ -105,7 +109,7 @@ export class PluginActionService {
   /** Suspended or disconnected sites and sites without keys are refused before any child traffic. */
   private async connect(site: SiteRecord) {
     this.children.assertReachable(site);
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     return { creds, connector: await this.children.connector() };
   }
 
@@ -113,7 +117,7 @@ export class PluginActionService {
     const { valid, errors } = splitSlugs(slugs);
     if (!valid.length) return { done: [], errors };
     const { creds, connector } = await this.connect(site);
-    const before = this.siteData.of(site).plugins;
+    const before = (await this.siteData.of(site)).plugins;
     let r: Awaited<ReturnType<typeof connector.pluginAction>>;
     try {
       r = await connector.pluginAction(creds, action, valid);
@@ -123,7 +127,7 @@ export class PluginActionService {
     const affected = new Set(r.affected);
     const snapshot = action === 'delete' ? withoutDeleted(r.snapshot, 'plugins', affected) : r.snapshot;
     const after = snapshot?.plugins ?? applied(before, action, affected, 'plugins');
-    await this.store.write(this.commitAfter(site, 'plugins', snapshot, after, affected.size > 0));
+    await this.store.write(await this.commitAfter(site, 'plugins', snapshot, after, affected.size > 0));
     const done: SitePlugin[] = [];
     for (const slug of valid) {
       const now = after.find((p) => p.slug === slug);
@@ -151,7 +155,7 @@ export class PluginActionService {
     slug: string,
   ): Promise<{ activated: SiteTheme | null; previous: string | null; errors: SlugError[] }> {
     const { valid, errors } = splitSlugs([slug]);
-    const before = this.siteData.of(site).themes;
+    const before = (await this.siteData.of(site)).themes;
     if (!valid.length) return { activated: null, previous: activeTheme(before) || null, errors };
     const { creds, connector } = await this.connect(site);
     let r: Awaited<ReturnType<typeof connector.themeAction>>;
@@ -162,7 +166,7 @@ export class PluginActionService {
     }
     const affected = new Set(r.affected);
     const after = r.snapshot?.themes ?? applied(before, 'activate', affected, 'themes');
-    await this.store.write(this.commitAfter(site, 'themes', r.snapshot, after, affected.size > 0));
+    await this.store.write(await this.commitAfter(site, 'themes', r.snapshot, after, affected.size > 0));
     const target = valid[0]!;
     const now = after.find((t) => t.slug === target);
     const activated = affected.has(target) && now?.active ? now : null;
@@ -182,7 +186,7 @@ export class PluginActionService {
     const { valid, errors } = splitSlugs(slugs);
     if (!valid.length) return { done: [], errors };
     const { creds, connector } = await this.connect(site);
-    const before = this.siteData.of(site).themes;
+    const before = (await this.siteData.of(site)).themes;
     let r: Awaited<ReturnType<typeof connector.themeAction>>;
     try {
       r = await connector.themeAction(creds, 'delete', valid);
@@ -193,7 +197,7 @@ export class PluginActionService {
     const refused = new Map(r.refused.map((x) => [x.slug, x.reason]));
     const snapshot = withoutDeleted(r.snapshot, 'themes', affected);
     const after = snapshot?.themes ?? applied(before, 'delete', affected, 'themes');
-    await this.store.write(this.commitAfter(site, 'themes', snapshot, after, affected.size > 0));
+    await this.store.write(await this.commitAfter(site, 'themes', snapshot, after, affected.size > 0));
     const done: SiteTheme[] = [];
     for (const slug of valid) {
       const now = after.find((t) => t.slug === slug);
@@ -229,13 +233,13 @@ export class PluginActionService {
    * A delete, previewed from the stored lists (no child call): the items that would go, a warning for each
    * active one, and errors for slugs the last sync did not see.
    */
-  deletePreview(
+  async deletePreview(
     site: SiteRecord,
     kind: ItemKind,
     slugs: readonly string[],
-  ): { items: SiteTheme[]; warnings: string[]; errors: SlugError[] } {
+  ): Promise<{ items: SiteTheme[]; warnings: string[]; errors: SlugError[] }> {
     const { valid, errors } = splitSlugs(slugs);
-    const data = this.siteData.of(site);
+    const data = await this.siteData.of(site);
     const list: readonly SiteTheme[] = data[kind];
     const items: SiteTheme[] = [];
     const warnings: string[] = [];
@@ -272,7 +276,7 @@ export class PluginActionService {
   ): Promise<DeleteOutcome> {
     refuseBothFlags(flags);
     this.children.assertReachable(site);
-    if (flags.dry_run) return { dry_run: true, site, ...this.deletePreview(site, kind, slugs) };
+    if (flags.dry_run) return { dry_run: true, site, ...(await this.deletePreview(site, kind, slugs)) };
     requireConfirm(flags);
     const r = kind === 'plugins' ? await this.deletePlugins(site, slugs) : await this.deleteThemes(site, slugs);
     return { dry_run: false, site, done: r.done, errors: r.errors };

@@ -145,7 +145,7 @@ export class SiteSelectorService {
   async onChild<T>(site: SiteRecord, work: (c: ChildConnector, creds: SiteCredentials) => Promise<T>): Promise<T> {
     try {
       // Credentials first: a site without keys fails before the connector (and its installation URL) is set up.
-      const creds = this.children.credentials(site);
+      const creds = await this.children.credentials(site);
       return await work(await this.children.connector(), creds);
     } catch (e) {
       throw childOutcomeError(e, site);

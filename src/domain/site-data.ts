@@ -1,6 +1,6 @@
-// What sitefleet knows about each site from its child (site-data/<id>.json: the last sync, or the sync block
-// of the last plugin/theme action): plugin and theme lists and their filters, the change log, and the
-// fleet-wide abandoned lists, served from an in-memory index so that a request never reads every site's file.
+// What sitefleet knows about each site from its child (the site-data blob: the last sync, or the sync block of the
+// last plugin/theme action): plugin and theme lists and their filters, the change log, and the fleet-wide abandoned
+// lists, served from an in-memory index of what is derived, so that a request never reads every site's data.
 import type { SiteAccess } from './access.js';
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
@@ -9,6 +9,7 @@ import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { ChildSiteService } from './child-sites.js';
+import { SiteDataIndex } from './site-data-index.js';
 import type { SiteService } from './sites.js';
 import { certificateStatus, type TlsStatus } from './tls.js';
 
@@ -82,9 +83,7 @@ export function abandonedCutoff(now = Date.now()): string {
 }
 
 interface SiteEntry {
-  /** What the entry was derived from: a sync or an action rewrites last_sync, every record change updated_at. */
-  stamp: string;
-  url: string;
+  id: number;
   plugins: AbandonedItem[];
   themes: AbandonedItem[];
 }
@@ -92,66 +91,49 @@ interface SiteEntry {
 const byId = (a: { site_id: number; slug: string }, b: { site_id: number; slug: string }) =>
   a.site_id - b.site_id || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
 
+function entry(site: SiteRecord, data: SiteData | null): SiteEntry {
+  const items = (list: readonly SiteTheme[]) =>
+    list
+      .filter((i) => i.last_updated)
+      .map((i) => ({
+        site_id: site.id,
+        site_url: site.url,
+        slug: i.slug,
+        name: i.name || i.slug,
+        version: i.version,
+        last_updated: i.last_updated!,
+      }))
+      .sort(byId);
+  return { id: site.id, plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };
+}
+
 /**
- * Per-site abandoned items, derived from the site-data files and kept in memory. Keyed on the sites
- * collection's version: when a site record changes (every stored snapshot patches it), only the sites whose
- * stamp moved are read again. The first request reads each site's file once.
+ * Per-site abandoned items, derived from the sites' stored data and kept in memory (site-data-index.ts): when a site
+ * record changes (every stored snapshot patches it), only the sites whose stamp moved are read again, in batches.
  */
 class AbandonedIndex {
-  private version = -1;
-  private sites = new Map<number, SiteEntry>();
+  private readonly index: SiteDataIndex<SiteEntry>;
+  private flatAt = -1;
   private flat: Record<ItemKind, AbandonedItem[]> = { plugins: [], themes: [] };
 
   constructor(
-    private readonly store: Store,
-    private readonly read: (id: number) => SiteData | null,
+    store: Store,
     private readonly access: SiteAccess,
-  ) {}
-
-  private entry(site: SiteRecord): SiteEntry {
-    const data = this.read(site.id);
-    const items = (list: readonly SiteTheme[]) =>
-      list
-        .filter((i) => i.last_updated)
-        .map((i) => ({
-          site_id: site.id,
-          site_url: site.url,
-          slug: i.slug,
-          name: i.name || i.slug,
-          version: i.version,
-          last_updated: i.last_updated!,
-        }))
-        .sort(byId);
-    return {
-      stamp: `${site.last_sync}|${site.updated_at}`,
-      url: site.url,
-      plugins: items(data?.plugins ?? []),
-      themes: items(data?.themes ?? []),
-    };
-  }
-
-  private refresh(): void {
-    const v = this.store.version('sites');
-    if (v === this.version) return;
-    const next = new Map<number, SiteEntry>();
-    for (const site of this.store.all<SiteRecord>('sites')) {
-      const cur = this.sites.get(site.id);
-      next.set(site.id, cur && cur.stamp === `${site.last_sync}|${site.updated_at}` && cur.url === site.url ? cur : this.entry(site));
-    }
-    this.sites = next;
-    const ids = [...next.keys()].sort((a, b) => a - b);
-    this.flat = {
-      plugins: ids.flatMap((id) => next.get(id)!.plugins),
-      themes: ids.flatMap((id) => next.get(id)!.themes),
-    };
-    this.version = v;
+  ) {
+    // A sync or an action rewrites last_sync, every record change updated_at.
+    this.index = new SiteDataIndex(store, (site) => `${site.last_sync}|${site.updated_at}|${site.url}`, entry);
   }
 
   /** Every abandoned item of the fleet (or of one site), ordered by site id then slug. */
-  list(kind: ItemKind, siteId?: number, now = Date.now()): AbandonedItem[] {
-    this.refresh();
+  async list(kind: ItemKind, siteId?: number, now = Date.now()): Promise<AbandonedItem[]> {
+    await this.index.refresh();
+    if (this.flatAt !== this.index.version) {
+      const all = [...this.index.values()].sort((a, b) => a.id - b.id);
+      this.flat = { plugins: all.flatMap((e) => e.plugins), themes: all.flatMap((e) => e.themes) };
+      this.flatAt = this.index.version;
+    }
     const cutoff = abandonedCutoff(now);
-    const all = siteId === undefined ? this.flat[kind] : (this.sites.get(siteId)?.[kind] ?? []);
+    const all = siteId === undefined ? this.flat[kind] : (this.index.get(siteId)?.[kind] ?? []);
     // The index is the fleet's; each call sees the sites of its scope (domain/access.ts).
     const visible = this.access.visible();
     return all.filter((i) => i.last_updated <= cutoff && (!visible || visible.has(i.site_id)));
@@ -179,39 +161,48 @@ export class SiteDataService {
     private readonly children: ChildSiteService,
     store: Store,
   ) {
-    this.abandonedIndex = new AbandonedIndex(store, (id) => children.siteData(id), sites.access);
+    this.abandonedIndex = new AbandonedIndex(store, sites.access);
   }
 
   /** The stored data of a site; a site never synced (or seeded without a child) has empty lists. */
-  of(site: SiteRecord): SiteData {
-    return this.children.siteData(site.id) ?? { ...EMPTY, synced_at: site.last_sync ?? '' };
+  async of(site: SiteRecord): Promise<SiteData> {
+    return (await this.children.siteData(site.id)) ?? this.empty(site);
+  }
+
+  /** What `of` answers for a site with no stored data. */
+  empty(site: SiteRecord): SiteData {
+    return { ...EMPTY, synced_at: site.last_sync ?? '' };
   }
 
   /** A site's plugins or themes as of its last sync, filtered; `data` is the whole stored data (synced_at, the other list). */
-  items<K extends ItemKind>(ref: number | string, kind: K, f: ItemFilter): { site: SiteRecord; data: SiteData; items: SiteData[K] } {
+  async items<K extends ItemKind>(
+    ref: number | string,
+    kind: K,
+    f: ItemFilter,
+  ): Promise<{ site: SiteRecord; data: SiteData; items: SiteData[K] }> {
     const site = this.sites.resolve(ref);
-    const data = this.of(site);
+    const data = await this.of(site);
     return { site, data, items: filterItems(data[kind] as SiteTheme[], f) as SiteData[K] };
   }
 
   /** A site's change log as of its last sync, filtered. */
-  changes(ref: number | string, f: ChangeFilter): { site: SiteRecord; changes: SiteChange[] } {
+  async changes(ref: number | string, f: ChangeFilter): Promise<{ site: SiteRecord; changes: SiteChange[] }> {
     const site = this.sites.resolve(ref);
-    return { site, changes: filterChanges(this.of(site).changes, f) };
+    return { site, changes: filterChanges((await this.of(site)).changes, f) };
   }
 
   /** The security issues a site reported at its last sync, and its TLS certificate now (one handshake). */
   async security(ref: number | string): Promise<{ site: SiteRecord; data: SiteData; ssl_status: TlsStatus }> {
     const site = this.sites.resolve(ref);
-    const data = this.of(site);
+    const data = await this.of(site);
     const ssl_status = await certificateStatus(site.url, { allowPrivate: this.config.allowPrivateSites });
     return { site, data, ssl_status };
   }
 
   /** One page of the fleet's (or one site's) abandoned plugins or themes, by site id then slug. */
-  abandoned(kind: ItemKind, q: AbandonedQuery): { items: AbandonedItem[]; total: number; site?: SiteRecord } {
+  async abandoned(kind: ItemKind, q: AbandonedQuery): Promise<{ items: AbandonedItem[]; total: number; site?: SiteRecord }> {
     const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
-    let all = this.abandonedIndex.list(kind, site?.id);
+    let all = await this.abandonedIndex.list(kind, site?.id);
     const search = q.search?.trim().toLowerCase();
     if (search) all = all.filter((i) => i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search));
     return { items: paginate(all, q.page, q.per_page), total: all.length, site };

@@ -255,8 +255,9 @@ export class SiteService {
     return { found, errors: unknown };
   }
 
-  secret(id: number): SiteSecret | null {
-    return this.store.getBlob<SiteSecret>('secrets', id);
+  /** A site's child key and passwords (a cold blob: read from the store through its bounded cache). */
+  secret(id: number): Promise<SiteSecret | null> {
+    return this.store.readBlob<SiteSecret>('secrets', id);
   }
 
   /**

@@ -9,7 +9,8 @@
 // a crash mid-run leaves the job, which any runner resumes (never a second run of the window).
 import { errors, ServiceError } from '../core/errors.js';
 import { offsetMinutes } from '../core/site-time.js';
-import type { JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import type { JobRecord, JobState, SiteData, SiteRecord } from '../store/records.js';
+import { addItems, jobState } from './job-chunks.js';
 import type { Store, Tx } from '../store/store.js';
 import {
   WEEKDAYS,
@@ -271,10 +272,10 @@ export class UpdatePolicyService {
   }
 
   /** The jobs of a policy's runs still queued or running. */
-  private activeJobs(policyId: number): JobRecord[] {
+  private activeJobs(policyId: number): JobState[] {
     return this.runs(policyId)
       .map((r) => this.jobs.find(r.job_id))
-      .filter((j): j is JobRecord => !!j && (j.status === 'queued' || j.status === 'processing'));
+      .filter((j): j is JobState => !!j && (j.status === 'queued' || j.status === 'processing'));
   }
 
   /**
@@ -296,10 +297,9 @@ export class UpdatePolicyService {
     for (const j of jobs) {
       const done = new Set(j.done);
       const rows: SkipRows = {};
-      for (const siteId of j.sites) {
-        const site = done.has(siteId) ? undefined : this.sites.get(siteId);
-        if (!site) continue;
-        rows[siteId] = this.itemsFor(p, site, now, fixes).due.map((i) => ({
+      const left = j.sites.flatMap((id) => (done.has(id) ? [] : (this.sites.get(id) ?? [])));
+      for (const { site, due } of await this.itemsForMany(p, left, now, fixes)) {
+        rows[site.id] = due.map((i) => ({
           site_id: i.site_id,
           site_url: i.site_url,
           site_name: i.site_name,
@@ -376,8 +376,34 @@ export class UpdatePolicyService {
    * What a policy would update on a site at instant `at`: the covered pending items not ignored, and which of them
    * still wait for the delay (with when they become due; null when the first sighting is unknown, counted from the next sync).
    */
-  itemsFor(p: UpdatePolicyRecord, site: SiteRecord, at: number, fixes?: SecurityFixes): { due: DueItem[]; waiting: PreviewItem[] } {
-    const { todo } = this.updates.planSite(site, { types: TYPES, safe: true });
+  async itemsFor(
+    p: UpdatePolicyRecord,
+    site: SiteRecord,
+    at: number,
+    fixes?: SecurityFixes,
+  ): Promise<{ due: DueItem[]; waiting: PreviewItem[] }> {
+    const { todo } = await this.updates.planSite(site, { types: TYPES, safe: true });
+    return this.itemsOf(p, site, todo, at, fixes);
+  }
+
+  /** itemsFor for many sites, their data read in batches (UpdateService.planSites). */
+  private async itemsForMany(
+    p: UpdatePolicyRecord,
+    sites: readonly SiteRecord[],
+    at: number,
+    fixes?: SecurityFixes,
+  ): Promise<Array<{ site: SiteRecord; due: DueItem[]; waiting: PreviewItem[] }>> {
+    const plans = await this.updates.planSites(sites, { types: TYPES, safe: true });
+    return plans.map(({ site, todo }) => ({ site, ...this.itemsOf(p, site, todo, at, fixes) }));
+  }
+
+  private itemsOf(
+    p: UpdatePolicyRecord,
+    site: SiteRecord,
+    todo: readonly PendingView[],
+    at: number,
+    fixes?: SecurityFixes,
+  ): { due: DueItem[]; waiting: PreviewItem[] } {
     const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
     const mine = fixes?.get(site.id);
@@ -501,8 +527,7 @@ export class UpdatePolicyService {
     const due: DueItem[] = [];
     const waiting: PreviewItem[] = [];
     const fixes = await this.securityFixes(p);
-    for (const s of best.sites) {
-      const r = this.itemsFor(p, s, at, fixes);
+    for (const r of await this.itemsForMany(p, best.sites, at, fixes)) {
       due.push(...r.due);
       waiting.push(...r.waiting);
     }
@@ -533,11 +558,14 @@ export class UpdatePolicyService {
     const skipped = (tx: Tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       const rows = (cur?.params as { skip?: SkipRows } | undefined)?.skip?.[site.id];
-      if (cur && rows?.length) tx.put<JobRecord>('jobs', { ...cur, items: [...(cur.items ?? []), ...rows] });
+      if (cur && rows?.length) addItems(tx, cur, site.id, rows);
     };
     if (!p) return { ok: false, error: policyNotFound(params.policy_id), commit: skipped };
-    if (p.paused || failuresOf(job) >= p.stop_after) {
-      await this.stop(p, params, job.job_id, failuresOf(job));
+    // What the run recorded so far (gathered from the job's chunks: the stop rule counts the whole run's failures).
+    const recorded = () => failuresOf(this.jobs.find(job.job_id) ?? jobState(this.store, job));
+    const before = recorded();
+    if (p.paused || before >= p.stop_after) {
+      await this.stop(p, params, job.job_id, before);
       return {
         ok: false,
         error: new ServiceError('svc_policy_paused', `Policy ${p.id} is paused: ${site.url} was not updated.`, 409),
@@ -546,7 +574,7 @@ export class UpdatePolicyService {
     }
     if (this.now() >= Date.parse(params.window_end))
       return { ok: false, error: new ServiceError('svc_window_closed', `The window closed before ${site.url} was reached.`, 409) };
-    const { due } = this.itemsFor(p, site, this.now(), await this.securityFixes(p));
+    const { due } = await this.itemsFor(p, site, this.now(), await this.securityFixes(p));
     const plan: Plan = {
       types: TYPES,
       items: due.map(itemKey),
@@ -555,7 +583,7 @@ export class UpdatePolicyService {
       actor: { kind: 'policy', id: p.id, name: p.name },
     };
     const o = await this.updates.jobStep(site, { ...job, params: plan as unknown as Record<string, unknown> });
-    const n = failuresOf(this.jobs.find(job.job_id) ?? job);
+    const n = recorded();
     if (n >= p.stop_after) await this.stop(p, params, job.job_id, n);
     return o;
   }
@@ -597,7 +625,7 @@ export class UpdatePolicyService {
 }
 
 /** Items of a run that failed or were rolled back (the stop rule counts them), from what its job recorded. */
-export function failuresOf(job: JobRecord): number {
+export function failuresOf(job: JobState): number {
   let n = 0;
   for (const i of (job.items ?? []) as Array<{ status?: string }>) if (i.status && FAILED.has(i.status)) n++;
   return n;

@@ -11,8 +11,11 @@ import type { CallContext, ProgressReport } from '../core/ability.js';
 import { ServiceError, errors } from '../core/errors.js';
 import { paginate } from '../core/paging.js';
 import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
+import { addItems, itemsOfSite } from './job-chunks.js';
+import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
+import { SiteDataIndex } from './site-data-index.js';
 import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
@@ -189,11 +192,14 @@ const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_versi
   (r.slug === ALL_VERSIONS || r.slug === i.slug) &&
   (r.versions.includes(ALL_VERSIONS) || r.versions.includes(i.new_version));
 
-/** In-memory view of the fleet's pending updates, rebuilt only for sites whose record changed (every sync patches it). */
+/**
+ * In-memory view of the fleet's pending updates: each site's items (site-data-index.ts: read again, in batches, only
+ * for sites whose record changed; every sync patches it), then the ignore rules applied.
+ */
 class PendingIndex {
+  private readonly index: SiteDataIndex<{ id: number; all: PendingView[] }>;
   private sitesVersion = -1;
   private rulesVersion = -1;
-  private entries = new Map<number, { stamp: string; all: PendingView[] }>();
   private rules = new Map<number, IgnoreRecord[]>();
   /** Every site's pending items after ignores, in site-list order, and their counts. */
   private flat: PendingView[] = [];
@@ -201,9 +207,16 @@ class PendingIndex {
 
   constructor(
     private readonly store: Store,
-    private readonly sites: SiteService,
-    private readonly read: (id: number) => SiteData | null,
-  ) {}
+    sites: SiteService,
+  ) {
+    this.index = new SiteDataIndex(
+      store,
+      (site) => `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`,
+      (site, data) => ({ id: site.id, all: views(site, storedPending(data), new Set(TYPES)) }),
+      // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
+      () => unscoped(() => sites.filter({}, () => new Set())),
+    );
+  }
 
   private loadedRules = -1;
 
@@ -220,25 +233,19 @@ class PendingIndex {
     this.loadedRules = rv;
   }
 
-  private refresh(): void {
-    const sv = this.store.version('sites');
+  private async refresh(): Promise<void> {
+    await this.index.refresh();
+    const sv = this.index.version;
     const rv = this.store.version('ignores');
     if (sv === this.sitesVersion && rv === this.rulesVersion) return;
     this.refreshRules();
-    const next = new Map<number, { stamp: string; all: PendingView[] }>();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
-    // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
-    for (const site of unscoped(() => this.sites.filter({}, () => new Set()))) {
-      const stamp = `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`;
-      let e = this.entries.get(site.id);
-      if (!e || e.stamp !== stamp) e = { stamp, all: views(site, storedPending(this.read(site.id)), new Set(TYPES)) };
-      next.set(site.id, e);
-      const kept = e.all.filter((i) => !this.ignoredBy(site.id, i));
-      bySite.set(site.id, kept);
+    for (const e of this.index.values()) {
+      const kept = e.all.filter((i) => !this.ignoredBy(e.id, i));
+      bySite.set(e.id, kept);
       for (const i of kept) flat.push(i);
     }
-    this.entries = next;
     this.flat = flat;
     this.bySite = bySite;
     this.sitesVersion = sv;
@@ -263,8 +270,8 @@ class PendingIndex {
     return this.ignoredBy(siteId, i);
   }
 
-  all(): PendingView[] {
-    this.refresh();
+  async all(): Promise<PendingView[]> {
+    await this.refresh();
     return this.flat;
   }
 
@@ -272,8 +279,8 @@ class PendingIndex {
   private byTypesAt = '';
 
   /** The fleet's items of some types and their summary, computed once per change of sites or rules. */
-  allOf(types: ReadonlySet<TypeName>): { items: PendingView[]; summary: Summary } {
-    this.refresh();
+  async allOf(types: ReadonlySet<TypeName>): Promise<{ items: PendingView[]; summary: Summary }> {
+    await this.refresh();
     const at = `${this.sitesVersion}|${this.rulesVersion}`;
     if (at !== this.byTypesAt) {
       this.byTypes.clear();
@@ -288,8 +295,8 @@ class PendingIndex {
     }
     return hit;
   }
-  ofSite(id: number): PendingView[] {
-    this.refresh();
+  async ofSite(id: number): Promise<PendingView[]> {
+    await this.refresh();
     return this.bySite.get(id) ?? [];
   }
 }
@@ -333,7 +340,7 @@ export class UpdateService {
     private readonly history: UpdateHistoryService,
     private readonly rollbacks: UpdateRollback,
   ) {
-    this.index = new PendingIndex(store, sites, (id) => children.siteData(id));
+    this.index = new PendingIndex(store, sites);
   }
   /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in domain/index.ts). */
   forgetSite(tx: Tx, siteId: number): void {
@@ -380,22 +387,24 @@ export class UpdateService {
   // ---- pending ----
 
   /** A site's pending items after ignore rules, of the given types (no child call). */
-  pending(site: SiteRecord, types: readonly TypeName[] = TYPES): PendingView[] {
-    const t = new Set(types);
-    return this.index.ofSite(site.id).filter((i) => t.has(TYPE_NAME[i.type]));
+  async pending(site: SiteRecord, types: readonly TypeName[] = TYPES): Promise<PendingView[]> {
+    // One site's own data and the rules: no pass over the fleet.
+    const data = await this.children.siteData(site.id);
+    return views(site, storedPending(data), new Set(types)).filter((i) => !this.index.ignoredNow(site.id, i));
   }
 
   /** The fleet's pending items (or the selected sites'), paged; summary counts every item. */
-  list(sel: Selector, types: readonly TypeName[], page: number, perPage: number) {
+  async list(sel: Selector, types: readonly TypeName[], page: number, perPage: number) {
     const t = new Set(types.length ? types : TYPES);
     if (!sel.sites?.length && !sel.tags?.length && !sel.clients?.length) {
       // The whole fleet: served from the index (the busy case — an assistant asking "what needs updating?").
+      const fleet = await this.index.allOf(t);
       const visible = this.sites.access.visible();
-      const { items, summary } = visible ? cut(this.index.allOf(t).items, visible) : this.index.allOf(t);
+      const { items, summary } = visible ? cut(fleet.items, visible) : fleet;
       return { updates: paginate(items, page, perPage), summary, page, per_page: perPage, total: items.length, errors: [] as ErrorView[] };
     }
     const { sites, errors, all } = this.select(sel);
-    let items: PendingView[] = all ? this.index.all() : sites.flatMap((s) => this.index.ofSite(s.id));
+    let items: PendingView[] = all ? await this.index.all() : (await Promise.all(sites.map((s) => this.index.ofSite(s.id)))).flat();
     const visible = this.sites.access.visible();
     if (visible) items = items.filter((i) => visible.has(i.site_id));
     if (t.size < TYPES.length) items = items.filter((i) => t.has(TYPE_NAME[i.type]));
@@ -438,10 +447,10 @@ export class UpdateService {
   }
 
   /** The display name of an item on a site: pending data first, then the installed lists (never just the slug, D10). */
-  private nameOf(site: SiteRecord, type: IgnoreRecord['type'], slug: string): string {
+  private async nameOf(site: SiteRecord, type: IgnoreRecord['type'], slug: string): Promise<string> {
     if (type === 'core') return 'WordPress';
     if (slug === ALL_VERSIONS) return type === 'plugin' ? 'All plugins' : 'All themes';
-    const data = this.children.siteData(site.id);
+    const data = await this.children.siteData(site.id);
     const p = storedPending(data);
     const hit =
       (type === 'plugin' ? p.plugins : p.themes).find((i) => i.slug === slug) ??
@@ -453,7 +462,7 @@ export class UpdateService {
   async setIgnored(site: SiteRecord, type: IgnoreRecord['type'], slug: string, ignore: boolean): Promise<boolean> {
     const key = type === 'core' ? 'wordpress' : slug.trim();
     if (!key || key.length > 500) throw new ServiceError('svc_invalid_slug', `"${slug}" is not a ${type} slug.`, 400);
-    const name = this.nameOf(site, type, key);
+    const name = await this.nameOf(site, type, key);
     return this.store.write((tx) => {
       if (!tx.get('sites', site.id)) throw errors.siteNotFound(site.id);
       const cur = this.findRule(site.id, type, key);
@@ -507,11 +516,32 @@ export class UpdateService {
    * What a run would do on one site: the pending items it would update, and what it skips (ignored, not pending,
    * site suspended or disconnected). `only` slugs are matched against every type.
    */
-  planSite(site: SiteRecord, plan: Plan): { todo: PendingView[]; skipped: SkippedView[] } {
+  async planSite(site: SiteRecord, plan: Plan): Promise<{ todo: PendingView[]; skipped: SkippedView[] }> {
+    return this.planWith(site, await this.children.siteData(site.id), plan);
+  }
+
+  /** planSite for many sites, their data read BLOB_READ_BATCH at a time (one read per batch, not per site). */
+  async planSites(
+    sites: readonly SiteRecord[],
+    plan: Plan,
+  ): Promise<Array<{ site: SiteRecord; todo: PendingView[]; skipped: SkippedView[] }>> {
+    const out: Array<{ site: SiteRecord; todo: PendingView[]; skipped: SkippedView[] }> = [];
+    for (let i = 0; i < sites.length; i += BLOB_READ_BATCH) {
+      const batch = sites.slice(i, i + BLOB_READ_BATCH);
+      const data = await this.store.readBlobs<SiteData>(
+        'site-data',
+        batch.map((s) => s.id),
+      );
+      for (const s of batch) out.push({ site: s, ...this.planWith(s, data.get(s.id) ?? null, plan) });
+    }
+    return out;
+  }
+
+  private planWith(site: SiteRecord, data: SiteData | null, plan: Plan): { todo: PendingView[]; skipped: SkippedView[] } {
     const types = new Set(plan.types);
     const w = where(site);
     const only = plan.only?.length ? new Set(plan.only) : null;
-    const all = views(site, storedPending(this.children.siteData(site.id)), types);
+    const all = views(site, storedPending(data), types);
     const todo: PendingView[] = [];
     const skipped: SkippedView[] = [];
     const status = site.suspended ? 'site_suspended' : site.disconnected ? 'site_disconnected' : null;
@@ -602,7 +632,7 @@ export class UpdateService {
       let verified: UpdatedView[] = [];
       if (opts.resumed) verified = await this.verifyAfterResume(site, plan);
       const fresh = this.sites.get(site.id) ?? site;
-      const { todo, skipped } = this.planSite(fresh, plan);
+      const { todo, skipped } = await this.planSite(fresh, plan);
       const run: SiteRun = { updated: [...verified], errors: [], skipped };
       const found = foundOnResume(fresh, verified, plan);
       if (!todo.length) {
@@ -615,7 +645,7 @@ export class UpdateService {
       }
       if (plan.safe) return this.runSafely(fresh, plan, todo, run, { ...opts, history: found });
       const connector = await this.children.connector();
-      const creds = this.children.credentials(fresh);
+      const creds = await this.children.credentials(fresh);
       let snapshot: SiteSnapshot | null = null;
       let snapshotAt = -1;
       const byType = (t: ItemType) => todo.filter((i) => i.type === t);
@@ -642,8 +672,9 @@ export class UpdateService {
         for (const u of r.updated) opts.progress?.({ item: `${u.type} ${u.slug}`, ok: true });
         for (const e of r.errors) opts.progress?.({ item: `${e.type} ${e.slug}`, ok: false });
       }
+      const prev = await this.children.siteData(fresh.id);
       await this.store.write((tx) => {
-        this.commitSite(tx, fresh, snapshot, snapshotAt, run, todo);
+        this.commitSite(tx, fresh, snapshot, snapshotAt, run, todo, prev);
         this.history.record(tx, history);
         opts.extraCommit?.(tx, run);
       });
@@ -702,7 +733,7 @@ export class UpdateService {
       return run;
     }
     const connector = await this.children.connector();
-    const creds = this.children.credentials(site);
+    const creds = await this.children.credentials(site);
     const order: ItemType[] = ['core', 'plugin', 'theme', 'translation'];
     let snapshot: SiteSnapshot | null = null;
     let snapshotAt = -1;
@@ -772,8 +803,9 @@ export class UpdateService {
         /* keep what the calls reported; the next sync corrects it */
       }
     }
+    const prev = await this.children.siteData(site.id);
     await this.store.write((tx) => {
-      this.commitSite(tx, site, snapshot, snapshotAt, run, todo);
+      this.commitSite(tx, site, snapshot, snapshotAt, run, todo, prev);
       this.history.record(tx, history);
       opts.extraCommit?.(tx, run);
     });
@@ -782,12 +814,12 @@ export class UpdateService {
 
   /** A job resumed after a crash: the site may have been updated before the crash was recorded. Re-read it first. */
   private async verifyAfterResume(site: SiteRecord, plan: Plan): Promise<UpdatedView[]> {
-    const before = this.planSite(site, plan).todo;
+    const before = (await this.planSite(site, plan)).todo;
     const o = await this.children.fetchSync(site);
     if (!o.ok) return [];
     await this.store.write(o.commit);
-    const now = this.planSite(this.sites.get(site.id) ?? site, plan).todo;
-    const data = this.children.siteData(site.id);
+    const now = (await this.planSite(this.sites.get(site.id) ?? site, plan)).todo;
+    const data = await this.children.siteData(site.id);
     const installed = (i: PendingView): string | null =>
       i.type === 'core'
         ? (this.sites.get(site.id)?.wp_version ?? null)
@@ -963,10 +995,20 @@ export class UpdateService {
    * Stores what the child reported: its latest sync block, then the items updated after it, with the stored versions
    * moved on. A failed item whose offer vanished from the child's data stays pending (D17: unknown is not done).
    */
-  private commitSite(tx: Tx, site: SiteRecord, snapshot: SiteSnapshot | null, snapshotAt: number, run: SiteRun, todo: PendingView[]): void {
+  private commitSite(
+    tx: Tx,
+    site: SiteRecord,
+    snapshot: SiteSnapshot | null,
+    snapshotAt: number,
+    run: SiteRun,
+    todo: PendingView[],
+    prev: SiteData | null,
+  ): void {
     if (!tx.get('sites', site.id)) return;
-    if (snapshot) this.children.recordSnapshot(tx, site.id, snapshot);
-    const data = this.children.siteData(site.id);
+    // `prev`: the stored data as read before this write (a write function cannot read it). The site's update lock
+    // keeps this process's runs apart; a sync stored in between is overwritten (child-sites.ts recordSnapshot: why that
+    // heals on the next sync).
+    const data = snapshot ? this.children.storeSnapshot(tx, site.id, snapshot, prev).data : prev;
     if (!data) return;
     const order: Record<ItemType, number> = { core: 0, plugin: 1, theme: 2, translation: 3 };
     const p = storedPending(data);
@@ -1034,8 +1076,8 @@ export class UpdateService {
       this.children.assertReachable(site);
       site = await this.children.apply(await this.children.fetchSync(site));
     }
-    const updates = this.pending(site, types);
-    const plan = this.planSite(site, { types });
+    const updates = await this.pending(site, types);
+    const plan = await this.planSite(site, { types });
     return { site, updates, ignored: plan.skipped.filter((s) => s.reason === 'ignored') };
   }
 
@@ -1053,7 +1095,7 @@ export class UpdateService {
   async runCore(call: Call, ref: number | string, dryRun: boolean, mode: Pick<Plan, 'safe' | 'force'> = {}): Promise<RunAnswer> {
     const site = this.sites.resolve(ref);
     const plan: Plan = { types: ['core'], ...mode };
-    const p = this.planSite(site, plan);
+    const p = await this.planSite(site, plan);
     if (!p.todo.length && !p.skipped.length)
       throw new ServiceError('svc_no_updates', 'No core updates available for this site (as of its last sync).', 404, { site_id: site.id });
     const r = await this.runOne(call, site.id, plan, dryRun);
@@ -1068,7 +1110,7 @@ export class UpdateService {
     const site = this.sites.resolve(ref);
     this.children.assertReachable(site);
     if (dryRun) {
-      const p = this.planSite(site, plan);
+      const p = await this.planSite(site, plan);
       return {
         dry_run: true,
         would_update: p.todo,
@@ -1078,7 +1120,7 @@ export class UpdateService {
         summary: { total_updated: 0, total_errors: 0, total_skipped: p.skipped.length },
       };
     }
-    const total = this.planSite(site, plan).todo.length;
+    const total = (await this.planSite(site, plan)).todo.length;
     const tick = itemProgress(total, call.progress);
     const r = await this.runSite(site, { ...plan, actor: plan.actor ?? actorOf(call.principal) }, { progress: (p) => tick(p, site) });
     return {
@@ -1098,7 +1140,7 @@ export class UpdateService {
   async runMany(call: Call, sel: Selector, asked: Plan, dryRun: boolean, queueOver: number): Promise<RunAnswer> {
     const plan: Plan = { ...asked, actor: asked.actor ?? actorOf(call.principal) };
     const { sites, errors } = this.select(sel);
-    const plans = sites.map((s) => ({ site: s, ...this.planSite(s, plan) }));
+    const plans = await this.planSites(sites, plan);
     const skipped: SkippedView[] = plans.flatMap((p) => p.skipped);
     const work = plans.filter((p) => p.todo.length);
     const todo = work.flatMap((p) => p.todo);
@@ -1199,8 +1241,7 @@ export class UpdateService {
 
   /** The job step: one site of an update job, recorded with its items in the same write as its data; a resumed job re-reads first. */
   async jobStep(site: SiteRecord, job: JobRecord): Promise<Outcome<unknown>> {
-    const items = (job.items ?? []) as Array<{ site_id: number }>;
-    if (items.some((i) => i.site_id === site.id)) return { ok: true, commit: () => null }; // recorded before a crash
+    if (itemsOfSite(this.store, job, site.id).length) return { ok: true, commit: () => null }; // recorded before a crash
     const plan = job.params as unknown as Plan;
     // A job claimed before (its process died or stopped) may have updated this site without recording it: every site
     // it has not recorded is re-read from its child first. (No per-site "started" write: resuming is rare, the extra
@@ -1218,10 +1259,7 @@ export class UpdateService {
         ...r.skipped.map((s) => ({ ...s, status: 'skipped' })),
       ];
       // A site with nothing to report still gets a row: it is how a resumed job knows the site was done.
-      tx.put<JobRecord>('jobs', {
-        ...cur,
-        items: [...(cur.items ?? []), ...(rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }])],
-      });
+      addItems(tx, cur, site.id, rows.length ? rows : [{ ...where(site), type: 'site', slug: '', status: 'nothing_pending' }]);
     };
     const r = await this.runSite(site, plan, { wait: true, resumed, extraCommit: record });
     if (r.errors.length) {

@@ -24,13 +24,13 @@ export interface Completion {
 
 const NONE: Completion = { values: [], hasMore: false };
 
-export function completeValue(
+export async function completeValue(
   services: Services,
   kind: ArgKind,
   value: string,
   context: Record<string, string>,
   may: (tool: string) => boolean,
-): Completion {
+): Promise<Completion> {
   const needs = COMPLETION_NEEDS[kind];
   if (needs && !may(needs)) return NONE;
   const v = value.trim().toLowerCase();
@@ -61,12 +61,7 @@ export function completeValue(
       const ref = context.site ?? context.id;
       const site = ref ? services.sites.find(ref) : undefined;
       if (!site) return NONE;
-      return cut(
-        services.siteData
-          .of(site)
-          .plugins.map((p) => p.slug)
-          .filter((s) => s.toLowerCase().startsWith(v)),
-      );
+      return cut((await services.siteData.of(site)).plugins.map((p) => p.slug).filter((s) => s.toLowerCase().startsWith(v)));
     }
     case 'types': {
       // A comma-separated list: complete its last item, keeping what comes before.

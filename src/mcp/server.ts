@@ -707,7 +707,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
   });
 
   // Completions of prompt arguments and template variables, limited to what the caller may read.
-  server.setRequestHandler(CompleteRequestSchema, (req) => {
+  server.setRequestHandler(CompleteRequestSchema, async (req) => {
     const { ref, argument } = req.params;
     const none = { completion: { values: [], hasMore: false } };
     if (!services) return none;
@@ -719,7 +719,7 @@ export function buildMcpServer(registry: Registry, filter: ToolFilter, services?
     // In the caller's scope (as the session's principal is now): nothing it could not read is suggested.
     const k = kind;
     return {
-      completion: registry.within(filter.principal, () =>
+      completion: await registry.within(filter.principal, () =>
         completeValue(services, k, argument.value, req.params.context?.arguments ?? {}, may),
       ),
     };

@@ -1,7 +1,12 @@
 // The cache of cold blobs read (engine.ts COLD_BLOBS), one per store: least recently used first out, bounded by the
 // bytes of the blobs' JSON text. Writes and other processes' commits invalidate; a read that began before any
 // invalidation does not fill the cache (it may have read what was just replaced). Concurrent reads of one blob share it.
-import { COLD_CACHE_BYTES } from './engine.js';
+import { BLOB_READ_BATCH, COLD_CACHE_BYTES } from './engine.js';
+
+/** readBlobs' bound (both engines): more ids than BLOB_READ_BATCH in one call is a caller's mistake, refused. */
+export function tooManyBlobs(ids: readonly number[]): void {
+  if (ids.length > BLOB_READ_BATCH) throw new Error(`readBlobs reads at most ${BLOB_READ_BATCH} blobs at once (${ids.length} asked)`);
+}
 
 export class ColdCache {
   private entries = new Map<string, { value: unknown; bytes: number }>();

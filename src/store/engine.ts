@@ -12,6 +12,8 @@ export const COLLECTIONS = {
   users: 0,
   keys: 0,
   jobs: 0,
+  /** A job's progress, JOB_CHUNK sites per record (domain/job-chunks.ts): a step rewrites its chunk, not the job. */
+  job_chunks: 100,
   settings: 0,
   client_fields: 0,
   /** One record per client that has custom field values, with the client's id. */
@@ -83,11 +85,18 @@ export type Blob = 'site-data' | 'secrets' | 'vulnerabilities' | 'vulnerability-
 export const BLOB_KINDS: readonly Blob[] = ['site-data', 'secrets', 'vulnerabilities', 'vulnerability-matches', 'vulnerability-feed'];
 
 /**
- * Blob kinds no engine holds in memory: large, and read a few at a time (a 150 MB vulnerability feed). They are read
- * with `readBlob` (asynchronous: lowdb reads the file, PostgreSQL runs a SELECT) through a cache of at most
- * COLD_CACHE_BYTES of their JSON text per process; `getBlob` refuses them. Writes go through `putBlob` as for any blob.
+ * Blob kinds no engine holds in memory: large, or one per site (a 150 MB vulnerability feed; each site's sync lists,
+ * about 9 KB a site, 900 MB for 100,000 sites; each site's child key and passwords). They are read with `readBlob` (asynchronous: lowdb reads the file,
+ * PostgreSQL runs a SELECT) through a cache of at most COLD_CACHE_BYTES of their JSON text per process, or many at once
+ * with `readBlobs` (no cache: the fleet-wide indexes read the changed sites' data that way); `getBlob` refuses them.
+ * Writes go through `putBlob` as for any blob.
  */
-export const COLD_BLOBS: ReadonlySet<Blob> = new Set<Blob>(['vulnerability-feed']);
+export const COLD_BLOBS: ReadonlySet<Blob> = new Set<Blob>(['vulnerability-feed', 'site-data', 'secrets']);
+/**
+ * The most blobs one `readBlobs` call reads (one SELECT on PostgreSQL, as many file reads at once on lowdb): what a
+ * fleet-wide index holds of the sites' data while it rebuilds (≈ 4.5 MB of JSON for 500 sites of 9 KB).
+ */
+export const BLOB_READ_BATCH = 500;
 /** The bound of each process's cache of cold blobs read, in bytes of their JSON text (a larger blob is not kept). */
 export const COLD_CACHE_BYTES = 8 * 1024 * 1024;
 
@@ -130,6 +139,12 @@ export interface Store {
    * `cache: false` leaves it out of the cache (a caller that keeps what it builds from it, or reads every blob once).
    */
   readBlob<T>(kind: Blob, id: number, opts?: { cache?: boolean }): Promise<T | null>;
+  /**
+   * Blobs of one kind by id (at most BLOB_READ_BATCH ids; more is refused): every id asked is answered, null when
+   * absent. Cold kinds are read from durable storage in one go and bypass the cache (a fleet-wide index reads each
+   * changed site once and keeps only what it derives); what a commit under way wrote is seen as readBlob sees it.
+   */
+  readBlobs<T>(kind: Blob, ids: readonly number[]): Promise<Map<number, T | null>>;
   /** What this process holds in memory (tests and the bench read it). */
   memory(): StoreMemory;
   /**

@@ -37,9 +37,10 @@
 // already holds is skipped, so re-reading the window costs a little and changes nothing. The window grows while some
 // transaction on the server stays open (any database's): a long one costs reads, never a missed commit.
 //
-// Cold blobs (engine.ts COLD_BLOBS: the vulnerability feed's index and record buckets) are the exception: no process
-// holds them in memory. A catch-up does not even fetch their data (it only drops them from the cache); readBlob runs
-// a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES.
+// Cold blobs (engine.ts COLD_BLOBS: each site's sync data and secrets, the vulnerability feed's index and buckets) are the
+// exception: no process holds them in memory. A catch-up does not even fetch their data (it only drops them from the
+// cache); readBlob runs a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES, and readBlobs one
+// SELECT for up to BLOB_READ_BATCH of them.
 //
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
@@ -74,7 +75,7 @@ import {
   type Tx,
   UNIQUE_KEYS,
 } from './engine.js';
-import { ColdCache } from './cold-cache.js';
+import { ColdCache, tooManyBlobs } from './cold-cache.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
 export const PG_FORMAT = 3;
@@ -601,6 +602,39 @@ export class PgStore implements Store {
       },
       opts.cache !== false,
     );
+  }
+
+  /** Blobs by id: cold ones by one SELECT (no cache), any other from memory. */
+  async readBlobs<T>(kind: Blob, ids: readonly number[]): Promise<Map<number, T | null>> {
+    tooManyBlobs(ids);
+    const out = new Map<number, T | null>();
+    if (!COLD_BLOBS.has(kind)) {
+      for (const id of ids) out.set(id, this.getBlob<T>(kind, id));
+      return out;
+    }
+    if (this.closed) throw new Error('store is closed');
+    const ask: number[] = [];
+    for (const id of ids) {
+      const key = `${kind}/${id}`;
+      if (this.pendingCold?.has(key)) out.set(id, (this.pendingCold.get(key) ?? null) as T | null);
+      else {
+        out.set(id, null);
+        ask.push(id);
+      }
+    }
+    if (!ask.length) return out;
+    try {
+      const c = this.listener ?? this.writer;
+      const r = await c.query<{ id: number; data: T | null }>(
+        'SELECT id, data FROM sitefleet_rows WHERE kind = $1 AND id = ANY($2::int[])',
+        [kind, ask],
+      );
+      for (const row of r.rows) out.set(row.id, row.data ?? null);
+    } catch (e) {
+      log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, ids: ask.length });
+      throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+    }
+    return out;
   }
 
   memory(): StoreMemory {

@@ -247,9 +247,15 @@ export interface JobRecord {
   type: JobType;
   status: JobStatus;
   sites: number[];
-  /** Site ids already processed, in order: a resumed job skips them. */
-  done: number[];
-  succeeded: number;
+  /**
+   * The job_chunks records holding its progress, one per JOB_CHUNK sites in list order (domain/job-chunks.ts). A job
+   * made before chunks has none: its progress is in done, succeeded, errors and items here.
+   */
+  chunks?: number[];
+  /** Jobs made before chunks: site ids already processed, in order (a resumed job skips them). */
+  done?: number[];
+  succeeded?: number;
+  /** With chunks: what the job's end added (a cancel's note); before chunks: every error. */
   errors: Array<{ site_id: number; code: string; message: string }>;
   created_at: string;
   started_at: string | null;
@@ -265,6 +271,26 @@ export interface JobRecord {
   cancel_requested?: boolean;
   /** Why it was cancelled, when the canceller said (a policy deleted or paused mid-run): in the job's last error. */
   cancel_reason?: string;
-  /** Per-item results of jobs that report items (update jobs), in the order they were recorded. */
+  /** With chunks: the rows the job's end added (sites never started); before chunks: every item row. */
   items?: unknown[];
+}
+
+/** The progress of JOB_CHUNK sites of a job (from = the place of the first in the job's site list). */
+export interface JobChunkRecord {
+  id: number;
+  job: number;
+  from: number;
+  /** Site ids recorded, in the order they were. */
+  done: number[];
+  succeeded: number;
+  errors: JobRecord['errors'];
+  /** Per-item results (update, install and policy jobs), in the order they were recorded. */
+  items: unknown[];
+}
+
+/** A job with its progress gathered from its chunks: what views, events and policies read. */
+export interface JobState extends JobRecord {
+  done: number[];
+  succeeded: number;
+  items: unknown[];
 }

@@ -50,7 +50,7 @@ import {
   type StoreMemory,
   type Tx,
 } from './engine.js';
-import { ColdCache } from './cold-cache.js';
+import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import {
   GroupCommit,
   applyBatch,
@@ -547,6 +547,32 @@ export class LowdbStore implements StoreEngine {
       },
       opts.cache !== false,
     );
+  }
+
+  /** Blobs by id: cold ones from their files (all at once, no cache), any other from memory. */
+  async readBlobs<T>(kind: Blob, ids: readonly number[]): Promise<Map<number, T | null>> {
+    tooManyBlobs(ids);
+    const out = new Map<number, T | null>();
+    if (!COLD_BLOBS.has(kind)) {
+      for (const id of ids) out.set(id, this.getBlob<T>(kind, id));
+      return out;
+    }
+    this.refreshIfStale();
+    const pending = this.pendingCold;
+    const read = async (id: number): Promise<T | null> => {
+      const key = `${kind}/${id}`;
+      if (pending?.has(key)) return (pending.get(key) ?? null) as T | null;
+      const file = join(this.dir, kind, `${id}.json`);
+      try {
+        return parseJson<T>(file, await readFile(file, 'utf8'));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw e;
+      }
+    };
+    const values = await Promise.all(ids.map(read));
+    ids.forEach((id, i) => out.set(id, values[i]!));
+    return out;
   }
 
   memory(): StoreMemory {

@@ -25,7 +25,7 @@ async function deltaOffered(k: number): Promise<string> {
   const dir = `${h.sim.baseUrl}/__sim/dir/`;
   const connector = await h.services.children.connector();
   await connector.install(
-    h.services.children.credentials(h.services.sites.get(ids[k - 1]!)!),
+    await h.services.children.credentials(h.services.sites.get(ids[k - 1]!)!),
     'plugin',
     `${dir}plugin/sim-delta.1.0.0.zip`,
     {

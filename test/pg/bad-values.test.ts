@@ -85,7 +85,7 @@ describe('a bad value in a group commit (PostgreSQL)', () => {
     const fresh = await PgStore.open(s.databaseUrl!);
     try {
       expect([...fresh.all<TagRecord>('tags')].map((t) => t.name).sort()).toEqual([...good].sort());
-      for (let i = 1; i <= 60; i++) expect(fresh.getBlob('site-data', 900 + i)).toBeNull();
+      for (let i = 1; i <= 60; i++) expect(await fresh.readBlob('site-data', 900 + i)).toBeNull();
     } finally {
       await fresh.close();
     }

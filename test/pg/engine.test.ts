@@ -54,7 +54,7 @@ describe('PostgreSQL store engine', () => {
     const s2 = await open(url);
     expect(s2.get<TagRecord>('tags', a.id)?.name).toBe('a');
     expect(s2.get('tags', b.id)).toBeUndefined();
-    expect(s2.getBlob('secrets', a.id)).toEqual({ private_key_pem: 'k' });
+    expect(await s2.readBlob('secrets', a.id)).toEqual({ private_key_pem: 'k' });
     const c = await s2.write((tx) => tx.insert<TagRecord>('tags', tag('c')));
     expect(c.id).toBe(b.id + 1);
     await expect(s.write((tx) => tx.insert('tags', tag('late')))).rejects.toThrow(/closed/);
@@ -74,7 +74,7 @@ describe('PostgreSQL store engine', () => {
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'ok2']);
-    expect(s.getBlob('site-data', 9)).toBeNull();
+    expect(await s.readBlob('site-data', 9)).toBeNull();
     const rows = await query(url, `SELECT data->>'name' AS name FROM sitefleet_rows WHERE kind = 'tags' AND data IS NOT NULL ORDER BY id`);
     expect(rows.map((r) => r.name)).toEqual(['ok1', 'ok2']);
   });
@@ -174,7 +174,7 @@ describe('PostgreSQL store engine', () => {
     await s.write((tx) => tx.putBlob('site-data', rec.id, { note: name, nested: [{ q: "'" }] }));
     const again = await open(url);
     expect(again.get<TagRecord>('tags', rec.id)).toEqual(rec);
-    expect(again.getBlob('site-data', rec.id)).toEqual({ note: name, nested: [{ q: "'" }] });
+    expect(await again.readBlob('site-data', rec.id)).toEqual({ note: name, nested: [{ q: "'" }] });
   });
 
   it('answers 503 while its connection is gone and works again on the next write', async () => {

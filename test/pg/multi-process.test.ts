@@ -13,6 +13,7 @@ import type { JobRecord, TagRecord } from '../../src/store/records.js';
 import { cli, lastLine, serveProcess } from '../support/process.js';
 import { seedSites, testFleetStore, type TestFleetStore } from '../support/server.js';
 import { until as waitUntil } from '../support/wait.js';
+import { jobState } from '../../src/domain/job-chunks.js';
 
 type Serve = Awaited<ReturnType<typeof serveProcess>>;
 /** The two processes of the first suite (the MCP suite reuses them). */
@@ -162,7 +163,7 @@ describe('a background job across two processes', () => {
     const q = (await client(a.url, token)('/sites/sync', { method: 'POST' })).body as { job_id: string };
     expect(q.job_id).toMatch(/^sync_/);
     const store = await fleet.open();
-    const job = () => Promise.resolve([...store.all<JobRecord>('jobs')][0]!);
+    const job = () => Promise.resolve(jobState(store, [...store.all<JobRecord>('jobs')][0]!));
     const mid = await until(job, (j) => j.done.length >= 8);
     // Both runners look for work every second; one holds the claim and no site has been contacted twice.
     for (let i = 1; i <= 40; i++) expect(sim.requests(i)).toBeLessThanOrEqual(1);

@@ -176,7 +176,7 @@ describe("the real child's installplugintheme replies", () => {
   it(record ? 'are recorded as fixtures' : 'still have the shape of the recorded fixtures', async () => {
     withoutPackages(4);
     const site = realSite(4);
-    const key = s.services.children.credentials(s.services.sites.get(id[4]!)!);
+    const key = await s.services.children.credentials(s.services.sites.get(id[4]!)!);
     const call = (fields: Record<string, string>) =>
       rawSignedCall({ url: site.url, admin: site.admin, privateKeyPem: key.privateKeyPem }, 'installplugintheme', {
         signAlgo: key.signAlgo,

@@ -45,7 +45,8 @@ export async function registerSites(f: Fleet, n = f.sim.sites.length): Promise<A
  * succeeds for all: the hostile sites' texts are stored cleaned, and the healthy sites' data is stored as they sent it.
  */
 export async function expectBadTextCleaned(f: Fleet, hostile: number[], healthy: number[]): Promise<void> {
-  const before = new Map(hostile.map((id) => [id, f.s.services.children.siteData(id) as SiteData]));
+  const before = new Map<number, SiteData>();
+  for (const id of hostile) before.set(id, (await f.s.services.children.siteData(id))!);
   const versions = new Map(hostile.map((id) => [id, f.s.services.sites.get(id)?.wp_version]));
   const lastSync = new Map(healthy.map((id) => [id, f.s.services.sites.get(id)?.last_sync]));
   for (const id of hostile) f.sim.setFault(id, { type: 'bad_text' });
@@ -54,7 +55,7 @@ export async function expectBadTextCleaned(f: Fleet, hostile: number[], healthy:
     expect([r.status, r.body.errors]).toEqual([200, []]);
     expect(r.body.total_synced).toBe(hostile.length + healthy.length);
     for (const id of hostile) {
-      const data = f.s.services.children.siteData(id) as SiteData;
+      const data = (await f.s.services.children.siteData(id))!;
       const prev = before.get(id)!;
       // The one plugin, theme and user the fault touched: a name it had, plus the cleaned suffix.
       const names = (d: SiteData) => [d.plugins.map((p) => p.name), d.themes.map((t) => t.name), d.users.map((u) => u.display_name)];

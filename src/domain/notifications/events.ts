@@ -14,7 +14,7 @@ import type { ChildSiteService } from '../child-sites.js';
 import type { ClientService } from '../clients.js';
 import type { JobService } from '../jobs.js';
 import type { UpdateHistoryRecord } from '../../store/health-records.js';
-import type { JobRecord, SiteData } from '../../store/records.js';
+import type { JobState, SiteData } from '../../store/records.js';
 import type { MonitorEvent, MonitorService } from '../monitors.js';
 import type { SiteService } from '../sites.js';
 import type { TagService } from '../tags.js';
@@ -64,7 +64,7 @@ export function syncFailedEvent(
 }
 
 /** A background job ended: completed (with its per-site failures counted), failed or cancelled. Fleet-wide (no site). */
-export function jobEvent(job: JobRecord): EventInput {
+export function jobEvent(job: JobState): EventInput {
   const failed = job.errors.length;
   const how = job.status === 'completed' ? 'finished' : job.failure === 'cancelled' ? 'cancelled' : 'failed';
   return {

@@ -9,7 +9,7 @@ import type { IncidentRecord, MonitorRecord } from '../../store/monitor-records.
 import type { Branding, VulnerabilityLogRecord } from '../../store/report-records.js';
 import { newestFirst } from '../audit.js';
 import { cents, type CostService } from '../costs.js';
-import type { FleetSecurityService } from '../fleet-security.js';
+import type { SiteSecurity } from '../fleet-security.js';
 import { DAYS_KEPT } from '../monitors.js';
 import type { Period } from './period.js';
 
@@ -97,7 +97,8 @@ export interface ReportModel {
 export interface Sources {
   store: Store;
   costs: CostService | null;
-  fleetSecurity: FleetSecurityService;
+  /** The fleet's sites with security issues (FleetSecurityService.sitesWithIssues('low'), read before: it is asynchronous). */
+  security: readonly SiteSecurity[];
 }
 
 const iso = (t: number) => new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -242,7 +243,7 @@ export function gatherReport(
   let medium = 0;
   let low = 0;
   let withIssues = 0;
-  for (const s of src.fleetSecurity.sitesWithIssues('low')) {
+  for (const s of src.security) {
     if (!ids.has(s.site_id)) continue;
     withIssues++;
     high += s.high;

@@ -335,20 +335,27 @@ export class ReportService {
   }
 
   /** The model of a report for a target and period (nothing written). */
-  build(t: ReportTarget, p: PeriodInput): { model: ReportModel; scope: ReportScope; client: ClientRecord | null; period: Period } {
+  async build(
+    t: ReportTarget,
+    p: PeriodInput,
+  ): Promise<{ model: ReportModel; scope: ReportScope; client: ClientRecord | null; period: Period }> {
     const tg = this.target(t);
     const zone = tg.client ? this.record(tg.client.id)?.time_zone || 'UTC' : this.record(0)?.time_zone || 'UTC';
     const period = this.period(p, zone);
-    return { ...this.modelFor(tg, period), scope: tg.scope, client: tg.client, period };
+    return { ...(await this.modelFor(tg, period)), scope: tg.scope, client: tg.client, period };
   }
 
-  private modelFor(tg: { sites: SiteRecord[]; client: ClientRecord | null; label: string }, period: Period): { model: ReportModel } {
+  private async modelFor(
+    tg: { sites: SiteRecord[]; client: ClientRecord | null; label: string },
+    period: Period,
+  ): Promise<{ model: ReportModel }> {
+    const security = await this.fleetSecurity.sitesWithIssues('low');
     const branding = tg.client ? this.settings(tg.client.id).effective_branding : this.agencyBranding();
     const model = gatherReport(
       {
         store: this.store,
         costs: this.settingsService.moduleOn('cost-tracker') ? this.costs : null,
-        fleetSecurity: this.fleetSecurity,
+        security,
       },
       { title: `Website report — ${this.periodLabel(period)}`, scope_label: tg.label, branding },
       tg.sites,
@@ -375,7 +382,7 @@ export class ReportService {
    * went). Checks everything (target, period, channel, recipients) before writing anything.
    */
   async generate(t: ReportTarget, p: PeriodInput, opts: { send: boolean; recipients?: string[]; by: string }): Promise<ClientReportRecord> {
-    const built = this.build(t, p);
+    const built = await this.build(t, p);
     let recipients: string[] = [];
     let channel: ChannelRecord | null = null;
     if (opts.send) {
@@ -525,7 +532,7 @@ export class ReportService {
       if (keys.has(key)) continue;
       let rec: ClientReportRecord | null;
       try {
-        const { model } = this.modelFor(
+        const { model } = await this.modelFor(
           { sites: this.clients.siteIds(client.id).flatMap((id) => this.sites.get(id) ?? []), client, label: client.name },
           period,
         );

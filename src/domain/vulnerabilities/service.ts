@@ -16,8 +16,8 @@ import { ServiceError } from '../../core/errors.js';
 import { paginate } from '../../core/paging.js';
 import type { Config } from '../../config.js';
 import { log } from '../../log.js';
-import type { SiteRecord } from '../../store/records.js';
-import type { Store } from '../../store/engine.js';
+import type { SiteData, SiteRecord } from '../../store/records.js';
+import { BLOB_READ_BATCH, type Store } from '../../store/engine.js';
 import type { ChildSiteService } from '../child-sites.js';
 import type { SiteService } from '../sites.js';
 import { VERSION } from '../../version.js';
@@ -236,6 +236,10 @@ export class VulnerabilityService {
   readonly feed: FeedStore;
   private agent: Agent;
   private mem = new Map<number, SiteMatches>();
+  /** The site record, and feed generation, each entry of `mem` is current for (reconcile looks no further). */
+  private matchedFor = new Map<number, { site: SiteRecord; gen: number }>();
+  /** The site record, generation and shard object for which the stored matches were found current. */
+  private storedFor = new Map<number, { site: SiteRecord; gen: number; shard: MatchShard | null }>();
   private seenMem = { sites: -1, gen: -1 };
   private seenStored = { sites: -1, gen: -1 };
   private round: Promise<void> | null = null;
@@ -268,18 +272,19 @@ export class VulnerabilityService {
     return { ...SETTINGS_DEFAULTS, ...this.store.get<VulnSettingsRecord>('settings', SETTINGS_ID) };
   }
 
-  settingsView(): VulnSettingsView {
+  async settingsView(): Promise<VulnSettingsView> {
     const s = this.settings();
     return {
       vulnerability_source: s.source,
-      vulnerability_api_key_set: !!this.apiKey(),
+      vulnerability_api_key_set: !!(await this.apiKey()),
       vulnerability_refresh_hours: s.refresh_hours,
       vulnerability_feed_url: s.feed_url,
     };
   }
 
-  private apiKey(): string | null {
-    return this.store.getBlob<{ vulnerability_api_key?: string }>('secrets', KEY_SECRET_ID)?.vulnerability_api_key ?? null;
+  /** The feed's API key (a secrets blob: cold, read from the store through its bounded cache). */
+  private async apiKey(): Promise<string | null> {
+    return (await this.store.readBlob<{ vulnerability_api_key?: string }>('secrets', KEY_SECRET_ID))?.vulnerability_api_key ?? null;
   }
 
   private checkUrl(raw: string): string {
@@ -329,8 +334,8 @@ export class VulnerabilityService {
   // ---- feed: import and refresh ----
 
   /** What is loaded: source, when, how many records (and skipped), the validators of the last download. */
-  status(): FeedState & { settings: VulnSettingsView } {
-    return { ...this.feed.state(), settings: this.settingsView() };
+  async status(): Promise<FeedState & { settings: VulnSettingsView }> {
+    return { ...this.feed.state(), settings: await this.settingsView() };
   }
 
   /** Imports a Wordfence feed file (streamed) or a WPVulnerability answer file or directory of them. */
@@ -435,7 +440,7 @@ export class VulnerabilityService {
     signal: AbortSignal,
   ): Promise<{ status: 'updated' | 'not_modified'; feed: FeedState }> {
     const url = s.feed_url ?? WORDFENCE_URL;
-    const key = this.apiKey();
+    const key = await this.apiKey();
     if (!key && !s.feed_url)
       throw new ServiceError(
         'svc_feed_not_configured',
@@ -481,10 +486,10 @@ export class VulnerabilityService {
   private async refreshWpv(s: VulnSettingsRecord, signal: AbortSignal): Promise<{ status: 'updated'; feed: FeedState }> {
     const base = s.feed_url ?? WPVULNERABILITY_URL;
     const wanted = new Set<string>();
-    for (const site of this.store.all<SiteRecord>('sites')) {
-      for (const i of installedItems(site.wp_version, this.children.siteData(site.id)))
+    await this.eachSiteData([...this.store.all<SiteRecord>('sites')], (site, data) => {
+      for (const i of installedItems(site.wp_version, data))
         wanted.add(i.type === 'core' ? `core/${i.version.trim()}` : `${i.type}/${i.slug}`);
-    }
+    });
     const lookups = [...wanted].sort().slice(0, MAX_WPV_LOOKUPS);
     if (wanted.size > MAX_WPV_LOOKUPS)
       log('warn', 'vulnerability refresh: too many slugs, some not asked', { asked: MAX_WPV_LOOKUPS, total: wanted.size });
@@ -563,6 +568,18 @@ export class VulnerabilityService {
     return `${gen}|${site.last_sync ?? ''}|${site.updated_at}|${site.wp_version}`;
   }
 
+  /** Calls `fn` with each site's stored data, read BLOB_READ_BATCH sites at a time (one read per batch). */
+  private async eachSiteData(sites: readonly SiteRecord[], fn: (site: SiteRecord, data: SiteData | null) => void): Promise<void> {
+    for (let i = 0; i < sites.length; i += BLOB_READ_BATCH) {
+      const batch = sites.slice(i, i + BLOB_READ_BATCH);
+      const data = await this.store.readBlobs<SiteData>(
+        'site-data',
+        batch.map((s) => s.id),
+      );
+      for (const s of batch) fn(s, data.get(s.id) ?? null);
+    }
+  }
+
   private shardOf(id: number): MatchShard {
     return this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(id / SHARD)) ?? { sites: {} };
   }
@@ -588,25 +605,53 @@ export class VulnerabilityService {
     this.round = (async () => {
       const changed: Array<{ site: SiteRecord; prev: SiteMatches | undefined; next: SiteMatches }> = [];
       const live = new Set<number>();
-      for (const site of this.store.all<SiteRecord>('sites')) {
+      const sites = [...this.store.all<SiteRecord>('sites')];
+      // The sites to match again: their data is read in batches (site data is a cold blob), stamps taken before.
+      const toMatch: Array<{ site: SiteRecord; stamp: string }> = [];
+      for (const site of sites) {
         live.add(site.id);
+        // Records are replaced, never changed in place: the record this site's matches were made for, under this
+        // feed, has not moved (most sites on most rounds: a sync commits a few at a time). No stamp to build.
+        const was = this.matchedFor.get(site.id);
+        if (was?.site === site && was.gen === gen) continue;
         const stamp = this.stampOf(site, gen);
-        let cur = this.mem.get(site.id);
-        if (cur?.stamp !== stamp) {
+        if (this.mem.get(site.id)?.stamp !== stamp) {
           const stored = this.shardOf(site.id).sites[site.id];
-          cur =
-            stored?.stamp === stamp
-              ? stored
-              : { stamp, hits: gen ? installedItems(site.wp_version, this.children.siteData(site.id)).flatMap((i) => index.match(i)) : [] };
-          this.mem.set(site.id, cur);
+          if (stored?.stamp === stamp) this.mem.set(site.id, stored);
+          else if (!gen) this.mem.set(site.id, { stamp, hits: [] });
+          else {
+            toMatch.push({ site, stamp });
+            continue;
+          }
         }
-        if (persist) {
-          const stored = this.shardOf(site.id).sites[site.id];
-          // Without a feed and nothing stored there is nothing to keep: a fleet that uses no feed never writes here.
-          if (stored?.stamp !== stamp && (gen || stored)) changed.push({ site, prev: stored, next: cur });
-        }
+        this.matchedFor.set(site.id, { site, gen });
       }
+      const stampOf = new Map(toMatch.map((m) => [m.site.id, m.stamp]));
+      await this.eachSiteData(
+        toMatch.map((m) => m.site),
+        (site, data) => {
+          this.mem.set(site.id, {
+            stamp: stampOf.get(site.id)!,
+            hits: installedItems(site.wp_version, data).flatMap((i) => index.match(i)),
+          });
+          this.matchedFor.set(site.id, { site, gen });
+        },
+      );
+      if (persist)
+        for (const site of sites) {
+          // The stored matches were found current for this record under this feed, and their shard is the object it
+          // was then (any write of the shard, here or in another process, replaces it): nothing to compare.
+          const shard = this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(site.id / SHARD));
+          const was = this.storedFor.get(site.id);
+          if (was?.site === site && was.gen === gen && was.shard === shard) continue;
+          const stamp = this.stampOf(site, gen);
+          const stored = shard?.sites[site.id];
+          // Without a feed and nothing stored there is nothing to keep: a fleet that uses no feed never writes here.
+          if (stored?.stamp !== stamp && (gen || stored)) changed.push({ site, prev: stored, next: this.mem.get(site.id)! });
+          else this.storedFor.set(site.id, { site, gen, shard });
+        }
       for (const id of [...this.mem.keys()]) if (!live.has(id)) this.mem.delete(id);
+      for (const m of [this.matchedFor, this.storedFor]) for (const id of [...m.keys()]) if (!live.has(id)) m.delete(id);
       if (changed.length) {
         await this.store.write((tx) => {
           const shards = new Map<number, MatchShard>();
@@ -620,6 +665,12 @@ export class VulnerabilityService {
             tx.putBlob('vulnerability-matches', n, shard);
           }
         });
+        for (const c of changed)
+          this.storedFor.set(c.site.id, {
+            site: c.site,
+            gen,
+            shard: this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(c.site.id / SHARD)),
+          });
         await this.emitChanges(changed, gen);
       }
       this.seenMem = { sites: sitesV, gen };
@@ -649,6 +700,7 @@ export class VulnerabilityService {
       if (!m.has(key)) m.set(key, l);
       l.push(v);
     };
+    const left: Array<{ site: SiteRecord; hits: Hit[] }> = [];
     for (const { site, prev, next } of changed) {
       const id = (h: Hit) => `${h.key}|${h.type}:${h.slug}`;
       const before = new Map((prev?.hits ?? []).filter((h) => !h.informational).map((h) => [id(h), h]));
@@ -657,12 +709,21 @@ export class VulnerabilityService {
       for (const [k, h] of after)
         if (!before.has(k)) at(found, h.key, { site: where, type: h.type, slug: h.slug, version: h.version, fixed_in: h.fixed_in });
       const sameFeed = prev?.stamp.split('|')[0] === String(gen);
-      for (const [k, h] of before)
-        if (!after.has(k) && sameFeed) {
-          const now = installedItems(site.wp_version, this.children.siteData(site.id)).find((i) => i.type === h.type && i.slug === h.slug);
+      const gone = sameFeed ? [...before].flatMap(([k, h]) => (after.has(k) ? [] : [h])) : [];
+      if (gone.length) left.push({ site, hits: gone });
+    }
+    // The version now installed of what a site left (its data read in batches, only for sites that left something).
+    const hitsOf = new Map(left.map((l) => [l.site.id, l.hits]));
+    await this.eachSiteData(
+      left.map((l) => l.site),
+      (site, data) => {
+        const where = { id: site.id, url: site.url, name: site.name };
+        for (const h of hitsOf.get(site.id)!) {
+          const now = installedItems(site.wp_version, data).find((i) => i.type === h.type && i.slug === h.slug);
           at(fixed, h.key, { site: where, type: h.type, slug: h.slug, old_version: h.version, version: now?.version ?? null });
         }
-    }
+      },
+    );
     const records = await this.feed.records(await this.bucketsOf([...found.keys(), ...fixed.keys()]));
     let sent = 0;
     const send = (event: VulnEvent['event'], m: Map<string, Array<Record<string, unknown>>>) => {
