@@ -10,7 +10,8 @@
 //   (bench/lib/fleet.mjs): start to first answer, a search + tag list, RSS through a mixed run of `--mixed-seconds`
 //   (120 by default; the issue's hour is 3600), a full sync of the fleet. Their fleet is `--sites`, or 100,000
 //   (5,000 and a 15 s mixed run with --quick) when --sites is not given; `--skip-sync` leaves out the sync (at 100,000
-//   sites on today's engine it takes most of an hour).
+//   sites on today's engine it takes most of an hour). `--skip-fleet` leaves the fleet rows out of a run of everything
+//   (the `pg` group of `npm run bench` does, to stay within minutes).
 // Starts its own PostgreSQL (bench/lib/postgres.mjs) and removes it at the end. Prints the figures, asserts none:
 // the machine is shared, so they are noisy; compare rows of one run, not runs.
 import { writeFileSync } from 'node:fs';
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean' },
     sites: { type: 'string' },
     only: { type: 'string' },
+    'skip-fleet': { type: 'boolean' },
     'mixed-seconds': { type: 'string' },
     'skip-sync': { type: 'boolean' },
   },
@@ -427,7 +429,7 @@ try {
     results.takeover = await takeover();
     log(`job takeover after SIGKILL: ${results.takeover.takeover_ms} ms`);
   }
-  if (!only || only === 'fleet') {
+  if ((!only && values['skip-fleet'] !== true) || only === 'fleet') {
     log(`postgres: a fleet of ${FLEET.toLocaleString('en')} sites, one serve process`);
     results.fleet = await fleetRows(pgServer, `bench_${++dbCount}`, {
       n: FLEET,

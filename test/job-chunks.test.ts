@@ -1,27 +1,12 @@
 // A job's progress lives in chunks of JOB_CHUNK sites (issue 34): recording a site rewrites its chunk, never the job's
 // site list, so a job over a whole large fleet writes a bounded amount per site. Jobs made before chunks still finish.
 import { afterAll, describe, expect, it } from 'vitest';
-import { newKeyPair } from '../src/child/keys.js';
-import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
-import type { Services } from '../src/domain/index.js';
 import { JOB_CHUNK, jobState, recordSite } from '../src/domain/job-chunks.js';
 import { MAX_JOB_ERRORS_VIEW } from '../src/domain/jobs.js';
 import type { JobChunkRecord, JobRecord } from '../src/store/records.js';
-import { seedSites, startServer, type TestServer } from './support/server.js';
+import { preconnectedFleet } from './support/fleet.js';
+import { startServer, type TestServer } from './support/server.js';
 import { jobEnded, until } from './support/wait.js';
-
-async function preconnectedFleet(services: Services, n: number): Promise<ChildSim> {
-  const keys = await newKeyPair();
-  const sim = await startChildSim({
-    sites: n,
-    preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() },
-  });
-  const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
-  await services.store.write((tx) => {
-    for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
-  });
-  return sim;
-}
 
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => {

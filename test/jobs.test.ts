@@ -1,30 +1,14 @@
 // Batches over the queue threshold become persisted jobs that run to completion, survive a restart,
 // and never do a site twice once it is recorded.
 import { afterAll, describe, expect, it } from 'vitest';
-import { newKeyPair } from '../src/child/keys.js';
-import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
-import { closeServices, openServices, type Services } from '../src/domain/index.js';
+import { closeServices, openServices } from '../src/domain/index.js';
 import { loadConfig } from '../src/config.js';
 import type { JobRecord } from '../src/store/records.js';
 import { serveProcess } from './support/process.js';
-import { seedSites, startServer, testFleetStore, type TestServer } from './support/server.js';
+import { preconnectedFleet } from './support/fleet.js';
+import { startServer, testFleetStore, type TestServer } from './support/server.js';
 import { until } from './support/wait.js';
 import { jobState } from '../src/domain/job-chunks.js';
-
-/** A simulator whose sites already trust one key, and sites in the data dir that use it (no 201 handshakes). */
-async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
-  const keys = await newKeyPair();
-  const sim = await startChildSim({
-    sites: n,
-    latencyMs,
-    preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() },
-  });
-  const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
-  await services.store.write((tx) => {
-    for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
-  });
-  return sim;
-}
 
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => {

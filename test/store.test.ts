@@ -1,8 +1,9 @@
 // The store keeps every acknowledged write, groups concurrent writes, refuses a corrupt data dir
 // without touching it, and lets two processes share one data dir.
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { JOURNAL, JOURNAL_MAX, Store } from '../src/store/store.js';
 import { restoreBackup, writeBackup } from '../src/store/backup.js';
@@ -196,6 +197,25 @@ describe('store', () => {
       await s.close();
     }
   });
+  it("reads of one synchronous run see one state; a later run sees another process's finished commit", async () => {
+    const dir = tmp();
+    const w = await Store.open(dir);
+    const t = await w.write((tx) =>
+      tx.insert<TagRecord>('tags', { name: 'before', color: null, site_ids: [], created_at: '', updated_at: '' }),
+    );
+    await w.close();
+    const s = await Store.open(dir);
+    // Another process renames the tag and exits, all inside this synchronous run (execFileSync blocks it).
+    const rename = `const s = await (await import(${JSON.stringify(pathToFileURL(STORE_JS).href)})).Store.open(${JSON.stringify(dir)});
+      await s.write((tx) => tx.put('tags', { ...tx.get('tags', ${t.id}), name: 'after' })); await s.close();`;
+    expect(s.get<TagRecord>('tags', t.id)?.name).toBe('before');
+    execFileSync(process.execPath, ['--input-type=module', '-e', rename]);
+    expect(s.get<TagRecord>('tags', t.id)?.name).toBe('before');
+    // The next run (the child took well over the millisecond a look is good for) looks again.
+    await Promise.resolve();
+    expect(s.get<TagRecord>('tags', t.id)?.name).toBe('after');
+    await s.close();
+  });
 });
 
 describe('store journal (issue 34)', () => {
@@ -224,6 +244,8 @@ describe('store journal (issue 34)', () => {
     const other = await Store.open(dir);
     expect(other.get<{ id: number; notes: string }>('sites', 300)?.notes).toBe('edit 49');
     await s.write((tx) => tx.put('sites', { ...tx.get('sites', 301)!, notes: 'seen elsewhere' }));
+    // A read looks again at most once a millisecond; sync() (what each HTTP request does first) looks at once.
+    await other.sync();
     expect(other.get<{ id: number; notes: string }>('sites', 301)?.notes).toBe('seen elsewhere');
     await other.close();
     await s.close();

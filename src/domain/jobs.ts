@@ -440,12 +440,14 @@ export class JobService {
   private finish(tx: Tx, id: number, failure: string | null, extraError?: JobRecord['errors'][number]): void {
     const cur = tx.get<JobRecord>('jobs', id)!;
     const rows = failure === 'cancelled' ? this.cancelRows.get(cur.type) : undefined;
-    const skipped = rows
-      ? rows(
-          jobState(tx, cur),
-          cur.sites.filter((s) => !doneSet(tx, cur).has(s)),
-        )
-      : [];
+    let skipped: unknown[] = [];
+    if (rows) {
+      const done = doneSet(tx, cur);
+      skipped = rows(
+        jobState(tx, cur),
+        cur.sites.filter((s) => !done.has(s)),
+      );
+    }
     tx.put<JobRecord>('jobs', {
       ...cur,
       ...(skipped.length ? { items: [...(cur.items ?? []), ...skipped] } : {}),

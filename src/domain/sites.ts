@@ -111,6 +111,17 @@ export class SiteService {
     return { sorted: this.sorted, byKey: this.byKey };
   }
 
+  /** Each site's place in the sorted list (built when a filter names its candidates, for the sites version in force). */
+  private placeOf(sorted: SiteRecord[]): Map<number, number> {
+    if (this.places?.sorted !== sorted) {
+      const at = new Map<number, number>();
+      for (let i = 0; i < sorted.length; i++) at.set(sorted[i]!.id, i);
+      this.places = { sorted, at };
+    }
+    return this.places.at;
+  }
+  private places: { sorted: SiteRecord[]; at: Map<number, number> } | null = null;
+
   private sortKey(s: SiteRecord): string {
     let k = this.sortKeys.get(s);
     if (k === undefined) this.sortKeys.set(s, (k = naturalKey(siteKey(s.url))));
@@ -169,7 +180,21 @@ export class SiteService {
     const inTags = f.tag_ids?.length ? tagSites(f.tag_ids) : null;
     const status = f.status && f.status !== 'any' ? f.status : null;
     if (!search && !include && !exclude && !inTags && !status && f.client_id === undefined) return sorted;
-    return sorted.filter(
+    // A tag filter or an include list names the candidates: when they are a small part of the fleet, only they are
+    // looked at (in list order), not every site (a tag of 5,000 sites in a fleet of 100,000: a twentieth of the work).
+    const named = inTags && include ? (inTags.size < include.size ? inTags : include) : (inTags ?? include);
+    let from = sorted;
+    if (named && named.size * 4 < sorted.length) {
+      const at = this.placeOf(sorted);
+      const places = new Int32Array(named.size);
+      let n = 0;
+      for (const id of named) {
+        const p = at.get(id);
+        if (p !== undefined) places[n++] = p;
+      }
+      from = Array.from(places.subarray(0, n).sort(), (p) => sorted[p]!);
+    }
+    return from.filter(
       (s) =>
         (!status || (status === 'available_update' ? hasUpdates(s) : siteStatus(s) === status)) &&
         (!include || include.has(s.id)) &&

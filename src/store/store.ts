@@ -237,6 +237,11 @@ export class LowdbStore implements StoreEngine {
    */
   private pendingCold: Map<string, unknown> | null = null;
   private lastLook = -Infinity;
+  /** Whether this synchronous run has looked for other processes' commits (see refreshIfStale). */
+  private looked = false;
+  private readonly lookDone = (): void => {
+    this.looked = false;
+  };
   /** meta.json's generation as last read or written (the journal's entries above it are not in the shards yet). */
   private diskGen = 0;
   /** Bytes of the journal taken in so far (up to the end of its last complete entry), and its size at the last look. */
@@ -410,19 +415,22 @@ export class LowdbStore implements StoreEngine {
   }
 
   /**
-   * Reload what another process committed since we last looked. Cheap when nothing changed (one stat),
-   * and at most one stat a millisecond: a request asks more than once (auth, then the ability).
-   */
-  /**
-   * Every read first takes in what another process committed (at most one stat of meta.json a millisecond), so no
-   * caller has to remember to; a write does the same under the lock.
+   * Every read first takes in what another process committed, so no caller has to remember to; a write does the same
+   * under the lock. Cheap when nothing changed (a stat of meta.json and of the journal), and at most once a millisecond
+   * and once per synchronous run: the reads of one run (a loop over every site) see one state, never a reload half-way
+   * through. So a read may miss a commit made in the last millisecond; `sync()` looks at once (the HTTP doors call it
+   * at the start of each request, so a request sees every commit acknowledged before it).
    */
   private refreshIfStale(force = false): void {
     // While this process still holds the lock from its last commit, no other process can have committed since.
     if (this.writes.busy || this.writes.isClosed || this.held) return;
     const t = performance.now();
-    if (!force && t - this.lastLook < 1) return;
+    if (!force && (this.looked || t - this.lastLook < 1)) return;
     this.lastLook = t;
+    if (!this.looked) {
+      this.looked = true;
+      queueMicrotask(this.lookDone);
+    }
     let key: string;
     try {
       key = this.statKey();

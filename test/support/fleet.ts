@@ -2,7 +2,9 @@
 import { expect } from 'vitest';
 import { BAD_TEXT_FAULT, startChildSim, type ChildSim, type ChildSimOptions } from '../../src/child/simulator/server.js';
 import type { SiteData } from '../../src/store/records.js';
-import { startServer, type TestServer } from './server.js';
+import { seedSites, startServer, type TestServer } from './server.js';
+import { newKeyPair } from '../../src/child/keys.js';
+import type { Services } from '../../src/domain/index.js';
 import type { Config } from '../../src/config.js';
 
 export interface Fleet {
@@ -76,4 +78,19 @@ export async function expectBadTextCleaned(f: Fleet, hostile: number[], healthy:
   } finally {
     for (const id of hostile) f.sim.setFault(id, null);
   }
+}
+
+/** A simulator whose sites already trust one key, and sites in the store that use it (no 201 handshakes). */
+export async function preconnectedFleet(services: Services, n: number, latencyMs = 0): Promise<ChildSim> {
+  const keys = await newKeyPair();
+  const sim = await startChildSim({
+    sites: n,
+    latencyMs,
+    preconnect: { publicKeyPem: keys.publicKeyPem, server: await services.settings.installationUrl() },
+  });
+  const recs = await seedSites(services, n, (i) => ({ url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: sim.sites[i]!.admin }));
+  await services.store.write((tx) => {
+    for (const r of recs) tx.putBlob('secrets', r.id, { private_key_pem: keys.privateKeyPem, http_pass: null, regverify: null });
+  });
+  return sim;
 }

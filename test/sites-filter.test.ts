@@ -1,0 +1,73 @@
+// The site list filter (issue 34): a tag filter or an include list that names a small part of the fleet is answered by
+// looking at those sites only. Whatever the path, the answer is the one a look at every site gives, in list order.
+import { afterAll, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { closeServices, openServices, type Services } from '../src/domain/index.js';
+import { siteStatus, type SiteFilter } from '../src/domain/sites.js';
+import type { SiteRecord, TagRecord } from '../src/store/records.js';
+import { tempDir } from './support/server.js';
+
+let s: Services | undefined;
+afterAll(async () => {
+  if (s) await closeServices(s);
+});
+
+/** The filter's meaning, by a look at every site of the sorted list. */
+function reference(all: SiteRecord[], f: SiteFilter, inTags: Set<number> | null): SiteRecord[] {
+  const q = f.search?.trim().toLowerCase();
+  return all.filter(
+    (x) =>
+      (!f.status || f.status === 'any' || siteStatus(x) === f.status) &&
+      (!f.include?.length || f.include.includes(x.id)) &&
+      (!f.exclude?.length || !f.exclude.includes(x.id)) &&
+      (!inTags || inTags.has(x.id)) &&
+      (f.client_id === undefined || x.client_id === f.client_id) &&
+      (!q || String(x.id).includes(q) || x.name.toLowerCase().includes(q) || x.url.toLowerCase().includes(q)),
+  );
+}
+
+it('answers a small tag or include list by its sites alone, exactly as a look at every site does, in list order', async () => {
+  s = await openServices(loadConfig({ dataDir: tempDir() }, {}));
+  const svc = s;
+  const N = 400;
+  // URLs that sort naturally (site2 before site10) and not by id, some suspended, some with a client.
+  const ids = await svc.store.write((tx) =>
+    Array.from({ length: N }, (_, i) => {
+      const n = (i * 7919) % N;
+      const rec = svc.sites.insert(tx, {
+        url: `https://${i % 3 ? 'www.' : ''}site${n}.example.com/`,
+        name: `${['Clinic', 'Bakery', 'Garage'][i % 3]} ${n}`,
+        admin_username: 'admin',
+      });
+      return svc.sites.patch(tx, rec.id, { suspended: i % 5 === 0, client_id: i % 4 === 0 ? 1 : null }).id;
+    }),
+  );
+  const tagOf = (k: number, every: number) => ids.filter((_, i) => i % every === k);
+  const [small, large] = await svc.store.write((tx) => [
+    tx.insert<TagRecord>('tags', { name: 'small', color: null, site_ids: tagOf(1, 25), created_at: '', updated_at: '' }),
+    tx.insert<TagRecord>('tags', { name: 'large', color: null, site_ids: tagOf(0, 2), created_at: '', updated_at: '' }),
+  ]);
+  const all = svc.sites.filter({}, () => new Set());
+  expect(all).toHaveLength(N);
+  const tagSites = (t: number[]) => svc.tags.sitesInTags(t);
+  const cases: SiteFilter[] = [
+    { tag_ids: [small!.id] }, // 16 of 400: only they are looked at
+    { tag_ids: [large!.id] }, // half the fleet: every site is looked at
+    { tag_ids: [small!.id, large!.id] },
+    { tag_ids: [small!.id], search: 'clinic' },
+    { tag_ids: [small!.id], status: 'suspended' },
+    { tag_ids: [small!.id], client_id: 1 },
+    { tag_ids: [small!.id], exclude: tagOf(1, 50) },
+    { include: ids.slice(0, 30) },
+    { include: [...ids.slice(0, 30), 999_999], tag_ids: [large!.id] },
+    { include: ids.slice(0, 30), tag_ids: [small!.id] },
+    { search: 'site1' },
+    { tag_ids: [999] },
+  ];
+  for (const f of cases) {
+    const got = svc.sites.filter(f, tagSites).map((x) => x.id);
+    const want = reference(all, f, f.tag_ids?.length ? tagSites(f.tag_ids) : null).map((x) => x.id);
+    expect(got, JSON.stringify(f)).toEqual(want);
+  }
+  expect(svc.sites.filter({ tag_ids: [small!.id] }, tagSites).length).toBe(16);
+});
