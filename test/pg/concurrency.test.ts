@@ -250,7 +250,7 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
       { id: 1, ukey: 'kept' },
       { id: 3, ukey: null },
     ]);
-    expect(a.getBlob('secrets', 1)).toEqual({ private_key_pem: 'k' });
+    expect(await a.readBlob('secrets', 1)).toEqual({ private_key_pem: 'k' });
     expect((await a.write((tx) => tx.insert<TagRecord>('tags', tag('new')))).id).toBe(8);
     // A second store reads the migrated rows and the new one alike, and both keep committing.
     const b = await open(url);
