@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import type { SitePlugin, SiteSnapshot } from '../src/child/snapshot.js';
 import { BLOB_READ_BATCH, type Store } from '../src/store/engine.js';
-import { SiteDataIndex } from '../src/domain/site-data-index.js';
+import { SiteDataIndex, SiteDataScan } from '../src/domain/site-data-index.js';
 import type { SiteData, SiteRecord } from '../src/store/records.js';
 import { seedSites, startServer, testFleetStore, type TestServer } from './support/server.js';
 
@@ -182,6 +182,50 @@ describe(`the fleet-wide indexes over ${BLOB_READ_BATCH + 1} sites (one batch an
   });
 });
 
+describe('the three indexes over site data (pending updates, security issues, abandoned items)', () => {
+  it('read each site’s data once for their first views, and a changed site’s once again', async () => {
+    const N = BLOB_READ_BATCH + 1;
+    const s = await startServer();
+    try {
+      const { store } = s.services;
+      const sites = await seedSites(s.services, N, () => ({ last_sync: '2026-01-01T00:00:00.000Z' }));
+      await store.write((tx) => {
+        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
+      });
+      // The real store's method, counted (no feed is imported: vulnerability matching reads nothing).
+      const reads = vi.spyOn(store, 'readBlobs');
+      const idsRead = () => reads.mock.calls.filter((c) => c[0] === 'site-data').flatMap((c) => c[1]);
+      const totals = async () => {
+        const total = async (name: string) => {
+          const r = await s.ability(name, { per_page: 1 }, { method: 'GET' });
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          return r.body.total as number;
+        };
+        // One after the other: each view's first refresh.
+        return [await total('list-updates-v1'), await total('get-security-issues-v1'), await total('get-abandoned-plugins-v1')];
+      };
+      expect(await totals()).toEqual([N, Math.floor(N / 2), N]);
+      expect(idsRead().length).toBe(N);
+      expect(new Set(idsRead())).toEqual(new Set(sites.map((x) => x.id)));
+
+      // Site 5 (odd: no security issue) now reports one, and one more update: read again once, for all three.
+      reads.mockClear();
+      await store.write((tx) => {
+        tx.putBlob('site-data', 5, {
+          ...dataOf(5),
+          plugins: [...dataOf(5).plugins, plugin('new/new.php', '1.0', { update_version: '1.1' })],
+          security: [{ type: 'db_prefix', severity: 'high', message: 'site 5 uses wp_' }],
+        });
+        s.services.sites.patch(tx, 5, { last_sync: '2026-01-02T00:00:00.000Z' });
+      });
+      expect(await totals()).toEqual([N + 1, Math.floor(N / 2) + 1, N]);
+      expect(idsRead()).toEqual([5]);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+});
+
 describe('SiteDataIndex', () => {
   it('concurrent refreshes share one run, and a change made during a run is taken by the next', async () => {
     const fleet = await testFleetStore();
@@ -194,7 +238,7 @@ describe('SiteDataIndex', () => {
         for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
       });
       const index = new SiteDataIndex(
-        store,
+        new SiteDataScan(store),
         (site) => String(site.last_sync),
         (_site, data) => data?.plugins.length ?? -1,
       );
@@ -213,6 +257,110 @@ describe('SiteDataIndex', () => {
       await Promise.all([first, index.refresh()]);
       expect(reads.mock.calls.map((c) => c[1])).toEqual([[sites[0]!.id], [sites[1]!.id]]);
       expect(index.get(sites[1]!.id)).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('SiteDataScan', () => {
+  it('reads a site once for every index whose stamp of it moved; each index derives only its own stale sites', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const sites = await store.write((tx) =>
+        [1, 2, 3].map((i) => tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a' } as Omit<SiteRecord, 'id'>)),
+      );
+      await store.write((tx) => {
+        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
+      });
+      const scan = new SiteDataScan(store);
+      const derived: string[] = [];
+      const bySync = new SiteDataIndex(
+        scan,
+        (site) => String(site.last_sync),
+        (site, data) => (derived.push(`sync ${site.id}`), data?.plugins.length ?? -1),
+      );
+      const byUrl = new SiteDataIndex(
+        scan,
+        (site) => site.url,
+        (site, data) => (derived.push(`url ${site.id}`), data?.security.length ?? -1),
+      );
+      const reads = vi.spyOn(store, 'readBlobs');
+      // Both first refreshes at once: one run, each site read once, both indexes built from it.
+      await Promise.all([bySync.refresh(), byUrl.refresh()]);
+      expect(reads.mock.calls.map((c) => c[1])).toEqual([sites.map((x) => x.id)]);
+      expect([[...bySync.values()], [...byUrl.values()]]).toEqual([
+        [3, 2, 2],
+        [0, 1, 0],
+      ]);
+      expect(bySync.version).toBe(byUrl.version);
+      // A change only byUrl's stamp sees: read once, derived by byUrl alone, whichever index refreshes.
+      reads.mockClear();
+      derived.length = 0;
+      await store.write((tx) => {
+        tx.putBlob('site-data', sites[0]!.id, { ...dataOf(1), security: [] });
+        tx.put<SiteRecord>('sites', { ...sites[0]!, url: 'https://moved.example/' });
+      });
+      await bySync.refresh();
+      await byUrl.refresh();
+      expect(reads.mock.calls.map((c) => c[1])).toEqual([[sites[0]!.id]]);
+      expect(derived).toEqual([`url ${sites[0]!.id}`]);
+      expect([bySync.get(sites[0]!.id), byUrl.get(sites[0]!.id)]).toEqual([3, 0]);
+      expect(bySync.version).toBe(store.version('sites'));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('SiteDataIndex contents', () => {
+  it('stand when a change leaves every derived value and the order as they were; move when a value, a site or the order changes', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const sites = await store.write((tx) =>
+        [1, 2, 3].map((i) =>
+          tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+        ),
+      );
+      await store.write((tx) => {
+        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
+      });
+      const index = new SiteDataIndex(
+        new SiteDataScan(store),
+        (site) => `${site.last_sync}|${site.notes}`,
+        (site, data) => ({ id: site.id, plugins: (data?.plugins ?? []).map((p) => p.slug) }),
+      );
+      await index.refresh();
+      const first = index.contents;
+      const values = [...index.values()];
+      // An edit the stamp sees (the site is read again) whose derived value is the same: nothing moves, same objects.
+      await store.write((tx) => tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[1]!.id)!, notes: 'edited' }));
+      await index.refresh();
+      expect(index.version).toBe(store.version('sites'));
+      expect(index.contents).toBe(first);
+      expect([...index.values()]).toEqual(values);
+      expect([...index.values()][1]).toBe(values[1]);
+      // New data with another plugin list: the contents move.
+      await store.write((tx) => {
+        tx.putBlob('site-data', sites[1]!.id, { ...dataOf(sites[1]!.id), plugins: [] });
+        tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[1]!.id)!, last_sync: 'b' });
+      });
+      await index.refresh();
+      expect(index.contents).toBeGreaterThan(first);
+      expect(index.get(sites[1]!.id)).toEqual({ id: sites[1]!.id, plugins: [] });
+      // A site removed, then one added: each moves the contents, though no value changed.
+      const afterData = index.contents;
+      await store.write((tx) => tx.delete('sites', sites[2]!.id));
+      await index.refresh();
+      expect(index.contents).toBeGreaterThan(afterData);
+      const afterRemove = index.contents;
+      await store.write((tx) =>
+        tx.insert<SiteRecord>('sites', { url: 'https://s9.example/', last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+      );
+      await index.refresh();
+      expect(index.contents).toBeGreaterThan(afterRemove);
     } finally {
       await store.close();
     }

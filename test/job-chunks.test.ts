@@ -1,7 +1,7 @@
 // A job's progress lives in chunks of JOB_CHUNK sites (issue 34): recording a site rewrites its chunk, never the job's
 // site list, so a job over a whole large fleet writes a bounded amount per site. Jobs made before chunks still finish.
 import { afterAll, describe, expect, it } from 'vitest';
-import { JOB_CHUNK, jobState, recordSite } from '../src/domain/job-chunks.js';
+import { JOB_CHUNK, addItems, countItems, jobState, recordSite } from '../src/domain/job-chunks.js';
 import { MAX_JOB_ERRORS_VIEW } from '../src/domain/jobs.js';
 import type { JobChunkRecord, JobRecord } from '../src/store/records.js';
 import { preconnectedFleet } from './support/fleet.js';
@@ -163,5 +163,41 @@ describe('job chunks', () => {
     expect(view.body.data.errors).toHaveLength(MAX_JOB_ERRORS_VIEW);
     expect(view.body.data.errors[0]).toEqual({ site_id: 1, code: 'svc_x', message: 'site 1' });
     expect(view.body.data).not.toHaveProperty('items');
+  });
+
+  it('counts item rows (a policy stop rule) as a gathering of the whole job does, recounting only the chunks written since', async () => {
+    const s = await startServer();
+    closers.push(() => s.close());
+    await s.services.jobs.stop();
+    const n = 3 * JOB_CHUNK;
+    const job = await s.services.jobs.enqueue(
+      'update',
+      Array.from({ length: n }, (_, i) => i + 1),
+    );
+    const store = s.services.store;
+    let asked = 0;
+    const failed = (row: unknown) => (asked++, (row as { status: string }).status === 'failed');
+    const rows = (site: number) => [
+      { site_id: site, status: site % 3 ? 'updated' : 'failed' },
+      { site_id: site, status: 'failed' },
+    ];
+    const add = (site: number) =>
+      store.write((tx) => {
+        addItems(tx, tx.get<JobRecord>('jobs', job.id)!, site, rows(site));
+        recordSite(tx, tx.get<JobRecord>('jobs', job.id)!, site, null);
+      });
+    for (const site of [1, 2, 3, JOB_CHUNK + 3, 2 * JOB_CHUNK + 1]) await add(site);
+    const gathered = () =>
+      jobState(store, store.get<JobRecord>('jobs', job.id)!).items.filter((r) => (r as { status: string }).status === 'failed').length;
+    expect(countItems(store, store.get<JobRecord>('jobs', job.id)!, failed)).toBe(gathered());
+    expect(gathered()).toBe(5 + 1); // every site's second row, and site 3's first
+    // One more site in the last chunk: only that chunk's rows are looked at again.
+    asked = 0;
+    await add(2 * JOB_CHUNK + 3);
+    expect(countItems(store, store.get<JobRecord>('jobs', job.id)!, failed)).toBe(gathered());
+    expect(asked).toBe(2 * 2);
+    asked = 0;
+    expect(countItems(store, store.get<JobRecord>('jobs', job.id)!, failed)).toBe(7);
+    expect(asked).toBe(0);
   });
 });

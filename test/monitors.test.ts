@@ -12,6 +12,7 @@ import { DELIVERIES_KEPT, MAX_PENDING, MAX_WEBHOOKS } from '../src/domain/webhoo
 import { registerSites, startFleet, type Fleet } from './support/fleet.js';
 import { connectMcp, type McpTestClient } from './support/mcp.js';
 import { until as waitUntil } from './support/wait.js';
+import { startServer } from './support/server.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -481,5 +482,41 @@ describe('bounds', () => {
     expect(b).toHaveLength(6 + HIST_MS.length + 1);
     expect(summarise([b], 0)).toMatchObject({ checks: 100, uptime: 100, p50_ms: 100, p95_ms: 500, p99_ms: 500, max_ms: 3000, min_ms: 80 });
     expect(summarise([b], 1).checks).toBe(0);
+  });
+});
+
+describe('HTTP authentication of a check', () => {
+  it("sends a site's HTTP user and password, and reads no stored secret for a site without a user", async () => {
+    const seen: Array<string | undefined> = [];
+    const site = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.end('ok');
+    });
+    await new Promise<void>((r) => site.listen(0, '127.0.0.1', () => r()));
+    const s = await startServer();
+    try {
+      const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+      const secret = (http_pass: string | null) => ({ private_key_pem: 'unused', http_pass, regverify: null });
+      const [plain, locked] = await s.services.store.write((tx) => [
+        s.services.sites.insert(tx, { url: `${url}plain/`, http_user: null }, secret('never-sent')),
+        s.services.sites.insert(tx, { url: `${url}locked/`, http_user: 'ops' }, secret('s3cret')),
+      ]);
+      // Count the secrets the real store is asked for (a wrapper around this instance's own method).
+      const store = s.services.store;
+      const read = store.readBlob.bind(store);
+      const asked: number[] = [];
+      store.readBlob = ((kind: string, id: number, opts?: { cache?: boolean }) => {
+        if (kind === 'secrets') asked.push(id);
+        return read(kind as never, id, opts);
+      }) as typeof store.readBlob;
+      expect((await s.services.monitors.check(plain!)).up).toBe(true);
+      expect(asked).toEqual([]);
+      expect((await s.services.monitors.check(locked!)).up).toBe(true);
+      expect(asked).toEqual([locked!.id]);
+      expect(seen).toEqual([undefined, `Basic ${Buffer.from('ops:s3cret').toString('base64')}`]);
+    } finally {
+      await s.close();
+      await new Promise<void>((r) => site.close(() => r()));
+    }
   });
 });

@@ -154,6 +154,21 @@ describe('the two-year boundary', () => {
     const r = await s.rest('/sites/1/plugins/abandoned');
     expect(r.body).toMatchObject({ success: 1, total: 1, data: [{ slug: 'edge/edge.php', last_updated: abandonedCutoff() }] });
   });
+
+  it("moves the fleet's list with the day: an item turns abandoned a day later, and not before", async () => {
+    const slugs = async () =>
+      ((await s.ability('get-abandoned-plugins-v1', {}, { method: 'GET' })).body.items as Array<{ slug: string }>).map((i) => i.slug);
+    const today = Date.now();
+    try {
+      expect(await slugs()).toEqual(['edge/edge.php']);
+      s.services.siteData.now = () => today + DAY;
+      expect(await slugs()).toEqual(['edge/edge.php', 'young/young.php']);
+      s.services.siteData.now = () => today;
+      expect(await slugs()).toEqual(['edge/edge.php']);
+    } finally {
+      s.services.siteData.now = Date.now;
+    }
+  });
 });
 
 describe('TLS certificate status', () => {

@@ -5,6 +5,8 @@ import { loadConfig } from '../src/config.js';
 import { closeServices, openServices, type Services } from '../src/domain/index.js';
 import { siteStatus, type SiteFilter } from '../src/domain/sites.js';
 import type { SiteRecord, TagRecord } from '../src/store/records.js';
+import { naturalKey } from '../src/core/collate.js';
+import { siteKey } from '../src/core/site-lookup.js';
 import { tempDir } from './support/server.js';
 
 let s: Services | undefined;
@@ -70,4 +72,44 @@ it('answers a small tag or include list by its sites alone, exactly as a look at
     expect(got, JSON.stringify(f)).toEqual(want);
   }
   expect(svc.sites.filter({ tag_ids: [small!.id] }, tagSites).length).toBe(16);
+});
+
+it('keeps the list and the domain lookup up to every change: edits in place, a new URL, an added and a removed site', async () => {
+  const t = await openServices(loadConfig({ dataDir: tempDir() }, {}));
+  try {
+    const N = 60;
+    const ids = await t.store.write((tx) =>
+      Array.from({ length: N }, (_, i) => t.sites.insert(tx, { url: `https://site${(i * 37) % N}.example.com/`, name: `S ${i}` }).id),
+    );
+    // The list's meaning: every record as stored now, by natural URL order then id.
+    const want = () =>
+      [...t.store.all<SiteRecord>('sites')]
+        .map((x) => [naturalKey(siteKey(x.url)), x] as const)
+        .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
+        .map(([, x]) => x);
+    const check = (what: string) => {
+      const got = t.sites.filter({}, () => new Set());
+      expect(got, what).toEqual(want());
+      for (const x of got) expect(t.sites.find(siteKey(x.url))?.id, what).toBe(x.id);
+    };
+    check('built');
+    const held = t.sites.filter({}, () => new Set());
+    for (let k = 0; k < 5; k++) {
+      await t.sites.edit(ids[(k * 11) % N]!, { notes: `edit ${k}`, name: `Renamed ${k}` });
+      check(`edit ${k}`);
+    }
+    // An answer given before the edits is left as it was: the list is a new array, not the old one changed.
+    expect(held.map((x) => x.notes)).toEqual(held.map(() => ''));
+    await t.store.write((tx) => t.sites.patch(tx, ids[3]!, { url: 'https://aaa-first.example.com/' }));
+    check('a new URL');
+    expect(t.sites.filter({}, () => new Set())[0]!.id).toBe(ids[3]);
+    await t.store.write((tx) => t.sites.insert(tx, { url: 'https://site7b.example.com/', name: 'new' }));
+    check('an added site');
+    await t.sites.remove(ids[10]!);
+    check('a removed site');
+    await t.sites.edit(ids[20]!, { notes: 'after the rebuilds' });
+    check('an edit after the rebuilds');
+  } finally {
+    await closeServices(t);
+  }
 });

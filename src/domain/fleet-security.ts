@@ -6,7 +6,7 @@ import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import { paginate } from '../core/paging.js';
 import type { Store } from '../store/store.js';
-import { SiteDataIndex } from './site-data-index.js';
+import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 
 export interface SiteSecurity {
   site_id: number;
@@ -43,15 +43,15 @@ class SecurityIndex {
   private sortedAt = -1;
   private sorted: SiteSecurity[] = [];
 
-  constructor(store: Store) {
-    this.index = new SiteDataIndex(store, stampOf, entry);
+  constructor(scan: SiteDataScan) {
+    this.index = new SiteDataIndex(scan, stampOf, entry);
   }
 
   async list(): Promise<SiteSecurity[]> {
     await this.index.refresh();
-    if (this.sortedAt !== this.index.version) {
+    if (this.sortedAt !== this.index.contents) {
       this.sorted = [...this.index.values()].flatMap((e) => (e ? [e] : [])).sort(worstFirst);
-      this.sortedAt = this.index.version;
+      this.sortedAt = this.index.contents;
     }
     return this.sorted;
   }
@@ -63,8 +63,8 @@ export class FleetSecurityService {
   /** The index is the fleet's; each call sees the sites of its scope (domain/access.ts). */
   private readonly access: SiteAccess;
 
-  constructor(store: Store) {
-    this.index = new SecurityIndex(store);
+  constructor(store: Store, scan: SiteDataScan) {
+    this.index = new SecurityIndex(scan);
     this.access = new SiteAccess(store);
   }
 

@@ -22,6 +22,7 @@ import { UpdateService, type Plan } from './updates.js';
 import { MonitorService } from './monitors.js';
 import { WebhookService } from './webhooks.js';
 import { SiteDataService } from './site-data.js';
+import { SiteDataScan } from './site-data-index.js';
 import { FleetSecurityService } from './fleet-security.js';
 import { PluginActionService } from './plugin-actions.js';
 import { SiteSelectorService } from './selectors.js';
@@ -129,6 +130,8 @@ export async function openServices(config: Config): Promise<Services> {
   const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const health = new HealthService(store, config, sites);
   const updateHistory = new UpdateHistoryService(store);
+  // One read of a site's data feeds every fleet-wide index over it (pending updates, abandoned items, security issues).
+  const siteDataScan = new SiteDataScan(store);
   const updates = new UpdateService(
     store,
     config,
@@ -139,6 +142,7 @@ export async function openServices(config: Config): Promise<Services> {
     health,
     updateHistory,
     new UpdateRollback(packages, health),
+    siteDataScan,
   );
   // Removing a record lets go of every reference to it, in the same write.
   sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
@@ -170,7 +174,7 @@ export async function openServices(config: Config): Promise<Services> {
         .catch(() => {}),
   );
   sites.onRemove.also((tx, id) => monitors.forgetSite(tx, id));
-  const siteData = new SiteDataService(config, sites, children, store);
+  const siteData = new SiteDataService(config, sites, children, siteDataScan);
   const vulnerabilities = new VulnerabilityService(store, config, sites, children);
   vulnerabilities.eventListeners.add((e) => void webhooks.emit(e.event, e.data).catch(() => {}));
   // After syncs (the matches of the sites that changed) and on the refresh schedule, claimed once across processes.
@@ -212,7 +216,7 @@ export async function openServices(config: Config): Promise<Services> {
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(store, sites, children);
-  const fleetSecurity = new FleetSecurityService(store);
+  const fleetSecurity = new FleetSecurityService(store, siteDataScan);
   const reports = new ReportService(store, config, sites, tags, clients, costs, settings, fleetSecurity, notifications);
   clients.onRemove.also((tx, id) => reports.forgetClient(tx, id));
   vulnerabilities.eventListeners.add(

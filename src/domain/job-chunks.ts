@@ -89,6 +89,33 @@ export function jobState(r: ChunkReader, job: JobRecord): JobState {
   return { ...job, done, succeeded, errors: [...errors, ...job.errors], items: [...items, ...(job.items ?? [])] };
 }
 
+// Per row test, per chunk record: how many of its rows pass. A chunk is replaced on every write, never changed in
+// place, so a count found for a chunk object holds for as long as that object is the chunk.
+const counts = new WeakMap<(row: unknown) => boolean, WeakMap<JobChunkRecord, number>>();
+
+/**
+ * How many of the job's item rows `pass` (the job's own rows, from its end, included): counts only the chunks written
+ * since the last count with the same test, so asking after every site (a policy's stop rule) costs one look per chunk,
+ * not a gathering of every row of the run.
+ */
+export function countItems(r: ChunkReader, job: JobRecord, pass: (row: unknown) => boolean): number {
+  let n = 0;
+  for (const i of job.items ?? []) if (pass(i)) n++;
+  if (!job.chunks) return n;
+  let known = counts.get(pass);
+  if (!known) counts.set(pass, (known = new WeakMap()));
+  for (const c of chunksOf(r, job)) {
+    let k = known.get(c);
+    if (k === undefined) {
+      k = 0;
+      for (const i of c.items) if (pass(i)) k++;
+      known.set(c, k);
+    }
+    n += k;
+  }
+  return n;
+}
+
 /** The item rows recorded so far for one site of the job (a resumed update job skips what they show done). */
 export function itemsOfSite(r: ChunkReader, job: JobRecord, siteId: number): unknown[] {
   const all = job.chunks ? (chunkOf(r, job, siteId)?.items ?? []) : (job.items ?? []);

@@ -478,7 +478,8 @@ export class MonitorService {
         keyword: eff.keyword,
         sslVerify: site.ssl_verify,
         httpUser: site.http_user,
-        httpPass: (await this.sites.secret(site.id))?.http_pass ?? null,
+        // The password is read (a cold blob: on PostgreSQL a query when not cached) only for a site that has a user.
+        httpPass: site.http_user ? ((await this.sites.secret(site.id))?.http_pass ?? null) : null,
       };
       let outcome = await this.checker.check(target);
       const prev = this.lastBeat(site.id);

@@ -2,25 +2,84 @@
 // what it derives, per site, with the stamp of the site record it was derived from. Site data is a cold blob (no
 // process holds every site's), so a refresh reads the data of the sites whose stamp moved, BLOB_READ_BATCH at a time
 // (store.readBlobs: one SELECT on PostgreSQL): what it holds of the sites' data while it runs is one batch, never the
-// fleet. Concurrent refreshes share one run.
+// fleet. The indexes of one store share a SiteDataScan: a refresh of any brings every one up to date from the same
+// reads (a site is read once when any of them needs it), and concurrent refreshes share one run.
+import { isDeepStrictEqual } from 'node:util';
 import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 
+/** One index's part of a run: its sites whose stamp moved, filled from each batch read, then taken as its entries. */
+interface Pass {
+  readonly stale: ReadonlyMap<number, unknown>;
+  fill(ids: readonly number[], data: ReadonlyMap<number, SiteData | null>): void;
+  done(version: number): void;
+}
+
+/** The reads of the sites' data for every index of one store (one per process and store: domain/index.ts). */
+export class SiteDataScan {
+  private readonly indexes: Array<{ pass(): Pass }> = [];
+  private running: Promise<void> | null = null;
+
+  constructor(readonly store: Store) {}
+
+  /** Each index registers itself when made: every run brings it up to date too. */
+  register(index: { pass(): Pass }): void {
+    this.indexes.push(index);
+  }
+
+  /**
+   * Brings an index (with every other) up to every change of the sites made before the call: waits for a run under
+   * way when it began after that change, else starts (or waits for, then starts) one.
+   */
+  async refresh(index: { readonly version: number }): Promise<void> {
+    const want = this.store.version('sites');
+    while (index.version < want) {
+      this.running ??= this.run(this.store.version('sites')).finally(() => {
+        this.running = null;
+      });
+      await this.running;
+    }
+  }
+
+  private async run(version: number): Promise<void> {
+    // Every index's stamps are taken before the first read: data read is at least as new as its stamp (a newer one is
+    // read again).
+    const passes = this.indexes.map((index) => index.pass());
+    const ids = [...new Set(passes.flatMap((p) => [...p.stale.keys()]))];
+    for (let i = 0; i < ids.length; i += BLOB_READ_BATCH) {
+      const batch = ids.slice(i, i + BLOB_READ_BATCH);
+      const data = await this.store.readBlobs<SiteData>('site-data', batch);
+      for (const p of passes) p.fill(batch, data);
+    }
+    for (const p of passes) p.done(version);
+  }
+}
+
+interface Entry<E> {
+  stamp: string;
+  site: SiteRecord;
+  value: E;
+}
+
 export class SiteDataIndex<E> {
-  private entries = new Map<number, { stamp: string; value: E }>();
+  /** Per site: its value, the stamp it was derived at, and the record that stamp was taken of (records are never changed). */
+  private entries = new Map<number, Entry<E>>();
   /** The sites collection's version the entries reflect (-1: never built). */
   private built = -1;
-  private running: { version: number; done: Promise<void> } | null = null;
+  /** Moves only when an entry's value, or the order of the entries, changed (see `contents`). */
+  private generation = -1;
 
   constructor(
-    private readonly store: Store,
+    private readonly scan: SiteDataScan,
     /** What an entry derives from in the site record: the data is read again when it moves (a sync patches the record). */
     private readonly stampOf: (site: SiteRecord) => string,
     private readonly derive: (site: SiteRecord, data: SiteData | null) => E,
     /** The sites to index, in the order `values` answers them. */
-    private readonly sitesOf: () => Iterable<SiteRecord> = () => store.all<SiteRecord>('sites'),
-  ) {}
+    private readonly sitesOf: () => Iterable<SiteRecord> = () => scan.store.all<SiteRecord>('sites'),
+  ) {
+    scan.register(this);
+  }
 
   /** The version of the sites collection the entries reflect: a key for what a caller derives from them. */
   get version(): number {
@@ -28,21 +87,17 @@ export class SiteDataIndex<E> {
   }
 
   /**
-   * Brings the entries up to every change of the sites made before the call: waits for a run under way when it began
-   * after that change, else starts (or waits for, then starts) one.
+   * A key for what a caller derives from all the entries (a fleet-wide list, its counts): it moves only when a value
+   * or the order changed. A site edit moves the stamp of the site (its data is read again) but most often leaves what
+   * is derived from it as it was: the entry keeps its value, and the lists built from the entries stand.
    */
-  async refresh(): Promise<void> {
-    const want = this.store.version('sites');
-    while (this.built < want) {
-      if (!this.running) {
-        const version = this.store.version('sites');
-        const done = this.run(version).finally(() => {
-          this.running = null;
-        });
-        this.running = { version, done };
-      }
-      await this.running.done;
-    }
+  get contents(): number {
+    return this.generation;
+  }
+
+  /** Brings the entries up to every change of the sites made before the call (SiteDataScan.refresh). */
+  refresh(): Promise<void> {
+    return this.scan.refresh(this);
   }
 
   /** One site's entry, or undefined when it has none (not indexed yet, or removed). */
@@ -55,28 +110,46 @@ export class SiteDataIndex<E> {
     for (const e of this.entries.values()) yield e.value;
   }
 
-  private async run(version: number): Promise<void> {
-    const next = new Map<number, { stamp: string; value: E } | null>();
-    const stale: Array<{ site: SiteRecord; stamp: string }> = [];
+  /** For SiteDataScan: this index's part of a run, its stamps taken now. */
+  pass(): Pass {
+    const next = new Map<number, Entry<E> | null>();
+    const stale = new Map<number, { site: SiteRecord; stamp: string }>();
+    const before = this.entries.keys();
+    let moved = this.generation < 0;
     for (const site of this.sitesOf()) {
-      const stamp = this.stampOf(site);
+      if (!moved && before.next().value !== site.id) moved = true;
       const cur = this.entries.get(site.id);
-      if (cur && cur.stamp === stamp) next.set(site.id, cur);
+      // The same record object: the same stamp, not worked out again (a pass over 100,000 sites after one edit).
+      if (cur?.site === site) {
+        next.set(site.id, cur);
+        continue;
+      }
+      const stamp = this.stampOf(site);
+      if (cur && cur.stamp === stamp) next.set(site.id, { ...cur, site });
       else {
         next.set(site.id, null); // keeps the order; filled below
-        stale.push({ site, stamp });
+        stale.set(site.id, { site, stamp });
       }
     }
-    // The stamps were taken before the reads: data read is at least as new as its stamp (a newer one is read again).
-    for (let i = 0; i < stale.length; i += BLOB_READ_BATCH) {
-      const batch = stale.slice(i, i + BLOB_READ_BATCH);
-      const data = await this.store.readBlobs<SiteData>(
-        'site-data',
-        batch.map((b) => b.site.id),
-      );
-      for (const { site, stamp } of batch) next.set(site.id, { stamp, value: this.derive(site, data.get(site.id) ?? null) });
-    }
-    this.entries = next as Map<number, { stamp: string; value: E }>;
-    this.built = version;
+    if (!before.next().done) moved = true;
+    return {
+      stale,
+      fill: (ids, data) => {
+        for (const id of ids) {
+          const s = stale.get(id);
+          if (!s) continue;
+          const value = this.derive(s.site, data.get(id) ?? null);
+          const was = this.entries.get(id);
+          const same = was !== undefined && isDeepStrictEqual(was.value, value);
+          if (!same) moved = true;
+          next.set(id, { stamp: s.stamp, site: s.site, value: same ? was.value : value });
+        }
+      },
+      done: (version) => {
+        this.entries = next as Map<number, Entry<E>>;
+        this.built = version;
+        if (moved) this.generation = version;
+      },
+    };
   }
 }

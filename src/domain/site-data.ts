@@ -7,9 +7,8 @@ import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/sn
 import { paginate } from '../core/paging.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
-import type { Store } from '../store/store.js';
 import type { ChildSiteService } from './child-sites.js';
-import { SiteDataIndex } from './site-data-index.js';
+import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 import type { SiteService } from './sites.js';
 import { certificateStatus, type TlsStatus } from './tls.js';
 
@@ -115,28 +114,38 @@ class AbandonedIndex {
   private readonly index: SiteDataIndex<SiteEntry>;
   private flatAt = -1;
   private flat: Record<ItemKind, AbandonedItem[]> = { plugins: [], themes: [] };
+  /** The cutoff day the fleet lists below were cut at, and those lists (unscoped calls). */
+  private cutoff = '';
+  private fleet = new Map<ItemKind, AbandonedItem[]>();
 
   constructor(
-    store: Store,
+    scan: SiteDataScan,
     private readonly access: SiteAccess,
   ) {
     // A sync or an action rewrites last_sync, every record change updated_at.
-    this.index = new SiteDataIndex(store, (site) => `${site.last_sync}|${site.updated_at}|${site.url}`, entry);
+    this.index = new SiteDataIndex(scan, (site) => `${site.last_sync}|${site.updated_at}|${site.url}`, entry);
   }
 
   /** Every abandoned item of the fleet (or of one site), ordered by site id then slug. */
   async list(kind: ItemKind, siteId?: number, now = Date.now()): Promise<AbandonedItem[]> {
     await this.index.refresh();
-    if (this.flatAt !== this.index.version) {
+    const cutoff = abandonedCutoff(now);
+    if (this.flatAt !== this.index.contents || this.cutoff !== cutoff) {
       const all = [...this.index.values()].sort((a, b) => a.id - b.id);
       this.flat = { plugins: all.flatMap((e) => e.plugins), themes: all.flatMap((e) => e.themes) };
-      this.flatAt = this.index.version;
+      this.flatAt = this.index.contents;
+      this.cutoff = cutoff;
+      this.fleet.clear();
     }
-    const cutoff = abandonedCutoff(now);
-    const all = siteId === undefined ? this.flat[kind] : (this.index.get(siteId)?.[kind] ?? []);
     // The index is the fleet's; each call sees the sites of its scope (domain/access.ts).
     const visible = this.access.visible();
-    return all.filter((i) => i.last_updated <= cutoff && (!visible || visible.has(i.site_id)));
+    const old = (i: AbandonedItem) => i.last_updated <= cutoff && (!visible || visible.has(i.site_id));
+    if (siteId !== undefined) return (this.index.get(siteId)?.[kind] ?? []).filter(old);
+    if (visible) return this.flat[kind].filter(old);
+    // The whole fleet's list, kept until the entries or the day change: not a pass over every item per request.
+    let list = this.fleet.get(kind);
+    if (!list) this.fleet.set(kind, (list = this.flat[kind].filter(old)));
+    return list;
   }
 }
 
@@ -154,14 +163,16 @@ export interface AbandonedQuery {
  */
 export class SiteDataService {
   private readonly abandonedIndex: AbandonedIndex;
+  /** The clock the two-year cutoff is taken from (tests move it). */
+  now: () => number = Date.now;
 
   constructor(
     private readonly config: Config,
     private readonly sites: SiteService,
     private readonly children: ChildSiteService,
-    store: Store,
+    scan: SiteDataScan,
   ) {
-    this.abandonedIndex = new AbandonedIndex(store, sites.access);
+    this.abandonedIndex = new AbandonedIndex(scan, sites.access);
   }
 
   /** The stored data of a site; a site never synced (or seeded without a child) has empty lists. */
@@ -202,7 +213,7 @@ export class SiteDataService {
   /** One page of the fleet's (or one site's) abandoned plugins or themes, by site id then slug. */
   async abandoned(kind: ItemKind, q: AbandonedQuery): Promise<{ items: AbandonedItem[]; total: number; site?: SiteRecord }> {
     const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
-    let all = await this.abandonedIndex.list(kind, site?.id);
+    let all = await this.abandonedIndex.list(kind, site?.id, this.now());
     const search = q.search?.trim().toLowerCase();
     if (search) all = all.filter((i) => i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search));
     return { items: paginate(all, q.page, q.per_page), total: all.length, site };

@@ -10,7 +10,7 @@
 import { errors, ServiceError } from '../core/errors.js';
 import { offsetMinutes } from '../core/site-time.js';
 import type { JobRecord, JobState, SiteData, SiteRecord } from '../store/records.js';
-import { addItems, jobState } from './job-chunks.js';
+import { addItems, countItems } from './job-chunks.js';
 import type { Store, Tx } from '../store/store.js';
 import {
   WEEKDAYS,
@@ -561,8 +561,8 @@ export class UpdatePolicyService {
       if (cur && rows?.length) addItems(tx, cur, site.id, rows);
     };
     if (!p) return { ok: false, error: policyNotFound(params.policy_id), commit: skipped };
-    // What the run recorded so far (gathered from the job's chunks: the stop rule counts the whole run's failures).
-    const recorded = () => failuresOf(this.jobs.find(job.job_id) ?? jobState(this.store, job));
+    // What the run recorded so far (the stop rule counts the whole run's failures; only chunks written since are recounted).
+    const recorded = () => countItems(this.store, this.store.get<JobRecord>('jobs', job.id) ?? job, isFailure);
     const before = recorded();
     if (p.paused || before >= p.stop_after) {
       await this.stop(p, params, job.job_id, before);
@@ -626,7 +626,10 @@ export class UpdatePolicyService {
 
 /** Items of a run that failed or were rolled back (the stop rule counts them), from what its job recorded. */
 export function failuresOf(job: JobState): number {
-  let n = 0;
-  for (const i of (job.items ?? []) as Array<{ status?: string }>) if (i.status && FAILED.has(i.status)) n++;
-  return n;
+  return job.items.filter(isFailure).length;
+}
+
+function isFailure(row: unknown): boolean {
+  const status = row && typeof row === 'object' ? (row as { status?: unknown }).status : undefined;
+  return typeof status === 'string' && FAILED.has(status);
 }

@@ -15,7 +15,7 @@ import { addItems, itemsOfSite } from './job-chunks.js';
 import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
-import { SiteDataIndex } from './site-data-index.js';
+import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
@@ -198,7 +198,8 @@ const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_versi
  */
 class PendingIndex {
   private readonly index: SiteDataIndex<{ id: number; all: PendingView[] }>;
-  private sitesVersion = -1;
+  /** The index's contents the lists below were built from (SiteDataIndex.contents). */
+  private entriesAt = -1;
   private rulesVersion = -1;
   private rules = new Map<number, IgnoreRecord[]>();
   /** Every site's pending items after ignores, in site-list order, and their counts. */
@@ -208,9 +209,10 @@ class PendingIndex {
   constructor(
     private readonly store: Store,
     sites: SiteService,
+    scan: SiteDataScan,
   ) {
     this.index = new SiteDataIndex(
-      store,
+      scan,
       (site) => `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`,
       (site, data) => ({ id: site.id, all: views(site, storedPending(data), new Set(TYPES)) }),
       // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
@@ -235,9 +237,9 @@ class PendingIndex {
 
   private async refresh(): Promise<void> {
     await this.index.refresh();
-    const sv = this.index.version;
+    const sv = this.index.contents;
     const rv = this.store.version('ignores');
-    if (sv === this.sitesVersion && rv === this.rulesVersion) return;
+    if (sv === this.entriesAt && rv === this.rulesVersion) return;
     this.refreshRules();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
@@ -248,7 +250,7 @@ class PendingIndex {
     }
     this.flat = flat;
     this.bySite = bySite;
-    this.sitesVersion = sv;
+    this.entriesAt = sv;
     this.rulesVersion = rv;
   }
 
@@ -281,7 +283,7 @@ class PendingIndex {
   /** The fleet's items of some types and their summary, computed once per change of sites or rules. */
   async allOf(types: ReadonlySet<TypeName>): Promise<{ items: PendingView[]; summary: Summary }> {
     await this.refresh();
-    const at = `${this.sitesVersion}|${this.rulesVersion}`;
+    const at = `${this.entriesAt}|${this.rulesVersion}`;
     if (at !== this.byTypesAt) {
       this.byTypes.clear();
       this.byTypesAt = at;
@@ -339,8 +341,9 @@ export class UpdateService {
     readonly health: HealthService,
     private readonly history: UpdateHistoryService,
     private readonly rollbacks: UpdateRollback,
+    scan: SiteDataScan,
   ) {
-    this.index = new PendingIndex(store, sites);
+    this.index = new PendingIndex(store, sites, scan);
   }
   /** A removed site's ignore rules go with it (wired as a cascade of sites.remove in domain/index.ts). */
   forgetSite(tx: Tx, siteId: number): void {
