@@ -55,6 +55,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
+    // SITEFLEET_CHECK_REPLAY: every commit runs its write functions once more and fails if they do not do the same (a
+    // write function must have no effect outside its Tx: the engine runs it more than once; pg-store.ts replay).
+    env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1', SITEFLEET_CHECK_REPLAY: '1' },
   },
 });

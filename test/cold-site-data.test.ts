@@ -400,8 +400,13 @@ describe('a snapshot stored from data read before the write', () => {
       const { children, store } = s.services;
       const [site] = await seedSites(s.services, 1);
       const id = site!.id;
+      // What the hooks were given, by write. A write function may run more than once (the PostgreSQL engine's dry run
+      // finds its locks, and its test lane runs every batch once more): each run sets its write's slot, the last wins.
       const seen: Array<SiteData | null> = [];
-      const hook = (_tx: unknown, siteId: number, _data: SiteData, prev: SiteData | null) => void (siteId === id && seen.push(prev));
+      let write = 0;
+      const hook = (_tx: unknown, siteId: number, _data: SiteData, prev: SiteData | null) => {
+        if (siteId === id) seen[write] = prev;
+      };
       children.snapshotHooks.add(hook);
       // The clock (Date only) moves between the snapshots, so that each is stamped apart.
       vi.useFakeTimers({ toFake: ['Date'] });
@@ -410,8 +415,10 @@ describe('a snapshot stored from data read before the write', () => {
       // Two snapshots read the same stored data; the first is stored, then the second (built on the older read).
       const read = await children.siteData(id);
       vi.setSystemTime(Date.parse('2026-02-01T00:01:00Z'));
+      write = 1;
       await store.write((tx) => children.recordSnapshot(tx, id, snap('c2', [change(2)]), read));
       vi.setSystemTime(Date.parse('2026-02-01T00:02:00Z'));
+      write = 2;
       await store.write((tx) => children.recordSnapshot(tx, id, snap(null, []), read));
       expect(seen.map((p) => p?.changes_cursor ?? null)).toEqual([null, 'c1', null]);
       // What the stale write lost (change 2, cursor c2) the next sync asks for again: the cursor is the one read.

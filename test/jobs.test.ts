@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeServices, openServices } from '../src/domain/index.js';
 import { loadConfig } from '../src/config.js';
-import type { JobRecord } from '../src/store/records.js';
+import type { JobRecord, JobState } from '../src/store/records.js';
 import { serveProcess } from './support/process.js';
 import { preconnectedFleet } from './support/fleet.js';
 import { startServer, tempDir, testFleetStore, type TestServer } from './support/server.js';
@@ -92,6 +92,39 @@ describe('claims', () => {
     expect(done.done).toHaveLength(6);
     expect(done.succeeded).toBe(6);
     for (let i = 1; i <= 6; i++) expect(sim.requests(i)).toBe(1);
+  });
+});
+
+describe('the end of a job', () => {
+  it('is announced once, after the write that ended it committed: the listener reads it ended in the store', async () => {
+    const s = await startServer();
+    closers.push(() => s.close());
+    const sim = await preconnectedFleet(s.services, 2);
+    closers.push(() => sim.close());
+    const { jobs } = s.services;
+    const heard: Array<{ job_id: string; status: string; stored: string }> = [];
+    const listener = (j: JobState) => heard.push({ job_id: j.job_id, status: j.status, stored: jobs.get(j.job_id).status });
+    jobs.finishedListeners.add(listener);
+    try {
+      await jobs.stop();
+      const ran = await jobs.enqueue('sync', [1, 2]);
+      const cancelled = await jobs.enqueue('sync', [1]);
+      // A queued job cancelled ends in the cancel's write; the other is worked to its end.
+      await jobs.cancel(cancelled.job_id);
+      jobs.start(100);
+      await until(
+        async () => heard.filter((h) => h.job_id === ran.job_id),
+        (h) => h.length > 0,
+      );
+      // Whatever was scheduled to announce meanwhile has run.
+      await new Promise((r) => setImmediate(r));
+      expect(heard).toEqual([
+        { job_id: cancelled.job_id, status: 'failed', stored: 'failed' },
+        { job_id: ran.job_id, status: 'completed', stored: 'completed' },
+      ]);
+    } finally {
+      jobs.finishedListeners.delete(listener);
+    }
   });
 });
 

@@ -3,14 +3,23 @@
 // SHA-256 hash: hash = sha256(prev_hash + canonical JSON of the entry without its hash), so that an edited entry, a
 // removed one or one slipped in is found by verify(), which names the first bad entry.
 //
-// One chain whatever the number of processes: an entry is appended inside a store write, which reads the chain's
-// head (the audit_head record) and writes the entry and the new head together. Both engines serialise writes across
-// processes (lowdb: the data dir's lock file, reloading first; PostgreSQL: the commit's advisory lock, catching up
-// first), so two processes never append after the same head.
+// Appends that do not serialise writers (issue 34). The log is AUDIT_LANES chains ("lanes") side by side, each with its
+// own head record (audit_head id lane + 1); a process appends to its lane (process id modulo AUDIT_LANES; lowdb has one
+// writer at a time anyway). An entry's id comes from the store's insert (on PostgreSQL a sequence, so taking one locks
+// nothing), and it names the entry before it in its lane (prev, with that entry's hash in prev_hash). So an append
+// reads and writes one head — its lane's — and two processes on different lanes never wait for each other, where one
+// head for everything made every write in every process wait for the one before it. The chain is no weaker: every
+// entry is linked to the one before it in its lane, each lane's head names its last entry, so an entry edited, removed
+// (from the middle, the start above the trim line, or the end) or slipped in is still found. Ids still follow the
+// order appends were committed in (closely: ids are drawn as a commit starts), so lists walk them newest first.
+// Why not one chain with its position from a sequence, linked later? An entry not yet linked could be removed unseen,
+// and the linking itself would again be one writer at a time. Entries written before lanes (no `lane`, no `prev`) are
+// lane 0's, each following the id just below it.
 //
-// Retention: at most MAX_ENTRIES entries and none older than MAX_AGE_DAYS; each append trims up to TRIM_PER_APPEND of
-// the oldest past either bound. The hash and sequence number of the last trimmed entry stay in the head as the anchor
-// the verified chain starts from, so trimming never breaks verification.
+// Retention: at most MAX_ENTRIES entries and none older than MAX_AGE_DAYS. Trimming drops the oldest entries (lowest
+// ids) and raises the trim line (audit_head id 0: every entry at or below it is gone, and a lane's walk stops there).
+// Whether to trim is decided before the write from what memory holds, and a trim takes a few dozen at a time below
+// the bound (TRIM_SLACK), so that only one append in many writes the trim line: it is the one record all lanes share.
 import { printable } from '../core/storable-text.js';
 import { createHash } from 'node:crypto';
 import type { Ability } from '../core/ability.js';
@@ -21,7 +30,13 @@ import type { Store, Tx } from '../store/store.js';
 
 export const MAX_ENTRIES = 100_000;
 export const MAX_AGE_DAYS = 365;
+/** Entries one append drops at most. */
 const TRIM_PER_APPEND = 50;
+/** How far below the entry bound a trim goes (a hundredth of the bound, at most this), and how much past the age bound. */
+const TRIM_SLACK = 49;
+const TRIM_AGE_SLACK_MS = 3_600_000;
+/** Chains side by side: appends from processes on different lanes share no record. */
+export const AUDIT_LANES = 16;
 /** Failed logins recorded per minute per process at most; past it they are counted into the next one recorded. */
 export const FAILED_LOGINS_PER_MINUTE = 60;
 /** Bounds of an input summary: characters of a string, items of a list, depth, characters of the whole summary. */
@@ -50,17 +65,46 @@ export interface AuditRecord {
   /** ok, or the error code. */
   outcome: string;
   status: number | null;
+  /** Its lane (absent: written before lanes, lane 0). */
+  lane?: number;
+  /** The id of the entry before it in its lane, 0 for the first (absent: written before lanes, id - 1). */
+  prev?: number;
   prev_hash: string;
   hash: string;
 }
 
-/** The chain's head: its last entry, and the anchor (the last trimmed entry) the chain starts after. */
+/**
+ * A lane's head (id lane + 1): its last entry. anchor_seq and anchor_hash are kept from before lanes (lane 0's head
+ * was the one chain's, and its anchor_seq the trim line until a trim record is written).
+ */
 export interface AuditHeadRecord {
-  id: 1;
+  id: number;
   last_seq: number;
   last_hash: string;
   anchor_seq: number;
   anchor_hash: string;
+}
+
+/** The trim line (audit_head id 0): every entry with an id at or below `through` was trimmed. */
+export interface AuditTrimRecord {
+  id: 0;
+  through: number;
+}
+
+/** The trim line: the trim record's, else the one chain's anchor from before lanes. */
+function trimLine(tx: Pick<Tx, 'get'>): number {
+  return tx.get<AuditTrimRecord>('audit_head', 0)?.through ?? tx.get<AuditHeadRecord>('audit_head', 1)?.anchor_seq ?? 0;
+}
+
+/** The entries newest first (by id, down to the trim line): list, and the client reports' changes. */
+export function* newestFirst(store: Pick<Store, 'get'>): Generator<AuditRecord> {
+  let top = 0;
+  for (let lane = 0; lane < AUDIT_LANES; lane++) top = Math.max(top, store.get<AuditHeadRecord>('audit_head', lane + 1)?.last_seq ?? 0);
+  const floor = trimLine(store);
+  for (let id = top; id > floor; id--) {
+    const e = store.get<AuditRecord>('audit', id);
+    if (e) yield e;
+  }
 }
 
 export interface AuditFilter {
@@ -149,39 +193,81 @@ export class AuditService implements AuditSink {
 
   constructor(private readonly store: Store) {}
 
-  private head(tx: Pick<Tx, 'get'>): AuditHeadRecord {
-    return tx.get<AuditHeadRecord>('audit_head', 1) ?? { id: 1, last_seq: 0, last_hash: GENESIS, anchor_seq: 0, anchor_hash: GENESIS };
+  /** The lane this process appends to (tests set it to stand for another process). */
+  lane = process.pid % AUDIT_LANES;
+
+  private head(tx: Pick<Tx, 'get'>, lane: number): AuditHeadRecord {
+    return (
+      tx.get<AuditHeadRecord>('audit_head', lane + 1) ?? {
+        id: lane + 1,
+        last_seq: 0,
+        last_hash: GENESIS,
+        anchor_seq: 0,
+        anchor_hash: GENESIS,
+      }
+    );
   }
 
-  /** Appends one entry after the chain's head, in one durable write with the new head; trims past the bounds. */
+  /** Appends one entry after its lane's head, in one durable write with the new head; trims past the bounds. */
   async append(e: Omit<AuditRecord, 'id' | 'at' | 'prev_hash' | 'hash'>, redactUrl = false): Promise<AuditRecord> {
     const at = new Date(this.now()).toISOString();
     const input = summarise(e.input, { redactUrl });
+    const lane = this.lane;
+    const trim = this.trimPlan();
     return this.store.write((tx) => {
-      const head = this.head(tx);
-      const body: Omit<AuditRecord, 'hash'> = { ...e, input, id: head.last_seq + 1, at, prev_hash: head.last_hash };
+      const head = this.head(tx, lane);
+      // The id is the insert's; the hash covers it, so the entry is inserted, then put with its hash.
+      const draft = tx.insert<AuditRecord>('audit', { ...e, input, at, lane, prev: head.last_seq, prev_hash: head.last_hash, hash: '' });
+      const { hash: _none, ...body } = draft;
       const rec: AuditRecord = { ...body, hash: entryHash(body) };
       tx.put<AuditRecord>('audit', rec);
-      const next: AuditHeadRecord = { ...head, last_seq: rec.id, last_hash: rec.hash };
-      this.trim(tx, next);
-      tx.put<AuditHeadRecord>('audit_head', next);
+      tx.put<AuditHeadRecord>('audit_head', { ...head, last_seq: rec.id, last_hash: rec.hash });
+      if (trim) this.trim(tx, trim, rec.id);
       return rec;
     });
   }
 
-  /** Drops up to TRIM_PER_APPEND oldest entries past MAX_ENTRIES or MAX_AGE_DAYS; the last dropped becomes the anchor. */
-  private trim(tx: Tx, head: AuditHeadRecord): void {
-    const oldest = new Date(this.now() - this.maxAgeDays * 86_400_000).toISOString();
-    for (let i = 0; i < TRIM_PER_APPEND; i++) {
-      const seq = head.anchor_seq + 1;
-      if (seq >= head.last_seq) return; // the newest entry always stays
-      const e = tx.get<AuditRecord>('audit', seq);
-      if (!e) return; // a gap is verify's to report, not trim's to paper over
-      if (head.last_seq - head.anchor_seq <= this.maxEntries && e.at >= oldest) return;
-      tx.delete('audit', seq);
-      head.anchor_seq = seq;
-      head.anchor_hash = e.hash;
+  /**
+   * Whether this append trims, from what memory holds (no lock): more than maxEntries entries (then down to a little
+   * below), or an entry older than maxAgeDays (then those a little younger too). Null most of the time.
+   */
+  private trimPlan(): { drop: number; before: string } | null {
+    const count = this.store.count('audit') + 1;
+    const slack = Math.min(TRIM_SLACK, Math.floor(this.maxEntries / 100));
+    const drop = count > this.maxEntries ? count - Math.max(1, this.maxEntries - slack) : 0;
+    const cutoff = this.now() - this.maxAgeDays * 86_400_000;
+    const oldest = this.oldest();
+    if (!drop && !(oldest && oldest.at < new Date(cutoff).toISOString())) return null;
+    return { drop, before: new Date(cutoff + TRIM_AGE_SLACK_MS).toISOString() };
+  }
+
+  /** The oldest entry above the trim line (a short scan up from it: ids have gaps where a commit failed). */
+  private oldest(): AuditRecord | undefined {
+    const floor = trimLine(this.store);
+    for (let id = floor + 1; id <= floor + 2 * TRIM_PER_APPEND; id++) {
+      const e = this.store.get<AuditRecord>('audit', id);
+      if (e) return e;
     }
+    return undefined;
+  }
+
+  /**
+   * Drops up to TRIM_PER_APPEND of the oldest entries: `drop` of them, and any older than `before`; never `keep` (the
+   * entry being appended). Raises the trim line past them. A gap (an id no commit used) is stepped over.
+   */
+  private trim(tx: Tx, plan: { drop: number; before: string }, keep: number): void {
+    let through = trimLine(tx);
+    let dropped = 0;
+    for (let id = through + 1; id < keep && id <= through + 2 * TRIM_PER_APPEND && dropped < TRIM_PER_APPEND; id++) {
+      const e = tx.get<AuditRecord>('audit', id);
+      if (e && dropped >= plan.drop && e.at >= plan.before) break;
+      if (e) {
+        tx.delete('audit', id);
+        dropped++;
+      }
+      through = id;
+    }
+    tx.put<AuditTrimRecord>('audit_head', { id: 0, through });
   }
 
   /** The registry's hook: one entry per call of an ability that is not read-only, whatever its outcome. */
@@ -242,8 +328,8 @@ export class AuditService implements AuditSink {
   }
 
   /** What a scheduler started (the sync schedule, …), as "system". */
-  async system(action: string, input: unknown, outcome = 'ok'): Promise<void> {
-    await this.append({ ...who('system'), door: 'scheduler', address: null, action, input, outcome, status: null });
+  async system(action: string, input: unknown, outcome = 'ok'): Promise<AuditRecord> {
+    return this.append({ ...who('system'), door: 'scheduler', address: null, action, input, outcome, status: null });
   }
 
   /** Entries newest first, filtered: who (a name, or user:ID / key:ID), action, outcome, door, since/until (ISO). */
@@ -256,44 +342,88 @@ export class AuditService implements AuditSink {
       (!f.door || e.door === f.door) &&
       (!f.since || e.at >= f.since) &&
       (!f.until || e.at < f.until);
-    const head = this.head(this.store);
     const items: AuditRecord[] = [];
     let total = 0;
     const skip = (page - 1) * perPage;
-    // Newest first by walking the chain down from its head: no sort of up to MAX_ENTRIES entries per request.
-    for (let seq = head.last_seq; seq > head.anchor_seq; seq--) {
-      const e = this.store.get<AuditRecord>('audit', seq);
-      if (!e || !match(e)) continue;
+    // Newest first by walking the ids down: no sort of up to MAX_ENTRIES entries per request.
+    for (const e of newestFirst(this.store)) {
+      if (!match(e)) continue;
       if (total >= skip && items.length < perPage) items.push(e);
       total++;
     }
     return { items, total };
   }
 
-  /** Walks the chain from its anchor to its head; names the first entry that was edited, removed or slipped in. */
+  /**
+   * Walks each lane from its head down to the trim line; names the entry that was edited, removed or slipped in (the
+   * lowest such id when there are several).
+   */
   verify(): VerifyResult {
-    const head = this.head(this.store);
-    let prev = head.anchor_hash;
-    let n = 0;
-    for (let seq = head.anchor_seq + 1; seq <= head.last_seq; seq++) {
-      const e = this.store.get<AuditRecord>('audit', seq);
-      if (!e) return { ok: false, entries: n, bad: { id: seq, reason: 'missing: the entry was removed' } };
-      if (e.prev_hash !== prev)
-        return {
-          ok: false,
-          entries: n,
-          bad: { id: seq, reason: 'does not follow the entry before it (this one or that one was changed)' },
-        };
-      if (entryHash(e) !== e.hash)
-        return { ok: false, entries: n, bad: { id: seq, reason: 'edited: its content does not match its hash' } };
-      prev = e.hash;
-      n++;
+    const floor = trimLine(this.store);
+    const seen = new Set<number>();
+    let bad: { id: number; reason: string } | null = null;
+    const fail = (id: number, reason: string) => {
+      if (!bad || id < bad.id) bad = { id, reason };
+    };
+    for (let lane = 0; lane < AUDIT_LANES; lane++) {
+      const head = this.store.get<AuditHeadRecord>('audit_head', lane + 1);
+      if (!head || head.last_seq <= Math.max(floor, head.anchor_seq)) continue;
+      // A walk ends at the trim line, or at the lane's own anchor (lane 0's, from before lanes: checked by its hash).
+      const stop = Math.max(floor, head.anchor_seq);
+      let id = head.last_seq;
+      let want = head.last_hash;
+      let next: AuditRecord | null = null; // the entry that named this one as its prev
+      while (id > stop) {
+        const e = this.store.get<AuditRecord>('audit', id);
+        if (!e) {
+          fail(id, 'missing: the entry was removed');
+          break;
+        }
+        if ((e.lane ?? 0) !== lane) {
+          fail(
+            next ? next.id : id,
+            next
+              ? 'does not follow the entry before it (this one or that one was changed)'
+              : "the chain's head does not match its last entry",
+          );
+          break;
+        }
+        if (entryHash(e) !== e.hash) {
+          fail(id, 'edited: its content does not match its hash');
+          break;
+        }
+        if (e.hash !== want) {
+          fail(
+            next ? next.id : id,
+            next
+              ? 'does not follow the entry before it (this one or that one was changed)'
+              : "the chain's head does not match its last entry",
+          );
+          break;
+        }
+        seen.add(id);
+        const prev = e.prev ?? e.id - 1;
+        if (prev >= id) {
+          fail(id, 'does not follow the entry before it (this one or that one was changed)');
+          break;
+        }
+        // The walk's last entry follows the lane's anchor (GENESIS for a lane begun afresh), unless trimmed past it.
+        if (prev === head.anchor_seq && prev >= floor && e.prev_hash !== head.anchor_hash)
+          fail(id, 'does not follow the entry before it (this one or that one was changed)');
+        next = e;
+        want = e.prev_hash;
+        id = prev;
+      }
     }
-    if (prev !== head.last_hash)
-      return { ok: false, entries: n, bad: { id: head.last_seq, reason: "the chain's head does not match its last entry" } };
-    for (const e of this.store.all<AuditRecord>('audit')) {
-      if (e.id <= head.anchor_seq || e.id > head.last_seq) return { ok: false, entries: n, bad: { id: e.id, reason: 'not in the chain' } };
+    // An entry no walk reached was slipped in (or is below a break already named).
+    if (!bad) for (const e of this.store.all<AuditRecord>('audit')) if (!seen.has(e.id)) fail(e.id, 'not in the chain');
+    if (bad) return { ok: false, entries: seen.size, bad };
+    let first: number | null = null;
+    let last: number | null = null;
+    for (const id of seen) {
+      if (first === null || id < first) first = id;
+      if (last === null || id > last) last = id;
     }
-    return { ok: true, entries: n, first: n ? head.anchor_seq + 1 : null, last: n ? head.last_seq : null };
+    return { ok: true, entries: seen.size, first, last };
   }
 }

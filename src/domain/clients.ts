@@ -180,12 +180,13 @@ export class ClientService {
 
   private assertEmailFree(tx: Tx, email: string, selfId?: number): void {
     const e = email.toLowerCase();
-    for (const c of tx.all<ClientRecord>('clients')) {
-      if (c.id !== selfId && c.email.toLowerCase() === e) {
-        throw new ServiceError('svc_client_exists', `A client with e-mail "${email}" already exists (ID ${c.id}).`, 409, {
-          client_id: c.id,
-        });
-      }
+    // Unlocked: the e-mail is a unique key (store engine.ts UNIQUE_KEYS); on PostgreSQL a concurrent duplicate from
+    // another process fails its commit, which runs again and is refused here, instead of locking every client.
+    const c = tx.unlocked(() => [...tx.all<ClientRecord>('clients')].find((x) => x.id !== selfId && x.email.toLowerCase() === e));
+    if (c) {
+      throw new ServiceError('svc_client_exists', `A client with e-mail "${email}" already exists (ID ${c.id}).`, 409, {
+        client_id: c.id,
+      });
     }
   }
 

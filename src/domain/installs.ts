@@ -205,7 +205,8 @@ export class InstallService {
     private readonly packages: PackageSource,
     private readonly uploads: PackageUploads,
     private readonly history: UpdateHistoryService,
-    private readonly now: () => number = Date.now,
+    /** The clock (tests move it). */
+    public now: () => number = Date.now,
   ) {}
 
   /** The package of a request: resolved in the directory, or the zip URL checked. Nothing reaches a site before. */
@@ -325,23 +326,31 @@ export class InstallService {
    */
   async installOn(site: SiteRecord, p: JobParams, tx?: (tx: Tx, row: InstalledRow) => void): Promise<InstalledRow> {
     const started = this.now();
-    const entry = (e: Pick<HistoryEntry, 'slug' | 'name' | 'from' | 'to' | 'outcome' | 'reason' | 'code'>): HistoryEntry => ({
+    // `ended` is read before the write that records the entry, never inside it: a write function may run more than
+    // once (the PostgreSQL engine's dry run), and each run must record the same duration.
+    const entry = (
+      e: Pick<HistoryEntry, 'slug' | 'name' | 'from' | 'to' | 'outcome' | 'reason' | 'code'>,
+      ended: number,
+    ): HistoryEntry => ({
       site_id: site.id,
       site_url: site.url,
       type: p.package.type,
       ...e,
       actor: p.actor ?? { kind: 'job', id: null, name: 'install job' },
       at: new Date(started).toISOString(),
-      duration_ms: Math.max(0, Math.round(this.now() - started)),
+      duration_ms: Math.max(0, Math.round(ended - started)),
       safe: false,
       probe: null,
       action: 'install',
     });
     try {
-      return await this.attempt(site, p, (t, row) => {
+      return await this.attempt(site, p, (t, row, ended) => {
         const reason = row.activation_error ? `Installed; not activated: ${row.activation_error}` : '';
         this.history.record(t, [
-          entry({ slug: row.slug, name: row.name, from: row.replaced_version, to: row.version, outcome: 'installed', reason, code: '' }),
+          entry(
+            { slug: row.slug, name: row.name, from: row.replaced_version, to: row.version, outcome: 'installed', reason, code: '' },
+            ended,
+          ),
         ]);
         tx?.(t, row);
       });
@@ -351,22 +360,28 @@ export class InstallService {
       const was = installedItem(await this.siteData.of(site), pkg.type, pkg.slug);
       const slug = was?.slug ?? pkg.slug ?? pkg.download_url;
       await this.history.add([
-        entry({
-          slug,
-          name: pkg.name ?? was?.name ?? slug,
-          from: was?.version ?? null,
-          to: pkg.version,
-          outcome: 'failed',
-          reason: error.message,
-          code: error.code,
-        }),
+        entry(
+          {
+            slug,
+            name: pkg.name ?? was?.name ?? slug,
+            from: was?.version ?? null,
+            to: pkg.version,
+            outcome: 'failed',
+            reason: error.message,
+            code: error.code,
+          },
+          this.now(),
+        ),
       ]);
       throw e;
     }
   }
 
-  /** One site's install; `tx` runs in the write that stores its result (after the activation, when asked for). */
-  private async attempt(site: SiteRecord, p: JobParams, tx: (tx: Tx, row: InstalledRow) => void): Promise<InstalledRow> {
+  /**
+   * One site's install; `tx` runs in the write that stores its result (after the activation, when asked for), given
+   * the time the result was in (read before that write).
+   */
+  private async attempt(site: SiteRecord, p: JobParams, tx: (tx: Tx, row: InstalledRow, ended: number) => void): Promise<InstalledRow> {
     const { package: pkg } = p;
     const label = `${pkg.type} ${pkg.slug ?? pkg.download_url}${pkg.version ? ` ${pkg.version}` : ''}`;
     this.children.assertReachable(site);
@@ -404,11 +419,12 @@ export class InstallService {
       replaced_version: was?.version ?? null,
       activated: null,
     };
+    const installed = this.now();
     await this.store.write((t) => {
       if (!t.get('sites', site.id)) return;
       const items = (data[kind] as Array<SitePlugin | SiteTheme>).filter((i) => i.slug !== item.slug);
       t.putBlob('site-data', site.id, { ...data, [kind]: [...items, now] });
-      if (!(pkg.type === 'plugin' && p.activate)) tx(t, row);
+      if (!(pkg.type === 'plugin' && p.activate)) tx(t, row, installed);
     });
     if (pkg.type === 'plugin' && p.activate) {
       try {
@@ -419,7 +435,8 @@ export class InstallService {
         row.activated = false;
         row.activation_error = childFailure(e, site).message;
       }
-      await this.store.write((t) => tx(t, row));
+      const activated = this.now();
+      await this.store.write((t) => tx(t, row, activated));
     }
     return row;
   }

@@ -161,6 +161,12 @@ export class JobService {
   private hooks: Array<() => Promise<void>> = [];
   /** Hear of jobs ending (completed, failed, cancelled), once the write that ends them has been made. */
   readonly finishedListeners = new Set<(job: JobState) => void>();
+  /**
+   * Jobs a write function ended (finish), until that write's caller announces them (announceEnded). A write function
+   * may run more than once before it commits (the PostgreSQL engine's dry run), so it only notes the job; what is
+   * announced is what the store holds once the write is done, and only if the job did end.
+   */
+  private ending = new Set<number>();
   /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
   threshold: () => number = () => this.config.queueThreshold;
 
@@ -300,14 +306,18 @@ export class JobService {
    */
   async cancel(jobId: string, reason?: string): Promise<JobState> {
     const j = this.get(jobId);
-    await this.store.write((tx) => this.cancelIn(tx, j.job_id, reason));
-    this.cancels.get(jobId)?.abort();
+    try {
+      await this.store.write((tx) => this.cancelIn(tx, j.job_id, reason));
+    } finally {
+      this.afterCancelIn(jobId);
+    }
     return this.get(jobId);
   }
 
   /**
    * cancel() inside another write (a policy deleted and its run's job cancelled at once). `params` are merged into
-   * the job's (what its type's cancel rows read). The runner in this process is stopped by the write's caller.
+   * the job's (what its type's cancel rows read). The write's caller then calls afterCancelIn (whether it committed or
+   * not): it stops the runner in this process and announces the job's end.
    */
   cancelIn(tx: Tx, jobId: string, reason?: string, params?: Record<string, unknown>): void {
     const cur = [...tx.all<JobRecord>('jobs')].find((x) => x.job_id === jobId);
@@ -323,9 +333,36 @@ export class JobService {
     } else tx.put<JobRecord>('jobs', { ...next, cancel_requested: true });
   }
 
-  /** Stops this process's runner of a job at once (after cancelIn's write). */
-  abortRunner(jobId: string): void {
+  /** After cancelIn's write: stops this process's runner of the job at once, and announces its end if it ended. */
+  afterCancelIn(jobId: string): void {
     this.cancels.get(jobId)?.abort();
+    const j = this.header(jobId);
+    if (j) this.announceEnded(j.id);
+  }
+
+  /** A write that may end job `id`, then its announcement (if it did). */
+  private async writeEnding(id: number, fn: (tx: Tx) => void): Promise<void> {
+    try {
+      await this.store.write(fn);
+    } finally {
+      this.announceEnded(id);
+    }
+  }
+
+  /** After a write that may have ended the job (finish): its listeners hear of it if it did, from what is stored. */
+  private announceEnded(id: number): void {
+    if (!this.ending.delete(id)) return;
+    const j = this.store.get<JobRecord>('jobs', id);
+    if (!j || (j.status !== 'completed' && j.status !== 'failed') || !this.finishedListeners.size) return;
+    const ended = jobState(this.store, j);
+    for (const l of this.finishedListeners) {
+      try {
+        l(ended);
+      } catch (e) {
+        // The job did end; a listener's failure is its own, not the write's caller's.
+        log('error', 'a job end listener failed', { job: j.job_id, err: String(e) });
+      }
+    }
   }
 
   private cancelNote(tx: Tx, j: JobRecord): JobRecord['errors'][number] {
@@ -461,26 +498,21 @@ export class JobService {
       failure,
       errors: extraError ? [...cur.errors, extraError] : cur.errors,
     });
-    // Heard once the write's function has run: a listener's own write is queued behind this one in the store.
-    if (this.finishedListeners.size) {
-      const ended = jobState(tx, tx.get<JobRecord>('jobs', id)!);
-      setImmediate(() => {
-        for (const l of this.finishedListeners) l(ended);
-      });
-    }
+    // Heard once the write is done (its caller calls announceEnded), never from a run that might not be committed.
+    this.ending.add(id);
   }
 
   private async work(job: JobRecord): Promise<void> {
     const step = this.steps.get(job.type);
-    if (!step) return void (await this.store.write((tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`)));
+    if (!step) return this.writeEnding(job.id, (tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`));
     if (job.attempts > MAX_ATTEMPTS) {
-      return void (await this.store.write((tx) =>
+      return this.writeEnding(job.id, (tx) =>
         this.finish(tx, job.id, `interrupted ${MAX_ATTEMPTS} times`, {
           site_id: 0,
           code: 'interrupted',
           message: `The job was interrupted ${MAX_ATTEMPTS} times and was given up.`,
         }),
-      ));
+      );
     }
     const started = Date.parse(job.started_at ?? new Date().toISOString());
     const done = doneSet(this.store, job);
@@ -548,7 +580,7 @@ export class JobService {
       this.aborts.delete(abort);
       this.cancels.delete(job.job_id);
     }
-    await this.store.write((tx) => {
+    await this.writeEnding(job.id, (tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       if (!cur || cur.owner !== OWNER) return;
       if (doneCount(tx, cur) >= cur.sites.length) this.finish(tx, job.id, null);

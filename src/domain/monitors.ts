@@ -231,6 +231,8 @@ export class MonitorService {
   readonly checker: UptimeChecker;
   readonly leases: PartitionLeases;
   private pending = new Map<number, PendingBeat[]>();
+  /** What a lease release's write folded, by partition, until it has committed (flushInTx). */
+  private releasing = new Map<number, { taken: Map<number, Set<PendingBeat>>; events: MonitorEvent[] }>();
   private due = new Map<number, number>();
   private inflight = new Map<number, Promise<CheckOutcome>>();
   private listeners = new Set<(e: MonitorEvent) => void>();
@@ -385,11 +387,19 @@ export class MonitorService {
       const now = this.now();
       if (now >= this.nextRound) {
         this.nextRound = now + LEASE_ROUND_MS;
-        const plan = await this.leases.round(
-          (tx, p) => this.flushInTx(tx, (id) => id % PARTITIONS === p),
-          // A check still running would be written after the hand-over: keep the partition until it is done.
-          (p) => ![...this.inflight.keys()].some((id) => id % PARTITIONS === p),
-        );
+        const plan = await this.leases
+          .round(
+            (tx, p) => this.flushInTx(tx, p, (id) => id % PARTITIONS === p),
+            // A check still running would be written after the hand-over: keep the partition until it is done.
+            (p) => ![...this.inflight.keys()].some((id) => id % PARTITIONS === p),
+          )
+          .then(
+            (r) => (this.released(r.released), r),
+            (e: unknown) => {
+              this.released([]);
+              throw e;
+            },
+          );
         for (const id of this.due.keys()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
       }
       // The scan of every site is skipped while nothing is due yet and nothing it depends on changed (at 20,000 sites it
@@ -545,15 +555,33 @@ export class MonitorService {
     return p;
   }
 
-  /** Inside a transaction (a lease release): fold the waiting beats of the sites `which` selects. */
-  private flushInTx(tx: Tx, which: (id: number) => boolean): void {
+  /**
+   * Inside a transaction (a lease release): fold the waiting beats of the sites `which` selects. The function may run
+   * more than once before it commits (the PostgreSQL engine's dry run), so it only notes what it folded, by partition
+   * (a run replaces the note of the one before); once the release has committed, `released` takes the beats of the
+   * partitions it gave up out of `pending` and announces their events.
+   */
+  private flushInTx(tx: Tx, partition: number, which: (id: number) => boolean): void {
     const events: MonitorEvent[] = [];
-    for (const [id, list] of [...this.pending]) {
+    const taken = new Map<number, Set<PendingBeat>>();
+    for (const [id, list] of this.pending) {
       if (!which(id)) continue;
       this.fold(tx, id, list, events);
-      this.pending.delete(id);
+      taken.set(id, new Set(list));
     }
-    queueMicrotask(() => {
+    this.releasing.set(partition, { taken, events });
+  }
+
+  /** After a lease round committed (or failed: none), for the partitions it gave up. */
+  private released(partitions: readonly number[]): void {
+    const notes = partitions.flatMap((p) => this.releasing.get(p) ?? []);
+    this.releasing.clear();
+    for (const { taken, events } of notes) {
+      for (const [id, beats] of taken) {
+        const rest = (this.pending.get(id) ?? []).filter((b) => !beats.has(b));
+        if (rest.length) this.pending.set(id, rest);
+        else this.pending.delete(id);
+      }
       for (const e of events)
         for (const l of this.listeners) {
           try {
@@ -562,7 +590,7 @@ export class MonitorService {
             /* logged elsewhere */
           }
         }
-    });
+    }
   }
 
   private fold(tx: Tx, id: number, beats: PendingBeat[], events: MonitorEvent[]): void {

@@ -107,13 +107,17 @@ export class TagService {
    * quadratic).
    */
   private assertNameFree(tx: Tx, name: string, selfId?: number): void {
-    const v = this.store.version('tags');
-    if (this.names.version !== v) {
-      const ids = new Map<string, number>();
-      for (const t of tx.all<TagRecord>('tags')) ids.set(t.name.toLowerCase(), t.id);
-      this.names = { version: v, ids };
-    }
-    const id = this.names.ids.get(name.toLowerCase());
+    // Unlocked: the name is a unique key (store engine.ts UNIQUE_KEYS), so on PostgreSQL a concurrent create of it in
+    // another process fails its commit, which runs again and is refused here, instead of every create locking the tags.
+    const id = tx.unlocked(() => {
+      const v = this.store.version('tags');
+      if (this.names.version !== v) {
+        const ids = new Map<string, number>();
+        for (const t of tx.all<TagRecord>('tags')) ids.set(t.name.toLowerCase(), t.id);
+        this.names = { version: v, ids };
+      }
+      return this.names.ids.get(name.toLowerCase());
+    });
     if (id !== undefined && id !== selfId) throw new ServiceError('svc_tag_exists', `A tag with name "${name}" already exists.`, 409);
   }
 
@@ -132,12 +136,12 @@ export class TagService {
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     this.assertNameFree(tx, name);
     const t = now();
-    const wasAt = this.store.version('tags');
+    const wasAt = tx.unlocked(() => this.store.version('tags'));
     const rec = tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
     // The index stays current when nothing but this insert changed the tags since it was (re)built.
     if (this.names.version === wasAt) {
       this.names.ids.set(name.toLowerCase(), rec.id);
-      this.names.version = this.store.version('tags');
+      this.names.version = tx.unlocked(() => this.store.version('tags'));
     }
     return rec;
   }

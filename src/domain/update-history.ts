@@ -108,6 +108,14 @@ export class UpdateHistoryService {
     const cutoff = this.now() - HISTORY_MAX_DAYS * DAY_MS;
     // A write changes the working set in place, so the count includes this write's own entries.
     let count = this.store.count('update_history');
+    // `lowest` is a hint moved as entries go. A write function may run more than once before it commits (the
+    // PostgreSQL engine's dry run, a conflict): its deletes are then undone and the hint is past entries that are
+    // back. They sit just below it, so one look finds that case, and a scan finds the oldest again.
+    if (this.lowest > 1 && tx.get('update_history', this.lowest - 1)) {
+      let min = Infinity;
+      for (const r of tx.all<UpdateHistoryRecord>('update_history')) if (r.id < min) min = r.id;
+      this.lowest = Number.isFinite(min) ? min : 1;
+    }
     let id = this.lowest;
     for (; id <= top; id++) {
       const r = tx.get<UpdateHistoryRecord>('update_history', id);

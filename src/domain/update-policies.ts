@@ -250,7 +250,7 @@ export class UpdatePolicyService {
         updated_at: at,
       });
     });
-    for (const jobId of skips.keys()) this.jobs.abortRunner(jobId);
+    for (const jobId of skips.keys()) this.jobs.afterCancelIn(jobId);
     return saved;
   }
 
@@ -267,7 +267,7 @@ export class UpdatePolicyService {
       for (const r of tx.all<PolicyRunRecord>('policy_runs')) if (r.policy_id === id) tx.delete('policy_runs', r.id);
       for (const [jobId, skip] of skips) this.jobs.cancelIn(tx, jobId, reason, { skip });
     });
-    for (const jobId of skips.keys()) this.jobs.abortRunner(jobId);
+    for (const jobId of skips.keys()) this.jobs.afterCancelIn(jobId);
     return p;
   }
 
@@ -614,7 +614,7 @@ export class UpdatePolicyService {
     const why = `policy ${p.id} ("${p.name}") was paused: ${reason}`;
     const skip = (await this.skipsOf(p, 'policy_paused', why, jobId)).get(jobId);
     await this.store.write((tx) => this.jobs.cancelIn(tx, jobId, why, skip ? { skip } : undefined)).catch(() => {});
-    this.jobs.abortRunner(jobId);
+    this.jobs.afterCancelIn(jobId);
   }
 
   /** The cancelled job's item rows for the sites it never started (JobService calls it as the job ends). */

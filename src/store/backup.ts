@@ -31,7 +31,7 @@ import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type CollectionName, type Re
 import { parseJson, syncDir, writeDurably } from './durable-file.js';
 import { CURRENT_FORMAT } from './migrations.js';
 import type { LeaseRecord } from './monitor-records.js';
-import { migrateSchema, redactUrl } from './pg-store.js';
+import { fillUniqueKeys, migrateSchema, redactUrl, syncIdSequences } from './pg-store.js';
 import { JOURNAL, fileOf, journalOverlay, lockDataDir, type Meta } from './store.js';
 
 /** Version of the backup file's own layout (not of the records in it: that is the header's data_format). */
@@ -391,8 +391,9 @@ async function restorePg(file: string, url: string, force: boolean): Promise<Res
           `The database at ${redactUrl(url)} already holds a fleet (${held} rows); nothing was restored. Add --force to replace it.`,
         );
       }
-      const seq = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s) + 1;
-      if (held) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1 WHERE data IS NOT NULL', [seq]);
+      // A seq from the sequence every commit draws from: a version no process holds yet (format 2).
+      const seq = Number((await c.query(`SELECT nextval('sitefleet_seq') AS s`)).rows[0].s);
+      if (held) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1, ukey = NULL WHERE data IS NOT NULL', [seq]);
       let header: Header | undefined;
       const counts: Record<string, number> = {};
       let rows = 0;
@@ -402,7 +403,7 @@ async function restorePg(file: string, url: string, force: boolean): Promise<Res
         await c.query(
           `INSERT INTO sitefleet_rows (kind, id, seq, data)
              SELECT x.kind, x.id, $2, x.data FROM jsonb_to_recordset($1::jsonb) AS x(kind text, id integer, data jsonb)
-           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data`,
+           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data, ukey = NULL`,
           [JSON.stringify(chunk), seq],
         );
         chunk = [];
@@ -430,6 +431,9 @@ async function restorePg(file: string, url: string, force: boolean): Promise<Res
       const counters: Record<string, number> = {};
       for (const col of COLLECTION_NAMES) counters[col] = Math.max(header!.counters[col] ?? 0, prev[col] ?? 0);
       await c.query(`UPDATE sitefleet_meta SET value = $1::jsonb WHERE key = 'counters'`, [JSON.stringify(counters)]);
+      // Format 3: the restored records' unique keys, and ids drawn above every restored one.
+      await fillUniqueKeys(c);
+      await syncIdSequences(c);
       await c.query('SELECT pg_notify($1, $2)', ['sitefleet_commits', String(seq)]);
       await c.query('COMMIT');
       return { rows, counts, dataFormat: header!.data_format, replacedTo: null };

@@ -2,6 +2,7 @@
 // the lowdb engine (store.ts: JSON files under the data dir, the default) and the PostgreSQL engine (pg-store.ts,
 // chosen by a database URL). Both keep the working set in memory so reads stay synchronous; a write runs a
 // synchronous function against that memory copy and resolves only once its changes are durable.
+import { ServiceError } from '../core/errors.js';
 
 export const COLLECTIONS = {
   sites: 250,
@@ -57,6 +58,25 @@ export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
 export type Rec = { id: number };
 
 /**
+ * Keys no two records of a collection share (issue 34): a tag's name and a client's e-mail, in any letter case. The
+ * services check them in memory first (the fast path, with their own clear error, inside `tx.unlocked`); the
+ * PostgreSQL engine also keeps each record's key in a unique index, so that a concurrent duplicate from another
+ * process fails its commit instead of taking a lock on the whole collection: the commit then runs again on the newer
+ * records (where the service's check now refuses it), and `error` is what its caller is told should it still fail.
+ * The lowdb engine has one writer at a time, so the in-memory check is exact there.
+ */
+export const UNIQUE_KEYS: Partial<Record<CollectionName, { key: (rec: Rec) => string | null; error: (key: string) => ServiceError }>> = {
+  tags: {
+    key: (r) => (r as unknown as { name: string }).name.toLowerCase(),
+    error: (k) => new ServiceError('svc_tag_exists', `A tag with name "${k}" already exists.`, 409),
+  },
+  clients: {
+    key: (r) => (r as unknown as { email: string }).email.toLowerCase() || null,
+    error: (k) => new ServiceError('svc_client_exists', `A client with e-mail "${k}" already exists.`, 409),
+  },
+};
+
+/**
  * Heavy per-site data (site-data) and a site's private key and passwords (secrets), kept apart from the records; the
  * vulnerability feed's state (vulnerabilities), its index and records in buckets (vulnerability-feed) and each site's
  * matches (vulnerability-matches, one blob per 250 sites): domain/vulnerabilities/.
@@ -94,6 +114,11 @@ export interface Tx {
   put<T extends Rec>(col: CollectionName, rec: T): T;
   delete(col: CollectionName, id: number): boolean;
   putBlob(kind: Blob, id: number, value: unknown | null): void;
+  /**
+   * Runs `fn`, whose reads take no lock on PostgreSQL: only for a check that a UNIQUE_KEYS constraint backs (a name
+   * is free), never for anything the write's outcome depends on otherwise. On lowdb it just runs `fn`.
+   */
+  unlocked<T>(fn: () => T): T;
 }
 
 export interface Store {

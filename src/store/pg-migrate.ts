@@ -4,7 +4,7 @@ import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { BLOB_KINDS, COLLECTION_NAMES } from './engine.js';
-import { PgStore, migrateSchema, redactUrl } from './pg-store.js';
+import { PgStore, fillUniqueKeys, migrateSchema, redactUrl, syncIdSequences } from './pg-store.js';
 import { LowdbStore } from './store.js';
 
 /** Rows sent to PostgreSQL per INSERT statement while copying: bounds the statement size (and memory) per round. */
@@ -83,13 +83,14 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
           `The database at ${redactUrl(to)} already holds ${held} sitefleet rows; nothing was copied. Add --force to replace them.`,
         );
       }
-      const seq = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM sitefleet_rows')).rows[0].s) + 1;
-      if (force) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1 WHERE data IS NOT NULL', [seq]);
+      // A seq from the sequence every commit draws from: a version no process holds yet (format 2).
+      const seq = Number((await c.query(`SELECT nextval('sitefleet_seq') AS s`)).rows[0].s);
+      if (force) await c.query('UPDATE sitefleet_rows SET data = NULL, seq = $1, ukey = NULL WHERE data IS NOT NULL', [seq]);
       for (let i = 0; i < rows.length; i += COPY_CHUNK) {
         await c.query(
           `INSERT INTO sitefleet_rows (kind, id, seq, data)
              SELECT x.kind, x.id, $2, x.data FROM jsonb_to_recordset($1::jsonb) AS x(kind text, id integer, data jsonb)
-           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data`,
+           ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, data = excluded.data, ukey = NULL`,
           [JSON.stringify(rows.slice(i, i + COPY_CHUNK)), seq],
         );
       }
@@ -99,6 +100,9 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
       >;
       for (const col of COLLECTION_NAMES) counters[col] = Math.max(counters[col]!, prev[col] ?? 0);
       await c.query(`UPDATE sitefleet_meta SET value = $1::jsonb WHERE key = 'counters'`, [JSON.stringify(counters)]);
+      // Format 3: the restored records' unique keys, and ids drawn above every restored one.
+      await fillUniqueKeys(c);
+      await syncIdSequences(c);
       await c.query('SELECT pg_notify($1, $2)', ['sitefleet_commits', String(seq)]);
       await c.query('COMMIT');
     } catch (e) {

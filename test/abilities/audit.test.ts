@@ -2,7 +2,15 @@
 // outcome; secrets redacted; a hash chain that verify() checks, naming the first bad entry; bounded retention that
 // keeps the chain verifiable; list-audit-log-v1 with filters and paging.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { summarise, type AuditHeadRecord, type AuditRecord } from '../../src/domain/audit.js';
+import {
+  AUDIT_LANES,
+  AuditService,
+  entryHash,
+  summarise,
+  type AuditHeadRecord,
+  type AuditRecord,
+  type AuditTrimRecord,
+} from '../../src/domain/audit.js';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
 
 let h: AbilityHarness;
@@ -141,15 +149,14 @@ describe('the hash chain', () => {
     expect(h.services.audit.verify()).toMatchObject({ ok: true });
   });
 
-  it('trims past the entry bound and the age bound, and stays verifiable from its anchor', async () => {
+  it('trims past the entry bound and the age bound, and stays verifiable from its trim line', async () => {
     const audit = h.services.audit;
-    const head = () => h.services.store.get<AuditHeadRecord>('audit_head', 1)!;
+    const line = () => h.services.store.get<AuditTrimRecord>('audit_head', 0)!.through;
     audit.maxEntries = 5;
     try {
       for (let i = 0; i < 3; i++) await h.call('add-tag-v1', { name: `trim ${i}` });
-      expect(head().last_seq - head().anchor_seq).toBe(5);
       expect(h.services.store.count('audit')).toBe(5);
-      expect(audit.verify()).toMatchObject({ ok: true, entries: 5, first: head().anchor_seq + 1 });
+      expect(audit.verify()).toMatchObject({ ok: true, entries: 5, first: line() + 1 });
       audit.maxEntries = 1000;
       const t0 = Date.now();
       audit.now = () => t0 + 366 * 86_400_000;
@@ -159,6 +166,114 @@ describe('the hash chain', () => {
     } finally {
       audit.maxEntries = 100_000;
       audit.now = Date.now;
+    }
+  });
+});
+
+describe('lanes: appends from processes on different lanes share no record (issue 34)', () => {
+  const edit = (fn: (e: AuditRecord) => AuditRecord | null, id: number) =>
+    h.services.store.write((tx) => {
+      const e = tx.get<AuditRecord>('audit', id)!;
+      const next = fn(e);
+      if (next) tx.put('audit', next);
+      else tx.delete('audit', id);
+      return e;
+    });
+
+  it('keeps interleaved appends of two lanes verifiable, and finds an entry of either lane edited, removed or slipped in', async () => {
+    const mine = h.services.audit;
+    // Another process, on another lane, appending to the same store.
+    const other = new AuditService(h.services.store);
+    other.lane = (mine.lane + 5) % AUDIT_LANES;
+    const made: AuditRecord[] = [];
+    for (let i = 0; i < 4; i++) {
+      made.push(await other.system('lane test', { i }));
+      await h.call('add-tag-v1', { name: `lanes ${i}` });
+    }
+    await Promise.all(Array.from({ length: 6 }, (_, i) => [other.system('lane burst', { i }), mine.system('lane burst', { i })]).flat());
+    expect(mine.verify()).toMatchObject({ ok: true });
+    // The other lane's entries each follow the one before in that lane, not the one just below in id.
+    expect(made[1]!.prev).toBe(made[0]!.id);
+    expect(made[1]!.prev_hash).toBe(made[0]!.hash);
+    expect(made[1]!.id - made[0]!.id).toBeGreaterThan(1);
+    const head = h.services.store.get<AuditHeadRecord>('audit_head', other.lane + 1)!;
+    const victim = made[2]!.id;
+    const original = await edit((e) => ({ ...e, who_name: 'someone else' }), victim);
+    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/edited/) } });
+    await edit((e) => {
+      const { hash: _h, ...body } = { ...e, who_name: 'someone else' };
+      return { ...body, hash: entryHash(body) };
+    }, victim);
+    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: made[3]!.id, reason: expect.stringMatching(/does not follow/) } });
+    await edit(() => null, victim);
+    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/removed/) } });
+    await edit(() => original, victim);
+    expect(mine.verify()).toMatchObject({ ok: true });
+    // The lane's last entry removed: its head names an entry that is gone.
+    const tail = await edit(() => null, head.last_seq);
+    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: head.last_seq } });
+    await edit(() => tail, head.last_seq);
+    // An entry slipped in with a hash of its own, following an entry of the lane, is in no lane's walk.
+    const fake = { ...made[0]!, id: made[0]!.id + 100_000, action: 'slipped in' };
+    const { hash: _f, ...fakeBody } = fake;
+    await h.services.store.write((tx) => tx.put('audit', { ...fakeBody, hash: entryHash(fakeBody) }));
+    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: fake.id, reason: 'not in the chain' } });
+    await h.services.store.write((tx) => tx.delete('audit', fake.id));
+    expect(mine.verify()).toMatchObject({ ok: true });
+    // Lists stay newest first across lanes.
+    const listed = mine.list({ action: 'lane burst' }, 1, 50).items.map((e) => e.id);
+    expect(listed).toEqual([...listed].sort((a, b) => b - a));
+    expect(listed).toHaveLength(12);
+  });
+
+  it('continues a chain written before lanes (entries without lane or prev, one head with its anchor): lane 0 follows on', async () => {
+    const h2 = await openAbilities({});
+    try {
+      const store = h2.services.store;
+      const t = new Date().toISOString();
+      // The one chain as it was: three entries with consecutive ids (the ones before them trimmed: the anchor), each
+      // following the id below it. Inserted first so that the store's ids move past them, as a restart would.
+      const ids = await store.write((tx) => [0, 1, 2].map(() => tx.insert<AuditRecord>('audit', {} as AuditRecord).id));
+      const [first, , lastId] = ids as [number, number, number];
+      const old: AuditRecord[] = [];
+      let prevHash = 'a'.repeat(64);
+      for (const id of ids) {
+        const body = { id, at: t, who_kind: 'system' as const, who_id: null, who_name: 'system', door: 'scheduler' as const };
+        const full = { ...body, address: null, action: 'old', input: null, outcome: 'ok', status: null, prev_hash: prevHash };
+        old.push({ ...full, hash: entryHash(full) });
+        prevHash = old.at(-1)!.hash;
+      }
+      await store.write((tx) => {
+        for (const e of old) tx.put('audit', e);
+        tx.put<AuditHeadRecord>('audit_head', {
+          id: 1,
+          last_seq: lastId,
+          last_hash: prevHash,
+          anchor_seq: first - 1,
+          anchor_hash: 'a'.repeat(64),
+        });
+      });
+      const audit = h2.services.audit;
+      expect(audit.verify()).toMatchObject({ ok: true, entries: 3, first, last: lastId });
+      audit.lane = 0;
+      const next = await audit.system('after lanes', null);
+      expect(next).toMatchObject({ lane: 0, prev: lastId, prev_hash: prevHash });
+      const other = new AuditService(store);
+      other.lane = 7;
+      await other.system('another lane', null);
+      expect(audit.verify()).toMatchObject({ ok: true, entries: 5 });
+      await store.write((tx) => tx.delete('audit', first + 1));
+      expect(audit.verify()).toMatchObject({ ok: false, bad: { id: first + 1, reason: expect.stringMatching(/removed/) } });
+      await store.write((tx) => tx.put('audit', { ...old[1]!, who_name: 'x' }));
+      expect(audit.verify()).toMatchObject({ ok: false, bad: { id: first + 1, reason: expect.stringMatching(/edited/) } });
+      await store.write((tx) => tx.put('audit', old[1]!));
+      // The old anchor still pins where the old chain starts.
+      await store.write((tx) =>
+        tx.put('audit', { ...old[0]!, prev_hash: 'b'.repeat(64), hash: entryHash({ ...old[0]!, prev_hash: 'b'.repeat(64) }) }),
+      );
+      expect(audit.verify()).toMatchObject({ ok: false });
+    } finally {
+      await h2.close();
     }
   });
 });

@@ -42,9 +42,10 @@ describe('the audit log behind two serve processes on one PostgreSQL database', 
     try {
       const all = s.audit.list({ action: 'add-tag-v1' }, 1, 200).items;
       expect(all).toHaveLength(2 * N);
-      // One chain: every entry's prev_hash is a distinct entry's hash (no two appended after the same head).
+      // One chain per lane: within a lane, every entry's prev_hash is a distinct entry's hash (no two appended after the
+      // same head).
       const chain = s.audit.list({}, 1, 200).items;
-      expect(new Set(chain.map((e) => e.prev_hash)).size).toBe(chain.length);
+      expect(new Set(chain.map((e) => `${e.lane ?? 0}:${e.prev_hash}`)).size).toBe(chain.length);
       expect(s.audit.verify()).toMatchObject({ ok: true, entries: chain.length });
       victim = all[N]!;
     } finally {

@@ -82,10 +82,10 @@ describe('PostgreSQL store engine', () => {
   it('groups concurrent writes into few commits', async () => {
     const url = await freshDatabase(server);
     const s = await open(url);
-    const before = s.appliedSeq;
+    const before = s.commits;
     await Promise.all(Array.from({ length: 200 }, (_, i) => s.write((tx) => tx.insert<TagRecord>('tags', tag(`t${i}`)))));
     expect(s.count('tags')).toBe(200);
-    expect(s.appliedSeq - before).toBeLessThan(20);
+    expect(s.commits - before).toBeLessThan(20);
   });
 
   it('lets another store on the database see a commit on its next reads, deletes included', async () => {
@@ -161,8 +161,9 @@ describe('PostgreSQL store engine', () => {
       message: expect.stringMatching(/database refused a value/),
     });
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['kept']);
+    // The refused commit drew id 2 from the tags' sequence (format 3): it is never handed out again.
     const next = await s.write((tx) => tx.insert<TagRecord>('tags', tag('next')));
-    expect(next.id).toBe(2);
+    expect(next.id).toBe(3);
   });
 
   it('stores any text exactly: quotes, backslashes, newlines, dollar signs, non-ASCII', async () => {

@@ -189,8 +189,10 @@ export async function seedSites(
   n: number,
   make: (i: number) => Partial<SiteRecord> = () => ({}),
 ): Promise<SiteRecord[]> {
+  // Made before the write: a write function may run more than once (PostgreSQL), and `make` may count.
+  const made = Array.from({ length: n }, (_, i) => make(i));
   return services.store.write((tx) =>
-    Array.from({ length: n }, (_, i) =>
+    made.map((extra, i) =>
       services.sites.insert(tx, {
         url: `https://site${i + 1}.example.com/`,
         name: `Site ${i + 1}`,
@@ -198,7 +200,7 @@ export async function seedSites(
         wp_version: '6.8',
         php_version: '8.2',
         child_version: '6.1',
-        ...make(i),
+        ...extra,
       }),
     ),
   );

@@ -7,7 +7,7 @@ import type { Store } from '../../store/engine.js';
 import type { UpdateHistoryRecord } from '../../store/health-records.js';
 import type { IncidentRecord, MonitorRecord } from '../../store/monitor-records.js';
 import type { Branding, VulnerabilityLogRecord } from '../../store/report-records.js';
-import type { AuditHeadRecord, AuditRecord } from '../audit.js';
+import { newestFirst } from '../audit.js';
 import { cents, type CostService } from '../costs.js';
 import type { SiteSecurity } from '../fleet-security.js';
 import { DAYS_KEPT } from '../monitors.js';
@@ -258,12 +258,9 @@ export function gatherReport(
   // Changes made on the sites through the dashboard: the audit log's successful entries naming one of the sites.
   const changes: ReportModel['changes']['items'] = [];
   let changesTotal = 0;
-  const ah = store.get<AuditHeadRecord>('audit_head', 1);
-  if (ah) {
-    for (let seq = ah.last_seq; seq > ah.anchor_seq; seq--) {
-      const e = store.get<AuditRecord>('audit', seq);
-      if (!e) continue;
-      if (e.at < fromIso) break; // the chain is in time order
+  {
+    for (const e of newestFirst(store)) {
+      if (e.at < fromIso) break; // ids are in the order entries were appended
       if (e.at >= toIso || e.outcome !== 'ok' || NOT_A_SITE_CHANGE.test(e.action)) continue;
       const site = namesSite(e.input, ids, hosts);
       if (site === null) continue;

@@ -612,7 +612,9 @@ export class ReportService {
     if (!installs.length) return;
     const at = iso(this.now());
     const fixed = e.event === 'vulnerability.fixed';
-    await this.store.write((tx) => {
+    // The function may run more than once before it commits (the PostgreSQL engine's dry run): the hint of where the
+    // oldest entry is moves only once the write is committed.
+    const lowest = await this.store.write((tx) => {
       let top = 0;
       for (const i of installs)
         top = tx.insert<VulnerabilityLogRecord>('vulnerability_log', {
@@ -631,8 +633,9 @@ export class ReportService {
       let count = this.store.count('vulnerability_log');
       let id = this.vulnLowest;
       for (; id <= top && count > VULN_LOG_MAX; id++) if (tx.delete('vulnerability_log', id)) count--;
-      this.vulnLowest = id;
+      return id;
     });
+    this.vulnLowest = Math.max(this.vulnLowest, lowest);
   }
 
   async stop(): Promise<void> {
