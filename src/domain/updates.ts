@@ -163,20 +163,24 @@ export function storedPending(data: SiteData | null): SitePending {
 }
 
 function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): PendingView[] {
-  const w = where(site);
+  // Literals spelled out, not spread: V8 (Node 20) gives an object made by spread then more fields a hidden class of
+  // its own (≈ 300 bytes each), and the index keeps one of these per pending item of the fleet (a million at 100,000 sites).
+  const view = (type: ItemType, slug: string, name: string, current_version: string | null, new_version: string): PendingView => ({
+    site_id: site.id,
+    site_url: site.url,
+    site_name: site.name,
+    type,
+    slug,
+    name,
+    current_version,
+    new_version,
+  });
   const out: PendingView[] = [];
-  if (types.has('core') && p.core) out.push({ ...w, type: 'core', slug: 'wordpress', name: 'WordPress', ...p.core });
+  if (types.has('core') && p.core) out.push(view('core', 'wordpress', 'WordPress', p.core.current_version, p.core.new_version));
   const add = (t: TypeName, list: PendingItem[]) => {
     if (!types.has(t)) return;
     for (const i of list) {
-      const v: PendingView = {
-        ...w,
-        type: SINGULAR[t],
-        slug: i.slug,
-        name: i.name,
-        current_version: i.current_version,
-        new_version: i.new_version,
-      };
+      const v = view(SINGULAR[t], i.slug, i.name, i.current_version, i.new_version);
       if (t === 'translations') v.language = i.language ?? '';
       out.push(v);
     }
