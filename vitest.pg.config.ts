@@ -9,6 +9,7 @@ export default defineConfig({
       'test/pg/**/*.test.ts',
       'test/abilities/**/*.test.ts',
       'test/jobs.test.ts',
+      'test/after-commit.test.ts',
       'test/job-chunks.test.ts',
       'test/rest-sites.test.ts',
       'test/rest-tags.test.ts',

@@ -92,8 +92,10 @@ export class UpdateHistoryService {
       top = r.id;
     }
     if (top) this.trim(tx, top);
+    // Heard once the write is committed (never from a run of the write that is not: Tx.afterCommit), without the
+    // entries the trim of a later write already took.
     if (made.length && this.recordedListeners.size)
-      setImmediate(() => {
+      tx.afterCommit(() => {
         const kept = made.filter((r) => this.store.get('update_history', r.id));
         if (kept.length) for (const l of this.recordedListeners) l(kept);
       });

@@ -119,6 +119,12 @@ export interface Tx {
    * is free), never for anything the write's outcome depends on otherwise. On lowdb it just runs `fn`.
    */
   unlocked<T>(fn: () => T): T;
+  /**
+   * Runs `fn` once this write is committed (in the turn its caller hears back, before the caller goes on), and never
+   * if it is not. A write function may run more than once (PostgreSQL: a dry run finds its locks; a batch refused for
+   * one value runs again in halves): what it announces to the world goes here, not in a timer it starts itself.
+   */
+  afterCommit(fn: () => void): void;
 }
 
 export interface Store {

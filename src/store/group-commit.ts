@@ -4,10 +4,11 @@
 // and the record half of a write's Tx over the tables both engines hold in memory.
 import { ServiceError } from '../core/errors.js';
 import { findTextFault } from '../core/storable-text.js';
+import { log } from '../log.js';
 import type { CollectionName, Rec, Tx } from './engine.js';
 
 /** What became of one queued write. */
-export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+export type Outcome = { ok: true; value: unknown; then?: Array<() => void> } | { ok: false; error: unknown };
 
 /** A queued write and its caller's promise. */
 export interface Pending<T> {
@@ -107,6 +108,15 @@ export class GroupCommit<T> {
       if (o.ok) p.resolve(o.value);
       else p.reject(o.error);
     });
+    // What the committed writes asked to run once committed (Tx.afterCommit): a failing one is logged, not thrown.
+    for (const o of outcomes)
+      if (o.ok && o.then)
+        for (const fn of o.then)
+          try {
+            fn();
+          } catch (e) {
+            log('error', 'an after-commit step failed', { err: String(e) });
+          }
     if (after) await after().catch(() => {});
   }
 }
@@ -116,13 +126,19 @@ export class GroupCommit<T> {
  * alone; the others stay applied (in memory, for the engine to persist). `kept` collects the undo steps of the writes
  * that succeeded, for an engine that must roll the whole batch back when persisting fails.
  */
-export function applyBatch<T>(batch: readonly Pending<T>[], txOf: (undo: Array<() => void>) => T, kept?: Array<() => void>): Outcome[] {
+export function applyBatch<T>(
+  batch: readonly Pending<T>[],
+  txOf: (undo: Array<() => void>, then: Array<() => void>) => T,
+  kept?: Array<() => void>,
+): Outcome[] {
   return batch.map((p): Outcome => {
     const undo: Array<() => void> = [];
+    // The write's afterCommit steps: kept with its outcome only when it succeeds (a run that throws drops them).
+    const then: Array<() => void> = [];
     try {
-      const value = p.fn(txOf(undo));
+      const value = p.fn(txOf(undo, then));
       if (kept) for (const u of undo) kept.push(u); // not push(...undo): a write of 50,000 inserts overflows the stack
-      return { ok: true, value };
+      return then.length ? { ok: true, value, then } : { ok: true, value };
     } catch (error) {
       for (const u of undo.reverse()) u();
       return { ok: false, error };
@@ -141,13 +157,14 @@ export interface Tables {
 
 /**
  * The record operations of a write's Tx over the tables in memory: every change is logged in `undo` and reported to
- * `touched` (which file or row the engine must persist, and the record as it was before this change). Blobs are the
- * engine's own (`putBlob`).
+ * `touched` (which file or row the engine must persist, and the record as it was before this change); its afterCommit
+ * steps go to `then` (applyBatch keeps them with the write's outcome). Blobs are the engine's own (`putBlob`).
  */
 export function tableTx(
   t: Tables,
   undo: Array<() => void>,
   touched: (col: CollectionName, id: number, prev: Rec | undefined) => void,
+  then: Array<() => void>,
 ): Omit<Tx, 'putBlob'> {
   const set = (col: CollectionName, rec: Rec) => {
     assertStorable(`the ${col} record ${rec.id}`, rec);
@@ -166,6 +183,9 @@ export function tableTx(
     get: t.get,
     all: t.all,
     unlocked: (fn) => fn(),
+    afterCommit: (fn) => {
+      then.push(fn);
+    },
     insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
       const prevCounter = t.counters[col];
       const id = (prevCounter ?? 0) + 1;

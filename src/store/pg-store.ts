@@ -989,7 +989,7 @@ export class PgStore implements Store {
     };
     this.reads = ran.reads;
     try {
-      ran.outcomes = applyBatch(batch, (undo) => this.tx(undo, ran), undoAll);
+      ran.outcomes = applyBatch(batch, (undo, then) => this.tx(undo, then, ran), undoAll);
       return ran;
     } finally {
       this.reads = null;
@@ -1003,7 +1003,7 @@ export class PgStore implements Store {
     await this.writer.connect().catch((e: Error) => log('error', 'postgres reconnect failed', { err: e.message }));
   }
 
-  private tx(undo: Array<() => void>, ran: Ran): Tx {
+  private tx(undo: Array<() => void>, then: Array<() => void>, ran: Ran): Tx {
     const { dirty, cold, fresh, short, taken } = ran;
     const mark = (kind: Kind, id: number) => dirty.set(`${kind}/${id}`, { kind, id });
     const tables: Tables = {
@@ -1013,7 +1013,7 @@ export class PgStore implements Store {
       get: (col, id) => this.get(col, id),
       all: (col) => this.all(col),
     };
-    const base = tableTx(tables, undo, mark);
+    const base = tableTx(tables, undo, mark, then);
     return {
       ...base,
       // The next id reserved for the collection; without one (a dry run, or more inserts than it made), an id above any

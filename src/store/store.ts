@@ -664,7 +664,7 @@ export class LowdbStore implements StoreEngine {
       const dirty = new Set<string>();
       const touched = new Map<string, Touched>();
       const blobs = new Map<string, unknown>();
-      outcomes = applyBatch(batch, (undo) => this.tx(undo, dirty, touched, blobs), undoAll);
+      outcomes = applyBatch(batch, (undo, then) => this.tx(undo, then, dirty, touched, blobs), undoAll);
       this.pendingCold = blobs;
       if (blobs.size || (dirty.size && this.journalFull())) await this.persist(dirty, blobs, true);
       else if (dirty.size) await this.append(touched);
@@ -699,14 +699,25 @@ export class LowdbStore implements StoreEngine {
     return { batch, outcomes, after };
   }
 
-  private tx(undo: Array<() => void>, dirty: Set<string>, touched: Map<string, Touched>, blobs: Map<string, unknown>): Tx {
+  private tx(
+    undo: Array<() => void>,
+    then: Array<() => void>,
+    dirty: Set<string>,
+    touched: Map<string, Touched>,
+    blobs: Map<string, unknown>,
+  ): Tx {
     return {
-      ...tableTx(this.tables(), undo, (col, id, prev) => {
-        dirty.add(fileOf(col, id));
-        const key = `${col}/${id}`;
-        // The record as this commit found it: what a patch is taken against.
-        if (!touched.has(key)) touched.set(key, [col, id, prev]);
-      }),
+      ...tableTx(
+        this.tables(),
+        undo,
+        (col, id, prev) => {
+          dirty.add(fileOf(col, id));
+          const key = `${col}/${id}`;
+          // The record as this commit found it: what a patch is taken against.
+          if (!touched.has(key)) touched.set(key, [col, id, prev]);
+        },
+        then,
+      ),
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
         const key = `${kind}/${id}`;

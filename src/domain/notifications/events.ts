@@ -243,15 +243,15 @@ export function wireNotifications(
     }
   });
   from.vulnerabilities.eventListeners.add((e) => vulnerabilityEvents(e).forEach(emit));
-  from.children.snapshotHooks.add((_tx, siteId, data, prev) => {
+  from.children.snapshotHooks.add((tx, siteId, data, prev) => {
     if (!prev || !n.wants('user.admin_created', 'plugin.installed_outside')) return;
     const site = from.sites.get(siteId);
     if (!site) return;
     const installed = (slug: string) =>
       from.history.list({ site_id: siteId, action: 'install', type: 'plugin', slug, outcomes: ['installed'] }, 1, 1).total > 0;
     const events = syncChangeEvents({ id: site.id, name: site.name, url: site.url }, prev, data, installed);
-    // After the write that stores the data has run (this hook runs inside it), and only if it kept the data.
-    if (events.length) setImmediate(() => from.sites.get(siteId) && events.forEach(emit));
+    // Once the write that stores the data is committed (this hook runs inside it), and only if the site is still there.
+    if (events.length) tx.afterCommit(() => from.sites.get(siteId) && events.forEach(emit));
   });
   from.sites.onRemove.also((tx, id) => n.forget(tx, 'site_ids', id));
   from.tags.onRemove.also((tx, id) => n.forget(tx, 'tag_ids', id));
