@@ -73,13 +73,17 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
   it('stops a cancelled sync early', async () => {
     const c = await connect(door);
     const before = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
+    const syncs = () => f.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total;
+    const syncsBefore = syncs();
     const ac = new AbortController();
     const call = c.callTool({ name: 'sync-sites-v1', arguments: {} }, undefined, {
       signal: ac.signal,
       onprogress: () => ac.abort('enough'),
     });
     await expect(call).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 400));
+    // The server's call has ended (its audit entry is written after it, by this process or the stdio one): no site
+    // starts after that.
+    await until(syncs, (n) => n === syncsBefore + 1);
     const after = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
     expect(after - before).toBeLessThan(12);
   });
@@ -202,7 +206,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     }
     const failed = await c.callTool({ name: 'get-site-v1', arguments: { site_id_or_domain: 99_999 } });
     expect(failed.isError).toBe(true);
-    await new Promise((r) => setTimeout(r, 100));
+    // Both calls have ended, and a call's log lines go out before its answer, on its own stream. The client hands a
+    // notification to its handler a microtask after reading it: one turn of the event loop lets any line land.
+    await new Promise((r) => setImmediate(r));
     expect(lines).toEqual([]);
     // Error texts carry the JSON-RPC prefix once.
     await expect(c.callTool({ name: 'no-such-tool-v1', arguments: {} })).rejects.toThrow(
