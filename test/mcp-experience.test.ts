@@ -139,12 +139,11 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
       updates.push(n.params.uri);
     });
     await c.subscribeResource({ uri: `sitefleet://jobs/${job.job_id}` });
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const j = JSON.parse(((await c.readResource({ uri: `sitefleet://jobs/${job.job_id}` })).contents[0] as { text: string }).text);
-      if (j.status === 'completed' && updates.length) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      async () => JSON.parse(((await c.readResource({ uri: `sitefleet://jobs/${job.job_id}` })).contents[0] as { text: string }).text),
+      (j: { status: string }) => j.status === 'completed' && updates.length > 0,
+      10_000,
+    );
     expect(updates[0]).toBe(`sitefleet://jobs/${job.job_id}`);
   });
 
@@ -229,8 +228,7 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     });
     await f.s.services.settings.setModule('logs', false);
     try {
-      const end = Date.now() + 5_000;
-      while (!changed && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      await until(() => changed > 0, Boolean, 5_000);
       expect(changed).toBeGreaterThan(0);
     } finally {
       await f.s.services.settings.setModule('logs', true);
