@@ -5,8 +5,11 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../src/store/store.js';
+import { readLeases } from '../src/store/backup.js';
+import { liveHolders } from '../src/domain/leases.js';
 import { cli, lastLine, serveProcess } from './support/process.js';
 import { tempDir } from './support/server.js';
+import { until } from './support/wait.js';
 
 const stops: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
@@ -169,10 +172,13 @@ describe('a data dir a serve holds', () => {
     stops.push(() => p.stop());
     const file = join(tempDir(), 'b.jsonl');
     expect((await cli(['backup', '--to', file, '--data-dir', dir])).code).toBe(0);
-    // The serve's monitors renew its member lease every 2 s; wait for the first one to be on disk.
-    const deadline = Date.now() + 10_000;
-    while (!readFileSync(join(dir, 'meta.json'), 'utf8').includes('leases') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    // The serve's monitors renew its member lease every 2 s; wait for the first one to be on disk (in the journal until
+    // a compaction, as the refusal reads it).
+    await until(
+      async () => liveHolders(await readLeases({ dataDir: dir, databaseUrl: null })).map((h) => h.pid),
+      (pids) => pids.includes(p.child.pid!),
+      10_000,
+    );
     const r = await cli(['restore', '--from', file, '--data-dir', dir, '--force']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`in use by a running sitefleet serve \\(pid ${p.child.pid}\\)`));

@@ -73,13 +73,17 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
   it('stops a cancelled sync early', async () => {
     const c = await connect(door);
     const before = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
+    const syncs = () => f.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total;
+    const syncsBefore = syncs();
     const ac = new AbortController();
     const call = c.callTool({ name: 'sync-sites-v1', arguments: {} }, undefined, {
       signal: ac.signal,
       onprogress: () => ac.abort('enough'),
     });
     await expect(call).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 400));
+    // The server's call has ended (its audit entry is written after it, by this process or the stdio one): no site
+    // starts after that.
+    await until(syncs, (n) => n === syncsBefore + 1);
     const after = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
     expect(after - before).toBeLessThan(12);
   });
@@ -135,12 +139,11 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
       updates.push(n.params.uri);
     });
     await c.subscribeResource({ uri: `sitefleet://jobs/${job.job_id}` });
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const j = JSON.parse(((await c.readResource({ uri: `sitefleet://jobs/${job.job_id}` })).contents[0] as { text: string }).text);
-      if (j.status === 'completed' && updates.length) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      async () => JSON.parse(((await c.readResource({ uri: `sitefleet://jobs/${job.job_id}` })).contents[0] as { text: string }).text),
+      (j: { status: string }) => j.status === 'completed' && updates.length > 0,
+      10_000,
+    );
     expect(updates[0]).toBe(`sitefleet://jobs/${job.job_id}`);
   });
 
@@ -202,7 +205,9 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     }
     const failed = await c.callTool({ name: 'get-site-v1', arguments: { site_id_or_domain: 99_999 } });
     expect(failed.isError).toBe(true);
-    await new Promise((r) => setTimeout(r, 100));
+    // Both calls have ended, and a call's log lines go out before its answer, on its own stream. The client hands a
+    // notification to its handler a microtask after reading it: one turn of the event loop lets any line land.
+    await new Promise((r) => setImmediate(r));
     expect(lines).toEqual([]);
     // Error texts carry the JSON-RPC prefix once.
     await expect(c.callTool({ name: 'no-such-tool-v1', arguments: {} })).rejects.toThrow(
@@ -223,8 +228,7 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
     });
     await f.s.services.settings.setModule('logs', false);
     try {
-      const end = Date.now() + 5_000;
-      while (!changed && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      await until(() => changed > 0, Boolean, 5_000);
       expect(changed).toBeGreaterThan(0);
     } finally {
       await f.s.services.settings.setModule('logs', true);

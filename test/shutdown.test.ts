@@ -74,14 +74,13 @@ describe('graceful shutdown', () => {
     expect(j.done.length).toBeLessThan(9);
     const again = await serveProcess(['--data-dir', dir, '--allow-private-sites'], { SITEFLEET_QUEUE_THRESHOLD: '3' });
     try {
-      const end = Date.now() + 15_000;
-      let status = '';
-      while (status !== 'completed' && Date.now() < end) {
-        status = (
-          (await (await fetch(`${again.url}/wp-json/svc/v2/jobs/${job.job_id}`, { headers })).json()) as { data: { status: string } }
-        ).data.status;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      const status = await until(
+        async () =>
+          ((await (await fetch(`${again.url}/wp-json/svc/v2/jobs/${job.job_id}`, { headers })).json()) as { data: { status: string } }).data
+            .status,
+        (st) => st === 'completed',
+        15_000,
+      );
       expect(status).toBe('completed');
     } finally {
       await again.stop();

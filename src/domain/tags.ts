@@ -13,8 +13,6 @@ export interface TagFilter {
   exclude?: number[];
 }
 
-const now = () => new Date().toISOString();
-
 /** Tag names are plain text: markup is dropped and white space trimmed. */
 export function cleanTagName(name: string): string {
   return name.replace(/<[^>]*>/g, '').trim();
@@ -29,6 +27,12 @@ export class TagService {
 
   /** Who else forgets a deleted tag (costs). */
   readonly onRemove = new Cascade();
+
+  /** The clock of created_at / updated_at (tests set it; no real sleeps). */
+  now: () => number = Date.now;
+  private stamp(): string {
+    return new Date(this.now()).toISOString();
+  }
 
   /** What the running call may see (its scope): tags outside it are answered as missing, their site lists cut to it. */
   readonly access: SiteAccess;
@@ -135,7 +139,7 @@ export class TagService {
     const name = cleanTagName(input.name);
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     this.assertNameFree(tx, name);
-    const t = now();
+    const t = this.stamp();
     const wasAt = tx.unlocked(() => this.store.version('tags'));
     const rec = tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
     // The index stays current when nothing but this insert changed the tags since it was (re)built.
@@ -152,7 +156,12 @@ export class TagService {
     const name = input.name === undefined ? cur.name : cleanTagName(input.name);
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     if (name !== cur.name) this.assertNameFree(tx, name, id);
-    return tx.put<TagRecord>('tags', { ...cur, name, color: input.color === undefined ? cur.color : input.color, updated_at: now() });
+    return tx.put<TagRecord>('tags', {
+      ...cur,
+      name,
+      color: input.color === undefined ? cur.color : input.color,
+      updated_at: this.stamp(),
+    });
   }
 
   /** Deletes a tag (its sites stay) and every reference to it, in one durable write. */
@@ -176,7 +185,7 @@ export class TagService {
       const has = t.site_ids.includes(siteId);
       if (has === want.has(t.id)) continue;
       const site_ids = has ? t.site_ids.filter((s) => s !== siteId) : [...t.site_ids, siteId].sort((a, b) => a - b);
-      tx.put<TagRecord>('tags', { ...t, site_ids, updated_at: now() });
+      tx.put<TagRecord>('tags', { ...t, site_ids, updated_at: this.stamp() });
     }
   }
 

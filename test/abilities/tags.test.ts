@@ -316,10 +316,16 @@ describe('add-tag-v1, update-tag-v1 and delete-tag-v1 (rules)', () => {
 
   it('renames and keeps the colour; recolours and keeps the name; moves updated_at', async () => {
     const t = await newTag('Before', [], '#111111');
-    await new Promise((r) => setTimeout(r, 5));
-    const renamed = await h.call('update-tag-v1', { tag_id: t.id, name: 'After' });
+    const later = Date.parse(t.updated_at) + 60_000;
+    h.services.tags.now = () => later;
+    let renamed;
+    try {
+      renamed = await h.call('update-tag-v1', { tag_id: t.id, name: 'After' });
+    } finally {
+      h.services.tags.now = Date.now;
+    }
     expect(renamed).toMatchObject({ id: t.id, name: 'After', color: '#111111', created_at: t.created_at });
-    expect(Date.parse(renamed.updated_at)).toBeGreaterThan(Date.parse(t.updated_at));
+    expect(renamed.updated_at).toBe(new Date(later).toISOString());
     expectSchema(renamed, schema('update-tag-v1'));
     expect(await h.call('update-tag-v1', { tag_id: t.id, color: '#222222' })).toMatchObject({ name: 'After', color: '#222222' });
   });

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cli, lastLine, serveProcess } from '../support/process.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
 import { tempDir } from '../support/server.js';
+import { until } from '../support/wait.js';
 
 const server = testPgUrl()!;
 const stops: Array<() => Promise<unknown>> = [];
@@ -56,8 +57,7 @@ describe('backup and restore on PostgreSQL', () => {
     expect(readFileSync(file, 'utf8').split('\n')[0]).toMatch(/"engine":"postgres"/);
 
     // Restoring over the database the serve runs on is refused, even with --force (once its monitors hold a lease).
-    const deadline = Date.now() + 10_000;
-    while (!(await rowCounts(url)).some((r) => r.kind === 'leases') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await rowCounts(url)).some((r) => r.kind === 'leases'), Boolean, 10_000);
     const busy = await cli(['restore', '--from', file, '--database-url', url, '--force']);
     expect(busy.code).toBe(1);
     expect(busy.stderr).toMatch(/in use by a running sitefleet serve/);

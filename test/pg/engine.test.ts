@@ -9,6 +9,7 @@ import type { Tx } from '../../src/store/engine.js';
 import type { TagRecord } from '../../src/store/records.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
 import { acknowledgedBeforeKill } from '../support/sigkill.js';
+import { until as waitFor } from '../support/wait.js';
 import { storeLocation } from '../../src/store/open.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -182,10 +183,13 @@ describe('PostgreSQL store engine', () => {
     const s = await open(url);
     await s.write((tx) => tx.insert<TagRecord>('tags', tag('before')));
     // The server ends every connection of this database (a restart or failover looks the same to the client).
-    await query(server, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [
-      new URL(url).pathname.slice(1),
-    ]);
-    await new Promise((r) => setTimeout(r, 50));
+    const db = new URL(url).pathname.slice(1);
+    await query(server, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [db]);
+    // Until they are gone: a backend tells its client it was terminated before it leaves pg_stat_activity.
+    await waitFor(
+      async () => (await query(server, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1`, [db]))[0].n,
+      (n) => n === 0,
+    );
     await expect(s.write((tx) => tx.insert<TagRecord>('tags', tag('lost')))).rejects.toMatchObject({
       code: 'svc_store_unavailable',
       status: 503,
