@@ -161,12 +161,6 @@ export class JobService {
   private hooks: Array<() => Promise<void>> = [];
   /** Hear of jobs ending (completed, failed, cancelled), once the write that ends them has been made. */
   readonly finishedListeners = new Set<(job: JobState) => void>();
-  /**
-   * Jobs a write function ended (finish), until that write's caller announces them (announceEnded). A write function
-   * may run more than once before it commits (the PostgreSQL engine's dry run), so it only notes the job; what is
-   * announced is what the store holds once the write is done, and only if the job did end.
-   */
-  private ending = new Set<number>();
   /** The queue threshold in force (the dashboard setting, issue 21; the configured one by default). */
   threshold: () => number = () => this.config.queueThreshold;
 
@@ -317,7 +311,7 @@ export class JobService {
   /**
    * cancel() inside another write (a policy deleted and its run's job cancelled at once). `params` are merged into
    * the job's (what its type's cancel rows read). The write's caller then calls afterCancelIn (whether it committed or
-   * not): it stops the runner in this process and announces the job's end.
+   * not): it stops the runner in this process. A job it ends is announced once the write is committed (finish).
    */
   cancelIn(tx: Tx, jobId: string, reason?: string, params?: Record<string, unknown>): void {
     const cur = [...tx.all<JobRecord>('jobs')].find((x) => x.job_id === jobId);
@@ -333,25 +327,13 @@ export class JobService {
     } else tx.put<JobRecord>('jobs', { ...next, cancel_requested: true });
   }
 
-  /** After cancelIn's write: stops this process's runner of the job at once, and announces its end if it ended. */
+  /** After cancelIn's write: stops this process's runner of the job at once. */
   afterCancelIn(jobId: string): void {
     this.cancels.get(jobId)?.abort();
-    const j = this.header(jobId);
-    if (j) this.announceEnded(j.id);
   }
 
-  /** A write that may end job `id`, then its announcement (if it did). */
-  private async writeEnding(id: number, fn: (tx: Tx) => void): Promise<void> {
-    try {
-      await this.store.write(fn);
-    } finally {
-      this.announceEnded(id);
-    }
-  }
-
-  /** After a write that may have ended the job (finish): its listeners hear of it if it did, from what is stored. */
+  /** Once the write that ended job `id` is committed (finish): its listeners hear of it, from what is stored. */
   private announceEnded(id: number): void {
-    if (!this.ending.delete(id)) return;
     const j = this.store.get<JobRecord>('jobs', id);
     if (!j || (j.status !== 'completed' && j.status !== 'failed') || !this.finishedListeners.size) return;
     const ended = jobState(this.store, j);
@@ -498,21 +480,21 @@ export class JobService {
       failure,
       errors: extraError ? [...cur.errors, extraError] : cur.errors,
     });
-    // Heard once the write is done (its caller calls announceEnded), never from a run that might not be committed.
-    this.ending.add(id);
+    // Heard once the write is committed, never from a run of it that is not (PostgreSQL runs a write more than once).
+    tx.afterCommit(() => this.announceEnded(id));
   }
 
   private async work(job: JobRecord): Promise<void> {
     const step = this.steps.get(job.type);
-    if (!step) return this.writeEnding(job.id, (tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`));
+    if (!step) return void (await this.store.write((tx) => this.finish(tx, job.id, `no handler for ${job.type} jobs`)));
     if (job.attempts > MAX_ATTEMPTS) {
-      return this.writeEnding(job.id, (tx) =>
+      return void (await this.store.write((tx) =>
         this.finish(tx, job.id, `interrupted ${MAX_ATTEMPTS} times`, {
           site_id: 0,
           code: 'interrupted',
           message: `The job was interrupted ${MAX_ATTEMPTS} times and was given up.`,
         }),
-      );
+      ));
     }
     const started = Date.parse(job.started_at ?? new Date().toISOString());
     const done = doneSet(this.store, job);
@@ -580,7 +562,7 @@ export class JobService {
       this.aborts.delete(abort);
       this.cancels.delete(job.job_id);
     }
-    await this.writeEnding(job.id, (tx) => {
+    await this.store.write((tx) => {
       const cur = tx.get<JobRecord>('jobs', job.id);
       if (!cur || cur.owner !== OWNER) return;
       if (doneCount(tx, cur) >= cur.sites.length) this.finish(tx, job.id, null);
