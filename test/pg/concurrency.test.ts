@@ -10,6 +10,7 @@ import { MAX_LOCKS, PG_FORMAT, PgStore, collectionKey, recordKey } from '../../s
 import type { TagRecord } from '../../src/store/records.js';
 import type { Tx } from '../../src/store/engine.js';
 import { freshDatabase, testPgUrl } from '../support/postgres.js';
+import { until } from '../support/wait.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,13 +38,6 @@ async function client(url: string): Promise<pg.Client> {
   await c.connect();
   clients.push(c);
   return c;
-}
-async function until(ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 /** How many sitefleet connections on this database wait for an advisory lock (a commit blocked by a held one). */
 async function waiting(c: pg.Client): Promise<number> {
@@ -92,7 +86,10 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     const aWrite = a
       .write((tx) => tx.put('sites', { ...tx.get<{ id: number; notes: string }>('sites', 1)!, notes: 'from a' }))
       .then(() => (aDone = true));
-    await until(async () => (await waiting(watch)) === 1);
+    await until(
+      () => waiting(watch),
+      (n) => n === 1,
+    );
     // b's commit on site 2 needs nothing a holds: it commits meanwhile.
     await b.write((tx) => tx.put('sites', { ...tx.get<{ id: number; notes: string }>('sites', 2)!, notes: 'from b' }));
     expect(aDone).toBe(false);
@@ -116,7 +113,10 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     const watch = await client(url);
     const held = await hold(url, recordKey('settings', 1));
     const first = [a.write(increment), b.write(increment)];
-    await until(async () => (await waiting(watch)) === 2);
+    await until(
+      () => waiting(watch),
+      (n) => n === 2,
+    );
     expect([a.get<Counter>('settings', 1)!.n, b.get<Counter>('settings', 1)!.n]).toEqual([0, 0]);
     await held.release();
     expect((await Promise.all(first)).sort()).toEqual([1, 2]);
@@ -139,7 +139,10 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     // Both enumerate the tags (no "x"), then wait for the collection's lock; the second finds "x" there and refuses.
     const held = await hold(url, collectionKey('tags'));
     const both = Promise.allSettled([a.write((tx) => createUnique(tx, 'x')), b.write((tx) => createUnique(tx, 'x'))]);
-    await until(async () => (await waiting(watch)) === 2);
+    await until(
+      () => waiting(watch),
+      (n) => n === 2,
+    );
     await held.release();
     const r = await both;
     expect(r.map((x) => x.status).sort()).toEqual(['fulfilled', 'rejected']);
@@ -296,13 +299,16 @@ describe('PostgreSQL engine: unique keys are a constraint, inserts take ids from
     const watch = await client(url);
     const create = tags.add({ name: 'dUP' });
     // The commit waits on the index entry of the uncommitted row (a transaction lock, not an advisory one).
-    await until(async () => {
-      const r = await watch.query(
-        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
-          WHERE NOT l.granted AND s.application_name = 'sitefleet' AND s.datname = current_database()`,
-      );
-      return r.rows[0].n === 1;
-    });
+    await until(
+      async () =>
+        (
+          await watch.query(
+            `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+              WHERE NOT l.granted AND s.application_name = 'sitefleet' AND s.datname = current_database()`,
+          )
+        ).rows[0].n as number,
+      (n) => n === 1,
+    );
     await other.query('COMMIT');
     await expect(create).rejects.toMatchObject({ code: 'svc_tag_exists', status: 409 });
     expect(a.conflicts.retried).toBeGreaterThan(0);
@@ -314,7 +320,10 @@ describe('PostgreSQL engine: unique keys are a constraint, inserts take ids from
          '{"id":0,"name":"Gone","color":null,"site_ids":[],"created_at":"","updated_at":""}', 'gone')`,
     );
     const second = tags.add({ name: 'gone' });
-    await until(async () => (await watch.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n === 1);
+    await until(
+      async () => (await watch.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n as number,
+      (n) => n === 1,
+    );
     await other.query('ROLLBACK');
     expect((await second).name).toBe('gone');
   });
@@ -383,7 +392,10 @@ describe('PostgreSQL engine: audit appends from two processes on different lanes
     const held = await hold(url, recordKey('audit_head', la.lane + 1));
     let aDone = false;
     const aWrite = la.system('waits for its head', null).then(() => (aDone = true));
-    await until(async () => (await waiting(watch)) === 1);
+    await until(
+      () => waiting(watch),
+      (n) => n === 1,
+    );
     // b's appends need nothing a's lane holds: not its head, not the entries' collection whole, not an id lock.
     for (let i = 0; i < 5; i++) await lb.system('meanwhile', { i });
     expect(aDone).toBe(false);
