@@ -373,6 +373,14 @@ export class AuditService implements AuditSink {
       let id = head.last_seq;
       let want = head.last_hash;
       let next: AuditRecord | null = null; // the entry that named this one as its prev
+      // Entry `at` is not the one its successor `after` (or, with none, the lane's head) names.
+      const brokenLink = (at: number, after: AuditRecord | null) =>
+        fail(
+          after ? after.id : at,
+          after
+            ? 'does not follow the entry before it (this one or that one was changed)'
+            : "the chain's head does not match its last entry",
+        );
       while (id > stop) {
         const e = this.store.get<AuditRecord>('audit', id);
         if (!e) {
@@ -380,12 +388,7 @@ export class AuditService implements AuditSink {
           break;
         }
         if ((e.lane ?? 0) !== lane) {
-          fail(
-            next ? next.id : id,
-            next
-              ? 'does not follow the entry before it (this one or that one was changed)'
-              : "the chain's head does not match its last entry",
-          );
+          brokenLink(id, next);
           break;
         }
         if (entryHash(e) !== e.hash) {
@@ -393,12 +396,7 @@ export class AuditService implements AuditSink {
           break;
         }
         if (e.hash !== want) {
-          fail(
-            next ? next.id : id,
-            next
-              ? 'does not follow the entry before it (this one or that one was changed)'
-              : "the chain's head does not match its last entry",
-          );
+          brokenLink(id, next);
           break;
         }
         seen.add(id);
