@@ -35,6 +35,19 @@ const dataOf = (i: number): SiteData => ({
   synced_at: '2026-01-01T00:00:00.000Z',
 });
 
+/** Sites s1–s3, synced once ('a'), each with its data (dataOf). */
+async function threeSites(store: Store): Promise<SiteRecord[]> {
+  const sites = await store.write((tx) =>
+    [1, 2, 3].map((i) =>
+      tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+    ),
+  );
+  await store.write((tx) => {
+    for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
+  });
+  return sites;
+}
+
 describe('the store: site data is read, never held', () => {
   it(`readBlobs answers exactly BLOB_READ_BATCH (${BLOB_READ_BATCH}) ids in one go and refuses one more; a reopened store holds none of it`, async () => {
     const fleet = await testFleetStore();
@@ -231,12 +244,7 @@ describe('SiteDataIndex', () => {
     const fleet = await testFleetStore();
     const store = await fleet.open();
     try {
-      const sites = await store.write((tx) =>
-        [1, 2, 3].map((i) => tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a' } as Omit<SiteRecord, 'id'>)),
-      );
-      await store.write((tx) => {
-        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
-      });
+      const sites = await threeSites(store);
       const index = new SiteDataIndex(
         new SiteDataScan(store),
         (site) => String(site.last_sync),
@@ -268,12 +276,7 @@ describe('SiteDataScan', () => {
     const fleet = await testFleetStore();
     const store = await fleet.open();
     try {
-      const sites = await store.write((tx) =>
-        [1, 2, 3].map((i) => tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a' } as Omit<SiteRecord, 'id'>)),
-      );
-      await store.write((tx) => {
-        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
-      });
+      const sites = await threeSites(store);
       const scan = new SiteDataScan(store);
       const derived: string[] = [];
       const bySync = new SiteDataIndex(
@@ -319,14 +322,7 @@ describe('SiteDataIndex contents', () => {
     const fleet = await testFleetStore();
     const store = await fleet.open();
     try {
-      const sites = await store.write((tx) =>
-        [1, 2, 3].map((i) =>
-          tx.insert<SiteRecord>('sites', { url: `https://s${i}.example/`, last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
-        ),
-      );
-      await store.write((tx) => {
-        for (const site of sites) tx.putBlob('site-data', site.id, dataOf(site.id));
-      });
+      const sites = await threeSites(store);
       const index = new SiteDataIndex(
         new SiteDataScan(store),
         (site) => `${site.last_sync}|${site.notes}`,
