@@ -134,6 +134,12 @@ export interface Store {
   version(col: CollectionName): number;
   /** Changes whenever any collection's version changes: one look instead of one per collection (fingerprints). */
   changes(): number;
+  /**
+   * The ids of the records of `col` changed (put, inserted, deleted, here or by another process) since the collection
+   * was at `version`, each once; null when that is no longer known (change-log.ts keeps the last CHANGE_LOG_MAX): the
+   * caller then takes every record as changed. What lets an index derived from a collection redo only what moved.
+   */
+  changedSince(col: CollectionName, version: number): number[] | null;
   get<T extends Rec>(col: CollectionName, id: number): T | undefined;
   all<T extends Rec>(col: CollectionName): IterableIterator<T>;
   count(col: CollectionName): number;

@@ -150,7 +150,8 @@ export function applyBatch<T>(
 export interface Tables {
   data: Map<CollectionName, Map<number, Rec>>;
   counters: Partial<Record<CollectionName, number>>;
-  bump(col: CollectionName): void;
+  /** The collection changed, by a change of record `id` (change-log.ts). */
+  bump(col: CollectionName, id: number): void;
   get: Tx['get'];
   all: Tx['all'];
 }
@@ -174,10 +175,10 @@ export function tableTx(
     undo.push(() => {
       if (prev) map.set(rec.id, prev);
       else map.delete(rec.id);
-      t.bump(col);
+      t.bump(col, rec.id);
     });
     touched(col, rec.id, prev);
-    t.bump(col);
+    t.bump(col, rec.id);
   };
   return {
     get: t.get,
@@ -208,10 +209,10 @@ export function tableTx(
       map.delete(id);
       undo.push(() => {
         map.set(id, prev);
-        t.bump(col);
+        t.bump(col, id);
       });
       touched(col, id, prev);
-      t.bump(col);
+      t.bump(col, id);
       return true;
     },
   };

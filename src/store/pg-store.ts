@@ -76,6 +76,7 @@ import {
   UNIQUE_KEYS,
 } from './engine.js';
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
+import { ChangeLog } from './change-log.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
 export const PG_FORMAT = 3;
@@ -319,7 +320,8 @@ export class PgStore implements Store {
   readonly engine = 'postgres' as const;
   private data = new Map<CollectionName, Map<number, Rec>>();
   private blobs = new Map<Blob, Map<number, unknown>>();
-  private versions = new Map<CollectionName, number>();
+  /** Each collection's version, and which records moved it. */
+  private readonly changeLog = new ChangeLog();
   private counters: Partial<Record<CollectionName, number>> = {};
   /** The version (seq) of each row as memory holds it, deleted rows included. */
   private rowSeqs = new Map<string, Map<number, number>>();
@@ -514,7 +516,6 @@ export class PgStore implements Store {
   }
 
   private apply(rows: Row[]): void {
-    const touched = new Set<CollectionName>();
     for (const r of rows) {
       if (!this.isNews(r)) continue;
       this.setSeq(r.kind, r.id, Number(r.seq));
@@ -524,7 +525,7 @@ export class PgStore implements Store {
         if (r.data === null) map.delete(r.id);
         else map.set(r.id, r.data as Rec);
         if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
-        touched.add(col);
+        this.bump(col, r.id);
       } else if (COLD_BLOBS.has(r.kind as Blob)) {
         this.coldCache.invalidate(`${r.kind}/${r.id}`);
       } else if ((BLOB_KINDS as string[]).includes(r.kind)) {
@@ -533,17 +534,14 @@ export class PgStore implements Store {
         else map.set(r.id, r.data);
       }
     }
-    for (const col of touched) this.bump(col);
   }
 
-  private bump(col: CollectionName): void {
-    this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
-    this.changeCount++;
+  private bump(col: CollectionName, id?: number): void {
+    this.changeLog.bump(col, id);
   }
-  private changeCount = 0;
 
   changes(): number {
-    return this.changeCount;
+    return this.changeLog.total;
   }
 
   private readKey(kind: Kind, id: number): void {
@@ -552,7 +550,12 @@ export class PgStore implements Store {
 
   version(col: CollectionName): number {
     if (this.reads) this.reads.cols.add(col);
-    return this.versions.get(col) ?? 0;
+    return this.changeLog.version(col);
+  }
+
+  changedSince(col: CollectionName, version: number): number[] | null {
+    if (this.reads) this.reads.cols.add(col);
+    return this.changeLog.since(col, version);
   }
 
   get<T extends Rec>(col: CollectionName, id: number): T | undefined {
@@ -1009,7 +1012,7 @@ export class PgStore implements Store {
     const tables: Tables = {
       data: this.data,
       counters: this.counters,
-      bump: (col) => this.bump(col),
+      bump: (col, id) => this.changeLog.bump(col, id),
       get: (col, id) => this.get(col, id),
       all: (col) => this.all(col),
     };

@@ -51,6 +51,7 @@ import {
   type Tx,
 } from './engine.js';
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
+import { ChangeLog } from './change-log.js';
 import {
   GroupCommit,
   applyBatch,
@@ -224,7 +225,8 @@ export function journalOverlay(
 export class LowdbStore implements StoreEngine {
   readonly engine = 'lowdb' as const;
   private data = new Map<CollectionName, Map<number, Rec>>();
-  private versions = new Map<CollectionName, number>();
+  /** Each collection's version, and which records moved it. */
+  private readonly changeLog = new ChangeLog();
   private meta!: Meta;
   private metaStat = '';
   private writes = new GroupCommit<Tx>((take) => this.commit(take));
@@ -395,7 +397,6 @@ export class LowdbStore implements StoreEngine {
     this.journalEnd = end;
     for (const e of entries) {
       if (e.g <= this.meta.generation) continue;
-      const cols = new Set<CollectionName>();
       for (const w of e.w) {
         const [col, id] = w;
         const map = this.data.get(col);
@@ -403,13 +404,12 @@ export class LowdbStore implements StoreEngine {
         const rec = journalRecord(this.journalFile, w, map.get(id));
         if (rec) map.set(id, rec);
         else map.delete(id);
-        cols.add(col);
+        this.bump(col, id);
         this.markJournalled(fileOf(col, id));
       }
       for (const [col, n] of Object.entries(e.c) as Array<[CollectionName, number]>) {
         this.meta.counters[col] = Math.max(this.meta.counters[col] ?? 0, n);
       }
-      for (const col of cols) this.bump(col);
       this.meta.generation = e.g;
     }
   }
@@ -482,27 +482,30 @@ export class LowdbStore implements StoreEngine {
     return {
       data: this.data,
       counters: this.meta.counters,
-      bump: (col) => this.bump(col),
+      bump: (col, id) => this.changeLog.bump(col, id),
       get: (col, id) => this.get(col, id),
       all: (col) => this.all(col),
     };
   }
 
-  private bump(col: CollectionName): void {
-    this.versions.set(col, (this.versions.get(col) ?? 0) + 1);
-    this.changeCount++;
+  private bump(col: CollectionName, id?: number): void {
+    this.changeLog.bump(col, id);
   }
-  private changeCount = 0;
 
   changes(): number {
     this.refreshIfStale();
-    return this.changeCount;
+    return this.changeLog.total;
   }
 
   /** Changes whenever the collection changes (here or in another process): a key for derived caches. */
   version(col: CollectionName): number {
     this.refreshIfStale();
-    return this.versions.get(col) ?? 0;
+    return this.changeLog.version(col);
+  }
+
+  changedSince(col: CollectionName, version: number): number[] | null {
+    this.refreshIfStale();
+    return this.changeLog.since(col, version);
   }
 
   get<T extends Rec>(col: CollectionName, id: number): T | undefined {
