@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import type { SitePlugin, SiteSnapshot } from '../src/child/snapshot.js';
 import { BLOB_READ_BATCH, type Store } from '../src/store/engine.js';
+import { CHANGE_LOG_MAX } from '../src/store/change-log.js';
 import { SiteDataIndex, SiteDataScan } from '../src/domain/site-data-index.js';
 import type { SiteData, SiteRecord } from '../src/store/records.js';
 import { seedSites, startServer, testFleetStore, type TestServer } from './support/server.js';
@@ -311,6 +312,107 @@ describe('SiteDataScan', () => {
       expect(derived).toEqual([`url ${sites[0]!.id}`]);
       expect([bySync.get(sites[0]!.id), byUrl.get(sites[0]!.id)]).toEqual([3, 0]);
       expect(bySync.version).toBe(store.version('sites'));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('Store.changedSince', () => {
+  it(`names the records changed since a version, here and by another process; null past the last CHANGE_LOG_MAX (${CHANGE_LOG_MAX}) changes`, async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    const other = await fleet.open();
+    try {
+      const sites = await threeSites(store);
+      const v0 = store.version('sites');
+      expect(store.changedSince('sites', v0)).toEqual([]);
+      await store.write((tx) => {
+        tx.put<SiteRecord>('sites', { ...sites[1]!, notes: 'edited' });
+        tx.delete('sites', sites[2]!.id);
+      });
+      expect(store.changedSince('sites', v0)?.sort()).toEqual([sites[1]!.id, sites[2]!.id].sort());
+      // A write that throws is undone: what it touched is named all the same (a reader looks again, finds it as it was).
+      const v1 = store.version('sites');
+      await expect(
+        store.write((tx) => {
+          tx.put<SiteRecord>('sites', { ...sites[0]!, notes: 'never' });
+          throw new Error('refused');
+        }),
+      ).rejects.toThrow('refused');
+      expect([store.changedSince('sites', v1), store.get('sites', sites[0]!.id)]).toEqual([[sites[0]!.id], sites[0]]);
+      // Another process's commit, as this one takes it in: the ids it wrote.
+      await other.sync();
+      const o0 = other.version('sites');
+      const added = await store.write((tx) =>
+        tx.insert<SiteRecord>('sites', { url: 'https://s4.example/', last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+      );
+      await other.sync();
+      expect(other.changedSince('sites', o0)).toEqual([added.id]);
+      // Bounded: CHANGE_LOG_MAX changes back are still known; from before the log's floor, null.
+      const v2 = store.version('sites');
+      await store.write((tx) => {
+        for (let i = 0; i < 2 * CHANGE_LOG_MAX; i++)
+          tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', added.id)!, notes: String(i) });
+      });
+      expect(store.changedSince('sites', v2)).toBeNull();
+      expect(store.changedSince('sites', store.version('sites') - CHANGE_LOG_MAX)).toEqual([added.id]);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+});
+
+describe('SiteDataIndex after a change', () => {
+  it('passes over the changed sites alone while none is added, removed or moved in the order; over every site otherwise', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const sites = await threeSites(store);
+      let passes = 0;
+      let order = 0;
+      const stamped: number[] = [];
+      const index = new SiteDataIndex(
+        new SiteDataScan(store),
+        (site) => (stamped.push(site.id), `${site.last_sync}|${site.notes}`),
+        (_site, data) => data?.plugins.length ?? -1,
+        function* () {
+          passes++;
+          yield* store.all<SiteRecord>('sites');
+        },
+        undefined,
+        () => order,
+      );
+      await index.refresh();
+      expect(passes).toBe(1);
+      // An edit: only that site is looked at (no pass over the fleet), and its new record is kept.
+      stamped.length = 0;
+      await store.write((tx) => tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[1]!.id)!, notes: 'x' }));
+      await index.refresh();
+      expect([passes, stamped.filter((id) => id !== sites[1]!.id)]).toEqual([1, []]);
+      expect(index.version).toBe(store.version('sites'));
+      // New data for it: read again and derived, still without a pass.
+      await store.write((tx) => {
+        tx.putBlob('site-data', sites[1]!.id, { ...dataOf(2), plugins: [] });
+        tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[1]!.id)!, last_sync: 'b' });
+      });
+      await index.refresh();
+      expect([passes, index.get(sites[1]!.id)]).toEqual([1, 0]);
+      // The order key moved: a full pass.
+      order++;
+      await store.write((tx) => tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', sites[0]!.id)!, notes: 'y' }));
+      await index.refresh();
+      expect(passes).toBe(2);
+      // A site added, then one removed: each a full pass, and the entries follow.
+      await store.write((tx) =>
+        tx.insert<SiteRecord>('sites', { url: 'https://s9.example/', last_sync: 'a', notes: '' } as Omit<SiteRecord, 'id'>),
+      );
+      await index.refresh();
+      expect([passes, [...index.values()]]).toEqual([3, [3, 0, 2, -1]]);
+      await store.write((tx) => tx.delete('sites', sites[0]!.id));
+      await index.refresh();
+      expect([passes, [...index.values()]]).toEqual([4, [0, 2, -1]]);
     } finally {
       await store.close();
     }

@@ -84,9 +84,16 @@ export class SiteDataIndex<E> {
      * when it moves, every entry is derived again, at the next refresh.
      */
     private readonly period: () => string = () => '',
+    /**
+     * A key that moves when the order of `sitesOf` may have moved other than by sites added or removed (the site list's
+     * order: a site given another URL). While it stands, a pass redoes only the sites the store's change log names.
+     */
+    private readonly order: () => number = () => 0,
   ) {
     scan.register(this);
   }
+  /** The `order` the entries were laid out in. */
+  private orderAt = -1;
 
   /** The version of the sites collection the entries reflect (-1 when the period moved since): when to refresh. */
   get version(): number {
@@ -117,13 +124,63 @@ export class SiteDataIndex<E> {
     for (const e of this.entries.values()) yield e.value;
   }
 
-  /** For SiteDataScan: this index's part of a run, its stamps taken now. */
+  /**
+   * For SiteDataScan: this index's part of a run, its stamps taken now. Only the sites changed since the last run when
+   * the store still knows which (Store.changedSince) and none was added, removed or moved in the order; else every site.
+   */
   pass(): Pass {
+    const period = this.period();
+    const order = this.order();
+    if (this.built >= 0 && period === this.periodAt && order === this.orderAt) {
+      const ids = this.scan.store.changedSince('sites', this.built);
+      const pass = ids && this.changedPass(ids, order);
+      if (pass) return pass;
+    }
+    return this.fullPass(period, order);
+  }
+
+  /** The pass over the sites in `ids` alone; null when one was added or removed (the order moves: a full pass). */
+  private changedPass(ids: readonly number[], order: number): Pass | null {
+    const updates = new Map<number, Entry<E>>();
+    const stale = new Map<number, SiteRecord>();
+    for (const id of ids) {
+      const site = this.scan.store.get<SiteRecord>('sites', id);
+      const cur = this.entries.get(id);
+      if (!site && !cur) continue; // added and removed since
+      if (!site || !cur) return null;
+      if (cur.site === site) continue;
+      if (this.stampOf(cur.site) === this.stampOf(site)) updates.set(id, { site, value: cur.value });
+      else stale.set(id, site);
+    }
+    let moved = false;
+    return {
+      stale,
+      fill: (batch, data) => {
+        for (const id of batch) {
+          const site = stale.get(id);
+          if (!site) continue;
+          const value = this.derive(site, data.get(id) ?? null, this.periodAt!);
+          const was = this.entries.get(id)!;
+          const same = isDeepStrictEqual(was.value, value);
+          if (!same) moved = true;
+          updates.set(id, { site, value: same ? was.value : value });
+        }
+      },
+      done: (version) => {
+        // A key already in the map keeps its place: the order stands.
+        for (const [id, e] of updates) this.entries.set(id, e);
+        this.built = version;
+        this.orderAt = order;
+        if (moved) this.generation = version;
+      },
+    };
+  }
+
+  private fullPass(period: string, order: number): Pass {
     const next = new Map<number, Entry<E> | null>();
     const stale = new Map<number, SiteRecord>();
     const before = this.entries.keys();
     let moved = this.generation < 0;
-    const period = this.period();
     const samePeriod = period === this.periodAt;
     for (const site of this.sitesOf()) {
       if (!moved && before.next().value !== site.id) moved = true;
@@ -157,6 +214,7 @@ export class SiteDataIndex<E> {
         this.entries = next as Map<number, Entry<E>>;
         this.built = version;
         this.periodAt = period;
+        this.orderAt = order;
         if (moved) this.generation = version;
       },
     };

@@ -221,6 +221,9 @@ class PendingIndex {
       (site, data) => ({ id: site.id, all: views(site, storedPending(data), new Set(TYPES)) }),
       // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
       () => unscoped(() => sites.filter({}, () => new Set())),
+      undefined,
+      // In the site list's order: a site given another URL moves it.
+      () => sites.order(),
     );
   }
 
