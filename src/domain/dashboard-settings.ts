@@ -290,18 +290,26 @@ export class DashboardSettings {
     return slot;
   }
 
-  /** Claims the due slot (once across processes: the claim is a store write); true when this caller should sync. */
+  /**
+   * Claims the due slot (once across processes: the claim is a store write); true when this caller should sync. A
+   * claim skips, rather than waits for, a settings record another process holds (claiming the slot, or an edit): the
+   * slot stays due, and the next tick looks again.
+   */
   async claimDueSync(now = Date.now()): Promise<boolean> {
     const s = this.get();
     if (!s.sync_frequency) return false;
     const slot = DashboardSettings.lastSlot(now, s.sync_frequency, s.sync_time);
     if (s.last_scheduled_sync && Date.parse(s.last_scheduled_sync) >= slot) return false;
-    return this.store.write((tx) => {
-      const cur = this.cur(tx);
-      if (!cur.sync_frequency || (cur.last_scheduled_sync && Date.parse(cur.last_scheduled_sync) >= slot)) return false;
-      tx.put<DashboardSettingsRecord>('settings', { ...cur, last_scheduled_sync: new Date(now).toISOString() });
-      return true;
-    });
+    const claimed = await this.store.write(
+      (tx) => {
+        const cur = this.cur(tx);
+        if (!cur.sync_frequency || (cur.last_scheduled_sync && Date.parse(cur.last_scheduled_sync) >= slot)) return false;
+        tx.put<DashboardSettingsRecord>('settings', { ...cur, last_scheduled_sync: new Date(now).toISOString() });
+        return true;
+      },
+      { skipLocked: true },
+    );
+    return claimed === true;
   }
 }
 

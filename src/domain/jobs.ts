@@ -9,7 +9,7 @@ import { ServiceError, errors, toServiceError } from '../core/errors.js';
 import type { CallContext } from '../core/ability.js';
 import { log } from '../log.js';
 import type { JobRecord, JobState, JobType, SiteRecord } from '../store/records.js';
-import type { Store, Tx } from '../store/store.js';
+import { SKIPPED, type Store, type Tx } from '../store/store.js';
 import { childFailure, type Outcome } from './child-sites.js';
 import { deleteChunks, doneCount, doneSet, jobState, newChunks, recordSite } from './job-chunks.js';
 import type { SiteService } from './sites.js';
@@ -426,24 +426,29 @@ export class JobService {
           }
         })
         .catch(() => {});
+    // A claim skips a job whose record another process holds locked (claiming it, or writing its progress) instead of
+    // waiting behind it: it moves on to the next candidate, and the held one is looked at again next tick.
     for (const j of candidates) {
       const claimed = await this.store
-        .write((tx) => {
-          const cur = tx.get<JobRecord>('jobs', j.id);
-          if (!cur || cur.status === 'completed' || cur.status === 'failed' || this.running.has(cur.job_id)) return null;
-          if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner))
-            return null;
-          return tx.put<JobRecord>('jobs', {
-            ...cur,
-            status: 'processing',
-            owner: OWNER,
-            lease_until: Date.now() + LEASE_MS,
-            started_at: cur.started_at ?? new Date().toISOString(),
-            attempts: cur.attempts + 1,
-          });
-        })
+        .write(
+          (tx) => {
+            const cur = tx.get<JobRecord>('jobs', j.id);
+            if (!cur || cur.status === 'completed' || cur.status === 'failed' || this.running.has(cur.job_id)) return null;
+            if (cur.status === 'processing' && cur.owner !== OWNER && cur.lease_until >= Date.now() && this.ownerAlive(cur.owner))
+              return null;
+            return tx.put<JobRecord>('jobs', {
+              ...cur,
+              status: 'processing',
+              owner: OWNER,
+              lease_until: Date.now() + LEASE_MS,
+              started_at: cur.started_at ?? new Date().toISOString(),
+              attempts: cur.attempts + 1,
+            });
+          },
+          { skipLocked: true },
+        )
         .catch(() => null);
-      if (!claimed) continue;
+      if (!claimed || claimed === SKIPPED) continue;
       const p = this.work(claimed)
         .catch(async (e) => {
           log('error', 'job failed', { job: claimed.job_id, err: String(e) });

@@ -127,6 +127,25 @@ export interface Tx {
   afterCommit(fn: () => void): void;
 }
 
+/**
+ * What `store.write(fn, { skipLocked: true })` resolves with when the write was not made because another transaction
+ * (another process) holds a lock it needs: `fn` did not run for real and nothing was written.
+ */
+export const SKIPPED: unique symbol = Symbol('sitefleet.write.skipped');
+export type Skipped = typeof SKIPPED;
+
+export interface WriteOptions {
+  /**
+   * Skip, don't wait (SQL's SKIP LOCKED, for claims: a job, a slot): should any lock the write needs be held by
+   * another transaction, the write gives up at once and resolves SKIPPED instead of queueing behind it. PostgreSQL: the
+   * write commits alone and takes its record locks with pg_try_advisory_xact_lock (the global commit lock is still
+   * awaited shared, as by every commit); a write that commits the serial way (more than MAX_LOCKS locks, or after
+   * repeated conflicts) waits as any write does. lowdb: one writer at a time under the data dir's file lock, so there
+   * is never another transaction's lock to skip; the write is an ordinary write and never resolves SKIPPED.
+   */
+  skipLocked?: boolean;
+}
+
 export interface Store {
   /** Which engine this is, for logs and the startup line. */
   readonly engine: 'lowdb' | 'postgres';
@@ -164,6 +183,8 @@ export interface Store {
    * that throws leaves no trace and rejects; concurrent writes may be grouped into one commit.
    */
   write<R>(fn: (tx: Tx) => R): Promise<R>;
+  /** The same, with options: `skipLocked` may resolve SKIPPED instead (WriteOptions). */
+  write<R>(fn: (tx: Tx) => R, opts: WriteOptions): Promise<R | Skipped>;
   /**
    * Resolves once memory holds every commit acknowledged, by any process, before the call. The HTTP doors await it as
    * a request arrives, so a request sees every write acknowledged before it (read-your-writes across processes).

@@ -15,6 +15,8 @@ export interface Pending<T> {
   fn: (tx: T) => unknown;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** WriteOptions.skipLocked, for an engine that honours it: such a write is committed in a batch of its own. */
+  skipLocked?: boolean;
 }
 
 /** One commit, made by the engine: `take()` hands it every write queued so far (call it when the batch may close). */
@@ -62,10 +64,10 @@ export class GroupCommit<T> {
     return this.closed;
   }
 
-  write<R>(fn: (tx: T) => R): Promise<R> {
+  write<R>(fn: (tx: T) => R, skipLocked = false): Promise<R> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     return new Promise<R>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, ...(skipLocked ? { skipLocked } : {}) });
       this.kick();
     });
   }
@@ -87,7 +89,13 @@ export class GroupCommit<T> {
 
   private async loop(): Promise<void> {
     await Promise.resolve(); // let writes issued in the same tick join this commit
-    while (this.queue.length) await this.commitSome(() => this.queue.splice(0));
+    while (this.queue.length) await this.commitSome(() => this.take());
+  }
+
+  /** The queued writes up to the first skipLocked one, or that one alone (it may be skipped as a whole). */
+  private take(): Pending<T>[] {
+    const at = this.queue.findIndex((p) => p.skipLocked);
+    return this.queue.splice(0, at < 0 ? this.queue.length : Math.max(at, 1));
   }
 
   /**

@@ -30,6 +30,14 @@
 // no duplicate, no lost update. Two writes that share nothing (two sites' notes) commit side by side. Readers in the
 // process see a batch's changes only from its final run to its COMMIT (one round trip), as before.
 //
+// Claims skip what another process holds (WriteOptions.skipLocked: job claims, the sync schedule's slot): such a
+// write commits alone and takes its record and collection locks with pg_try_advisory_xact_lock instead of waiting;
+// should one be held elsewhere, it rolls back at once and resolves SKIPPED (the caller moves on to the next job).
+// That is SELECT ... FOR UPDATE SKIP LOCKED on the advisory locks that are our row locks (the rows themselves are
+// only ever written under them). Not a PostgreSQL job library (pg-boss, graphile-worker): a job here is a record of
+// this store, read by the same abilities, claimed in the same transaction that writes its state, and kept alike by
+// the lowdb engine; a library would keep a second queue in its own tables, to be kept in step with ours.
+//
 // Catching up without a global commit order: seqs are handed out before commit and transactions commit in any order,
 // so "rows with seq > the last seen" could miss a row committed late with a lower seq. Instead each read returns the
 // rows written by transactions at or above a horizon, plus the horizon for next time: the xmin of the same statement's
@@ -70,10 +78,13 @@ import {
   type Blob,
   type CollectionName,
   type Rec,
+  SKIPPED,
+  type Skipped,
   type Store,
   type StoreMemory,
   type Tx,
   UNIQUE_KEYS,
+  type WriteOptions,
 } from './engine.js';
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import { ChangeLog } from './change-log.js';
@@ -246,6 +257,16 @@ function lockSet(ran: Ran): Map<bigint, boolean> {
   return keys;
 }
 
+/**
+ * The statement that tries the locks given without waiting (each, even after one failed: those taken are held to the
+ * transaction's end), answering `ok`: whether it holds them all.
+ */
+function tryLocksSql(keys: Array<[bigint, boolean]>): string {
+  if (!keys.length) return 'SELECT true AS ok';
+  return `SELECT bool_and(CASE WHEN t.x THEN pg_try_advisory_xact_lock(t.k) ELSE pg_try_advisory_xact_lock_shared(t.k) END) AS ok
+            FROM unnest(${keysLiteral(keys)}) AS t(k, x)`;
+}
+
 /** The statement that reserves `n` ids of each collection short of them (one row per id; none when nothing is short). */
 function reserveSql(short: Map<CollectionName, number>): string {
   const parts = [...short].map(
@@ -332,7 +353,7 @@ export class PgStore implements Store {
   /** Commits this process made (tests count them). */
   commits = 0;
   /** Commits this process made that ran again after a conflict, and that fell back to the serial way. */
-  readonly conflicts = { retried: 0, serial: 0 };
+  readonly conflicts = { retried: 0, serial: 0, skipped: 0 };
   /** Seqs of this process's own recent commits, so that their NOTIFY is not read as news. */
   private ownSeqs = new Set<string>();
   private writes = new GroupCommit<Tx>((take) => this.serial(() => this.commit(take)));
@@ -684,8 +705,10 @@ export class PgStore implements Store {
     }
   }
 
-  write<R>(fn: (tx: Tx) => R): Promise<R> {
-    return this.writes.write(fn);
+  write<R>(fn: (tx: Tx) => R): Promise<R>;
+  write<R>(fn: (tx: Tx) => R, opts: WriteOptions): Promise<R | Skipped>;
+  write<R>(fn: (tx: Tx) => R, opts: WriteOptions = {}): Promise<R | Skipped> {
+    return this.writes.write<R | Skipped>(fn, opts.skipLocked === true);
   }
 
   /**
@@ -695,6 +718,12 @@ export class PgStore implements Store {
    */
   private async commit(take: () => Pending<Tx>[]): ReturnType<Commit<Tx>> {
     const batch = take();
+    // A skipLocked write comes alone (GroupCommit.take): its locks are tried, not awaited, and it is skipped whole.
+    const skip = batch.length === 1 && batch[0]!.skipLocked === true;
+    const skipped = () => {
+      this.conflicts.skipped++;
+      return { batch, outcomes: [{ ok: true as const, value: SKIPPED }] };
+    };
     const c = this.writer;
     let began = false;
     const undoAll: Array<() => void> = [];
@@ -737,17 +766,28 @@ export class PgStore implements Store {
           }
           const sorted = [...held].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
           began = true;
+          // Skipping: the commit lock shared is awaited (a serial commit, a restore: not a claim), every other is tried.
+          const lockSql = skip
+            ? `SELECT pg_advisory_xact_lock_shared(${LOCK_KEY}); ${tryLocksSql(sorted.filter(([k]) => k !== BigInt(LOCK_KEY)))}`
+            : `SELECT sitefleet_lock(${keysLiteral(sorted)})`;
           const opened = (await c.query(
-            `BEGIN; SELECT sitefleet_lock(${keysLiteral(sorted)});
-             ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq; ${reserveSql(need)}`,
-          )) as unknown as pg.QueryResult<Row & { seq: string; col: CollectionName; id: string }>[];
-          seq = Number(opened[3]!.rows[0]!.seq);
-          this.takeIds(opened[4]!.rows);
+            `BEGIN; ${lockSql}; ${this.windowSql()}; SELECT nextval('sitefleet_seq') AS seq; ${reserveSql(need)}`,
+          )) as unknown as pg.QueryResult<Row & { ok: boolean; seq: string; col: CollectionName; id: string }>[];
+          const at = skip ? 3 : 2;
           // Memory takes in what others committed: it is now current for everything the locks cover, and nobody can
           // change that until they are released. The batch runs for real on it.
-          this.applyWindow(opened[2]!.rows);
+          this.applyWindow(opened[at]!.rows);
+          if (skip && opened[2]!.rows[0]!.ok !== true) {
+            // A lock is held elsewhere: the ones taken go with the rollback (the ids reserved are left unused).
+            await c.query('ROLLBACK');
+            began = false;
+            return skipped();
+          }
+          seq = Number(opened[at + 1]!.rows[0]!.seq);
+          this.takeIds(opened[at + 2]!.rows);
           ran = this.run(batch, undoAll);
           let covered = false;
+          let lockedOut = false;
           for (let step = 0; step < MAX_STEPS; step++) {
             const missing = [...lockSet(ran)].filter(([k, x]) => !(held.get(k) === true || (held.has(k) && !x)));
             if (!missing.length && !ran.short.size) {
@@ -761,15 +801,13 @@ export class PgStore implements Store {
             this.undo(undoAll);
             this.conflicts.retried++;
             if (held.size + missing.length > MAX_LOCKS) break;
-            const more = (await c.query(
-              `${
-                missing.length
-                  ? `SELECT bool_and(CASE WHEN t.x THEN pg_try_advisory_xact_lock(t.k) ELSE pg_try_advisory_xact_lock_shared(t.k) END) AS ok
-                       FROM unnest(${keysLiteral(missing)}) AS t(k, x)`
-                  : 'SELECT true AS ok'
-              }; ${reserveSql(short)}; ${this.windowSql()}`,
-            )) as unknown as pg.QueryResult<Row & { ok: boolean; col: CollectionName; id: string }>[];
-            if (more[0]!.rows[0]!.ok !== true) break;
+            const more = (await c.query(`${tryLocksSql(missing)}; ${reserveSql(short)}; ${this.windowSql()}`)) as unknown as pg.QueryResult<
+              Row & { ok: boolean; col: CollectionName; id: string }
+            >[];
+            if (more[0]!.rows[0]!.ok !== true) {
+              lockedOut = true;
+              break;
+            }
             for (const [k, x] of missing) held.set(k, x || held.get(k) === true);
             this.takeIds(more[1]!.rows);
             this.applyWindow(more[2]!.rows);
@@ -779,6 +817,7 @@ export class PgStore implements Store {
             this.undo(undoAll);
             await c.query('ROLLBACK');
             began = false;
+            if (skip && lockedOut) return skipped();
             continue;
           }
         }

@@ -46,9 +46,12 @@ import {
   type Blob,
   type CollectionName,
   type Rec,
+  SKIPPED,
+  type Skipped,
   type Store as StoreEngine,
   type StoreMemory,
   type Tx,
+  type WriteOptions,
 } from './engine.js';
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import { ChangeLog } from './change-log.js';
@@ -64,7 +67,7 @@ import {
   type Tables,
 } from './group-commit.js';
 
-export { COLLECTIONS, type CollectionName, type Tx, type Blob };
+export { COLLECTIONS, SKIPPED, type CollectionName, type Tx, type Blob };
 
 /** A record a commit changed, and what it was when the commit found it (undefined: new). */
 type Touched = [CollectionName, number, Rec | undefined];
@@ -601,7 +604,10 @@ export class LowdbStore implements StoreEngine {
     return Promise.resolve();
   }
 
-  write<R>(fn: (tx: Tx) => R): Promise<R> {
+  write<R>(fn: (tx: Tx) => R): Promise<R>;
+  write<R>(fn: (tx: Tx) => R, opts: WriteOptions): Promise<R | Skipped>;
+  /** `skipLocked` changes nothing here: one writer at a time under the file lock, so there is no lock to skip. */
+  write<R>(fn: (tx: Tx) => R, _opts?: WriteOptions): Promise<R | Skipped> {
     return this.writes.write(fn);
   }
 

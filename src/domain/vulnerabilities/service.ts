@@ -539,13 +539,17 @@ export class VulnerabilityService {
     const due = (r: VulnSettingsRecord) =>
       !r.last_scheduled_refresh || Date.parse(r.last_scheduled_refresh) + r.refresh_hours * 3_600_000 <= now;
     if (!due(s)) return false;
-    const claimed = await this.store.write((tx) => {
-      const cur = { ...SETTINGS_DEFAULTS, ...tx.get<VulnSettingsRecord>('settings', SETTINGS_ID) };
-      if (!cur.source || !cur.refresh_hours || !due(cur)) return false;
-      tx.put<VulnSettingsRecord>('settings', { ...cur, last_scheduled_refresh: new Date(now).toISOString() });
-      return true;
-    });
-    if (!claimed) return false;
+    // Skips, rather than waits for, a settings record another process holds (claiming it too): due again next tick.
+    const claimed = await this.store.write(
+      (tx) => {
+        const cur = { ...SETTINGS_DEFAULTS, ...tx.get<VulnSettingsRecord>('settings', SETTINGS_ID) };
+        if (!cur.source || !cur.refresh_hours || !due(cur)) return false;
+        tx.put<VulnSettingsRecord>('settings', { ...cur, last_scheduled_refresh: new Date(now).toISOString() });
+        return true;
+      },
+      { skipLocked: true },
+    );
+    if (claimed !== true) return false;
     // In the background: a download of the whole feed must not hold up the job runner's tick.
     this.scheduled = this.refresh()
       .then(() => undefined)
