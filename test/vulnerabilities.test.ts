@@ -559,6 +559,39 @@ describe('read-only views (no job runner: only the calls below match)', () => {
     }
   });
 
+  it('a round after a site edit looks at that site alone (no pass over the fleet); a removed site leaves the views', async () => {
+    const sim = await startChildSim({ sites: 3, seed: 1 });
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-changed-'));
+    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    try {
+      const sites: Array<{ id: number }> = [];
+      for (const info of sim.sites)
+        sites.push(await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false }));
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      const stamp = (id: number) =>
+        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)?.sites[id]?.stamp;
+      const before = sites.map((x) => stamp(x.id));
+      const listed = vi.spyOn(services.store, 'all');
+      await services.sites.edit(sites[0]!.id, { notes: 'edited' });
+      await services.vulnerabilities.reconcile();
+      expect(listed.mock.calls.filter(([col]) => col === 'sites')).toEqual([]);
+      const after = sites.map((x) => stamp(x.id));
+      expect([after[0] === before[0], after.slice(1)]).toEqual([false, before.slice(1)]);
+      // Removed: gone from what this process keeps, and from the shard the next write of it makes.
+      const items = (await services.vulnerabilities.ofSite(sites[1]!.id, false)).items.length;
+      expect(items).toBeGreaterThan(0);
+      await services.store.write((tx) => tx.delete('sites', sites[1]!.id));
+      await services.sites.edit(sites[2]!.id, { notes: 'edited' });
+      await services.vulnerabilities.reconcile();
+      expect(listed.mock.calls.filter(([col]) => col === 'sites')).toEqual([]);
+      expect([stamp(sites[1]!.id), stamp(sites[2]!.id) === before[2]]).toEqual([undefined, false]);
+    } finally {
+      await closeServices(services);
+      await sim.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('every read (the views, the security view, a policy preview, the counts) while the stored matches are stale: no store write, and the right answer', async () => {
     const sim = await startChildSim({ sites: 1, seed: 1 });
     // On the lane's engine (PostgreSQL in the pg lane).

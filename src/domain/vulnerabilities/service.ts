@@ -240,6 +240,12 @@ export class VulnerabilityService {
   private matchedFor = new Map<number, { site: SiteRecord; gen: number }>();
   /** The site record, generation and shard object for which the stored matches were found current. */
   private storedFor = new Map<number, { site: SiteRecord; gen: number; shard: MatchShard | null }>();
+  /**
+   * Each matches shard as the last persisting round found it, and the highest site id it knew: a round over the
+   * changed sites alone also looks at the sites of a shard rewritten since (here or by another process).
+   */
+  private shardsLooked = new Map<number, MatchShard | null>();
+  private topSiteId = 0;
   private seenMem = { sites: -1, gen: -1 };
   private seenStored = { sites: -1, gen: -1 };
   private round: Promise<void> | null = null;
@@ -584,6 +590,45 @@ export class VulnerabilityService {
     }
   }
 
+  /** Every site, for a round over all of them: the shards are taken as looked at, as they are now. */
+  private lookedAtShards(sites: readonly SiteRecord[]): readonly SiteRecord[] {
+    this.topSiteId = 0;
+    for (const site of sites) if (site.id > this.topSiteId) this.topSiteId = site.id;
+    this.shardsLooked.clear();
+    for (let n = 0; n * SHARD <= this.topSiteId; n++) this.shardsLooked.set(n, this.shardOrNull(n));
+    return sites;
+  }
+
+  /** The changed sites, and those of each shard rewritten since the last persisting round (SHARD sites a shard). */
+  private withRewrittenShards(sites: readonly SiteRecord[]): SiteRecord[] {
+    const out = new Map(sites.map((x) => [x.id, x]));
+    for (const site of sites) if (site.id > this.topSiteId) this.topSiteId = site.id;
+    for (let n = 0; n * SHARD <= this.topSiteId; n++) {
+      const shard = this.shardOrNull(n);
+      if (shard === (this.shardsLooked.get(n) ?? null)) continue;
+      this.shardsLooked.set(n, shard);
+      for (let id = n * SHARD; id < (n + 1) * SHARD; id++) {
+        const site = out.has(id) ? undefined : this.store.get<SiteRecord>('sites', id);
+        if (site) out.set(id, site);
+      }
+    }
+    return [...out.values()];
+  }
+
+  private shardOrNull(n: number): MatchShard | null {
+    return this.store.getBlob<MatchShard>('vulnerability-matches', n);
+  }
+
+  /** The sites of `ids` that are there now. */
+  private present(ids: readonly number[]): SiteRecord[] {
+    const out: SiteRecord[] = [];
+    for (const id of ids) {
+      const site = this.store.get<SiteRecord>('sites', id);
+      if (site) out.push(site);
+    }
+    return out;
+  }
+
   private shardOf(id: number): MatchShard {
     return this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(id / SHARD)) ?? { sites: {} };
   }
@@ -608,12 +653,14 @@ export class VulnerabilityService {
     if (sitesV === seen.sites && gen === seen.gen) return;
     this.round = (async () => {
       const changed: Array<{ site: SiteRecord; prev: SiteMatches | undefined; next: SiteMatches }> = [];
-      const live = new Set<number>();
-      const sites = [...this.store.all<SiteRecord>('sites')];
+      // Under the same feed, only the sites changed since the last round (the store's change log names them): not a
+      // pass over the fleet on every tick of a fleet being edited. A new feed, a first round, or a log that no longer
+      // reaches back that far: every site.
+      const ids = gen === seen.gen && seen.sites >= 0 ? this.store.changedSince('sites', seen.sites) : null;
+      const sites = ids ? this.present(ids) : [...this.store.all<SiteRecord>('sites')];
       // The sites to match again: their data is read in batches (site data is a cold blob), stamps taken before.
       const toMatch: Array<{ site: SiteRecord; stamp: string }> = [];
       for (const site of sites) {
-        live.add(site.id);
         // Records are replaced, never changed in place: the record this site's matches were made for, under this
         // feed, has not moved (most sites on most rounds: a sync commits a few at a time). No stamp to build.
         const was = this.matchedFor.get(site.id);
@@ -642,7 +689,7 @@ export class VulnerabilityService {
         },
       );
       if (persist)
-        for (const site of sites) {
+        for (const site of ids ? this.withRewrittenShards(sites) : this.lookedAtShards(sites)) {
           // The stored matches were found current for this record under this feed, and their shard is the object it
           // was then (any write of the shard, here or in another process, replaces it): nothing to compare.
           const shard = this.store.getBlob<MatchShard>('vulnerability-matches', Math.floor(site.id / SHARD));
@@ -654,9 +701,21 @@ export class VulnerabilityService {
           if (stored?.stamp !== stamp && (gen || stored)) changed.push({ site, prev: stored, next: this.mem.get(site.id)! });
           else this.storedFor.set(site.id, { site, gen, shard });
         }
-      for (const id of [...this.mem.keys()]) if (!live.has(id)) this.mem.delete(id);
-      for (const m of [this.matchedFor, this.storedFor]) for (const id of [...m.keys()]) if (!live.has(id)) m.delete(id);
+      // What this process keeps of sites removed since: the changed ids absent now, or (every site) all not listed.
+      const kept = [this.mem, this.matchedFor, this.storedFor];
+      if (ids) {
+        const gone = ids.filter((id) => !this.store.get('sites', id));
+        for (const m of kept) for (const id of gone) m.delete(id);
+      } else {
+        const live = new Set(sites.map((x) => x.id));
+        for (const m of kept) for (const id of [...m.keys()]) if (!live.has(id)) m.delete(id);
+      }
       if (changed.length) {
+        // Matches of sites that are no longer there leave the shards written (looked up before the write, whose reads
+        // lock what they read on PostgreSQL).
+        const absent = new Set<number>();
+        for (const n of new Set(changed.map((c) => Math.floor(c.site.id / SHARD))))
+          for (const id of Object.keys(this.shardOf(n * SHARD).sites)) if (!this.store.get('sites', Number(id))) absent.add(Number(id));
         await this.store.write((tx) => {
           const shards = new Map<number, MatchShard>();
           for (const c of changed) {
@@ -665,7 +724,7 @@ export class VulnerabilityService {
             shards.get(n)!.sites[c.site.id] = c.next;
           }
           for (const [n, shard] of shards) {
-            for (const id of Object.keys(shard.sites)) if (!live.has(Number(id))) delete shard.sites[id];
+            for (const id of Object.keys(shard.sites)) if (absent.has(Number(id))) delete shard.sites[id];
             tx.putBlob('vulnerability-matches', n, shard);
           }
         });
