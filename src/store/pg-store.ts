@@ -54,8 +54,8 @@
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
 // is, since its commit catches up under its locks before its functions run for real. sync() reads the window and
-// catches up if any row in it differs from memory. All processes on one database must run format 2 (stop the old ones
-// before upgrading).
+// catches up if any row in it differs from memory. All processes on one database must run format 3 (PG_FORMAT): stop
+// the old ones before upgrading (an older process still running would write rows without their unique keys).
 import pg from 'pg';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';

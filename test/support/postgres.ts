@@ -84,5 +84,14 @@ export async function freshDatabase(serverUrl: string): Promise<string> {
   return u.toString();
 }
 
+/**
+ * Runs an SQL file (a plain pg_dump: COPY blocks and psql meta-commands) into the database at `url` with the
+ * server's own psql, stopping at the first error.
+ */
+export function loadSql(url: string, file: string): void {
+  const r = spawnSync(join(pgBin(), 'psql'), ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', url, '-f', file], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`psql -f ${file} failed: ${r.stderr || r.stdout}`);
+}
+
 /** The PostgreSQL server of the pg lane (set by test/pg/global-setup.ts), or undefined in the lowdb lane. */
 export const testPgUrl = (): string | undefined => process.env.SITEFLEET_TEST_PG_URL || undefined;
