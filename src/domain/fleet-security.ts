@@ -4,6 +4,7 @@
 import { SiteAccess } from './access.js';
 import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
+import { intern } from '../core/intern.js';
 import { paginate } from '../core/paging.js';
 import type { Store } from '../store/store.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
@@ -34,8 +35,17 @@ function entry(site: SiteRecord, data: SiteData | null): SiteSecurity | null {
     high: count('high'),
     medium: count('medium'),
     low: count('low'),
-    issues,
+    issues: issues.map(pooled),
   };
+}
+
+/**
+ * A finding with its strings pooled (core/intern.ts): the same few messages repeat on thousands of sites. One with
+ * other fields than these three (none is stored today) is kept as it is, never cut down.
+ */
+function pooled(i: SecurityFinding): SecurityFinding {
+  if (Object.keys(i).length !== 3 || !('type' in i && 'severity' in i && 'message' in i)) return i;
+  return { type: intern(i.type), severity: intern(i.severity) as SecurityFinding['severity'], message: intern(i.message) };
 }
 
 class SecurityIndex {

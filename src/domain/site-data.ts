@@ -4,6 +4,7 @@
 import type { SiteAccess } from './access.js';
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
+import { intern } from '../core/intern.js';
 import { paginate } from '../core/paging.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
@@ -114,10 +115,11 @@ function entry(site: SiteRecord, data: SiteData | null, period: string): SiteEnt
       .map((i) => ({
         site_id: site.id,
         site_url: site.url,
-        slug: i.slug,
-        name: i.name || i.slug,
-        version: i.version,
-        last_updated: i.last_updated!,
+        // Pooled: an item's slug, name, version and date repeat on every site that has it (core/intern.ts).
+        slug: intern(i.slug),
+        name: intern(i.name || i.slug),
+        version: intern(i.version),
+        last_updated: intern(i.last_updated!),
       }))
       .sort(byId);
   return { id: site.id, plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };

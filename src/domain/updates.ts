@@ -16,6 +16,7 @@ import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
+import { intern } from '../core/intern.js';
 import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
@@ -170,10 +171,11 @@ function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): 
     site_url: site.url,
     site_name: site.name,
     type,
-    slug,
-    name,
-    current_version,
-    new_version,
+    // Pooled: the same plugin's slug, name and versions repeat on every site that has it (core/intern.ts).
+    slug: intern(slug),
+    name: intern(name),
+    current_version: current_version === null ? null : intern(current_version),
+    new_version: intern(new_version),
   });
   const out: PendingView[] = [];
   if (types.has('core') && p.core) out.push(view('core', 'wordpress', 'WordPress', p.core.current_version, p.core.new_version));
@@ -181,7 +183,7 @@ function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): 
     if (!types.has(t)) return;
     for (const i of list) {
       const v = view(SINGULAR[t], i.slug, i.name, i.current_version, i.new_version);
-      if (t === 'translations') v.language = i.language ?? '';
+      if (t === 'translations') v.language = intern(i.language ?? '');
       out.push(v);
     }
   };

@@ -1,0 +1,44 @@
+// The string pool (core/intern.ts): one copy of a repeated string, bounded in count and length.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { INTERN_MAX, INTERN_MAX_LENGTH, intern, internedCount } from '../src/core/intern.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Heap growth, in bytes, of keeping what `make` returns. */
+function heapOf(make: () => unknown): number {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = make();
+  gc();
+  const grown = process.memoryUsage().heapUsed - before;
+  expect(kept).toBeTruthy();
+  return grown;
+}
+
+describe('intern', () => {
+  it('keeps one copy of a string parsed again and again: 20,000 copies of a 150-character slug cost a pointer each', () => {
+    const text = JSON.stringify({ slug: `${'plugin-'.repeat(21)}abc` });
+    const parsed = () => (JSON.parse(text) as { slug: string }).slug;
+    expect(parsed().length).toBe(150);
+    const copies = heapOf(() => Array.from({ length: 20_000 }, parsed));
+    const pooled = heapOf(() => Array.from({ length: 20_000 }, () => intern(parsed())));
+    // 20,000 strings of 150 characters are about 3.4 MB; an array of 20,000 pointers about 160 KB.
+    expect(copies).toBeGreaterThan(2_500_000);
+    expect(pooled).toBeLessThan(copies / 4);
+    expect(intern(parsed())).toBe(parsed());
+  });
+
+  it(`holds at most INTERN_MAX (${INTERN_MAX}) strings, starting again one past it, and no string over INTERN_MAX_LENGTH (${INTERN_MAX_LENGTH})`, () => {
+    for (let i = 0; internedCount() < INTERN_MAX; i++) intern(`bound-${i}`);
+    expect(internedCount()).toBe(INTERN_MAX);
+    intern('one more');
+    expect(internedCount()).toBe(1);
+    intern('x'.repeat(INTERN_MAX_LENGTH + 1));
+    expect(internedCount()).toBe(1);
+    intern('x'.repeat(INTERN_MAX_LENGTH));
+    expect(internedCount()).toBe(2);
+  });
+});
