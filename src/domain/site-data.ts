@@ -107,22 +107,30 @@ interface SiteEntry {
 const byId = (a: { site_id: number; slug: string }, b: { site_id: number; slug: string }) =>
   a.site_id - b.site_id || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
 
+/** The list of a site with none (most sites, most of the time): one shared array, not two new ones per site. */
+const NONE: AbandonedItem[] = Object.freeze([]) as unknown as AbandonedItem[];
+
 function entry(site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
   const horizon = horizonOf(period);
-  const items = (list: readonly SiteTheme[]) =>
-    list
-      .filter((i) => i.last_updated && i.last_updated <= horizon)
-      .map((i) => ({
-        site_id: site.id,
-        site_url: site.url,
-        // Pooled: an item's slug, name, version and date repeat on every site that has it (core/intern.ts).
-        slug: intern(i.slug),
-        name: intern(i.name || i.slug),
-        version: intern(i.version),
-        last_updated: intern(i.last_updated!),
-      }))
-      .sort(byId);
+  const items = (list: readonly SiteTheme[]) => {
+    const near = list.filter((i) => i.last_updated && i.last_updated <= horizon);
+    return near.length ? itemsOf(site, near) : NONE;
+  };
   return { id: site.id, plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };
+}
+
+function itemsOf(site: SiteRecord, list: readonly SiteTheme[]): AbandonedItem[] {
+  return list
+    .map((i) => ({
+      site_id: site.id,
+      site_url: site.url,
+      // Pooled: an item's slug, name, version and date repeat on every site that has it (core/intern.ts).
+      slug: intern(i.slug),
+      name: intern(i.name || i.slug),
+      version: intern(i.version),
+      last_updated: intern(i.last_updated!),
+    }))
+    .sort(byId);
 }
 
 /**

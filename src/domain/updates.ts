@@ -149,6 +149,9 @@ const runSummary = (r: SiteRun, sites = false) => ({
 type Call = Pick<CallContext, 'signal' | 'progress'> & { principal?: Principal };
 
 const where = (s: SiteRecord): Where => ({ site_id: s.id, site_url: s.url, site_name: s.name });
+const ALL_TYPES: ReadonlySet<TypeName> = new Set(TYPES);
+/** The pending list of a site with none: one shared array, not a new one per site. */
+const NONE: PendingView[] = Object.freeze([]) as unknown as PendingView[];
 const EMPTY: SitePending = { core: null, plugins: [], themes: [], translations: [] };
 const ALL_VERSIONS = '*';
 
@@ -220,7 +223,10 @@ class PendingIndex {
     this.index = new SiteDataIndex(
       scan,
       (site) => `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`,
-      (site, data) => ({ id: site.id, all: views(site, storedPending(data), new Set(TYPES)) }),
+      (site, data) => {
+        const all = views(site, storedPending(data), ALL_TYPES);
+        return { id: site.id, all: all.length ? all : NONE };
+      },
       // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
       () => unscoped(() => sites.filter({}, () => new Set())),
       undefined,
@@ -252,8 +258,10 @@ class PendingIndex {
     this.refreshRules();
     const flat: PendingView[] = [];
     const bySite = new Map<number, PendingView[]>();
+    const fleetRules = this.rules.has(0);
     for (const e of this.index.values()) {
-      const kept = e.all.filter((i) => !this.ignoredBy(e.id, i));
+      // A site no rule names keeps its list as it is: not a copy per site.
+      const kept = fleetRules || this.rules.has(e.id) ? e.all.filter((i) => !this.ignoredBy(e.id, i)) : e.all;
       bySite.set(e.id, kept);
       for (const i of kept) flat.push(i);
     }
