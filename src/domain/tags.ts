@@ -18,6 +18,9 @@ export function cleanTagName(name: string): string {
   return name.replace(/<[^>]*>/g, '').trim();
 }
 
+/** Tags changed since the index was built beyond which it is built again from every tag rather than patched. */
+const PATCH_MAX = 64;
+
 export class TagService {
   private cacheVersion = -1;
   private sorted: TagRecord[] = [];
@@ -50,18 +53,61 @@ export class TagService {
   private indexes(): { sorted: TagRecord[]; bySite: Map<number, number[]> } {
     const v = this.store.version('tags');
     if (v !== this.cacheVersion) {
+      const prev = this.sorted;
       this.sorted = [...this.store.all<TagRecord>('tags')].sort(byName((t) => t.name));
-      this.bySite = new Map();
-      for (const t of this.sorted) {
-        for (const s of t.site_ids) {
-          const list = this.bySite.get(s);
-          if (list) list.push(t.id);
-          else this.bySite.set(s, [t.id]);
-        }
-      }
+      const ids = this.cacheVersion < 0 ? null : this.store.changedSince('tags', this.cacheVersion);
+      if (!ids || ids.length > PATCH_MAX) this.rebuildBySite();
+      else this.patchBySite(ids, prev);
       this.cacheVersion = v;
     }
     return { sorted: this.sorted, bySite: this.bySite };
+  }
+
+  /** Each site's tag ids, in tag-name order, from every tag. */
+  private rebuildBySite(): void {
+    this.bySite = new Map();
+    for (const t of this.sorted) {
+      for (const s of t.site_ids) {
+        const list = this.bySite.get(s);
+        if (list) list.push(t.id);
+        else this.bySite.set(s, [t.id]);
+      }
+    }
+  }
+
+  /**
+   * The sites whose tags changed get a new list (a caller may hold the old one), not every site: a tag given or taken
+   * from one site touched 100,000 sites' lists when the index was built again (and a tag renamed, all of its sites,
+   * since the order is by name). `prev` is the sorted list as the index was built for.
+   */
+  private patchBySite(ids: readonly number[], prev: readonly TagRecord[]): void {
+    const before = new Map(prev.map((t) => [t.id, t]));
+    const rank = new Map(this.sorted.map((t, i) => [t.id, i]));
+    const changed = new Set(ids);
+    const sites = new Set<number>();
+    const now = new Map<number, Set<number>>();
+    for (const id of ids) {
+      const was = before.get(id);
+      const cur = this.store.get<TagRecord>('tags', id);
+      const members = new Set(cur?.site_ids ?? []);
+      now.set(id, members);
+      if (was && cur && was.name === cur.name) {
+        // The same place in the order: only the sites that joined or left.
+        const had = new Set(was.site_ids);
+        for (const s of members) if (!had.has(s)) sites.add(s);
+        for (const s of had) if (!members.has(s)) sites.add(s);
+      } else {
+        for (const s of was?.site_ids ?? []) sites.add(s);
+        for (const s of members) sites.add(s);
+      }
+    }
+    for (const s of sites) {
+      const list = (this.bySite.get(s) ?? []).filter((t) => !changed.has(t));
+      for (const [id, members] of now) if (members.has(s)) list.push(id);
+      list.sort((a, b) => rank.get(a)! - rank.get(b)!);
+      if (list.length) this.bySite.set(s, list);
+      else this.bySite.delete(s);
+    }
   }
 
   get(id: number): TagRecord | undefined {

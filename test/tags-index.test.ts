@@ -1,0 +1,58 @@
+// The tags of each site (TagService.tagsOfSite), kept up to the tags: after a change, only the sites whose tags
+// changed get a new list, and every list is what a fresh build of the index answers.
+import { describe, expect, it } from 'vitest';
+import { TagService } from '../src/domain/tags.js';
+import { testFleetStore } from './support/server.js';
+
+describe('the tags of each site', () => {
+  it('after each change equal a fresh build; the lists of sites the change did not touch are kept, not built again', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const SITES = 200;
+      const tags = new TagService(store);
+      const [a, b, c] = await store.write((tx) => ['beta', 'delta', 'alpha'].map((name) => tags.create(tx, { name })));
+      await store.write((tx) => {
+        for (let s = 1; s <= SITES; s++)
+          tags.setSiteTags(
+            tx,
+            s,
+            [a!.id, b!.id, c!.id].filter((_, k) => (s + k) % 3 !== 0),
+          );
+      });
+      const check = () => {
+        const fresh = new TagService(store);
+        for (let s = 1; s <= SITES + 1; s++) expect(tags.tagsOfSite(s), `site ${s}`).toEqual(fresh.tagsOfSite(s));
+      };
+      check();
+      expect(tags.tagsOfSite(2)).toEqual([c!.id, a!.id]); // alpha, beta: by name
+      const lists = () => Array.from({ length: SITES }, (_, k) => tags.tagsOfSite(k + 1));
+      // One site's tags replaced: its list is new, every other one the same array as before.
+      let was = lists();
+      await store.write((tx) => tags.setSiteTags(tx, 7, [b!.id]));
+      let now = lists();
+      expect(now.flatMap((l, k) => (l === was[k] ? [] : [k + 1]))).toEqual([7]);
+      check();
+      // A tag renamed to another place in the order: its sites' lists are sorted again, the others kept.
+      was = lists();
+      await store.write((tx) => tags.update(tx, c!.id, { name: 'omega' }));
+      now = lists();
+      const withC = new Set(store.get<{ id: number; site_ids: number[] }>('tags', c!.id)!.site_ids);
+      expect(now.flatMap((l, k) => (l === was[k] ? [] : [k + 1]))).toEqual([...withC].sort((x, y) => x - y));
+      check();
+      // A tag added to some sites, a tag removed, a site forgotten: each equal to a fresh build.
+      const d = await store.write((tx) => tags.create(tx, { name: 'gamma' }));
+      await store.write((tx) => {
+        for (let s = 1; s <= SITES; s += 5) tags.setSiteTags(tx, s, [...tags.tagsOfSite(s), d.id]);
+      });
+      check();
+      await tags.remove(a!.id);
+      check();
+      await store.write((tx) => tags.forgetSite(tx, 10));
+      check();
+      expect(tags.tagsOfSite(10)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});
