@@ -219,6 +219,28 @@ describe('store', () => {
   });
 });
 
+describe('sync() while a commit of this process waits for the lock', () => {
+  it('looks once that commit has ended: a commit another process acknowledged meanwhile is seen', async () => {
+    const dir = tmp();
+    const a = await Store.open(dir);
+    const b = await Store.open(dir);
+    try {
+      const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+      // A commits and keeps the lock a moment (LOCK_LINGER_MS); B's commit waits for it; A commits again, at once.
+      await a.write((tx) => tx.insert<TagRecord>('tags', tag('first')));
+      const queued = b.write((tx) => tx.insert<TagRecord>('tags', tag('from b')));
+      const second = await a.write((tx) => tx.insert<TagRecord>('tags', tag('second')));
+      // B's request begins: it must see A's acknowledged commit, though B was in the middle of its own.
+      await b.sync();
+      expect(b.get<TagRecord>('tags', second.id)?.name).toBe('second');
+      await queued;
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});
+
 describe('store journal (issue 34)', () => {
   const tag = (name: string, notes = '') => ({ name, color: null, site_ids: [], created_at: '', updated_at: '', notes });
   const stamp = (file: string) => {

@@ -60,6 +60,25 @@ export class GroupCommit<T> {
     return this.flushing !== null;
   }
 
+  /** Callbacks waiting for the commit under way (or about to start) to end: see `settled`. */
+  private waiting: Array<() => void> = [];
+
+  /**
+   * Calls `fn` at once when no commit is under way or about to start; else as soon as the one under way (or the next
+   * to begin) has ended, before another begins. In `fn`, memory is not in the middle of a commit, and it holds what
+   * that commit caught up with under the engine's lock: every commit another process acknowledged before the call.
+   */
+  settled(fn: () => void): void {
+    if (!this.flushing) return fn();
+    this.waiting.push(fn);
+  }
+
+  private wake(): void {
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const fn of waiting) fn();
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }
@@ -83,13 +102,20 @@ export class GroupCommit<T> {
     // Callers resolved by the last commit may queue more before this loop has ended: look again after it.
     this.flushing = this.loop().finally(() => {
       this.flushing = null;
+      this.wake();
       this.kick();
     });
   }
 
   private async loop(): Promise<void> {
     await Promise.resolve(); // let writes issued in the same tick join this commit
-    while (this.queue.length) await this.commitSome(() => this.take());
+    while (this.queue.length) {
+      try {
+        await this.commitSome(() => this.take());
+      } finally {
+        this.wake();
+      }
+    }
   }
 
   /** The queued writes up to the first skipLocked one, or that one alone (it may be skipped as a whole). */

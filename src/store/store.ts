@@ -424,9 +424,10 @@ export class LowdbStore implements StoreEngine {
    * through. So a read may miss a commit made in the last millisecond; `sync()` looks at once (the HTTP doors call it
    * at the start of each request, so a request sees every commit acknowledged before it).
    */
-  private refreshIfStale(force = false): void {
-    // While this process still holds the lock from its last commit, no other process can have committed since.
-    if (this.writes.busy || this.writes.isClosed || this.held) return;
+  private refreshIfStale(force = false, between = false): void {
+    // While this process still holds the lock from its last commit, no other process can have committed since. In the
+    // middle of a commit memory holds what is not yet durable: a look then waits (`sync`), a read goes without.
+    if ((this.writes.busy && !between) || this.writes.isClosed || this.held) return;
     const t = performance.now();
     if (!force && (this.looked || t - this.lastLook < 1)) return;
     this.lastLook = t;
@@ -597,11 +598,21 @@ export class LowdbStore implements StoreEngine {
 
   /**
    * Reads take in other processes' commits at most once a millisecond (refreshIfStale); a request looks once more as
-   * it arrives (one stat), so a commit acknowledged elsewhere just before it (a console logout) is never missed.
+   * it arrives (one stat), so a commit acknowledged elsewhere just before it (a console logout) is never missed. With
+   * a commit of this process under way (it may be waiting for the lock another process's commit holds), it looks once
+   * that commit has ended, before the next begins.
    */
   sync(): Promise<void> {
-    this.refreshIfStale(true);
-    return Promise.resolve();
+    if (!this.writes.busy) {
+      this.refreshIfStale(true);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) =>
+      this.writes.settled(() => {
+        this.refreshIfStale(true, true);
+        resolve();
+      }),
+    );
   }
 
   write<R>(fn: (tx: Tx) => R): Promise<R>;
