@@ -607,8 +607,10 @@ export class VulnerabilityService {
       const shard = this.shardOrNull(n);
       if (shard === (this.shardsLooked.get(n) ?? null)) continue;
       this.shardsLooked.set(n, shard);
+      // Each as the record its matches in memory were made for (a site added since the round began has none yet: the
+      // next round takes it, as a changed site).
       for (let id = n * SHARD; id < (n + 1) * SHARD; id++) {
-        const site = out.has(id) ? undefined : this.store.get<SiteRecord>('sites', id);
+        const site = out.has(id) ? undefined : this.matchedFor.get(id)?.site;
         if (site) out.set(id, site);
       }
     }
