@@ -65,7 +65,13 @@ describe('refresh-vulnerability-feed-v1', () => {
   });
 
   it('a read key, a viewer and read-only mode may not refresh (it writes and calls out)', async () => {
-    await h.call('update-settings-v1', { vulnerability_source: 'wordfence', vulnerability_api_key: KEY, vulnerability_feed_url: feedUrl });
+    // No scheduled refresh (0 = off): the job runner's would race the refreshes these tests ask for.
+    await h.call('update-settings-v1', {
+      vulnerability_source: 'wordfence',
+      vulnerability_api_key: KEY,
+      vulnerability_feed_url: feedUrl,
+      vulnerability_refresh_hours: 0,
+    });
     for (const who of [h.as.readKey, h.as.viewer, h.as.readOnlyLocal])
       expect(await h.fails('refresh-vulnerability-feed-v1', {}, who)).toMatchObject({ code: 'svc_permission_denied', status: 403 });
     expect(fetched).toBe(0);
