@@ -491,7 +491,7 @@ const fleetLines = fl
       ),
       fleetLine(
         `RSS after a ${fl.mixed.seconds} s mixed run (${fl.mixed.clients} clients, ${num(fl.mixed.requests)} requests, ${fl.mixed.failures} failed)`,
-        `end ${num(fl.mixed.rss.end_mb)} MB, peak ${num(fl.mixed.rss.peak_mb)} MB`,
+        `end ${num(fl.mixed.rss.end_mb)} MB, peak ${num(fl.mixed.rss.peak_mb)} MB; live heap ${num(fl.mixed.live_heap_mb)} MB`,
         `target <= 300 MB (after ${MIXED_S >= 3600 ? 'this hour' : 'an hour: --mixed-seconds 3600'})`,
         vsTarget(fl.mixed.rss.end_mb, 300),
       ),
@@ -501,7 +501,7 @@ const fleetLines = fl
             `full sync of ${num(fl.sync.sites)} simulated sites (${fl.sync.status}${fl.sync.timed_out ? ', timed out' : ''}, ${num(fl.sync.succeeded)} ok, ${num(fl.sync.failed)} failed)`,
             `${num(fl.sync.seconds)} s, ${num(fl.sync.sites_per_s)} sites/s`,
             'target: completes, memory bounded',
-            `serve RSS ${num(fl.sync.rss_before_mb)} MB before -> peak ${num(fl.sync.rss_peak_mb)} MB (${round(fl.sync.rss_peak_mb / fl.sync.rss_before_mb, 2)}x before)`,
+            `serve RSS ${num(fl.sync.rss_before_mb)} MB before -> peak ${num(fl.sync.rss_peak_mb)} MB (${round(fl.sync.rss_peak_mb / fl.sync.rss_before_mb, 2)}x before); live heap ${num(fl.sync.live_heap_mb)} MB`,
           ),
     ]
   : [];

@@ -412,7 +412,19 @@ export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySecond
   const out = { sites: n, ...f.seed };
   let serve = null;
   try {
-    serve = await startServe(f.dataDir, { args: ['--database-url', f.databaseUrl], env: f.env, timeoutMs: 600_000 });
+    // node's GC trace: the heap that survived each full collection (what is live), beside the RSS (which V8 lets grow
+    // to a few times that before collecting again).
+    const gc = { liveMb: null };
+    serve = await startServe(f.dataDir, {
+      args: ['--database-url', f.databaseUrl],
+      env: f.env,
+      timeoutMs: 600_000,
+      nodeArgs: ['--trace-gc'],
+      onLine: (line) => {
+        const m = /Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/.exec(line);
+        if (m) gc.liveMb = Number(m[1]);
+      },
+    });
     let first;
     for (let tries = 0; ; tries++) {
       first = await getJson(serve.url, `${REST}/sites?per_page=1`, f.token);
@@ -451,8 +463,9 @@ export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySecond
       `fleet: search + tag list, ${d.n} distinct queries: p50 ${d.p50} ms, p99 ${d.p99} ms (${d.matching_min}-${d.matching_max} matching, pages of ${d.page_min}-${d.page_max}); one query repeated (answer cache) p50 ${q.p50} ms; REST search only, repeated, p50 ${rest.p50} ms`,
     );
     out.mixed = await mixedRun(serve.url, f.token, serve.pid, { seconds: mixedSeconds, clients, n, ids: f.ids, tagIds: f.tagIds });
+    out.mixed.live_heap_mb = gc.liveMb;
     log(
-      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
+      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
     );
 
     if (skipSync) {
@@ -460,8 +473,9 @@ export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySecond
       return out;
     }
     out.sync = await fullSync(serve, f.token, f.sim, n);
+    out.sync.live_heap_mb = gc.liveMb;
     log(
-      `fleet: full sync of ${n.toLocaleString('en')} sites ${out.sync.status} in ${out.sync.seconds} s (${out.sync.sites_per_s} sites/s, ${out.sync.succeeded} ok, ${out.sync.failed} failed); serve RSS ${out.sync.rss_before_mb} -> peak ${out.sync.rss_peak_mb} MB; simulator ${out.sync.sim.rss_mb} MB`,
+      `fleet: full sync of ${n.toLocaleString('en')} sites ${out.sync.status} in ${out.sync.seconds} s (${out.sync.sites_per_s} sites/s, ${out.sync.succeeded} ok, ${out.sync.failed} failed); serve RSS ${out.sync.rss_before_mb} -> peak ${out.sync.rss_peak_mb} MB, live after the last full GC ${out.sync.live_heap_mb} MB; simulator ${out.sync.sim.rss_mb} MB`,
     );
   } finally {
     await serve?.stop();

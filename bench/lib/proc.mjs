@@ -63,9 +63,12 @@ export function cleanupAll() {
 /**
  * Starts `sitefleet serve` on 127.0.0.1, port 0, and resolves when it prints its "listening on" line.
  * stderr (the JSON log) goes to a file in `logDir` so that the bench process does not spend CPU on it.
- * `t0` (performance.now() just before spawn) lets callers measure cold start.
+ * `t0` (performance.now() just before spawn) lets callers measure cold start; `onLine` is given each line of stdout.
  */
-export async function startServe(dataDir, { env = {}, args = [], logDir = dataDir, nodeArgs = [], timeoutMs = 60_000 } = {}) {
+export async function startServe(
+  dataDir,
+  { env = {}, args = [], logDir = dataDir, nodeArgs = [], timeoutMs = 60_000, onLine = null } = {},
+) {
   const logFile = join(logDir, `serve-${Date.now()}.log`);
   const errFd = openSync(logFile, 'a');
   const t0 = performance.now();
@@ -82,15 +85,25 @@ export async function startServe(dataDir, { env = {}, args = [], logDir = dataDi
     }),
   );
   let out = '';
+  let listening = false;
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start in ${timeoutMs} ms: ${tail(logFile)}`)), timeoutMs);
+    // Each whole line of stdout goes to `onLine` (node's own lines too, as --trace-gc's); what is kept is the partial
+    // line, and everything only until serve says where it listens.
     child.stdout.on('data', (d) => {
       out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
+      if (!listening) {
+        const m = /listening on (http:\/\/\S+)/.exec(out);
+        if (m) {
+          listening = true;
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
       }
+      const cut = out.lastIndexOf('\n');
+      if (cut < 0 || (!listening && !onLine)) return;
+      if (onLine) for (const line of out.slice(0, cut).split('\n')) onLine(line);
+      out = out.slice(cut + 1);
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
