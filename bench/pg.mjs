@@ -10,8 +10,9 @@
 //   (bench/lib/fleet.mjs): start to first answer, a search + tag list, RSS through a mixed run of `--mixed-seconds`
 //   (120 by default; the issue's hour is 3600), a full sync of the fleet. Their fleet is `--sites`, or 100,000
 //   (5,000 and a 15 s mixed run with --quick) when --sites is not given; `--skip-sync` leaves out the sync (at 100,000
-//   sites on today's engine it takes most of an hour). `--skip-fleet` leaves the fleet rows out of a run of everything
-//   (the `pg` group of `npm run bench` does, to stay within minutes).
+//   sites it takes about 5 minutes); `--serve-heap-mb N` runs that serve with node's --max-old-space-size=N.
+//   `--skip-fleet` leaves the fleet rows out of a run of everything (the `pg` group of `npm run bench` does, to stay
+//   within minutes).
 // Starts its own PostgreSQL (bench/lib/postgres.mjs) and removes it at the end. Prints the figures, asserts none:
 // the machine is shared, so they are noisy; compare rows of one run, not runs.
 import { writeFileSync } from 'node:fs';
@@ -40,6 +41,7 @@ const { values } = parseArgs({
     'skip-fleet': { type: 'boolean' },
     'mixed-seconds': { type: 'string' },
     'skip-sync': { type: 'boolean' },
+    'serve-heap-mb': { type: 'string' },
   },
 });
 /** `--only scaling`: just the two-processes-vs-one write rows (issue 34); `--only fleet`: just the 100,000-site rows. */
@@ -54,6 +56,8 @@ const count = (name, v, min) => {
 const N = count('sites', values.sites ?? '5000', 100);
 const FLEET = values.sites !== undefined ? N : quick ? 5000 : 100_000;
 const MIXED_S = count('mixed-seconds', values['mixed-seconds'] ?? (quick ? '15' : '120'), 1);
+/** `--serve-heap-mb N`: the fleet's serve runs with node's --max-old-space-size=N (a heap limit: what bounds its RSS). */
+const SERVE_HEAP_MB = values['serve-heap-mb'] === undefined ? null : count('serve-heap-mb', values['serve-heap-mb'], 64);
 const d = quick ? { read: 2, warmup: 1, write: 2, writers: 3 } : { read: 8, warmup: 2, write: 5, writers: 8 };
 const REST = '/wp-json/svc/v2';
 const started = performance.now();
@@ -437,6 +441,7 @@ try {
       querySeconds: quick ? 3 : 10,
       clients: 4,
       skipSync: values['skip-sync'] === true,
+      serveHeapMb: SERVE_HEAP_MB,
       log,
     });
     results.fleet_loadavg_end = loadavg().map((x) => round(x, 2));

@@ -407,7 +407,7 @@ async function fullSync(serve, token, sim, n) {
  * The fleet rows: seeds, starts serve, measures. `n` sites, `mixedSeconds` of mixed load, `querySeconds` of the
  * filtered list. Returns the figures (JSON-ready); asserts only that the filtered list returned what it must.
  */
-export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySeconds, clients, skipSync, log }) {
+export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySeconds, clients, skipSync, serveHeapMb = null, log }) {
   const f = await seedFleet(pgServer, dbName, n, log);
   const out = { sites: n, ...f.seed };
   let serve = null;
@@ -419,7 +419,7 @@ export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySecond
       args: ['--database-url', f.databaseUrl],
       env: f.env,
       timeoutMs: 600_000,
-      nodeArgs: ['--trace-gc'],
+      nodeArgs: ['--trace-gc', ...(serveHeapMb ? [`--max-old-space-size=${serveHeapMb}`] : [])],
       onLine: (line) => {
         const m = /Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/.exec(line);
         if (m) gc.liveMb = Number(m[1]);
