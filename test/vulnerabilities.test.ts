@@ -495,6 +495,22 @@ describe('a feed stored before the vulnerability-feed blob kind', () => {
   });
 });
 
+/** `n` simulated sites (seed 1) added to fresh services on a data dir of their own, the Wordfence fixture imported. */
+async function simFleetWithFeed(n: number, name: string) {
+  const sim = await startChildSim({ sites: n, seed: 1 });
+  const dataDir = mkdtempSync(join(tmpdir(), `sitefleet-vulns-${name}-`));
+  const config = loadConfig({ dataDir, allowPrivateSites: true }, {});
+  const services = await openServices(config);
+  const sites: Array<{ id: number }> = [];
+  for (const info of sim.sites)
+    sites.push(await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false }));
+  await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+  /** A site's stored matches' stamp (shard 0). */
+  const stamp = (id: number) =>
+    services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)?.sites[id]?.stamp;
+  return { sim, dataDir, config, services, sites, stamp };
+}
+
 describe('read-only views (no job runner: only the calls below match)', () => {
   it('re-match in memory but store nothing and send nothing; the next persisting round stores', async () => {
     const sim = await startChildSim({ sites: 1, seed: 1 });
@@ -525,17 +541,8 @@ describe('read-only views (no job runner: only the calls below match)', () => {
   });
 
   it('a round after a site changed puts right stored matches another process overwrote, though their site did not change', async () => {
-    const sim = await startChildSim({ sites: 2, seed: 1 });
-    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-other-'));
-    const config = loadConfig({ dataDir, allowPrivateSites: true }, {});
-    const services = await openServices(config);
+    const { sim, dataDir, config, services, sites, stamp } = await simFleetWithFeed(2, 'other');
     try {
-      const sites: Array<{ id: number }> = [];
-      for (const info of sim.sites)
-        sites.push(await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false }));
-      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
-      const stamp = (id: number) =>
-        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)?.sites[id]?.stamp;
       const good = stamp(sites[1]!.id);
       expect(good).toBeTruthy();
       // Another process (a store of its own on the data dir) writes a wrong stamp for site 2's matches.
@@ -560,16 +567,8 @@ describe('read-only views (no job runner: only the calls below match)', () => {
   });
 
   it('a round after a site edit looks at that site alone (no pass over the fleet); a removed site leaves the views', async () => {
-    const sim = await startChildSim({ sites: 3, seed: 1 });
-    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-changed-'));
-    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    const { sim, dataDir, services, sites, stamp } = await simFleetWithFeed(3, 'changed');
     try {
-      const sites: Array<{ id: number }> = [];
-      for (const info of sim.sites)
-        sites.push(await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false }));
-      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
-      const stamp = (id: number) =>
-        services.store.getBlob<{ sites: Record<string, { stamp: string }> }>('vulnerability-matches', 0)?.sites[id]?.stamp;
       const before = sites.map((x) => stamp(x.id));
       const listed = vi.spyOn(services.store, 'all');
       await services.sites.edit(sites[0]!.id, { notes: 'edited' });

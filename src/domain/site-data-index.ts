@@ -156,15 +156,7 @@ export class SiteDataIndex<E> {
     return {
       stale,
       fill: (batch, data) => {
-        for (const id of batch) {
-          const site = stale.get(id);
-          if (!site) continue;
-          const value = this.derive(site, data.get(id) ?? null, this.periodAt!);
-          const was = this.entries.get(id)!;
-          const same = isDeepStrictEqual(was.value, value);
-          if (!same) moved = true;
-          updates.set(id, { site, value: same ? was.value : value });
-        }
+        if (this.deriveStale(stale, batch, data, this.periodAt!, (id, e) => updates.set(id, e))) moved = true;
       },
       done: (version) => {
         // A key already in the map keeps its place: the order stands.
@@ -200,15 +192,7 @@ export class SiteDataIndex<E> {
     return {
       stale,
       fill: (ids, data) => {
-        for (const id of ids) {
-          const site = stale.get(id);
-          if (!site) continue;
-          const value = this.derive(site, data.get(id) ?? null, period);
-          const was = this.entries.get(id);
-          const same = was !== undefined && isDeepStrictEqual(was.value, value);
-          if (!same) moved = true;
-          next.set(id, { site, value: same ? was.value : value });
-        }
+        if (this.deriveStale(stale, ids, data, period, (id, e) => next.set(id, e))) moved = true;
       },
       done: (version) => {
         this.entries = next as Map<number, Entry<E>>;
@@ -218,5 +202,29 @@ export class SiteDataIndex<E> {
         if (moved) this.generation = version;
       },
     };
+  }
+
+  /**
+   * Derives the stale sites of a batch read and hands each entry to `put`; one that derives the value it had keeps
+   * that value (the lists built from the entries stand). True when a value moved.
+   */
+  private deriveStale(
+    stale: ReadonlyMap<number, SiteRecord>,
+    ids: readonly number[],
+    data: ReadonlyMap<number, SiteData | null>,
+    period: string,
+    put: (id: number, entry: Entry<E>) => void,
+  ): boolean {
+    let moved = false;
+    for (const id of ids) {
+      const site = stale.get(id);
+      if (!site) continue;
+      const value = this.derive(site, data.get(id) ?? null, period);
+      const was = this.entries.get(id);
+      const same = was !== undefined && isDeepStrictEqual(was.value, value);
+      if (!same) moved = true;
+      put(id, { site, value: same ? was.value : value });
+    }
+    return moved;
   }
 }
