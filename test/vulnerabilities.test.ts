@@ -540,6 +540,29 @@ describe('read-only views (no job runner: only the calls below match)', () => {
     }
   });
 
+  it('a fleet that never imported a feed keeps nothing per site and answers no matches; an import matches every site', async () => {
+    const sim = await startChildSim({ sites: 2, seed: 1 });
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-vulns-none-'));
+    const services = await openServices(loadConfig({ dataDir, allowPrivateSites: true }, {}));
+    try {
+      const sites: Array<{ id: number }> = [];
+      for (const info of sim.sites)
+        sites.push(await services.children.add({ url: info.url, admin: info.admin, admin_password: info.password, ssl_verify: false }));
+      await services.vulnerabilities.reconcile();
+      expect(services.vulnerabilities.keptSites()).toBe(0);
+      expect((await services.vulnerabilities.ofSite(sites[0]!.id, true)).items).toEqual([]);
+      expect(await services.vulnerabilities.severityCounts()).toMatchObject({ vulnerabilities: 0, sites: 0, installs: 0 });
+      expect(services.store.getBlob('vulnerability-matches', 0)).toBeNull();
+      await services.vulnerabilities.importFile(WF_FILE, 'wordfence');
+      expect(services.vulnerabilities.keptSites()).toBe(2);
+      expect((await services.vulnerabilities.ofSite(sites[0]!.id, false)).items.length).toBeGreaterThan(0);
+    } finally {
+      await closeServices(services);
+      await sim.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('a round after a site changed puts right stored matches another process overwrote, though their site did not change', async () => {
     const { sim, dataDir, config, services, sites, stamp } = await simFleetWithFeed(2, 'other');
     try {

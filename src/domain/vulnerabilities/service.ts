@@ -621,6 +621,11 @@ export class VulnerabilityService {
     return this.store.getBlob<MatchShard>('vulnerability-matches', n);
   }
 
+  /** How many sites this process keeps matches for (tests read it: none in a fleet that never imported a feed). */
+  keptSites(): number {
+    return this.mem.size;
+  }
+
   /** The sites of `ids` that are there now. */
   private present(ids: readonly number[]): SiteRecord[] {
     const out: SiteRecord[] = [];
@@ -667,11 +672,13 @@ export class VulnerabilityService {
         // feed, has not moved (most sites on most rounds: a sync commits a few at a time). No stamp to build.
         const was = this.matchedFor.get(site.id);
         if (was?.site === site && was.gen === gen) continue;
+        // No feed was ever imported: nothing to match, and nothing kept per site (a site without an entry has no
+        // matches, for every reader). At 100,000 sites that was about 40 MB of empty entries.
+        if (!gen) continue;
         const stamp = this.stampOf(site, gen);
         if (this.mem.get(site.id)?.stamp !== stamp) {
           const stored = this.shardOf(site.id).sites[site.id];
           if (stored?.stamp === stamp) this.mem.set(site.id, stored);
-          else if (!gen) this.mem.set(site.id, { stamp, hits: [] });
           else {
             toMatch.push({ site, stamp });
             continue;
@@ -700,7 +707,8 @@ export class VulnerabilityService {
           const stamp = this.stampOf(site, gen);
           const stored = shard?.sites[site.id];
           // Without a feed and nothing stored there is nothing to keep: a fleet that uses no feed never writes here.
-          if (stored?.stamp !== stamp && (gen || stored)) changed.push({ site, prev: stored, next: this.mem.get(site.id)! });
+          if (!gen && !stored) continue;
+          if (stored?.stamp !== stamp) changed.push({ site, prev: stored, next: this.mem.get(site.id) ?? { stamp, hits: [] } });
           else this.storedFor.set(site.id, { site, gen, shard });
         }
       // What this process keeps of sites removed since: the changed ids absent now, or (every site) all not listed.
