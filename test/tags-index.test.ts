@@ -2,6 +2,7 @@
 // changed get a new list, and every list is what a fresh build of the index answers.
 import { describe, expect, it } from 'vitest';
 import { TagService } from '../src/domain/tags.js';
+import type { TagRecord } from '../src/store/records.js';
 import { testFleetStore } from './support/server.js';
 
 describe('the tags of each site', () => {
@@ -51,6 +52,32 @@ describe('the tags of each site', () => {
       await store.write((tx) => tags.forgetSite(tx, 10));
       check();
       expect(tags.tagsOfSite(10)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('names: a rename or a delete frees the old name at once, the new one is taken, in any letter case', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const tags = new TagService(store);
+      const create = (name: string) => store.write((tx) => tags.create(tx, { name }));
+      const taken = async (name: string) => (await create(name).catch((e: { code?: string }) => e.code)) === 'svc_tag_exists';
+      const a = await create('Alpha');
+      await create('Beta');
+      expect(await taken('alpha')).toBe(true);
+      await store.write((tx) => tags.update(tx, a.id, { name: 'Gamma' }));
+      expect([await taken('GAMMA'), await taken('Alpha')]).toEqual([true, false]); // 'Alpha' is created here
+      await tags.remove(a.id);
+      expect(await taken('gamma')).toBe(false);
+      // 100 tags written without the service (an import, another process): more changes than the index patches (64),
+      // so it is built again from every tag; the same answers.
+      await store.write((tx) => {
+        for (let i = 0; i < 100; i++)
+          tx.insert<TagRecord>('tags', { name: `bulk ${i}`, color: null, site_ids: [], created_at: '', updated_at: '' });
+      });
+      expect([await taken('BULK 99'), await taken('beta'), await taken('bulk 100')]).toEqual([true, true, false]);
     } finally {
       await store.close();
     }

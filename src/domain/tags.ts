@@ -18,15 +18,18 @@ export function cleanTagName(name: string): string {
   return name.replace(/<[^>]*>/g, '').trim();
 }
 
-/** Tags changed since the index was built beyond which it is built again from every tag rather than patched. */
+/** Tags changed since an index was built beyond which it is built again from every tag rather than patched. */
 const PATCH_MAX = 64;
 
 export class TagService {
   private cacheVersion = -1;
   private sorted: TagRecord[] = [];
   private bySite = new Map<number, number[]>();
-  /** Tag ids by lower-case name, for the store's tags at `version` (names are unique regardless of case). */
-  private names: { version: number; ids: Map<string, number> } = { version: -1, ids: new Map() };
+  /**
+   * Tag ids by lower-case name, and each id's name, for the store's tags at `version` (names are unique regardless of
+   * case): patched for the tags changed since (Store.changedSince), built again from every tag past PATCH_MAX.
+   */
+  private names = { version: -1, ids: new Map<string, number>(), nameOf: new Map<number, string>() };
 
   /** Who else forgets a deleted tag (costs). */
   readonly onRemove = new Cascade();
@@ -85,12 +88,12 @@ export class TagService {
     const rank = new Map(this.sorted.map((t, i) => [t.id, i]));
     const changed = new Set(ids);
     const sites = new Set<number>();
-    const now = new Map<number, Set<number>>();
+    const membersOf = new Map<number, Set<number>>();
     for (const id of ids) {
       const was = before.get(id);
       const cur = this.store.get<TagRecord>('tags', id);
       const members = new Set(cur?.site_ids ?? []);
-      now.set(id, members);
+      membersOf.set(id, members);
       if (was && cur && was.name === cur.name) {
         // The same place in the order: only the sites that joined or left.
         const had = new Set(was.site_ids);
@@ -103,7 +106,7 @@ export class TagService {
     }
     for (const s of sites) {
       const list = (this.bySite.get(s) ?? []).filter((t) => !changed.has(t));
-      for (const [id, members] of now) if (members.has(s)) list.push(id);
+      for (const [id, members] of membersOf) if (members.has(s)) list.push(id);
       list.sort((a, b) => rank.get(a)! - rank.get(b)!);
       if (list.length) this.bySite.set(s, list);
       else this.bySite.delete(s);
@@ -152,23 +155,40 @@ export class TagService {
   }
 
   /**
-   * Refuses a name another tag has. A look-up in the names index, rebuilt (one pass over the tags) only when the tags
-   * changed other than by this service's own create, which adds its name (a scan per create made adding tags
-   * quadratic).
+   * Refuses a name another tag has: a look-up in the names index, brought up to the tags changed since it was last
+   * (a scan of every tag per create made adding tags quadratic).
    */
   private assertNameFree(tx: Tx, name: string, selfId?: number): void {
     // Unlocked: the name is a unique key (store engine.ts UNIQUE_KEYS), so on PostgreSQL a concurrent create of it in
     // another process fails its commit, which runs again and is refused here, instead of every create locking the tags.
     const id = tx.unlocked(() => {
       const v = this.store.version('tags');
-      if (this.names.version !== v) {
-        const ids = new Map<string, number>();
-        for (const t of tx.all<TagRecord>('tags')) ids.set(t.name.toLowerCase(), t.id);
-        this.names = { version: v, ids };
+      const n = this.names;
+      if (n.version !== v) {
+        const changed = n.version < 0 ? null : this.store.changedSince('tags', n.version);
+        if (!changed || changed.length > PATCH_MAX) {
+          n.ids.clear();
+          n.nameOf.clear();
+          for (const t of tx.all<TagRecord>('tags')) this.nameTag(t.id, t.name);
+        } else
+          for (const tagId of changed) {
+            const was = n.nameOf.get(tagId);
+            if (was !== undefined && n.ids.get(was) === tagId) n.ids.delete(was);
+            n.nameOf.delete(tagId);
+            const t = tx.get<TagRecord>('tags', tagId);
+            if (t) this.nameTag(t.id, t.name);
+          }
+        n.version = v;
       }
-      return this.names.ids.get(name.toLowerCase());
+      return n.ids.get(name.toLowerCase());
     });
     if (id !== undefined && id !== selfId) throw new ServiceError('svc_tag_exists', `A tag with name "${name}" already exists.`, 409);
+  }
+
+  private nameTag(id: number, name: string): void {
+    const key = name.toLowerCase();
+    this.names.ids.set(key, id);
+    this.names.nameOf.set(id, key);
   }
 
   /** Creates a tag in one durable write (409 when the name is taken). */
@@ -186,14 +206,7 @@ export class TagService {
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     this.assertNameFree(tx, name);
     const t = this.stamp();
-    const wasAt = tx.unlocked(() => this.store.version('tags'));
-    const rec = tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
-    // The index stays current when nothing but this insert changed the tags since it was (re)built.
-    if (this.names.version === wasAt) {
-      this.names.ids.set(name.toLowerCase(), rec.id);
-      this.names.version = tx.unlocked(() => this.store.version('tags'));
-    }
-    return rec;
+    return tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
   }
 
   update(tx: Tx, id: number, input: { name?: string; color?: string | null }): TagRecord {
