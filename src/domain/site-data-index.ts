@@ -124,6 +124,11 @@ export class SiteDataIndex<E> {
     for (const e of this.entries.values()) yield e.value;
   }
 
+  /** Every site's entry with the record it was derived for (`stampOf` the same as the site's now), in that order. */
+  *withSites(): IterableIterator<[SiteRecord, E]> {
+    for (const e of this.entries.values()) yield [e.site, e.value];
+  }
+
   /**
    * For SiteDataScan: this index's part of a run, its stamps taken now. Only the sites changed since the last run when
    * the store still knows which (Store.changedSince) and none was added, removed or moved in the order; else every site.

@@ -9,13 +9,27 @@ import { ChildError } from '../child/child-error.js';
 import { isNewer, type PendingItem, type SitePending, type SiteSnapshot } from '../child/snapshot.js';
 import type { CallContext, ProgressReport } from '../core/ability.js';
 import { ServiceError, errors } from '../core/errors.js';
-import { paginate } from '../core/paging.js';
 import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
 import { addItems, itemsOfSite } from './job-chunks.js';
 import { BLOB_READ_BATCH } from '../store/engine.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
+import {
+  NO_ITEMS,
+  PendingList,
+  countOf,
+  pack,
+  packedWhere,
+  viewAt,
+  viewsOf,
+  type Group,
+  type ItemType,
+  type Packed,
+  type PackedItem,
+  type PendingView,
+  type Summary,
+} from './pending-list.js';
 import { intern } from '../core/intern.js';
 import { siteStatus, type SiteService } from './sites.js';
 import type { TagService } from './tags.js';
@@ -30,21 +44,13 @@ import { actorOf, type HistoryEntry, type UpdateHistoryService } from './update-
 
 export const TYPES = ['core', 'plugins', 'themes', 'translations'] as const;
 export type TypeName = (typeof TYPES)[number];
-export type ItemType = 'core' | 'plugin' | 'theme' | 'translation';
+export type { ItemType, PendingView, Summary } from './pending-list.js';
 export const SINGULAR: Record<TypeName, ItemType> = { core: 'core', plugins: 'plugin', themes: 'theme', translations: 'translation' };
 
 interface Where {
   site_id: number;
   site_url: string;
   site_name: string;
-}
-export interface PendingView extends Where {
-  type: ItemType;
-  slug: string;
-  name: string;
-  current_version: string | null;
-  new_version: string;
-  language?: string;
 }
 export interface UpdatedView extends Where {
   type: ItemType;
@@ -82,14 +88,6 @@ export interface SiteRun {
   /** Safe mode: items whose update broke the site, and what was done about it (each is in errors too). */
   rolled_back?: RollbackView[];
 }
-export interface Summary {
-  core: number;
-  plugins: number;
-  themes: number;
-  translations: number;
-  total: number;
-}
-
 /** Selection of sites for fleet-wide listing and applying: the union of the selectors; none = every site. */
 export interface Selector {
   sites?: ReadonlyArray<number | string>;
@@ -150,8 +148,6 @@ type Call = Pick<CallContext, 'signal' | 'progress'> & { principal?: Principal }
 
 const where = (s: SiteRecord): Where => ({ site_id: s.id, site_url: s.url, site_name: s.name });
 const ALL_TYPES: ReadonlySet<TypeName> = new Set(TYPES);
-/** The pending list of a site with none: one shared array, not a new one per site. */
-const NONE: PendingView[] = Object.freeze([]) as unknown as PendingView[];
 const EMPTY: SitePending = { core: null, plugins: [], themes: [], translations: [] };
 const ALL_VERSIONS = '*';
 
@@ -166,26 +162,22 @@ export function storedPending(data: SiteData | null): SitePending {
   return { core: null, plugins: from(data.plugins), themes: from(data.themes), translations: [] };
 }
 
-function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): PendingView[] {
-  // Literals spelled out, not spread: V8 (Node 20) gives an object made by spread then more fields a hidden class of
-  // its own (≈ 300 bytes each), and the index keeps one of these per pending item of the fleet (a million at 100,000 sites).
-  const view = (type: ItemType, slug: string, name: string, current_version: string | null, new_version: string): PendingView => ({
-    site_id: site.id,
-    site_url: site.url,
-    site_name: site.name,
+/** A site's pending items of the given types, packed (pending-list.ts); strings pooled. */
+function packed(p: SitePending, types: ReadonlySet<TypeName>): Packed {
+  // Pooled: the same plugin's slug, name and versions repeat on every site that has it (core/intern.ts).
+  const item = (type: ItemType, slug: string, name: string, current_version: string | null, new_version: string): PackedItem => ({
     type,
-    // Pooled: the same plugin's slug, name and versions repeat on every site that has it (core/intern.ts).
     slug: intern(slug),
     name: intern(name),
     current_version: current_version === null ? null : intern(current_version),
     new_version: intern(new_version),
   });
-  const out: PendingView[] = [];
-  if (types.has('core') && p.core) out.push(view('core', 'wordpress', 'WordPress', p.core.current_version, p.core.new_version));
+  const out: PackedItem[] = [];
+  if (types.has('core') && p.core) out.push(item('core', 'wordpress', 'WordPress', p.core.current_version, p.core.new_version));
   const add = (t: TypeName, list: PendingItem[]) => {
     if (!types.has(t)) return;
     for (const i of list) {
-      const v = view(SINGULAR[t], i.slug, i.name, i.current_version, i.new_version);
+      const v = item(SINGULAR[t], i.slug, i.name, i.current_version, i.new_version);
       if (t === 'translations') v.language = intern(i.language ?? '');
       out.push(v);
     }
@@ -193,7 +185,7 @@ function views(site: SiteRecord, p: SitePending, types: ReadonlySet<TypeName>): 
   add('plugins', p.plugins);
   add('themes', p.themes);
   add('translations', p.translations);
-  return out;
+  return pack(out);
 }
 
 const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_version: string }) =>
@@ -202,18 +194,19 @@ const ruleMatches = (r: IgnoreRecord, i: { type: string; slug: string; new_versi
   (r.versions.includes(ALL_VERSIONS) || r.versions.includes(i.new_version));
 
 /**
- * In-memory view of the fleet's pending updates: each site's items (site-data-index.ts: read again, in batches, only
- * for sites whose record changed; every sync patches it), then the ignore rules applied.
+ * In-memory view of the fleet's pending updates: each site's items, packed (pending-list.ts; site-data-index.ts: read
+ * again, in batches, only for sites whose record changed; every sync patches it), then the ignore rules applied.
  */
 class PendingIndex {
-  private readonly index: SiteDataIndex<{ id: number; all: PendingView[] }>;
+  private readonly index: SiteDataIndex<Packed>;
   /** The index's contents the lists below were built from (SiteDataIndex.contents). */
   private entriesAt = -1;
   private rulesVersion = -1;
   private rules = new Map<number, IgnoreRecord[]>();
-  /** Every site's pending items after ignores, in site-list order, and their counts. */
-  private flat: PendingView[] = [];
-  private bySite = new Map<number, PendingView[]>();
+  /** Every site's pending items after ignores, in site-list order. */
+  private flat = PendingList.of([]);
+  /** Each site's part of it (sites with nothing pending included). */
+  private bySite = new Map<number, Group>();
 
   constructor(
     private readonly store: Store,
@@ -223,10 +216,7 @@ class PendingIndex {
     this.index = new SiteDataIndex(
       scan,
       (site) => `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`,
-      (site, data) => {
-        const all = views(site, storedPending(data), ALL_TYPES);
-        return { id: site.id, all: all.length ? all : NONE };
-      },
+      (_site, data) => packed(storedPending(data), ALL_TYPES),
       // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
       () => unscoped(() => sites.filter({}, () => new Set())),
       undefined,
@@ -256,19 +246,22 @@ class PendingIndex {
     const rv = this.store.version('ignores');
     if (sv === this.entriesAt && rv === this.rulesVersion) return;
     this.refreshRules();
-    const flat: PendingView[] = [];
-    const bySite = new Map<number, PendingView[]>();
+    const groups: Group[] = [];
+    const bySite = new Map<number, Group>();
     const fleetRules = this.rules.has(0);
-    for (const e of this.index.values()) {
-      // A site no rule names keeps its list as it is: not a copy per site.
-      const kept = fleetRules || this.rules.has(e.id) ? e.all.filter((i) => !this.ignoredBy(e.id, i)) : e.all;
-      bySite.set(e.id, kept);
-      for (const i of kept) flat.push(i);
+    // The record each entry was derived for: its URL and name are part of the stamp, so they are the ones shown.
+    for (const [site, all] of this.index.withSites()) {
+      // A site no rule names keeps its items as they are: not a copy per site.
+      const kept = fleetRules || this.rules.has(site.id) ? packedWhere(all, (k) => !this.ignoredBy(site.id, viewAt(site, all, k))) : all;
+      const g: Group = { site, items: kept };
+      bySite.set(site.id, g);
+      if (kept !== NO_ITEMS) groups.push(g);
     }
-    this.flat = flat;
+    this.flat = PendingList.of(groups);
     this.bySite = bySite;
     this.entriesAt = sv;
     this.rulesVersion = rv;
+    this.byTypes.clear();
   }
 
   rulesOf(siteId: number): IgnoreRecord[] {
@@ -289,41 +282,37 @@ class PendingIndex {
     return this.ignoredBy(siteId, i);
   }
 
-  async all(): Promise<PendingView[]> {
+  /** The fleet's items, after ignores. */
+  async all(): Promise<PendingList> {
     await this.refresh();
     return this.flat;
   }
 
-  private byTypes = new Map<string, { items: PendingView[]; summary: Summary }>();
-  private byTypesAt = '';
+  private readonly byTypes = new Map<string, { items: PendingList; summary: Summary }>();
 
   /** The fleet's items of some types and their summary, computed once per change of sites or rules. */
-  async allOf(types: ReadonlySet<TypeName>): Promise<{ items: PendingView[]; summary: Summary }> {
+  async allOf(types: ReadonlySet<TypeName>): Promise<{ items: PendingList; summary: Summary }> {
     await this.refresh();
-    const at = `${this.entriesAt}|${this.rulesVersion}`;
-    if (at !== this.byTypesAt) {
-      this.byTypes.clear();
-      this.byTypesAt = at;
-    }
     const key = [...types].sort().join(',');
     let hit = this.byTypes.get(key);
     if (!hit) {
-      const items = types.size === TYPES.length ? this.flat : this.flat.filter((i) => types.has(TYPE_NAME[i.type]));
-      hit = { items, summary: summarise(items) };
+      const items = types.size === TYPES.length ? this.flat : this.flat.filter((_, type) => types.has(TYPE_NAME[type]));
+      hit = { items, summary: items.summary() };
       this.byTypes.set(key, hit);
     }
     return hit;
   }
-  async ofSite(id: number): Promise<PendingView[]> {
-    await this.refresh();
-    return this.bySite.get(id) ?? [];
-  }
-}
 
-/** The items of the sites a scoped call sees, and their summary. */
-function cut(items: readonly PendingView[], visible: ReadonlySet<number>): { items: PendingView[]; summary: Summary } {
-  const mine = items.filter((i) => visible.has(i.site_id));
-  return { items: mine, summary: summarise(mine) };
+  /** Some sites' items after ignores, in the order given. */
+  async ofSites(sites: readonly SiteRecord[]): Promise<PendingList> {
+    await this.refresh();
+    const groups: Group[] = [];
+    for (const s of sites) {
+      const g = this.bySite.get(s.id);
+      if (g && countOf(g.items)) groups.push(g);
+    }
+    return PendingList.of(groups);
+  }
 }
 
 const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
@@ -410,25 +399,33 @@ export class UpdateService {
   async pending(site: SiteRecord, types: readonly TypeName[] = TYPES): Promise<PendingView[]> {
     // One site's own data and the rules: no pass over the fleet.
     const data = await this.children.siteData(site.id);
-    return views(site, storedPending(data), new Set(types)).filter((i) => !this.index.ignoredNow(site.id, i));
+    return viewsOf(site, packed(storedPending(data), new Set(types))).filter((i) => !this.index.ignoredNow(site.id, i));
   }
 
   /** The fleet's pending items (or the selected sites'), paged; summary counts every item. */
   async list(sel: Selector, types: readonly TypeName[], page: number, perPage: number) {
     const t = new Set(types.length ? types : TYPES);
+    const visible = this.sites.access.visible();
+    const answer = (items: PendingList, summary: Summary, errors: ErrorView[]) => ({
+      updates: items.page(page, perPage),
+      summary,
+      page,
+      per_page: perPage,
+      total: items.length,
+      errors,
+    });
     if (!sel.sites?.length && !sel.tags?.length && !sel.clients?.length) {
       // The whole fleet: served from the index (the busy case — an assistant asking "what needs updating?").
       const fleet = await this.index.allOf(t);
-      const visible = this.sites.access.visible();
-      const { items, summary } = visible ? cut(fleet.items, visible) : fleet;
-      return { updates: paginate(items, page, perPage), summary, page, per_page: perPage, total: items.length, errors: [] as ErrorView[] };
+      if (!visible) return answer(fleet.items, fleet.summary, []);
+      const mine = fleet.items.filter((siteId) => visible.has(siteId));
+      return answer(mine, mine.summary(), []);
     }
     const { sites, errors, all } = this.select(sel);
-    let items: PendingView[] = all ? await this.index.all() : (await Promise.all(sites.map((s) => this.index.ofSite(s.id)))).flat();
-    const visible = this.sites.access.visible();
-    if (visible) items = items.filter((i) => visible.has(i.site_id));
-    if (t.size < TYPES.length) items = items.filter((i) => t.has(TYPE_NAME[i.type]));
-    return { updates: paginate(items, page, perPage), summary: summarise(items), page, per_page: perPage, total: items.length, errors };
+    const items = (all ? await this.index.all() : await this.index.ofSites(sites)).filter(
+      (siteId, type) => (!visible || visible.has(siteId)) && t.has(TYPE_NAME[type]),
+    );
+    return answer(items, items.summary(), errors);
   }
 
   /** Syncs the selected sites first (connected ones, at most MAX_REFRESH_SITES), so that a listing is not stale. */
@@ -561,7 +558,7 @@ export class UpdateService {
     const types = new Set(plan.types);
     const w = where(site);
     const only = plan.only?.length ? new Set(plan.only) : null;
-    const all = views(site, storedPending(data), types);
+    const all = viewsOf(site, packed(storedPending(data), types));
     const todo: PendingView[] = [];
     const skipped: SkippedView[] = [];
     const status = site.suspended ? 'site_suspended' : site.disconnected ? 'site_disconnected' : null;

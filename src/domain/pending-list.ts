@@ -1,0 +1,178 @@
+// The fleet's pending updates as the index keeps them: each site's items packed into one array of strings, and the
+// fleet-wide lists as two typed arrays that point into them. An answer's objects are made for the page it answers
+// only. At 100,000 sites the index holds about a million items: as one object each (site fields, item fields, the
+// list slots pointing at it) that was ≈ 120 bytes an item; packed, 48 bytes and 8 in each list.
+import type { SiteRecord } from '../store/records.js';
+
+export type ItemType = 'core' | 'plugin' | 'theme' | 'translation';
+
+interface Where {
+  site_id: number;
+  site_url: string;
+  site_name: string;
+}
+export interface PendingView extends Where {
+  type: ItemType;
+  slug: string;
+  name: string;
+  current_version: string | null;
+  new_version: string;
+  language?: string;
+}
+export interface Summary {
+  core: number;
+  plugins: number;
+  themes: number;
+  translations: number;
+  total: number;
+}
+
+/**
+ * A site's items, STRIDE slots each, in this order: type, slug, name, current_version, new_version, language (null
+ * but for a translation). Exactly as long as its items: never grown after it is made.
+ */
+export type Packed = readonly (string | null)[];
+export const STRIDE = 6;
+const TYPE = 0;
+/** A site with nothing pending: one shared array, not a new one per site. */
+export const NO_ITEMS: Packed = Object.freeze([]);
+
+export interface PackedItem {
+  type: ItemType;
+  slug: string;
+  name: string;
+  current_version: string | null;
+  new_version: string;
+  language?: string;
+}
+
+/** Packs items (their strings as given: the caller pools them). */
+export function pack(items: readonly PackedItem[]): Packed {
+  if (!items.length) return NO_ITEMS;
+  const out = new Array<string | null>(items.length * STRIDE);
+  let k = 0;
+  for (const i of items) {
+    out[k++] = i.type;
+    out[k++] = i.slug;
+    out[k++] = i.name;
+    out[k++] = i.current_version;
+    out[k++] = i.new_version;
+    out[k++] = i.language ?? null;
+  }
+  return out;
+}
+
+export const countOf = (p: Packed): number => p.length / STRIDE;
+export const typeAt = (p: Packed, k: number): ItemType => p[k * STRIDE + TYPE] as ItemType;
+
+/** Item k of a site's packed items, as an answer shows it. */
+export function viewAt(site: SiteRecord, p: Packed, k: number): PendingView {
+  const o = k * STRIDE;
+  const v: PendingView = {
+    site_id: site.id,
+    site_url: site.url,
+    site_name: site.name,
+    type: p[o] as ItemType,
+    slug: p[o + 1]!,
+    name: p[o + 2]!,
+    current_version: p[o + 3] ?? null,
+    new_version: p[o + 4]!,
+  };
+  const language = p[o + 5];
+  if (language !== null && language !== undefined) v.language = language;
+  return v;
+}
+
+/** Every item of a site's packed items, as answers show them. */
+export function viewsOf(site: SiteRecord, p: Packed): PendingView[] {
+  const out: PendingView[] = [];
+  for (let k = 0; k < countOf(p); k++) out.push(viewAt(site, p, k));
+  return out;
+}
+
+/** The items of `p` for which `keep` holds, packed (`p` itself when it keeps them all). */
+export function packedWhere(p: Packed, keep: (k: number) => boolean): Packed {
+  const n = countOf(p);
+  const kept: number[] = [];
+  for (let k = 0; k < n; k++) if (keep(k)) kept.push(k);
+  if (kept.length === n) return p;
+  if (!kept.length) return NO_ITEMS;
+  const out = new Array<string | null>(kept.length * STRIDE);
+  let o = 0;
+  for (const k of kept) for (let j = 0; j < STRIDE; j++) out[o++] = p[k * STRIDE + j]!;
+  return out;
+}
+
+/** One site's part of a list: its record and its items. */
+export interface Group {
+  readonly site: SiteRecord;
+  readonly items: Packed;
+}
+
+const COUNT_KEY: Record<ItemType, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/** A list of pending items across sites, in order: item i is item `slot[i]` of group `group[i]`. */
+export class PendingList {
+  private constructor(
+    private readonly groups: readonly Group[],
+    private readonly group: Uint32Array,
+    private readonly slot: Uint32Array,
+  ) {}
+
+  /** Every item of the groups, in their order. */
+  static of(groups: readonly Group[]): PendingList {
+    let n = 0;
+    for (const g of groups) n += countOf(g.items);
+    const group = new Uint32Array(n);
+    const slot = new Uint32Array(n);
+    let i = 0;
+    for (let gi = 0; gi < groups.length; gi++) {
+      const c = countOf(groups[gi]!.items);
+      for (let k = 0; k < c; k++, i++) {
+        group[i] = gi;
+        slot[i] = k;
+      }
+    }
+    return new PendingList(groups, group, slot);
+  }
+
+  get length(): number {
+    return this.group.length;
+  }
+
+  /** The items for which `keep(site_id, type)` holds, in the same order. */
+  filter(keep: (siteId: number, type: ItemType) => boolean): PendingList {
+    const pick = new Uint32Array(this.length);
+    let n = 0;
+    for (let i = 0; i < this.length; i++) {
+      const g = this.groups[this.group[i]!]!;
+      if (keep(g.site.id, typeAt(g.items, this.slot[i]!))) pick[n++] = i;
+    }
+    if (n === this.length) return this;
+    const group = new Uint32Array(n);
+    const slot = new Uint32Array(n);
+    for (let j = 0; j < n; j++) {
+      group[j] = this.group[pick[j]!]!;
+      slot[j] = this.slot[pick[j]!]!;
+    }
+    return new PendingList(this.groups, group, slot);
+  }
+
+  /** The counts by type, and the total. */
+  summary(): Summary {
+    const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: this.length };
+    for (let i = 0; i < this.length; i++) s[COUNT_KEY[typeAt(this.groups[this.group[i]!]!.items, this.slot[i]!)]]++;
+    return s;
+  }
+
+  /** A page of the list (1-based; past the end: empty), as answers show it: the only items made into objects. */
+  page(page: number, perPage: number): PendingView[] {
+    const start = (page - 1) * perPage;
+    const out: PendingView[] = [];
+    for (let i = start; i < Math.min(this.length, start + perPage); i++) {
+      const g = this.groups[this.group[i]!]!;
+      out.push(viewAt(g.site, g.items, this.slot[i]!));
+    }
+    return out;
+  }
+}
