@@ -2,7 +2,16 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { INTERN_MAX, INTERN_MAX_LENGTH, intern, internedCount } from '../src/core/intern.js';
+import {
+  INTERN_KEY_MAX_LENGTH,
+  INTERN_MAX,
+  INTERN_MAX_LENGTH,
+  INTERN_VALUES_MAX,
+  intern,
+  internValue,
+  internedCount,
+  internedValueCount,
+} from '../src/core/intern.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -41,5 +50,24 @@ describe('intern', () => {
     expect(internedCount()).toBe(1);
     intern('x'.repeat(INTERN_MAX_LENGTH));
     expect(internedCount()).toBe(2);
+  });
+
+  it('keeps one frozen copy of a value by its key, at most INTERN_VALUES_MAX of them, none with a key over INTERN_KEY_MAX_LENGTH', () => {
+    const a = internValue('finding:a', () => ({ type: 'a' }));
+    expect(internValue('finding:a', () => ({ type: 'other' }))).toBe(a);
+    expect(Object.isFrozen(a)).toBe(true);
+    expect(() => {
+      'use strict';
+      (a as { type: string }).type = 'b';
+    }).toThrow(TypeError);
+    for (let i = 0; internedValueCount() < INTERN_VALUES_MAX; i++) internValue(`bound-${i}`, () => ({ i }));
+    expect(internedValueCount()).toBe(INTERN_VALUES_MAX);
+    internValue('one more', () => ({}));
+    expect(internedValueCount()).toBe(1);
+    const long = 'k'.repeat(INTERN_KEY_MAX_LENGTH + 1);
+    const first = internValue(long, () => ({ n: 1 }));
+    expect(internValue(long, () => ({ n: 2 }))).toEqual({ n: 2 });
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(internedValueCount()).toBe(1);
   });
 });

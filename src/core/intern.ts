@@ -24,3 +24,29 @@ export function intern(s: string): string {
 export function internedCount(): number {
   return pool.size;
 }
+
+/** Values (records, lists) the value pool holds at most. */
+export const INTERN_VALUES_MAX = 10_000;
+/** A value whose key is longer is not pooled (with INTERN_VALUES_MAX: what bounds the pool's keys). */
+export const INTERN_KEY_MAX_LENGTH = 1_000;
+
+let values = new Map<string, object>();
+
+/**
+ * One frozen copy of a value many records repeat as it is (a security finding, the list of a site's findings), by a
+ * key that says what it holds: the first made for the key, or `make()` frozen when the key is too long to pool.
+ */
+export function internValue<T extends object>(key: string, make: () => T): T {
+  if (key.length > INTERN_KEY_MAX_LENGTH) return Object.freeze(make());
+  const hit = values.get(key);
+  if (hit !== undefined) return hit as T;
+  if (values.size >= INTERN_VALUES_MAX) values = new Map();
+  const value = Object.freeze(make());
+  values.set(key, value);
+  return value;
+}
+
+/** How many values the value pool holds now (tests). */
+export function internedValueCount(): number {
+  return values.size;
+}

@@ -4,7 +4,7 @@
 import { SiteAccess } from './access.js';
 import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
-import { intern } from '../core/intern.js';
+import { intern, internValue } from '../core/intern.js';
 import { paginate } from '../core/paging.js';
 import type { Store } from '../store/store.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
@@ -35,17 +35,31 @@ function entry(site: SiteRecord, data: SiteData | null): SiteSecurity | null {
     high: count('high'),
     medium: count('medium'),
     low: count('low'),
-    issues: issues.map(pooled),
+    issues: pooledList(issues.map(pooled)),
   };
 }
 
+/** The key of a finding `pooled` makes: its three fields (a finding with other fields is not pooled). */
+const keyOf = (i: SecurityFinding) => `finding:${i.type}\u0000${i.severity}\u0000${i.message}`;
+const isPlain = (i: SecurityFinding) => Object.keys(i).length === 3 && 'type' in i && 'severity' in i && 'message' in i;
+
+/** A site's findings, pooled as a list when each finding is: many sites report the very same ones. */
+function pooledList(list: SecurityFinding[]): SecurityFinding[] {
+  if (!list.every(isPlain)) return list;
+  return internValue(`findings:${list.map(keyOf).join('\u0001')}`, () => list) as SecurityFinding[];
+}
+
 /**
- * A finding with its strings pooled (core/intern.ts): the same few messages repeat on thousands of sites. One with
- * other fields than these three (none is stored today) is kept as it is, never cut down.
+ * A finding pooled (core/intern.ts): the same few findings repeat on thousands of sites, so each is kept once, frozen.
+ * One with other fields than these three (none is stored today) is kept as it is, never cut down.
  */
 function pooled(i: SecurityFinding): SecurityFinding {
-  if (Object.keys(i).length !== 3 || !('type' in i && 'severity' in i && 'message' in i)) return i;
-  return { type: intern(i.type), severity: intern(i.severity) as SecurityFinding['severity'], message: intern(i.message) };
+  if (!isPlain(i)) return i;
+  return internValue(keyOf(i), () => ({
+    type: intern(i.type),
+    severity: intern(i.severity) as SecurityFinding['severity'],
+    message: intern(i.message),
+  }));
 }
 
 class SecurityIndex {
