@@ -1,8 +1,9 @@
 // The fleet's pending updates as the index keeps them: each site's items packed into one array of strings, and the
-// fleet-wide lists as two typed arrays that point into them. An answer's objects are made for the page it answers
+// fleet-wide lists as two typed arrays that point into them (grouped-list.ts). An answer's objects are made for the page it answers
 // only. At 100,000 sites the index holds about a million items: as one object each (site fields, item fields, the
 // list slots pointing at it) that was ≈ 120 bytes an item; packed, 48 bytes and 8 in each list.
 import type { SiteRecord } from '../store/records.js';
+import { GroupedList, type SiteGroup } from './grouped-list.js';
 
 export type ItemType = 'core' | 'plugin' | 'theme' | 'translation';
 
@@ -104,75 +105,40 @@ export function packedWhere(p: Packed, keep: (k: number) => boolean): Packed {
 }
 
 /** One site's part of a list: its record and its items. */
-export interface Group {
-  readonly site: SiteRecord;
+export interface Group extends SiteGroup {
   readonly items: Packed;
 }
 
 const COUNT_KEY: Record<ItemType, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
 
-/** A list of pending items across sites, in order: item i is item `slot[i]` of group `group[i]`. */
+/** A list of pending items across sites (grouped-list.ts), in order. */
 export class PendingList {
-  private constructor(
-    private readonly groups: readonly Group[],
-    private readonly group: Uint32Array,
-    private readonly slot: Uint32Array,
-  ) {}
+  private constructor(private readonly list: GroupedList<Group>) {}
 
   /** Every item of the groups, in their order. */
   static of(groups: readonly Group[]): PendingList {
-    let n = 0;
-    for (const g of groups) n += countOf(g.items);
-    const group = new Uint32Array(n);
-    const slot = new Uint32Array(n);
-    let i = 0;
-    for (let gi = 0; gi < groups.length; gi++) {
-      const c = countOf(groups[gi]!.items);
-      for (let k = 0; k < c; k++, i++) {
-        group[i] = gi;
-        slot[i] = k;
-      }
-    }
-    return new PendingList(groups, group, slot);
+    return new PendingList(GroupedList.of(groups, (g) => countOf(g.items)));
   }
 
   get length(): number {
-    return this.group.length;
+    return this.list.length;
   }
 
   /** The items for which `keep(site_id, type)` holds, in the same order. */
   filter(keep: (siteId: number, type: ItemType) => boolean): PendingList {
-    const pick = new Uint32Array(this.length);
-    let n = 0;
-    for (let i = 0; i < this.length; i++) {
-      const g = this.groups[this.group[i]!]!;
-      if (keep(g.site.id, typeAt(g.items, this.slot[i]!))) pick[n++] = i;
-    }
-    if (n === this.length) return this;
-    const group = new Uint32Array(n);
-    const slot = new Uint32Array(n);
-    for (let j = 0; j < n; j++) {
-      group[j] = this.group[pick[j]!]!;
-      slot[j] = this.slot[pick[j]!]!;
-    }
-    return new PendingList(this.groups, group, slot);
+    const kept = this.list.filter((g, k) => keep(g.site.id, typeAt(g.items, k)));
+    return kept === this.list ? this : new PendingList(kept);
   }
 
   /** The counts by type, and the total. */
   summary(): Summary {
     const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: this.length };
-    for (let i = 0; i < this.length; i++) s[COUNT_KEY[typeAt(this.groups[this.group[i]!]!.items, this.slot[i]!)]]++;
+    this.list.forEach((g, k) => s[COUNT_KEY[typeAt(g.items, k)]]++);
     return s;
   }
 
   /** A page of the list (1-based; past the end: empty), as answers show it: the only items made into objects. */
   page(page: number, perPage: number): PendingView[] {
-    const start = (page - 1) * perPage;
-    const out: PendingView[] = [];
-    for (let i = start; i < Math.min(this.length, start + perPage); i++) {
-      const g = this.groups[this.group[i]!]!;
-      out.push(viewAt(g.site, g.items, this.slot[i]!));
-    }
-    return out;
+    return this.list.page(page, perPage, (g, k) => viewAt(g.site, g.items, k));
   }
 }

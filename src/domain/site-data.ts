@@ -4,11 +4,11 @@
 import type { SiteAccess } from './access.js';
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
-import { intern } from '../core/intern.js';
-import { paginate } from '../core/paging.js';
+import { intern, internValue } from '../core/intern.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { ChildSiteService } from './child-sites.js';
+import { GroupedList, type SiteGroup } from './grouped-list.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 import type { SiteService } from './sites.js';
 import { certificateStatus, type TlsStatus } from './tls.js';
@@ -98,40 +98,52 @@ function horizonOf(period: string): string {
   return new Date((Number(period) + 1) * HORIZON_DAYS * DAY_MS - 1).toISOString().slice(0, 10);
 }
 
+/** An abandoned item as the index keeps it: without its site, frozen, one copy for every site that has the same. */
+type Kept = Readonly<Omit<AbandonedItem, 'site_id' | 'site_url'>>;
+
 interface SiteEntry {
-  id: number;
-  plugins: AbandonedItem[];
-  themes: AbandonedItem[];
+  plugins: readonly Kept[];
+  themes: readonly Kept[];
 }
 
-const byId = (a: { site_id: number; slug: string }, b: { site_id: number; slug: string }) =>
-  a.site_id - b.site_id || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
+/** A site's part of a fleet-wide list (grouped-list.ts): its record and its items, by slug. */
+interface Group extends SiteGroup {
+  readonly items: readonly Kept[];
+}
 
 /** The list of a site with none (most sites, most of the time): one shared array, not two new ones per site. */
-const NONE: AbandonedItem[] = Object.freeze([]) as unknown as AbandonedItem[];
+const NONE: readonly Kept[] = Object.freeze([]);
 
-function entry(site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
+function entry(_site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
   const horizon = horizonOf(period);
   const items = (list: readonly SiteTheme[]) => {
     const near = list.filter((i) => i.last_updated && i.last_updated <= horizon);
-    return near.length ? itemsOf(site, near) : NONE;
+    return near.length ? itemsOf(near) : NONE;
   };
-  return { id: site.id, plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };
+  return { plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };
 }
 
-function itemsOf(site: SiteRecord, list: readonly SiteTheme[]): AbandonedItem[] {
+function itemsOf(list: readonly SiteTheme[]): Kept[] {
   return list
-    .map((i) => ({
-      site_id: site.id,
-      site_url: site.url,
-      // Pooled: an item's slug, name, version and date repeat on every site that has it (core/intern.ts).
-      slug: intern(i.slug),
-      name: intern(i.name || i.slug),
-      version: intern(i.version),
-      last_updated: intern(i.last_updated!),
-    }))
-    .sort(byId);
+    .map((i) => {
+      const name = i.name || i.slug;
+      // Pooled: the same item at the same version repeats on every site that has it (core/intern.ts).
+      return internValue(`abandoned:${i.slug}\u0000${name}\u0000${i.version}\u0000${i.last_updated!}`, () => ({
+        slug: intern(i.slug),
+        name: intern(name),
+        version: intern(i.version),
+        last_updated: intern(i.last_updated!),
+      }));
+    })
+    .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
 }
+
+/** Item k of a group, as an answer shows it. */
+const show = (g: Group, k: number): AbandonedItem => {
+  const i = g.items[k]!;
+  return { site_id: g.site.id, site_url: g.site.url, slug: i.slug, name: i.name, version: i.version, last_updated: i.last_updated };
+};
+const countOf = (g: Group) => g.items.length;
 
 /**
  * Per-site abandoned items, derived from the sites' stored data and kept in memory (site-data-index.ts): when a site
@@ -140,10 +152,10 @@ function itemsOf(site: SiteRecord, list: readonly SiteTheme[]): AbandonedItem[] 
 class AbandonedIndex {
   private readonly index: SiteDataIndex<SiteEntry>;
   private flatAt = -1;
-  private flat: Record<ItemKind, AbandonedItem[]> = { plugins: [], themes: [] };
+  private flat: Record<ItemKind, GroupedList<Group>> = { plugins: GroupedList.of([], countOf), themes: GroupedList.of([], countOf) };
   /** The cutoff day the fleet lists below were cut at, and those lists (unscoped calls). */
   private cutoff = '';
-  private fleet = new Map<ItemKind, AbandonedItem[]>();
+  private fleet = new Map<ItemKind, GroupedList<Group>>();
   /** The moment of the last list asked for: its period is the one the entries are derived in. */
   private now = Date.now();
 
@@ -162,21 +174,23 @@ class AbandonedIndex {
   }
 
   /** Every abandoned item of the fleet (or of one site), ordered by site id then slug. */
-  async list(kind: ItemKind, siteId?: number, now = Date.now()): Promise<AbandonedItem[]> {
+  async list(kind: ItemKind, site?: SiteRecord, now = Date.now()): Promise<GroupedList<Group>> {
     this.now = now;
     await this.index.refresh();
     const cutoff = abandonedCutoff(now);
     if (this.flatAt !== this.index.contents || this.cutoff !== cutoff) {
-      const all = [...this.index.values()].sort((a, b) => a.id - b.id);
-      this.flat = { plugins: all.flatMap((e) => e.plugins), themes: all.flatMap((e) => e.themes) };
+      // The record each entry was derived for: its URL is part of the stamp, so it is the one shown.
+      const all = [...this.index.withSites()].sort((a, b) => a[0].id - b[0].id);
+      const groups = (k: ItemKind) => all.flatMap(([s, e]) => (e[k].length ? [{ site: s, items: e[k] }] : []));
+      this.flat = { plugins: GroupedList.of(groups('plugins'), countOf), themes: GroupedList.of(groups('themes'), countOf) };
       this.flatAt = this.index.contents;
       this.cutoff = cutoff;
       this.fleet.clear();
     }
     // The index is the fleet's; each call sees the sites of its scope (domain/access.ts).
     const visible = this.access.visible();
-    const old = (i: AbandonedItem) => i.last_updated <= cutoff && (!visible || visible.has(i.site_id));
-    if (siteId !== undefined) return (this.index.get(siteId)?.[kind] ?? []).filter(old);
+    const old = (g: Group, k: number) => g.items[k]!.last_updated <= cutoff && (!visible || visible.has(g.site.id));
+    if (site !== undefined) return GroupedList.of([{ site, items: this.index.get(site.id)?.[kind] ?? NONE }], countOf).filter(old);
     if (visible) return this.flat[kind].filter(old);
     // The whole fleet's list, kept until the entries or the day change: not a pass over every item per request.
     let list = this.fleet.get(kind);
@@ -249,9 +263,14 @@ export class SiteDataService {
   /** One page of the fleet's (or one site's) abandoned plugins or themes, by site id then slug. */
   async abandoned(kind: ItemKind, q: AbandonedQuery): Promise<{ items: AbandonedItem[]; total: number; site?: SiteRecord }> {
     const site = q.site === undefined ? undefined : this.sites.resolve(q.site);
-    let all = await this.abandonedIndex.list(kind, site?.id, this.now());
+    let all = await this.abandonedIndex.list(kind, site, this.now());
     const search = q.search?.trim().toLowerCase();
-    if (search) all = all.filter((i) => i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search));
-    return { items: paginate(all, q.page, q.per_page), total: all.length, site };
+    if (search) {
+      all = all.filter((g, k) => {
+        const i = g.items[k]!;
+        return i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search);
+      });
+    }
+    return { items: all.page(q.page, q.per_page, show), total: all.length, site };
   }
 }
