@@ -88,6 +88,7 @@ import {
 } from './engine.js';
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import { ChangeLog } from './change-log.js';
+import { IdNumbers } from './id-numbers.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
 export const PG_FORMAT = 3;
@@ -345,7 +346,7 @@ export class PgStore implements Store {
   private readonly changeLog = new ChangeLog();
   private counters: Partial<Record<CollectionName, number>> = {};
   /** The version (seq) of each row as memory holds it, deleted rows included. */
-  private rowSeqs = new Map<string, Map<number, number>>();
+  private rowSeqs = new Map<string, IdNumbers>();
   /** Every transaction with an xid below this had ended when memory last caught up (xid8, as text). */
   private horizon = '0';
   /** What the functions of the batch being run read (set only while they run: they are synchronous). */
@@ -527,7 +528,7 @@ export class PgStore implements Store {
 
   private setSeq(kind: string, id: number, seq: number): void {
     let m = this.rowSeqs.get(kind);
-    if (!m) this.rowSeqs.set(kind, (m = new Map()));
+    if (!m) this.rowSeqs.set(kind, (m = new IdNumbers()));
     m.set(id, seq);
   }
 

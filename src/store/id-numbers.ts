@@ -1,0 +1,38 @@
+// A number per record id (the row version each record was last seen at), for ids that come from a sequence: dense,
+// small, whole. Kept in pages of PAGE_IDS doubles, not a Map entry each: 8 bytes an id instead of about 44 (at
+// 100,000 sites, three such tables were 15 MB as Maps). An id that is not a whole number from 0 to 2^32 - 1 is kept
+// in a Map beside.
+const PAGE_BITS = 10;
+/** Ids a page holds (8 KB of doubles). */
+export const PAGE_IDS = 1 << PAGE_BITS;
+const MAX_PAGED_ID = 2 ** 32 - 1;
+
+export class IdNumbers {
+  private readonly pages = new Map<number, Float64Array>();
+  private readonly other = new Map<number, number>();
+
+  get(id: number): number | undefined {
+    if (!isPaged(id)) return this.other.get(id);
+    const v = this.pages.get(Math.floor(id / PAGE_IDS))?.[id % PAGE_IDS];
+    return v === undefined || Number.isNaN(v) ? undefined : v;
+  }
+
+  /** Sets the number of `id` (NaN cannot be kept: it reads as none). */
+  set(id: number, value: number): void {
+    if (!isPaged(id)) {
+      this.other.set(id, value);
+      return;
+    }
+    const key = Math.floor(id / PAGE_IDS);
+    let page = this.pages.get(key);
+    if (!page) this.pages.set(key, (page = new Float64Array(PAGE_IDS).fill(NaN)));
+    page[id % PAGE_IDS] = value;
+  }
+
+  /** Pages allocated (tests). */
+  get pageCount(): number {
+    return this.pages.size;
+  }
+}
+
+const isPaged = (id: number) => Number.isInteger(id) && id >= 0 && id <= MAX_PAGED_ID;

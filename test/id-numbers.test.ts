@@ -1,0 +1,35 @@
+// A number per record id in pages of doubles (store/id-numbers.ts): what the PostgreSQL engine keeps of each row's version.
+import { describe, expect, it } from 'vitest';
+import { IdNumbers, PAGE_IDS } from '../src/store/id-numbers.js';
+
+describe('IdNumbers', () => {
+  it('answers what was set for an id, and nothing for an id never set', () => {
+    const n = new IdNumbers();
+    expect(n.get(1)).toBeUndefined();
+    n.set(1, 42);
+    n.set(0, 7);
+    n.set(PAGE_IDS, 9);
+    n.set(1, 43);
+    expect([n.get(0), n.get(1), n.get(2), n.get(PAGE_IDS), n.get(PAGE_IDS + 1)]).toEqual([7, 43, undefined, 9, undefined]);
+    expect(n.pageCount).toBe(2);
+  });
+
+  it('keeps 100,000 dense ids in 98 pages of 8 KB', () => {
+    const n = new IdNumbers();
+    for (let id = 1; id <= 100_000; id++) n.set(id, id * 2 + 2 ** 40);
+    expect(n.pageCount).toBe(Math.ceil(100_001 / PAGE_IDS));
+    expect(n.get(100_000)).toBe(200_000 + 2 ** 40);
+    expect(n.get(100_001)).toBeUndefined();
+  });
+
+  it('keeps an id that is not a whole number from 0 to 2^32 - 1 beside the pages', () => {
+    const n = new IdNumbers();
+    for (const id of [-1, 1.5, 2 ** 32, Number.MAX_SAFE_INTEGER]) {
+      n.set(id, 5);
+      expect(n.get(id)).toBe(5);
+    }
+    n.set(2 ** 32 - 1, 6);
+    expect(n.get(2 ** 32 - 1)).toBe(6);
+    expect(n.pageCount).toBe(1);
+  });
+});
