@@ -205,8 +205,6 @@ class PendingIndex {
   private rules = new Map<number, IgnoreRecord[]>();
   /** Every site's pending items after ignores, in site-list order. */
   private flat = PendingList.of([]);
-  /** Each site's part of it (sites with nothing pending included). */
-  private bySite = new Map<number, Group>();
 
   constructor(
     private readonly store: Store,
@@ -247,21 +245,21 @@ class PendingIndex {
     if (sv === this.entriesAt && rv === this.rulesVersion) return;
     this.refreshRules();
     const groups: Group[] = [];
-    const bySite = new Map<number, Group>();
-    const fleetRules = this.rules.has(0);
     // The record each entry was derived for: its URL and name are part of the stamp, so they are the ones shown.
     for (const [site, all] of this.index.withSites()) {
-      // A site no rule names keeps its items as they are: not a copy per site.
-      const kept = fleetRules || this.rules.has(site.id) ? packedWhere(all, (k) => !this.ignoredBy(site.id, viewAt(site, all, k))) : all;
-      const g: Group = { site, items: kept };
-      bySite.set(site.id, g);
-      if (kept !== NO_ITEMS) groups.push(g);
+      const kept = this.kept(site, all);
+      if (kept !== NO_ITEMS) groups.push({ site, items: kept });
     }
     this.flat = PendingList.of(groups);
-    this.bySite = bySite;
     this.entriesAt = sv;
     this.rulesVersion = rv;
     this.byTypes.clear();
+  }
+
+  /** A site's items the rules leave; a site no rule names keeps its items as they are (not a copy per site). */
+  private kept(site: SiteRecord, all: Packed): Packed {
+    if (!this.rules.has(0) && !this.rules.has(site.id)) return all;
+    return packedWhere(all, (k) => !this.ignoredBy(site.id, viewAt(site, all, k)));
   }
 
   rulesOf(siteId: number): IgnoreRecord[] {
@@ -307,9 +305,10 @@ class PendingIndex {
   async ofSites(sites: readonly SiteRecord[]): Promise<PendingList> {
     await this.refresh();
     const groups: Group[] = [];
-    for (const s of sites) {
-      const g = this.bySite.get(s.id);
-      if (g && countOf(g.items)) groups.push(g);
+    for (const site of sites) {
+      // After the refresh, the site's entry was derived for a record with its URL and name.
+      const kept = this.kept(site, this.index.get(site.id) ?? NO_ITEMS);
+      if (countOf(kept)) groups.push({ site, items: kept });
     }
     return PendingList.of(groups);
   }
