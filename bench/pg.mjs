@@ -10,7 +10,8 @@
 //   (bench/lib/fleet.mjs): start to first answer, a search + tag list, RSS through a mixed run of `--mixed-seconds`
 //   (120 by default; the issue's hour is 3600), a full sync of the fleet. Their fleet is `--sites`, or 100,000
 //   (5,000 and a 15 s mixed run with --quick) when --sites is not given; `--skip-sync` leaves out the sync (at 100,000
-//   sites it takes about 5 minutes); `--serve-heap-mb N` runs that serve with node's --max-old-space-size=N.
+//   sites it takes about 5 minutes); `--serve-heap-mb N` runs that serve with node's --max-old-space-size=N,
+//   `--serve-heap-growth P` with SITEFLEET_HEAP_GROWTH_PERCENT=P (serve's default is 50; 0 leaves the heap's growth to V8).
 //   `--skip-fleet` leaves the fleet rows out of a run of everything (the `pg` group of `npm run bench` does, to stay
 //   within minutes).
 // Starts its own PostgreSQL (bench/lib/postgres.mjs) and removes it at the end. Prints the figures, asserts none:
@@ -42,6 +43,7 @@ const { values } = parseArgs({
     'mixed-seconds': { type: 'string' },
     'skip-sync': { type: 'boolean' },
     'serve-heap-mb': { type: 'string' },
+    'serve-heap-growth': { type: 'string' },
   },
 });
 /** `--only scaling`: just the two-processes-vs-one write rows (issue 34); `--only fleet`: just the 100,000-site rows. */
@@ -58,6 +60,8 @@ const FLEET = values.sites !== undefined ? N : quick ? 5000 : 100_000;
 const MIXED_S = count('mixed-seconds', values['mixed-seconds'] ?? (quick ? '15' : '120'), 1);
 /** `--serve-heap-mb N`: the fleet's serve runs with node's --max-old-space-size=N (a heap limit: what bounds its RSS). */
 const SERVE_HEAP_MB = values['serve-heap-mb'] === undefined ? null : count('serve-heap-mb', values['serve-heap-mb'], 64);
+/** `--serve-heap-growth P`: the fleet's serve runs with SITEFLEET_HEAP_GROWTH_PERCENT=P (0: V8's own; default: serve's, 50). */
+const SERVE_HEAP_GROWTH = values['serve-heap-growth'] === undefined ? null : count('serve-heap-growth', values['serve-heap-growth'], 0);
 const d = quick ? { read: 2, warmup: 1, write: 2, writers: 3 } : { read: 8, warmup: 2, write: 5, writers: 8 };
 const REST = '/wp-json/svc/v2';
 const started = performance.now();
@@ -442,6 +446,7 @@ try {
       clients: 4,
       skipSync: values['skip-sync'] === true,
       serveHeapMb: SERVE_HEAP_MB,
+      serveHeapGrowth: SERVE_HEAP_GROWTH,
       log,
     });
     results.fleet_loadavg_end = loadavg().map((x) => round(x, 2));

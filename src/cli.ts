@@ -36,6 +36,7 @@ const SERVE_OPTIONS = {
   'package-source': { type: 'string' },
   'oauth-issuer': { type: 'string' },
   'oauth-audience': { type: 'string' },
+  'heap-growth-percent': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -65,7 +66,7 @@ Run "sitefleet <command> --help" for the options of a command.`,
                        [--child-concurrency 32] [--allow-private-sites] [--allowed-hosts a.example,b.example]
                        [--no-console] [--monitor-interval SECONDS] [--trust-proxy 127.0.0.1,10.0.0.0/8,::1]
                        [--package-source URL] [--database-url postgres://user:pass@host/db]
-                       [--oauth-issuer URL] [--oauth-audience URL]
+                       [--oauth-issuer URL] [--oauth-audience URL] [--heap-growth-percent 50]
 
 Environment: SITEFLEET_HOST, SITEFLEET_PORT, SITEFLEET_DATA_DIR, SITEFLEET_DATABASE_URL (flags win).
 With a database URL the fleet lives in PostgreSQL (run "sitefleet migrate" first) and several serve processes
@@ -81,6 +82,8 @@ Uptime monitors check every connected site on their interval (settings: update-m
 --oauth-issuer (SITEFLEET_OAUTH_ISSUER) lets /mcp take OAuth access tokens (JWT) from that authorization server
 beside API keys, and serves /.well-known/oauth-protected-resource; --oauth-audience (SITEFLEET_OAUTH_AUDIENCE) is the
 audience tokens must name (default: this server's /mcp URL, SITEFLEET_PUBLIC_URL's behind a proxy).
+--heap-growth-percent (SITEFLEET_HEAP_GROWTH_PERCENT, 0–1000, default 50) is how far past what survived its last full
+collection the heap may grow before the next: memory against collector time; 0 leaves it to V8 (about 300 on a busy server).
 On a fleet without any user it creates an administrator (and an API key when there is none) and prints them once.`,
   mcp: `Usage: sitefleet mcp [--data-dir ./data | --database-url postgres://…] [--toolsets sites,tags,...] [--read-only]
                      [--output-schemas] [--allow-private-sites] [--package-source URL]
@@ -90,7 +93,8 @@ Serves MCP over stdio. --output-schemas gives each tool its output schema (typed
 --database-url postgres://… (SITEFLEET_DATABASE_URL); keys, users and modules take --database-url too.
 --server (SITEFLEET_SERVER_URL) relays stdio to a remote sitefleet's /mcp instead of opening a fleet here; its API
 key is read from SITEFLEET_API_KEY (never a flag: argv is visible to every user of the machine).
-Environment: SITEFLEET_MCP_TOOLSETS and SITEFLEET_MCP_READ_ONLY (true/false) stand in for the two flags.`,
+Environment: SITEFLEET_MCP_TOOLSETS and SITEFLEET_MCP_READ_ONLY (true/false) stand in for the two flags;
+SITEFLEET_HEAP_GROWTH_PERCENT as for serve.`,
   keys: `Usage: sitefleet keys create --name NAME [--permissions read|write|read_write|delete] [--admin] [SCOPE]
                             [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
        sitefleet keys tools ID [--allow-tools T1,T2] [--deny-tools T3] [--data-dir DIR | --database-url URL]
@@ -245,7 +249,9 @@ async function serve(args: string[]): Promise<void> {
     trustProxy: values['trust-proxy'],
     oauthIssuer: values['oauth-issuer'],
     oauthAudience: values['oauth-audience'],
+    heapGrowthPercent: values['heap-growth-percent'],
   });
+  (await import('./app/heap.js')).applyHeapGrowth(cfg);
   const withConsole = values['no-console'] !== true;
   const { boot } = await import('./app/boot.js');
   const { services, http, close } = await boot(cfg, {
@@ -308,14 +314,14 @@ async function mcp(args: string[]): Promise<void> {
     import('./mcp/server.js'),
     import('@modelcontextprotocol/sdk/server/stdio.js'),
   ]);
-  const { services, registry, close } = await boot(
-    loadConfig({
-      dataDir: values['data-dir'],
-      databaseUrl: values['database-url'],
-      allowPrivateSites: values['allow-private-sites'],
-      packageSource: values['package-source'],
-    }),
-  );
+  const cfg = loadConfig({
+    dataDir: values['data-dir'],
+    databaseUrl: values['database-url'],
+    allowPrivateSites: values['allow-private-sites'],
+    packageSource: values['package-source'],
+  });
+  (await import('./app/heap.js')).applyHeapGrowth(cfg);
+  const { services, registry, close } = await boot(cfg);
   const mcpServer = buildMcpServer(
     registry,
     { principal: { kind: 'local', name: 'stdio', readOnly }, toolsets, readOnly, outputSchemas: values['output-schemas'] === true },

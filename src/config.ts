@@ -51,6 +51,11 @@ interface ConfigFields {
   oauthIssuer: string | null;
   /** --oauth-audience: the audience tokens must name; null: this server's /mcp URL (SITEFLEET_PUBLIC_URL's, if set). */
   oauthAudience: string | null;
+  /**
+   * --heap-growth-percent: how far past what survived its last full collection V8 lets a long-running process's heap
+   * grow before collecting again (app/heap.ts); 0 leaves it to V8, which lets a busy server's heap grow to about 4×.
+   */
+  heapGrowthPercent: number;
 }
 
 export type ConfigFlags = Partial<Record<Exclude<keyof ConfigFields, 'publicUrl'>, string | boolean | undefined>>;
@@ -83,6 +88,7 @@ export function loadConfig(flags: ConfigFlags = {}, env = process.env): Config {
     restPrefix: prefix('--rest-prefix', pick('restPrefix', 'SITEFLEET_REST_PREFIX', '/wp-json/svc/v2')),
     abilitiesPrefix: prefix('--abilities-prefix', pick('abilitiesPrefix', 'SITEFLEET_ABILITIES_PREFIX', '/wp-json/wp-abilities/v1')),
     childConcurrency: int('--child-concurrency', pick('childConcurrency', 'SITEFLEET_CHILD_CONCURRENCY', '32'), 1, 1024),
+    heapGrowthPercent: int('--heap-growth-percent', pick('heapGrowthPercent', 'SITEFLEET_HEAP_GROWTH_PERCENT', '50'), 0, 1000),
     childTimeoutMs: int('child timeout', pick('childTimeoutMs', 'SITEFLEET_CHILD_TIMEOUT_MS', '30000'), 100, 3_600_000),
     childPackageTimeoutMs: int(
       'child package timeout',

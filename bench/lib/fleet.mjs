@@ -407,7 +407,11 @@ async function fullSync(serve, token, sim, n) {
  * The fleet rows: seeds, starts serve, measures. `n` sites, `mixedSeconds` of mixed load, `querySeconds` of the
  * filtered list. Returns the figures (JSON-ready); asserts only that the filtered list returned what it must.
  */
-export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySeconds, clients, skipSync, serveHeapMb = null, log }) {
+export async function fleetRows(
+  pgServer,
+  dbName,
+  { n, mixedSeconds, querySeconds, clients, skipSync, serveHeapMb = null, serveHeapGrowth = null, log },
+) {
   const f = await seedFleet(pgServer, dbName, n, log);
   const out = { sites: n, ...f.seed };
   let serve = null;
@@ -417,7 +421,7 @@ export async function fleetRows(pgServer, dbName, { n, mixedSeconds, querySecond
     const gc = { liveMb: null };
     serve = await startServe(f.dataDir, {
       args: ['--database-url', f.databaseUrl],
-      env: f.env,
+      env: serveHeapGrowth === null ? f.env : { ...f.env, SITEFLEET_HEAP_GROWTH_PERCENT: String(serveHeapGrowth) },
       timeoutMs: 600_000,
       nodeArgs: ['--trace-gc', ...(serveHeapMb ? [`--max-old-space-size=${serveHeapMb}`] : [])],
       onLine: (line) => {
