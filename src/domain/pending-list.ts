@@ -12,14 +12,8 @@ interface Where {
   site_url: string;
   site_name: string;
 }
-export interface PendingView extends Where {
-  type: ItemType;
-  slug: string;
-  name: string;
-  current_version: string | null;
-  new_version: string;
-  language?: string;
-}
+/** A pending item as an answer shows it: the item and its site. */
+export interface PendingView extends Where, PackedItem {}
 export interface Summary {
   core: number;
   plugins: number;
@@ -38,6 +32,7 @@ const TYPE = 0;
 /** A site with nothing pending: one shared array, not a new one per site. */
 export const NO_ITEMS: Packed = Object.freeze([]);
 
+/** A pending item without its site: what a site's packed items hold. */
 export interface PackedItem {
   type: ItemType;
   slug: string;
