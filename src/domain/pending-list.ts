@@ -7,7 +7,8 @@ import { GroupedList, type SiteGroup } from './grouped-list.js';
 
 export type ItemType = 'core' | 'plugin' | 'theme' | 'translation';
 
-interface Where {
+/** The site an item of an answer belongs to. */
+export interface Where {
   site_id: number;
   site_url: string;
   site_name: string;
@@ -105,6 +106,13 @@ export interface Group extends SiteGroup {
 }
 
 const COUNT_KEY: Record<ItemType, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
+
+/** The counts by type of some items, and the total. */
+export function summarise(items: readonly { type: ItemType }[]): Summary {
+  const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: items.length };
+  for (const i of items) s[COUNT_KEY[i.type]]++;
+  return s;
+}
 
 /** A list of pending items across sites (grouped-list.ts), in order. */
 export class PendingList {

@@ -29,6 +29,7 @@ import {
   type PackedItem,
   type PendingView,
   type Summary,
+  type Where,
 } from './pending-list.js';
 import { intern } from '../core/intern.js';
 import { siteStatus, type SiteService } from './sites.js';
@@ -44,14 +45,9 @@ import { actorOf, type HistoryEntry, type UpdateHistoryService } from './update-
 
 export const TYPES = ['core', 'plugins', 'themes', 'translations'] as const;
 export type TypeName = (typeof TYPES)[number];
-export type { ItemType, PendingView, Summary } from './pending-list.js';
+export { summarise, type ItemType, type PendingView, type Summary } from './pending-list.js';
 export const SINGULAR: Record<TypeName, ItemType> = { core: 'core', plugins: 'plugin', themes: 'theme', translations: 'translation' };
 
-interface Where {
-  site_id: number;
-  site_url: string;
-  site_name: string;
-}
 export interface UpdatedView extends Where {
   type: ItemType;
   slug: string;
@@ -312,13 +308,6 @@ class PendingIndex {
     }
     return PendingList.of(groups);
   }
-}
-
-const COUNT_KEY: Record<string, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
-export function summarise(items: readonly { type: string }[]): Summary {
-  const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: items.length };
-  for (const i of items) s[COUNT_KEY[i.type]!]++;
-  return s;
 }
 
 const siteError = (ref: number | string, e: ServiceError): ErrorView => ({
