@@ -47,6 +47,7 @@ export default defineConfig({
       'test/vulnerabilities-doors.test.ts',
       'test/cold-blobs.test.ts',
       'test/cold-site-data.test.ts',
+      'test/cold-records.test.ts',
       'test/tags-index.test.ts',
       'test/scope-sweep.test.ts',
     ],

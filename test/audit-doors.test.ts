@@ -18,7 +18,7 @@ beforeAll(async () => {
 afterAll(() => s?.close());
 
 const LOOPBACK = /^(127\.0\.0\.1|::1|::ffff:127\.0\.0\.1)$/;
-const entries = (action: string) => s.services.audit.list({ action }, 1, 200).items;
+const entries = async (action: string) => (await s.services.audit.list({ action }, 1, 200)).items;
 
 async function connectHttp(token: string): Promise<Client> {
   const client = new Client({ name: 'sitefleet-test', version: '1.0.0' });
@@ -62,19 +62,19 @@ describe('a change through each door is recorded once, with its door and address
     );
     expect(ran.status).toBe(200);
 
-    const byName = (n: string) => entries('add-tag-v1').filter((e) => (e.input as { name?: string }).name === n);
+    const byName = async (n: string) => (await entries('add-tag-v1')).filter((e) => (e.input as { name?: string }).name === n);
     for (const [name, door, kind] of [
       ['via-rest', 'rest', 'key'],
       ['via-abilities', 'abilities', 'user'],
       ['via-mcp', 'mcp', 'key'],
       ['via-console', 'console', 'user'],
     ] as const) {
-      const found = byName(name);
+      const found = await byName(name);
       expect(found, name).toHaveLength(1);
       expect(found[0]).toMatchObject({ door, who_kind: kind, outcome: 'ok', address: expect.stringMatching(LOOPBACK) });
     }
-    expect(entries('login').find((e) => e.door === 'console')).toMatchObject({ who_kind: 'user', outcome: 'ok' });
-    expect(s.services.audit.verify()).toMatchObject({ ok: true });
+    expect((await entries('login')).find((e) => e.door === 'console')).toMatchObject({ who_kind: 'user', outcome: 'ok' });
+    expect(await s.services.audit.verify()).toMatchObject({ ok: true });
   });
 
   it('records failed logins with the account they named, on the API doors and the console', async () => {

@@ -73,8 +73,8 @@ describe.each(['stdio', 'http'] as const)('over %s', (door) => {
   it('stops a cancelled sync early', async () => {
     const c = await connect(door);
     const before = f.sim.sites.map((s) => f.sim.requests(s.index)).reduce((a, b) => a + b, 0);
-    const syncs = () => f.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total;
-    const syncsBefore = syncs();
+    const syncs = async () => (await f.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1)).total;
+    const syncsBefore = await syncs();
     const ac = new AbortController();
     const call = c.callTool({ name: 'sync-sites-v1', arguments: {} }, undefined, {
       signal: ac.signal,

@@ -117,7 +117,7 @@ describe('the SDK client signing in', () => {
       const made: any = await c.callTool({ name: 'add-tag-v1', arguments: { name: 'oauth-made' } });
       expect(made.isError).toBeFalsy();
       expect(made.structuredContent).toMatchObject({ name: 'oauth-made' });
-      const entry = s.services.audit.list({ action: 'add-tag-v1' }, 1, 1).items[0]!;
+      const entry = (await s.services.audit.list({ action: 'add-tag-v1' }, 1, 1)).items[0]!;
       expect(entry).toMatchObject({ who_kind: 'oauth', who_name: `${auth.registered!.client_id}:alice`, door: 'mcp' });
     } finally {
       await c.close();

@@ -257,7 +257,7 @@ it('stops a plain call on notifications/cancelled (nothing is answered) and when
     expect(cancelled.status).toBe(202);
     // The call ends (its audit entry is written after it), having started no other site.
     await until(
-      () => g.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total,
+      async () => (await g.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1)).total,
       (n) => n === 1,
     );
     expect([2, 3].map((i) => g.sim.requests(i) - before[i - 1]!)).toEqual([0, 0]);
@@ -284,7 +284,7 @@ it('stops a plain call on notifications/cancelled (nothing is answered) and when
       { jsonrpc: '2.0', id: 6, error: { code: -32000, message: 'Session closed.' } },
     ]);
     await until(
-      () => g.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1).total,
+      async () => (await g.s.services.audit.list({ action: 'sync-sites-v1' }, 1, 1)).total,
       (n) => n === 2,
     );
     expect([2, 3].map((i) => g.sim.requests(i) - mid[i - 1]!)).toEqual([0, 0]);

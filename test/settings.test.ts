@@ -76,7 +76,7 @@ describe('general: the sync schedule', () => {
     const jobId = (a ?? b)!;
     expect(jobId).toMatch(/^sync_/);
     // The audit log has it once, as the system's.
-    expect(audit.list({ action: 'scheduled-sync' }, 1, 10).items).toMatchObject([
+    expect((await audit.list({ action: 'scheduled-sync' }, 1, 10)).items).toMatchObject([
       { who_kind: 'system', door: 'scheduler', input: { job_id: jobId, sites: 4 }, outcome: 'ok' },
     ]);
     const done = await until(

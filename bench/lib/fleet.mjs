@@ -303,6 +303,8 @@ async function mixedRun(url, token, pid, { seconds, clients, n, ids, tagIds }) {
   const samples = kinds.map(() => []);
   let failures = 0;
   let firstFailure = null;
+  /** Requests answered in each minute of the run: whether the rate holds as the fleet's data grows. */
+  const perMinute = [];
   const rss = rssSampler(pid);
   const acct = cpuAccount([pid]);
   const t0 = performance.now();
@@ -324,6 +326,8 @@ async function mixedRun(url, token, pid, { seconds, clients, n, ids, tagIds }) {
         const t = performance.now();
         const res = await pool.request({ method, path, headers, body: body === undefined ? undefined : JSON.stringify(body) });
         const text = await res.body.text();
+        const minute = Math.floor((performance.now() - t0) / 60_000);
+        perMinute[minute] = (perMinute[minute] ?? 0) + 1;
         if (res.statusCode >= 300) {
           failures++;
           firstFailure ??= `${kinds[k][0]}: ${res.statusCode} ${text.slice(0, 200)}`;
@@ -343,6 +347,7 @@ async function mixedRun(url, token, pid, { seconds, clients, n, ids, tagIds }) {
     per_s: round(requests / elapsed, 0),
     failures,
     first_failure: firstFailure,
+    per_minute: Array.from(perMinute, (x) => x ?? 0),
     kinds: Object.fromEntries(
       kinds.map(([label], k) => [label, (({ n: count, p50, p99 }) => ({ n: count, p50, p99 }))(percentiles(samples[k]))]),
     ),
@@ -469,7 +474,7 @@ export async function fleetRows(
     out.mixed = await mixedRun(serve.url, f.token, serve.pid, { seconds: mixedSeconds, clients, n, ids: f.ids, tagIds: f.tagIds });
     out.mixed.live_heap_mb = gc.liveMb;
     log(
-      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
+      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; requests a minute ${out.mixed.per_minute.join(' ')}${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
     );
 
     if (skipSync) {

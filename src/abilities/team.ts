@@ -305,9 +305,9 @@ export const listAuditLog = defineAbility({
     .strict(),
   output: paged(AuditEntry),
   annotations: adminRead,
-  execute: ({ page, per_page, since, until, ...f }, ctx) => {
+  execute: async ({ page, per_page, since, until, ...f }, ctx) => {
     const iso = (t?: string) => (t ? new Date(t).toISOString() : undefined);
-    const { items, total } = ctx.audit.list({ ...f, since: iso(since), until: iso(until) }, page, per_page);
+    const { items, total } = await ctx.audit.list({ ...f, since: iso(since), until: iso(until) }, page, per_page);
     return { items, page, per_page, total };
   },
 });

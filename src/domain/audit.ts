@@ -26,6 +26,7 @@ import type { Ability } from '../core/ability.js';
 import { ServiceError } from '../core/errors.js';
 import { mayWrite, type CallOrigin, type Principal } from '../core/principal.js';
 import type { AuditSink, RunOptions } from '../core/registry.js';
+import type { FieldTest } from '../store/engine.js';
 import type { Store, Tx } from '../store/store.js';
 
 export const MAX_ENTRIES = 100_000;
@@ -96,14 +97,20 @@ function trimLine(tx: Pick<Tx, 'get'>): number {
   return tx.get<AuditTrimRecord>('audit_head', 0)?.through ?? tx.get<AuditHeadRecord>('audit_head', 1)?.anchor_seq ?? 0;
 }
 
-/** The entries newest first (by id, down to the trim line): list, and the client reports' changes. */
-export function* newestFirst(store: Pick<Store, 'get'>): Generator<AuditRecord> {
-  let top = 0;
-  for (let lane = 0; lane < AUDIT_LANES; lane++) top = Math.max(top, store.get<AuditHeadRecord>('audit_head', lane + 1)?.last_seq ?? 0);
-  const floor = trimLine(store);
-  for (let id = top; id > floor; id--) {
-    const e = store.get<AuditRecord>('audit', id);
-    if (e) yield e;
+/** Entries one read of the log takes (a page of the walk newest first, of verify's pass). */
+const READ_BATCH = 500;
+
+/**
+ * The entries newest first (by id, down to the trim line, or to `floor`), read from the store a batch at a time (the
+ * log is a cold collection: no process holds it): the client reports' changes, verify.
+ */
+export async function* newestFirst(store: Pick<Store, 'get' | 'readRecords'>, floor = trimLine(store)): AsyncGenerator<AuditRecord> {
+  let below: number | undefined;
+  for (;;) {
+    const page = await store.readRecords<AuditRecord>('audit', { order: 'newest', above: floor, below, limit: READ_BATCH });
+    for (const e of page) yield e;
+    if (page.length < READ_BATCH) return;
+    below = page[page.length - 1]!.id;
   }
 }
 
@@ -114,6 +121,16 @@ export interface AuditFilter {
   door?: string;
   since?: string;
   until?: string;
+}
+
+/** What verify keeps of an entry: its links, and whether its content matches its hash. */
+interface Link {
+  id: number;
+  lane?: number;
+  prev?: number;
+  prev_hash: string;
+  hash: string;
+  intact: boolean;
 }
 
 export type VerifyResult =
@@ -213,7 +230,7 @@ export class AuditService implements AuditSink {
     const at = new Date(this.now()).toISOString();
     const input = summarise(e.input, { redactUrl });
     const lane = this.lane;
-    const trim = this.trimPlan();
+    const trim = await this.trimPlan();
     return this.store.write((tx) => {
       const head = this.head(tx, lane);
       // The id is the insert's; the hash covers it, so the entry is inserted, then put with its hash.
@@ -222,52 +239,51 @@ export class AuditService implements AuditSink {
       const rec: AuditRecord = { ...body, hash: entryHash(body) };
       tx.put<AuditRecord>('audit', rec);
       tx.put<AuditHeadRecord>('audit_head', { ...head, last_seq: rec.id, last_hash: rec.hash });
-      if (trim) this.trim(tx, trim, rec.id);
+      if (trim) this.trim(tx, trim);
       return rec;
     });
   }
 
+  /** The oldest entry's time, with the trim line it was read at (it changes only when the line moves). */
+  private oldestSeen: { floor: number; at: string } | null = null;
+
   /**
-   * Whether this append trims, from what memory holds (no lock): more than maxEntries entries (then down to a little
-   * below), or an entry older than maxAgeDays (then those a little younger too). Null most of the time.
+   * Whether this append trims, and what: more than maxEntries entries (then down to a little below), or an entry older
+   * than maxAgeDays (then those a little younger too). Null most of the time, decided from memory (the count, the trim
+   * line, the oldest entry's time as last read); a trim reads the oldest entries (at most TRIM_PER_APPEND) and names
+   * the ones it drops. Read before the write: a write cannot read the log (it is not in memory).
    */
-  private trimPlan(): { drop: number; before: string } | null {
+  private async trimPlan(): Promise<{ ids: number[]; through: number } | null> {
     const count = this.store.count('audit') + 1;
     const slack = Math.min(TRIM_SLACK, Math.floor(this.maxEntries / 100));
     const drop = count > this.maxEntries ? count - Math.max(1, this.maxEntries - slack) : 0;
     const cutoff = this.now() - this.maxAgeDays * 86_400_000;
-    const oldest = this.oldest();
-    if (!drop && !(oldest && oldest.at < new Date(cutoff).toISOString())) return null;
-    return { drop, before: new Date(cutoff + TRIM_AGE_SLACK_MS).toISOString() };
-  }
-
-  /** The oldest entry above the trim line (a short scan up from it: ids have gaps where a commit failed). */
-  private oldest(): AuditRecord | undefined {
     const floor = trimLine(this.store);
-    for (let id = floor + 1; id <= floor + 2 * TRIM_PER_APPEND; id++) {
-      const e = this.store.get<AuditRecord>('audit', id);
-      if (e) return e;
+    if (this.oldestSeen?.floor !== floor) {
+      const [first] = await this.store.readRecords<AuditRecord>('audit', { order: 'oldest', above: floor, limit: 1 });
+      this.oldestSeen = first ? { floor, at: first.at } : null;
     }
-    return undefined;
+    if (!drop && !(this.oldestSeen && this.oldestSeen.at < new Date(cutoff).toISOString())) return null;
+    const before = new Date(cutoff + TRIM_AGE_SLACK_MS).toISOString();
+    const oldest = await this.store.readRecords<AuditRecord>('audit', { order: 'oldest', above: floor, limit: TRIM_PER_APPEND });
+    const ids: number[] = [];
+    for (const e of oldest) {
+      if (ids.length >= drop && e.at >= before) break;
+      ids.push(e.id);
+    }
+    return ids.length ? { ids, through: ids[ids.length - 1]! } : null;
   }
 
   /**
-   * Drops up to TRIM_PER_APPEND of the oldest entries: `drop` of them, and any older than `before`; never `keep` (the
-   * entry being appended). Raises the trim line past them. A gap (an id no commit used) is stepped over.
+   * Drops the entries the plan names (the oldest, read before the write) and raises the trim line past them; an id
+   * between them that no commit used is stepped over. Another process that trimmed meanwhile (the line is past them)
+   * leaves nothing to do.
    */
-  private trim(tx: Tx, plan: { drop: number; before: string }, keep: number): void {
-    let through = trimLine(tx);
-    let dropped = 0;
-    for (let id = through + 1; id < keep && id <= through + 2 * TRIM_PER_APPEND && dropped < TRIM_PER_APPEND; id++) {
-      const e = tx.get<AuditRecord>('audit', id);
-      if (e && dropped >= plan.drop && e.at >= plan.before) break;
-      if (e) {
-        tx.delete('audit', id);
-        dropped++;
-      }
-      through = id;
-    }
-    tx.put<AuditTrimRecord>('audit_head', { id: 0, through });
+  private trim(tx: Tx, plan: { ids: number[]; through: number }): void {
+    const line = trimLine(tx);
+    if (line >= plan.through) return;
+    for (const id of plan.ids) if (id > line) tx.delete('audit', id);
+    tx.put<AuditTrimRecord>('audit_head', { id: 0, through: plan.through });
   }
 
   /** The registry's hook: one entry per call of an ability that is not read-only, whatever its outcome. */
@@ -332,49 +348,70 @@ export class AuditService implements AuditSink {
     return this.append({ ...who('system'), door: 'scheduler', address: null, action, input, outcome, status: null });
   }
 
-  /** Entries newest first, filtered: who (a name, or user:ID / key:ID), action, outcome, door, since/until (ISO). */
-  list(f: AuditFilter, page: number, perPage: number): { items: AuditRecord[]; total: number } {
+  /**
+   * Entries newest first, filtered: who (a name, or user:ID / key:ID), action, outcome, door, since/until (ISO). The
+   * store filters, pages and counts (two reads; on PostgreSQL two SELECTs, not the log brought into the process).
+   */
+  async list(f: AuditFilter, page: number, perPage: number): Promise<{ items: AuditRecord[]; total: number }> {
+    const where: FieldTest[] = [];
     const whoId = f.who ? /^(user|key):(\d+)$/.exec(f.who) : null;
-    const match = (e: AuditRecord) =>
-      (!f.who || (whoId ? e.who_kind === whoId[1] && e.who_id === Number(whoId[2]) : e.who_name.toLowerCase() === f.who.toLowerCase())) &&
-      (!f.action || e.action === f.action) &&
-      (!f.outcome || (f.outcome === 'error' ? e.outcome !== 'ok' : e.outcome === f.outcome)) &&
-      (!f.door || e.door === f.door) &&
-      (!f.since || e.at >= f.since) &&
-      (!f.until || e.at < f.until);
-    const items: AuditRecord[] = [];
-    let total = 0;
-    const skip = (page - 1) * perPage;
-    // Newest first by walking the ids down: no sort of up to MAX_ENTRIES entries per request.
-    for (const e of newestFirst(this.store)) {
-      if (!match(e)) continue;
-      if (total >= skip && items.length < perPage) items.push(e);
-      total++;
-    }
+    if (whoId) where.push({ field: 'who_kind', eq: whoId[1]! }, { field: 'who_id', eq: Number(whoId[2]) });
+    else if (f.who) where.push({ field: 'who_name', ieq: f.who });
+    if (f.action) where.push({ field: 'action', eq: f.action });
+    if (f.outcome) where.push(f.outcome === 'error' ? { field: 'outcome', ne: 'ok' } : { field: 'outcome', eq: f.outcome });
+    if (f.door) where.push({ field: 'door', eq: f.door });
+    if (f.since) where.push({ field: 'at', gte: f.since });
+    if (f.until) where.push({ field: 'at', lt: f.until });
+    const above = trimLine(this.store);
+    const [items, total] = await Promise.all([
+      this.store.readRecords<AuditRecord>('audit', { order: 'newest', above, where, offset: (page - 1) * perPage, limit: perPage }),
+      this.store.countRecords('audit', where),
+    ]);
     return { items, total };
   }
 
   /**
    * Walks each lane from its head down to the trim line; names the entry that was edited, removed or slipped in (the
-   * lowest such id when there are several).
+   * lowest such id when there are several). The log is read from the store newest first, a batch at a time, and what
+   * the walk needs of each entry is kept (its links and whether its content matches its hash: about 250 bytes an
+   * entry, 25 MB at MAX_ENTRIES). Appends and trims may go on meanwhile: the heads are taken before the read (an entry
+   * above its lane's head then is a newer one, unless that head has not moved since), the trim line after it.
    */
-  verify(): VerifyResult {
+  async verify(): Promise<VerifyResult> {
+    const heads = new Map<number, AuditHeadRecord>();
+    for (let lane = 0; lane < AUDIT_LANES; lane++) {
+      const head = this.store.get<AuditHeadRecord>('audit_head', lane + 1);
+      if (head) heads.set(lane, head);
+    }
+    const top = Math.max(0, ...[...heads.values()].map((h) => h.last_seq));
+    const entries = new Map<number, Link>();
+    let newer = false; // an entry above the heads taken: read on, to find any slipped in there
+    // Every entry, below the trim line too: one slipped in there is not in the chain either.
+    for await (const e of newestFirst(this.store, 0)) {
+      if (e.id > top) newer = true;
+      entries.set(e.id, { id: e.id, lane: e.lane, prev: e.prev, prev_hash: e.prev_hash, hash: e.hash, intact: entryHash(e) === e.hash });
+    }
     const floor = trimLine(this.store);
+    /** Lanes whose head moved while the log was read: an entry of theirs above the head taken is a newer append. */
+    const moved = new Set<number>();
+    if (newer)
+      for (let lane = 0; lane < AUDIT_LANES; lane++)
+        if (this.store.get<AuditHeadRecord>('audit_head', lane + 1)?.last_seq !== heads.get(lane)?.last_seq) moved.add(lane);
     const seen = new Set<number>();
     let bad: { id: number; reason: string } | null = null;
     const fail = (id: number, reason: string) => {
       if (!bad || id < bad.id) bad = { id, reason };
     };
     for (let lane = 0; lane < AUDIT_LANES; lane++) {
-      const head = this.store.get<AuditHeadRecord>('audit_head', lane + 1);
+      const head = heads.get(lane);
       if (!head || head.last_seq <= Math.max(floor, head.anchor_seq)) continue;
       // A walk ends at the trim line, or at the lane's own anchor (lane 0's, from before lanes: checked by its hash).
       const stop = Math.max(floor, head.anchor_seq);
       let id = head.last_seq;
       let want = head.last_hash;
-      let next: AuditRecord | null = null; // the entry that named this one as its prev
+      let next: Link | null = null; // the entry that named this one as its prev
       // Entry `at` is not the one its successor `after` (or, with none, the lane's head) names.
-      const brokenLink = (at: number, after: AuditRecord | null) =>
+      const brokenLink = (at: number, after: Link | null) =>
         fail(
           after ? after.id : at,
           after
@@ -382,7 +419,7 @@ export class AuditService implements AuditSink {
             : "the chain's head does not match its last entry",
         );
       while (id > stop) {
-        const e = this.store.get<AuditRecord>('audit', id);
+        const e = entries.get(id);
         if (!e) {
           fail(id, 'missing: the entry was removed');
           break;
@@ -391,7 +428,7 @@ export class AuditService implements AuditSink {
           brokenLink(id, next);
           break;
         }
-        if (entryHash(e) !== e.hash) {
+        if (!e.intact) {
           fail(id, 'edited: its content does not match its hash');
           break;
         }
@@ -414,7 +451,12 @@ export class AuditService implements AuditSink {
       }
     }
     // An entry no walk reached was slipped in (or is below a break already named).
-    if (!bad) for (const e of this.store.all<AuditRecord>('audit')) if (!seen.has(e.id)) fail(e.id, 'not in the chain');
+    if (!bad)
+      for (const e of entries.values()) {
+        const lane = e.lane ?? 0;
+        if (seen.has(e.id) || (moved.has(lane) && e.id > (heads.get(lane)?.last_seq ?? 0))) continue;
+        fail(e.id, 'not in the chain');
+      }
     if (bad) return { ok: false, entries: seen.size, bad };
     let first: number | null = null;
     let last: number | null = null;

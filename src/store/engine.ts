@@ -58,6 +58,69 @@ export const COLLECTION_NAMES = Object.keys(COLLECTIONS) as CollectionName[];
 export type Rec = { id: number };
 
 /**
+ * Collections no engine lets a caller read from memory, and the PostgreSQL engine does not hold at all (issue 34): the
+ * audit log, up to 100,000 entries of about 1.2 KB each in memory, which every process held whole and nothing reads
+ * but its own list, its check and the client reports. Read them with `readRecords` (a page by id, filtered) and
+ * `countRecords`; `get` and `all` refuse them on both engines, so that code that works on one works on the other. A
+ * write may insert, put and delete them (a put or delete of one locks that record, not the collection) but not read
+ * them. `count` and `version` answer from memory (the PostgreSQL engine keeps which ids are present: 8 bytes an id).
+ */
+export const COLD_COLLECTIONS: ReadonlySet<CollectionName> = new Set<CollectionName>(['audit']);
+/** The most records one `readRecords` call answers. */
+export const RECORD_READ_BATCH = 1000;
+
+/**
+ * A test on one top-level field of a record (a missing field is null): equal or not equal to a JSON value, equal to a
+ * text ignoring letter case, or text at or above / below a bound (compared by code unit: ISO times).
+ */
+export type FieldTest =
+  | { field: string; eq: string | number | null }
+  | { field: string; ne: string | number | null }
+  | { field: string; ieq: string }
+  | { field: string; gte: string }
+  | { field: string; lt: string };
+
+/** Which records `readRecords` answers, in id order (newest first: highest ids first). */
+export interface RecordQuery {
+  order: 'newest' | 'oldest';
+  /** Only ids strictly below / above these. */
+  below?: number;
+  above?: number;
+  where?: readonly FieldTest[];
+  /** Matching records skipped first. */
+  offset?: number;
+  /** At most RECORD_READ_BATCH. */
+  limit: number;
+}
+
+/** Whether a field's value passes its test: the tests' one meaning, for an engine that filters in memory. */
+function fieldPasses(v: unknown, t: FieldTest): boolean {
+  if ('eq' in t) return v === t.eq;
+  if ('ne' in t) return v !== t.ne;
+  if (typeof v !== 'string') return false;
+  if ('ieq' in t) return v.toLowerCase() === t.ieq.toLowerCase();
+  return 'gte' in t ? v >= t.gte : v < t.lt;
+}
+
+/** Whether a record passes every test (PostgreSQL's SQL for them says the same: pg-store.ts whereSql). */
+export function passes(rec: Rec, where: readonly FieldTest[] | undefined): boolean {
+  return !where || where.every((t) => fieldPasses((rec as unknown as Record<string, unknown>)[t.field] ?? null, t));
+}
+
+/** A query's bounds checked, for both engines: a caller's mistake is refused, not run. */
+export function checkQuery(col: CollectionName, q: RecordQuery): void {
+  if (!COLD_COLLECTIONS.has(col)) throw new Error(`readRecords reads cold collections only (${col} is read with get and all)`);
+  if (!Number.isInteger(q.limit) || q.limit < 0 || q.limit > RECORD_READ_BATCH)
+    throw new Error(`readRecords reads at most ${RECORD_READ_BATCH} records at once (${q.limit} asked)`);
+  for (const t of q.where ?? []) if (!/^[a-z_]{1,40}$/.test(t.field)) throw new Error(`bad field name ${JSON.stringify(t.field)}`);
+}
+
+/** What `get`, `all` and a write's `get` and `all` throw for a cold collection. */
+export function coldRefused(col: CollectionName): Error {
+  return new Error(`${col} records are not held in memory: read them with readRecords`);
+}
+
+/**
  * Keys no two records of a collection share (issue 34): a tag's name and a client's e-mail, in any letter case. The
  * services check them in memory first (the fast path, with their own clear error, inside `tx.unlocked`); the
  * PostgreSQL engine also keeps each record's key in a unique index, so that a concurrent duplicate from another
@@ -100,8 +163,12 @@ export const BLOB_READ_BATCH = 500;
 /** The bound of each process's cache of cold blobs read, in bytes of their JSON text (a larger blob is not kept). */
 export const COLD_CACHE_BYTES = 8 * 1024 * 1024;
 
-/** What an engine holds in memory: blobs per kind (cold kinds: 0), and its cache of cold blobs read. */
+/**
+ * What an engine holds in memory: records per collection (a cold collection's: 0 on PostgreSQL), blobs per kind (cold
+ * kinds: 0), and its cache of cold blobs read.
+ */
 export interface StoreMemory {
+  records: Record<CollectionName, number>;
   blobs: Record<Blob, number>;
   cold_cache: { entries: number; bytes: number; max_bytes: number };
 }
@@ -176,6 +243,14 @@ export interface Store {
    * changed site once and keeps only what it derives); what a commit under way wrote is seen as readBlob sees it.
    */
   readBlobs<T>(kind: Blob, ids: readonly number[]): Promise<Map<number, T | null>>;
+  /**
+   * Records of a COLD_COLLECTIONS collection, from the engine's durable storage (lowdb: memory, which holds the files'
+   * contents; PostgreSQL: one SELECT): those matching `where`, in id order, `offset` skipped, at most `limit`
+   * (≤ RECORD_READ_BATCH). Every write acknowledged before the call is seen.
+   */
+  readRecords<T extends Rec>(col: CollectionName, q: RecordQuery): Promise<T[]>;
+  /** How many records of a cold collection match `where` (one SELECT count on PostgreSQL). */
+  countRecords(col: CollectionName, where?: readonly FieldTest[]): Promise<number>;
   /** What this process holds in memory (tests and the bench read it). */
   memory(): StoreMemory;
   /**

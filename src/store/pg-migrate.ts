@@ -3,7 +3,7 @@
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { BLOB_KINDS, COLLECTION_NAMES } from './engine.js';
+import { BLOB_KINDS, COLD_COLLECTIONS, COLLECTION_NAMES, RECORD_READ_BATCH, type CollectionName, type Rec } from './engine.js';
 import { PgStore, fillUniqueKeys, migrateSchema, redactUrl, syncIdSequences } from './pg-store.js';
 import { LowdbStore } from './store.js';
 
@@ -12,6 +12,18 @@ export const COPY_CHUNK = 1000;
 
 /** A refusal that changed nothing (unreachable database, non-empty target, not a data dir). */
 export class MigrateRefused extends Error {}
+
+/** Every record of a collection of the source, a cold one (not readable from memory) read in pages by id. */
+async function recordsOf(src: LowdbStore, col: CollectionName): Promise<Rec[]> {
+  if (!COLD_COLLECTIONS.has(col)) return [...src.all(col)];
+  const out: Rec[] = [];
+  for (let above = 0; ;) {
+    const page = await src.readRecords(col, { order: 'oldest', above, limit: RECORD_READ_BATCH });
+    for (const r of page) out.push(r);
+    if (page.length < RECORD_READ_BATCH) return out;
+    above = page[page.length - 1]!.id;
+  }
+}
 
 async function connect(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url, application_name: 'sitefleet-migrate' });
@@ -50,10 +62,15 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
     await migrateSchema(c);
     const source: Record<string, number> = {};
     const rows: Array<{ kind: string; id: number; data: unknown }> = [];
+    const maxId: Record<string, number> = {};
     for (const col of COLLECTION_NAMES) {
-      const recs = [...src.all(col)];
+      const recs = await recordsOf(src, col);
       source[col] = recs.length;
-      for (const r of recs) rows.push({ kind: col, id: r.id, data: r });
+      maxId[col] = 0;
+      for (const r of recs) {
+        rows.push({ kind: col, id: r.id, data: r });
+        if (r.id > maxId[col]) maxId[col] = r.id;
+      }
     }
     for (const kind of BLOB_KINDS) {
       const ids = readdirSync(join(from, kind)).flatMap((f) => (/^\d+\.json$/.test(f) ? [Number(f.slice(0, -5))] : []));
@@ -70,9 +87,7 @@ export async function copyLowdbToPg(from: string, to: string, force: boolean): P
     const meta = JSON.parse(readFileSync(join(from, 'meta.json'), 'utf8')) as { counters?: Record<string, number> };
     const counters: Record<string, number> = {};
     for (const col of COLLECTION_NAMES) {
-      let max = meta.counters?.[col] ?? 0;
-      for (const r of src.all(col)) if (r.id > max) max = r.id;
-      counters[col] = max;
+      counters[col] = Math.max(meta.counters?.[col] ?? 0, maxId[col]!);
     }
     await c.query('BEGIN');
     try {

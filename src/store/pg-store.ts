@@ -50,6 +50,10 @@
 // cache); readBlob runs a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES, and readBlobs one
 // SELECT for up to BLOB_READ_BATCH of them.
 //
+// Cold collections (engine.ts COLD_COLLECTIONS: the audit log) are not held either: memory keeps which ids are there (8
+// bytes an id, so `count` stays synchronous), a catch-up brings only that, a write's records of theirs go only into its
+// rows (as cold blobs do), and readRecords / countRecords run a SELECT with the field tests in SQL (whereSql).
+//
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
@@ -73,11 +77,16 @@ import {
 import {
   BLOB_KINDS,
   COLD_BLOBS,
+  COLD_COLLECTIONS,
   COLLECTION_NAMES,
   COLLECTIONS,
+  checkQuery,
+  coldRefused,
   type Blob,
   type CollectionName,
+  type FieldTest,
   type Rec,
+  type RecordQuery,
   SKIPPED,
   type Skipped,
   type Store,
@@ -226,7 +235,7 @@ interface ReadSet {
 interface Ran {
   reads: ReadSet;
   dirty: Map<string, { kind: Kind; id: number }>;
-  /** Cold blobs put (COLD_BLOBS: only in the commit's rows, never in memory). */
+  /** Cold blobs and cold collections' records put (COLD_BLOBS, COLD_COLLECTIONS: only in the commit's rows, never in memory; null: deleted). */
   cold: Map<string, unknown>;
   /** Records inserted (keys): their ids come from the collection's sequence, so no other commit can touch them. */
   fresh: Set<string>;
@@ -285,6 +294,8 @@ function uniqueBroken(e: unknown): { kind: CollectionName | null; key: string } 
 }
 
 type Kind = CollectionName | Blob;
+/** A kind whose rows no process holds in memory: a cold blob or a cold collection's record. */
+const isCold = (kind: string): boolean => COLD_BLOBS.has(kind as Blob) || COLD_COLLECTIONS.has(kind as CollectionName);
 interface Row {
   kind: string;
   id: number;
@@ -347,6 +358,8 @@ export class PgStore implements Store {
   private counters: Partial<Record<CollectionName, number>> = {};
   /** The version (seq) of each row as memory holds it, deleted rows included. */
   private rowSeqs = new Map<string, IdNumbers>();
+  /** Cold collections (COLD_COLLECTIONS): which ids are present (1) or deleted (0), and how many are present. */
+  private coldIds = new Map<CollectionName, { present: IdNumbers; count: number }>();
   /** Every transaction with an xid below this had ended when memory last caught up (xid8, as text). */
   private horizon = '0';
   /** What the functions of the batch being run read (set only while they run: they are synchronous). */
@@ -492,12 +505,17 @@ export class PgStore implements Store {
   /**
    * The rows written by transactions at or above the horizon (some memory may hold already), the id floors, and the
    * next horizon: the xmin of this statement's own snapshot. One statement, so one snapshot; the horizon is ours.
-   * Cold blobs' data stays in the database: their rows come without it (they only leave the cache).
+   * Cold blobs' data stays in the database: their rows come without it (they only leave the cache); a cold
+   * collection's rows say only whether the record is there.
    */
   private windowSql(): string {
     if (!/^\d+$/.test(this.horizon)) throw new Error(`bad horizon ${this.horizon}`);
     const cold = [...COLD_BLOBS].map((k) => `'${k}'`).join(', ');
-    return `SELECT kind, id, seq, CASE WHEN kind IN (${cold}) THEN NULL ELSE data END AS data
+    const coldRecords = [...COLD_COLLECTIONS].map((k) => `'${k}'`).join(', ');
+    return `SELECT kind, id, seq,
+                   CASE WHEN kind IN (${cold}) THEN NULL
+                        WHEN kind IN (${coldRecords}) THEN CASE WHEN data IS NULL THEN NULL ELSE 'true'::jsonb END
+                        ELSE data END AS data
             FROM sitefleet_rows WHERE xid >= '${this.horizon}'::xid8
             UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
             UNION ALL SELECT '#horizon', 0, 0, to_jsonb(pg_snapshot_xmin(pg_current_snapshot())::text)`;
@@ -541,7 +559,12 @@ export class PgStore implements Store {
     for (const r of rows) {
       if (!this.isNews(r)) continue;
       this.setSeq(r.kind, r.id, Number(r.seq));
-      if (r.kind in COLLECTIONS) {
+      if (COLD_COLLECTIONS.has(r.kind as CollectionName)) {
+        const col = r.kind as CollectionName;
+        this.setPresent(col, r.id, r.data !== null);
+        if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
+        this.bump(col, r.id);
+      } else if (r.kind in COLLECTIONS) {
         const col = r.kind as CollectionName;
         const map = this.data.get(col)!;
         if (r.data === null) map.delete(r.id);
@@ -560,6 +583,18 @@ export class PgStore implements Store {
 
   private bump(col: CollectionName, id?: number): void {
     this.changeLog.bump(col, id);
+  }
+
+  /** Whether a cold collection's record is there, as memory last learned. */
+  private isPresent(col: CollectionName, id: number): boolean {
+    return this.coldIds.get(col)?.present.get(id) === 1;
+  }
+
+  private setPresent(col: CollectionName, id: number, present: boolean): void {
+    let c = this.coldIds.get(col);
+    if (!c) this.coldIds.set(col, (c = { present: new IdNumbers(), count: 0 }));
+    if ((c.present.get(id) === 1) !== present) c.count += present ? 1 : -1;
+    c.present.set(id, present ? 1 : 0);
   }
 
   changes(): number {
@@ -581,18 +616,74 @@ export class PgStore implements Store {
   }
 
   get<T extends Rec>(col: CollectionName, id: number): T | undefined {
+    if (COLD_COLLECTIONS.has(col)) throw coldRefused(col);
     if (this.reads) this.readKey(col, id);
     return this.data.get(col)!.get(id) as T | undefined;
   }
 
   all<T extends Rec>(col: CollectionName): IterableIterator<T> {
+    if (COLD_COLLECTIONS.has(col)) throw coldRefused(col);
     if (this.reads) this.reads.cols.add(col);
     return this.data.get(col)!.values() as IterableIterator<T>;
   }
 
   count(col: CollectionName): number {
     if (this.reads) this.reads.cols.add(col);
+    if (COLD_COLLECTIONS.has(col)) return this.coldIds.get(col)?.count ?? 0;
     return this.data.get(col)!.size;
+  }
+
+  /** A cold collection's records: one SELECT (on the listening connection, beside commits). */
+  async readRecords<T extends Rec>(col: CollectionName, q: RecordQuery): Promise<T[]> {
+    checkQuery(col, q);
+    if (q.limit === 0) return [];
+    const params: unknown[] = [col];
+    const cond = this.whereSql(q.where, params);
+    if (q.below !== undefined) cond.push(`id < $${params.push(q.below)}`);
+    if (q.above !== undefined) cond.push(`id > $${params.push(q.above)}`);
+    const sql = `SELECT data FROM sitefleet_rows WHERE ${cond.join(' AND ')}
+                 ORDER BY id ${q.order === 'newest' ? 'DESC' : 'ASC'} OFFSET $${params.push(q.offset ?? 0)} LIMIT $${params.push(q.limit)}`;
+    return (await this.select<{ data: T }>(sql, params, col)).map((r) => r.data);
+  }
+
+  async countRecords(col: CollectionName, where?: readonly FieldTest[]): Promise<number> {
+    checkQuery(col, { order: 'newest', limit: 0, where });
+    const params: unknown[] = [col];
+    const cond = this.whereSql(where, params);
+    return Number(
+      (await this.select<{ n: string }>(`SELECT count(*) AS n FROM sitefleet_rows WHERE ${cond.join(' AND ')}`, params, col))[0]!.n,
+    );
+  }
+
+  /**
+   * The SQL of field tests (engine.ts `passes` says the same in memory): a missing field is JSON null; text bounds
+   * compare by byte (COLLATE "C", as JavaScript compares ISO times). Field names were checked (checkQuery) and are
+   * parameters anyway; the kind is $1.
+   */
+  private whereSql(where: readonly FieldTest[] | undefined, params: unknown[]): string[] {
+    const cond = ['kind = $1', 'data IS NOT NULL'];
+    for (const t of where ?? []) {
+      const f = `$${params.push(t.field)}`;
+      const json = `coalesce(data -> ${f}, 'null'::jsonb)`;
+      const text = `(CASE WHEN jsonb_typeof(data -> ${f}) = 'string' THEN data ->> ${f} END)`;
+      if ('eq' in t) cond.push(`${json} = $${params.push(JSON.stringify(t.eq))}::jsonb`);
+      else if ('ne' in t) cond.push(`${json} <> $${params.push(JSON.stringify(t.ne))}::jsonb`);
+      else if ('ieq' in t) cond.push(`lower(${text}) = lower($${params.push(t.ieq)}::text)`);
+      else if ('gte' in t) cond.push(`${text} COLLATE "C" >= $${params.push(t.gte)}::text`);
+      else cond.push(`${text} COLLATE "C" < $${params.push(t.lt)}::text`);
+    }
+    return cond;
+  }
+
+  /** A read of what is committed, beside commits: on the listener's connection (the writer's holds commits). */
+  private async select<R extends pg.QueryResultRow>(sql: string, params: unknown[], what: string): Promise<R[]> {
+    if (this.closed) throw new Error('store is closed');
+    try {
+      return (await (this.listener ?? this.writer).query<R>(sql, params)).rows;
+    } catch (e) {
+      log('error', 'postgres read failed', { err: String((e as Error).message ?? e), kind: what });
+      throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
+    }
   }
 
   getBlob<T>(kind: Blob, id: number): T | null {
@@ -663,8 +754,9 @@ export class PgStore implements Store {
   }
 
   memory(): StoreMemory {
+    const records = Object.fromEntries(COLLECTION_NAMES.map((c) => [c, this.data.get(c)!.size])) as Record<CollectionName, number>;
     const blobs = Object.fromEntries(BLOB_KINDS.map((k) => [k, this.blobs.get(k)!.size])) as Record<Blob, number>;
-    return { blobs, cold_cache: this.coldCache.stats() };
+    return { records, blobs, cold_cache: this.coldCache.stats() };
   }
 
   private checking: Promise<void> | null = null;
@@ -825,16 +917,11 @@ export class PgStore implements Store {
         if (CHECK_REPLAY) ran = this.replay(batch, undoAll, ran);
         const { dirty, outcomes, cold, fresh } = ran;
         this.pendingCold = cold;
-        // A cold blob put and then undone (its write threw) is not written at all.
-        for (const [k, { kind }] of dirty) if (COLD_BLOBS.has(kind as Blob) && !cold.has(k)) dirty.delete(k);
+        // A cold blob or record put and then undone (its write threw) is not written at all.
+        for (const [k, { kind }] of dirty) if (isCold(kind) && !cold.has(k)) dirty.delete(k);
         if (dirty.size) {
           const rows = [...dirty.entries()].map(([k, { kind, id }]) => {
-            const data =
-              kind in COLLECTIONS
-                ? (this.data.get(kind as CollectionName)!.get(id) ?? null)
-                : COLD_BLOBS.has(kind as Blob)
-                  ? (cold.get(k) ?? null)
-                  : (this.blobs.get(kind as Blob)!.get(id) ?? null);
+            const data = this.written(kind, id, k, cold);
             const unique = UNIQUE_KEYS[kind as CollectionName];
             return { kind, id, data, ukey: unique && data !== null ? unique.key(data as Rec) : null, fresh: fresh.has(k) };
           });
@@ -873,6 +960,10 @@ export class PgStore implements Store {
           began = false;
           for (const [key, { kind, id }] of dirty) {
             this.setSeq(kind, id, seq);
+            if (COLD_COLLECTIONS.has(kind as CollectionName)) {
+              this.setPresent(kind as CollectionName, id, cold.get(key) !== null);
+              this.bump(kind as CollectionName, id);
+            }
             if (fresh.has(key) && id > (this.counters[kind as CollectionName] ?? 0)) this.counters[kind as CollectionName] = id;
           }
           for (const k of cold.keys()) this.coldCache.invalidate(k);
@@ -989,16 +1080,15 @@ export class PgStore implements Store {
     };
     const out = new Map<string, string>();
     ran.outcomes.forEach((o, i) => out.set(`write ${i}`, o.ok ? `ok ${text(o.value)}` : `error ${String(o.error)}`));
-    for (const [k, { kind, id }] of ran.dirty) {
-      const data =
-        kind in COLLECTIONS
-          ? this.data.get(kind as CollectionName)!.get(id)
-          : COLD_BLOBS.has(kind as Blob)
-            ? ran.cold.get(k)
-            : this.blobs.get(kind as Blob)!.get(id);
-      out.set(`row ${k}`, text(data ?? null));
-    }
+    for (const [k, { kind, id }] of ran.dirty) out.set(`row ${k}`, text(this.written(kind, id, k, ran.cold)));
     return out;
+  }
+
+  /** What a row of the batch holds: a cold one's value from the run's own (never memory), any other from memory. */
+  private written(kind: Kind, id: number, key: string, cold: Map<string, unknown>): unknown {
+    if (isCold(kind)) return cold.get(key) ?? null;
+    if (kind in COLLECTIONS) return this.data.get(kind as CollectionName)!.get(id) ?? null;
+    return this.blobs.get(kind as Blob)!.get(id) ?? null;
   }
 
   /** Ids reserved for the batch being committed, by collection, in the order drawn. */
@@ -1057,8 +1147,39 @@ export class PgStore implements Store {
       all: (col) => this.all(col),
     };
     const base = tableTx(tables, undo, mark, then);
+    // A cold collection's record (COLD_COLLECTIONS) written: only in this commit's rows, never in memory. Its record
+    // lock is taken (as if read) unless it was inserted here: a put or delete of one entry does not hold the collection.
+    const coldWrite = (col: CollectionName, id: number, rec: Rec | null) => {
+      if (rec) assertStorable(`the ${col} record ${id}`, rec);
+      const key = `${col}/${id}`;
+      const had = cold.has(key);
+      const prev = cold.get(key);
+      cold.set(key, rec);
+      undo.push(() => {
+        if (had) cold.set(key, prev);
+        else cold.delete(key);
+      });
+      mark(col, id);
+    };
+    const coldLock = (col: CollectionName, id: number) => {
+      if (this.reads && !fresh.has(`${col}/${id}`)) this.readKey(col, id);
+    };
     return {
       ...base,
+      put: <T extends Rec>(col: CollectionName, rec: T): T => {
+        if (!COLD_COLLECTIONS.has(col)) return base.put(col, rec);
+        coldLock(col, rec.id);
+        coldWrite(col, rec.id, rec);
+        return rec;
+      },
+      delete: (col, id) => {
+        if (!COLD_COLLECTIONS.has(col)) return base.delete(col, id);
+        coldLock(col, id);
+        const key = `${col}/${id}`;
+        if (!(cold.has(key) ? cold.get(key) !== null : this.isPresent(col, id))) return false;
+        coldWrite(col, id, null);
+        return true;
+      },
       // The next id reserved for the collection; without one (a dry run, or more inserts than it made), an id above any
       // memory holds, for this run only: the commit reserves what was short and runs again before writing anything.
       insert: <T extends Rec>(col: CollectionName, rec: Omit<T, 'id'>): T => {
@@ -1077,7 +1198,10 @@ export class PgStore implements Store {
           id = Math.max(this.counters[col] ?? 0, pool[pool.length - 1] ?? 0) + 1 + (n - pool.length);
         }
         fresh.add(`${col}/${id}`);
-        return base.put<T>(col, { id, ...rec } as unknown as T);
+        const full = { id, ...rec } as unknown as T;
+        if (!COLD_COLLECTIONS.has(col)) return base.put<T>(col, full);
+        coldWrite(col, id, full);
+        return full;
       },
       unlocked: <T>(fn: () => T): T => {
         const reads = this.reads;

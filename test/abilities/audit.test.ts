@@ -19,18 +19,28 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-const last = () => h.services.audit.list({}, 1, 1).items[0]!;
-const count = () => h.services.audit.list({}, 1, 1).total;
+const last = async () => (await h.services.audit.list({}, 1, 1)).items[0]!;
+const count = async () => (await h.services.audit.list({}, 1, 1)).total;
+/** An entry as the store holds it (the log is read from the store, not memory). */
+const entry = async (id: number) =>
+  (await h.services.store.readRecords<AuditRecord>('audit', { order: 'oldest', above: id - 1, below: id + 1, limit: 1 }))[0];
+/** Edits (or, with null, removes) an entry behind the log's back. */
+const edit = async (fn: (e: AuditRecord) => AuditRecord | null, id: number) => {
+  const e = (await entry(id))!;
+  const next = fn(e);
+  await h.services.store.write((tx) => (next ? tx.put('audit', next) : tx.delete('audit', id)));
+  return e;
+};
 
 describe('what is recorded', () => {
   it('records a change once with who, door, action, input and outcome; a read records nothing', async () => {
-    const before = count();
+    const before = await count();
     await h.call('list-tags-v1', {});
     await h.call('list-audit-log-v1', {});
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
     const tag = await h.call('add-tag-v1', { name: 'audited' });
-    expect(count()).toBe(before + 1);
-    expect(last()).toMatchObject({
+    expect(await count()).toBe(before + 1);
+    expect(await last()).toMatchObject({
       who_kind: 'user',
       who_id: h.as.admin.kind === 'user' ? h.as.admin.id : -1,
       who_name: 'admin',
@@ -42,39 +52,39 @@ describe('what is recorded', () => {
       status: null,
     });
     await h.call('delete-tag-v1', { tag_id: tag.id, confirm: true });
-    expect(last()).toMatchObject({ action: 'delete-tag-v1', outcome: 'ok' });
+    expect(await last()).toMatchObject({ action: 'delete-tag-v1', outcome: 'ok' });
   });
 
   it('records a read-only ability whose input asks it to write (a refresh), and not the same read without it', async () => {
-    const n = count();
+    const n = await count();
     await h.call('list-updates-v1', {});
-    expect(count()).toBe(n);
+    expect(await count()).toBe(n);
     await h.call('list-updates-v1', { refresh: true });
-    expect(count()).toBe(n + 1);
-    expect(last()).toMatchObject({ action: 'list-updates-v1', input: { refresh: true }, outcome: 'ok' });
+    expect(await count()).toBe(n + 1);
+    expect(await last()).toMatchObject({ action: 'list-updates-v1', input: { refresh: true }, outcome: 'ok' });
     await h.fails('list-updates-v1', { refresh: true }, h.as.viewer);
-    expect(count()).toBe(n + 1); // a viewer's refused refresh writes nothing (test/abilities/updates.test.ts)
+    expect(await count()).toBe(n + 1); // a viewer's refused refresh writes nothing (test/abilities/updates.test.ts)
   });
 
   it('records refusals and failures with their code: permission, validation, not found', async () => {
     await h.fails('add-api-key-v1', { name: 'not an admin' }, h.as.writeKey);
-    expect(last()).toMatchObject({ who_kind: 'key', action: 'add-api-key-v1', outcome: 'svc_permission_denied', status: 403 });
+    expect(await last()).toMatchObject({ who_kind: 'key', action: 'add-api-key-v1', outcome: 'svc_permission_denied', status: 403 });
     await h.fails('add-tag-v1', { name: 7 });
-    expect(last()).toMatchObject({ outcome: 'ability_invalid_input', status: 400 });
+    expect(await last()).toMatchObject({ outcome: 'ability_invalid_input', status: 400 });
     await h.fails('delete-tag-v1', { tag_id: 999999, confirm: true });
-    expect(last()).toMatchObject({ outcome: 'svc_tag_not_found', status: 404 });
+    expect(await last()).toMatchObject({ outcome: 'svc_tag_not_found', status: 404 });
     // Text the store cannot keep (a NUL in a field's name or value, an unpaired surrogate) is refused with 400 — and
     // the refusal is still recorded, the odd characters spelled \uXXXX (the fuzz lane lost such entries before).
-    const before = count();
+    const before = await count();
     await h.fails('add-tag-v1', { name: 'nul\u0000name', ['k\u0000ey']: 'v\ud800' } as never);
-    expect(count()).toBe(before + 1);
-    expect(last()).toMatchObject({ action: 'add-tag-v1', status: 400, input: { name: 'nul\\u0000name', 'k\\u0000ey': 'v\\ud800' } });
+    expect(await count()).toBe(before + 1);
+    expect(await last()).toMatchObject({ action: 'add-tag-v1', status: 400, input: { name: 'nul\\u0000name', 'k\\u0000ey': 'v\\ud800' } });
     // A caller who may not write (a read-only process, a viewer, a read key) causes no write, not even this record.
-    const n = count();
+    const n = await count();
     await h.fails('add-tag-v1', { name: 'read-only' }, h.as.readOnlyLocal);
     await h.fails('add-tag-v1', { name: 'viewer tag' }, h.as.viewer);
     await h.fails('add-tag-v1', { name: 'read key tag' }, h.as.readKey);
-    expect(count()).toBe(n);
+    expect(await count()).toBe(n);
   });
 
   it('redacts secrets at any depth, and a webhook URL', async () => {
@@ -94,12 +104,12 @@ describe('what is recorded', () => {
       url: 'https://example.org/',
     });
     await h.call('add-webhook-v1', { url: 'https://hooks.example.org/T0KEN-in-the-path' } as never);
-    const e = last();
+    const e = await last();
     expect(e.action).toBe('add-webhook-v1');
     expect(JSON.stringify(e)).not.toContain('T0KEN');
     // The secret the answer carried is nowhere in the log.
     const made = await h.call('add-dashboard-user-v1', { name: 'pat' });
-    expect(JSON.stringify(h.services.audit.list({}, 1, 200).items)).not.toContain(made.password.replace(/ /g, '').slice(0, 12));
+    expect(JSON.stringify((await h.services.audit.list({}, 1, 200)).items)).not.toContain(made.password.replace(/ /g, '').slice(0, 12));
   });
 
   it('bounds an input summary: long strings, long lists, the whole', () => {
@@ -113,40 +123,31 @@ describe('what is recorded', () => {
 });
 
 describe('the hash chain', () => {
-  const edit = (fn: (e: AuditRecord) => AuditRecord | null, id: number) =>
-    h.services.store.write((tx) => {
-      const e = tx.get<AuditRecord>('audit', id)!;
-      const next = fn(e);
-      if (next) tx.put('audit', next);
-      else tx.delete('audit', id);
-      return e;
-    });
-
   it('verifies whole, names the first edited entry, then the first removed one', async () => {
     for (let i = 0; i < 5; i++) await h.call('add-tag-v1', { name: `chain ${i}` });
-    const ok = h.services.audit.verify();
+    const ok = await h.services.audit.verify();
     expect(ok).toMatchObject({ ok: true });
-    const top = last().id;
+    const top = (await last()).id;
     const victim = top - 2;
     const original = await edit((e) => ({ ...e, outcome: 'ok', who_name: 'someone else' }), victim);
-    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/edited/) } });
+    expect(await h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/edited/) } });
     // An edit that recomputes its own hash still breaks the link to the next entry.
     const { entryHash } = await import('../../src/domain/audit.js');
     await edit((e) => {
       const { hash: _h, ...body } = e;
       return { ...body, hash: entryHash(body) };
     }, victim);
-    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim + 1 } });
+    expect(await h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim + 1 } });
     await edit(() => original, victim);
-    expect(h.services.audit.verify()).toMatchObject({ ok: true });
+    expect(await h.services.audit.verify()).toMatchObject({ ok: true });
     await edit(() => null, victim);
-    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/removed/) } });
+    expect(await h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/removed/) } });
     await edit(() => original, victim);
     // The last entry removed: the head no longer matches.
     const tail = await edit(() => null, top);
-    expect(h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: top } });
+    expect(await h.services.audit.verify()).toMatchObject({ ok: false, bad: { id: top } });
     await edit(() => tail, top);
-    expect(h.services.audit.verify()).toMatchObject({ ok: true });
+    expect(await h.services.audit.verify()).toMatchObject({ ok: true });
   });
 
   it('trims past the entry bound and the age bound, and stays verifiable from its trim line', async () => {
@@ -156,13 +157,13 @@ describe('the hash chain', () => {
     try {
       for (let i = 0; i < 3; i++) await h.call('add-tag-v1', { name: `trim ${i}` });
       expect(h.services.store.count('audit')).toBe(5);
-      expect(audit.verify()).toMatchObject({ ok: true, entries: 5, first: line() + 1 });
+      expect(await audit.verify()).toMatchObject({ ok: true, entries: 5, first: line() + 1 });
       audit.maxEntries = 1000;
       const t0 = Date.now();
       audit.now = () => t0 + 366 * 86_400_000;
       await h.call('add-tag-v1', { name: 'a year later' });
       expect(h.services.store.count('audit')).toBe(1);
-      expect(audit.verify()).toMatchObject({ ok: true, entries: 1 });
+      expect(await audit.verify()).toMatchObject({ ok: true, entries: 1 });
     } finally {
       audit.maxEntries = 100_000;
       audit.now = Date.now;
@@ -171,15 +172,6 @@ describe('the hash chain', () => {
 });
 
 describe('lanes: appends from processes on different lanes share no record (issue 34)', () => {
-  const edit = (fn: (e: AuditRecord) => AuditRecord | null, id: number) =>
-    h.services.store.write((tx) => {
-      const e = tx.get<AuditRecord>('audit', id)!;
-      const next = fn(e);
-      if (next) tx.put('audit', next);
-      else tx.delete('audit', id);
-      return e;
-    });
-
   it('keeps interleaved appends of two lanes verifiable, and finds an entry of either lane edited, removed or slipped in', async () => {
     const mine = h.services.audit;
     // Another process, on another lane, appending to the same store.
@@ -191,7 +183,7 @@ describe('lanes: appends from processes on different lanes share no record (issu
       await h.call('add-tag-v1', { name: `lanes ${i}` });
     }
     await Promise.all(Array.from({ length: 6 }, (_, i) => [other.system('lane burst', { i }), mine.system('lane burst', { i })]).flat());
-    expect(mine.verify()).toMatchObject({ ok: true });
+    expect(await mine.verify()).toMatchObject({ ok: true });
     // The other lane's entries each follow the one before in that lane, not the one just below in id.
     expect(made[1]!.prev).toBe(made[0]!.id);
     expect(made[1]!.prev_hash).toBe(made[0]!.hash);
@@ -199,29 +191,29 @@ describe('lanes: appends from processes on different lanes share no record (issu
     const head = h.services.store.get<AuditHeadRecord>('audit_head', other.lane + 1)!;
     const victim = made[2]!.id;
     const original = await edit((e) => ({ ...e, who_name: 'someone else' }), victim);
-    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/edited/) } });
+    expect(await mine.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/edited/) } });
     await edit((e) => {
       const { hash: _h, ...body } = { ...e, who_name: 'someone else' };
       return { ...body, hash: entryHash(body) };
     }, victim);
-    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: made[3]!.id, reason: expect.stringMatching(/does not follow/) } });
+    expect(await mine.verify()).toMatchObject({ ok: false, bad: { id: made[3]!.id, reason: expect.stringMatching(/does not follow/) } });
     await edit(() => null, victim);
-    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/removed/) } });
+    expect(await mine.verify()).toMatchObject({ ok: false, bad: { id: victim, reason: expect.stringMatching(/removed/) } });
     await edit(() => original, victim);
-    expect(mine.verify()).toMatchObject({ ok: true });
+    expect(await mine.verify()).toMatchObject({ ok: true });
     // The lane's last entry removed: its head names an entry that is gone.
     const tail = await edit(() => null, head.last_seq);
-    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: head.last_seq } });
+    expect(await mine.verify()).toMatchObject({ ok: false, bad: { id: head.last_seq } });
     await edit(() => tail, head.last_seq);
     // An entry slipped in with a hash of its own, following an entry of the lane, is in no lane's walk.
     const fake = { ...made[0]!, id: made[0]!.id + 100_000, action: 'slipped in' };
     const { hash: _f, ...fakeBody } = fake;
     await h.services.store.write((tx) => tx.put('audit', { ...fakeBody, hash: entryHash(fakeBody) }));
-    expect(mine.verify()).toMatchObject({ ok: false, bad: { id: fake.id, reason: 'not in the chain' } });
+    expect(await mine.verify()).toMatchObject({ ok: false, bad: { id: fake.id, reason: 'not in the chain' } });
     await h.services.store.write((tx) => tx.delete('audit', fake.id));
-    expect(mine.verify()).toMatchObject({ ok: true });
+    expect(await mine.verify()).toMatchObject({ ok: true });
     // Lists stay newest first across lanes.
-    const listed = mine.list({ action: 'lane burst' }, 1, 50).items.map((e) => e.id);
+    const listed = (await mine.list({ action: 'lane burst' }, 1, 50)).items.map((e) => e.id);
     expect(listed).toEqual([...listed].sort((a, b) => b - a));
     expect(listed).toHaveLength(12);
   });
@@ -254,24 +246,24 @@ describe('lanes: appends from processes on different lanes share no record (issu
         });
       });
       const audit = h2.services.audit;
-      expect(audit.verify()).toMatchObject({ ok: true, entries: 3, first, last: lastId });
+      expect(await audit.verify()).toMatchObject({ ok: true, entries: 3, first, last: lastId });
       audit.lane = 0;
       const next = await audit.system('after lanes', null);
       expect(next).toMatchObject({ lane: 0, prev: lastId, prev_hash: prevHash });
       const other = new AuditService(store);
       other.lane = 7;
       await other.system('another lane', null);
-      expect(audit.verify()).toMatchObject({ ok: true, entries: 5 });
+      expect(await audit.verify()).toMatchObject({ ok: true, entries: 5 });
       await store.write((tx) => tx.delete('audit', first + 1));
-      expect(audit.verify()).toMatchObject({ ok: false, bad: { id: first + 1, reason: expect.stringMatching(/removed/) } });
+      expect(await audit.verify()).toMatchObject({ ok: false, bad: { id: first + 1, reason: expect.stringMatching(/removed/) } });
       await store.write((tx) => tx.put('audit', { ...old[1]!, who_name: 'x' }));
-      expect(audit.verify()).toMatchObject({ ok: false, bad: { id: first + 1, reason: expect.stringMatching(/edited/) } });
+      expect(await audit.verify()).toMatchObject({ ok: false, bad: { id: first + 1, reason: expect.stringMatching(/edited/) } });
       await store.write((tx) => tx.put('audit', old[1]!));
       // The old anchor still pins where the old chain starts.
       await store.write((tx) =>
         tx.put('audit', { ...old[0]!, prev_hash: 'b'.repeat(64), hash: entryHash({ ...old[0]!, prev_hash: 'b'.repeat(64) }) }),
       );
-      expect(audit.verify()).toMatchObject({ ok: false });
+      expect(await audit.verify()).toMatchObject({ ok: false });
     } finally {
       await h2.close();
     }

@@ -40,13 +40,13 @@ describe('the audit log behind two serve processes on one PostgreSQL database', 
     const s = await openServices(loadConfig({ dataDir: fleet.dataDir, databaseUrl: fleet.databaseUrl }, {}));
     let victim: AuditRecord;
     try {
-      const all = s.audit.list({ action: 'add-tag-v1' }, 1, 200).items;
+      const all = (await s.audit.list({ action: 'add-tag-v1' }, 1, 200)).items;
       expect(all).toHaveLength(2 * N);
       // One chain per lane: within a lane, every entry's prev_hash is a distinct entry's hash (no two appended after the
       // same head).
-      const chain = s.audit.list({}, 1, 200).items;
+      const chain = (await s.audit.list({}, 1, 200)).items;
       expect(new Set(chain.map((e) => `${e.lane ?? 0}:${e.prev_hash}`)).size).toBe(chain.length);
-      expect(s.audit.verify()).toMatchObject({ ok: true, entries: chain.length });
+      expect(await s.audit.verify()).toMatchObject({ ok: true, entries: chain.length });
       victim = all[N]!;
     } finally {
       await closeServices(s);

@@ -403,7 +403,7 @@ describe('PostgreSQL engine: audit appends from two processes on different lanes
     await aWrite;
     await Promise.all(Array.from({ length: 20 }, (_, i) => [la.system('both', { i }), lb.system('both', { i })]).flat());
     const c = await open(url);
-    const v = new AuditService(c).verify();
+    const v = await new AuditService(c).verify();
     expect(v).toMatchObject({ ok: true, entries: 48 });
   });
 });

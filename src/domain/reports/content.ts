@@ -153,13 +153,13 @@ function briefInput(input: unknown): string {
 }
 
 /** The report's content for `sites` over `period`; `now` is when it is generated. */
-export function gatherReport(
+export async function gatherReport(
   src: Sources,
   head: { title: string; scope_label: string; branding: Branding },
   sites: SiteRecord[],
   period: Period,
   now: number,
-): ReportModel {
+): Promise<ReportModel> {
   const { store } = src;
   const from = period.from_at;
   const to = period.to_at;
@@ -259,7 +259,7 @@ export function gatherReport(
   const changes: ReportModel['changes']['items'] = [];
   let changesTotal = 0;
   {
-    for (const e of newestFirst(store)) {
+    for await (const e of newestFirst(store)) {
       if (e.at < fromIso) break; // ids are in the order entries were appended
       if (e.at >= toIso || e.outcome !== 'ok' || NOT_A_SITE_CHANGE.test(e.action)) continue;
       const site = namesSite(e.input, ids, hosts);

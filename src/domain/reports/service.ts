@@ -351,7 +351,7 @@ export class ReportService {
   ): Promise<{ model: ReportModel }> {
     const security = await this.fleetSecurity.sitesWithIssues('low');
     const branding = tg.client ? this.settings(tg.client.id).effective_branding : this.agencyBranding();
-    const model = gatherReport(
+    const model = await gatherReport(
       {
         store: this.store,
         costs: this.settingsService.moduleOn('cost-tracker') ? this.costs : null,
