@@ -82,4 +82,44 @@ describe('the tags of each site', () => {
       await store.close();
     }
   });
+
+  it('the tags in name order: patched in place after each change (added, renamed across the order, deleted), equal to a fresh build', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const tags = new TagService(store);
+      // 300 names in an order the numeric collator decides ("t 9" before "t 10"; case and accents ignored).
+      await store.write((tx) => {
+        for (let i = 0; i < 300; i++) tags.create(tx, { name: `${['t', 'T', 'té'][i % 3]} ${(i * 7919) % 1000}` });
+      });
+      const names = () => tags.list({}).map((t) => [t.id, t.name]);
+      const fresh = () => new TagService(store).list({}).map((t) => [t.id, t.name]);
+      expect(names()).toEqual(fresh());
+      let x = 12345;
+      const pick = () => {
+        x = (x * 1103515245 + 12345) % 2 ** 31;
+        return x;
+      };
+      for (let round = 0; round < 60; round++) {
+        const all = tags.list({});
+        const t = all[pick() % all.length]!;
+        const op = round % 3;
+        if (op === 0) await store.write((tx) => tags.create(tx, { name: `new ${pick() % 5000} ${round}` }));
+        else if (op === 1) await store.write((tx) => tags.update(tx, t.id, { name: `moved ${pick() % 5000} ${round}` }));
+        else await tags.remove(t.id);
+        expect(names(), `round ${round}`).toEqual(fresh());
+      }
+      // Two changes in one write, one of them a tag given a site: both in place, and the site's list follows.
+      const [first, last] = [tags.list({})[0]!, tags.list({}).at(-1)!];
+      await store.write((tx) => {
+        tags.update(tx, first.id, { name: 'zz last now' });
+        tags.update(tx, last.id, { name: '0 first now' });
+        tags.setSiteTags(tx, 1, [first.id, last.id]);
+      });
+      expect(names()).toEqual(fresh());
+      expect(tags.tagsOfSite(1)).toEqual([last.id, first.id]);
+    } finally {
+      await store.close();
+    }
+  });
 });
