@@ -87,10 +87,18 @@ it('keeps the list and the domain lookup up to every change: edits in place, a n
         .map((x) => [naturalKey(siteKey(x.url)), x] as const)
         .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
         .map(([, x]) => x);
+    // Searches by id, name (old and new ones: renames below), URL, any letter case; one holding the search texts'
+    // separator (NUL) takes the fields one by one and finds nothing.
+    const searches = ['renamed 1', 's 1', 'S 11', 'SITE1', 'aaa', String(ids[5]), '3', 'x\u0000y'];
     const check = (what: string) => {
       const got = t.sites.filter({}, () => new Set());
       expect(got, what).toEqual(want());
       for (const x of got) expect(t.sites.find(siteKey(x.url))?.id, what).toBe(x.id);
+      for (const search of searches)
+        expect(
+          t.sites.filter({ search }, () => new Set()),
+          `${what}: ${search}`,
+        ).toEqual(reference(want(), { search }, null));
     };
     check('built');
     const held = t.sites.filter({}, () => new Set());

@@ -423,15 +423,23 @@ export async function fleetRows(
   try {
     // node's GC trace: the heap that survived each full collection (what is live), beside the RSS (which V8 lets grow
     // to a few times that before collecting again).
-    const gc = { liveMb: null };
+    // And the pause of every collection, to tell how much of a run's time went to collecting.
+    const gc = { liveMb: null, pauseMs: 0 };
     serve = await startServe(f.dataDir, {
       args: ['--database-url', f.databaseUrl],
       env: serveHeapGrowth === null ? f.env : { ...f.env, SITEFLEET_HEAP_GROWTH_PERCENT: String(serveHeapGrowth) },
       timeoutMs: 600_000,
-      nodeArgs: ['--trace-gc', ...(serveHeapMb ? [`--max-old-space-size=${serveHeapMb}`] : [])],
+      // SITEFLEET_BENCH_SERVE_NODE_ARGS: more node flags for this serve (a profile: --cpu-prof --cpu-prof-dir=DIR).
+      nodeArgs: [
+        '--trace-gc',
+        ...(serveHeapMb ? [`--max-old-space-size=${serveHeapMb}`] : []),
+        ...(process.env.SITEFLEET_BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      ],
       onLine: (line) => {
         const m = /Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/.exec(line);
         if (m) gc.liveMb = Number(m[1]);
+        const p = / MB, ([\d.]+) \/ [\d.]+ ms/.exec(line);
+        if (p) gc.pauseMs += Number(p[1]);
       },
     });
     let first;
@@ -471,10 +479,12 @@ export async function fleetRows(
     log(
       `fleet: search + tag list, ${d.n} distinct queries: p50 ${d.p50} ms, p99 ${d.p99} ms (${d.matching_min}-${d.matching_max} matching, pages of ${d.page_min}-${d.page_max}); one query repeated (answer cache) p50 ${q.p50} ms; REST search only, repeated, p50 ${rest.p50} ms`,
     );
+    const pausedBefore = gc.pauseMs;
     out.mixed = await mixedRun(serve.url, f.token, serve.pid, { seconds: mixedSeconds, clients, n, ids: f.ids, tagIds: f.tagIds });
     out.mixed.live_heap_mb = gc.liveMb;
+    out.mixed.gc_pause_s = round((gc.pauseMs - pausedBefore) / 1000, 1);
     log(
-      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; requests a minute ${out.mixed.per_minute.join(' ')}${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
+      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; GC pauses ${out.mixed.gc_pause_s} s; requests a minute ${out.mixed.per_minute.join(' ')}${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
     );
 
     if (skipSync) {
