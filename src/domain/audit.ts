@@ -375,7 +375,8 @@ export class AuditService implements AuditSink {
    * lowest such id when there are several). The log is read from the store newest first, a batch at a time, and what
    * the walk needs of each entry is kept (its links and whether its content matches its hash: about 270 bytes an
    * entry measured, 27 MB at MAX_ENTRIES). Appends and trims may go on meanwhile: the heads are taken before the read
-   * (an entry above its lane's head then is a newer one, unless that head has not moved since), the trim line after.
+   * (an entry above its lane's head then is a newer one, unless that head has not moved since), the trim line after
+   * (an entry read between the line before and after was trimmed meanwhile).
    */
   async verify(): Promise<VerifyResult> {
     const heads = new Map<number, AuditHeadRecord>();
@@ -384,6 +385,7 @@ export class AuditService implements AuditSink {
       if (head) heads.set(lane, head);
     }
     const top = Math.max(0, ...[...heads.values()].map((h) => h.last_seq));
+    const floorBefore = trimLine(this.store);
     const entries = new Map<number, Link>();
     let newer = false; // an entry above the heads taken: read on, to find any slipped in there
     // Every entry, below the trim line too: one slipped in there is not in the chain either.
@@ -455,6 +457,7 @@ export class AuditService implements AuditSink {
       for (const e of entries.values()) {
         const lane = e.lane ?? 0;
         if (seen.has(e.id) || (moved.has(lane) && e.id > (heads.get(lane)?.last_seq ?? 0))) continue;
+        if (e.id > floorBefore && e.id <= floor) continue; // trimmed while the log was read
         fail(e.id, 'not in the chain');
       }
     if (bad) return { ok: false, entries: seen.size, bad };
