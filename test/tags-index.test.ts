@@ -104,8 +104,10 @@ describe('the tags of each site', () => {
         const all = tags.list({});
         const t = all[pick() % all.length]!;
         const op = round % 3;
-        if (op === 0) await store.write((tx) => tags.create(tx, { name: `new ${pick() % 5000} ${round}` }));
-        else if (op === 1) await store.write((tx) => tags.update(tx, t.id, { name: `moved ${pick() % 5000} ${round}` }));
+        // Drawn outside the write function: it may run more than once (PostgreSQL), and must do the same each time.
+        const n = pick() % 5000;
+        if (op === 0) await store.write((tx) => tags.create(tx, { name: `new ${n} ${round}` }));
+        else if (op === 1) await store.write((tx) => tags.update(tx, t.id, { name: `moved ${n} ${round}` }));
         else await tags.remove(t.id);
         expect(names(), `round ${round}`).toEqual(fresh());
       }
