@@ -1147,19 +1147,19 @@ export class PgStore implements Store {
       all: (col) => this.all(col),
     };
     const base = tableTx(tables, undo, mark, then);
-    // A cold collection's record (COLD_COLLECTIONS) written: only in this commit's rows, never in memory. Its record
-    // lock is taken (as if read) unless it was inserted here: a put or delete of one entry does not hold the collection.
-    const coldWrite = (col: CollectionName, id: number, rec: Rec | null) => {
-      if (rec) assertStorable(`the ${col} record ${id}`, rec);
-      const key = `${col}/${id}`;
+    // A cold blob or a cold collection's record written (COLD_BLOBS, COLD_COLLECTIONS): only in this commit's rows,
+    // never in memory. A cold record's lock is taken (as if read) unless it was inserted here (coldLock): a put or
+    // delete of one entry does not hold the collection.
+    const coldWrite = (kind: Kind, id: number, value: unknown) => {
+      const key = `${kind}/${id}`;
       const had = cold.has(key);
       const prev = cold.get(key);
-      cold.set(key, rec);
+      cold.set(key, value);
       undo.push(() => {
         if (had) cold.set(key, prev);
         else cold.delete(key);
       });
-      mark(col, id);
+      mark(kind, id);
     };
     const coldLock = (col: CollectionName, id: number) => {
       if (this.reads && !fresh.has(`${col}/${id}`)) this.readKey(col, id);
@@ -1168,6 +1168,7 @@ export class PgStore implements Store {
       ...base,
       put: <T extends Rec>(col: CollectionName, rec: T): T => {
         if (!COLD_COLLECTIONS.has(col)) return base.put(col, rec);
+        assertStorable(`the ${col} record ${rec.id}`, rec);
         coldLock(col, rec.id);
         coldWrite(col, rec.id, rec);
         return rec;
@@ -1200,6 +1201,7 @@ export class PgStore implements Store {
         fresh.add(`${col}/${id}`);
         const full = { id, ...rec } as unknown as T;
         if (!COLD_COLLECTIONS.has(col)) return base.put<T>(col, full);
+        assertStorable(`the ${col} record ${id}`, full);
         coldWrite(col, id, full);
         return full;
       },
@@ -1214,19 +1216,7 @@ export class PgStore implements Store {
       },
       putBlob: (kind, id, value) => {
         if (value !== null) assertStorable(`the ${kind} of ${id}`, value);
-        if (COLD_BLOBS.has(kind)) {
-          // Only in this commit's rows, not in memory.
-          const key = `${kind}/${id}`;
-          const had = cold.has(key);
-          const prev = cold.get(key);
-          cold.set(key, value);
-          undo.push(() => {
-            if (had) cold.set(key, prev);
-            else cold.delete(key);
-          });
-          mark(kind, id);
-          return;
-        }
+        if (COLD_BLOBS.has(kind)) return coldWrite(kind, id, value);
         const map = this.blobs.get(kind)!;
         const had = map.has(id);
         const prev = map.get(id);
