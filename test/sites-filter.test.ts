@@ -117,6 +117,18 @@ it('keeps the list and the domain lookup up to every change: edits in place, a n
     check('a removed site');
     await t.sites.edit(ids[20]!, { notes: 'after the rebuilds' });
     check('an edit after the rebuilds');
+    // Edits with only filtered answers between them (nobody holds the list itself): the list is changed in place,
+    // and every answer is still the one a look at every site gives.
+    for (let k = 0; k < 5; k++) {
+      await t.sites.edit(ids[(k * 7 + 1) % N]!, k % 2 ? { notes: `in place ${k}` } : { name: `In place ${k}` });
+      for (const search of [...searches, 'in place'])
+        expect(
+          t.sites.filter({ search }, () => new Set()),
+          `in place ${k}: ${search}`,
+        ).toEqual(reference(want(), { search }, null));
+      expect(t.sites.filter({ status: 'connected' }, () => new Set())).toEqual(reference(want(), { status: 'connected' }, null));
+    }
+    check('edited in place');
   } finally {
     await closeServices(t);
   }
