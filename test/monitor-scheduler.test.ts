@@ -59,3 +59,46 @@ it(`looks at every site again at most once per ${SITES_RESCAN_MS} ms when only t
   expect(checked(c)).not.toBeNull();
   expect(checked(a!)).toBeNull();
 });
+
+it('between scans, takes the checks that fall due from its queue: every site checked once an interval, few scans of every site', async () => {
+  const N = 40;
+  const many = await startChildSim({ sites: N, latencyMs: 0 });
+  const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true }, {}));
+  try {
+    await t.store.write((tx) =>
+      many.sites.forEach((x, i) => t.sites.insert(tx, { url: x.url, name: `Many ${i}`, admin_username: 'admin' })),
+    );
+    const m = t.monitors;
+    let clock = Date.now();
+    m.now = () => clock;
+    const run = async (ms: number) => {
+      for (let k = 0; k < ms / 1000; k++) {
+        clock += 1000;
+        await m.pass();
+        await m.settled();
+      }
+    };
+    await m.pass();
+    const interval = m.effective(1).interval_s * 1000;
+    // Every site's first check falls due within two intervals (each first check writes the site's new state at once).
+    await run(2 * interval);
+    const before = many.sites.map((_, i) => many.requests(i + 1));
+    expect(before.every((n) => n >= 1)).toBe(true);
+    m.resetStats();
+    // Three more intervals, a pass every second: each site checked once an interval.
+    await run(3 * interval);
+    const checks = many.sites.map((_, i) => many.requests(i + 1) - before[i]!);
+    for (const [i, n] of checks.entries()) expect(n, `site ${i + 1}`).toBeGreaterThanOrEqual(2);
+    for (const [i, n] of checks.entries()) expect(n, `site ${i + 1}`).toBeLessThanOrEqual(4);
+    const stats = m.schedulerStats();
+    expect(stats.checks).toBe(checks.reduce((a, b) => a + b, 0));
+    // Every site is looked at when the monitors' records changed (the history's flush, every monitorFlushMs), not on
+    // each pass where a check fell due: a scan per pass with a check due was about one per check.
+    const flushes = (3 * interval) / loadConfig({ dataDir: tempDir() }, {}).monitorFlushMs;
+    expect(stats.scans).toBeLessThanOrEqual(flushes + 2);
+    expect(stats.checks).toBeGreaterThan(4 * stats.scans);
+  } finally {
+    await closeServices(t);
+    await many.close();
+  }
+});
