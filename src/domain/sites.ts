@@ -233,8 +233,11 @@ export class SiteService {
   filter(f: SiteFilter, tagSites: (tagIds: number[]) => Set<number>): SiteRecord[] {
     const visible = this.access.visible();
     const { sorted, texts } = this.indexes();
-    if (visible) return this.unscopedFilter(f, tagSites, sorted, texts).filter((s) => visible.has(s.id));
-    return this.unscopedFilter(f, tagSites, sorted, texts);
+    const out = this.unscopedFilter(f, tagSites, sorted, texts);
+    if (visible) return out.filter((s) => visible.has(s.id));
+    // The list itself leaves the service (no filter): its next change copies it.
+    if (out === sorted) this.handedOut = true;
+    return out;
   }
 
   private unscopedFilter(f: SiteFilter, tagSites: (tagIds: number[]) => Set<number>, sorted: SiteRecord[], texts: string[]): SiteRecord[] {
@@ -243,10 +246,7 @@ export class SiteService {
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
     const inTags = f.tag_ids?.length ? tagSites(f.tag_ids) : null;
     const status = f.status && f.status !== 'any' ? f.status : null;
-    if (!search && !include && !exclude && !inTags && !status && f.client_id === undefined) {
-      this.handedOut = true;
-      return sorted;
-    }
+    if (!search && !include && !exclude && !inTags && !status && f.client_id === undefined) return sorted;
     // A tag filter or an include list names the candidates: when they are a small part of the fleet, only they are
     // looked at (in list order), not every site (a tag of 5,000 sites in a fleet of 100,000: a twentieth of the work).
     const named = inTags && include ? (inTags.size < include.size ? inTags : include) : (inTags ?? include);
