@@ -447,7 +447,7 @@ export class MonitorService {
             continue;
           }
           room--;
-          void this.runCheck(site, d).catch((e) => log('error', 'uptime check failed', { site: site.id, err: String(e) }));
+          this.startScheduled(site, d);
           next = Math.min(next, this.due.get(site.id) ?? now);
         }
         this.queue.clear();
@@ -464,6 +464,11 @@ export class MonitorService {
     } finally {
       this.ticking = false;
     }
+  }
+
+  /** Starts the check a schedule says is due (by a scan of every site or from the due queue), not awaited. */
+  private startScheduled(site: SiteRecord, at: number): void {
+    void this.runCheck(site, at).catch((e) => log('error', 'uptime check failed', { site: site.id, err: String(e) }));
   }
 
   private setDue(id: number, at: number): void {
@@ -500,7 +505,7 @@ export class MonitorService {
         continue;
       }
       room--;
-      void this.runCheck(site, e.at).catch((err) => log('error', 'uptime check failed', { site: site.id, err: String(err) }));
+      this.startScheduled(site, e.at);
     }
     for (const e of waiting) this.queue.push(e.at, e.id);
     return next;
