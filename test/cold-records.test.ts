@@ -1,6 +1,7 @@
 // Cold collections (store/engine.ts COLD_COLLECTIONS: the audit log) on whichever engine the lane runs (lowdb here,
 // PostgreSQL in the pg lane): written by a write's insert, put and delete; read only with readRecords and countRecords
 // (get and all refuse them, in a write too); not held in memory on PostgreSQL; another process sees what one wrote.
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RECORD_READ_BATCH, type FieldTest, type Rec, type Store } from '../src/store/engine.js';
 import { testFleetStore } from './support/server.js';
@@ -152,5 +153,42 @@ describe('cold collections', () => {
     await a.sync();
     expect(a.count('audit')).toBe(5);
     expect(ids(await a.readRecords('audit', { order: 'newest', limit: 2 }))).toEqual([6, 5]);
+  });
+
+  it('reads beside commits run on connections of their own: none is queued behind another query on one connection', async () => {
+    const s = await (await fleet()).open();
+    await fill(s);
+    // pg's own test for the queueing it deprecates (client.js: a query while `_queryQueue` is not empty), watched, not
+    // changed, while reads, counts, syncs and writes run together as concurrent requests make them.
+    const queued: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client & { _queryQueue: unknown[] }, ...args: unknown[]) {
+      if (this._queryQueue.length > 0)
+        queued.push(String(typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text).slice(0, 60));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      const rounds = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          Promise.all([
+            s.readRecords<Entry>('audit', { order: 'newest', limit: 2, where: [{ field: 'action', eq: 'even' }] }),
+            s.countRecords('audit', [{ field: 'who_name', ieq: 'ALICE' }]),
+            s.sync(),
+            s.readBlob('site-data', 1),
+            i % 4 === 0
+              ? s.write((tx) => tx.insert<Entry>('audit', { at: `2026-11-27T11:0${i}:00.000Z`, action: 'x', who_name: 'y' }))
+              : null,
+          ]),
+        ),
+      );
+      for (const [page, n] of rounds) {
+        expect(ids(page)).toEqual([5, 3]);
+        expect(n).toBe(5);
+      }
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(queued).toEqual([]);
+    expect(s.count('audit')).toBe(7);
   });
 });

@@ -105,6 +105,8 @@ export const PG_FORMAT = 3;
 const LOCK_KEY = 0x5f1ee7;
 const CHANNEL = 'sitefleet_commits';
 const POLL_MS = 1000;
+/** Connections a process reads on beside its writer and its listener (opened when needed, closed after 10 s idle). */
+export const READERS = 4;
 /** Conflicting rounds a batch may run optimistically before it commits the serial way. */
 export const OPTIMISTIC_TRIES = 2;
 /** Locks one commit takes at most (PostgreSQL's lock table is shared and finite); a bigger batch commits serially. */
@@ -376,6 +378,11 @@ export class PgStore implements Store {
   private closed = false;
   private writer!: pg.Client;
   private listener: pg.Client | null = null;
+  /**
+   * Reads beside commits (the window checks of sync(), cold blobs and records), at most READERS connections: the
+   * writer's connection holds commits, and the listener's only listens, so a slow read holds up no sync behind it.
+   */
+  private readers!: pg.Pool;
   private poll: NodeJS.Timeout | null = null;
   private catchingUp: Promise<void> | null = null;
   private catchUpAgain = false;
@@ -412,6 +419,14 @@ export class PgStore implements Store {
   }
 
   private async init(): Promise<void> {
+    this.readers = new pg.Pool({
+      connectionString: this.url,
+      application_name: 'sitefleet-read',
+      max: READERS,
+      idleTimeoutMillis: 10_000,
+    });
+    // An idle reader that loses its connection is dropped by the pool; the next read opens another.
+    this.readers.on('error', (e) => log('warn', 'postgres reader connection lost', { err: e.message }));
     this.writer = this.newClient();
     await this.writer.connect().catch((e: Error) => {
       throw new Error(`Cannot reach the database at ${redactUrl(this.url)}: ${e.message}`);
@@ -428,6 +443,7 @@ export class PgStore implements Store {
     } catch (e) {
       await this.writer.end().catch(() => {});
       await this.listener?.end().catch(() => {});
+      await this.readers.end().catch(() => {});
       throw e;
     }
     this.poll = setInterval(() => {
@@ -675,11 +691,11 @@ export class PgStore implements Store {
     return cond;
   }
 
-  /** A read of what is committed, beside commits: on the listener's connection (the writer's holds commits). */
+  /** A read of what is committed, beside commits: on a reader's connection (the writer's holds commits). */
   private async select<R extends pg.QueryResultRow>(sql: string, params: unknown[], what: string): Promise<R[]> {
     if (this.closed) throw new Error('store is closed');
     try {
-      return (await (this.listener ?? this.writer).query<R>(sql, params)).rows;
+      return (await this.readers.query<R>(sql, params)).rows;
     } catch (e) {
       log('error', 'postgres read failed', { err: String((e as Error).message ?? e), kind: what });
       throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
@@ -703,12 +719,10 @@ export class PgStore implements Store {
       async () => {
         let text: string | null;
         try {
-          // The listener's connection, as sync() does: the writer's holds commits (and the shared lock) in between.
-          const c = this.listener ?? this.writer;
-          const r = await c.query<{ t: string | null }>('SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2', [
-            kind,
-            id,
-          ]);
+          const r = await this.readers.query<{ t: string | null }>(
+            'SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2',
+            [kind, id],
+          );
           text = r.rows[0]?.t ?? null;
         } catch (e) {
           log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, id });
@@ -740,8 +754,7 @@ export class PgStore implements Store {
     }
     if (!ask.length) return out;
     try {
-      const c = this.listener ?? this.writer;
-      const r = await c.query<{ id: number; data: T | null }>(
+      const r = await this.readers.query<{ id: number; data: T | null }>(
         'SELECT id, data FROM sitefleet_rows WHERE kind = $1 AND id = ANY($2::int[])',
         [kind, ask],
       );
@@ -763,7 +776,7 @@ export class PgStore implements Store {
   private nextCheck: Promise<void> | null = null;
 
   /**
-   * Reads the window (on the listening connection, beside commits) and catches up if any row in it is news to
+   * Reads the window (on a reader's connection, beside commits) and catches up if any row in it is news to
    * memory. Calls that arrive while a check runs share the next one (a check that started before a call cannot vouch
    * for it), so there is at most one check in flight and one waiting, whatever the rate.
    */
@@ -786,11 +799,8 @@ export class PgStore implements Store {
 
   private async check(): Promise<void> {
     try {
-      const l = this.listener;
-      if (l) {
-        const rows = (await l.query<Row>(this.windowSql())).rows;
-        if (!rows.some((r) => r.kind[0] !== '#' && this.isNews(r))) return;
-      }
+      const rows = (await this.readers.query<Row>(this.windowSql())).rows;
+      if (!rows.some((r) => r.kind[0] !== '#' && this.isNews(r))) return;
       if (!this.closed) await this.serial(() => this.catchUp(this.writer));
     } catch (e) {
       log('error', 'postgres sync failed', { err: String((e as Error).message ?? e) });
@@ -1237,6 +1247,6 @@ export class PgStore implements Store {
     this.closed = true;
     if (this.poll) clearInterval(this.poll);
     await this.chain;
-    await Promise.all([this.writer.end().catch(() => {}), this.listener?.end().catch(() => {})]);
+    await Promise.all([this.writer.end().catch(() => {}), this.listener?.end().catch(() => {}), this.readers.end().catch(() => {})]);
   }
 }
