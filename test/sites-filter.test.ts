@@ -133,3 +133,86 @@ it('keeps the list and the domain lookup up to every change: edits in place, a n
     await closeServices(t);
   }
 });
+
+it('takes added, removed and moved sites in at their places without sorting the fleet, up to 64 in one change', async () => {
+  const t = await openServices(loadConfig({ dataDir: tempDir() }, {}));
+  try {
+    // Domains that collide: one URL twice, and site01 / site1 / www.site1 (one sort key, two domains and one alias).
+    let x = 7;
+    const rnd = (n: number) => ((x = (x * 1103515245 + 12345) % 2147483648), x % n);
+    const urls = (k: number) =>
+      [
+        `https://site${k}.example.com/`,
+        `https://site0${k}.example.com/`,
+        `https://www.site${k}.example.com/`,
+        `http://site${k}.example.com`,
+      ][rnd(4)]!;
+    await t.store.write((tx) => {
+      for (let i = 0; i < 80; i++) t.sites.insert(tx, { url: urls(rnd(30)), name: `S ${i}` });
+    });
+    const want = () =>
+      [...t.store.all<SiteRecord>('sites')]
+        .map((s) => [naturalKey(siteKey(s.url)), s] as const)
+        .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1].id - b[1].id))
+        .map(([, s]) => s);
+    // The domain lookup names the lowest id of the sites with that domain.
+    const lookup = () => {
+      const m = new Map<string, number>();
+      for (const s of [...t.store.all<SiteRecord>('sites')].sort((a, b) => a.id - b.id))
+        if (!m.has(siteKey(s.url))) m.set(siteKey(s.url), s.id);
+      return m;
+    };
+    const check = (what: string) => {
+      expect(
+        t.sites.filter({}, () => new Set()),
+        what,
+      ).toEqual(want());
+      for (const [domain, id] of lookup()) expect(t.sites.find(domain)?.id, `${what}: ${domain}`).toBe(id);
+      for (const search of ['site1', '0', 'S 7'])
+        expect(
+          t.sites.filter({ search }, () => new Set()),
+          what,
+        ).toEqual(reference(want(), { search }, null));
+    };
+    check('built');
+    const sorts = t.sites.sorts;
+    // site01 sorts with site1 (one key) and between two site1s by id: the first site1 gone, the lookup finds the other.
+    const [a, b] = await t.store.write((tx) =>
+      ['https://site1.example.com/', 'https://site01.example.com/', 'https://www.site1.example.com/'].map(
+        (url) => t.sites.insert(tx, { url }).id,
+      ),
+    );
+    check('three of one key');
+    await t.store.write((tx) => tx.delete('sites', a!));
+    check('the first of one key removed');
+    expect(t.sites.find('site1.example.com')?.id).not.toBe(b);
+    let order = t.sites.order();
+    for (let round = 0; round < 25; round++) {
+      // Up to four changes in one write: adds, removes, new URLs and edits, on random sites.
+      const live = [...t.store.all<SiteRecord>('sites')].map((s) => s.id);
+      const picks = Array.from({ length: 1 + rnd(4) }, () => [rnd(4), live[rnd(live.length)]!] as const);
+      const urlsNow = Array.from({ length: picks.length }, () => urls(rnd(30)));
+      await t.store.write((tx) =>
+        picks.forEach(([kind, id], i) => {
+          if (!tx.get('sites', id)) return;
+          if (kind === 0) t.sites.insert(tx, { url: urlsNow[i]!, name: `New ${round}` });
+          else if (kind === 1) tx.delete('sites', id);
+          else if (kind === 2) t.sites.patch(tx, id, { url: urlsNow[i]! });
+          else t.sites.patch(tx, id, { name: `Edit ${round}` });
+        }),
+      );
+      check(`round ${round}: ${JSON.stringify(picks)}`);
+      if (picks.some(([kind]) => kind < 3)) expect(t.sites.order(), `round ${round}`).not.toBe(order);
+      order = t.sites.order();
+    }
+    expect(t.sites.sorts).toBe(sorts);
+    // Past 64 sites in one change, the fleet is sorted again.
+    await t.store.write((tx) => {
+      for (let i = 0; i < 65; i++) t.sites.insert(tx, { url: urls(rnd(30)), name: `Batch ${i}` });
+    });
+    check('a batch of 65');
+    expect(t.sites.sorts).toBe(sorts + 1);
+  } finally {
+    await closeServices(t);
+  }
+});
