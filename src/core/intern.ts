@@ -27,23 +27,39 @@ export function internedCount(): number {
 
 /** Values (records, lists) the value pool holds at most. */
 export const INTERN_VALUES_MAX = 10_000;
-/** A value whose key is longer is not pooled (with INTERN_VALUES_MAX: what bounds the pool's keys). */
+/** A value whose key is longer is not pooled (with the pool's bound: what bounds the pool's keys). */
 export const INTERN_KEY_MAX_LENGTH = 1_000;
 
-let values = new Map<string, object>();
-
 /**
- * One frozen copy of a value many records repeat as it is (a security finding, the list of a site's findings), by a
- * key that says what it holds: the first made for the key, or `make()` frozen when the key is too long to pool.
+ * One frozen copy of each value many records repeat as it is, by a key that says what it holds; at most `max` of them
+ * (when full, it starts again: what was shared stays so).
  */
+export class ValuePool {
+  private values = new Map<string, object>();
+  constructor(private readonly max: number) {}
+
+  /** The value first made for `key`, or `make()` frozen when the key is too long to pool. */
+  get<T extends object>(key: string, make: () => T): T {
+    if (key.length > INTERN_KEY_MAX_LENGTH) return Object.freeze(make());
+    const hit = this.values.get(key);
+    if (hit !== undefined) return hit as T;
+    if (this.values.size >= this.max) this.values = new Map();
+    const value = Object.freeze(make());
+    this.values.set(key, value);
+    return value;
+  }
+
+  /** How many values it holds now (tests). */
+  get size(): number {
+    return this.values.size;
+  }
+}
+
+const values = new ValuePool(INTERN_VALUES_MAX);
+
+/** One frozen copy of a value many records repeat as it is (a security finding, the list of a site's findings). */
 export function internValue<T extends object>(key: string, make: () => T): T {
-  if (key.length > INTERN_KEY_MAX_LENGTH) return Object.freeze(make());
-  const hit = values.get(key);
-  if (hit !== undefined) return hit as T;
-  if (values.size >= INTERN_VALUES_MAX) values = new Map();
-  const value = Object.freeze(make());
-  values.set(key, value);
-  return value;
+  return values.get(key, make);
 }
 
 /** How many values the value pool holds now (tests). */

@@ -1,7 +1,10 @@
-// The fleet's pending updates as the index keeps them: each site's items packed into one array of strings, and the
+// The fleet's pending updates as the index keeps them: each site's items an array of shared item tuples, and the
 // fleet-wide lists as two typed arrays that point into them (grouped-list.ts). An answer's objects are made for the page it answers
 // only. At 100,000 sites the index holds about a million items: as one object each (site fields, item fields, the
-// list slots pointing at it) that was ≈ 120 bytes an item; packed, 48 bytes and 8 in each list.
+// list slots pointing at it) that was ≈ 120 bytes an item; as six slots of a site's array, 48 bytes; as one slot
+// pointing at a tuple the sites that have the same item share (a plugin at a version, offered the same update),
+// 8 bytes, and 8 in each list.
+import { INTERN_VALUES_MAX, ValuePool } from '../core/intern.js';
 import type { SiteRecord } from '../store/records.js';
 import { GroupedList, type SiteGroup } from './grouped-list.js';
 
@@ -23,13 +26,10 @@ export interface Summary {
   total: number;
 }
 
-/**
- * A site's items, STRIDE slots each, in this order: type, slug, name, current_version, new_version, language (null
- * but for a translation). Exactly as long as its items: never grown after it is made.
- */
-export type Packed = readonly (string | null)[];
-export const STRIDE = 6;
-const TYPE = 0;
+/** One item: type, slug, name, current_version, new_version, language (null but for a translation). Frozen, shared. */
+export type ItemTuple = readonly [ItemType, string, string, string | null, string, string | null];
+/** A site's items. Exactly as long as its items: never grown after it is made. */
+export type Packed = readonly ItemTuple[];
 /** A site with nothing pending: one shared array, not a new one per site. */
 export const NO_ITEMS: Packed = Object.freeze([]);
 
@@ -43,40 +43,33 @@ export interface PackedItem {
   language?: string;
 }
 
-/** Packs items (their strings as given: the caller pools them). */
-export function pack(items: readonly PackedItem[]): Packed {
-  if (!items.length) return NO_ITEMS;
-  const out = new Array<string | null>(items.length * STRIDE);
-  let k = 0;
-  for (const i of items) {
-    out[k++] = i.type;
-    out[k++] = i.slug;
-    out[k++] = i.name;
-    out[k++] = i.current_version;
-    out[k++] = i.new_version;
-    out[k++] = i.language ?? null;
-  }
-  return out;
+/**
+ * The item tuples, one per distinct item, at most ITEMS_MAX (about 130 bytes each with its key: 6.5 MB at most); past
+ * it the pool starts again and sites made since share among themselves.
+ */
+export const ITEMS_MAX = 5 * INTERN_VALUES_MAX;
+const items = new ValuePool(ITEMS_MAX);
+
+/** Packs items (their strings as given: the caller pools them); an item the pool has already is that tuple. */
+export function pack(list: readonly PackedItem[]): Packed {
+  if (!list.length) return NO_ITEMS;
+  return list.map((i) => {
+    const t: ItemTuple = [i.type, i.slug, i.name, i.current_version, i.new_version, i.language ?? null];
+    return items.get(JSON.stringify(t), () => t);
+  });
 }
 
-export const countOf = (p: Packed): number => p.length / STRIDE;
-export const typeAt = (p: Packed, k: number): ItemType => p[k * STRIDE + TYPE] as ItemType;
+/** How many item tuples the pool holds now (tests). */
+export const pooledItems = (): number => items.size;
+
+export const countOf = (p: Packed): number => p.length;
+export const typeAt = (p: Packed, k: number): ItemType => p[k]![0];
 
 /** Item k of a site's packed items, as an answer shows it. */
 export function viewAt(site: SiteRecord, p: Packed, k: number): PendingView {
-  const o = k * STRIDE;
-  const v: PendingView = {
-    site_id: site.id,
-    site_url: site.url,
-    site_name: site.name,
-    type: p[o] as ItemType,
-    slug: p[o + 1]!,
-    name: p[o + 2]!,
-    current_version: p[o + 3] ?? null,
-    new_version: p[o + 4]!,
-  };
-  const language = p[o + 5];
-  if (language !== null && language !== undefined) v.language = language;
+  const [type, slug, name, current_version, new_version, language] = p[k]!;
+  const v: PendingView = { site_id: site.id, site_url: site.url, site_name: site.name, type, slug, name, current_version, new_version };
+  if (language !== null) v.language = language;
   return v;
 }
 
@@ -89,15 +82,8 @@ export function viewsOf(site: SiteRecord, p: Packed): PendingView[] {
 
 /** The items of `p` for which `keep` holds, packed (`p` itself when it keeps them all). */
 export function packedWhere(p: Packed, keep: (k: number) => boolean): Packed {
-  const n = countOf(p);
-  const kept: number[] = [];
-  for (let k = 0; k < n; k++) if (keep(k)) kept.push(k);
-  if (kept.length === n) return p;
-  if (!kept.length) return NO_ITEMS;
-  const out = new Array<string | null>(kept.length * STRIDE);
-  let o = 0;
-  for (const k of kept) for (let j = 0; j < STRIDE; j++) out[o++] = p[k * STRIDE + j]!;
-  return out;
+  const kept = p.filter((_, k) => keep(k));
+  return kept.length === p.length ? p : kept.length ? kept : NO_ITEMS;
 }
 
 /** One site's part of a list: its record and its items. */
