@@ -35,8 +35,11 @@ const now = () => new Date().toISOString();
 
 /** Between the parts of a search text: no site's name or URL holds it (records refuse NUL). */
 const SEP = '\u0000';
-/** What a search of the sites looks in: the id, the name and the URL, lower-cased, in one string. */
-const searchText = (s: SiteRecord): string => `${s.id}${SEP}${s.name.toLowerCase()}${SEP}${s.url.toLowerCase()}`;
+/**
+ * What a search of the sites looks in: the id, the name and the URL, lower-cased, in one string. Lower-cased whole, so
+ * it is one flat string: a concatenation kept as is holds its parts and a node of its own (3 MB at 100,000 sites).
+ */
+const searchText = (s: SiteRecord): string => `${s.id}${SEP}${s.name}${SEP}${s.url}`.toLowerCase();
 /** The sites' order: by URL naturally (scheme and www. ignored; site2 before site10), then by id. */
 const sortKey = (s: SiteRecord): string => naturalKey(siteKey(s.url));
 /** Sites added, removed or moved at most, in one change, that the sorted list takes in place (more: it is sorted again). */
