@@ -48,6 +48,7 @@ export default defineConfig({
       'test/cold-blobs.test.ts',
       'test/cold-site-data.test.ts',
       'test/cold-records.test.ts',
+      'test/monitor-history.test.ts',
       'test/tags-index.test.ts',
       'test/scope-sweep.test.ts',
     ],

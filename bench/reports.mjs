@@ -124,14 +124,11 @@ await chunked(N.audit, (tx, k) => {
 await s.store.write((tx) => {
   tx.put('audit_head', { id: 1, last_seq: N.audit, last_hash: hashOf(N.audit), anchor_seq: 0, anchor_hash: hashOf(0) });
   const today = Math.floor(now / DAY) * DAY;
-  for (const id of ids)
-    tx.put('monitors', {
+  for (const id of ids) {
+    tx.put('monitors', { id, settings: {}, status: 'up', last_check: null, down_since: null, open_incident: null, history_n: 1 });
+    tx.put('monitor_history', {
       id,
-      settings: {},
-      status: 'up',
-      last_check: null,
-      down_since: null,
-      open_incident: null,
+      n: 1,
       recent: [],
       hours: [],
       days: Array.from({ length: 31 }, (_, d) => [
@@ -151,6 +148,7 @@ await s.store.write((tx) => {
         0,
       ]),
     });
+  }
 });
 for (let c = 0; c < N.costs; c++)
   await s.costs.add({

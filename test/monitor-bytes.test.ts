@@ -1,5 +1,5 @@
 // Uptime monitoring's history costs the disk a small multiple of what the checks add (issue 34): heartbeats go to the
-// journal as what changed in each monitor record, and the monitor shards are rewritten only once the journal is about as
+// journal as what changed in each monitor record and its history record, and the monitor shards are rewritten only once the journal is about as
 // long as they are. A real store on a temp dir, real checks of simulated sites, time moved rather than waited for; bytes
 // counted from the files themselves.
 import { readdirSync, statSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
 import { closeServices, openServices, type Services } from '../src/domain/index.js';
 import { addBeat } from '../src/domain/monitors.js';
-import type { Beat, Bucket, MonitorRecord } from '../src/store/monitor-records.js';
+import type { Beat, Bucket, MonitorHistoryRecord, MonitorRecord } from '../src/store/monitor-records.js';
 import { tempDir } from './support/server.js';
 
 /** At most this many times the bytes of the heartbeats themselves are written to the data dir, compactions included. */
@@ -49,7 +49,7 @@ function written(before: ReturnType<typeof look>, after: ReturnType<typeof look>
 }
 
 /** A monitor up for a month: every hourly and daily bucket filled, the last 60 beats at the interval. */
-function monthOfHistory(id: number, last: number): MonitorRecord {
+function monthOfHistory(id: number, last: number): { monitor: MonitorRecord; history: MonitorHistoryRecord } {
   let hours: Bucket[] = [];
   let days: Bucket[] = [];
   const recent: Beat[] = [];
@@ -59,7 +59,10 @@ function monthOfHistory(id: number, last: number): MonitorRecord {
     hours = addBeat(hours, 3600, 25, b);
     days = addBeat(days, 86_400, 31, b);
   }
-  return { id, settings: {}, status: 'up', last_check: recent.at(-1)!, down_since: null, open_incident: null, recent, hours, days };
+  return {
+    monitor: { id, settings: {}, status: 'up', last_check: recent.at(-1)!, down_since: null, open_incident: null, history_n: 1 },
+    history: { id, n: 1, recent, hours, days },
+  };
 }
 
 let sim: ChildSim;
@@ -82,7 +85,9 @@ it(`writes at most ${MULTIPLE}× the bytes of the heartbeats to the data dir, th
   await seed.store.write((tx) => {
     for (let i = 0; i < SITES; i++) {
       const site = seed.sites.insert(tx, { url: sim.sites[i]!.url, name: `Sim ${i + 1}`, admin_username: 'admin' });
-      tx.put('monitors', monthOfHistory(site.id, t0 - Math.floor((i * INTERVAL_S) / SITES)));
+      const { monitor, history } = monthOfHistory(site.id, t0 - Math.floor((i * INTERVAL_S) / SITES));
+      tx.put('monitors', monitor);
+      tx.put('monitor_history', history);
     }
   });
   await closeServices(seed); // the shards at rest hold the month of history
@@ -91,7 +96,7 @@ it(`writes at most ${MULTIPLE}× the bytes of the heartbeats to the data dir, th
   // long as the shards it changed, ~1 MB here): a lower floor makes that rule the one that decides.
   (s.store as unknown as { journalMax: number }).journalMax = 32 * 1024;
   const shards = readdirSync(dataDir)
-    .filter((f) => f.startsWith('monitors.'))
+    .filter((f) => f.startsWith('monitor_history.'))
     .reduce((n, f) => n + statSync(join(dataDir, f)).size, 0);
   expect(shards).toBeGreaterThan(SITES * 3000);
   s.monitors.now = () => clock;
@@ -118,7 +123,7 @@ it(`writes at most ${MULTIPLE}× the bytes of the heartbeats to the data dir, th
   const checks = s.monitors.schedulerStats().checks;
   let added = 0;
   let beats = 0;
-  for (const m of s.store.all<MonitorRecord>('monitors'))
+  for (const m of await s.store.readRecords<MonitorHistoryRecord>('monitor_history', { order: 'oldest', limit: SITES }))
     for (const b of m.recent)
       if (b[0] > t0) {
         added += JSON.stringify(b).length;

@@ -304,7 +304,8 @@ describe('store journal (issue 34)', () => {
     await s.close();
   });
 
-  // A monitor record with a month of history, and one more heartbeat folded in the way domain/monitors.ts does it.
+  // A monitor record with a month of history (as sitefleet kept it there before monitor_history), and one more
+  // heartbeat folded in the way domain/monitors.ts did it: the journal's patches, on a PATCHED collection.
   const monitor = (id: number, t: number): MonitorRecord => {
     let m: MonitorRecord = {
       id,
@@ -325,9 +326,9 @@ describe('store journal (issue 34)', () => {
     return {
       ...m,
       last_check: b,
-      recent: [...m.recent, b].slice(-60),
-      hours: addBeat(m.hours, 3600, 25, b),
-      days: addBeat(m.days, 86_400, 31, b),
+      recent: [...m.recent!, b].slice(-60),
+      hours: addBeat(m.hours!, 3600, 25, b),
+      days: addBeat(m.days!, 86_400, 31, b),
     };
   };
 

@@ -65,7 +65,10 @@ export function monthOfHistory(id, last, interval) {
     days = addBeat(days, 86_400, 31, b);
   }
   recent = recent.slice(-60);
-  return { id, settings: {}, status: 'up', last_check: recent.at(-1), down_since: null, open_incident: null, recent, hours, days };
+  return {
+    monitor: { id, settings: {}, status: 'up', last_check: recent.at(-1), down_since: null, open_incident: null, history_n: 1 },
+    history: { id, n: 1, recent, hours, days },
+  };
 }
 
 export async function monitorBytes({ sites: N = 5000, interval = 60, rounds = 20, flushS = 30, stepS = 1 } = {}, log = () => {}) {
@@ -91,7 +94,9 @@ export async function monitorBytes({ sites: N = 5000, interval = 60, rounds = 20
         for (let i = start; i < Math.min(N, start + 1000); i++) {
           const site = seed.sites.insert(tx, { url: sim.sites[i].url, name: `Sim ${i + 1}`, admin_username: 'admin' });
           // Last checked at some point of the interval before now: the run starts in the steady state.
-          tx.put('monitors', monthOfHistory(site.id, t0 - Math.floor((i * interval) / N), interval));
+          const { monitor, history } = monthOfHistory(site.id, t0 - Math.floor((i * interval) / N), interval);
+          tx.put('monitors', monitor);
+          tx.put('monitor_history', history);
         }
       });
     }
@@ -99,11 +104,13 @@ export async function monitorBytes({ sites: N = 5000, interval = 60, rounds = 20
     await closeServices(seed);
   }
   const shardBytes = readdirSync(dataDir)
-    .filter((f) => f.startsWith('monitors.'))
+    .filter((f) => f.startsWith('monitors.') || f.startsWith('monitor_history.'))
     .reduce((n, f) => n + statSync(join(dataDir, f)).size, 0);
   const s = await openServices(config);
   try {
-    const recordBytes = JSON.stringify(s.store.get('monitors', 1)).length;
+    const recordBytes =
+      JSON.stringify(s.store.get('monitors', 1)).length +
+      JSON.stringify((await s.store.readRecords('monitor_history', { order: 'oldest', ids: [1], limit: 1 }))[0]).length;
     s.monitors.now = () => clock;
     // Leases are claimed and the first pass scheduled before the measured run.
     await s.monitors.pass();
@@ -133,7 +140,14 @@ export async function monitorBytes({ sites: N = 5000, interval = 60, rounds = 20
     const checks = s.monitors.schedulerStats().checks;
     let beatChars = 0;
     let beats = 0;
-    for (const m of s.store.all('monitors'))
+    const histories = [];
+    for (let above = 0; ;) {
+      const page = await s.store.readRecords('monitor_history', { order: 'oldest', above, limit: 1000 });
+      histories.push(...page);
+      if (page.length < 1000) break;
+      above = page.at(-1).id;
+    }
+    for (const m of histories)
       for (const b of m.recent ?? [])
         if (b[0] > t0) {
           beatChars += JSON.stringify(b).length;

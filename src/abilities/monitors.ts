@@ -161,8 +161,8 @@ export const listMonitors = defineAbility({
   }),
   output: paged(Monitor).extend({ fleet_settings: Settings }),
   annotations: ro,
-  execute: (i, ctx) => {
-    const { items, total } = ctx.monitors.page(i, i.page, i.per_page);
+  execute: async (i, ctx) => {
+    const { items, total } = await ctx.monitors.page(i, i.page, i.per_page);
     return { items, page: i.page, per_page: i.per_page, total, fleet_settings: ctx.monitors.fleetSettings() };
   },
 });
@@ -176,9 +176,9 @@ export const getSiteUptime = defineAbility({
   input: z.object({ site_id_or_domain: SiteRef }),
   output: Monitor.extend({ settings: Settings, own_settings: Settings.partial(), open_incident: Incident.nullable() }),
   annotations: ro,
-  execute: (i, ctx) => {
+  execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const view = ctx.monitors.summary(site);
+    const view = await ctx.monitors.summary(site);
     const open = view.open_incident_id ? ctx.monitors.incident(view.open_incident_id) : undefined;
     return {
       ...view,
@@ -203,9 +203,9 @@ export const listHeartbeats = defineAbility({
   }),
   output: paged(Heartbeat),
   annotations: ro,
-  execute: (i, ctx) => {
+  execute: async (i, ctx) => {
     const site = ctx.sites.resolve(i.site_id_or_domain);
-    const beats = ctx.monitors.heartbeats(site.id, {
+    const beats = await ctx.monitors.heartbeats(site.id, {
       since: i.since ? Math.floor(Date.parse(i.since) / 1000) : undefined,
       status: i.status,
     });

@@ -1,13 +1,17 @@
 // Uptime monitoring: a monitor per site (on by default; fleet defaults and per-site settings), checked on a schedule
 // with bounded concurrency and jitter, one check of a site at a time, by one process at a time (partition leases in
-// the store, leases.ts). Heartbeats fold into bounded, compacted history on the monitor record (the last RAW_KEPT
-// beats, HOURS_KEPT hourly and DAYS_KEPT daily buckets with a response-time histogram); a change of state opens or
-// closes an incident in the same transaction and is announced (webhooks, MCP subscribers).
+// the store, leases.ts). Heartbeats fold into bounded, compacted history (the last RAW_KEPT beats, HOURS_KEPT hourly
+// and DAYS_KEPT daily buckets with a response-time histogram) in a record of its own, `monitor_history`, a cold
+// collection: the monitor record keeps the state (last check, up or down, open incident) that scheduling reads. A
+// change of state opens or closes an incident in the same transaction and is announced (webhooks, MCP subscribers).
 //
-// Writes: beats wait in memory and are written every `monitorFlushMs` in one commit; a beat that changes a site's
-// state is written at once. A partition given to another process is flushed in the transaction that releases it,
-// so its next check is scheduled from the true last check. If a process dies, the beats it had not written yet
-// (at most one flush period) are lost and the taker may check those sites again early.
+// Writes: beats wait in memory and are written every `monitorFlushMs`, HISTORY_BATCH sites a commit, each site's
+// history read first (a cold record) and folded only if no other process wrote it since (the monitor record's
+// history_n says which write it last saw; if not, the beats wait for the next flush); a beat that changes a site's
+// state is written at once. A partition given to another process has its state flushed in the transaction that
+// releases it, so its next check is scheduled from the true last check; its history follows with the next flush. If
+// a process dies, the beats it had not written yet (at most one flush period) are lost and the taker may check those
+// sites again early.
 import { ServiceError, errors } from '../core/errors.js';
 import type { Config } from '../config.js';
 import { log } from '../log.js';
@@ -19,6 +23,7 @@ import {
   type Bucket,
   type Cause,
   type IncidentRecord,
+  type MonitorHistoryRecord,
   type MonitorRecord,
   type MonitorSettings,
 } from '../store/monitor-records.js';
@@ -32,6 +37,8 @@ import { UptimeChecker, type CheckOutcome } from './uptime-check.js';
 export const RAW_KEPT = 60;
 export const HOURS_KEPT = 25;
 export const DAYS_KEPT = 31;
+/** Sites whose history one commit writes at most: a flush holds this many histories (read before it) at once. */
+export const HISTORY_BATCH = 500;
 /** Incidents kept (newest); older resolved ones are deleted. */
 export const INCIDENTS_KEPT = 10_000;
 export const PARTITIONS = 16;
@@ -108,7 +115,51 @@ const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/,
 const nowS = () => Math.floor(Date.now() / 1000);
 
 export function emptyMonitor(id: number): MonitorRecord {
-  return { id, settings: {}, status: 'pending', last_check: null, down_since: null, open_incident: null, recent: [], hours: [], days: [] };
+  return { id, settings: {}, status: 'pending', last_check: null, down_since: null, open_incident: null };
+}
+
+const emptyHistoryOf = (id: number): MonitorHistoryRecord => ({ id, n: 0, recent: [], hours: [], days: [] });
+
+/** The history an older sitefleet kept in the monitor record itself, while it is there (see moveHistory). */
+function legacyHistory(m: MonitorRecord | undefined): MonitorHistoryRecord | null {
+  if (!m || (!m.recent && !m.hours && !m.days)) return null;
+  return { id: m.id, n: m.history_n ?? 0, recent: m.recent ?? [], hours: m.hours ?? [], days: m.days ?? [] };
+}
+
+/** The monitor record without the history an older sitefleet kept in it. */
+function withoutHistory(m: MonitorRecord): MonitorRecord {
+  const { recent: _r, hours: _h, days: _d, ...rest } = m;
+  return rest;
+}
+
+/**
+ * The histories of some sites (at most RECORD_READ_BATCH), by site; a site never checked has none. The monitor
+ * records are looked at first: a history moved out of one since is then found in the collection.
+ */
+export async function readHistories(store: Store, ids: readonly number[]): Promise<Map<number, MonitorHistoryRecord>> {
+  const out = new Map<number, MonitorHistoryRecord>();
+  for (const id of ids) {
+    const old = legacyHistory(store.get<MonitorRecord>('monitors', id));
+    if (old) out.set(id, old);
+  }
+  if (!ids.length) return out;
+  for (const h of await store.readRecords<MonitorHistoryRecord>('monitor_history', { order: 'oldest', ids, limit: ids.length }))
+    out.set(h.id, h);
+  return out;
+}
+
+/** `h` with `beats` counted (in time order, whatever order they come in), as write `n`. Lists kept are not changed. */
+export function foldHistory(h: MonitorHistoryRecord, beats: readonly Beat[], n: number): MonitorHistoryRecord {
+  let { recent, hours, days } = h;
+  for (const beat of [...beats].sort((a, b) => a[0] - b[0])) {
+    hours = addBeat(hours, 3600, HOURS_KEPT, beat);
+    days = addBeat(days, 86_400, DAYS_KEPT, beat);
+    const last = recent[recent.length - 1];
+    // Older than the newest kept (another process wrote a later check first): put in its place.
+    recent = last && beat[0] < last[0] ? [...recent, beat].sort((a, b) => a[0] - b[0]) : [...recent, beat];
+    if (recent.length > RAW_KEPT) recent = recent.slice(-RAW_KEPT);
+  }
+  return { id: h.id, n, recent, hours, days };
 }
 
 function newBucket(start: number): Bucket {
@@ -232,6 +283,11 @@ export class MonitorService {
   readonly checker: UptimeChecker;
   readonly leases: PartitionLeases;
   private pending = new Map<number, PendingBeat[]>();
+  /**
+   * Beats whose state is written but not their history: folded by a lease release (state only), or whose history was
+   * written by another process after this one read it. The next flush writes them.
+   */
+  private historyWaiting = new Map<number, Beat[]>();
   /** What a lease release's write folded, by partition, until it has committed (flushInTx). */
   private releasing = new Map<number, { taken: Map<number, Set<PendingBeat>>; events: MonitorEvent[] }>();
   private due = new Map<number, number>();
@@ -252,6 +308,8 @@ export class MonitorService {
   /** Each scheduled site's next check (`due`), by time: what a pass between scans takes the due checks from. */
   private readonly queue = new DueQueue();
   private flushing: Promise<void> = Promise.resolve();
+  /** The move of an older sitefleet's history started by start() (moveHistory). */
+  private moving: Promise<void> = Promise.resolve();
   private stats: SchedulerStats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0 };
 
   constructor(
@@ -342,6 +400,11 @@ export class MonitorService {
 
   start(): void {
     if (this.timer) return;
+    this.moving = this.moveHistory().then(
+      (n) => void (n && log('info', 'monitor history moved out of the monitor records', { monitors: n })),
+      (e: unknown) =>
+        log('error', 'moving the monitor history failed (read where it is; tried again at the next start)', { err: String(e) }),
+    );
     this.startedAt = this.now();
     const every = Math.max(50, Math.min(250, ((this.config.monitorIntervalS ?? INTERVAL_MIN_S) * 1000) / 4));
     this.timer = setInterval(() => void this.tick(), every);
@@ -349,9 +412,10 @@ export class MonitorService {
     setImmediate(() => void this.tick());
   }
 
-  /** A removed site's monitor and incidents go with it (monitor id = site id; site ids are never reused). */
+  /** A removed site's monitor, history and incidents go with it (monitor id = site id; site ids are never reused). */
   forgetSite(tx: Tx, siteId: number): void {
     tx.delete('monitors', siteId);
+    tx.delete('monitor_history', siteId);
     for (const i of [...tx.all<{ id: number; site_id: number }>('incidents')]) if (i.site_id === siteId) tx.delete('incidents', i.id);
   }
 
@@ -359,9 +423,11 @@ export class MonitorService {
     if (!this.timer) return this.checker.close();
     clearInterval(this.timer);
     this.timer = null;
+    await this.moving;
     await Promise.allSettled([...this.inflight.values()]);
     while (this.ticking) await new Promise((r) => setTimeout(r, 10));
-    await this.flush().catch(() => {});
+    // A history another process wrote meanwhile leaves beats waiting for one more read: a few flushes, not one.
+    for (let n = 0; n < 3 && (n === 0 || this.historyWaiting.size); n++) await this.flush().catch(() => {});
     await this.leases.releaseAll().catch(() => {});
     await this.checker.close();
   }
@@ -578,37 +644,51 @@ export class MonitorService {
 
   // ---- history --------------------------------------------------------------------------------------------
 
-  /** Writes waiting beats (of `ids`, or all) in one commit, then announces the incidents it opened or closed. */
+  /**
+   * Writes waiting beats (of `ids`, or all), HISTORY_BATCH sites a commit, each site's history read just before, then
+   * announces the incidents each commit opened or closed.
+   */
   flush(ids?: number[]): Promise<void> {
     const run = async () => {
-      const events: MonitorEvent[] = [];
       const taken = new Map<number, PendingBeat[]>();
-      for (const id of ids ?? [...this.pending.keys()]) {
+      const history = new Map<number, Beat[]>();
+      for (const id of ids ?? [...this.pending.keys(), ...this.historyWaiting.keys()]) {
         const list = this.pending.get(id);
-        if (list?.length) {
-          taken.set(id, list);
-          this.pending.delete(id);
-        }
+        if (list?.length) taken.set(id, list);
+        this.pending.delete(id);
+        const waiting = this.historyWaiting.get(id);
+        if (waiting?.length) history.set(id, waiting);
+        this.historyWaiting.delete(id);
       }
-      if (!taken.size) return;
-      try {
-        await this.store.write((tx) => {
-          events.length = 0;
-          for (const [id, list] of taken) this.fold(tx, id, list, events);
-        });
-      } catch (e) {
-        // Not written: put them back in front of newer beats, for the next flush.
-        for (const [id, list] of taken) this.pending.set(id, [...list, ...(this.pending.get(id) ?? [])].slice(-RAW_KEPT * 4));
-        throw e;
-      }
-      for (const e of events)
-        for (const l of this.listeners) {
-          try {
-            l(e);
-          } catch (err) {
-            log('error', 'monitor listener failed', { err: String(err) });
+      const all = [...new Set([...taken.keys(), ...history.keys()])];
+      for (let i = 0; i < all.length; i += HISTORY_BATCH) {
+        const chunk = all.slice(i, i + HISTORY_BATCH);
+        const events: MonitorEvent[] = [];
+        const stale: number[] = [];
+        try {
+          const priors = await readHistories(this.store, chunk);
+          await this.store.write((tx) => {
+            events.length = 0;
+            stale.length = 0;
+            for (const id of chunk) {
+              const beats = [...(history.get(id) ?? []), ...(taken.get(id) ?? []).map((b) => b.beat)];
+              this.fold(tx, id, taken.get(id) ?? [], { beats, prior: priors.get(id) ?? null, stale }, events);
+            }
+          });
+        } catch (e) {
+          // Not written: put this chunk's beats and the rest back in front of newer ones, for the next flush.
+          for (const id of all.slice(i)) {
+            const list = taken.get(id);
+            if (list) this.pending.set(id, [...list, ...(this.pending.get(id) ?? [])].slice(-RAW_KEPT * 4));
+            const waiting = history.get(id);
+            if (waiting) this.waitForHistory(id, waiting);
           }
+          throw e;
         }
+        // Another process wrote these histories after they were read: their beats wait for the next read.
+        for (const id of stale) this.waitForHistory(id, [...(history.get(id) ?? []), ...(taken.get(id) ?? []).map((b) => b.beat)]);
+        this.announce(events);
+      }
     };
     // Flushes run one after another, so beats of a site are folded in order.
     const p = this.flushing.then(run, run);
@@ -616,18 +696,35 @@ export class MonitorService {
     return p;
   }
 
+  /** Beats whose history is still to be written, before any newer ones waiting (at most RAW_KEPT * 4 a site). */
+  private waitForHistory(id: number, beats: readonly Beat[]): void {
+    this.historyWaiting.set(id, [...beats, ...(this.historyWaiting.get(id) ?? [])].slice(-RAW_KEPT * 4));
+  }
+
+  private announce(events: readonly MonitorEvent[]): void {
+    for (const e of events)
+      for (const l of this.listeners) {
+        try {
+          l(e);
+        } catch (err) {
+          log('error', 'monitor listener failed', { err: String(err) });
+        }
+      }
+  }
+
   /**
-   * Inside a transaction (a lease release): fold the waiting beats of the sites `which` selects. The function may run
-   * more than once before it commits (the PostgreSQL engine's dry run), so it only notes what it folded, by partition
-   * (a run replaces the note of the one before); once the release has committed, `released` takes the beats of the
-   * partitions it gave up out of `pending` and announces their events.
+   * Inside a transaction (a lease release): fold the state of the waiting beats of the sites `which` selects (their
+   * history follows with the next flush: it needs a read first). The function may run more than once before it
+   * commits (the PostgreSQL engine's dry run), so it only notes what it folded, by partition (a run replaces the note
+   * of the one before); once the release has committed, `released` takes the beats of the partitions it gave up out
+   * of `pending`, hands them to the history, and announces their events.
    */
   private flushInTx(tx: Tx, partition: number, which: (id: number) => boolean): void {
     const events: MonitorEvent[] = [];
     const taken = new Map<number, Set<PendingBeat>>();
     for (const [id, list] of this.pending) {
       if (!which(id)) continue;
-      this.fold(tx, id, list, events);
+      this.fold(tx, id, list, null, events);
       taken.set(id, new Set(list));
     }
     this.releasing.set(partition, { taken, events });
@@ -642,32 +739,34 @@ export class MonitorService {
         const rest = (this.pending.get(id) ?? []).filter((b) => !beats.has(b));
         if (rest.length) this.pending.set(id, rest);
         else this.pending.delete(id);
+        this.waitForHistory(
+          id,
+          [...beats].map((b) => b.beat),
+        );
       }
-      for (const e of events)
-        for (const l of this.listeners) {
-          try {
-            l(e);
-          } catch {
-            /* logged elsewhere */
-          }
-        }
+      this.announce(events);
     }
   }
 
-  private fold(tx: Tx, id: number, beats: PendingBeat[], events: MonitorEvent[]): void {
+  /**
+   * Folds a site's beats into its monitor record (state: last check, up or down, incidents) and, unless `history` is
+   * null, `history.beats` into the history read before the write (`prior`). A prior that is not the history the
+   * monitor record last saw (another process wrote one since) is not written: the site goes into `history.stale`.
+   */
+  private fold(
+    tx: Tx,
+    id: number,
+    beats: readonly PendingBeat[],
+    history: { beats: readonly Beat[]; prior: MonitorHistoryRecord | null; stale: number[] } | null,
+    events: MonitorEvent[],
+  ): void {
     const site = tx.get<SiteRecord>('sites', id);
     if (!site) return; // removed meanwhile
-    let m = tx.get<MonitorRecord>('monitors', id) ?? emptyMonitor(id);
-    m = { ...m };
+    const cur = tx.get<MonitorRecord>('monitors', id) ?? emptyMonitor(id);
+    let m = { ...cur };
     for (const { beat, message } of beats) {
-      m.hours = addBeat(m.hours, 3600, HOURS_KEPT, beat);
-      m.days = addBeat(m.days, 86_400, DAYS_KEPT, beat);
-      if (m.last_check && beat[0] < m.last_check[0]) {
-        // Older than what is recorded (another process wrote a later check first): history only, no change of state.
-        m.recent = [...m.recent, beat].sort((a, b) => a[0] - b[0]).slice(-RAW_KEPT);
-        continue;
-      }
-      m.recent = [...m.recent, beat].slice(-RAW_KEPT);
+      // Older than what is recorded (another process wrote a later check first): history only, no change of state.
+      if (m.last_check && beat[0] < m.last_check[0]) continue;
       m.last_check = beat;
       const info = { id: site.id, url: site.url, name: site.name };
       if (!beat[1]) {
@@ -706,7 +805,45 @@ export class MonitorService {
         m.open_incident = null;
       }
     }
-    tx.put<MonitorRecord>('monitors', m);
+    if (history?.beats.length) {
+      const n = cur.history_n ?? 0;
+      const prior = history.prior ?? emptyHistoryOf(id);
+      if (prior.n !== n || (!history.prior && legacyHistory(cur))) history.stale.push(id);
+      else {
+        tx.put<MonitorHistoryRecord>('monitor_history', foldHistory(prior, history.beats, n + 1));
+        m = { ...withoutHistory(m), history_n: n + 1 };
+      }
+    }
+    if (beats.length || m.history_n !== cur.history_n) tx.put<MonitorRecord>('monitors', m);
+  }
+
+  /**
+   * Moves the history that an older sitefleet kept in the monitor records into `monitor_history`, HISTORY_BATCH sites a
+   * commit (run at start; any process may, at once: a monitor moved already is left alone). Answers how many moved.
+   */
+  async moveHistory(): Promise<number> {
+    let moved = 0;
+    for (;;) {
+      const ids: number[] = [];
+      for (const m of this.store.all<MonitorRecord>('monitors')) {
+        if (legacyHistory(m)) ids.push(m.id);
+        if (ids.length >= HISTORY_BATCH) break;
+      }
+      if (!ids.length) return moved;
+      moved += await this.store.write((tx) => {
+        let n = 0;
+        for (const id of ids) {
+          const cur = tx.get<MonitorRecord>('monitors', id);
+          const old = legacyHistory(cur);
+          if (!cur || !old) continue;
+          const next = (cur.history_n ?? 0) + 1;
+          tx.put<MonitorHistoryRecord>('monitor_history', { ...old, n: next });
+          tx.put<MonitorRecord>('monitors', { ...withoutHistory(cur), history_n: next });
+          n++;
+        }
+        return n;
+      });
+    }
   }
 
   private trimIncidents(tx: Tx): void {
@@ -735,10 +872,15 @@ export class MonitorService {
     return i && this.sites.access.seesSite(i.site_id) ? i : undefined;
   }
 
+  /** A site's history as written (a read of the store: not held in memory on PostgreSQL); null before its first check. */
+  async history(siteId: number): Promise<MonitorHistoryRecord | null> {
+    return (await readHistories(this.store, [siteId])).get(siteId) ?? null;
+  }
+
   /** A site's kept heartbeats newest first, at or after `since` (epoch s), only up or only down when asked. */
-  heartbeats(siteId: number, filter: { since?: number; status?: 'up' | 'down' } = {}): Beat[] {
+  async heartbeats(siteId: number, filter: { since?: number; status?: 'up' | 'down' } = {}): Promise<Beat[]> {
     const since = filter.since ?? -Infinity;
-    return [...(this.record(siteId)?.recent ?? [])]
+    return [...((await this.history(siteId))?.recent ?? [])]
       .reverse()
       .filter((b) => b[0] >= since && (!filter.status || (filter.status === 'up') === (b[1] === 1)));
   }
@@ -753,24 +895,40 @@ export class MonitorService {
 
   // ---- what callers see ------------------------------------------------------------------------------------
 
-  /** The monitors of the sites a filter names (and, when given, in one state), a page of them with their summaries. */
-  page(q: { search?: string; include?: number[]; exclude?: number[]; status?: MonitorStatus }, page: number, perPage: number) {
+  /**
+   * The monitors of the sites a filter names (and, when given, in one state), a page of them with their summaries (the
+   * page's histories in one read).
+   */
+  async page(q: { search?: string; include?: number[]; exclude?: number[]; status?: MonitorStatus }, page: number, perPage: number) {
     const all = this.sites
       .filter({ search: q.search, include: q.include, exclude: q.exclude }, () => new Set())
       .filter((s) => !q.status || this.statusOf(s) === q.status);
     const now = nowS();
     const counts = { d7: this.incidentCounts(now - 7 * DAY_S), d30: this.incidentCounts(now - 30 * DAY_S) };
-    return { items: paginate(all, page, perPage).map((s) => this.summary(s, counts)), total: all.length };
+    const shown = paginate(all, page, perPage);
+    const histories = await readHistories(
+      this.store,
+      shown.map((s) => s.id),
+    );
+    return { items: shown.map((s) => this.summaryOf(s, histories.get(s.id) ?? null, counts)), total: all.length };
   }
 
   /** A site's monitor as callers see it: state, last check, uptime over 24 h / 7 d / 30 d, response times, incidents, hours. */
-  summary(site: SiteRecord, counts?: { d7: Map<number, number>; d30: Map<number, number> }): MonitorSummary {
+  async summary(site: SiteRecord): Promise<MonitorSummary> {
+    return this.summaryOf(site, await this.history(site.id));
+  }
+
+  private summaryOf(
+    site: SiteRecord,
+    h: MonitorHistoryRecord | null,
+    counts?: { d7: Map<number, number>; d30: Map<number, number> },
+  ): MonitorSummary {
     const m = this.record(site.id);
     const now = nowS();
     const last = m?.last_check ?? null;
-    const day = summarise(m?.hours ?? [], now - DAY_S);
-    const s7 = summarise(m?.days ?? [], Math.floor(now / DAY_S) * DAY_S - 6 * DAY_S);
-    const s30 = summarise(m?.days ?? [], Math.floor(now / DAY_S) * DAY_S - 29 * DAY_S);
+    const day = summarise(h?.hours ?? [], now - DAY_S);
+    const s7 = summarise(h?.days ?? [], Math.floor(now / DAY_S) * DAY_S - 6 * DAY_S);
+    const s30 = summarise(h?.days ?? [], Math.floor(now / DAY_S) * DAY_S - 29 * DAY_S);
     const c = counts ?? { d7: this.incidentCounts(now - 7 * DAY_S), d30: this.incidentCounts(now - 30 * DAY_S) };
     return {
       id: site.id,
@@ -790,7 +948,7 @@ export class MonitorService {
       response_ms: { avg: day.avg_ms, min: day.min_ms, max: day.max_ms, p50: day.p50_ms, p95: day.p95_ms, p99: day.p99_ms },
       incidents_7d: c.d7.get(site.id) ?? 0,
       incidents_30d: c.d30.get(site.id) ?? 0,
-      hourly: hourly(m?.hours ?? [], now),
+      hourly: hourly(h?.hours ?? [], now),
     };
   }
 

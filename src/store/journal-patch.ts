@@ -8,7 +8,7 @@
 import type { CollectionName, Rec } from './engine.js';
 
 /** Collections whose records are replaced, never changed in place, and may be journalled as patches. */
-export const PATCHED: ReadonlySet<CollectionName> = new Set<CollectionName>(['monitors']);
+export const PATCHED: ReadonlySet<CollectionName> = new Set<CollectionName>(['monitors', 'monitor_history']);
 
 /**
  * What a commit changed in a record: `s` fields set whole, `d` fields removed, `a` lists as

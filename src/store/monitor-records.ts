@@ -42,6 +42,25 @@ export interface MonitorRecord {
   /** Epoch seconds the current down run began, null while up. */
   down_since: number | null;
   open_incident: number | null;
+  /**
+   * How many writes of its history (MonitorHistoryRecord.n) this monitor has seen: a history read before a write is
+   * folded into only if it is still the one this says (another process may have written one since).
+   */
+  history_n?: number;
+  /**
+   * The history as sitefleet kept it in this record before it had a collection of its own: read while there, and
+   * moved out by the first write of the history (or by the move at start, MonitorService.moveHistory).
+   */
+  recent?: Beat[];
+  hours?: Bucket[];
+  days?: Bucket[];
+}
+
+/** A monitor's history (id = site id; the `monitor_history` collection, cold: not held in memory on PostgreSQL). */
+export interface MonitorHistoryRecord {
+  id: number;
+  /** Writes of this history so far (the monitor record's history_n says which one it last saw). */
+  n: number;
   /** Newest last, at most RAW_KEPT. */
   recent: Beat[];
   /** Hourly buckets, newest last, at most HOURS_KEPT. */

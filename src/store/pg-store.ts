@@ -649,7 +649,7 @@ export class PgStore implements Store {
     return this.data.get(col)!.size;
   }
 
-  /** A cold collection's records: one SELECT (on the listening connection, beside commits). */
+  /** A cold collection's records: one SELECT (on a reader's connection, beside commits). */
   async readRecords<T extends Rec>(col: CollectionName, q: RecordQuery): Promise<T[]> {
     checkQuery(col, q);
     if (q.limit === 0) return [];
@@ -657,6 +657,7 @@ export class PgStore implements Store {
     const cond = this.whereSql(q.where, params);
     if (q.below !== undefined) cond.push(`id < $${params.push(q.below)}`);
     if (q.above !== undefined) cond.push(`id > $${params.push(q.above)}`);
+    if (q.ids) cond.push(`id = ANY($${params.push(q.ids)}::int[])`);
     const sql = `SELECT data FROM sitefleet_rows WHERE ${cond.join(' AND ')}
                  ORDER BY id ${q.order === 'newest' ? 'DESC' : 'ASC'} OFFSET $${params.push(q.offset ?? 0)} LIMIT $${params.push(q.limit)}`;
     return (await this.select<{ data: T }>(sql, params, col)).map((r) => r.data);

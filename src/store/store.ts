@@ -540,10 +540,6 @@ export class LowdbStore implements StoreEngine {
     this.refreshIfStale();
     const map = this.data.get(col)!;
     const lo = Math.max(q.above ?? 0, 0) + 1;
-    // The top: the counter, or a record put with a higher id (a test's, a restore's); looked for only without `below`.
-    let top = this.meta.counters[col] ?? 0;
-    if (q.below === undefined) for (const id of map.keys()) if (id > top) top = id;
-    const hi = Math.min(q.below ?? Infinity, top + 1) - 1;
     const out: T[] = [];
     let skip = q.offset ?? 0;
     const take = (r: Rec | undefined): boolean => {
@@ -552,6 +548,18 @@ export class LowdbStore implements StoreEngine {
       else out.push(r as T);
       return out.length < q.limit;
     };
+    if (q.ids) {
+      if (q.limit === 0) return out;
+      const ids = [...new Set(q.ids)]
+        .filter((id) => id >= lo && id < (q.below ?? Infinity))
+        .sort((a, b) => (q.order === 'newest' ? b - a : a - b));
+      for (const id of ids) if (!take(map.get(id))) break;
+      return out;
+    }
+    // The top: the counter, or a record put with a higher id (a test's, a restore's); looked for only without `below`.
+    let top = this.meta.counters[col] ?? 0;
+    if (q.below === undefined) for (const id of map.keys()) if (id > top) top = id;
+    const hi = Math.min(q.below ?? Infinity, top + 1) - 1;
     if (q.limit === 0 || hi < lo) return out;
     if (hi - lo > 4 * map.size + 1024) {
       const ids = [...map.keys()].filter((id) => id >= lo && id <= hi).sort((a, b) => (q.order === 'newest' ? b - a : a - b));

@@ -1,4 +1,5 @@
-// A partition of uptime checks handed to another process is flushed in the write that releases it. On PostgreSQL that
+// A partition of uptime checks handed to another process has its state flushed in the write that releases it (its
+// history follows with the next flush). On PostgreSQL that
 // write's function runs more than once (a dry run finds its locks, then it runs for real): the beats it folds must be
 // written once and leave the process's queue only when the release has committed.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,6 +47,12 @@ describe('monitor partitions on PostgreSQL', () => {
       await other.close();
       // Announced once, after the commit (the first beat of a site opens no incident by itself, or opens one once).
       expect(events.length).toBeLessThanOrEqual(1);
+      // Its history (a cold record, read before it is written) follows with the next flush: the beat once.
+      expect(await s.monitors.history(site)).toBeNull();
+      await s.monitors.flush();
+      expect((await s.monitors.history(site))?.recent).toEqual([beat]);
+      await s.monitors.flush();
+      expect((await s.monitors.history(site))?.recent).toEqual([beat]);
     } finally {
       clearInterval(m.timer!);
       m.timer = null;

@@ -3,14 +3,14 @@
 // site's last sync), changes made on the sites through the dashboard (the audit log) and costs. Every list is bounded
 // (LIST_MAX, or SITES_LISTED for the per-site table) and says how many more there were; totals count everything.
 import type { SiteRecord } from '../../store/records.js';
-import type { Store } from '../../store/engine.js';
+import { RECORD_READ_BATCH, type Store } from '../../store/engine.js';
 import type { UpdateHistoryRecord } from '../../store/health-records.js';
-import type { IncidentRecord, MonitorRecord } from '../../store/monitor-records.js';
+import type { IncidentRecord } from '../../store/monitor-records.js';
 import type { Branding, VulnerabilityLogRecord } from '../../store/report-records.js';
 import { newestFirst } from '../audit.js';
 import { cents, type CostService } from '../costs.js';
 import type { SiteSecurity } from '../fleet-security.js';
-import { DAYS_KEPT } from '../monitors.js';
+import { DAYS_KEPT, readHistories } from '../monitors.js';
 import type { Period } from './period.js';
 
 /** Items each list of a report shows at most (the rest are counted: "and N more"). */
@@ -189,18 +189,26 @@ export async function gatherReport(
   let up = 0;
   let down = 0;
   const perSite = new Map<number, { up: number; down: number; incidents: number; downtime: number }>();
-  for (const s of sites) {
-    const m = store.get<MonitorRecord>('monitors', s.id);
-    const row = { up: 0, down: 0, incidents: 0, downtime: 0 };
-    for (const b of m?.days ?? []) {
-      const t = b[0]! * 1000;
-      if (t < from - DAY + 1 || t >= to) continue;
-      row.up += b[1]!;
-      row.down += b[2]!;
+  // The histories are read from the store (not held in memory on PostgreSQL), RECORD_READ_BATCH sites at a time, and
+  // only their sums are kept.
+  for (let i = 0; i < sites.length; i += RECORD_READ_BATCH) {
+    const chunk = sites.slice(i, i + RECORD_READ_BATCH);
+    const histories = await readHistories(
+      store,
+      chunk.map((s) => s.id),
+    );
+    for (const s of chunk) {
+      const row = { up: 0, down: 0, incidents: 0, downtime: 0 };
+      for (const b of histories.get(s.id)?.days ?? []) {
+        const t = b[0]! * 1000;
+        if (t < from - DAY + 1 || t >= to) continue;
+        row.up += b[1]!;
+        row.down += b[2]!;
+      }
+      up += row.up;
+      down += row.down;
+      perSite.set(s.id, row);
     }
-    up += row.up;
-    down += row.down;
-    perSite.set(s.id, row);
   }
   const incidents: Array<IncidentRecord & { overlap: number }> = [];
   for (const i of store.all<IncidentRecord>('incidents')) {
