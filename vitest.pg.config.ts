@@ -49,6 +49,7 @@ export default defineConfig({
       'test/cold-site-data.test.ts',
       'test/cold-records.test.ts',
       'test/monitor-history.test.ts',
+      'test/audit-verify-interleaved.test.ts',
       'test/tags-index.test.ts',
       'test/scope-sweep.test.ts',
     ],
