@@ -216,3 +216,55 @@ it('takes added, removed and moved sites in at their places without sorting the 
     await closeServices(t);
   }
 });
+
+it('keeps the completion indexes through edits and syncs, and builds them again for an added, removed, renamed or moved site', async () => {
+  const t = await openServices(loadConfig({ dataDir: tempDir() }, {}));
+  try {
+    const ids = await t.store.write((tx) =>
+      Array.from({ length: 40 }, (_, i) => t.sites.insert(tx, { url: `https://shop${i}.example.com/`, name: `Bakery ${i}` }).id),
+    );
+    // The answer's meaning: domains, then names, starting with the text, each by key then id; an id names itself.
+    const want = (text: string, limit: number) => {
+      const all = [...t.store.all<SiteRecord>('sites')];
+      const by = (key: (s: SiteRecord) => string, p: string) =>
+        all
+          .filter((s) => key(s).startsWith(p))
+          .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.id - b.id))
+          .map((s) => s.id);
+      const exact = /^\d+$/.test(text) && t.store.get('sites', Number(text)) ? [Number(text)] : [];
+      const found = [
+        ...new Set([...exact, ...by((s) => siteKey(s.url), siteKey(text)), ...by((s) => s.name.toLowerCase(), text.toLowerCase())]),
+      ];
+      return { ids: found.slice(0, limit), more: found.length > limit };
+    };
+    const check = (what: string) => {
+      for (const [text, limit] of [
+        ['shop1', 5],
+        ['bakery 2', 20],
+        ['renamed', 5],
+        ['moved', 5],
+        [String(ids[3]), 3],
+      ] as const) {
+        const got = t.sites.suggest(text, limit);
+        expect({ ids: got.sites.map((s) => s.id), more: got.more }, `${what}: ${text}`).toEqual(want(text, limit));
+      }
+    };
+    check('built');
+    const builds = t.sites.prefixBuilds;
+    for (let k = 0; k < 5; k++) await t.sites.edit(ids[k]!, { notes: `edit ${k}` });
+    await t.store.write((tx) => t.sites.patch(tx, ids[6]!, { last_sync: new Date().toISOString(), wp_version: '6.9' }));
+    check('edits and a sync');
+    expect(t.sites.prefixBuilds).toBe(builds);
+    await t.sites.edit(ids[7]!, { name: 'Renamed bakery' });
+    check('a rename');
+    await t.store.write((tx) => t.sites.patch(tx, ids[8]!, { url: 'https://moved.example.com/' }));
+    check('a new URL');
+    await t.store.write((tx) => t.sites.insert(tx, { url: 'https://shop100.example.com/', name: 'New' }));
+    check('an added site');
+    await t.sites.remove(ids[11]!);
+    check('a removed site');
+    expect(t.sites.prefixBuilds).toBe(builds + 4);
+  } finally {
+    await closeServices(t);
+  }
+});
