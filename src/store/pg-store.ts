@@ -50,9 +50,10 @@
 // cache); readBlob runs a SELECT for the one asked, through a cache bounded by COLD_CACHE_BYTES, and readBlobs one
 // SELECT for up to BLOB_READ_BATCH of them.
 //
-// Cold collections (engine.ts COLD_COLLECTIONS: the audit log) are not held either: memory keeps which ids are there (8
-// bytes an id, so `count` stays synchronous), a catch-up brings only that, a write's records of theirs go only into its
-// rows (as cold blobs do), and readRecords / countRecords run a SELECT with the field tests in SQL (whereSql).
+// Cold collections (engine.ts COLD_COLLECTIONS: the audit log, the monitors' history) are not held either: memory keeps
+// which ids are there (8 bytes an id, so `count` stays synchronous), a catch-up brings only that, a write's records of
+// theirs go only into its rows (as cold blobs do), and readRecords / countRecords run a SELECT with the field tests in
+// SQL (whereSql).
 //
 // Reads: other processes' commits reach memory when their NOTIFY arrives (LISTEN on a second connection), and a
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
