@@ -186,6 +186,28 @@ describe.each([2, 1])('sitefleet migrate on a fleet written by the format-%i eng
       expect(plugins.status).toBe(200);
       const synced = dataOf('site-data', 5) as { plugins: Array<{ slug: string }> };
       expect(plugins.body.data.map((x: { slug: string }) => x.slug).sort()).toEqual(synced.plugins.map((x) => x.slug).sort());
+      // Site 1's uptime history, kept in its monitor record by the old engine: answered, and moved out of the record
+      // (to monitor_history, not held in memory) when monitoring starts, the same.
+      const legacy = dataOf('monitors', 1) as { recent: Array<[number, number]>; days: unknown[] };
+      expect(legacy.recent.length).toBeGreaterThan(0);
+      const beats = await fetch(
+        `${p.url}/wp-json/wp-abilities/v1/abilities/svc/list-heartbeats-v1/run?input[site_id_or_domain]=1&input[per_page]=100`,
+        { headers: { authorization: `Bearer ${creds.read_key}` } },
+      );
+      const shown = (await beats.json()) as { total: number };
+      expect(shown.total).toBe(legacy.recent.length);
+      const moved = await until(
+        async () =>
+          (
+            await db.query<{ data: { recent: unknown[]; days: unknown[] } }>(
+              `SELECT data FROM sitefleet_rows WHERE kind = 'monitor_history' AND id = 1`,
+            )
+          ).rows[0],
+        (r) => r !== undefined,
+      );
+      expect(moved.data).toMatchObject({ recent: legacy.recent, days: legacy.days });
+      const record = (await db.query<{ data: object }>(`SELECT data FROM sitefleet_rows WHERE kind = 'monitors' AND id = 1`)).rows[0]!.data;
+      expect(Object.keys(record)).not.toContain('recent');
       // Jobs: the finished one as it was; the queued one is run by today's runner (format 2's was made before job chunks).
       expect((await api(p, `/jobs/${creds.jobs.completed}`)).body.data).toMatchObject({ status: 'completed', succeeded: 3 });
       const ended = await until(
