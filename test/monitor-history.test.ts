@@ -115,6 +115,15 @@ describe('monitor history', () => {
     }
   });
 
+  it('goes on from a history whose monitor record is missing (a restore of part of a fleet), instead of waiting for ever', async () => {
+    const s = await (await fleet()).services();
+    const [a] = await addSites(s, 1);
+    await s.store.write((tx) => tx.put<MonitorHistoryRecord>('monitor_history', { id: a!, n: 3, recent: [up(T0)], hours: [], days: [] }));
+    await check(s, a!, up(T0 + 60));
+    expect((await s.monitors.history(a!))!).toMatchObject({ n: 4, recent: [up(T0), up(T0 + 60)] });
+    expect(s.store.get<MonitorRecord>('monitors', a!)!.history_n).toBe(4);
+  });
+
   it('loses no beat when another process writes the history between a read and the write: the later write waits for the next flush', async () => {
     const f = await fleet();
     const one = await f.services();

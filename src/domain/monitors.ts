@@ -762,7 +762,8 @@ export class MonitorService {
   ): void {
     const site = tx.get<SiteRecord>('sites', id);
     if (!site) return; // removed meanwhile
-    const cur = tx.get<MonitorRecord>('monitors', id) ?? emptyMonitor(id);
+    const stored = tx.get<MonitorRecord>('monitors', id);
+    const cur = stored ?? emptyMonitor(id);
     let m = { ...cur };
     for (const { beat, message } of beats) {
       // Older than what is recorded (another process wrote a later check first): history only, no change of state.
@@ -806,7 +807,8 @@ export class MonitorService {
       }
     }
     if (history?.beats.length) {
-      const n = cur.history_n ?? 0;
+      // A history without its monitor record (a restore of part of a fleet) goes on from its own count.
+      const n = stored ? (stored.history_n ?? 0) : (history.prior?.n ?? 0);
       const prior = history.prior ?? emptyHistoryOf(id);
       if (prior.n !== n || (!history.prior && legacyHistory(cur))) history.stale.push(id);
       else {
