@@ -89,6 +89,7 @@ describe('cold collections', () => {
       offset?: number;
       limit?: number;
       where?: FieldTest[];
+      ids?: number[];
     }) => ids(await s.readRecords('audit', { order: 'newest', limit: 10, ...q }));
     expect(await read({})).toEqual([5, 4, 3, 2, 1]);
     expect(await read({ order: 'oldest' })).toEqual([1, 2, 3, 4, 5]);
@@ -97,6 +98,11 @@ describe('cold collections', () => {
     expect(await read({ offset: 1, limit: 2 })).toEqual([4, 3]);
     expect(await read({ offset: 9 })).toEqual([]);
     expect(await read({ limit: 0 })).toEqual([]);
+    // A list of ids: those there, once each, in order, within the bounds and tests.
+    expect(await read({ ids: [4, 99, 2, 4, 0] })).toEqual([4, 2]);
+    expect(await read({ ids: [4, 1, 2], order: 'oldest', limit: 2 })).toEqual([1, 2]);
+    expect(await read({ ids: [1, 2, 3, 4], above: 1, where: [{ field: 'action', eq: 'even' }] })).toEqual([3]);
+    expect(await read({ ids: [] })).toEqual([]);
     const where = async (...w: FieldTest[]) => [await read({ where: w }), await s.countRecords('audit', w)];
     expect(await where({ field: 'action', eq: 'odd' })).toEqual([[4, 2], 2]);
     expect(await where({ field: 'action', ne: 'odd' })).toEqual([[5, 3, 1], 3]);
@@ -123,6 +129,10 @@ describe('cold collections', () => {
     const s = await (await fleet()).open();
     await expect(s.readRecords('audit', { order: 'newest', limit: RECORD_READ_BATCH + 1 })).rejects.toThrow(/at most 1000/);
     await expect(s.readRecords('audit', { order: 'newest', limit: RECORD_READ_BATCH })).resolves.toEqual([]);
+    const many = Array.from({ length: RECORD_READ_BATCH + 1 }, (_, i) => i + 1);
+    await expect(s.readRecords('audit', { order: 'newest', limit: 1, ids: many })).rejects.toThrow(/at most 1000 ids/);
+    await expect(s.readRecords('audit', { order: 'newest', limit: 1, ids: [1, -2] })).rejects.toThrow(/non-negative integer/);
+    await expect(s.readRecords('audit', { order: 'newest', limit: 1, ids: [1.5] })).rejects.toThrow(/non-negative integer/);
     await expect(s.readRecords('audit', { order: 'newest', limit: 1, where: [{ field: "x' OR 1=1 --", eq: 1 }] })).rejects.toThrow(
       /bad field name/,
     );
