@@ -64,6 +64,9 @@ it('answers a small tag or include list by its sites alone, exactly as a look at
     { include: [...ids.slice(0, 30), 999_999], tag_ids: [large!.id] },
     { include: ids.slice(0, 30), tag_ids: [small!.id] },
     { search: 'site1' },
+    { search: 'site1', status: 'suspended' },
+    { search: '  ', status: 'suspended' },
+    { search: '' },
     { tag_ids: [999] },
   ];
   for (const f of cases) {

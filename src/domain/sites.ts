@@ -319,16 +319,16 @@ export class SiteService {
     // The search looks in each site's search text (one string, made when the site was indexed), not in its name and
     // URL lower-cased per site per request: at 20,000 sites, 8 ms a list once the sites had been edited (their strings
     // spread over the heap), 0.5 ms this way. A search holding the separator takes the fields one by one.
-    const byField = search !== undefined && search.includes(SEP);
-    const found = (s: SiteRecord, p: number) =>
-      !search ||
-      (byField
-        ? String(s.id).includes(search) || s.name.toLowerCase().includes(search) || s.url.toLowerCase().includes(search)
-        : texts[p]!.includes(search));
+    // The text is looked at first, before the record: edited records lie all over the heap, and reading a field of
+    // each (its status) for every site made a list by status and search at 20,000 sites go from 0.5 ms to 2.2 ms
+    // after 20,000 edits.
+    const byText = search !== undefined && search !== '' && !search.includes(SEP);
+    const byField = search !== undefined && search !== '' && !byText;
     const out: SiteRecord[] = [];
     const count = places ? places.length : sorted.length;
     for (let k = 0; k < count; k++) {
       const p = places ? places[k]! : k;
+      if (byText && !texts[p]!.includes(search)) continue;
       const s = sorted[p]!;
       if (
         (!inTags || inTags.has(s.id)) &&
@@ -336,7 +336,7 @@ export class SiteService {
         (!exclude || !exclude.has(s.id)) &&
         (!status || (status === 'available_update' ? hasUpdates(s) : siteStatus(s) === status)) &&
         (f.client_id === undefined || s.client_id === f.client_id) &&
-        found(s, p)
+        (!byField || String(s.id).includes(search) || s.name.toLowerCase().includes(search) || s.url.toLowerCase().includes(search))
       )
         out.push(s);
     }
