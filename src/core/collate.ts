@@ -8,6 +8,21 @@ export function byName<T extends { id: number }>(name: (x: T) => string) {
   return (a: T, b: T): number => collator.compare(name(a), name(b)) || a.id - b.id;
 }
 
+/**
+ * The first of the places 0 … n - 1 where `before` is false, or n: a binary search over a sorted list, `before(i)`
+ * saying that place i comes before what is looked for (true for a run of places, then false to the end).
+ */
+export function firstPlace(n: number, before: (i: number) => boolean): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Digit runs up to this long compare as numbers in a naturalKey (longer ones: still after every shorter number). */
 const DIGITS = 20;
 

@@ -1,6 +1,6 @@
 // The site registry: lookup by id or domain, status, filtered and paged lists, edits.
 import { errors } from '../core/errors.js';
-import { naturalKey } from '../core/collate.js';
+import { firstPlace, naturalKey } from '../core/collate.js';
 import { asSiteId, siteKey } from '../core/site-lookup.js';
 import type { Store, Tx } from '../store/store.js';
 import type { SiteRecord, SiteSecret, TagRecord } from '../store/records.js';
@@ -220,17 +220,13 @@ export class SiteService {
   /** Puts a site in the list at its place (by key, then id) and in the domain index (the lowest id of a domain wins). */
   private putIn(s: SiteRecord): void {
     const key = sortKey(s);
-    let lo = 0;
-    let hi = this.sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const m = this.sorted[mid]!;
+    const at = firstPlace(this.sorted.length, (i) => {
+      const m = this.sorted[i]!;
       const mk = sortKey(m);
-      if (mk < key || (mk === key && m.id < s.id)) lo = mid + 1;
-      else hi = mid;
-    }
-    this.sorted.splice(lo, 0, s);
-    this.texts.splice(lo, 0, searchText(s));
+      return mk < key || (mk === key && m.id < s.id);
+    });
+    this.sorted.splice(at, 0, s);
+    this.texts.splice(at, 0, searchText(s));
     const k = siteKey(s.url);
     const held = this.byKey.get(k);
     if (held === undefined || s.id < held) this.byKey.set(k, s.id);
@@ -450,14 +446,7 @@ export class SiteService {
     const want = siteKey(text);
     for (const [i, index] of this.prefixes.entries()) {
       const p = i === 0 ? want : text.trim().toLowerCase();
-      let lo = 0;
-      let hi = index.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (index[mid]![0] < p) lo = mid + 1;
-        else hi = mid;
-      }
-      for (let j = lo; j < index.length && index[j]![0].startsWith(p); j++) {
+      for (let j = firstPlace(index.length, (k) => index[k]![0] < p); j < index.length && index[j]![0].startsWith(p); j++) {
         if (out.has(index[j]![1])) continue;
         const s = this.get(index[j]![1]); // undefined when outside the call's scope: neither suggested nor counted as more
         if (!s) continue;
@@ -479,15 +468,8 @@ export class SiteService {
   private prefixesStand(ids: readonly number[] | null): boolean {
     if (!ids || this.prefixVersion < 0) return false;
     const holds = (index: ReadonlyArray<readonly [string, number]>, key: string, id: number) => {
-      let lo = 0;
-      let hi = index.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        const [k, i] = index[mid]!;
-        if (k < key || (k === key && i < id)) lo = mid + 1;
-        else hi = mid;
-      }
-      return index[lo]?.[0] === key && index[lo]?.[1] === id;
+      const at = index[firstPlace(index.length, (j) => index[j]![0] < key || (index[j]![0] === key && index[j]![1] < id))];
+      return at?.[0] === key && at[1] === id;
     };
     return ids.every((id) => {
       const s = this.store.get<SiteRecord>('sites', id);

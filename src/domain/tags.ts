@@ -3,7 +3,7 @@ import { callScope } from '../core/scope.js';
 import { SiteAccess } from './access.js';
 import { ServiceError, errors } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
-import { byName } from '../core/collate.js';
+import { byName, firstPlace } from '../core/collate.js';
 import type { TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
 
@@ -26,14 +26,7 @@ const ORDER = byName<TagRecord>((t) => t.name);
 
 /** Where `t` is, or would go, in `sorted` (in ORDER): a binary search. */
 function place(sorted: readonly TagRecord[], t: TagRecord): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (ORDER(sorted[mid]!, t) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return firstPlace(sorted.length, (i) => ORDER(sorted[i]!, t) < 0);
 }
 
 export class TagService {

@@ -2,6 +2,7 @@
 // records that changed (site-data-index.ts) instead of a pass over all of them. Bounded: a collection keeps the ids of
 // its last CHANGE_LOG_MAX changes; asked from further back, or from before a change whose ids are not known (a whole
 // collection read again from disk), `since` answers null and the caller does the whole pass, as it would without it.
+import { firstPlace } from '../core/collate.js';
 import type { CollectionName } from './engine.js';
 
 /** Changes of one collection whose ids are kept (an entry is two numbers; 4,096 of them, about 64 KB at most). */
@@ -57,13 +58,6 @@ export class ChangeLog {
     if (version >= this.version(col)) return [];
     const log = this.logs.get(col);
     if (!log || version < log.floor) return null;
-    let lo = 0;
-    let hi = log.at.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (log.at[mid]! <= version) lo = mid + 1;
-      else hi = mid;
-    }
-    return [...new Set(log.ids.slice(lo))];
+    return [...new Set(log.ids.slice(firstPlace(log.at.length, (i) => log.at[i]! <= version)))];
   }
 }
