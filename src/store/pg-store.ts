@@ -693,7 +693,10 @@ export class PgStore implements Store {
     return cond;
   }
 
-  /** A read of what is committed, beside commits: on a reader's connection (the writer's holds commits). */
+  /**
+   * A read of what is committed, beside commits: on a reader's connection (the writer's holds commits). A failure is
+   * logged with `what` was read and answered as 503.
+   */
   private async select<R extends pg.QueryResultRow>(sql: string, params: unknown[], what: string): Promise<R[]> {
     if (this.closed) throw new Error('store is closed');
     try {
@@ -719,17 +722,12 @@ export class PgStore implements Store {
     return this.coldCache.read<T>(
       key,
       async () => {
-        let text: string | null;
-        try {
-          const r = await this.readers.query<{ t: string | null }>(
-            'SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2',
-            [kind, id],
-          );
-          text = r.rows[0]?.t ?? null;
-        } catch (e) {
-          log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, id });
-          throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
-        }
+        const rows = await this.select<{ t: string | null }>(
+          'SELECT data::text AS t FROM sitefleet_rows WHERE kind = $1 AND id = $2',
+          [kind, id],
+          `${kind}/${id}`,
+        );
+        const text = rows[0]?.t ?? null;
         return text === null ? { value: null, bytes: 0 } : { value: JSON.parse(text) as T, bytes: text.length };
       },
       opts.cache !== false,
@@ -755,16 +753,12 @@ export class PgStore implements Store {
       }
     }
     if (!ask.length) return out;
-    try {
-      const r = await this.readers.query<{ id: number; data: T | null }>(
-        'SELECT id, data FROM sitefleet_rows WHERE kind = $1 AND id = ANY($2::int[])',
-        [kind, ask],
-      );
-      for (const row of r.rows) out.set(row.id, row.data ?? null);
-    } catch (e) {
-      log('error', 'postgres blob read failed', { err: String((e as Error).message ?? e), kind, ids: ask.length });
-      throw new ServiceError('svc_store_unavailable', 'The database could not be reached; try again later.', 503);
-    }
+    const rows = await this.select<{ id: number; data: T | null }>(
+      'SELECT id, data FROM sitefleet_rows WHERE kind = $1 AND id = ANY($2::int[])',
+      [kind, ask],
+      `${kind} (${ask.length})`,
+    );
+    for (const row of rows) out.set(row.id, row.data ?? null);
     return out;
   }
 
