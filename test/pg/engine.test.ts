@@ -182,6 +182,8 @@ describe('PostgreSQL store engine', () => {
     const url = await freshDatabase(server);
     const s = await open(url);
     await s.write((tx) => tx.insert<TagRecord>('tags', tag('before')));
+    // A read, so that a reader's connection is open (idle) when the server ends it.
+    expect(await s.readBlob('site-data', 1, { cache: false })).toBeNull();
     // The server ends every connection of this database (a restart or failover looks the same to the client).
     const db = new URL(url).pathname.slice(1);
     await query(server, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [db]);
@@ -197,6 +199,15 @@ describe('PostgreSQL store engine', () => {
     expect(s.count('tags')).toBe(1);
     const after = await s.write((tx) => tx.insert<TagRecord>('tags', tag('after')));
     expect(after.id).toBe(2);
+    // The readers' pool dropped its ended connection (the process goes on) and reads on a new one.
+    await s.write((tx) => tx.putBlob('site-data', 1, { note: 'after' }));
+    expect(await s.readBlob('site-data', 1, { cache: false })).toEqual({ note: 'after' });
+    expect(await s.readBlobs('site-data', [1, 2])).toEqual(
+      new Map([
+        [1, { note: 'after' }],
+        [2, null],
+      ]),
+    );
     await s.sync();
     const other = await open(url);
     expect([...other.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['before', 'after']);
