@@ -661,6 +661,8 @@ export class MonitorService {
         this.historyWaiting.delete(id);
       }
       const all = [...new Set([...taken.keys(), ...history.keys()])];
+      /** A site's beats for its history: those waiting from before, then those taken now. */
+      const beatsOf = (id: number): Beat[] => [...(history.get(id) ?? []), ...(taken.get(id) ?? []).map((b) => b.beat)];
       for (let i = 0; i < all.length; i += HISTORY_BATCH) {
         const chunk = all.slice(i, i + HISTORY_BATCH);
         const events: MonitorEvent[] = [];
@@ -670,10 +672,8 @@ export class MonitorService {
           await this.store.write((tx) => {
             events.length = 0;
             stale.length = 0;
-            for (const id of chunk) {
-              const beats = [...(history.get(id) ?? []), ...(taken.get(id) ?? []).map((b) => b.beat)];
-              this.fold(tx, id, taken.get(id) ?? [], { beats, prior: priors.get(id) ?? null, stale }, events);
-            }
+            for (const id of chunk)
+              this.fold(tx, id, taken.get(id) ?? [], { beats: beatsOf(id), prior: priors.get(id) ?? null, stale }, events);
           });
         } catch (e) {
           // Not written: put this chunk's beats and the rest back in front of newer ones, for the next flush.
@@ -686,7 +686,7 @@ export class MonitorService {
           throw e;
         }
         // Another process wrote these histories after they were read: their beats wait for the next read.
-        for (const id of stale) this.waitForHistory(id, [...(history.get(id) ?? []), ...(taken.get(id) ?? []).map((b) => b.beat)]);
+        for (const id of stale) this.waitForHistory(id, beatsOf(id));
         this.announce(events);
       }
     };
