@@ -5,7 +5,9 @@ import { afterAll, expect, it } from 'vitest';
 import { startChildSim, type ChildSim } from '../src/child/simulator/server.js';
 import { loadConfig } from '../src/config.js';
 import { closeServices, openServices, type Services } from '../src/domain/index.js';
-import { INTERVAL_MIN_S, SITES_RESCAN_MS } from '../src/domain/monitors.js';
+import { emptyMonitor, INTERVAL_MIN_S, SITES_RESCAN_MS } from '../src/domain/monitors.js';
+import { CHANGE_LOG_MAX } from '../src/store/change-log.js';
+import type { MonitorRecord } from '../src/store/monitor-records.js';
 import type { SiteRecord } from '../src/store/records.js';
 import { tempDir } from './support/server.js';
 
@@ -92,13 +94,112 @@ it('between scans, takes the checks that fall due from its queue: every site che
     for (const [i, n] of checks.entries()) expect(n, `site ${i + 1}`).toBeLessThanOrEqual(4);
     const stats = m.schedulerStats();
     expect(stats.checks).toBe(checks.reduce((a, b) => a + b, 0));
-    // Every site is looked at when the monitors' records changed (the history's flush, every monitorFlushMs), not on
-    // each pass where a check fell due: a scan per pass with a check due was about one per check.
+    // Every site is looked at when what the schedule depends on changed, not on each pass where a check fell due (a
+    // scan per pass with a check due was about one per check), nor at each flush of the history (the next test).
     const flushes = (3 * interval) / loadConfig({ dataDir: tempDir() }, {}).monitorFlushMs;
     expect(stats.scans).toBeLessThanOrEqual(flushes + 2);
     expect(stats.checks).toBeGreaterThan(4 * stats.scans);
   } finally {
     await closeServices(t);
     await many.close();
+  }
+});
+
+it("scans every site when a monitor's settings change (here or in another process), not when a check writes its state", async () => {
+  const N = 12;
+  const many = await startChildSim({ sites: N, latencyMs: 0 });
+  const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true }, {}));
+  try {
+    const ids = await t.store.write((tx) =>
+      many.sites.map((x, i) => t.sites.insert(tx, { url: x.url, name: `Many ${i}`, admin_username: 'admin' }).id),
+    );
+    const m = t.monitors;
+    let clock = Date.now();
+    m.now = () => clock;
+    const run = async (ms: number) => {
+      for (let k = 0; k < ms / 1000; k++) {
+        clock += 1000;
+        await m.pass();
+        await m.settled();
+      }
+    };
+    await m.pass();
+    const interval = m.effective(1).interval_s * 1000;
+    const writes = t.store.version('monitors');
+    // The first checks (each a change of state, written at once) and the flushes after them: one scan, the first.
+    await run(3 * interval);
+    expect(t.store.version('monitors') - writes).toBeGreaterThan(N);
+    expect(m.schedulerStats().scans).toBe(1);
+    const requests = () => many.sites.map((_, i) => many.requests(i + 1));
+
+    // Paused here: the next pass scans, and the site is not checked again.
+    await m.updateSettings(ids[0]!, { active: false });
+    await run(1000);
+    expect(m.schedulerStats().scans).toBe(2);
+    // Paused by another process: its write reaches this one as a changed record (the lane's other process, or here a
+    // write of the record as the store would hand it over). A state-only write of another monitor changes nothing.
+    await t.store.write((tx) => {
+      const rec = tx.get<MonitorRecord>('monitors', ids[1]!)!;
+      tx.put<MonitorRecord>('monitors', { ...rec, settings: { ...rec.settings, active: false } });
+      const other = tx.get<MonitorRecord>('monitors', ids[2]!)!;
+      tx.put<MonitorRecord>('monitors', { ...other, status: other.status === 'up' ? 'down' : 'up' });
+    });
+    await run(1000);
+    expect(m.schedulerStats().scans).toBe(3);
+    // The same settings written again (a no-op patch from another process): no scan.
+    await t.store.write((tx) => void tx.put<MonitorRecord>('monitors', { ...tx.get<MonitorRecord>('monitors', ids[1]!)! }));
+    await run(1000);
+    expect(m.schedulerStats().scans).toBe(3);
+
+    const before = requests();
+    await run(2 * interval);
+    const after = requests();
+    expect(after[0]).toBe(before[0]);
+    expect(after[1]).toBe(before[1]);
+    for (let i = 2; i < N; i++) expect(after[i]! - before[i]!, `site ${i + 1}`).toBeGreaterThanOrEqual(1);
+    // A no-op patch here still takes the site out of the schedule and back in by a scan: it is checked again.
+    await m.updateSettings(ids[0]!, { active: true });
+    await m.updateSettings(ids[3]!, {});
+    const b3 = requests();
+    await run(2 * interval);
+    expect(requests()[0]! - b3[0]!).toBeGreaterThanOrEqual(1);
+    expect(requests()[3]! - b3[3]!).toBeGreaterThanOrEqual(1);
+  } finally {
+    await closeServices(t);
+    await many.close();
+  }
+});
+
+it(`past the store's log of changed ids (${2 * CHANGE_LOG_MAX} at most), compares every monitor's settings: a scan only if one changed`, async () => {
+  const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true }, {}));
+  try {
+    const m = t.monitors;
+    await m.pass();
+    const scans = () => m.schedulerStats().scans;
+    const first = scans();
+    const many = 2 * CHANGE_LOG_MAX + 10; // the log keeps between one and two times its bound
+    const writeAll = (settingsOf: (id: number) => MonitorRecord['settings']) =>
+      t.store.write((tx) => {
+        for (let id = 1; id <= many; id++) {
+          const cur = tx.get<MonitorRecord>('monitors', id);
+          tx.put<MonitorRecord>('monitors', {
+            ...(cur ?? emptyMonitor(id)),
+            status: cur?.status === 'up' ? 'down' : 'up',
+            settings: settingsOf(id),
+          });
+        }
+      });
+    await writeAll((id) => (id === 7 ? { interval_s: 900 } : {}));
+    await m.pass();
+    expect(scans()).toBe(first + 1);
+    expect(t.store.changedSince('monitors', t.store.version('monitors') - many)).toBeNull();
+    await writeAll((id) => (id === 7 ? { interval_s: 900 } : {}));
+    await m.pass();
+    expect(scans()).toBe(first + 1);
+    await writeAll((id) => (id === 7 ? { interval_s: 900 } : id === many ? { active: false } : {}));
+    await m.pass();
+    expect(scans()).toBe(first + 2);
+  } finally {
+    await closeServices(t);
   }
 });

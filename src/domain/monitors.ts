@@ -305,6 +305,8 @@ export class MonitorService {
    * every site (at `at`, whole: not cut short for want of room) found them (see pass()).
    */
   private idle = { key: '', until: 0, sites: -1, at: 0, whole: false };
+  /** The monitors' own settings as last seen (JSON, only those that have any), and a number that moves when they do. */
+  private settingsSeen = { version: -1, epoch: 0, own: new Map<number, string>() };
   /** Each scheduled site's next check (`due`), by time: what a pass between scans takes the due checks from. */
   private readonly queue = new DueQueue();
   private flushing: Promise<void> = Promise.resolve();
@@ -357,7 +359,7 @@ export class MonitorService {
 
   /** Writes settings: site 0 = the fleet defaults. `null` for a field removes the site's own value (use the fleet's). */
   async updateSettings(siteId: number, patch: { [K in keyof MonitorSettings]?: MonitorSettings[K] | null }): Promise<MonitorRecord> {
-    return this.store.write((tx) => {
+    const next = await this.store.write((tx) => {
       if (siteId !== 0 && !tx.get('sites', siteId)) throw errors.siteNotFound(siteId);
       const cur = tx.get<MonitorRecord>('monitors', siteId) ?? emptyMonitor(siteId);
       const settings: MonitorSettings = { ...cur.settings };
@@ -366,12 +368,47 @@ export class MonitorService {
         if (v === null) delete settings[k];
         else (settings as Record<string, unknown>)[k] = v;
       }
-      const next = tx.put<MonitorRecord>('monitors', { ...cur, settings });
-      // A new interval takes effect from the next scheduling of the site.
-      if (siteId === 0) this.due.clear();
-      else this.due.delete(siteId);
-      return next;
+      return tx.put<MonitorRecord>('monitors', { ...cur, settings });
     });
+    // A new interval takes effect from the next scheduling of the site: the next pass scans every site (settingsKey).
+    if (siteId === 0) this.due.clear();
+    else this.due.delete(siteId);
+    this.settingsSeen.epoch++;
+    return next;
+  }
+
+  /**
+   * What the scan of every site depends on in the monitors: their settings (active, interval), not their state. A number
+   * that moves when any monitor's settings changed, in this process or another: the monitors changed since the last
+   * look (Store.changedSince) are compared with the settings seen, or all of them when the store no longer knows which
+   * (a flush writes thousands). A check writes its monitor's state: keyed on the collection's version, the first
+   * interval of checks (each a change of state, written at once) scanned every site at nearly every pass.
+   */
+  private settingsKey(): number {
+    const seen = this.settingsSeen;
+    const v = this.store.version('monitors');
+    if (v === seen.version) return seen.epoch;
+    const ids = seen.version < 0 ? null : this.store.changedSince('monitors', seen.version);
+    const own = (m: MonitorRecord | undefined) => (m && Object.keys(m.settings ?? {}).length ? JSON.stringify(m.settings) : undefined);
+    if (ids) {
+      for (const id of ids) {
+        const now = own(this.record(id));
+        if (now === seen.own.get(id)) continue;
+        if (now === undefined) seen.own.delete(id);
+        else seen.own.set(id, now);
+        seen.epoch++;
+      }
+    } else {
+      const all = new Map<number, string>();
+      for (const m of this.store.all<MonitorRecord>('monitors')) {
+        const s = own(m);
+        if (s !== undefined) all.set(m.id, s);
+      }
+      if (all.size !== seen.own.size || [...all].some(([id, s]) => seen.own.get(id) !== s)) seen.epoch++;
+      seen.own = all;
+    }
+    seen.version = v;
+    return seen.epoch;
   }
 
   // ---- scheduling -----------------------------------------------------------------------------------------
@@ -481,7 +518,7 @@ export class MonitorService {
       // away, or stop or move checks that are not due yet: the pass that starts a check reads the site as it is then).
       // Between scans, the checks that fall due are taken from the due queue, earliest first: a pass that ran four
       // times a second over every site while checks were due took about 4 % of a core at 20,000 sites.
-      const key = `${this.store.version('monitors')}:${[...this.leases.heldPartitions()].join(',')}`;
+      const key = `${this.settingsKey()}:${[...this.leases.heldPartitions()].join(',')}`;
       const sites = this.store.version('sites');
       const rescanMs = Math.min(SITES_RESCAN_MS, (this.config.monitorIntervalS ?? INTERVAL_MIN_S) * 1000);
       if (key !== this.idle.key || !this.idle.whole || (sites !== this.idle.sites && now >= this.idle.at + rescanMs)) {

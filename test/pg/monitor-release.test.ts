@@ -21,7 +21,7 @@ interface Insides {
   tick(): Promise<void>;
 }
 
-describe('monitor partitions on PostgreSQL', () => {
+describe('monitor partitions and settings on PostgreSQL', () => {
   it('writes the beats of a released partition once, and takes them off the queue once committed', async () => {
     const url = await freshDatabase(testPgUrl()!);
     const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-pgconc-'));
@@ -56,6 +56,53 @@ describe('monitor partitions on PostgreSQL', () => {
     } finally {
       clearInterval(m.timer!);
       m.timer = null;
+      await closeServices(s);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("scans every site again when another process changes a monitor's settings, not when it writes a monitor's state", async () => {
+    const url = await freshDatabase(testPgUrl()!);
+    const dataDir = mkdtempSync(join(tmpdir(), 'sitefleet-pgconc-'));
+    const s = await openServices(loadConfig({ dataDir, databaseUrl: url }, {}));
+    const m = s.monitors as unknown as Insides;
+    m.timer = setInterval(() => {}, 2 ** 30);
+    const other = await PgStore.open(url);
+    try {
+      await s.store.write((tx) => {
+        for (const id of [1, 2]) tx.put('sites', { id, url: `https://s${id}.test/`, name: `s${id}` });
+        for (const id of [1, 2])
+          tx.put<MonitorRecord>('monitors', { id, settings: {}, status: 'up', last_check: null, down_since: null, open_incident: null });
+      });
+      await m.tick();
+      const scans = () => s.monitors.schedulerStats().scans;
+      const first = scans();
+      const fromOther = async (id: number, change: (r: MonitorRecord) => MonitorRecord) => {
+        await other.sync();
+        await other.write((tx) => void tx.put<MonitorRecord>('monitors', change(tx.get<MonitorRecord>('monitors', id)!)));
+        await s.store.sync();
+        expect(s.store.get<MonitorRecord>('monitors', id)).toEqual(other.get<MonitorRecord>('monitors', id));
+        await m.tick();
+      };
+      await fromOther(2, (r) => ({ ...r, status: 'down', down_since: 1 }));
+      expect(scans()).toBe(first);
+      await fromOther(1, (r) => ({ ...r, settings: { interval_s: 600 } }));
+      expect(scans()).toBe(first + 1);
+      await fromOther(1, (r) => ({ ...r, status: 'down' }));
+      expect(scans()).toBe(first + 1);
+      await fromOther(0, () => ({
+        id: 0,
+        settings: { active: false },
+        status: 'pending',
+        last_check: null,
+        down_since: null,
+        open_incident: null,
+      }));
+      expect(scans()).toBe(first + 2);
+    } finally {
+      clearInterval(m.timer!);
+      m.timer = null;
+      await other.close();
       await closeServices(s);
       rmSync(dataDir, { recursive: true, force: true });
     }
