@@ -1,7 +1,7 @@
 // The tags of each site (TagService.tagsOfSite), kept up to the tags: after a change, only the sites whose tags
 // changed get a new list, and every list is what a fresh build of the index answers.
 import { describe, expect, it } from 'vitest';
-import { TagService } from '../src/domain/tags.js';
+import { TAG_LISTS_MAX, TagService } from '../src/domain/tags.js';
 import type { TagRecord } from '../src/store/records.js';
 import { testFleetStore } from './support/server.js';
 
@@ -52,6 +52,48 @@ describe('the tags of each site', () => {
       await store.write((tx) => tags.forgetSite(tx, 10));
       check();
       expect(tags.tagsOfSite(10)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('sites with the same tags share one frozen list, after a build and after a patch; past the pool bound every list is still right', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const tags = new TagService(store);
+      const T = 14; // 2^14 = 16,384 combinations: more than the pool holds
+      const made = await store.write((tx) =>
+        Array.from({ length: T }, (_, k) => tags.create(tx, { name: `t${String(k).padStart(2, '0')}` })),
+      );
+      const ids = made.map((t) => t.id);
+      const comboOf = (s: number, n: number) => ids.filter((_, k) => (s % n) & (1 << k));
+      // 300 sites in 3 combinations: three arrays in all.
+      await store.write((tx) => {
+        for (let s = 1; s <= 300; s++) tags.setSiteTags(tx, s, comboOf(s, 3).length ? comboOf(s, 3) : [ids[5]!]);
+      });
+      const distinct = (from: number, to: number) =>
+        new Set(Array.from({ length: to - from + 1 }, (_, k) => tags.tagsOfSite(from + k))).size;
+      expect(distinct(1, 300)).toBe(3);
+      expect(Object.isFrozen(tags.tagsOfSite(1))).toBe(true);
+      expect(() => (tags.tagsOfSite(1) as number[]).push(1)).toThrow(TypeError);
+      // A patch (one site given another's tags): it shares that site's list.
+      await store.write((tx) => tags.setSiteTags(tx, 1, [...tags.tagsOfSite(2)]));
+      expect(tags.tagsOfSite(1)).toBe(tags.tagsOfSite(2));
+      // More combinations than the pool holds (it starts again when full): each site's list is still its own tags.
+      const many = TAG_LISTS_MAX + 500;
+      // (the tag records written whole: one setSiteTags per site rewrites every tag's list each time)
+      await store.write((tx) => {
+        for (const [k, t] of made.entries()) {
+          const site_ids = Array.from({ length: many }, (_, i) => i + 1).filter((s) => comboOf(s, 2 ** T).includes(ids[k]!));
+          tx.put<TagRecord>('tags', { ...tx.get<TagRecord>('tags', t.id)!, site_ids });
+        }
+      });
+      const fresh = new TagService(store);
+      for (let s = 1; s <= many; s++) {
+        expect(tags.tagsOfSite(s), `site ${s}`).toEqual(comboOf(s, 2 ** T));
+        expect(fresh.tagsOfSite(s), `site ${s}`).toEqual(comboOf(s, 2 ** T));
+      }
     } finally {
       await store.close();
     }
