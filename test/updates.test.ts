@@ -707,6 +707,62 @@ describe('bounds', () => {
   });
 });
 
+describe('the fleet list of pending updates after edits', () => {
+  it('shows each site as it is now when an edit leaves its items as they were (a rename, a new URL), and the abandoned list too', async () => {
+    const s = await startServer();
+    try {
+      const recs = await seedSites(s.services, 3, (i) => ({
+        url: `https://e${i}.example/`,
+        name: `Edit ${i}`,
+        last_sync: new Date().toISOString(),
+      }));
+      const plugin = (k: number) => ({ slug: `p${k}/p.php`, name: `P${k}`, version: '1.0', last_updated: '2015-01-01', active: true });
+      await s.services.store.write((tx) => {
+        for (const r of recs)
+          tx.putBlob('site-data', r.id, {
+            plugins: [plugin(1)],
+            themes: [],
+            security: [],
+            changes: [],
+            users: [],
+            synced_at: '',
+            updates: {
+              core: null,
+              themes: [],
+              translations: [],
+              plugins: [{ slug: 'p1/p.php', name: 'P1', current_version: '1.0', new_version: '1.1' }],
+            },
+          });
+      });
+      const listed = async () =>
+        (await s.ability('list-updates-v1', {}, { method: 'GET' })).body.updates as Array<{
+          site_id: number;
+          site_name: string;
+          site_url: string;
+        }>;
+      const abandoned = async () => (await s.ability('get-abandoned-plugins-v1', {}, { method: 'GET' })).body;
+      expect((await listed()).map((u) => u.site_name)).toEqual(['Edit 0', 'Edit 1', 'Edit 2']);
+      const before = await abandoned();
+      expect(JSON.stringify(before)).toContain('https://e1.example/');
+      const [, two] = recs;
+      // A rename (the list's order stands): the same items, under the new name.
+      await s.services.store.write((tx) => s.services.sites.patch(tx, two!.id, { name: 'Renamed' }));
+      expect((await listed()).map((u) => u.site_name)).toEqual(['Edit 0', 'Renamed', 'Edit 2']);
+      // A new URL: the abandoned items, under the new URL.
+      await s.services.store.write((tx) => s.services.sites.patch(tx, two!.id, { url: 'https://moved.example/' }));
+      expect((await listed()).find((u) => u.site_id === two!.id)).toMatchObject({
+        site_name: 'Renamed',
+        site_url: 'https://moved.example/',
+      });
+      const now = JSON.stringify(await abandoned());
+      expect(now).toContain('https://moved.example/');
+      expect(now).not.toContain('https://e1.example/');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('cancellation', () => {
   it('no site starts after a cancel; the result says what was done and what was not', async () => {
     const g = await startFleet({ sim: { sites: 6, seed: 21, latencyMs: 60 }, config: { childConcurrency: '1' } });

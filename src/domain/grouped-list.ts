@@ -7,6 +7,21 @@ export interface SiteGroup {
   readonly site: SiteRecord;
 }
 
+/**
+ * A group whose site is its index entry's record as it is now (site-data-index.ts, Entry): a list built from the
+ * entries stands while their values do, and must not hold the records edits have replaced since.
+ */
+export class EntryGroup<I> implements SiteGroup {
+  constructor(
+    private readonly entry: { readonly site: SiteRecord },
+    readonly items: I,
+  ) {}
+
+  get site(): SiteRecord {
+    return this.entry.site;
+  }
+}
+
 export class GroupedList<G extends SiteGroup> {
   private constructor(
     private readonly groups: readonly G[],

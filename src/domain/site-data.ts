@@ -8,7 +8,7 @@ import { intern, internValue } from '../core/intern.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { ChildSiteService } from './child-sites.js';
-import { GroupedList, type SiteGroup } from './grouped-list.js';
+import { EntryGroup, GroupedList, type SiteGroup } from './grouped-list.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 import type { SiteService } from './sites.js';
 import { certificateStatus, type TlsStatus } from './tls.js';
@@ -180,8 +180,10 @@ class AbandonedIndex {
     const cutoff = abandonedCutoff(now);
     if (this.flatAt !== this.index.contents || this.cutoff !== cutoff) {
       // The record each entry was derived for: its URL is part of the stamp, so it is the one shown.
-      const all = [...this.index.withSites()].sort((a, b) => a[0].id - b[0].id);
-      const groups = (k: ItemKind) => all.flatMap(([s, e]) => (e[k].length ? [{ site: s, items: e[k] }] : []));
+      // The record each entry was derived for (its URL is part of the stamp, so it is the one shown), as the entry
+      // follows it: the lists hold no record an edit replaced.
+      const all = [...this.index.allEntries()].sort((a, b) => a.site.id - b.site.id);
+      const groups = (k: ItemKind) => all.flatMap((e) => (e.value[k].length ? [new EntryGroup(e, e.value[k])] : []));
       this.flat = { plugins: GroupedList.of(groups('plugins'), countOf), themes: GroupedList.of(groups('themes'), countOf) };
       this.flatAt = this.index.contents;
       this.cutoff = cutoff;

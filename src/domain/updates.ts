@@ -33,6 +33,7 @@ import {
 } from './pending-list.js';
 import { intern } from '../core/intern.js';
 import { siteStatus, type SiteService } from './sites.js';
+import { EntryGroup } from './grouped-list.js';
 import type { TagService } from './tags.js';
 import { eachSite, type JobService } from './jobs.js';
 import type { Config } from '../config.js';
@@ -241,10 +242,11 @@ class PendingIndex {
     if (sv === this.entriesAt && rv === this.rulesVersion) return;
     this.refreshRules();
     const groups: Group[] = [];
-    // The record each entry was derived for: its URL and name are part of the stamp, so they are the ones shown.
-    for (const [site, all] of this.index.withSites()) {
-      const kept = this.kept(site, all);
-      if (kept !== NO_ITEMS) groups.push({ site, items: kept });
+    // The record each entry was derived for (its URL and name are part of the stamp, so they are the ones shown), as
+    // the entry follows it: the list holds no record an edit replaced.
+    for (const e of this.index.allEntries()) {
+      const kept = this.kept(e.site, e.value);
+      if (kept !== NO_ITEMS) groups.push(new EntryGroup(e, kept));
     }
     this.flat = PendingList.of(groups);
     this.entriesAt = sv;
