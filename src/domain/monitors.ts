@@ -127,9 +127,29 @@ function legacyHistory(m: MonitorRecord | undefined): MonitorHistoryRecord | nul
 }
 
 /** The monitor record without the history an older sitefleet kept in it. */
-function withoutHistory(m: MonitorRecord): MonitorRecord {
-  const { recent: _r, hours: _h, days: _d, ...rest } = m;
-  return rest;
+/**
+ * A copy of a monitor record built as one literal, its fields always in this order: every record shares one shape. Built
+ * by spreads and a rest copy (`{ ...withoutHistory(m), history_n }` of a `{ ...cur }`), the records of a long-running serve each had a
+ * shape of its own (a heap snapshot at 100,000 sites: a hidden class and its descriptors per record, ≈ 400 bytes more
+ * than the record). Without `keepHistory`, the history an older sitefleet kept in the record is left out; a field this
+ * version does not know is kept.
+ */
+function monitorOf(m: MonitorRecord, history_n: number | undefined, keepHistory: boolean): MonitorRecord {
+  const r: MonitorRecord = {
+    id: m.id,
+    settings: m.settings,
+    status: m.status,
+    last_check: m.last_check,
+    down_since: m.down_since,
+    open_incident: m.open_incident,
+    history_n,
+  };
+  if (history_n === undefined) delete r.history_n;
+  for (const k in m) {
+    if (k in r || (!keepHistory && (k === 'recent' || k === 'hours' || k === 'days'))) continue;
+    (r as unknown as Record<string, unknown>)[k] = (m as unknown as Record<string, unknown>)[k];
+  }
+  return r;
 }
 
 /**
@@ -368,7 +388,9 @@ export class MonitorService {
         if (v === null) delete settings[k];
         else (settings as Record<string, unknown>)[k] = v;
       }
-      return tx.put<MonitorRecord>('monitors', { ...cur, settings });
+      const next = monitorOf(cur, cur.history_n, true);
+      next.settings = settings;
+      return tx.put<MonitorRecord>('monitors', next);
     });
     // A new interval takes effect from the next scheduling of the site: the next pass scans every site (settingsKey).
     if (siteId === 0) this.due.clear();
@@ -801,7 +823,7 @@ export class MonitorService {
     if (!site) return; // removed meanwhile
     const stored = tx.get<MonitorRecord>('monitors', id);
     const cur = stored ?? emptyMonitor(id);
-    let m = { ...cur };
+    let m = monitorOf(cur, cur.history_n, true);
     for (const { beat, message } of beats) {
       // Older than what is recorded (another process wrote a later check first): history only, no change of state.
       if (m.last_check && beat[0] < m.last_check[0]) continue;
@@ -850,7 +872,7 @@ export class MonitorService {
       if (prior.n !== n || (!history.prior && legacyHistory(cur))) history.stale.push(id);
       else {
         tx.put<MonitorHistoryRecord>('monitor_history', foldHistory(prior, history.beats, n + 1));
-        m = { ...withoutHistory(m), history_n: n + 1 };
+        m = monitorOf(m, n + 1, false);
       }
     }
     if (beats.length || m.history_n !== cur.history_n) tx.put<MonitorRecord>('monitors', m);
@@ -877,7 +899,7 @@ export class MonitorService {
           if (!cur || !old) continue;
           const next = (cur.history_n ?? 0) + 1;
           tx.put<MonitorHistoryRecord>('monitor_history', { ...old, n: next });
-          tx.put<MonitorRecord>('monitors', { ...withoutHistory(cur), history_n: next });
+          tx.put<MonitorRecord>('monitors', monitorOf(cur, next, false));
           n++;
         }
         return n;
