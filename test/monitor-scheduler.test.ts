@@ -130,6 +130,10 @@ it("scans every site when a monitor's settings change (here or in another proces
     await run(3 * interval);
     expect(t.store.version('monitors') - writes).toBeGreaterThan(N);
     expect(m.schedulerStats().scans).toBe(1);
+    // Monitors without settings of their own share one frozen empty object (not one per record).
+    const settings = new Set(ids.map((id) => t.store.get<MonitorRecord>('monitors', id)!.settings));
+    expect(settings.size).toBe(1);
+    expect(Object.isFrozen([...settings][0])).toBe(true);
     const requests = () => many.sites.map((_, i) => many.requests(i + 1));
 
     // Paused here: the next pass scans, and the site is not checked again.

@@ -114,8 +114,11 @@ interface PendingBeat {
 const iso = (t: number) => new Date(t * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const nowS = () => Math.floor(Date.now() / 1000);
 
+/** The settings of a monitor with none of its own (nearly every one): one frozen object, not one per record. */
+const NO_SETTINGS: MonitorSettings = Object.freeze({});
+
 export function emptyMonitor(id: number): MonitorRecord {
-  return { id, settings: {}, status: 'pending', last_check: null, down_since: null, open_incident: null };
+  return { id, settings: NO_SETTINGS, status: 'pending', last_check: null, down_since: null, open_incident: null };
 }
 
 const emptyHistoryOf = (id: number): MonitorHistoryRecord => ({ id, n: 0, recent: [], hours: [], days: [] });
@@ -134,10 +137,15 @@ function legacyHistory(m: MonitorRecord | undefined): MonitorHistoryRecord | nul
  * than the record). Without `keepHistory`, the history an older sitefleet kept in the record is left out; a field this
  * version does not know is kept.
  */
+function isEmpty(o: object | undefined): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 function monitorOf(m: MonitorRecord, history_n: number | undefined, keepHistory: boolean): MonitorRecord {
   const r: MonitorRecord = {
     id: m.id,
-    settings: m.settings,
+    settings: isEmpty(m.settings) ? NO_SETTINGS : m.settings,
     status: m.status,
     last_check: m.last_check,
     down_since: m.down_since,
