@@ -6,12 +6,14 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   ITEMS_MAX,
+  LISTS_MAX,
   NO_ITEMS,
   PendingList,
   countOf,
   pack,
   packedWhere,
   pooledItems,
+  pooledLists,
   viewsOf,
   type PackedItem,
 } from '../src/domain/pending-list.js';
@@ -111,6 +113,27 @@ describe('pending list', () => {
     for (let i = 0; i <= ITEMS_MAX; i++) pack([plugin(`p${i}`)]);
     expect(pooledItems()).toBeLessThanOrEqual(ITEMS_MAX);
     expect(pack([plugin('shared')])[0]).toEqual(a[0]);
+  });
+
+  it('shares one frozen list among the sites offered the same items, in the same order; past LISTS_MAX every list is still right', () => {
+    const a = pack([plugin('x'), plugin('y'), fr]);
+    const b = pack([plugin('x'), plugin('y'), { ...fr }]);
+    expect(b).toBe(a);
+    expect(Object.isFrozen(a)).toBe(true);
+    // Another order, another item, one item fewer: other lists.
+    expect(pack([plugin('y'), plugin('x'), fr])).not.toBe(a);
+    expect(pack([plugin('x'), plugin('y', '1.1'), fr])).not.toBe(a);
+    expect(pack([plugin('x'), plugin('y')])).not.toBe(a);
+    expect(pack([plugin('x'), plugin('y')])[0]).toBe(a[0]);
+    // Bounded: past LISTS_MAX distinct lists the pool starts again; each list packs its own items.
+    const made = Array.from({ length: LISTS_MAX + 10 }, (_, i) => [plugin(`q${i % 97}`), plugin(`r${i}`)]);
+    const packedAll = made.map((l) => pack(l));
+    expect(pooledLists()).toBeLessThanOrEqual(LISTS_MAX);
+    for (const [i, p] of packedAll.entries())
+      expect(
+        viewsOf(site(1), p).map((v) => v.slug),
+        `list ${i}`,
+      ).toEqual(made[i]!.map((x) => x.slug));
   });
 
   it('holds 100,000 items in well under what an object per item took (8 bytes an item and a tuple per distinct item, 8 in a list)', async () => {
