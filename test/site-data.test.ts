@@ -8,10 +8,10 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import type { SitePlugin, SiteTheme } from '../src/child/snapshot.js';
-import { HORIZON_DAYS, abandonedCutoff } from '../src/domain/site-data.js';
+import { ENTRIES_MAX, HORIZON_DAYS, abandonedCutoff, abandonedEntry } from '../src/domain/site-data.js';
 import { certificateStatus } from '../src/domain/tls.js';
 import { BLOB_READ_BATCH, type Store } from '../src/store/engine.js';
-import type { SiteData } from '../src/store/records.js';
+import type { SiteData, SiteRecord } from '../src/store/records.js';
 import { seedSites, startServer, tempDir, type TestServer } from './support/server.js';
 
 const DAY = 86_400_000;
@@ -126,6 +126,30 @@ describe('abandoned lists at 5,000 sites', () => {
   it('searches by slug or name across the fleet', async () => {
     const r = await list({ search: 'ZZZ' });
     expect(r.body).toMatchObject({ total: 1, items: [{ site_id: 1234, slug: 'zzz/zzz.php' }] });
+  });
+});
+
+describe("the abandoned index's entries", () => {
+  const site = { id: 1 } as SiteRecord;
+  const period = String(Math.floor((Date.now() - 730 * DAY) / (HORIZON_DAYS * DAY)));
+  it('one frozen entry for the sites with the same abandoned items, one for the sites with none; past ENTRIES_MAX each still its own items', () => {
+    const old = (slug: string, version = '1.0') => ({ ...plugin(slug, '2015-01-01'), version });
+    const a = abandonedEntry(site, data([old('x'), old('y'), plugin('fresh', '2099-01-01')], [theme('t', '2014-01-01')]), period);
+    expect(abandonedEntry(site, data([old('y'), old('x')], [theme('t', '2014-01-01')]), period)).toBe(a);
+    expect(Object.isFrozen(a) && Object.isFrozen(a.plugins) && Object.isFrozen(a.themes)).toBe(true);
+    expect(a.plugins.map((i) => i.slug)).toEqual(['x', 'y']);
+    expect(abandonedEntry(site, data([old('x'), old('y', '1.1')], [theme('t', '2014-01-01')]), period)).not.toBe(a);
+    expect(abandonedEntry(site, data([old('x'), old('y')]), period)).not.toBe(a);
+    const none = abandonedEntry(site, data([plugin('fresh', '2099-01-01')]), period);
+    expect(none).toBe(abandonedEntry(site, null, period));
+    expect(none).toEqual({ plugins: [], themes: [] });
+    const made = Array.from({ length: ENTRIES_MAX + 10 }, (_, i) => [old(`q${i % 31}`), old(`r${i}`)]);
+    const got = made.map((p) => abandonedEntry(site, data(p), period));
+    for (const [i, e] of got.entries())
+      expect(
+        e.plugins.map((x) => x.slug),
+        `site ${i}`,
+      ).toEqual(made[i]!.map((x) => x.slug).sort());
   });
 });
 

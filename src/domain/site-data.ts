@@ -4,7 +4,7 @@
 import type { SiteAccess } from './access.js';
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
-import { intern, internValue } from '../core/intern.js';
+import { INTERN_VALUES_MAX, ValuePool, intern, internValue } from '../core/intern.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { ChildSiteService } from './child-sites.js';
@@ -114,13 +114,37 @@ interface Group extends SiteGroup {
 /** The list of a site with none (most sites, most of the time): one shared array, not two new ones per site. */
 const NONE: readonly Kept[] = Object.freeze([]);
 
-function entry(_site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
+/** The entry of a site with no abandoned item (most sites): one frozen object, not one per site. */
+const NO_ENTRY: SiteEntry = Object.freeze({ plugins: NONE, themes: NONE });
+/**
+ * Entries, at most ENTRIES_MAX, shared by the sites that have the same abandoned items (the same plugins and themes at
+ * the same versions): keyed by the numbers of their pooled items.
+ */
+export const ENTRIES_MAX = INTERN_VALUES_MAX;
+const entries = new ValuePool(ENTRIES_MAX);
+const itemNumbers = new WeakMap<Kept, number>();
+let nextItem = 0;
+const keyOf = (list: readonly Kept[]) => {
+  let key = '';
+  for (const i of list) {
+    let n = itemNumbers.get(i);
+    if (n === undefined) itemNumbers.set(i, (n = nextItem++));
+    key += `${n},`;
+  }
+  return key;
+};
+
+/** What the abandoned items' index keeps of a site (exported for tests). */
+export function abandonedEntry(_site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
   const horizon = horizonOf(period);
   const items = (list: readonly SiteTheme[]) => {
     const near = list.filter((i) => i.last_updated && i.last_updated <= horizon);
     return near.length ? itemsOf(near) : NONE;
   };
-  return { plugins: items(data?.plugins ?? []), themes: items(data?.themes ?? []) };
+  const plugins = items(data?.plugins ?? []);
+  const themes = items(data?.themes ?? []);
+  if (plugins === NONE && themes === NONE) return NO_ENTRY;
+  return entries.get(`${keyOf(plugins)}|${keyOf(themes)}`, () => ({ plugins: Object.freeze(plugins), themes: Object.freeze(themes) }));
 }
 
 function itemsOf(list: readonly SiteTheme[]): Kept[] {
@@ -167,7 +191,7 @@ class AbandonedIndex {
     this.index = new SiteDataIndex(
       scan,
       (site) => `${site.last_sync}|${site.updated_at}|${site.url}`,
-      entry,
+      abandonedEntry,
       () => scan.store.all<SiteRecord>('sites'),
       () => periodOf(this.now),
     );
