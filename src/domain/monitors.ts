@@ -129,19 +129,19 @@ function legacyHistory(m: MonitorRecord | undefined): MonitorHistoryRecord | nul
   return { id: m.id, n: m.history_n ?? 0, recent: m.recent ?? [], hours: m.hours ?? [], days: m.days ?? [] };
 }
 
-/** The monitor record without the history an older sitefleet kept in it. */
-/**
- * A copy of a monitor record built as one literal, its fields always in this order: every record shares one shape. Built
- * by spreads and a rest copy (`{ ...withoutHistory(m), history_n }` of a `{ ...cur }`), the records of a long-running serve each had a
- * shape of its own (a heap snapshot at 100,000 sites: a hidden class and its descriptors per record, ≈ 400 bytes more
- * than the record). Without `keepHistory`, the history an older sitefleet kept in the record is left out; a field this
- * version does not know is kept.
- */
+/** Whether an object has no enumerable field (undefined: none). */
 function isEmpty(o: object | undefined): boolean {
   for (const _ in o) return false;
   return true;
 }
 
+/**
+ * A copy of a monitor record built as one literal, its fields always in this order: every record shares one shape.
+ * Built by a spread and a rest copy (`{ ...withoutHistory(m), history_n }` of a `{ ...cur }`), the records of a
+ * long-running serve each had a shape of its own (a heap snapshot at 100,000 sites: a hidden class and its descriptors
+ * per record, ≈ 400 bytes more than the record). Without `keepHistory`, the history an older sitefleet kept in the
+ * record is left out; a field this version does not know is kept.
+ */
 function monitorOf(m: MonitorRecord, history_n: number | undefined, keepHistory: boolean): MonitorRecord {
   const r: MonitorRecord = {
     id: m.id,
@@ -419,7 +419,7 @@ export class MonitorService {
     const v = this.store.version('monitors');
     if (v === seen.version) return seen.epoch;
     const ids = seen.version < 0 ? null : this.store.changedSince('monitors', seen.version);
-    const own = (m: MonitorRecord | undefined) => (m && Object.keys(m.settings ?? {}).length ? JSON.stringify(m.settings) : undefined);
+    const own = (m: MonitorRecord | undefined) => (m && !isEmpty(m.settings) ? JSON.stringify(m.settings) : undefined);
     if (ids) {
       for (const id of ids) {
         const now = own(this.record(id));
