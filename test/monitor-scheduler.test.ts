@@ -62,24 +62,33 @@ it(`looks at every site again at most once per ${SITES_RESCAN_MS} ms when only t
   expect(checked(a!)).toBeNull();
 });
 
-it('between scans, takes the checks that fall due from its queue: every site checked once an interval, few scans of every site', async () => {
-  const N = 40;
+/** N simulated sites on a fresh fleet, the monitors on a moved clock: `run(ms)` passes a second at a time. */
+async function fleetOnClock(N: number) {
   const many = await startChildSim({ sites: N, latencyMs: 0 });
   const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true }, {}));
+  const ids = await t.store.write((tx) =>
+    many.sites.map((x, i) => t.sites.insert(tx, { url: x.url, name: `Many ${i}`, admin_username: 'admin' }).id),
+  );
+  const m = t.monitors;
+  let clock = Date.now();
+  m.now = () => clock;
+  const run = async (ms: number) => {
+    for (let k = 0; k < ms / 1000; k++) {
+      clock += 1000;
+      await m.pass();
+      await m.settled();
+    }
+  };
+  const close = async () => {
+    await closeServices(t);
+    await many.close();
+  };
+  return { many, t, ids, m, run, close };
+}
+
+it('between scans, takes the checks that fall due from its queue: every site checked once an interval, few scans of every site', async () => {
+  const { many, m, run, close } = await fleetOnClock(40);
   try {
-    await t.store.write((tx) =>
-      many.sites.forEach((x, i) => t.sites.insert(tx, { url: x.url, name: `Many ${i}`, admin_username: 'admin' })),
-    );
-    const m = t.monitors;
-    let clock = Date.now();
-    m.now = () => clock;
-    const run = async (ms: number) => {
-      for (let k = 0; k < ms / 1000; k++) {
-        clock += 1000;
-        await m.pass();
-        await m.settled();
-      }
-    };
     await m.pass();
     const interval = m.effective(1).interval_s * 1000;
     // Every site's first check falls due within two intervals (each first check writes the site's new state at once).
@@ -100,29 +109,14 @@ it('between scans, takes the checks that fall due from its queue: every site che
     expect(stats.scans).toBeLessThanOrEqual(flushes + 2);
     expect(stats.checks).toBeGreaterThan(4 * stats.scans);
   } finally {
-    await closeServices(t);
-    await many.close();
+    await close();
   }
 });
 
 it("scans every site when a monitor's settings change (here or in another process), not when a check writes its state", async () => {
   const N = 12;
-  const many = await startChildSim({ sites: N, latencyMs: 0 });
-  const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true }, {}));
+  const { many, t, ids, m, run, close } = await fleetOnClock(N);
   try {
-    const ids = await t.store.write((tx) =>
-      many.sites.map((x, i) => t.sites.insert(tx, { url: x.url, name: `Many ${i}`, admin_username: 'admin' }).id),
-    );
-    const m = t.monitors;
-    let clock = Date.now();
-    m.now = () => clock;
-    const run = async (ms: number) => {
-      for (let k = 0; k < ms / 1000; k++) {
-        clock += 1000;
-        await m.pass();
-        await m.settled();
-      }
-    };
     await m.pass();
     const interval = m.effective(1).interval_s * 1000;
     const writes = t.store.version('monitors');
@@ -169,8 +163,7 @@ it("scans every site when a monitor's settings change (here or in another proces
     expect(requests()[0]! - b3[0]!).toBeGreaterThanOrEqual(1);
     expect(requests()[3]! - b3[3]!).toBeGreaterThanOrEqual(1);
   } finally {
-    await closeServices(t);
-    await many.close();
+    await close();
   }
 });
 

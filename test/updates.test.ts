@@ -660,6 +660,17 @@ describe('REST v2', () => {
   });
 });
 
+/** A site's stored data with these plugin updates pending and nothing else. */
+const dataWithUpdates = (plugins: Array<{ slug: string; name: string; current_version: string; new_version: string }>) => ({
+  plugins: [] as unknown[],
+  themes: [],
+  security: [],
+  changes: [],
+  users: [],
+  synced_at: '',
+  updates: { core: null, themes: [], translations: [], plugins },
+});
+
 describe('bounds', () => {
   it('a fleet-wide dry run lists at most 1,000 items and counts them all; the listing pages them (1,200 items on 300 sites)', async () => {
     const s = await startServer();
@@ -667,20 +678,11 @@ describe('bounds', () => {
       const recs = await seedSites(s.services, 300, (i) => ({ url: `https://b${i}.example/`, last_sync: new Date().toISOString() }));
       await s.services.store.write((tx) => {
         for (const r of recs) {
-          tx.putBlob('site-data', r.id, {
-            plugins: [],
-            themes: [],
-            security: [],
-            changes: [],
-            users: [],
-            synced_at: '',
-            updates: {
-              core: null,
-              themes: [],
-              translations: [],
-              plugins: [1, 2, 3, 4].map((k) => ({ slug: `p${k}/p.php`, name: `P${k}`, current_version: '1.0', new_version: '1.1' })),
-            },
-          });
+          tx.putBlob(
+            'site-data',
+            r.id,
+            dataWithUpdates([1, 2, 3, 4].map((k) => ({ slug: `p${k}/p.php`, name: `P${k}`, current_version: '1.0', new_version: '1.1' }))),
+          );
         }
       });
       const dry = await s.ability('update-all-v1', { dry_run: true });
@@ -720,18 +722,8 @@ describe('the fleet list of pending updates after edits', () => {
       await s.services.store.write((tx) => {
         for (const r of recs)
           tx.putBlob('site-data', r.id, {
+            ...dataWithUpdates([{ slug: 'p1/p.php', name: 'P1', current_version: '1.0', new_version: '1.1' }]),
             plugins: [plugin(1)],
-            themes: [],
-            security: [],
-            changes: [],
-            users: [],
-            synced_at: '',
-            updates: {
-              core: null,
-              themes: [],
-              translations: [],
-              plugins: [{ slug: 'p1/p.php', name: 'P1', current_version: '1.0', new_version: '1.1' }],
-            },
           });
       });
       const listed = async () =>
