@@ -66,3 +66,21 @@ export function internValue<T extends object>(key: string, make: () => T): T {
 export function internedValueCount(): number {
   return values.size;
 }
+
+/** A number for each pooled value (never reused, a pool starting again included): what keyOfPooled's keys are made of. */
+const numbers = new WeakMap<object, number>();
+let nextNumber = 0;
+
+/**
+ * A key for a list of pooled values (a ValuePool's or internValue's), made of their numbers: two lists have the same
+ * key exactly when they hold the same values in the same order. What pools a whole list by its members.
+ */
+export function keyOfPooled(list: readonly object[]): string {
+  let key = '';
+  for (const v of list) {
+    let n = numbers.get(v);
+    if (n === undefined) numbers.set(v, (n = nextNumber++));
+    key += `${n},`;
+  }
+  return key;
+}

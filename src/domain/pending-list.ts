@@ -4,7 +4,7 @@
 // list slots pointing at it) that was ≈ 120 bytes an item; as six slots of a site's array, 48 bytes; as one slot
 // pointing at a tuple the sites that have the same item share (a plugin at a version, offered the same update),
 // 8 bytes, and 8 in each list.
-import { INTERN_VALUES_MAX, ValuePool } from '../core/intern.js';
+import { INTERN_VALUES_MAX, ValuePool, keyOfPooled } from '../core/intern.js';
 import type { SiteRecord } from '../store/records.js';
 import { GroupedList, type SiteGroup } from './grouped-list.js';
 
@@ -48,10 +48,7 @@ export interface PackedItem {
  * it the pool starts again and sites made since share among themselves.
  */
 export const ITEMS_MAX = 5 * INTERN_VALUES_MAX;
-/** Each pooled tuple with a number of its own (never reused, the pool starting again included): what a list's key is made of. */
 const items = new ValuePool(ITEMS_MAX);
-const numbers = new WeakMap<ItemTuple, number>();
-let nextNumber = 0;
 
 /**
  * Whole lists, at most LISTS_MAX: sites that run the same plugins at the same versions are offered the same updates, so
@@ -63,16 +60,11 @@ const lists = new ValuePool(LISTS_MAX);
 /** Packs items (their strings as given: the caller pools them); an item the pool has already is that tuple, a list too. */
 export function pack(list: readonly PackedItem[]): Packed {
   if (!list.length) return NO_ITEMS;
-  let key = '';
   const out = list.map((i) => {
     const t: ItemTuple = [i.type, i.slug, i.name, i.current_version, i.new_version, i.language ?? null];
-    const pooled = items.get(JSON.stringify(t), () => t);
-    let n = numbers.get(pooled);
-    if (n === undefined) numbers.set(pooled, (n = nextNumber++));
-    key += `${n},`;
-    return pooled;
+    return items.get(JSON.stringify(t), () => t);
   });
-  return lists.get(key, () => out);
+  return lists.get(keyOfPooled(out), () => out);
 }
 
 /** How many item tuples the pool holds now (tests). */

@@ -4,7 +4,7 @@
 import type { SiteAccess } from './access.js';
 import { z } from 'zod';
 import { SYNC_OUTDATED_DAYS, type SiteChange, type SiteTheme } from '../child/snapshot.js';
-import { INTERN_VALUES_MAX, ValuePool, intern, internValue } from '../core/intern.js';
+import { INTERN_VALUES_MAX, ValuePool, intern, internValue, keyOfPooled } from '../core/intern.js';
 import type { Config } from '../config.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { ChildSiteService } from './child-sites.js';
@@ -122,17 +122,6 @@ const NO_ENTRY: SiteEntry = Object.freeze({ plugins: NONE, themes: NONE });
  */
 export const ENTRIES_MAX = INTERN_VALUES_MAX;
 const entries = new ValuePool(ENTRIES_MAX);
-const itemNumbers = new WeakMap<Kept, number>();
-let nextItem = 0;
-const keyOf = (list: readonly Kept[]) => {
-  let key = '';
-  for (const i of list) {
-    let n = itemNumbers.get(i);
-    if (n === undefined) itemNumbers.set(i, (n = nextItem++));
-    key += `${n},`;
-  }
-  return key;
-};
 
 /** What the abandoned items' index keeps of a site (exported for tests). */
 export function abandonedEntry(_site: SiteRecord, data: SiteData | null, period: string): SiteEntry {
@@ -144,7 +133,10 @@ export function abandonedEntry(_site: SiteRecord, data: SiteData | null, period:
   const plugins = items(data?.plugins ?? []);
   const themes = items(data?.themes ?? []);
   if (plugins === NONE && themes === NONE) return NO_ENTRY;
-  return entries.get(`${keyOf(plugins)}|${keyOf(themes)}`, () => ({ plugins: Object.freeze(plugins), themes: Object.freeze(themes) }));
+  return entries.get(`${keyOfPooled(plugins)}|${keyOfPooled(themes)}`, () => ({
+    plugins: Object.freeze(plugins),
+    themes: Object.freeze(themes),
+  }));
 }
 
 function itemsOf(list: readonly SiteTheme[]): Kept[] {
@@ -203,7 +195,6 @@ class AbandonedIndex {
     await this.index.refresh();
     const cutoff = abandonedCutoff(now);
     if (this.flatAt !== this.index.contents || this.cutoff !== cutoff) {
-      // The record each entry was derived for: its URL is part of the stamp, so it is the one shown.
       // The record each entry was derived for (its URL is part of the stamp, so it is the one shown), as the entry
       // follows it: the lists hold no record an edit replaced.
       const all = [...this.index.allEntries()].sort((a, b) => a.site.id - b.site.id);
