@@ -10,6 +10,7 @@ import {
   matches,
   PAGE_CACHE_BYTES,
   PAGE_CACHE_ENTRIES,
+  storeFingerprint,
   type Representation,
 } from '../src/http/conditional.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
@@ -248,6 +249,24 @@ describe('the cached fast path keeps every check', () => {
     expect((await fetch(url, { headers: { authorization: s.creds.admin } })).status).toBe(200);
     const after = await fetch(url, { method: 'HEAD', headers: { authorization: s.creds.admin } });
     expect(after.status).toBe(before.status);
+  });
+});
+
+describe('what empties the answer cache', () => {
+  it('a monitor or audit write keeps the store fingerprint; a site or tag write changes it', async () => {
+    const store = s.services.store;
+    const fp = storeFingerprint(store);
+    const settings = await s.rest('/monitors/9/settings', { method: 'PUT', json: { keyword: 'cache-test' } });
+    expect(settings.status).toBe(200);
+    expect(store.version('monitors')).toBeGreaterThan(0);
+    // A refused call writes the audit log only.
+    expect((await s.rest('/sites/9/edit', { method: 'POST', json: { name: 1 } })).status).toBe(400);
+    expect(storeFingerprint(store)).toBe(fp);
+    expect((await s.rest('/sites/9/edit', { method: 'POST', json: { name: 'Nine, renamed' } })).status).toBe(200);
+    const afterSite = storeFingerprint(store);
+    expect(afterSite).not.toBe(fp);
+    expect((await s.rest('/tags/add', { method: 'POST', json: { name: 'fingerprinted' } })).status).toBeLessThan(300);
+    expect(storeFingerprint(store)).not.toBe(afterSite);
   });
 });
 

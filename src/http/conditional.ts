@@ -13,7 +13,7 @@ import type { Request, Response } from 'express';
 import { scopeOf, type Principal } from '../core/principal.js';
 import { scopeKey } from '../core/scope.js';
 import { liveFeedGeneration } from '../domain/vulnerabilities/feed-store.js';
-import { COLLECTION_NAMES, type Store } from '../store/engine.js';
+import { COLLECTION_NAMES, type CollectionName, type Store } from '../store/engine.js';
 
 /**
  * Abilities whose answer depends only on their input, the store's collection records and the live vulnerability feed
@@ -55,13 +55,33 @@ export function storeFingerprint(store: Store): string {
   const last = fingerprints.get(store);
   if (last && last.changes === changes && last.feed === feed) return last.value;
   let s = `${feed}:`;
-  // The audit log is no store-pure answer's input (list-audit-log-v1 is never cached): a refused call or a failed login,
-  // which writes only there, does not empty the caches.
-  for (const c of COLLECTION_NAMES) if (c !== 'audit' && c !== 'audit_head') s += `${store.version(c)}.`;
+  for (const c of FINGERPRINTED) s += `${store.version(c)}.`;
   fingerprints.set(store, { changes, feed, value: s });
   return s;
 }
 const fingerprints = new WeakMap<Store, { changes: number; feed: number; value: string }>();
+
+/**
+ * Collections no STORE_PURE answer reads, left out of the fingerprint so that writing them keeps the cached answers:
+ * the audit log (a refused call or a failed login writes only there), the uptime checks' records (a fleet's monitors
+ * write every few seconds), jobs and their progress, deliveries, leases, console sessions and admin links. A pure
+ * ability that comes to read one of them must take it out of this list.
+ */
+export const NOT_PURE_INPUTS: ReadonlySet<CollectionName> = new Set<CollectionName>([
+  'audit',
+  'audit_head',
+  'monitors',
+  'monitor_history',
+  'incidents',
+  'deliveries',
+  'leases',
+  'jobs',
+  'job_chunks',
+  'console_sessions',
+  'admin_logins',
+  'notification_deliveries',
+]);
+const FINGERPRINTED = COLLECTION_NAMES.filter((c) => !NOT_PURE_INPUTS.has(c));
 
 /** Who is asking, as far as it can change an answer: the principal, its permission level and its scope. */
 export function principalKey(p: Principal): string {
