@@ -31,7 +31,8 @@ import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type CollectionName, type Re
 import { parseJson, syncDir, writeDurably } from './durable-file.js';
 import { CURRENT_FORMAT } from './migrations.js';
 import type { LeaseRecord } from './monitor-records.js';
-import { fillUniqueKeys, migrateSchema, redactUrl, syncIdSequences } from './pg-store.js';
+import { fillUniqueKeys, migrateSchema, syncIdSequences } from './pg-store.js';
+import { redactUrl } from './database-url.js';
 import { JOURNAL, fileOf, journalOverlay, lockDataDir, type Meta } from './store.js';
 
 /** Version of the backup file's own layout (not of the records in it: that is the header's data_format). */

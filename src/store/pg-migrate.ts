@@ -4,7 +4,8 @@ import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { BLOB_KINDS, COLD_COLLECTIONS, COLLECTION_NAMES, RECORD_READ_BATCH, type CollectionName, type Rec } from './engine.js';
-import { PgStore, fillUniqueKeys, migrateSchema, redactUrl, syncIdSequences } from './pg-store.js';
+import { PgStore, fillUniqueKeys, migrateSchema, syncIdSequences } from './pg-store.js';
+import { redactUrl } from './database-url.js';
 import { LowdbStore } from './store.js';
 
 /** Rows sent to PostgreSQL per INSERT statement while copying: bounds the statement size (and memory) per round. */

@@ -62,6 +62,7 @@
 // catches up if any row in it differs from memory. All processes on one database must run format 3 (PG_FORMAT): stop
 // the old ones before upgrading (an older process still running would write rows without their unique keys).
 import pg from 'pg';
+import { redactUrl } from './database-url.js';
 import { ServiceError } from '../core/errors.js';
 import { log } from '../log.js';
 import {
@@ -306,8 +307,6 @@ interface Row {
   data: unknown;
 }
 
-/** A redacted form of the URL for messages: never print a password. */
-export const redactUrl = (url: string): string => url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);

@@ -4,7 +4,6 @@
 // most MAX_ANSWER_BYTES. Each failure comes back as one clear line for the delivery log, never with a secret in it.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import nodemailer from 'nodemailer';
 import { Agent, request } from 'undici';
 import { assertAllowedHost, blockedError, guardedLookup, isPrivateAddress } from '../../child/address-policy.js';
 import { classify } from '../uptime-check.js';
@@ -110,6 +109,8 @@ export class Senders {
       return { httpStatus: null, error: clip(`${c.cause}: ${c.message}`, 300) };
     }
     const t = this.opts.timeoutMs;
+    // Loaded on the first e-mail, not at every start (~0.1 s of every CLI command and serve).
+    const { default: nodemailer } = await import('nodemailer');
     const transport = nodemailer.createTransport({
       host: address,
       port: smtp.port,
