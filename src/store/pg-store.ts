@@ -307,7 +307,6 @@ interface Row {
   data: unknown;
 }
 
-
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
