@@ -104,7 +104,7 @@ describe('output into a pipe that closes', () => {
     child.stderr.on('data', (d) => (err += d));
     await once(child.stdout, 'data');
     child.stdout.destroy(); // like head after its first bytes
-    const [code] = await once(child, 'exit');
+    const [code] = await once(child, 'close'); // its stderr read to the end
     expect(err).toBe('');
     expect(code).toBe(0);
   });

@@ -9,6 +9,7 @@ export interface Proc {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
+  /** The exit code, once the process has ended and its output has been read to the end. */
   exit: Promise<number | null>;
 }
 
@@ -25,7 +26,9 @@ export function run(args: string[], env: Record<string, string> = {}): Proc {
   child.stderr!.on('data', (d) => {
     err += d;
   });
-  const exit = once(child, 'exit').then(([code]) => code as number | null);
+  // 'close', not 'exit': the process may have exited before its last output was read (a loaded machine cut a --help
+  // short); 'close' comes once its pipes are drained, so stdout() and stderr() are whole when `exit` resolves.
+  const exit = once(child, 'close').then(([code]) => code as number | null);
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
