@@ -62,10 +62,10 @@ it(`looks at every site again at most once per ${SITES_RESCAN_MS} ms when only t
   expect(checked(a!)).toBeNull();
 });
 
-/** N simulated sites on a fresh fleet, the monitors on a moved clock: `run(ms)` passes a second at a time. */
-async function fleetOnClock(N: number) {
+/** N simulated sites on a fresh fleet, the monitors on a moved clock: `run(ms)` passes a second at a time, `jump(ms)` none. */
+async function fleetOnClock(N: number, config: { monitorConcurrency?: string } = {}) {
   const many = await startChildSim({ sites: N, latencyMs: 0 });
-  const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true }, {}));
+  const t = await openServices(loadConfig({ dataDir: tempDir(), allowPrivateSites: true, ...config }, {}));
   const ids = await t.store.write((tx) =>
     many.sites.map((x, i) => t.sites.insert(tx, { url: x.url, name: `Many ${i}`, admin_username: 'admin' }).id),
   );
@@ -79,11 +79,12 @@ async function fleetOnClock(N: number) {
       await m.settled();
     }
   };
+  const jump = (ms: number) => void (clock += ms);
   const close = async () => {
     await closeServices(t);
     await many.close();
   };
-  return { many, t, ids, m, run, close };
+  return { many, t, ids, m, run, jump, close };
 }
 
 it('between scans, takes the checks that fall due from its queue: every site checked once an interval, few scans of every site', async () => {
@@ -108,6 +109,24 @@ it('between scans, takes the checks that fall due from its queue: every site che
     const flushes = (3 * interval) / loadConfig({ dataDir: tempDir() }, {}).monitorFlushMs;
     expect(stats.scans).toBeLessThanOrEqual(flushes + 2);
     expect(stats.checks).toBeGreaterThan(4 * stats.scans);
+  } finally {
+    await close();
+  }
+});
+
+it('while the checks are behind (no room for more), starts them from its queue as room frees, not from a scan on each pass', async () => {
+  const { many, t, ids, m, run, jump, close } = await fleetOnClock(30, { monitorConcurrency: '2' });
+  try {
+    await m.pass(); // every site given its first due time, within two intervals
+    // A site edited (a sync: the next pass looks at every site), and every first check due at once: 30, room for 2.
+    await t.store.write((tx) => t.sites.patch(tx, ids[0]!, { notes: 'synced' }));
+    jump(2 * m.effective(1).interval_s * 1000);
+    const scans = m.schedulerStats().scans;
+    await run(20_000);
+    expect(many.sites.every((_, i) => many.requests(i + 1) >= 1)).toBe(true);
+    // One scan, then 2 a pass from the queue; not a scan a pass (each a look at every site and the queue built again)
+    // for as long as the checks were behind.
+    expect(m.schedulerStats().scans).toBe(scans + 1);
   } finally {
     await close();
   }

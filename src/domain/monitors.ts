@@ -330,9 +330,9 @@ export class MonitorService {
   private nextFlush = 0;
   /**
    * No site is due before `until` while the sites, monitors and partitions held are as `key` says, as the last scan of
-   * every site (at `at`, whole: not cut short for want of room) found them (see pass()).
+   * every site (at `at`) found them (see pass()).
    */
-  private idle = { key: '', until: 0, sites: -1, at: 0, whole: false };
+  private idle = { key: '', until: 0, sites: -1, at: 0 };
   /** The monitors' own settings as last seen (JSON, only those that have any), and a number that moves when they do. */
   private settingsSeen = { version: -1, epoch: 0, own: new Map<number, string>() };
   /** Each scheduled site's next check (`due`), by time: what a pass between scans takes the due checks from. */
@@ -551,10 +551,9 @@ export class MonitorService {
       const key = `${this.settingsKey()}:${[...this.leases.heldPartitions()].join(',')}`;
       const sites = this.store.version('sites');
       const rescanMs = Math.min(SITES_RESCAN_MS, (this.config.monitorIntervalS ?? INTERVAL_MIN_S) * 1000);
-      if (key !== this.idle.key || !this.idle.whole || (sites !== this.idle.sites && now >= this.idle.at + rescanMs)) {
+      if (key !== this.idle.key || (sites !== this.idle.sites && now >= this.idle.at + rescanMs)) {
         let room = this.config.monitorConcurrency - this.inflight.size;
         let next = Infinity;
-        let whole = true;
         const fleetActive = this.fleetSettings().active;
         for (const site of this.store.all<SiteRecord>('sites')) {
           if (!this.leases.holds(site.id % PARTITIONS)) continue;
@@ -572,11 +571,10 @@ export class MonitorService {
             continue;
           }
           if (this.inflight.has(site.id) || room <= 0) {
-            next = now; // due but running already, or no room: the next pass looks again
-            if (room <= 0) {
-              whole = false; // the rest wait for the next pass, a scan again (counted late if they wait too long)
-              break;
-            }
+            // Due but running already, or no room: the next passes start it from the due queue as checks end. The scan
+            // goes on (every site gets its due time): cutting it short made each pass scan again while the checks were
+            // behind, 100,000 sites and a queue rebuilt four times a second (8 % of serve's CPU in the hour's profile).
+            next = now;
             continue;
           }
           room--;
@@ -585,7 +583,7 @@ export class MonitorService {
         }
         this.queue.clear();
         for (const [id, at] of this.due) this.queue.push(at, id);
-        this.idle = { key, until: next, sites, at: now, whole };
+        this.idle = { key, until: next, sites, at: now };
         this.stats.scans++;
       } else if (now >= this.idle.until) this.idle.until = this.startDue(now);
       if (now >= this.nextFlush) {
