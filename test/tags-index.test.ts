@@ -52,6 +52,19 @@ describe('the tags of each site', () => {
       await store.write((tx) => tags.forgetSite(tx, 10));
       check();
       expect(tags.tagsOfSite(10)).toEqual([]);
+      // A site given a tag goes in its place in the tag's list (kept in ascending order)...
+      await store.write((tx) => tags.setSiteTags(tx, 10, [d.id]));
+      const ofD = () => store.get<TagRecord>('tags', d.id)!.site_ids;
+      expect(ofD()).toEqual([...ofD()].sort((x, y) => x - y));
+      expect(ofD()).toContain(10);
+      // ...and a list written in another order (by hand, an older version) is patched as right, and sorted when a site joins.
+      await store.write((tx) => tx.put<TagRecord>('tags', { ...tx.get<TagRecord>('tags', d.id)!, site_ids: [12, 3, 150, 8] }));
+      check();
+      await store.write((tx) => tx.put<TagRecord>('tags', { ...tx.get<TagRecord>('tags', d.id)!, site_ids: [150, 3, 12, 9] }));
+      check();
+      await store.write((tx) => tags.setSiteTags(tx, 4, [...tags.tagsOfSite(4), d.id]));
+      expect(ofD()).toEqual([3, 4, 9, 12, 150]);
+      check();
     } finally {
       await store.close();
     }

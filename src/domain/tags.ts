@@ -36,6 +36,57 @@ function place(sorted: readonly TagRecord[], t: TagRecord): number {
   return firstPlace(sorted.length, (i) => ORDER(sorted[i]!, t) < 0);
 }
 
+/** A tag's site list with one site more, in ascending order (put in its place; a list in another order is sorted). */
+function withSite(ids: readonly number[], site: number): number[] {
+  if (!ascending(ids)) return [...ids, site].sort((a, b) => a - b);
+  const at = firstPlace(ids.length, (i) => ids[i]! < site);
+  const out = ids.slice();
+  out.splice(at, 0, site);
+  return out;
+}
+
+/** Whether a tag's site list is in ascending order, as every write here keeps it (one written otherwise still works). */
+function ascending(ids: readonly number[]): boolean {
+  for (let i = 1; i < ids.length; i++) if (ids[i - 1]! >= ids[i]!) return false;
+  return true;
+}
+
+/**
+ * Whether a site is in a tag's site list: a binary search when the list is in ascending order, else a Set. A tag of
+ * 5,000 sites made into two Sets at each change of one of its sites was 14 % of serve's CPU in the 100,000-site hour.
+ */
+function membership(ids: readonly number[]): (site: number) => boolean {
+  if (!ascending(ids)) {
+    const set = new Set(ids);
+    return (site) => set.has(site);
+  }
+  return (site) => {
+    const at = firstPlace(ids.length, (i) => ids[i]! < site);
+    return ids[at] === site;
+  };
+}
+
+/** Adds to `out` the sites in one of two site lists and not in the other (a merge of two ascending lists). */
+function addDifference(a: readonly number[], b: readonly number[], out: Set<number>): void {
+  if (!ascending(a) || !ascending(b)) {
+    const inA = new Set(a);
+    const inB = new Set(b);
+    for (const s of a) if (!inB.has(s)) out.add(s);
+    for (const s of b) if (!inA.has(s)) out.add(s);
+    return;
+  }
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) out.add(a[i++]!);
+    else if (i >= a.length || b[j]! < a[i]!) out.add(b[j++]!);
+    else {
+      i++; // in both
+      j++;
+    }
+  }
+}
+
 export class TagService {
   private cacheVersion = -1;
   private sorted: TagRecord[] = [];
@@ -112,7 +163,7 @@ export class TagService {
   private patch(ids: readonly number[]): void {
     const sorted = this.sorted.slice();
     const sites = new Set<number>();
-    const membersOf = new Map<number, Set<number>>();
+    const membersOf = new Map<number, (site: number) => boolean>();
     for (const id of ids) {
       const was = this.byId.get(id);
       const cur = this.store.get<TagRecord>('tags', id);
@@ -125,22 +176,19 @@ export class TagService {
       if (cur) sorted.splice(place(sorted, cur), 0, cur);
       if (cur) this.byId.set(id, cur);
       else this.byId.delete(id);
-      const members = new Set(cur?.site_ids ?? []);
-      membersOf.set(id, members);
+      membersOf.set(id, membership(cur?.site_ids ?? []));
       if (was && cur && was.name === cur.name) {
         // The same place in the order: only the sites that joined or left.
-        const had = new Set(was.site_ids);
-        for (const s of members) if (!had.has(s)) sites.add(s);
-        for (const s of had) if (!members.has(s)) sites.add(s);
+        addDifference(was.site_ids, cur.site_ids, sites);
       } else {
         for (const s of was?.site_ids ?? []) sites.add(s);
-        for (const s of members) sites.add(s);
+        for (const s of cur?.site_ids ?? []) sites.add(s);
       }
     }
     this.sorted = sorted;
     for (const s of sites) {
       const list = (this.bySite.get(s) ?? []).filter((t) => !membersOf.has(t));
-      for (const [id, members] of membersOf) if (members.has(s)) list.push(id);
+      for (const [id, has] of membersOf) if (has(s)) list.push(id);
       list.sort((a, b) => ORDER(this.byId.get(a)!, this.byId.get(b)!));
       if (list.length) this.bySite.set(s, this.pooled(list));
       else this.bySite.delete(s);
@@ -283,7 +331,7 @@ export class TagService {
     for (const id of new Set([...has, ...want])) {
       if (has.has(id) === want.has(id)) continue;
       const t = tx.get<TagRecord>('tags', id)!;
-      const site_ids = has.has(id) ? t.site_ids.filter((s) => s !== siteId) : [...t.site_ids, siteId].sort((a, b) => a - b);
+      const site_ids = has.has(id) ? t.site_ids.filter((s) => s !== siteId) : withSite(t.site_ids, siteId);
       tx.put<TagRecord>('tags', { ...t, site_ids, updated_at: this.stamp() });
     }
   }
