@@ -132,6 +132,29 @@ it('while the checks are behind (no room for more), starts them from its queue a
   }
 });
 
+it('writes the states that checks find together: a flush of some sites joins the one waiting to start', async () => {
+  const N = 40;
+  const { many, ids, m, run, jump, close } = await fleetOnClock(N, { monitorConcurrency: String(N) });
+  try {
+    await m.pass();
+    // Three checks' flushes asked while another flush runs: one more flush writes all three.
+    m.resetStats();
+    const running = m.flush();
+    const joined = [m.flush([ids[0]!]), m.flush([ids[1]!]), m.flush([ids[2]!])];
+    await Promise.all([running, ...joined]);
+    expect(m.schedulerStats().flushes).toBe(2);
+    // Every first check due at once: each finds a state (none was known) and waits for it to be written; all are.
+    jump(2 * m.effective(1).interval_s * 1000);
+    m.resetStats();
+    await run(1000);
+    expect(many.sites.every((_, i) => many.requests(i + 1) === 1)).toBe(true);
+    for (const id of ids) expect(m.record(id)?.status, `site ${id}`).toBe('up');
+    expect(m.schedulerStats().checks).toBe(N);
+  } finally {
+    await close();
+  }
+});
+
 it("scans every site when a monitor's settings change (here or in another process), not when a check writes its state", async () => {
   const N = 12;
   const { many, t, ids, m, run, close } = await fleetOnClock(N);

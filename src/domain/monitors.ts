@@ -305,6 +305,8 @@ export interface SchedulerStats {
   partitions_held: number;
   /** Scheduling passes that looked at every site. */
   scans: number;
+  /** Flushes of the waiting beats that ran (each a read of the histories and a commit per HISTORY_BATCH sites). */
+  flushes: number;
 }
 
 export class MonitorService {
@@ -338,9 +340,19 @@ export class MonitorService {
   /** Each scheduled site's next check (`due`), by time: what a pass between scans takes the due checks from. */
   private readonly queue = new DueQueue();
   private flushing: Promise<void> = Promise.resolve();
+  /** The flush of some sites waiting to start, which another such flush joins (see flush()). */
+  private joinable: { ids: Set<number>; done: Promise<void> } | null = null;
   /** The move of an older sitefleet's history started by start() (moveHistory). */
   private moving: Promise<void> = Promise.resolve();
-  private stats: SchedulerStats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0 };
+  private stats: SchedulerStats = {
+    checks: 0,
+    late_over_interval: 0,
+    max_late_ms: 0,
+    in_flight: 0,
+    partitions_held: 0,
+    scans: 0,
+    flushes: 0,
+  };
 
   constructor(
     private readonly store: Store,
@@ -509,7 +521,7 @@ export class MonitorService {
   }
 
   resetStats(): void {
-    this.stats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0 };
+    this.stats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0, flushes: 0 };
   }
 
   private async tick(): Promise<void> {
@@ -711,10 +723,32 @@ export class MonitorService {
 
   /**
    * Writes waiting beats (of `ids`, or all), HISTORY_BATCH sites a commit, each site's history read just before, then
-   * announces the incidents each commit opened or closed.
+   * announces the incidents each commit opened or closed. Flushes of some sites (a check that changed a state) made
+   * while one waits to start join it: one read and one commit for every state changed meanwhile, not one each. A fleet's
+   * first checks all change a state (none is known yet): one at a time, they were checked at about 60 a second at
+   * 100,000 sites on PostgreSQL, where 333 are due (every 5 minutes).
    */
   flush(ids?: number[]): Promise<void> {
+    if (!ids) return this.queueFlush(() => undefined);
+    const waiting = this.joinable;
+    if (waiting) {
+      for (const id of ids) waiting.ids.add(id);
+      return waiting.done;
+    }
+    const batch = { ids: new Set(ids), done: Promise.resolve() };
+    batch.done = this.queueFlush(() => {
+      if (this.joinable === batch) this.joinable = null; // started: later ones make the next batch
+      return [...batch.ids];
+    });
+    this.joinable = batch;
+    return batch.done;
+  }
+
+  /** Runs a flush after those before it (so beats of a site are folded in order), of the sites `take()` names when it starts (all: undefined). */
+  private queueFlush(take: () => number[] | undefined): Promise<void> {
     const run = async () => {
+      const ids = take();
+      this.stats.flushes++;
       const taken = new Map<number, PendingBeat[]>();
       const history = new Map<number, Beat[]>();
       for (const id of ids ?? [...this.pending.keys(), ...this.historyWaiting.keys()]) {
@@ -755,7 +789,6 @@ export class MonitorService {
         this.announce(events);
       }
     };
-    // Flushes run one after another, so beats of a site are folded in order.
     const p = this.flushing.then(run, run);
     this.flushing = p.catch(() => {});
     return p;
