@@ -8,6 +8,8 @@ import { Client, Pool } from 'undici';
 import { loadConfig } from '../../dist/config.js';
 import { closeServices, openServices } from '../../dist/domain/index.js';
 import { newKeyPair } from '../../dist/child/keys.js';
+import { DEFAULT_SETTINGS } from '../../dist/domain/monitors.js';
+import pg from 'pg';
 import { sequential } from './load.mjs';
 import { removeDir, startServe, tempDir, track } from './proc.mjs';
 import { cpuAccount, percentiles, procMem, round } from './sys.mjs';
@@ -412,6 +414,27 @@ async function fullSync(serve, token, sim, n) {
  * The fleet rows: seeds, starts serve, measures. `n` sites, `mixedSeconds` of mixed load, `querySeconds` of the
  * filtered list. Returns the figures (JSON-ready); asserts only that the filtered list returned what it must.
  */
+/**
+ * Whether uptime monitoring kept up with the fleet (serve checks every site once an interval, DEFAULT_SETTINGS): the
+ * monitors whose last check, as written to the database, is within an interval and its flush of now, and those ever checked.
+ */
+async function uptimeCoverage(databaseUrl, n) {
+  const interval_s = DEFAULT_SETTINGS.interval_s;
+  const window_s = interval_s + 60;
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const r = await db.query(
+      `SELECT count(*) FILTER (WHERE (data->'last_check'->>0)::bigint >= extract(epoch FROM now()) - $1) AS recent, count(*) AS ever
+       FROM sitefleet_rows WHERE kind = 'monitors' AND id > 0 AND id <= $2 AND data ? 'last_check' AND data->'last_check' <> 'null'::jsonb`,
+      [window_s, n * 2],
+    );
+    return { interval_s, window_s, recent: Number(r.rows[0].recent), ever: Number(r.rows[0].ever) };
+  } finally {
+    await db.end();
+  }
+}
+
 export async function fleetRows(
   pgServer,
   dbName,
@@ -485,6 +508,11 @@ export async function fleetRows(
     out.mixed.gc_pause_s = round((gc.pauseMs - pausedBefore) / 1000, 1);
     log(
       `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; GC pauses ${out.mixed.gc_pause_s} s; requests a minute ${out.mixed.per_minute.join(' ')}${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
+    );
+
+    out.uptime = await uptimeCoverage(f.databaseUrl, n);
+    log(
+      `fleet: uptime at the end of the mixed run: ${out.uptime.recent.toLocaleString('en')} of ${n.toLocaleString('en')} sites checked in the last ${out.uptime.window_s} s (the interval is ${out.uptime.interval_s} s), ${out.uptime.ever.toLocaleString('en')} ever`,
     );
 
     if (skipSync) {
