@@ -110,11 +110,11 @@ async function seedFleet(pgServer, dbName, n, log) {
     const { token } = await s.auth.createKey('bench', 'read_write');
     const secret = { private_key_pem: pair.privateKeyPem, http_pass: null, regverify: null };
     const ids = new Int32Array(n + 1);
-    const members = Array.from({ length: TAGS }, () => []);
+    // A write function may run more than once (PostgreSQL runs it again after a conflict): it only notes each site's
+    // id, and the tags' members are gathered once every site is written (they were pushed in it, each site 2-3 times).
     const site = (tx, i) => {
       const rec = s.sites.insert(tx, { url: `${sim.baseUrl}/s/${i}/`, name: nameOf(i), admin_username: 'admin' }, secret);
       ids[i] = rec.id;
-      members[tagOf(i)].push(rec.id);
       return rec;
     };
     const k = Math.min(SAMPLES, n);
@@ -140,6 +140,9 @@ async function seedFleet(pgServer, dbName, n, log) {
         }
       });
     }
+    const members = Array.from({ length: TAGS }, () => []);
+    for (let i = 1; i <= n; i++) members[tagOf(i)].push(ids[i]);
+    for (const m of members) m.sort((a, b) => a - b);
     const tagIds = await s.store.write((tx) =>
       members.map((siteIds, tg) => {
         const tag = s.tags.create(tx, { name: `Tag ${tg}` });
