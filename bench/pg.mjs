@@ -505,6 +505,12 @@ const fleetLines = fl
         `target <= 300 MB (after ${MIXED_S >= 3600 ? 'this hour' : 'an hour: --mixed-seconds 3600'})`,
         vsTarget(fl.mixed.rss.end_mb, 300),
       ),
+      fleetLine(
+        '  uptime at its end: sites checked within an interval and a minute',
+        `${num(fl.uptime.recent)} of ${num(fl.uptime.sites)} (${num(fl.uptime.ever)} ever)`,
+        `(every site every ${fl.uptime.interval_s} s)`,
+        '',
+      ),
       !fl.sync
         ? 'full sync: skipped (--skip-sync)'
         : fleetLine(

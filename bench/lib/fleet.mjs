@@ -432,7 +432,7 @@ async function uptimeCoverage(databaseUrl, n) {
        FROM sitefleet_rows WHERE kind = 'monitors' AND id > 0 AND id <= $2 AND data ? 'last_check' AND data->'last_check' <> 'null'::jsonb`,
       [window_s, n * 2],
     );
-    return { interval_s, window_s, recent: Number(r.rows[0].recent), ever: Number(r.rows[0].ever) };
+    return { sites: n, interval_s, window_s, recent: Number(r.rows[0].recent), ever: Number(r.rows[0].ever) };
   } finally {
     await db.end();
   }
