@@ -309,6 +309,16 @@ export interface SchedulerStats {
   flushes: number;
 }
 
+const noStats = (): SchedulerStats => ({
+  checks: 0,
+  late_over_interval: 0,
+  max_late_ms: 0,
+  in_flight: 0,
+  partitions_held: 0,
+  scans: 0,
+  flushes: 0,
+});
+
 export class MonitorService {
   readonly checker: UptimeChecker;
   readonly leases: PartitionLeases;
@@ -344,15 +354,7 @@ export class MonitorService {
   private joinable: { ids: Set<number>; done: Promise<void> } | null = null;
   /** The move of an older sitefleet's history started by start() (moveHistory). */
   private moving: Promise<void> = Promise.resolve();
-  private stats: SchedulerStats = {
-    checks: 0,
-    late_over_interval: 0,
-    max_late_ms: 0,
-    in_flight: 0,
-    partitions_held: 0,
-    scans: 0,
-    flushes: 0,
-  };
+  private stats = noStats();
 
   constructor(
     private readonly store: Store,
@@ -521,7 +523,7 @@ export class MonitorService {
   }
 
   resetStats(): void {
-    this.stats = { checks: 0, late_over_interval: 0, max_late_ms: 0, in_flight: 0, partitions_held: 0, scans: 0, flushes: 0 };
+    this.stats = noStats();
   }
 
   private async tick(): Promise<void> {
@@ -735,13 +737,13 @@ export class MonitorService {
       for (const id of ids) waiting.ids.add(id);
       return waiting.done;
     }
-    const batch = { ids: new Set(ids), done: Promise.resolve() };
-    batch.done = this.queueFlush(() => {
-      if (this.joinable === batch) this.joinable = null; // started: later ones make the next batch
-      return [...batch.ids];
+    const batch = new Set(ids);
+    const done = this.queueFlush(() => {
+      if (this.joinable?.ids === batch) this.joinable = null; // started: later ones make the next batch
+      return [...batch];
     });
-    this.joinable = batch;
-    return batch.done;
+    this.joinable = { ids: batch, done };
+    return done;
   }
 
   /** Runs a flush after those before it (so beats of a site are folded in order), of the sites `take()` names when it starts (all: undefined). */
