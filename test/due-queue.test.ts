@@ -32,6 +32,25 @@ it('pops entries earliest first, keeps repeated ids and equal times, and empties
   expect(out.map(([t]) => t)).toEqual(pushed.map(([t]) => t).sort((a, b) => a - b));
   expect(out.map(([t, d]) => `${t}:${d}`).sort()).toEqual(pushed.map(([t, d]) => `${t}:${d}`).sort());
   q.push(1, 1);
-  q.clear();
+  q.refill(new Map());
   expect(q.size).toBe(0);
+});
+
+it('refills from every due time at once, in heap order: pops them earliest first, equal times and all', () => {
+  const q = new DueQueue();
+  q.push(0, 999); // replaced by the refill
+  let x = 11;
+  const rand = () => (x = (x * 1103515245 + 12345) % 2 ** 31);
+  for (const n of [0, 1, 2, 3, 10, 1001]) {
+    const due = new Map<number, number>();
+    for (let id = 1; id <= n; id++) due.set(id, rand() % 97);
+    q.refill(due);
+    expect(q.size).toBe(n);
+    q.push(50, 5000); // still a heap for what comes after
+    const out: Array<[number, number]> = [];
+    for (let e = q.pop(); e; e = q.pop()) out.push([e.at, e.id]);
+    const want = [...due].map(([id, at]) => [at, id] as [number, number]).concat([[50, 5000]]);
+    expect(out.map(([t]) => t)).toEqual(want.map(([t]) => t).sort((a, b) => a - b));
+    expect(out.map(([t, d]) => `${t}:${d}`).sort()).toEqual(want.map(([t, d]) => `${t}:${d}`).sort());
+  }
 });

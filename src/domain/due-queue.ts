@@ -34,31 +34,39 @@ export class DueQueue {
   /** Takes the earliest entry out (null when empty). */
   pop(): { at: number; id: number } | null {
     const t = this.times;
-    const d = this.ids;
     if (!t.length) return null;
-    const top = { at: t[0]!, id: d[0]! };
+    const top = { at: t[0]!, id: this.ids[0]! };
     const at = t.pop()!;
-    const id = d.pop()!;
-    const n = t.length;
-    if (n) {
-      let i = 0;
-      for (;;) {
-        let c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && t[c + 1]! < t[c]!) c++;
-        if (t[c]! >= at) break;
-        t[i] = t[c]!;
-        d[i] = d[c]!;
-        i = c;
-      }
-      t[i] = at;
-      d[i] = id;
-    }
+    const id = this.ids.pop()!;
+    if (t.length) this.siftDown(0, at, id);
     return top;
   }
 
-  clear(): void {
-    this.times = [];
-    this.ids = [];
+  /**
+   * Holds exactly these entries (id to time), put in heap order from the bottom up: one pass, not a push each (the
+   * scheduler's scan of 100,000 sites gives every site its time).
+   */
+  refill(due: ReadonlyMap<number, number>): void {
+    const t = (this.times = Array.from(due.values()));
+    const d = (this.ids = Array.from(due.keys()));
+    for (let i = (t.length >> 1) - 1; i >= 0; i--) this.siftDown(i, t[i]!, d[i]!);
+  }
+
+  /** Puts (at, id) at place i or below it, moving the earlier children up. */
+  private siftDown(i: number, at: number, id: number): void {
+    const t = this.times;
+    const d = this.ids;
+    const n = t.length;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && t[c + 1]! < t[c]!) c++;
+      if (t[c]! >= at) break;
+      t[i] = t[c]!;
+      d[i] = d[c]!;
+      i = c;
+    }
+    t[i] = at;
+    d[i] = id;
   }
 }

@@ -595,8 +595,7 @@ export class MonitorService {
           this.startScheduled(site, d);
           next = Math.min(next, this.due.get(site.id) ?? now);
         }
-        this.queue.clear();
-        for (const [id, at] of this.due) this.queue.push(at, id);
+        this.queue.refill(this.due);
         this.idle = { key, until: next, sites, at: now };
         this.stats.scans++;
       } else if (now >= this.idle.until) this.idle.until = this.startDue(now);
@@ -1003,7 +1002,7 @@ export class MonitorService {
    */
   async page(q: { search?: string; include?: number[]; exclude?: number[]; status?: MonitorStatus }, page: number, perPage: number) {
     const all = this.sites
-      .filter({ search: q.search, include: q.include, exclude: q.exclude }, () => new Set())
+      .filter({ search: q.search, include: q.include, exclude: q.exclude }, () => [])
       .filter((s) => !q.status || this.statusOf(s) === q.status);
     const now = nowS();
     const counts = { d7: this.incidentCounts(now - 7 * DAY_S), d30: this.incidentCounts(now - 30 * DAY_S) };
