@@ -158,7 +158,7 @@ export const getCostSites = defineAbility({
   execute: ({ cost_id, page, per_page }, ctx) => {
     const cost = ctx.costs.resolve(cost_id);
     const covered = new Set(ctx.costs.coveredSites(cost));
-    const all = covered.size ? ctx.sites.filter({ include: [...covered] }, () => new Set()) : [];
+    const all = covered.size ? ctx.sites.filter({ include: [...covered] }, () => []) : [];
     const list = paginate(all, page, per_page).map(listedSite);
     return { cost_id, cost_name: cost.name, sites: list, items: list, page, per_page, total: all.length };
   },

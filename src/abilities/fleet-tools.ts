@@ -43,7 +43,7 @@ export const renewConnections = defineAbility({
   output: z.object(Ran),
   annotations: { readonly: false, destructive: false, idempotent: false, openWorld: true, siteAction: true },
   execute: async (_i, ctx) => {
-    const sites = [...ctx.sites.filter({}, () => new Set())].filter((s) => !s.suspended && !s.disconnected);
+    const sites = [...ctx.sites.filter({}, () => [])].filter((s) => !s.suspended && !s.disconnected);
     if (!sites.length)
       throw new ServiceError('svc_site_not_found', 'No connected site to renew (suspended and disconnected sites are left out).', 404);
     return run(ctx, 'renew', sites);
@@ -67,7 +67,7 @@ export const disconnectAllSites = defineAbility({
   acceptsPost: true,
   execute: async ({ confirm, dry_run }, ctx) => {
     refuseBothFlags({ confirm, dry_run });
-    const sites = [...ctx.sites.filter({}, () => new Set())].filter((s) => !s.disconnected);
+    const sites = [...ctx.sites.filter({}, () => [])].filter((s) => !s.disconnected);
     if (!sites.length) throw new ServiceError('svc_site_not_found', 'No connected site to disconnect.', 404);
     if (dry_run)
       return {

@@ -326,7 +326,7 @@ export async function scheduledSync(
   audit?: Pick<AuditService, 'system'>,
 ): Promise<string | null> {
   if (!(await dashboard.claimDueSync(now))) return null;
-  const ids = [...sites.filter({}, () => new Set())].filter((s: SiteRecord) => !s.suspended && !s.disconnected).map((s) => s.id);
+  const ids = [...sites.filter({}, () => [])].filter((s: SiteRecord) => !s.suspended && !s.disconnected).map((s) => s.id);
   if (!ids.length) return null;
   const { job_id } = await jobs.enqueue('sync', ids);
   await audit?.system('scheduled-sync', { job_id, sites: ids.length });

@@ -123,12 +123,12 @@ export class SiteSelectorService {
     }
     for (const id of clients) {
       if (!this.clients.get(id)) unknown.push(miss(id, 'svc_client_not_found', `No client found with ID ${id}.`));
-      else for (const s of this.sites.filter({ client_id: id }, () => new Set())) ids.add(s.id);
+      else for (const s of this.sites.filter({ client_id: id }, () => [])) ids.add(s.id);
     }
     const sites: SiteRecord[] = [];
     const skipped: SiteSelection['skipped'] = [];
     // Site-list order (the sorted index), whatever order the selectors named them in.
-    for (const s of this.sites.filter({}, () => new Set())) {
+    for (const s of this.sites.filter({}, () => [])) {
       if (!ids.has(s.id)) continue;
       const note = skipNote(s);
       if (note) skipped.push(note);

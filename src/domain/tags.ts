@@ -76,6 +76,24 @@ function addDifference(a: readonly number[], b: readonly number[], out: Set<numb
   }
 }
 
+/** The sites in either of two ascending site lists, ascending (a merge; one of them when the other is empty). */
+function union(a: readonly number[], b: readonly number[]): readonly number[] {
+  if (!a.length) return b;
+  if (!b.length) return a;
+  const out: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) out.push(a[i++]!);
+    else if (i >= a.length || b[j]! < a[i]!) out.push(b[j++]!);
+    else {
+      out.push(a[i++]!); // in both
+      j++;
+    }
+  }
+  return out;
+}
+
 export class TagService {
   private cacheVersion = -1;
   private sorted: TagRecord[] = [];
@@ -220,10 +238,13 @@ export class TagService {
     return this.access.seesSite(siteId) ? ids : [];
   }
 
-  /** Sites carrying any of these tags. */
-  sitesInTags(tagIds: number[]): Set<number> {
-    const out = new Set<number>();
-    for (const id of tagIds) for (const s of this.get(id)?.site_ids ?? []) out.add(s);
+  /** Sites carrying any of these tags, ascending without repeats (one tag: its own list, not a copy). */
+  sitesInTags(tagIds: readonly number[]): readonly number[] {
+    let out: readonly number[] = [];
+    for (const id of tagIds) {
+      const t = this.get(id);
+      if (t) out = union(out, ascendingIds(t.site_ids));
+    }
     return out;
   }
 

@@ -322,10 +322,10 @@ export class UpdatePolicyService {
 
   /** The sites a policy names (suspended and disconnected ones included: a run skips them). */
   targetSites(p: UpdatePolicyRecord): SiteRecord[] {
-    const all = this.sites.filter({}, () => new Set());
+    const all = this.sites.filter({}, () => []);
     if (p.targets.all) return all;
     const ids = new Set(p.targets.sites);
-    const inTags = p.targets.tags.length ? this.tags.sitesInTags(p.targets.tags) : new Set<number>();
+    const inTags = new Set(this.tags.sitesInTags(p.targets.tags));
     const clients = new Set(p.targets.clients);
     return all.filter((s) => ids.has(s.id) || inTags.has(s.id) || (s.client_id !== null && clients.has(s.client_id)));
   }

@@ -213,7 +213,7 @@ class PendingIndex {
       (site) => `${site.last_sync}|${site.updated_at}|${site.url}|${site.name}`,
       (_site, data) => packed(storedPending(data), ALL_TYPES),
       // The fleet's index, kept for every caller: built outside the caller's scope (list() cuts it to the scope).
-      () => unscoped(() => sites.filter({}, () => new Set())),
+      () => unscoped(() => sites.filter({}, () => [])),
       undefined,
       // In the site list's order: a site given another URL moves it.
       () => sites.order(),
@@ -358,7 +358,7 @@ export class UpdateService {
     const refs = sel.sites ?? [];
     const tags = sel.tags ?? [];
     const clients = sel.clients ?? [];
-    const ordered = this.sites.filter({}, () => new Set());
+    const ordered = this.sites.filter({}, () => []);
     if (!refs.length && !tags.length && !clients.length) return { sites: ordered, errors: [], all: true };
     const ids = new Set<number>();
     const errors: ErrorView[] = [];
