@@ -1,6 +1,6 @@
 // POST /batch takes its controllers from the body's own keys only. A "__proto__" key (an own key after JSON.parse)
 // is one of the "_" arguments every route leaves alone — it was taken for a controller and answered 500 (found by
-// test/fuzz.test.ts, seed 47555361); names Object.prototype has are unknown controllers (400, nothing done).
+// the REST door's fuzzing, then in test/fuzz.test.ts, seed 47555361); names Object.prototype has are unknown controllers (400, nothing done).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from './support/fixtures.js';
 import { seedSites, startServer, type TestServer } from './support/server.js';
