@@ -191,7 +191,14 @@ function rssSampler(pid, everyMs = 1000) {
     stop() {
       clearInterval(timer);
       take();
-      return { start_mb: samples[0], peak_mb: Math.max(...samples), end_mb: samples[samples.length - 1], samples: samples.length };
+      return {
+        start_mb: samples[0],
+        peak_mb: Math.max(...samples),
+        end_mb: samples[samples.length - 1],
+        samples: samples.length,
+        // The RSS at the start of each minute: whether it levels off or keeps growing through an hour.
+        per_minute_mb: samples.filter((_, i) => i % Math.round(60_000 / everyMs) === 0),
+      };
     },
   };
 }
@@ -510,7 +517,7 @@ export async function fleetRows(
     out.mixed.live_heap_mb = gc.liveMb;
     out.mixed.gc_pause_s = round((gc.pauseMs - pausedBefore) / 1000, 1);
     log(
-      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; GC pauses ${out.mixed.gc_pause_s} s; requests a minute ${out.mixed.per_minute.join(' ')}${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
+      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; GC pauses ${out.mixed.gc_pause_s} s; requests a minute ${out.mixed.per_minute.join(' ')}; RSS at each minute's start ${out.mixed.rss.per_minute_mb.join(' ')} MB${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
     );
 
     out.uptime = await uptimeCoverage(f.databaseUrl, n);

@@ -81,7 +81,6 @@ export class SiteService {
   private texts: string[] = [];
   /** Whether `sorted` itself was answered since it was last changed (a caller may hold it: the next change copies). */
   private handedOut = false;
-  private byKey = new Map<string, number>();
 
   /** Who else forgets a removed site (tags, costs). */
   readonly onRemove = new Cascade();
@@ -111,14 +110,14 @@ export class SiteService {
     });
   }
 
-  /** Sites sorted by URL naturally (scheme and www. ignored; site2 before site10) and the domain index, kept up to the sites. */
-  private indexes(): { sorted: SiteRecord[]; texts: string[]; byKey: Map<string, number> } {
+  /** Sites sorted by URL naturally (scheme and www. ignored; site2 before site10) and their search texts, kept up to the sites. */
+  private indexes(): { sorted: SiteRecord[]; texts: string[] } {
     const v = this.store.version('sites');
     if (v !== this.cacheVersion) {
       if (this.cacheVersion < 0 || !this.patchIndexes()) this.rebuildIndexes();
       this.cacheVersion = v;
     }
-    return { sorted: this.sorted, texts: this.texts, byKey: this.byKey };
+    return { sorted: this.sorted, texts: this.texts };
   }
 
   private rebuildIndexes(): void {
@@ -130,11 +129,6 @@ export class SiteService {
     this.texts = this.sorted.map(searchText);
     this.handedOut = false;
     this.places = null;
-    this.byKey = new Map();
-    for (const s of all.sort((a, b) => a.id - b.id)) {
-      const k = siteKey(s.url);
-      if (!this.byKey.has(k)) this.byKey.set(k, s.id);
-    }
     this.rebuilds++;
     this.sorts++;
   }
@@ -204,24 +198,13 @@ export class SiteService {
     return true;
   }
 
-  /** Takes the site at place p out of the list, and out of the domain index (another site of its domain takes over). */
+  /** Takes the site at place p out of the list. */
   private takeOut(p: number): void {
-    const [gone] = this.sorted.splice(p, 1);
+    this.sorted.splice(p, 1);
     this.texts.splice(p, 1);
-    const k = siteKey(gone!.url);
-    if (this.byKey.get(k) !== gone!.id) return;
-    this.byKey.delete(k);
-    // Sites of one domain share a sort key (made from it; site01 and site1 share one too) and sort by id within it, and
-    // the site gone was the lowest id of its domain: the next one is the first of its domain after its place.
-    const key = sortKey(gone!);
-    let first: number | undefined;
-    for (let q = p; first === undefined && q < this.sorted.length && sortKey(this.sorted[q]!) === key; q++) {
-      if (siteKey(this.sorted[q]!.url) === k) first = this.sorted[q]!.id;
-    }
-    if (first !== undefined) this.byKey.set(k, first);
   }
 
-  /** Puts a site in the list at its place (by key, then id) and in the domain index (the lowest id of a domain wins). */
+  /** Puts a site in the list at its place (by key, then id). */
   private putIn(s: SiteRecord): void {
     const key = sortKey(s);
     const at = firstPlace(this.sorted.length, (i) => {
@@ -231,9 +214,22 @@ export class SiteService {
     });
     this.sorted.splice(at, 0, s);
     this.texts.splice(at, 0, searchText(s));
-    const k = siteKey(s.url);
-    const held = this.byKey.get(k);
-    if (held === undefined || s.id < held) this.byKey.set(k, s.id);
+  }
+
+  /**
+   * The site of a domain (siteKey; the lowest id when several share it), by a binary search of the sorted list: sites of
+   * one domain share a sort key (made from it; site01 and site1 share one too) and sort by id within it. A Map of the
+   * domains was 6.5 MB at 100,000 sites, for a look-up a request makes at most a few times.
+   */
+  private siteOfDomain(k: string): SiteRecord | undefined {
+    const sorted = this.indexes().sorted;
+    const key = naturalKey(k);
+    for (let q = firstPlace(sorted.length, (i) => sortKey(sorted[i]!) < key); q < sorted.length; q++) {
+      const s = sorted[q]!;
+      if (sortKey(s) !== key) return undefined;
+      if (siteKey(s.url) === k) return s;
+    }
+    return undefined;
   }
 
   /**
@@ -267,8 +263,8 @@ export class SiteService {
     if (id !== null) return id > 0 ? this.get(id) : undefined;
     const key = siteKey(String(ref));
     if (!key) return undefined;
-    const found = this.indexes().byKey.get(key);
-    return found === undefined ? undefined : this.get(found);
+    const found = this.siteOfDomain(key);
+    return found && this.get(found.id);
   }
 
   /** A tag (404 when none) and the sites carrying it, by domain then id. */
@@ -284,8 +280,8 @@ export class SiteService {
   }
 
   findByUrl(url: string): SiteRecord | undefined {
-    const found = this.indexes().byKey.get(siteKey(url));
-    return found === undefined ? undefined : this.get(found);
+    const found = this.siteOfDomain(siteKey(url));
+    return found && this.get(found.id);
   }
 
   filter(f: SiteFilter, tagSites: TagSites): SiteRecord[] {
