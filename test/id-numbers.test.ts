@@ -32,4 +32,30 @@ describe('IdNumbers', () => {
     expect(n.get(2 ** 32 - 1)).toBe(6);
     expect(n.pageCount).toBe(1);
   });
+
+  it('forgets a deleted id, lists every id that has a number, and empties', () => {
+    const n = new IdNumbers();
+    for (const id of [3, PAGE_IDS * 5 + 1, 0, -2, 2 ** 33, 7]) n.set(id, id + 0.5);
+    n.delete(7);
+    n.delete(2 ** 33);
+    n.delete(PAGE_IDS * 9); // a page never made
+    expect(n.get(7)).toBeUndefined();
+    expect([...n.entries()].sort((a, b) => a[0] - b[0])).toEqual([
+      [-2, -1.5],
+      [0, 0.5],
+      [3, 3.5],
+      [PAGE_IDS * 5 + 1, PAGE_IDS * 5 + 1.5],
+    ]);
+    // Deleting while listing: each id is listed once.
+    const seen: number[] = [];
+    for (const [id] of n.entries()) {
+      seen.push(id);
+      n.delete(id);
+    }
+    expect(seen.sort((a, b) => a - b)).toEqual([-2, 0, 3, PAGE_IDS * 5 + 1]);
+    expect([...n.entries()]).toEqual([]);
+    n.set(1, 1);
+    n.clear();
+    expect([n.get(1), n.pageCount, [...n.entries()].length]).toEqual([undefined, 0, 0]);
+  });
 });

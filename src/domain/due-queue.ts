@@ -46,9 +46,13 @@ export class DueQueue {
    * Holds exactly these entries (id to time), put in heap order from the bottom up: one pass, not a push each (the
    * scheduler's scan of 100,000 sites gives every site its time).
    */
-  refill(due: ReadonlyMap<number, number>): void {
-    const t = (this.times = Array.from(due.values()));
-    const d = (this.ids = Array.from(due.keys()));
+  refill(due: Iterable<readonly [id: number, at: number]>): void {
+    const t: number[] = (this.times = []);
+    const d: number[] = (this.ids = []);
+    for (const [id, at] of due) {
+      t.push(at);
+      d.push(id);
+    }
     for (let i = (t.length >> 1) - 1; i >= 0; i--) this.siftDown(i, t[i]!, d[i]!);
   }
 

@@ -32,6 +32,7 @@ import type { Store, Tx } from '../store/store.js';
 import { PartitionLeases } from './leases.js';
 import type { SiteService } from './sites.js';
 import { DueQueue } from './due-queue.js';
+import { IdNumbers } from '../store/id-numbers.js';
 import { UptimeChecker, type CheckOutcome } from './uptime-check.js';
 
 export const RAW_KEPT = 60;
@@ -330,7 +331,8 @@ export class MonitorService {
   private historyWaiting = new Map<number, Beat[]>();
   /** What a lease release's write folded, by partition, until it has committed (flushInTx). */
   private releasing = new Map<number, { taken: Map<number, Set<PendingBeat>>; events: MonitorEvent[] }>();
-  private due = new Map<number, number>();
+  /** When each site's next check falls due (epoch ms), in pages by site id: a Map was 5 MB at 100,000 sites. */
+  private due = new IdNumbers();
   private inflight = new Map<number, Promise<CheckOutcome>>();
   private listeners = new Set<(e: MonitorEvent) => void>();
   private timer: NodeJS.Timeout | null = null;
@@ -554,7 +556,7 @@ export class MonitorService {
               throw e;
             },
           );
-        for (const id of this.due.keys()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
+        for (const [id] of this.due.entries()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
       }
       // The scan of every site runs only when something it depends on changed (at 20,000 sites it is milliseconds of
       // the event loop): the monitors' settings, the partitions held, or, once per SITES_RESCAN_MS at most, the sites (a
@@ -595,7 +597,7 @@ export class MonitorService {
           this.startScheduled(site, d);
           next = Math.min(next, this.due.get(site.id) ?? now);
         }
-        this.queue.refill(this.due);
+        this.queue.refill(this.due.entries());
         this.idle = { key, until: next, sites, at: now };
         this.stats.scans++;
       } else if (now >= this.idle.until) this.idle.until = this.startDue(now);

@@ -29,6 +29,27 @@ export class IdNumbers {
     page[id % PAGE_IDS] = value;
   }
 
+  /** Forgets the number of `id` (its page stays). */
+  delete(id: number): void {
+    if (!isPaged(id)) this.other.delete(id);
+    else {
+      const page = this.pages.get(Math.floor(id / PAGE_IDS));
+      if (page) page[id % PAGE_IDS] = NaN;
+    }
+  }
+
+  clear(): void {
+    this.pages.clear();
+    this.other.clear();
+  }
+
+  /** Every id that has a number, with it (pages in the order they were made, ids ascending within a page). */
+  *entries(): IterableIterator<[id: number, value: number]> {
+    for (const [key, page] of this.pages)
+      for (let i = 0; i < PAGE_IDS; i++) if (!Number.isNaN(page[i]!)) yield [key * PAGE_IDS + i, page[i]!];
+    yield* this.other;
+  }
+
   /** Pages allocated (tests). */
   get pageCount(): number {
     return this.pages.size;
