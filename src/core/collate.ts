@@ -26,11 +26,29 @@ export function firstPlace(n: number, before: (i: number) => boolean): number {
 /** Digit runs up to this long compare as numbers in a naturalKey (longer ones: still after every shorter number). */
 const DIGITS = 20;
 
+const ZEROS = '0'.repeat(DIGITS);
+const isDigit = (c: number) => c >= 48 && c <= 57;
+
 /**
  * A key whose plain (code unit) order is the natural order of `s`: each run of digits, leading zeros dropped, is
  * left-padded to DIGITS so that "site2" < "site10". For large lists sorted often (every site, on each change): ten
- * thousand domains sort in a few milliseconds this way, where the numeric collator takes over 100.
+ * thousand domains sort in a few milliseconds this way, where the numeric collator takes over 100. A scan, not a
+ * replace with a function per run of digits: the fleet's keys at start were 120 ms of a 100,000-site first answer; a
+ * string without digits is its own key.
  */
 export function naturalKey(s: string): string {
-  return s.replace(/\d+/g, (d) => d.replace(/^0+(?=\d)/, '').padStart(DIGITS, '0'));
+  let out = '';
+  let copied = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (!isDigit(s.charCodeAt(i))) continue;
+    let end = i + 1;
+    while (end < s.length && isDigit(s.charCodeAt(end))) end++;
+    let first = i;
+    while (first < end - 1 && s.charCodeAt(first) === 48) first++; // leading zeros dropped, one digit kept
+    const run = end - first;
+    out += s.slice(copied, i) + (run < DIGITS ? ZEROS.slice(run) : '') + s.slice(first, end);
+    copied = end;
+    i = end - 1;
+  }
+  return copied === 0 ? s : out + s.slice(copied);
 }
