@@ -1,22 +1,16 @@
-// Fuzzing every ability through the abilities door, malformed JSON and content types included with fast-check (test/support/fuzz.ts: the server, the random values): wrong types, missing and
-// extra fields, huge and empty strings, unicode, odd numbers, deep nesting. Properties: no 5xx, an error names the
-// problem in {code, message, data:{status}}, and a rejected request changes nothing. The doors are three files so that
-// the test workers share them out (one file was 81 s, the longest of the suite).
+// Fuzzing every ability through the abilities door, malformed JSON and content types included, with fast-check.
+// Wrong types, missing and extra fields, huge and empty strings, unicode, odd numbers, deep nesting. Properties: no 5xx,
+// an error names the problem in {code, message, data:{status}}, and a rejected request changes nothing. The server and
+// the random values are test/support/fuzz.ts's; the doors are three files so that the test workers share them out (one
+// file was 81 s, the longest of the suite).
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { allowedMethods } from '../src/core/ability.js';
-import { bracketQuery, type TestServer } from './support/server.js';
-import { FUZZED, RUNS, checkError, generationOf, inputFor, startFuzzServer } from './support/fuzz.js';
+import { bracketQuery } from './support/server.js';
+import { FUZZED, RUNS, checkError, inputFor, useFuzzServer } from './support/fuzz.js';
 
-let s: TestServer;
-beforeAll(async () => {
-  s = await startFuzzServer();
-});
-afterAll(async () => {
-  await s.close();
-});
-
-const generation = () => generationOf(s);
+const fuzz = useFuzzServer();
+const generation = fuzz.generation;
 
 describe('abilities door', () => {
   it.each(FUZZED.map((a) => [a.name]))('%s: JSON bodies and bracketed queries never 5xx; a rejection changes nothing', async (name) => {
@@ -26,8 +20,8 @@ describe('abilities door', () => {
         const before = generation();
         const r =
           method === 'POST'
-            ? await s.ability(name, input, { method })
-            : await s.ability(name, undefined, { method, query: bracketQuery(input) });
+            ? await fuzz.s.ability(name, input, { method })
+            : await fuzz.s.ability(name, undefined, { method, query: bracketQuery(input) });
         checkError(r.status, r.body);
         if (r.status >= 400) expect(generation()).toBe(before);
       }),
@@ -36,7 +30,7 @@ describe('abilities door', () => {
   });
 
   it('answers malformed JSON, wrong content types and odd brackets with 4xx envelopes', async () => {
-    const url = `${s.abilitiesBase}/abilities/svc/add-tag-v1/run`;
+    const url = `${fuzz.s.abilitiesBase}/abilities/svc/add-tag-v1/run`;
     await fc.assert(
       fc.asyncProperty(
         fc.string({ maxLength: 200 }),
@@ -45,7 +39,7 @@ describe('abilities door', () => {
           const before = generation();
           const res = await fetch(url, {
             method: 'POST',
-            headers: { authorization: s.creds.admin, ...(type ? { 'content-type': type } : {}) },
+            headers: { authorization: fuzz.s.creds.admin, ...(type ? { 'content-type': type } : {}) },
             body,
           });
           const text = await res.text();
@@ -69,7 +63,9 @@ describe('abilities door', () => {
       'input=%7B',
       'input[page]=1&input[page]=2',
     ]) {
-      const res = await fetch(`${s.abilitiesBase}/abilities/svc/list-sites-v1/run?${q}`, { headers: { authorization: s.creds.admin } });
+      const res = await fetch(`${fuzz.s.abilitiesBase}/abilities/svc/list-sites-v1/run?${q}`, {
+        headers: { authorization: fuzz.s.creds.admin },
+      });
       checkError(res.status, await res.json());
     }
   });

@@ -1,22 +1,15 @@
-// Fuzzing every REST route (bodies, queries and path values) with fast-check (test/support/fuzz.ts: the server, the random values): wrong types, missing and
-// extra fields, huge and empty strings, unicode, odd numbers, deep nesting. Properties: no 5xx, an error names the
-// problem in {code, message, data:{status}}, and a rejected request changes nothing. The doors are three files so that
-// the test workers share them out (one file was 81 s, the longest of the suite).
+// Fuzzing every REST route (bodies, queries and path values), with fast-check.
+// Wrong types, missing and extra fields, huge and empty strings, unicode, odd numbers, deep nesting. Properties: no 5xx,
+// an error names the problem in {code, message, data:{status}}, and a rejected request changes nothing. The server and
+// the random values are test/support/fuzz.ts's; the doors are three files so that the test workers share them out (one
+// file was 81 s, the longest of the suite).
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { restRoutes } from '../src/http/rest-routes.js';
-import type { TestServer } from './support/server.js';
-import { RUNS, checkError, generationOf, startFuzzServer, value, weird } from './support/fuzz.js';
+import { RUNS, checkError, value, weird, useFuzzServer } from './support/fuzz.js';
 
-let s: TestServer;
-beforeAll(async () => {
-  s = await startFuzzServer();
-});
-afterAll(async () => {
-  await s.close();
-});
-
-const generation = () => generationOf(s);
+const fuzz = useFuzzServer();
+const generation = fuzz.generation;
 
 describe('REST door', () => {
   const rows = restRoutes.filter((r) => r.ability?.name !== 'add-site-v1' && r.path !== '/sites/batch');
@@ -33,7 +26,7 @@ describe('REST door', () => {
             const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
             const method = r.methods[0]!;
             const before = generation();
-            const res = await s.rest(`${path}${qs ? `?${qs}` : ''}`, { method, ...(method === 'GET' ? {} : { json: body }) });
+            const res = await fuzz.s.rest(`${path}${qs ? `?${qs}` : ''}`, { method, ...(method === 'GET' ? {} : { json: body }) });
             checkError(res.status, res.body);
             if (res.status >= 400) expect(generation()).toBe(before);
           },

@@ -59,38 +59,36 @@ function withSite(ids: readonly number[], site: number): number[] {
   return out;
 }
 
-/**
- * Adds to `out` the sites in one of two ascending site lists and not in the other: a merge. Two Sets of a 5,000-site tag
- * at each change of one of its sites were 14 % of serve's CPU in the 100,000-site hour.
- */
-function addDifference(a: readonly number[], b: readonly number[], out: Set<number>): void {
+/** Walks two ascending site lists together, in ascending order: each site once, with whether it is in `a` and in `b`. */
+function merge(a: readonly number[], b: readonly number[], visit: (site: number, inA: boolean, inB: boolean) => void): void {
   let i = 0;
   let j = 0;
   while (i < a.length || j < b.length) {
-    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) out.add(a[i++]!);
-    else if (i >= a.length || b[j]! < a[i]!) out.add(b[j++]!);
+    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) visit(a[i++]!, true, false);
+    else if (i >= a.length || b[j]! < a[i]!) visit(b[j++]!, false, true);
     else {
-      i++; // in both
+      visit(a[i++]!, true, true);
       j++;
     }
   }
 }
 
-/** The sites in either of two ascending site lists, ascending (a merge; one of them when the other is empty). */
+/**
+ * Adds to `out` the sites in one of two ascending site lists and not in the other: a merge. Two Sets of a 5,000-site tag
+ * at each change of one of its sites were 14 % of serve's CPU in the 100,000-site hour.
+ */
+function addDifference(a: readonly number[], b: readonly number[], out: Set<number>): void {
+  merge(a, b, (site, inA, inB) => {
+    if (inA !== inB) out.add(site);
+  });
+}
+
+/** The sites in either of two ascending site lists, ascending (one of them when the other is empty). */
 function union(a: readonly number[], b: readonly number[]): readonly number[] {
   if (!a.length) return b;
   if (!b.length) return a;
   const out: number[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) out.push(a[i++]!);
-    else if (i >= a.length || b[j]! < a[i]!) out.push(b[j++]!);
-    else {
-      out.push(a[i++]!); // in both
-      j++;
-    }
-  }
+  merge(a, b, (site) => out.push(site));
   return out;
 }
 

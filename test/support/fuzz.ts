@@ -1,7 +1,7 @@
 // What the fuzz files share (test/fuzz-*.test.ts: every ability through every door with fast-check): the server they
 // run against, the random values and the check of an error answer. FUZZ_RUNS raises the number of cases (npm run fuzz).
 import fc from 'fast-check';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { allAbilities } from '../../src/abilities/index.js';
 import { seedSites, startServer, type TestServer } from './server.js';
 import { fleetGeneration } from './generation.js';
@@ -11,7 +11,7 @@ export const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 export const FUZZED = allAbilities.filter((a) => a.name !== 'add-site-v1');
 
 /** A server whose sites, package source and job runner cannot make a random call reach anything or act later. */
-export async function startFuzzServer(): Promise<TestServer> {
+async function startFuzzServer(): Promise<TestServer> {
   // The package source (directory search, installs) is unreachable loopback too: fuzzing never dials the real directory.
   const s = await startServer({ config: { loginFailureLimit: '100000', packageSource: 'http://127.0.0.1:9/' } as never });
   // Sites that are not reachable: remote abilities fail per site instead of dialling out.
@@ -23,8 +23,25 @@ export async function startFuzzServer(): Promise<TestServer> {
   return s;
 }
 
-/** A number that moves with any write to the fleet: a refused call must leave it. */
-export const generationOf = (s: TestServer) => fleetGeneration(s.services.store);
+/**
+ * The fuzz server of a test file: started before its tests, closed after them. `s` is the server; `generation()` a number
+ * that moves with any write to its fleet (a refused call must leave it).
+ */
+export function useFuzzServer(): { readonly s: TestServer; generation(): number } {
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    server = await startFuzzServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return {
+    get s() {
+      return server!;
+    },
+    generation: () => fleetGeneration(server!.services.store),
+  };
+}
 
 export const weird = fc.oneof(
   fc.string(),
