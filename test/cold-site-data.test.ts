@@ -465,6 +465,36 @@ describe('SiteDataIndex contents', () => {
   });
 });
 
+describe('SiteDataIndex order', () => {
+  it('moves its contents when the same sites come in another order, though no value changed', async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      await threeSites(store);
+      let reversed = false;
+      const all = () => [...store.all<SiteRecord>('sites')];
+      const index = new SiteDataIndex(
+        new SiteDataScan(store),
+        (site) => `${site.last_sync}`,
+        (site) => site.id,
+        () => (reversed ? all().reverse() : all()),
+        undefined,
+        () => (reversed ? 1 : 0), // the order's key moves: a pass over every site
+      );
+      await index.refresh();
+      const first = index.contents;
+      const ids = [...index.values()];
+      reversed = true;
+      await store.write((tx) => tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', ids[0]!)!, notes: 'the stamp stands' }));
+      await index.refresh();
+      expect([...index.values()]).toEqual([...ids].reverse());
+      expect(index.contents).toBeGreaterThan(first);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('a snapshot stored from data read before the write', () => {
   const snap = (cursor: string | null, changes: SiteSnapshot['changes']): SiteSnapshot => ({
     child_version: '6.1',

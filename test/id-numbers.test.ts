@@ -1,6 +1,6 @@
 // A number per record id in pages of doubles (store/id-numbers.ts): what the PostgreSQL engine keeps of each row's version.
 import { describe, expect, it } from 'vitest';
-import { IdNumbers, PAGE_IDS } from '../src/store/id-numbers.js';
+import { IdNumbers, IdSlots, PAGE_IDS } from '../src/store/id-numbers.js';
 
 describe('IdNumbers', () => {
   it('answers what was set for an id, and nothing for an id never set', () => {
@@ -57,5 +57,21 @@ describe('IdNumbers', () => {
     n.set(1, 1);
     n.clear();
     expect([n.get(1), n.pageCount, [...n.entries()].length]).toEqual([undefined, 0, 0]);
+  });
+});
+
+describe('IdSlots', () => {
+  it('answers the value set for an id, nothing for one never set or deleted, ids outside the pages included', () => {
+    const slots = new IdSlots<readonly number[]>();
+    const a = [1, 2];
+    const b = [3];
+    for (const id of [0, 5, PAGE_IDS * 3 + 7, -1, 1.5, 2 ** 32]) slots.set(id, id % 2 ? a : b);
+    expect([0, 5, PAGE_IDS * 3 + 7, -1, 1.5, 2 ** 32].map((id) => slots.get(id))).toEqual([b, a, a, a, a, b]);
+    expect([slots.get(1), slots.get(PAGE_IDS * 3), slots.get(PAGE_IDS * 9)]).toEqual([undefined, undefined, undefined]);
+    slots.set(5, b); // replaced
+    slots.delete(0);
+    slots.delete(-1);
+    slots.delete(PAGE_IDS * 8); // a page never made
+    expect([slots.get(5), slots.get(0), slots.get(-1)]).toEqual([b, undefined, undefined]);
   });
 });

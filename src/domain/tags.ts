@@ -3,6 +3,7 @@ import { callScope } from '../core/scope.js';
 import { SiteAccess } from './access.js';
 import { ServiceError, errors } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
+import { IdSlots } from '../store/id-numbers.js';
 import { byName, firstPlace } from '../core/collate.js';
 import type { TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
@@ -97,7 +98,8 @@ export class TagService {
   private sorted: TagRecord[] = [];
   /** The tags the index was built from, by id (records are replaced, never changed, so these are as they were). */
   private byId = new Map<number, TagRecord>();
-  private bySite = new Map<number, readonly number[]>();
+  /** Each site's tag ids, by site id in pages (a Map was 3.5 MB at 100,000 sites). */
+  private bySite = new IdSlots<readonly number[]>();
   /** The frozen lists bySite shares (see TAG_LISTS_MAX). */
   private readonly lists = new ValuePool(TAG_LISTS_MAX);
   private pooled(list: number[]): readonly number[] {
@@ -131,7 +133,7 @@ export class TagService {
     return this.access.seesTag(t) ? { ...t, site_ids: this.access.only(t.site_ids) } : undefined;
   }
 
-  private indexes(): { sorted: TagRecord[]; bySite: Map<number, readonly number[]> } {
+  private indexes(): { sorted: TagRecord[]; bySite: IdSlots<readonly number[]> } {
     const v = this.store.version('tags');
     if (v !== this.cacheVersion) {
       const ids = this.cacheVersion < 0 ? null : this.store.changedSince('tags', this.cacheVersion);
@@ -154,7 +156,7 @@ export class TagService {
         else bySite.set(s, [t.id]);
       }
     }
-    this.bySite = new Map();
+    this.bySite = new IdSlots();
     for (const [s, list] of bySite) this.bySite.set(s, this.pooled(list));
   }
 
