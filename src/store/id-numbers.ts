@@ -19,14 +19,8 @@ export class IdNumbers {
 
   /** Sets the number of `id` (NaN cannot be kept: it reads as none). */
   set(id: number, value: number): void {
-    if (!isPaged(id)) {
-      this.other.set(id, value);
-      return;
-    }
-    const key = Math.floor(id / PAGE_IDS);
-    let page = this.pages.get(key);
-    if (!page) this.pages.set(key, (page = new Float64Array(PAGE_IDS).fill(NaN)));
-    page[id % PAGE_IDS] = value;
+    if (!isPaged(id)) this.other.set(id, value);
+    else pageFor(this.pages, id, () => new Float64Array(PAGE_IDS).fill(NaN))[id % PAGE_IDS] = value;
   }
 
   /** Forgets the number of `id` (its page stays). */
@@ -72,14 +66,8 @@ export class IdSlots<T> {
 
   /** Sets the value of `id` (undefined cannot be kept: it reads as none). */
   set(id: number, value: T): void {
-    if (!isPaged(id)) {
-      this.other.set(id, value);
-      return;
-    }
-    const key = Math.floor(id / PAGE_IDS);
-    let page = this.pages.get(key);
-    if (!page) this.pages.set(key, (page = new Array<T | undefined>(PAGE_IDS).fill(undefined)));
-    page[id % PAGE_IDS] = value;
+    if (!isPaged(id)) this.other.set(id, value);
+    else pageFor(this.pages, id, () => new Array<T | undefined>(PAGE_IDS).fill(undefined))[id % PAGE_IDS] = value;
   }
 
   delete(id: number): void {
@@ -89,6 +77,14 @@ export class IdSlots<T> {
       if (page) page[id % PAGE_IDS] = undefined;
     }
   }
+}
+
+/** The page that holds a paged id, made by `make` when there is none yet. */
+function pageFor<P>(pages: Map<number, P>, id: number, make: () => P): P {
+  const key = Math.floor(id / PAGE_IDS);
+  let page = pages.get(key);
+  if (page === undefined) pages.set(key, (page = make()));
+  return page;
 }
 
 const isPaged = (id: number) => Number.isInteger(id) && id >= 0 && id <= MAX_PAGED_ID;
