@@ -3,7 +3,7 @@
 // reverse, in order, once.
 import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
-import { listen, type HttpOptions, type RunningHttp } from './http.js';
+import type { HttpOptions, RunningHttp } from './http.js';
 import { closeServices, openServices, startMonitoring, type Services } from '../domain/index.js';
 
 export interface BootOptions {
@@ -30,7 +30,12 @@ export async function boot(given: Config, opts: BootOptions = {}): Promise<Runni
   const registry = buildRegistry(services);
   let http: RunningHttp | undefined;
   try {
-    if (opts.http) http = await listen(services, registry, config.host, opts.http.port ?? config.port, opts.http);
+    // The HTTP doors (express, the MCP SDK's HTTP transport) are loaded only by a process that serves them: a stdio MCP
+    // server starts without them.
+    if (opts.http) {
+      const { listen } = await import('./http.js');
+      http = await listen(services, registry, config.host, opts.http.port ?? config.port, opts.http);
+    }
   } catch (e) {
     await closeServices(services);
     throw e;

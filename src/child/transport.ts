@@ -1,5 +1,5 @@
 // src/child/transport.ts — the connector's outgoing HTTP: keep-alive undici agents, the global in-flight bound, timeouts, the reply-size cap (§2).
-import { Agent, request } from 'undici';
+import { LazyAgent, type ResponseData } from './undici.js';
 import { ChildError } from './child-error.js';
 import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from './address-policy.js';
 import { OWN_USER_AGENT } from './snapshot.js';
@@ -75,36 +75,30 @@ function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
 
 export class Transport {
   // One keep-alive Agent per TLS mode: undici pools per origin, and certificate checking is a connection option.
-  private readonly agents = new Map<boolean, Agent>();
+  private readonly agents: Record<'verify' | 'noVerify', LazyAgent>;
   private readonly slots: Semaphore;
 
   constructor(private readonly options: TransportOptions) {
     this.slots = new Semaphore(options.concurrency);
+    const agent = (verify: boolean) =>
+      new LazyAgent({
+        // Per origin: many simulated (or multisite) sites share one origin and must still run in parallel.
+        connections: options.concurrency,
+        keepAliveTimeout: 4_000,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        connect: {
+          timeout: options.connectTimeoutMs,
+          rejectUnauthorized: verify,
+          ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup }),
+        },
+      });
+    this.agents = { verify: agent(true), noVerify: agent(false) };
   }
 
   /** Runs `task` holding one of the `concurrency` global slots. */
   inSlot<T>(task: () => Promise<T>): Promise<T> {
     return this.slots.run(task);
-  }
-
-  private agent(verify: boolean): Agent {
-    let agent = this.agents.get(verify);
-    if (!agent) {
-      agent = new Agent({
-        // Per origin: many simulated (or multisite) sites share one origin and must still run in parallel.
-        connections: this.options.concurrency,
-        keepAliveTimeout: 4_000,
-        headersTimeout: this.options.timeoutMs,
-        bodyTimeout: this.options.timeoutMs,
-        connect: {
-          timeout: this.options.connectTimeoutMs,
-          rejectUnauthorized: verify,
-          ...(this.options.allowPrivateAddresses ? {} : { lookup: guardedLookup }),
-        },
-      });
-      this.agents.set(verify, agent);
-    }
-    return agent;
   }
 
   private headers(target: HttpTarget): Record<string, string> {
@@ -140,14 +134,13 @@ export class Transport {
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw transportFailure(null, null, bounds);
     const signal = AbortSignal.timeout(remaining);
-    let res: Awaited<ReturnType<typeof request>>;
+    let res: ResponseData;
     try {
       if (!this.options.allowPrivateAddresses) assertAllowedHost(new URL(url).hostname);
-      res = await request(url, {
+      res = await this.agents[target.sslVerify ? 'verify' : 'noVerify'].request(url, {
         method: 'POST',
         body,
         headers: this.headers(target),
-        dispatcher: this.agent(target.sslVerify),
         signal,
         // The agent's inactivity timeouts are the ordinary bound; this call may wait as long as its own deadline.
         headersTimeout: remaining,
@@ -181,8 +174,6 @@ export class Transport {
   }
 
   async close(): Promise<void> {
-    const agents = [...this.agents.values()];
-    this.agents.clear();
-    await Promise.all(agents.map((a) => a.destroy()));
+    await Promise.all([this.agents.verify.end(), this.agents.noVerify.end()]);
   }
 }

@@ -3,8 +3,13 @@
 // expiry and signature (by the keys the server publishes, found from its metadata) are verified with `jose` — and
 // its scopes mapped to a permission level and toolsets. The server's metadata and keys are fetched through the
 // address policy, with bounded time and bytes, and cached.
-import { Agent, request } from 'undici';
-import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type FetchImplementation, type JWTPayload } from 'jose';
+import { LazyAgent } from '../child/undici.js';
+import type { createRemoteJWKSet, FetchImplementation, JWTPayload } from 'jose';
+
+// jose is loaded with the first token to verify: a server without OAuth never needs it (60 ms of every start).
+type Jose = typeof import('jose');
+let jose: Promise<Jose> | undefined;
+const loadJose = () => (jose ??= import('jose'));
 import { guardedLookup } from '../child/address-policy.js';
 import type { Config } from '../config.js';
 import { TOOLSETS } from '../core/ability.js';
@@ -66,14 +71,14 @@ export class OAuthService {
   audience: string | null;
   /** The clock tokens expire by (tests move it). */
   now: () => number = Date.now;
-  private readonly agent: Agent;
+  private readonly agent: LazyAgent;
   private metadata: Promise<ServerMetadata> | null = null;
   private jwks: ReturnType<typeof createRemoteJWKSet> | null = null;
   private jwksUri = '';
 
   constructor(private readonly config: Config) {
     this.audience = config.oauthAudience;
-    this.agent = new Agent({
+    this.agent = new LazyAgent({
       connections: 4,
       headersTimeout: OAUTH_FETCH_TIMEOUT_MS,
       bodyTimeout: OAUTH_FETCH_TIMEOUT_MS,
@@ -106,9 +111,10 @@ export class OAuthService {
     if (token.length > MAX_TOKEN_CHARS)
       throw new TokenRefusal('invalid_token', `The access token is longer than ${MAX_TOKEN_CHARS} characters.`);
     let payload: JWTPayload;
+    const j = await loadJose();
     try {
-      const keys = await this.keys();
-      ({ payload } = await jwtVerify(token, keys, {
+      const keys = await this.keys(j);
+      ({ payload } = await j.jwtVerify(token, keys, {
         issuer: this.issuer,
         audience: this.audience,
         requiredClaims: ['exp', 'sub'],
@@ -116,7 +122,7 @@ export class OAuthService {
         clockTolerance: CLOCK_TOLERANCE_S,
       }));
     } catch (e) {
-      throw new TokenRefusal('invalid_token', `The access token is not valid: ${why(e)}`);
+      throw new TokenRefusal('invalid_token', `The access token is not valid: ${why(j, e)}`);
     }
     const scopes = scopesOf(payload);
     const rights = scopesToRights(scopes);
@@ -126,19 +132,19 @@ export class OAuthService {
   }
 
   close(): Promise<void> {
-    return this.agent.close();
+    return this.agent.end('close');
   }
 
   /** The authorization server's key set, from the jwks_uri of its metadata (both cached). */
-  private async keys(): Promise<ReturnType<typeof createRemoteJWKSet>> {
+  private async keys(j: Jose): Promise<ReturnType<typeof createRemoteJWKSet>> {
     const m = await this.serverMetadata();
     if (!this.jwks || this.jwksUri !== m.jwksUri) {
       this.jwksUri = m.jwksUri;
-      this.jwks = createRemoteJWKSet(new URL(m.jwksUri), {
+      this.jwks = j.createRemoteJWKSet(new URL(m.jwksUri), {
         timeoutDuration: OAUTH_FETCH_TIMEOUT_MS,
         cooldownDuration: 30_000,
         cacheMaxAge: 10 * 60_000,
-        [customFetch]: this.fetchBounded,
+        [j.customFetch]: this.fetchBounded,
       });
     }
     return this.jwks;
@@ -193,9 +199,8 @@ export class OAuthService {
 
   /** GET through the address policy, within the time and byte bounds; redirects are not followed (undici's request does not). */
   private readonly fetchBounded: FetchImplementation = async (url, options) => {
-    const res = await request(url, {
+    const res = await this.agent.request(url, {
       method: 'GET',
-      dispatcher: this.agent,
       headers: { accept: options.headers.get('accept') ?? 'application/json' },
       signal: options.signal,
     });
@@ -229,7 +234,7 @@ function scopesOf(p: JWTPayload): string[] {
 }
 
 /** A refusal's reason in a few words, never the token. */
-function why(e: unknown): string {
+function why({ errors: joseErrors }: Jose, e: unknown): string {
   if (e instanceof joseErrors.JWTExpired) return 'it has expired.';
   if (e instanceof joseErrors.JWTClaimValidationFailed) {
     if (e.claim === 'aud') return 'it is for another audience (resource).';

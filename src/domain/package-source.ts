@@ -4,7 +4,7 @@
 // a stand-in directory (the real-child kit's /__rc/dir/, the simulator's /__sim/dir/) serves both shapes under one
 // base, and its answers carry its own download links. Every call goes through the address policy, with a time and a
 // size bound; errors say whose fault they are (an unknown slug: 404; the directory down or odd: 502 / 504).
-import { Agent, request } from 'undici';
+import { LazyAgent, type ResponseData } from '../child/undici.js';
 import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from '../child/address-policy.js';
 import { OWN_USER_AGENT } from '../child/snapshot.js';
 import { ServiceError } from '../core/errors.js';
@@ -111,7 +111,7 @@ export interface PackageSourceOptions {
 /** The wordpress.org directory (or a stand-in with its shapes): information, versions, download links, search. */
 export class PackageSource {
   readonly base: string;
-  private readonly agent: Agent;
+  private readonly agent: LazyAgent;
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
 
@@ -119,7 +119,7 @@ export class PackageSource {
     this.base = packageSourceBase(opts.base ?? DEFAULT_PACKAGE_SOURCE);
     this.timeoutMs = opts.timeoutMs ?? DIRECTORY_TIMEOUT_MS;
     this.maxBytes = opts.maxReplyBytes ?? MAX_DIRECTORY_REPLY_BYTES;
-    this.agent = new Agent({
+    this.agent = new LazyAgent({
       connections: 8,
       keepAliveTimeout: 4_000,
       connect: { timeout: this.timeoutMs, ...(opts.allowPrivate ? {} : { lookup: guardedLookup }) },
@@ -140,13 +140,12 @@ export class PackageSource {
     const url = new URL(`${kind}/info/1.2/`, this.base);
     url.search = query.toString();
     const signal = AbortSignal.timeout(this.timeoutMs);
-    let res: Awaited<ReturnType<typeof request>>;
+    let res: ResponseData;
     try {
       if (!this.opts.allowPrivate) assertAllowedHost(url.hostname);
-      res = await request(url, {
+      res = await this.agent.request(url, {
         method: 'GET',
         headers: { 'user-agent': OWN_USER_AGENT, accept: 'application/json', 'accept-encoding': 'identity' },
-        dispatcher: this.agent,
         signal,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
@@ -301,6 +300,6 @@ export class PackageSource {
   }
 
   close(): Promise<void> {
-    return this.agent.destroy();
+    return this.agent.end();
   }
 }

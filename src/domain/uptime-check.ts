@@ -1,7 +1,7 @@
 // One uptime check: an HTTP request to the site's public URL (no child plugin involved), timed and classified —
 // up, or down with a cause (timeout, DNS, TLS, connection, HTTP status, keyword, refused by the address policy).
 // Where it may connect is the address policy's call, as for child calls.
-import { Agent, request } from 'undici';
+import { LazyAgent, undici, type ResponseData } from '../child/undici.js';
 import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from '../child/address-policy.js';
 import { OWN_USER_AGENT } from '../child/snapshot.js';
 import type { Cause } from '../store/monitor-records.js';
@@ -65,32 +65,29 @@ export function classify(err: unknown, timedOut: boolean): { cause: Cause; messa
  * setting, every connection resolved through the address policy unless private sites are allowed.
  */
 export class SiteAgents {
-  private readonly agents = new Map<boolean, Agent>();
+  private readonly agents: Record<'verify' | 'noVerify', LazyAgent>;
 
-  constructor(private readonly opts: { allowPrivate: boolean; connections: number }) {}
+  constructor(private readonly opts: { allowPrivate: boolean; connections: number }) {
+    const agent = (verify: boolean) =>
+      new LazyAgent({
+        connections: opts.connections,
+        keepAliveTimeout: 4_000,
+        connect: { rejectUnauthorized: verify, ...(opts.allowPrivate ? {} : { lookup: guardedLookup }) },
+      });
+    this.agents = { verify: agent(true), noVerify: agent(false) };
+  }
 
   /** Throws when the URL names a host the address policy refuses (a literal address; names are checked as resolved). */
   assertAllowed(url: string): void {
     if (!this.opts.allowPrivate) assertAllowedHost(new URL(url).hostname);
   }
 
-  for(verify: boolean): Agent {
-    let a = this.agents.get(verify);
-    if (!a) {
-      a = new Agent({
-        connections: this.opts.connections,
-        keepAliveTimeout: 4_000,
-        connect: { rejectUnauthorized: verify, ...(this.opts.allowPrivate ? {} : { lookup: guardedLookup }) },
-      });
-      this.agents.set(verify, a);
-    }
-    return a;
+  for(verify: boolean): LazyAgent {
+    return this.agents[verify ? 'verify' : 'noVerify'];
   }
 
   async close(): Promise<void> {
-    const agents = [...this.agents.values()];
-    this.agents.clear();
-    await Promise.all(agents.map((a) => a.destroy()));
+    await Promise.all([this.agents.verify.end(), this.agents.noVerify.end()]);
   }
 }
 
@@ -103,20 +100,20 @@ export class UptimeChecker {
 
   /** Never throws: a dead site is a down outcome. The whole check (body included) ends by timeoutMs. */
   async check(t: CheckTarget): Promise<CheckOutcome> {
+    await undici(); // loaded by the process's first check, and not counted in its time
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const signal = AbortSignal.timeout(t.timeoutMs);
     const headers: Record<string, string> = { 'user-agent': OWN_USER_AGENT, 'accept-encoding': 'identity' };
     if (t.httpUser && t.httpPass) headers.authorization = 'Basic ' + Buffer.from(`${t.httpUser}:${t.httpPass}`).toString('base64');
     const method = t.keyword ? 'GET' : t.method === 'head' ? 'HEAD' : 'GET';
-    let res: Awaited<ReturnType<typeof request>>;
+    let res: ResponseData;
     try {
       this.agents.assertAllowed(t.url);
-      res = await request(t.url, {
+      res = await this.agents.for(t.sslVerify).request(t.url, {
         method,
         headers,
         signal,
-        dispatcher: this.agents.for(t.sslVerify),
         headersTimeout: t.timeoutMs,
         bodyTimeout: t.timeoutMs,
       });

@@ -4,7 +4,7 @@
 // backoff (retryMs, ×5 each time, MAX_ATTEMPTS in all). Any process running the sender may send a due delivery
 // once it has claimed it in the store, so two processes never send the same attempt.
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { Agent, request } from 'undici';
+import { LazyAgent } from '../child/undici.js';
 import { assertAllowedHost, guardedLookup, outgoingUrl } from '../child/address-policy.js';
 import { clip } from '../child/snapshot.js';
 import { ServiceError, errors } from '../core/errors.js';
@@ -30,7 +30,7 @@ export const sign = (secret: string, body: string) => `sha256=${createHmac('sha2
 const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 export class WebhookService {
-  private agent: Agent;
+  private agent: LazyAgent;
   private timer: NodeJS.Timeout | null = null;
   private sending = new Set<Promise<void>>();
   private sweeping = false;
@@ -39,7 +39,7 @@ export class WebhookService {
     private readonly store: Store,
     private readonly config: Config,
   ) {
-    this.agent = new Agent({
+    this.agent = new LazyAgent({
       connections: 8,
       keepAliveTimeout: 4_000,
       headersTimeout: SEND_TIMEOUT_MS,
@@ -191,10 +191,9 @@ export class WebhookService {
     else {
       try {
         if (!this.config.allowPrivateSites) assertAllowedHost(new URL(hook.url).hostname);
-        const res = await request(hook.url, {
+        const res = await this.agent.request(hook.url, {
           method: 'POST',
           body: claimed.body,
-          dispatcher: this.agent,
           signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
           headers: {
             'content-type': 'application/json',
@@ -267,6 +266,6 @@ export class WebhookService {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await Promise.allSettled([...this.sending]);
-    await this.agent.destroy();
+    await this.agent.end();
   }
 }

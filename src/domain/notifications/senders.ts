@@ -4,7 +4,7 @@
 // most MAX_ANSWER_BYTES. Each failure comes back as one clear line for the delivery log, never with a secret in it.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { Agent, request } from 'undici';
+import { LazyAgent } from '../../child/undici.js';
 import { assertAllowedHost, blockedError, guardedLookup, isPrivateAddress } from '../../child/address-policy.js';
 import { classify } from '../uptime-check.js';
 import type { SmtpSettings } from '../../store/notification-records.js';
@@ -29,10 +29,10 @@ export interface SenderOptions {
 }
 
 export class Senders {
-  private readonly agent: Agent;
+  private readonly agent: LazyAgent;
 
   constructor(private readonly opts: SenderOptions) {
-    this.agent = new Agent({
+    this.agent = new LazyAgent({
       connections: 4,
       keepAliveTimeout: 4_000,
       headersTimeout: opts.timeoutMs,
@@ -51,10 +51,9 @@ export class Senders {
     }, this.opts.timeoutMs);
     try {
       if (!this.opts.allowPrivate) assertAllowedHost(new URL(url).hostname);
-      const res = await request(url, {
+      const res = await this.agent.request(url, {
         method: 'POST',
         body,
-        dispatcher: this.agent,
         signal: ctl.signal,
         headers: { 'content-type': 'application/json', ...headers },
       });
@@ -147,7 +146,7 @@ export class Senders {
   }
 
   async close(): Promise<void> {
-    await this.agent.destroy();
+    await this.agent.end();
   }
 }
 

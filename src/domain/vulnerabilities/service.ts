@@ -10,7 +10,7 @@ import { callScope, scopeKey, unscoped } from '../../core/scope.js';
 import { open } from 'node:fs/promises';
 import { readdirSync, statSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { Agent, request } from 'undici';
+import { LazyAgent, type RequestOptions } from '../../child/undici.js';
 import { assertAllowedHost, guardedLookup } from '../../child/address-policy.js';
 import { ServiceError } from '../../core/errors.js';
 import { paginate } from '../../core/paging.js';
@@ -234,7 +234,7 @@ function httpFailure(status: number, url: string, retryAfter?: string): ServiceE
 
 export class VulnerabilityService {
   readonly feed: FeedStore;
-  private agent: Agent;
+  private agent: LazyAgent;
   private mem = new Map<number, SiteMatches>();
   /** The site record, and feed generation, each entry of `mem` is current for (reconcile looks no further). */
   private matchedFor = new Map<number, { site: SiteRecord; gen: number }>();
@@ -265,7 +265,7 @@ export class VulnerabilityService {
     private readonly children: ChildSiteService,
   ) {
     this.feed = new FeedStore(store);
-    this.agent = new Agent({
+    this.agent = new LazyAgent({
       headersTimeout: IDLE_TIMEOUT_MS,
       bodyTimeout: IDLE_TIMEOUT_MS,
       connect: config.allowPrivateSites ? {} : { lookup: guardedLookup },
@@ -400,12 +400,11 @@ export class VulnerabilityService {
       }
     }
     try {
-      return await request(url, {
-        dispatcher: this.agent,
+      return await this.agent.request(url, {
         headers: { 'user-agent': `sitefleet/${VERSION}`, accept: 'application/json', ...headers },
         signal,
         maxRedirections: 0,
-      } as Parameters<typeof request>[1]);
+      } as RequestOptions);
     } catch (e) {
       const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
       if (err.code === 'ERR_SITEFLEET_ADDRESS_NOT_ALLOWED' || err.cause?.code === 'ERR_SITEFLEET_ADDRESS_NOT_ALLOWED')
