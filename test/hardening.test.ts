@@ -174,6 +174,8 @@ describe('crash safety of serve', () => {
     const dir = tempDir();
     const token = lastLine((await cli(['keys', 'create', '--name', 'k', '--data-dir', dir])).stdout);
     const acked: string[] = [];
+    // Resolved by the acknowledgement that brings `acked` to `target`: the kill comes right after it, no polling.
+    let reached: { target: number; resolve: () => void } | null = null;
     for (let round = 0; round < 3; round++) {
       const p = await serveProcess(['--data-dir', dir]);
       let stop = false;
@@ -186,15 +188,19 @@ describe('crash safety of serve', () => {
               headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
               body: JSON.stringify({ name }),
             });
-            if (res.status === 200) acked.push(name);
+            if (res.status === 200) {
+              acked.push(name);
+              if (reached && acked.length >= reached.target) reached.resolve();
+            }
           } catch {
             return;
           }
         }
       };
-      const writers = Array.from({ length: 6 }, (_, w) => writer(w));
       const target = acked.length + 40 + round * 30;
-      while (acked.length < target) await new Promise((r) => setTimeout(r, 5));
+      const enough = new Promise<void>((resolve) => (reached = { target, resolve }));
+      const writers = Array.from({ length: 6 }, (_, w) => writer(w));
+      await enough;
       p.child.kill('SIGKILL');
       stop = true;
       await Promise.all(writers);
