@@ -1,7 +1,7 @@
 // Starting and stopping one sitefleet process, written once for every command that serves (serve, mcp, demo) and
 // for the tests: open the store and services, build the registry, listen when asked, start the job runner; and the
 // reverse, in order, once.
-import type { FleetRegistry } from '../abilities/index.js';
+import { buildRegistry, type FleetRegistry } from '../abilities/index.js';
 import type { Config } from '../config.js';
 import type { HttpOptions, RunningHttp } from './http.js';
 import { closeServices, openServices, startMonitoring, type Services } from '../domain/index.js';
@@ -26,24 +26,16 @@ export interface Running {
 export async function boot(given: Config, opts: BootOptions = {}): Promise<Running> {
   // Immutable from here on: loadConfig freezes what it reads; a config built by hand is copied and frozen.
   const config = Object.isFrozen(given) ? given : Object.freeze({ ...given });
-  // The store opens first, and the abilities and HTTP doors load while it waits on its database (connecting, reading
-  // the fleet): on PostgreSQL that wait is a few hundred ms of an idle thread at start. The HTTP doors (express, the MCP
-  // SDK's HTTP transport) are loaded only by a process that serves them: a stdio MCP server starts without them.
-  const opening = openServices(config);
-  const loading = Promise.all([import('../abilities/index.js'), opts.http ? import('./http.js') : undefined]);
-  let services: Services;
-  let modules: Awaited<typeof loading>;
-  try {
-    [services, modules] = await Promise.all([opening, loading]);
-  } catch (e) {
-    await opening.then(closeServices, () => {});
-    throw e;
-  }
-  const [{ buildRegistry }, httpDoors] = modules;
+  const services = await openServices(config);
   const registry = buildRegistry(services);
   let http: RunningHttp | undefined;
   try {
-    if (opts.http && httpDoors) http = await httpDoors.listen(services, registry, config.host, opts.http.port ?? config.port, opts.http);
+    // The HTTP doors (express, the MCP SDK's HTTP transport) are loaded only by a process that serves them: a stdio MCP
+    // server starts without them.
+    if (opts.http) {
+      const { listen } = await import('./http.js');
+      http = await listen(services, registry, config.host, opts.http.port ?? config.port, opts.http);
+    }
   } catch (e) {
     await closeServices(services);
     throw e;
