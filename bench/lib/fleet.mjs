@@ -12,7 +12,7 @@ import { DEFAULT_SETTINGS } from '../../dist/domain/monitors.js';
 import pg from 'pg';
 import { sequential } from './load.mjs';
 import { removeDir, startServe, tempDir, track } from './proc.mjs';
-import { cpuAccount, percentiles, procMem, round } from './sys.mjs';
+import { cpuAccount, percentiles, procMem, round, rssParts } from './sys.mjs';
 
 const REST = '/wp-json/svc/v2';
 const ABILITIES = '/wp-json/wp-abilities/v1/abilities/svc';
@@ -457,7 +457,7 @@ export async function fleetRows(
     // node's GC trace: the heap that survived each full collection (what is live), beside the RSS (which V8 lets grow
     // to a few times that before collecting again).
     // And the pause of every collection, to tell how much of a run's time went to collecting.
-    const gc = { liveMb: null, pauseMs: 0 };
+    const gc = { liveMb: null, heapMb: null, pauseMs: 0 };
     serve = await startServe(f.dataDir, {
       args: ['--database-url', f.databaseUrl],
       env: serveHeapGrowth === null ? f.env : { ...f.env, SITEFLEET_HEAP_GROWTH_PERCENT: String(serveHeapGrowth) },
@@ -469,8 +469,8 @@ export async function fleetRows(
         ...(process.env.SITEFLEET_BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean),
       ],
       onLine: (line) => {
-        const m = /Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/.exec(line);
-        if (m) gc.liveMb = Number(m[1]);
+        const m = /Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(([\d.]+)\)/.exec(line);
+        if (m) [gc.liveMb, gc.heapMb] = [Number(m[1]), Number(m[2])];
         const p = / MB, ([\d.]+) \/ [\d.]+ ms/.exec(line);
         if (p) gc.pauseMs += Number(p[1]);
       },
@@ -515,9 +515,12 @@ export async function fleetRows(
     const pausedBefore = gc.pauseMs;
     out.mixed = await mixedRun(serve.url, f.token, serve.pid, { seconds: mixedSeconds, clients, n, ids: f.ids, tagIds: f.tagIds });
     out.mixed.live_heap_mb = gc.liveMb;
+    // Where the RSS is at the end: V8's heap as its last full collection left it committed, beside the mappings.
+    out.mixed.heap_committed_mb = gc.heapMb;
+    out.mixed.rss_parts_mb = rssParts(serve.pid);
     out.mixed.gc_pause_s = round((gc.pauseMs - pausedBefore) / 1000, 1);
     log(
-      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB; GC pauses ${out.mixed.gc_pause_s} s; requests a minute ${out.mixed.per_minute.join(' ')}; RSS at each minute's start ${out.mixed.rss.per_minute_mb.join(' ')} MB${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
+      `fleet: mixed run ${out.mixed.seconds} s, ${out.mixed.requests} requests (${out.mixed.per_s}/s), ${out.mixed.failures} failed; RSS ${out.mixed.rss.start_mb} -> peak ${out.mixed.rss.peak_mb}, end ${out.mixed.rss.end_mb} MB; live after the last full GC ${out.mixed.live_heap_mb} MB (V8's heap ${out.mixed.heap_committed_mb} MB); RSS at the end by mapping ${JSON.stringify(out.mixed.rss_parts_mb)} MB; GC pauses ${out.mixed.gc_pause_s} s; requests a minute ${out.mixed.per_minute.join(' ')}; RSS at each minute's start ${out.mixed.rss.per_minute_mb.join(' ')} MB${out.mixed.first_failure ? `; first failure ${out.mixed.first_failure}` : ''}`,
     );
 
     out.uptime = await uptimeCoverage(f.databaseUrl, n);

@@ -1,5 +1,5 @@
 // bench/lib/sys.mjs — what the machine and the measured processes are doing: CPU (from /proc), memory, load.
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { execFileSync } from 'node:child_process';
 
@@ -64,6 +64,29 @@ export function runAccount() {
       };
     },
   };
+}
+
+/**
+ * A process's RSS by what holds it, in MB, from /proc/<pid>/smaps (read from outside: nothing is attached to it):
+ * pages of its executable (`binary`), of other files (`files`), malloc's main heap (`malloc`, the [heap] mapping), and
+ * every other anonymous mapping (`anon`: V8's heap pages, thread stacks, malloc's other arenas and large blocks).
+ */
+export function rssParts(pid) {
+  try {
+    const exe = readlinkSync(`/proc/${pid}/exe`);
+    const parts = { binary: 0, files: 0, malloc: 0, anon: 0 };
+    let where = 'anon';
+    for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+      const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+      if (head) {
+        const name = head[1];
+        where = name === exe ? 'binary' : name === '[heap]' ? 'malloc' : name.startsWith('/') ? 'files' : 'anon';
+      } else if (line.startsWith('Rss:')) parts[where] += Number(/(\d+) kB/.exec(line)[1]);
+    }
+    return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(v / 1024, 1)]));
+  } catch {
+    return null;
+  }
 }
 
 /** VmRSS / VmHWM of a process in MB (from /proc/<pid>/status). */
