@@ -1,5 +1,5 @@
 // src/child/transport.ts — the connector's outgoing HTTP: keep-alive undici agents, the global in-flight bound, timeouts, the reply-size cap (§2).
-import { LazyAgent, type ResponseData } from './undici.js';
+import { TlsAgents, type ResponseData } from './undici.js';
 import { ChildError } from './child-error.js';
 import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from './address-policy.js';
 import { OWN_USER_AGENT } from './snapshot.js';
@@ -75,25 +75,23 @@ function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
 
 export class Transport {
   // One keep-alive Agent per TLS mode: undici pools per origin, and certificate checking is a connection option.
-  private readonly agents: Record<'verify' | 'noVerify', LazyAgent>;
+  private readonly agents: TlsAgents;
   private readonly slots: Semaphore;
 
   constructor(private readonly options: TransportOptions) {
     this.slots = new Semaphore(options.concurrency);
-    const agent = (verify: boolean) =>
-      new LazyAgent({
-        // Per origin: many simulated (or multisite) sites share one origin and must still run in parallel.
-        connections: options.concurrency,
-        keepAliveTimeout: 4_000,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-        connect: {
-          timeout: options.connectTimeoutMs,
-          rejectUnauthorized: verify,
-          ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup }),
-        },
-      });
-    this.agents = { verify: agent(true), noVerify: agent(false) };
+    this.agents = new TlsAgents((verify) => ({
+      // Per origin: many simulated (or multisite) sites share one origin and must still run in parallel.
+      connections: options.concurrency,
+      keepAliveTimeout: 4_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: {
+        timeout: options.connectTimeoutMs,
+        rejectUnauthorized: verify,
+        ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup }),
+      },
+    }));
   }
 
   /** Runs `task` holding one of the `concurrency` global slots. */
@@ -137,7 +135,7 @@ export class Transport {
     let res: ResponseData;
     try {
       if (!this.options.allowPrivateAddresses) assertAllowedHost(new URL(url).hostname);
-      res = await this.agents[target.sslVerify ? 'verify' : 'noVerify'].request(url, {
+      res = await this.agents.for(target.sslVerify).request(url, {
         method: 'POST',
         body,
         headers: this.headers(target),
@@ -174,6 +172,6 @@ export class Transport {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.agents.verify.end(), this.agents.noVerify.end()]);
+    await this.agents.end();
   }
 }

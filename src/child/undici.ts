@@ -42,3 +42,22 @@ export class LazyAgent {
     if (agent) await (how === 'close' ? agent.close() : agent.destroy());
   }
 }
+
+/** One LazyAgent per TLS-verification setting (certificate checking is a connection option, so it cannot be shared). */
+export class TlsAgents {
+  private readonly verify: LazyAgent;
+  private readonly noVerify: LazyAgent;
+
+  constructor(options: (verify: boolean) => Agent.Options) {
+    this.verify = new LazyAgent(options(true));
+    this.noVerify = new LazyAgent(options(false));
+  }
+
+  for(verify: boolean): LazyAgent {
+    return verify ? this.verify : this.noVerify;
+  }
+
+  async end(): Promise<void> {
+    await Promise.all([this.verify.end(), this.noVerify.end()]);
+  }
+}

@@ -1,7 +1,7 @@
 // One uptime check: an HTTP request to the site's public URL (no child plugin involved), timed and classified —
 // up, or down with a cause (timeout, DNS, TLS, connection, HTTP status, keyword, refused by the address policy).
 // Where it may connect is the address policy's call, as for child calls.
-import { LazyAgent, undici, type ResponseData } from '../child/undici.js';
+import { TlsAgents, undici, type LazyAgent, type ResponseData } from '../child/undici.js';
 import { BLOCKED_CODE, assertAllowedHost, guardedLookup } from '../child/address-policy.js';
 import { OWN_USER_AGENT } from '../child/snapshot.js';
 import type { Cause } from '../store/monitor-records.js';
@@ -65,16 +65,14 @@ export function classify(err: unknown, timedOut: boolean): { cause: Cause; messa
  * setting, every connection resolved through the address policy unless private sites are allowed.
  */
 export class SiteAgents {
-  private readonly agents: Record<'verify' | 'noVerify', LazyAgent>;
+  private readonly agents: TlsAgents;
 
   constructor(private readonly opts: { allowPrivate: boolean; connections: number }) {
-    const agent = (verify: boolean) =>
-      new LazyAgent({
-        connections: opts.connections,
-        keepAliveTimeout: 4_000,
-        connect: { rejectUnauthorized: verify, ...(opts.allowPrivate ? {} : { lookup: guardedLookup }) },
-      });
-    this.agents = { verify: agent(true), noVerify: agent(false) };
+    this.agents = new TlsAgents((verify) => ({
+      connections: opts.connections,
+      keepAliveTimeout: 4_000,
+      connect: { rejectUnauthorized: verify, ...(opts.allowPrivate ? {} : { lookup: guardedLookup }) },
+    }));
   }
 
   /** Throws when the URL names a host the address policy refuses (a literal address; names are checked as resolved). */
@@ -83,11 +81,11 @@ export class SiteAgents {
   }
 
   for(verify: boolean): LazyAgent {
-    return this.agents[verify ? 'verify' : 'noVerify'];
+    return this.agents.for(verify);
   }
 
-  async close(): Promise<void> {
-    await Promise.all([this.agents.verify.end(), this.agents.noVerify.end()]);
+  close(): Promise<void> {
+    return this.agents.end();
   }
 }
 
