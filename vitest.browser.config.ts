@@ -13,6 +13,7 @@ export default defineConfig({
     // enough for a poll to see a change that does come.
     expect: { poll: { timeout: 15_000 } },
     pool: 'forks',
+    setupFiles: ['test/support/temp-cleanup.ts'],
     env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
   },
 });

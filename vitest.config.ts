@@ -8,6 +8,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    setupFiles: ['test/support/temp-cleanup.ts'],
     // vitest's default is one worker less than the CPUs: one worker on a 2-core machine, so the suite ran file after file
     // and one core waited while a file waited (child processes, fsync, servers). One worker more than the CPUs keeps
     // them busy while files wait (2 cores: 279 s with two workers, 250 s with three; the CPU time is the same).

@@ -10,6 +10,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: 'forks',
+    setupFiles: ['test/support/temp-cleanup.ts'],
     env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn' },
   },
 });

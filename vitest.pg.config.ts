@@ -62,6 +62,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    setupFiles: ['test/support/temp-cleanup.ts'],
     // As many files at once as CPUs (vitest's default is one less: one at a time on 2 cores). Each file has its own
     // database on the lane's server. 2 cores: 596 s with one worker, 377 s with two, all passed (one run each).
     maxWorkers: availableParallelism(),

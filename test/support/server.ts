@@ -1,8 +1,6 @@
 // Test support: a real sitefleet HTTP server on an ephemeral loopback port over a temp data dir,
 // with credentials of every kind, and small clients for the three HTTP doors.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { boot } from '../../src/app/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Registry } from '../../src/core/registry.js';
@@ -12,10 +10,9 @@ import { checkRestAnswer } from './openapi-check.js';
 import type { Store } from '../../src/store/engine.js';
 import { openStore } from '../../src/store/open.js';
 import { freshDatabase, testPgUrl } from './postgres.js';
+import { tempDir } from './temp.js';
 
-export function tempDir(prefix = 'sitefleet-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir };
 
 export interface Creds {
   /** Bearer tokens by key permission. */
