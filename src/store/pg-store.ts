@@ -438,7 +438,7 @@ export class PgStore implements Store {
       }
       for (const kind of BLOB_KINDS) this.blobs.set(kind, new Map());
       await this.listen();
-      await this.catchUp(this.writer);
+      await this.serial(() => this.load(this.writer)); // a NOTIFY meanwhile catches up after it, not inside its snapshot
     } catch (e) {
       await this.writer.end().catch(() => {});
       await this.listener?.end().catch(() => {});
@@ -534,6 +534,64 @@ export class PgStore implements Store {
             FROM sitefleet_rows WHERE xid >= '${this.horizon}'::xid8
             UNION ALL SELECT '#counters', 0, 0, value FROM sitefleet_meta WHERE key = 'counters'
             UNION ALL SELECT '#horizon', 0, 0, to_jsonb(pg_snapshot_xmin(pg_current_snapshot())::text)`;
+  }
+
+  /**
+   * The first read, on opening: what a catch-up from horizon 0 would bring, without what memory would only skip. One
+   * snapshot (a REPEATABLE READ transaction), whose xmin is the horizon, as a window's is. Each kind's rows stream in
+   * as arrays and each is applied as it is parsed (a pg Query with a row listener keeps no rows), so what a row costs
+   * besides its record dies young: the catch-up's one statement had kept half a million row objects at 100,000
+   * sites, each with its kind and seq as strings, through every scavenge until the last row came. PostgreSQL sends
+   * while this process parses, as before. Left out: deleted rows (a later window naming one is news and deletes
+   * nothing) and cold blobs (memory holds nothing of theirs but a seq; a later window naming one drops it from a
+   * cache that is empty). The id counters come from each collection's highest id, deleted rows included.
+   */
+  private async load(client: pg.ClientBase): Promise<void> {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    try {
+      const head = (
+        await client.query<{ floors: Record<string, number> | null; horizon: string }>(
+          `SELECT (SELECT value FROM sitefleet_meta WHERE key = 'counters') AS floors,
+                  pg_snapshot_xmin(pg_current_snapshot())::text AS horizon`,
+        )
+      ).rows[0]!;
+      const tops = (
+        await client.query<{ col: CollectionName; top: number | null }>(
+          COLLECTION_NAMES.map((c) => `SELECT '${c}' AS col, (SELECT max(id) FROM sitefleet_rows WHERE kind = '${c}') AS top`).join(
+            ' UNION ALL ',
+          ),
+        )
+      ).rows;
+      for (const { col, top } of tops) this.counters[col] = Math.max(top ?? 0, head.floors?.[col] ?? 0);
+      for (const kind of [...COLLECTION_NAMES, ...BLOB_KINDS.filter((k) => !COLD_BLOBS.has(k))]) {
+        const cold = COLD_COLLECTIONS.has(kind as CollectionName);
+        const seqs = this.rowSeqs.get(kind) ?? new IdNumbers();
+        this.rowSeqs.set(kind, seqs);
+        const map: Map<number, unknown> | undefined = this.data.get(kind as CollectionName) ?? this.blobs.get(kind as Blob);
+        const config: pg.QueryArrayConfig<string[]> = {
+          text: `SELECT id, seq::float8, ${cold ? 'NULL' : 'data'} FROM sitefleet_rows WHERE kind = $1 AND data IS NOT NULL`,
+          values: [kind],
+          rowMode: 'array',
+        };
+        const rows = new pg.Query(config);
+        rows.on('row', ([id, seq, data]: [number, number, unknown]) => {
+          seqs.set(id, seq);
+          if (cold) this.setPresent(kind as CollectionName, id, true);
+          else map!.set(id, data);
+        });
+        await new Promise<void>((resolve, reject) => {
+          rows.on('end', () => resolve());
+          rows.on('error', reject);
+          void client.query(rows);
+        });
+        if (kind in COLLECTIONS) this.bump(kind as CollectionName);
+      }
+      await client.query('COMMIT');
+      this.horizon = head.horizon;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    }
   }
 
   /** Applies the window to memory: one round trip. */

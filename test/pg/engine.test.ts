@@ -110,6 +110,39 @@ describe('PostgreSQL store engine', () => {
     await until(() => a.get('sites', 301) !== undefined);
   });
 
+  it('opens onto every live record (id 0 included), cold records by presence, ids above deleted ones, then catches up', async () => {
+    const url = await freshDatabase(server);
+    const a = await open(url);
+    const n = 1001;
+    await a.write((tx) => {
+      for (let i = 0; i < n; i++) tx.insert<TagRecord>('tags', tag(`t${i}`));
+      tx.put('monitors', { id: 0, interval: 300 }); // a singleton at id 0, as the fleet's monitor settings are
+      for (let i = 0; i < 3; i++) tx.insert('audit', { at: i });
+      tx.putBlob('secrets', 1, { private_key_pem: 'k' });
+    });
+    await a.write((tx) => {
+      tx.delete('tags', n); // the highest id: deleted rows are not read on opening, their ids are still taken
+      tx.delete('audit', 2);
+    });
+    const b = await open(url);
+    expect(b.count('tags')).toBe(n - 1);
+    expect(b.get<TagRecord>('tags', 1)?.name).toBe('t0');
+    expect(b.get<TagRecord>('tags', 500)?.name).toBe('t499');
+    expect(b.get<TagRecord>('tags', n - 1)?.name).toBe(`t${n - 2}`);
+    expect(b.get('tags', n)).toBeUndefined();
+    expect(b.get('monitors', 0)).toEqual({ id: 0, interval: 300 });
+    expect(b.count('audit')).toBe(2);
+    expect(await b.readBlob('secrets', 1)).toEqual({ private_key_pem: 'k' });
+    expect((await b.write((tx) => tx.insert<TagRecord>('tags', tag('next')))).id).toBe(n + 1);
+    // What another store commits after the opening still reaches it, an edit of a blob it read included.
+    await a.write((tx) => {
+      tx.put('tags', { ...tag('renamed'), id: 1 });
+      tx.putBlob('secrets', 1, { private_key_pem: 'k2' });
+    });
+    await until(() => b.get<TagRecord>('tags', 1)?.name === 'renamed');
+    expect(await b.readBlob('secrets', 1)).toEqual({ private_key_pem: 'k2' });
+  });
+
   it('a write starts from the latest commit of any store: no lost update, no duplicate, ids unique', async () => {
     const url = await freshDatabase(server);
     const stores = [await open(url), await open(url), await open(url)];
