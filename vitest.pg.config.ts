@@ -49,6 +49,7 @@ export default defineConfig({
       'test/vulnerabilities-doors.test.ts',
       'test/cold-blobs.test.ts',
       'test/cold-site-data.test.ts',
+      'test/blob-batches.test.ts',
       'test/cold-records.test.ts',
       'test/monitor-history.test.ts',
       'test/audit-verify-interleaved.test.ts',

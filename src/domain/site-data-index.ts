@@ -5,7 +5,7 @@
 // fleet. The indexes of one store share a SiteDataScan: a refresh of any brings every one up to date from the same
 // reads (a site is read once when any of them needs it), and concurrent refreshes share one run.
 import { isDeepStrictEqual } from 'node:util';
-import { BLOB_READ_BATCH } from '../store/engine.js';
+import { eachBlobBatch } from '../store/blob-batches.js';
 import { IdSlots } from '../store/id-numbers.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -48,11 +48,9 @@ export class SiteDataScan {
     // read again).
     const passes = this.indexes.map((index) => index.pass());
     const ids = [...new Set(passes.flatMap((p) => [...p.stale.keys()]))];
-    for (let i = 0; i < ids.length; i += BLOB_READ_BATCH) {
-      const batch = ids.slice(i, i + BLOB_READ_BATCH);
-      const data = await this.store.readBlobs<SiteData>('site-data', batch);
+    await eachBlobBatch<number, SiteData>(this.store, 'site-data', ids, (id) => id, (batch, data) => {
       for (const p of passes) p.fill(batch, data);
-    }
+    });
     for (const p of passes) p.done(version);
   }
 }

@@ -17,7 +17,8 @@ import { paginate } from '../../core/paging.js';
 import type { Config } from '../../config.js';
 import { log } from '../../log.js';
 import type { SiteData, SiteRecord } from '../../store/records.js';
-import { BLOB_READ_BATCH, type Store } from '../../store/engine.js';
+import { eachBlobBatch } from '../../store/blob-batches.js';
+import type { Store } from '../../store/engine.js';
 import type { ChildSiteService } from '../child-sites.js';
 import type { SiteService } from '../sites.js';
 import { VERSION } from '../../version.js';
@@ -577,16 +578,11 @@ export class VulnerabilityService {
     return `${gen}|${site.last_sync ?? ''}|${site.updated_at}|${site.wp_version}`;
   }
 
-  /** Calls `fn` with each site's stored data, read BLOB_READ_BATCH sites at a time (one read per batch). */
+  /** Calls `fn` with each site's stored data, read a batch at a time (eachBlobBatch: one read per batch). */
   private async eachSiteData(sites: readonly SiteRecord[], fn: (site: SiteRecord, data: SiteData | null) => void): Promise<void> {
-    for (let i = 0; i < sites.length; i += BLOB_READ_BATCH) {
-      const batch = sites.slice(i, i + BLOB_READ_BATCH);
-      const data = await this.store.readBlobs<SiteData>(
-        'site-data',
-        batch.map((s) => s.id),
-      );
+    await eachBlobBatch<SiteRecord, SiteData>(this.store, 'site-data', sites, (s) => s.id, (batch, data) => {
       for (const s of batch) fn(s, data.get(s.id) ?? null);
-    }
+    });
   }
 
   /** Every site, for a round over all of them: the shards are taken as looked at, as they are now. */
