@@ -25,10 +25,16 @@ describe('eachBlobBatch', () => {
     const reads = vi.spyOn(store, 'readBlobs');
     const seen: Array<{ id: number; n: number | null }> = [];
     const readsBeforeWork: number[] = [];
-    await eachBlobBatch<{ id: number }, { n: number }>(store, 'site-data', items, (s) => s.id, (batch, data) => {
-      readsBeforeWork.push(reads.mock.calls.length);
-      for (const s of batch) seen.push({ id: s.id, n: data.get(s.id)?.n ?? null });
-    });
+    await eachBlobBatch<{ id: number }, { n: number }>(
+      store,
+      'site-data',
+      items,
+      (s) => s.id,
+      (batch, data) => {
+        readsBeforeWork.push(reads.mock.calls.length);
+        for (const s of batch) seen.push({ id: s.id, n: data.get(s.id)?.n ?? null });
+      },
+    );
     const sizes = reads.mock.calls.map((c) => c[1].length);
     reads.mockRestore();
     expect(seen.map((s) => s.id)).toEqual(items.map((s) => s.id));
@@ -39,16 +45,28 @@ describe('eachBlobBatch', () => {
 
   it('reads nothing for no items, and ends with the error of a function that throws', async () => {
     const reads = vi.spyOn(store, 'readBlobs');
-    await eachBlobBatch(store, 'site-data', [], (s: number) => s, () => {
-      throw new Error('not called');
-    });
+    await eachBlobBatch(
+      store,
+      'site-data',
+      [],
+      (s: number) => s,
+      () => {
+        throw new Error('not called');
+      },
+    );
     expect(reads.mock.calls).toHaveLength(0);
     const ids = Array.from({ length: N }, (_, i) => i + 1);
     let calls = 0;
-    const failed = eachBlobBatch(store, 'site-data', ids, (id) => id, () => {
-      calls++;
-      throw new Error('derive failed');
-    });
+    const failed = eachBlobBatch(
+      store,
+      'site-data',
+      ids,
+      (id) => id,
+      () => {
+        calls++;
+        throw new Error('derive failed');
+      },
+    );
     await expect(failed).rejects.toThrow('derive failed');
     expect(calls).toBe(1);
     reads.mockRestore();

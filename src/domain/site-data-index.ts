@@ -48,9 +48,15 @@ export class SiteDataScan {
     // read again).
     const passes = this.indexes.map((index) => index.pass());
     const ids = [...new Set(passes.flatMap((p) => [...p.stale.keys()]))];
-    await eachBlobBatch<number, SiteData>(this.store, 'site-data', ids, (id) => id, (batch, data) => {
-      for (const p of passes) p.fill(batch, data);
-    });
+    await eachBlobBatch<number, SiteData>(
+      this.store,
+      'site-data',
+      ids,
+      (id) => id,
+      (batch, data) => {
+        for (const p of passes) p.fill(batch, data);
+      },
+    );
     for (const p of passes) p.done(version);
   }
 }

@@ -533,9 +533,15 @@ export class UpdateService {
     plan: Plan,
   ): Promise<Array<{ site: SiteRecord; todo: PendingView[]; skipped: SkippedView[] }>> {
     const out: Array<{ site: SiteRecord; todo: PendingView[]; skipped: SkippedView[] }> = [];
-    await eachBlobBatch<SiteRecord, SiteData>(this.store, 'site-data', sites, (s) => s.id, (batch, data) => {
-      for (const s of batch) out.push({ site: s, ...this.planWith(s, data.get(s.id) ?? null, plan) });
-    });
+    await eachBlobBatch<SiteRecord, SiteData>(
+      this.store,
+      'site-data',
+      sites,
+      (s) => s.id,
+      (batch, data) => {
+        for (const s of batch) out.push({ site: s, ...this.planWith(s, data.get(s.id) ?? null, plan) });
+      },
+    );
     return out;
   }
 

@@ -580,9 +580,15 @@ export class VulnerabilityService {
 
   /** Calls `fn` with each site's stored data, read a batch at a time (eachBlobBatch: one read per batch). */
   private async eachSiteData(sites: readonly SiteRecord[], fn: (site: SiteRecord, data: SiteData | null) => void): Promise<void> {
-    await eachBlobBatch<SiteRecord, SiteData>(this.store, 'site-data', sites, (s) => s.id, (batch, data) => {
-      for (const s of batch) fn(s, data.get(s.id) ?? null);
-    });
+    await eachBlobBatch<SiteRecord, SiteData>(
+      this.store,
+      'site-data',
+      sites,
+      (s) => s.id,
+      (batch, data) => {
+        for (const s of batch) fn(s, data.get(s.id) ?? null);
+      },
+    );
   }
 
   /** Every site, for a round over all of them: the shards are taken as looked at, as they are now. */
