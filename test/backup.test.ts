@@ -124,7 +124,7 @@ describe('sitefleet backup and restore (data dir)', () => {
     const again = await cli(['backup', '--to', file, '--data-dir', dir]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/exists already/);
-    const other = tempDir();
+    const other = join(tempDir(), 'fleet'); // inside a temp dir: the fleet moved aside beside it goes with it
     await cli(['keys', 'create', '--name', 'second', '--data-dir', other]);
     const refused = await cli(['restore', '--from', file, '--data-dir', other]);
     expect(refused.code).toBe(1);
@@ -167,7 +167,7 @@ describe('sitefleet backup and restore (data dir)', () => {
 
 describe('a data dir a serve holds', () => {
   it('is not restored over, and migrate --from refuses it unless --force', async () => {
-    const dir = tempDir();
+    const dir = join(tempDir(), 'fleet'); // inside a temp dir: the fleet the last restore moves aside goes with it
     const p = await serveProcess(['--data-dir', dir]);
     stops.push(() => p.stop());
     const file = join(tempDir(), 'b.jsonl');
