@@ -2,8 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { ChildConnector, ChildError } from '../src/child/index.js';
 import { encodeEnvelope } from '../src/child/envelope.js';
 import { newKeyPair } from '../src/child/keys.js';
 import { childFixture, postForm, rawSignedCall, SERVER_URL } from './support/child-sim.js';
+import { tempDir } from './support/temp.js';
 
 let fx: Awaited<ReturnType<typeof childFixture>>;
 beforeEach(async () => {
@@ -218,7 +218,7 @@ describe('transport options', () => {
   });
 
   it('checks TLS certificates per site', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sitefleet-tls-'));
+    const dir = tempDir('sitefleet-tls-');
     execFileSync(
       'openssl',
       [
