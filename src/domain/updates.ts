@@ -11,7 +11,7 @@ import type { CallContext, ProgressReport } from '../core/ability.js';
 import { ServiceError, errors } from '../core/errors.js';
 import type { IgnoreRecord, JobRecord, SiteData, SiteRecord } from '../store/records.js';
 import { addItems, itemsOfSite } from './job-chunks.js';
-import { eachBlobBatch } from '../store/blob-batches.js';
+import { eachSiteData } from '../store/blob-batches.js';
 import type { Store, Tx } from '../store/store.js';
 import { childFailure, type ChildSiteService, type Outcome } from './child-sites.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
@@ -527,21 +527,13 @@ export class UpdateService {
     return this.planWith(site, await this.children.siteData(site.id), plan);
   }
 
-  /** planSite for many sites, their data read a batch at a time (eachBlobBatch: one read per batch, not per site). */
+  /** planSite for many sites, their data read a batch at a time (eachSiteData: one read per batch, not per site). */
   async planSites(
     sites: readonly SiteRecord[],
     plan: Plan,
   ): Promise<Array<{ site: SiteRecord; todo: PendingView[]; skipped: SkippedView[] }>> {
     const out: Array<{ site: SiteRecord; todo: PendingView[]; skipped: SkippedView[] }> = [];
-    await eachBlobBatch<SiteRecord, SiteData>(
-      this.store,
-      'site-data',
-      sites,
-      (s) => s.id,
-      (batch, data) => {
-        for (const s of batch) out.push({ site: s, ...this.planWith(s, data.get(s.id) ?? null, plan) });
-      },
-    );
+    await eachSiteData(this.store, sites, (site, data) => out.push({ site, ...this.planWith(site, data, plan) }));
     return out;
   }
 

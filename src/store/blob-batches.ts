@@ -1,6 +1,7 @@
 // Reading one kind of blob for many records, a batch at a time: the fleet-wide passes over the sites' data (the
 // site-data indexes, update plans, vulnerability matching) hold one batch while they work on it, never the fleet.
 import { BLOB_READ_BATCH, type Blob, type Store } from './engine.js';
+import type { SiteData, SiteRecord } from './records.js';
 
 /**
  * Calls `fn` with each batch of `items` (BLOB_READ_BATCH at a time, in order) and their blobs of `kind`, by the id
@@ -30,4 +31,21 @@ export async function eachBlobBatch<S, T>(
       throw e;
     }
   }
+}
+
+/** Calls `fn` with each site and its stored data (null when it has none), in the sites' order: eachBlobBatch. */
+export function eachSiteData(
+  store: Pick<Store, 'readBlobs'>,
+  sites: readonly SiteRecord[],
+  fn: (site: SiteRecord, data: SiteData | null) => void,
+): Promise<void> {
+  return eachBlobBatch<SiteRecord, SiteData>(
+    store,
+    'site-data',
+    sites,
+    (s) => s.id,
+    (batch, data) => {
+      for (const s of batch) fn(s, data.get(s.id) ?? null);
+    },
+  );
 }

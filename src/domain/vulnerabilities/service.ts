@@ -16,8 +16,8 @@ import { ServiceError } from '../../core/errors.js';
 import { paginate } from '../../core/paging.js';
 import type { Config } from '../../config.js';
 import { log } from '../../log.js';
-import type { SiteData, SiteRecord } from '../../store/records.js';
-import { eachBlobBatch } from '../../store/blob-batches.js';
+import type { SiteRecord } from '../../store/records.js';
+import { eachSiteData } from '../../store/blob-batches.js';
 import type { Store } from '../../store/engine.js';
 import type { ChildSiteService } from '../child-sites.js';
 import type { SiteService } from '../sites.js';
@@ -492,7 +492,7 @@ export class VulnerabilityService {
   private async refreshWpv(s: VulnSettingsRecord, signal: AbortSignal): Promise<{ status: 'updated'; feed: FeedState }> {
     const base = s.feed_url ?? WPVULNERABILITY_URL;
     const wanted = new Set<string>();
-    await this.eachSiteData([...this.store.all<SiteRecord>('sites')], (site, data) => {
+    await eachSiteData(this.store, [...this.store.all<SiteRecord>('sites')], (site, data) => {
       for (const i of installedItems(site.wp_version, data))
         wanted.add(i.type === 'core' ? `core/${i.version.trim()}` : `${i.type}/${i.slug}`);
     });
@@ -576,19 +576,6 @@ export class VulnerabilityService {
    */
   private stampOf(site: SiteRecord, gen: number): string {
     return `${gen}|${site.last_sync ?? ''}|${site.updated_at}|${site.wp_version}`;
-  }
-
-  /** Calls `fn` with each site's stored data, read a batch at a time (eachBlobBatch: one read per batch). */
-  private async eachSiteData(sites: readonly SiteRecord[], fn: (site: SiteRecord, data: SiteData | null) => void): Promise<void> {
-    await eachBlobBatch<SiteRecord, SiteData>(
-      this.store,
-      'site-data',
-      sites,
-      (s) => s.id,
-      (batch, data) => {
-        for (const s of batch) fn(s, data.get(s.id) ?? null);
-      },
-    );
   }
 
   /** Every site, for a round over all of them: the shards are taken as looked at, as they are now. */
@@ -688,7 +675,8 @@ export class VulnerabilityService {
         this.matchedFor.set(site.id, { site, gen });
       }
       const stampOf = new Map(toMatch.map((m) => [m.site.id, m.stamp]));
-      await this.eachSiteData(
+      await eachSiteData(
+        this.store,
         toMatch.map((m) => m.site),
         (site, data) => {
           this.mem.set(site.id, {
@@ -788,7 +776,8 @@ export class VulnerabilityService {
     }
     // The version now installed of what a site left (its data read in batches, only for sites that left something).
     const hitsOf = new Map(left.map((l) => [l.site.id, l.hits]));
-    await this.eachSiteData(
+    await eachSiteData(
+      this.store,
       left.map((l) => l.site),
       (site, data) => {
         const where = { id: site.id, url: site.url, name: site.name };
