@@ -544,7 +544,8 @@ export class PgStore implements Store {
    * sites, each with its kind and seq as strings, through every scavenge until the last row came. PostgreSQL sends
    * while this process parses, as before. Left out: deleted rows (a later window naming one is news and deletes
    * nothing) and cold blobs (memory holds nothing of theirs but a seq; a later window naming one drops it from a
-   * cache that is empty). The id counters come from each collection's highest id, deleted rows included.
+   * cache that is empty). The id counters come from each collection's highest id, deleted rows included. No version
+   * moves here: init bumped every collection (an unknown set of records) before, and nothing reads one until open ends.
    */
   private async load(client: pg.ClientBase): Promise<void> {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -584,7 +585,6 @@ export class PgStore implements Store {
           rows.on('error', reject);
           void client.query(rows);
         });
-        if (kind in COLLECTIONS) this.bump(kind as CollectionName);
       }
       await client.query('COMMIT');
       this.horizon = head.horizon;
