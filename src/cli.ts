@@ -431,7 +431,8 @@ async function keys(args: string[]): Promise<void> {
       const perm = (values.permissions ?? 'read_write') as KeyPermission;
       if (!['read', 'write', 'read_write', 'delete'].includes(perm))
         throw new UsageError('--permissions is read, write, read_write or delete.');
-      (await import('./abilities/index.js')).buildRegistry(s);
+      // Tool names are checked against the registry; a key without lists does not pay for loading every ability.
+      if (lists.allow_tools?.length || lists.deny_tools?.length) (await import('./abilities/index.js')).buildRegistry(s);
       const { key, token } = await s.auth.createKey(values.name, perm, {
         admin: values.admin === true,
         scope: scopeFlags(values),

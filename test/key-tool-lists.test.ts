@@ -146,5 +146,13 @@ describe('editing the lists', () => {
     const unknown = await cli(['keys', 'tools', '1', '--deny-tools', 'no-such-v1', '--data-dir', dir]);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toContain('no-such-v1');
+    // keys create checks its lists too (it loads the abilities only when it has a list), and makes no key when one is wrong.
+    const badCreate = await cli(['keys', 'create', '--name', 'bad', '--allow-tools', 'list-sites-v1,nope-v1', '--data-dir', dir]);
+    expect(badCreate.code).not.toBe(0);
+    expect(badCreate.stderr).toContain('no tool named "nope-v1"');
+    const plain = await cli(['keys', 'create', '--name', 'plain', '--data-dir', dir]);
+    expect(plain.code).toBe(0);
+    const listed = (await cli(['keys', 'list', '--data-dir', dir])).stdout.trim().split('\n');
+    expect(listed.map((l) => l.split('\t')[1])).toEqual(['ci', 'plain']);
   });
 });
