@@ -1,0 +1,67 @@
+// scripts/build.mjs: tsc is incremental, but its record (dist/.tsbuildinfo) is dropped when a build that keeps none wrote
+// dist/ since, else tsc would find the sources matching the record and leave that build's code in dist/. Run here with a
+// stand-in for tsc that says whether the record was there when it ran (the real tsc is the build itself, run by npm test).
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './support/temp.js';
+
+function project(): { root: string; build: (env?: Record<string, string>) => { code: number; saw: string[] } } {
+  const root = tempDir();
+  mkdirSync(join(root, 'scripts'));
+  copyFileSync(new URL('../scripts/build.mjs', import.meta.url), join(root, 'scripts', 'build.mjs'));
+  mkdirSync(join(root, 'node_modules', 'typescript', 'bin'), { recursive: true });
+  writeFileSync(join(root, 'node_modules', 'typescript', 'package.json'), '{"name":"typescript"}');
+  writeFileSync(
+    join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+    `const fs = require('node:fs'); const path = require('node:path');
+     const root = path.dirname(process.argv[process.argv.indexOf('-p') + 1]);
+     fs.appendFileSync(path.join(root, 'saw.log'), (fs.existsSync(path.join(root, 'dist', '.tsbuildinfo')) ? 'record' : 'none') + '\\n');
+     process.exit(Number(process.env.FAKE_TSC_EXIT || 0));`,
+  );
+  writeFileSync(join(root, 'tsconfig.json'), '{}');
+  mkdirSync(join(root, 'dist'));
+  const build = (env: Record<string, string> = {}) => {
+    let code = 0;
+    try {
+      execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { env: { ...process.env, ...env }, stdio: 'pipe' });
+    } catch (e) {
+      code = (e as { status: number }).status;
+    }
+    const log = join(root, 'saw.log');
+    return { code, saw: existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [] };
+  };
+  return { root, build };
+}
+
+const at = (file: string, seconds: number) => utimesSync(file, seconds, seconds);
+
+describe('the build script', () => {
+  it('keeps the record when it is newer than what dist/ holds', () => {
+    const { root, build } = project();
+    writeFileSync(join(root, 'dist', 'cli.js'), '');
+    writeFileSync(join(root, 'dist', '.tsbuildinfo'), '{}');
+    at(join(root, 'dist', 'cli.js'), 1_000);
+    at(join(root, 'dist', '.tsbuildinfo'), 1_001);
+    expect(build()).toEqual({ code: 0, saw: ['record'] });
+  });
+
+  it('drops the record when another build wrote dist/ after it, or dist/ has no cli.js', () => {
+    const { root, build } = project();
+    writeFileSync(join(root, 'dist', 'cli.js'), '');
+    writeFileSync(join(root, 'dist', '.tsbuildinfo'), '{}');
+    at(join(root, 'dist', '.tsbuildinfo'), 1_000);
+    at(join(root, 'dist', 'cli.js'), 1_001);
+    expect(build()).toEqual({ code: 0, saw: ['none'] });
+
+    const other = project();
+    writeFileSync(join(other.root, 'dist', '.tsbuildinfo'), '{}');
+    expect(other.build()).toEqual({ code: 0, saw: ['none'] });
+  });
+
+  it("fails with tsc's exit code", () => {
+    const { build } = project();
+    expect(build({ FAKE_TSC_EXIT: '2' })).toEqual({ code: 2, saw: ['none'] });
+  });
+});
