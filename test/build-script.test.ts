@@ -35,28 +35,32 @@ function project(): { root: string; build: (env?: Record<string, string>) => { c
   return { root, build };
 }
 
-const at = (file: string, seconds: number) => utimesSync(file, seconds, seconds);
+/** dist/cli.js and the record, each written at the given time in seconds (null: not there). */
+function dist(root: string, cliAt: number | null, recordAt: number): void {
+  for (const [name, t] of [
+    ['cli.js', cliAt],
+    ['.tsbuildinfo', recordAt],
+  ] as const) {
+    if (t === null) continue;
+    writeFileSync(join(root, 'dist', name), '');
+    utimesSync(join(root, 'dist', name), t, t);
+  }
+}
 
 describe('the build script', () => {
   it('keeps the record when it is newer than what dist/ holds', () => {
     const { root, build } = project();
-    writeFileSync(join(root, 'dist', 'cli.js'), '');
-    writeFileSync(join(root, 'dist', '.tsbuildinfo'), '{}');
-    at(join(root, 'dist', 'cli.js'), 1_000);
-    at(join(root, 'dist', '.tsbuildinfo'), 1_001);
+    dist(root, 1_000, 1_001);
     expect(build()).toEqual({ code: 0, saw: ['record'] });
   });
 
   it('drops the record when another build wrote dist/ after it, or dist/ has no cli.js', () => {
     const { root, build } = project();
-    writeFileSync(join(root, 'dist', 'cli.js'), '');
-    writeFileSync(join(root, 'dist', '.tsbuildinfo'), '{}');
-    at(join(root, 'dist', '.tsbuildinfo'), 1_000);
-    at(join(root, 'dist', 'cli.js'), 1_001);
+    dist(root, 1_001, 1_000);
     expect(build()).toEqual({ code: 0, saw: ['none'] });
 
     const other = project();
-    writeFileSync(join(other.root, 'dist', '.tsbuildinfo'), '{}');
+    dist(other.root, null, 1_000);
     expect(other.build()).toEqual({ code: 0, saw: ['none'] });
   });
 
