@@ -64,6 +64,24 @@ describe('the build script', () => {
     expect(other.build()).toEqual({ code: 0, saw: ['none'] });
   });
 
+  it('is the only script that writes the record: every other run of tsc keeps its own, outside dist/', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
+    const testConfig = JSON.parse(readFileSync(new URL('../tsconfig.test.json', import.meta.url), 'utf8').replace(/^\s*\/\/.*$/gm, '')) as {
+      compilerOptions: { tsBuildInfoFile?: string };
+    };
+    const tscRuns = Object.entries(pkg.scripts).flatMap(([name, cmd]) =>
+      cmd.split('&&').flatMap((part) => (/(^|\s)tsc\s/.test(part.trim() + ' ') ? [[name, part.trim()] as const] : [])),
+    );
+    expect(tscRuns.length).toBeGreaterThan(0);
+    for (const [name, run] of tscRuns) {
+      const own =
+        /--tsBuildInfoFile\s+(\S+)/.exec(run)?.[1] ??
+        (run.includes('tsconfig.test.json') ? testConfig.compilerOptions.tsBuildInfoFile : undefined);
+      expect(own, `npm run ${name}: ${run}`).toBeDefined();
+      expect(own!.startsWith('dist/'), `npm run ${name}: ${run}`).toBe(false);
+    }
+  });
+
   it("fails with tsc's exit code", () => {
     const { build } = project();
     expect(build({ FAKE_TSC_EXIT: '2' })).toEqual({ code: 2, saw: ['none'] });
