@@ -32,7 +32,7 @@ it('pops entries earliest first, keeps repeated ids and equal times, and empties
   expect(out.map(([t]) => t)).toEqual(pushed.map(([t]) => t).sort((a, b) => a - b));
   expect(out.map(([t, d]) => `${t}:${d}`).sort()).toEqual(pushed.map(([t, d]) => `${t}:${d}`).sort());
   q.push(1, 1);
-  q.refill([]);
+  q.refill(new Map());
   expect(q.size).toBe(0);
 });
 

@@ -43,16 +43,16 @@ export class DueQueue {
   }
 
   /**
-   * Holds exactly these entries (id to time), put in heap order from the bottom up: one pass, not a push each (the
+   * Holds exactly these entries (time by id: a Map, IdNumbers), put in heap order from the bottom up: one pass, not a push each (the
    * scheduler's scan of 100,000 sites gives every site its time).
    */
-  refill(due: Iterable<readonly [id: number, at: number]>): void {
+  refill(due: { forEach(fn: (at: number, id: number) => void): void }): void {
     const t: number[] = (this.times = []);
     const d: number[] = (this.ids = []);
-    for (const [id, at] of due) {
+    due.forEach((at, id) => {
       t.push(at);
       d.push(id);
-    }
+    });
     for (let i = (t.length >> 1) - 1; i >= 0; i--) this.siftDown(i, t[i]!, d[i]!);
   }
 

@@ -333,6 +333,8 @@ export class MonitorService {
   private releasing = new Map<number, { taken: Map<number, Set<PendingBeat>>; events: MonitorEvent[] }>();
   /** When each site's next check falls due (epoch ms), in pages by site id: a Map was 5 MB at 100,000 sites. */
   private due = new IdNumbers();
+  /** The partitions held when `due` was last cut to them (a lease round). */
+  private dueHeld: ReadonlySet<number> = new Set();
   private inflight = new Map<number, Promise<CheckOutcome>>();
   private listeners = new Set<(e: MonitorEvent) => void>();
   private timer: NodeJS.Timeout | null = null;
@@ -556,7 +558,12 @@ export class MonitorService {
               throw e;
             },
           );
-        for (const [id] of this.due.entries()) if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
+        // The due times of partitions given up or lost go (a pass over every site's: only when one went).
+        if ([...this.dueHeld].some((p) => !plan.held.has(p)))
+          this.due.forEach((_, id) => {
+            if (!plan.held.has(id % PARTITIONS)) this.due.delete(id);
+          });
+        this.dueHeld = new Set(plan.held);
       }
       // The scan of every site runs only when something it depends on changed (at 20,000 sites it is milliseconds of
       // the event loop): the monitors' settings, the partitions held, or, once per SITES_RESCAN_MS at most, the sites (a
@@ -597,7 +604,7 @@ export class MonitorService {
           this.startScheduled(site, d);
           next = Math.min(next, this.due.get(site.id) ?? now);
         }
-        this.queue.refill(this.due.entries());
+        this.queue.refill(this.due);
         this.idle = { key, until: next, sites, at: now };
         this.stats.scans++;
       } else if (now >= this.idle.until) this.idle.until = this.startDue(now);

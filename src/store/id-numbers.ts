@@ -37,11 +37,17 @@ export class IdNumbers {
     this.other.clear();
   }
 
-  /** Every id that has a number, with it (pages in the order they were made, ids ascending within a page). */
-  *entries(): IterableIterator<[id: number, value: number]> {
+  /**
+   * Calls `fn` with each number and its id (pages in the order they were made, ids ascending within a page; `fn` may
+   * delete the id it is given), as Map's forEach: no pair made per id (a scan of 100,000 ids made 3 MB of them).
+   */
+  forEach(fn: (value: number, id: number) => void): void {
     for (const [key, page] of this.pages)
-      for (let i = 0; i < PAGE_IDS; i++) if (!Number.isNaN(page[i]!)) yield [key * PAGE_IDS + i, page[i]!];
-    yield* this.other;
+      for (let i = 0; i < PAGE_IDS; i++) {
+        const v = page[i]!;
+        if (!Number.isNaN(v)) fn(v, key * PAGE_IDS + i);
+      }
+    this.other.forEach(fn);
   }
 
   /** Pages allocated (tests). */
