@@ -82,6 +82,19 @@ it('answers a small tag or include list by its sites alone, exactly as a look at
     const got = svc.sites.filter(f, tagSites).map((x) => x.id);
     const want = reference(all, f, f.tag_ids?.length ? inTagsOf(f.tag_ids) : null).map((x) => x.id);
     expect(got, JSON.stringify(f)).toEqual(want);
+    // A page of it, and its count, without the whole list: the first, a middle one, the last (short), one past the end.
+    for (const [from, count] of [
+      [0, 7],
+      [3, 10],
+      [Math.max(0, want.length - 4), 10],
+      [want.length + 5, 10],
+    ] as const) {
+      const p = svc.sites.page(f, tagSites, from, count);
+      expect({ items: p.items.map((x) => x.id), total: p.total }, `${JSON.stringify(f)} from ${from}`).toEqual({
+        items: want.slice(from, from + count),
+        total: want.length,
+      });
+    }
   }
   expect(svc.sites.filter({ tag_ids: [small!.id] }, tagSites).length).toBe(16);
   // The tags' sites come ascending, each once, whatever order a list was written in.

@@ -49,11 +49,14 @@ export const listSites = defineAbility({
   output: paged(z.union([FullSite, ListedSite.extend({ tags: FullSite.shape.tags }), ListedSite])),
   annotations: ro,
   execute: ({ page, per_page, status, search, client_id, tag_id, include, exclude, with_tags, full }, ctx) => {
-    const all = ctx.sites.filter({ status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined }, (ids) =>
-      ctx.tags.sitesInTags(ids),
+    const { items, total } = ctx.sites.page(
+      { status, search, client_id, include, exclude, tag_ids: tag_id ? [tag_id] : undefined },
+      (ids) => ctx.tags.sitesInTags(ids),
+      (page - 1) * per_page,
+      per_page,
     );
     const view = (s: SiteRecord) => (full ? fullSite(ctx, s) : with_tags ? { ...listedSite(s), tags: siteTags(ctx, s.id) } : listedSite(s));
-    return { items: paginate(all, page, per_page).map(view), page, per_page, total: all.length };
+    return { items: items.map(view), page, per_page, total };
   },
 });
 
