@@ -1,6 +1,6 @@
 // What a process loads to start (issue 34: start to first answer, and every CLI command's and stdio MCP server's start):
-// undici waits for the first outgoing call, jose for the first OAuth token, express and the HTTP doors for a process
-// that serves them. A module hook records every package module the process resolves, into a file the test reads.
+// undici waits for the first outgoing call, jose for the first OAuth token, csv-parse for the first CSV, the feed's
+// streaming JSON parser for the first feed read, express and the HTTP doors for a process that serves them. A module hook records every package module the process resolves, into a file the test reads.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,13 +40,15 @@ describe('a process loads at start only what it uses', () => {
     expect(loaded.has('zod')).toBe(true);
     expect(loaded.has('undici')).toBe(false);
     expect(loaded.has('jose')).toBe(false);
+    expect(loaded.has('csv-parse')).toBe(false);
+    expect(loaded.has('@streamparser/json')).toBe(false);
   });
 
   it('a CLI command and a stdio MCP server load neither express nor undici', async () => {
     const keys = watched();
     const r = await cli(['keys', 'list', '--data-dir', data], keys.env);
     expect(r.code, r.stderr).toBe(0);
-    expect([...keys.loaded()].filter((m) => ['express', 'undici', 'jose'].includes(m))).toEqual([]);
+    expect([...keys.loaded()].filter((m) => ['express', 'undici', 'jose', 'csv-parse', '@streamparser/json'].includes(m))).toEqual([]);
 
     const mcp = watched();
     const p = run(['mcp', '--data-dir', data], mcp.env);

@@ -3,7 +3,7 @@
 // on its own, and a bad row fails alone with its line number (the physical line it starts on).
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { Parser, type CsvError, type Info } from 'csv-parse';
+import type { CsvError, Info, Parser } from 'csv-parse';
 import type { z } from 'zod';
 import type { SkippedSite } from '../core/results.js';
 import { ServiceError } from '../core/errors.js';
@@ -135,37 +135,45 @@ type ParsedRecord = { record: string[]; info: Info } | { fatal: CsvError };
 
 /**
  * csv-parse whose fatal error (an unclosed quote, an oversized record) arrives as a last item after the records
- * before it: a plain Parser errors, which makes a stream consumer drop records already parsed.
+ * before it: a plain Parser errors, which makes a stream consumer drop records already parsed. Made when a CSV is first
+ * read: csv-parse is imported then, not at start (every process, each CLI command, paid about 25 ms for it).
  */
-class RecordParser extends Parser {
-  constructor() {
-    super({
-      bom: true,
-      info: true,
-      record_delimiter: '\n',
-      relax_column_count: true,
-      relax_quotes: true,
-      ltrim: true,
-      skip_empty_lines: true,
-      max_record_size: MAX_ROW_BYTES,
-    });
-  }
+let RecordParser: (new () => Parser) | undefined;
+async function recordParser(): Promise<Parser> {
+  if (!RecordParser) {
+    const { Parser: Base } = await import('csv-parse');
+    RecordParser = class extends Base {
+      constructor() {
+        super({
+          bom: true,
+          info: true,
+          record_delimiter: '\n',
+          relax_column_count: true,
+          relax_quotes: true,
+          ltrim: true,
+          skip_empty_lines: true,
+          max_record_size: MAX_ROW_BYTES,
+        });
+      }
 
-  override _transform(chunk: Buffer, enc: BufferEncoding, callback: TransformCallback): void {
-    super._transform(chunk, enc, (err?: Error | null) => this.settle(err, callback));
-  }
+      override _transform(chunk: Buffer, enc: BufferEncoding, callback: TransformCallback): void {
+        super._transform(chunk, enc, (err?: Error | null) => this.settle(err, callback));
+      }
 
-  override _flush(callback: TransformCallback): void {
-    super._flush((err?: Error | null) => this.settle(err, callback));
-  }
+      override _flush(callback: TransformCallback): void {
+        super._flush((err?: Error | null) => this.settle(err, callback));
+      }
 
-  private settle(err: Error | null | undefined, callback: TransformCallback): void {
-    if (err) {
-      this.push({ fatal: err });
-      this.push(null);
-    }
-    callback();
+      private settle(err: Error | null | undefined, callback: TransformCallback): void {
+        if (err) {
+          this.push({ fatal: err });
+          this.push(null);
+        }
+        callback();
+      }
+    };
   }
+  return new RecordParser();
 }
 
 type Row = { line: number; fields: string[] } | { line: number; fatal: string };
@@ -182,11 +190,19 @@ const newlines = (s: string): number => {
  * upload still reaches its end (or its size cap) and the request can be answered.
  */
 async function* csvRows(source: Readable): AsyncGenerator<Row> {
-  const parser = new RecordParser();
+  // The source's errors are heard from the start, also while csv-parse is first loaded.
+  let early: Error | null = null;
+  const hold = (e: Error) => {
+    early ??= e;
+  };
+  source.on('error', hold);
+  const parser = await recordParser();
+  source.off('error', hold);
   const normalise = new NormaliseText();
   let lastEnd = 0;
   let lastEmpty = 0;
   source.on('error', (e) => parser.destroy(e));
+  if (early) parser.destroy(early);
   normalise.on('error', (e) => parser.destroy(e));
   source.pipe(normalise).pipe(parser);
   try {

@@ -3,7 +3,6 @@
 // WPVulnerability per-slug answer. Also the streaming reader of a Wordfence feed: one JSON object keyed by record id,
 // decoded record by record so that memory stays bounded whatever the feed's size.
 import { createHash } from 'node:crypto';
-import { JSONParser } from '@streamparser/json';
 import { ServiceError } from '../../core/errors.js';
 import { cleanVersion } from './version.js';
 
@@ -270,6 +269,8 @@ export async function streamWordfenceFeed(
   maxBytes: number,
 ): Promise<StreamStats> {
   const stats: StreamStats = { records: 0, skipped: 0, skipped_reasons: [], bytes: 0 };
+  // Imported when a feed is read, not at start: every process (each CLI command) paid about 25 ms for it.
+  const { JSONParser } = await import('@streamparser/json');
   const parser = new JSONParser({ paths: ['$.*'], keepStack: false });
   const ready: VulnRecord[] = [];
   let sinceLast = 0;
