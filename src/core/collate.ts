@@ -6,8 +6,10 @@ let collator: Intl.Collator | undefined;
 
 /** Order by name (case- and accent-insensitive, numbers as numbers), then by id. */
 export function byName<T extends { id: number }>(name: (x: T) => string) {
-  const c = (collator ??= new Intl.Collator('en', { sensitivity: 'base', numeric: true }));
-  return (a: T, b: T): number => c.compare(name(a), name(b)) || a.id - b.id;
+  // The collator is made at the first comparison, not here: a comparator made at import (the tags' order) made it at
+  // every process's start.
+  return (a: T, b: T): number =>
+    (collator ??= new Intl.Collator('en', { sensitivity: 'base', numeric: true })).compare(name(a), name(b)) || a.id - b.id;
 }
 
 /**
