@@ -1,13 +1,11 @@
 // One collator for every name-ordered list: localeCompare with options builds a collator per call,
 // which made sorting a few thousand tags cost ~100 ms. Numbers in names and domains sort as numbers ("site2" before
-// "site10"), as people count, not as text. Made at the first sort, not at import: it takes about 8 ms (ICU's data),
-// which every CLI command paid whether it sorted anything or not.
+// "site10"), as people count, not as text. Made at the first comparison, not at import, nor where a comparator is made
+// (the tags' order is made at import): it takes about 8 ms (ICU's data), which every process paid at start.
 let collator: Intl.Collator | undefined;
 
 /** Order by name (case- and accent-insensitive, numbers as numbers), then by id. */
 export function byName<T extends { id: number }>(name: (x: T) => string) {
-  // The collator is made at the first comparison, not here: a comparator made at import (the tags' order) made it at
-  // every process's start.
   return (a: T, b: T): number =>
     (collator ??= new Intl.Collator('en', { sensitivity: 'base', numeric: true })).compare(name(a), name(b)) || a.id - b.id;
 }

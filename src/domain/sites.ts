@@ -286,10 +286,9 @@ export class SiteService {
 
   /** The sites of the caller's scope that the filter keeps, in list order. */
   filter(f: SiteFilter, tagSites: TagSites): SiteRecord[] {
-    const { sorted, texts } = this.indexes();
-    const { items } = this.select(f, tagSites, sorted, texts, 0, Infinity);
+    const { items } = this.select(f, tagSites, 0, Infinity);
     // The list itself leaves the service (no filter): its next change copies it.
-    if (items === sorted) this.handedOut = true;
+    if (items === this.sorted) this.handedOut = true;
     return items;
   }
 
@@ -298,19 +297,12 @@ export class SiteService {
    * list by status at 100,000 sites made one of up to 100,000 records a request to answer a page of 100.
    */
   page(f: SiteFilter, tagSites: TagSites, from: number, count: number): { items: SiteRecord[]; total: number } {
-    const { sorted, texts } = this.indexes();
-    return this.select(f, tagSites, sorted, texts, from, from + count);
+    return this.select(f, tagSites, from, from + count);
   }
 
   /** The sites the filter keeps that the caller may see, those from place `from` to `to` (exclusive) of them, and their count. */
-  private select(
-    f: SiteFilter,
-    tagSites: TagSites,
-    sorted: SiteRecord[],
-    texts: string[],
-    from: number,
-    to: number,
-  ): { items: SiteRecord[]; total: number } {
+  private select(f: SiteFilter, tagSites: TagSites, from: number, to: number): { items: SiteRecord[]; total: number } {
+    const { sorted, texts } = this.indexes();
     const visible = this.access.visible();
     const search = f.search?.trim().toLowerCase();
     const include = f.include?.length ? new Set(f.include) : null;
