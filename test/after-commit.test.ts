@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { TagRecord } from '../src/store/records.js';
 import { testFleetStore } from './support/server.js';
 
-const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
 
 describe('Tx.afterCommit', () => {
   it('runs once per committed write, after its caller is told; never for a write that throws or holds a value no engine keeps', async () => {

@@ -1,16 +1,21 @@
 // Upgrading safely (issue 27, defects 10 and 11): a format upgrade copies what it rewrites aside first; `backup` and
 // `restore` of a data dir, consistent while `serve` writes; restore and `migrate --from` refuse a fleet a serve holds.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../src/store/store.js';
+import { TagService } from '../src/domain/tags.js';
+import type { SiteRecord, TagRecord } from '../src/store/records.js';
 import { readLeases } from '../src/store/backup.js';
 import { liveHolders } from '../src/domain/leases.js';
 import { cli, lastLine, serveProcess } from './support/process.js';
 import { tempDir } from './support/server.js';
 import { until } from './support/wait.js';
 
+const STORE_JS = fileURLToPath(new URL('../dist/store/store.js', import.meta.url));
 const stops: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const s of stops) await s();
@@ -46,14 +51,68 @@ describe('a data format upgrade', () => {
     const line = r.stderr.split('\n').find((l) => l.includes('data format upgrade'));
     expect(line).toBeDefined();
     const logged = JSON.parse(line!) as { copied_to: string; from: number; to: number; files: string[] };
-    expect(logged).toMatchObject({ from: 1, to: 2, files: ['meta.json', 'keys.json'] });
-    expect(logged.copied_to.startsWith(join(dir, 'before-format-2-'))).toBe(true);
-    expect(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')).format).toBe(2);
+    expect(logged).toMatchObject({ from: 1, to: 3, files: ['meta.json', 'keys.json'] });
+    expect(logged.copied_to.startsWith(join(dir, 'before-format-3-'))).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')).format).toBe(3);
     expect(readFileSync(join(dir, 'keys.json'), 'utf8')).not.toBe(before.keys);
     expect(readFileSync(join(logged.copied_to, 'meta.json'), 'utf8')).toBe(before.meta);
     expect(readFileSync(join(logged.copied_to, 'keys.json'), 'utf8')).toBe(before.keys);
     // The copy is not mistaken for data: the upgraded fleet opens with its one key.
     expect((await cli(['keys', 'list', '--data-dir', dir])).stdout).toMatch(/^1\told\tread_write\tactive/m);
+  });
+
+  it('moves tag membership from the tags onto the sites (2 → 3), taking in the journal a writer left first', async () => {
+    const dir = tempDir();
+    // What a format-2 writer left: every commit still in its journal (it exited without closing the store, so nothing
+    // was compacted), the tags listing their sites (one list out of order, naming a site that is gone), the last commit
+    // a site joining a tag.
+    const code = `
+      const s = await (await import(${JSON.stringify(STORE_JS)})).Store.open(${JSON.stringify(dir)});
+      const tag = (name, site_ids) => ({ name, color: null, site_ids, created_at: '', updated_at: '' });
+      await s.write((tx) => {
+        for (let i = 1; i <= 4; i++) tx.insert('sites', { url: 'https://s' + i + '.test/', name: 's' + i });
+        tx.insert('tags', tag('odd', [1, 3]));
+        tx.insert('tags', tag('most', [4, 2, 1, 99]));
+      });
+      await s.write((tx) => tx.put('tags', { ...tx.get('tags', 1), site_ids: [1, 3, 4] }));
+      process.exit(0);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit' });
+    expect(await new Promise((r) => child.once('exit', r))).toBe(0);
+    expect(statSync(join(dir, 'journal.log')).size).toBeGreaterThan(0);
+    const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8'));
+    writeFileSync(join(dir, 'meta.json'), JSON.stringify({ ...meta, format: 2 }));
+
+    const r = await cli(['keys', 'list', '--data-dir', dir], { SITEFLEET_LOG: 'info' });
+    expect(r.code, r.stderr).toBe(0);
+    const logged = JSON.parse(r.stderr.split('\n').find((l) => l.includes('data format upgrade'))!) as {
+      copied_to: string;
+      files: string[];
+    };
+    expect(logged.files.sort()).toEqual(['meta.json', 'sites.0.json', 'tags.json']);
+    // The copy aside is the fleet as format 2 kept it, journal taken in: what the older sitefleet reads.
+    const asideTags = JSON.parse(readFileSync(join(logged.copied_to, 'tags.json'), 'utf8')).records as Array<{ site_ids: number[] }>;
+    expect(asideTags.map((t) => t.site_ids)).toEqual([
+      [1, 3, 4],
+      [4, 2, 1, 99],
+    ]);
+    const store = await Store.open(dir);
+    try {
+      expect([...store.all<SiteRecord>('sites')].map((x) => [x.id, x.tag_ids])).toEqual([
+        [1, [1, 2]],
+        [2, [2]],
+        [3, [1]],
+        [4, [1, 2]],
+      ]);
+      for (const t of store.all<TagRecord>('tags')) expect(t).not.toHaveProperty('site_ids');
+      const tags = new TagService(store);
+      expect([tags.get(1)!.site_ids, tags.get(2)!.site_ids]).toEqual([
+        [1, 3, 4],
+        [1, 2, 4],
+      ]);
+      expect(JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')).format).toBe(3);
+    } finally {
+      await store.close();
+    }
   });
 
   it('is preceded by nothing when the data dir is current', async () => {
@@ -88,7 +147,7 @@ describe('sitefleet backup and restore (data dir)', () => {
     writing = false;
     expect(await during).toBeGreaterThan(0);
     expect(b.code, b.stderr).toBe(0);
-    expect(b.stdout).toMatch(/Backed up .* \(data format 2\) to .*fleet\.jsonl/);
+    expect(b.stdout).toMatch(/Backed up .* \(data format 3\) to .*fleet\.jsonl/);
     expect((readFileSync(file).length > 0 && (await import('node:fs')).statSync(file).mode & 0o777).toString(8)).toBe('600');
     expect(readdirSync(dir).filter((f) => f.startsWith('.backup-'))).toEqual([]); // its snapshot is gone
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChildSim } from '../src/child/simulator/server.js';
 import { Store } from '../src/store/store.js';
-import type { TagRecord } from '../src/store/records.js';
+import type { SiteRecord, TagRecord } from '../src/store/records.js';
 import { cli, lastLine, serveProcess } from './support/process.js';
 import { seedSites, startServer, tempDir } from './support/server.js';
 
@@ -164,7 +164,7 @@ describe('concurrency', () => {
     expect((await s.rest(`/tags/${tagId}`)).body.data.sites_count).toBe(10);
     const onDisk = await Store.open(s.dataDir);
     expect(onDisk.count('tags')).toBe(61);
-    expect([...onDisk.all<TagRecord>('tags')].find((t) => t.id === tagId)!.site_ids).toEqual(sites.map((x) => x.id));
+    expect([...onDisk.all<SiteRecord>('sites')].filter((x) => x.tag_ids?.includes(tagId)).map((x) => x.id)).toEqual(sites.map((x) => x.id));
     await onDisk.close();
   });
 });

@@ -20,27 +20,25 @@ describe('store', () => {
   it('keeps records across a reopen and never reuses an id', async () => {
     const dir = tmp();
     const s = await Store.open(dir);
-    const a = await s.write((tx) => tx.insert<TagRecord>('tags', { name: 'a', color: null, site_ids: [], created_at: '', updated_at: '' }));
-    const b = await s.write((tx) => tx.insert<TagRecord>('tags', { name: 'b', color: null, site_ids: [], created_at: '', updated_at: '' }));
+    const a = await s.write((tx) => tx.insert<TagRecord>('tags', { name: 'a', color: null, created_at: '', updated_at: '' }));
+    const b = await s.write((tx) => tx.insert<TagRecord>('tags', { name: 'b', color: null, created_at: '', updated_at: '' }));
     await s.write((tx) => tx.delete('tags', b.id));
     await s.close();
     const s2 = await Store.open(dir);
     expect(s2.get<TagRecord>('tags', a.id)?.name).toBe('a');
-    const c = await s2.write((tx) =>
-      tx.insert<TagRecord>('tags', { name: 'c', color: null, site_ids: [], created_at: '', updated_at: '' }),
-    );
+    const c = await s2.write((tx) => tx.insert<TagRecord>('tags', { name: 'c', color: null, created_at: '', updated_at: '' }));
     expect(c.id).toBe(b.id + 1);
   });
 
   it('rolls back a write that throws and keeps the others of its group', async () => {
     const s = await Store.open(tmp());
     const results = await Promise.allSettled([
-      s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok1', color: null, site_ids: [], created_at: '', updated_at: '' })),
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok1', color: null, created_at: '', updated_at: '' })),
       s.write((tx) => {
         tx.insert('tags', { name: 'doomed' });
         throw new Error('no');
       }),
-      s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok2', color: null, site_ids: [], created_at: '', updated_at: '' })),
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: 'ok2', color: null, created_at: '', updated_at: '' })),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect([...s.all<TagRecord>('tags')].map((t) => t.name)).toEqual(['ok1', 'ok2']);
@@ -51,7 +49,7 @@ describe('store', () => {
 
   it('refuses a NUL character or an unpaired surrogate in a record, a key or a blob, as the PostgreSQL engine does: that write alone', async () => {
     const s = await Store.open(tmp());
-    const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+    const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
     const results = await Promise.allSettled([
       s.write((tx) => tx.insert<TagRecord>('tags', tag('ok1'))),
       s.write((tx) => tx.insert<TagRecord>('tags', tag('a\u0000b'))),
@@ -78,7 +76,7 @@ describe('store', () => {
 
   it('fails alone a write whose value JSON cannot hold: its group is committed again in halves, the others are acknowledged', async () => {
     const s = await Store.open(tmp());
-    const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+    const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
     const before = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
     const results = await Promise.allSettled(
       Array.from({ length: 100 }, (_, i) => s.write((tx) => tx.insert('tags', i === 41 ? { ...tag('big'), size: 10n } : tag(`t${i}`)))),
@@ -105,7 +103,7 @@ describe('store', () => {
     const before = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
     await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        s.write((tx) => tx.insert<TagRecord>('tags', { name: `t${i}`, color: null, site_ids: [], created_at: '', updated_at: '' })),
+        s.write((tx) => tx.insert<TagRecord>('tags', { name: `t${i}`, color: null, created_at: '', updated_at: '' })),
       ),
     );
     const after = JSON.parse(readFileSync(join(s.dir, 'meta.json'), 'utf8')).generation;
@@ -116,7 +114,7 @@ describe('store', () => {
   it('commits the writes queued before close, and refuses one after it with nothing written', async () => {
     const s = await Store.open(tmp());
     const queued = Array.from({ length: 5 }, (_, i) =>
-      s.write((tx) => tx.insert<TagRecord>('tags', { name: `q${i}`, color: null, site_ids: [], created_at: '', updated_at: '' })),
+      s.write((tx) => tx.insert<TagRecord>('tags', { name: `q${i}`, color: null, created_at: '', updated_at: '' })),
     );
     await s.close();
     await Promise.all(queued);
@@ -204,9 +202,7 @@ describe('store', () => {
   it("reads of one synchronous run see one state; a later run sees another process's finished commit", async () => {
     const dir = tmp();
     const w = await Store.open(dir);
-    const t = await w.write((tx) =>
-      tx.insert<TagRecord>('tags', { name: 'before', color: null, site_ids: [], created_at: '', updated_at: '' }),
-    );
+    const t = await w.write((tx) => tx.insert<TagRecord>('tags', { name: 'before', color: null, created_at: '', updated_at: '' }));
     await w.close();
     const s = await Store.open(dir);
     // Another process renames the tag and exits, all inside this synchronous run (execFileSync blocks it).
@@ -228,7 +224,7 @@ describe('sync() while a commit of this process waits for the lock', () => {
     const a = await Store.open(dir);
     const b = await Store.open(dir);
     try {
-      const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+      const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
       // A commits and keeps the lock a moment (LOCK_LINGER_MS); B's commit waits for it; A commits again, at once.
       await a.write((tx) => tx.insert<TagRecord>('tags', tag('first')));
       const queued = b.write((tx) => tx.insert<TagRecord>('tags', tag('from b')));
@@ -245,7 +241,7 @@ describe('sync() while a commit of this process waits for the lock', () => {
 });
 
 describe('store journal (issue 34)', () => {
-  const tag = (name: string, notes = '') => ({ name, color: null, site_ids: [], created_at: '', updated_at: '', notes });
+  const tag = (name: string, notes = '') => ({ name, color: null, created_at: '', updated_at: '', notes });
   const stamp = (file: string) => {
     const st = statSync(file, { bigint: true });
     return `${st.ino}:${st.mtimeNs}:${st.size}`;

@@ -1,9 +1,18 @@
-// The tags of each site (TagService.tagsOfSite), kept up to the tags: after a change, only the sites whose tags
-// changed get a new list, and every list is what a fresh build of the index answers.
+// The tags of each site (TagService.tagsOfSite) and the sites of each tag, kept up to the sites (which hold the
+// membership) and the tags: after a change, only the sites whose tags changed get a new list, and every answer is what a
+// fresh build of the index gives.
 import { describe, expect, it } from 'vitest';
 import { TAG_LISTS_MAX, TagService } from '../src/domain/tags.js';
-import type { TagRecord } from '../src/store/records.js';
+import type { Store } from '../src/store/engine.js';
+import type { SiteRecord, TagRecord } from '../src/store/records.js';
 import { testFleetStore } from './support/server.js';
+
+/** Bare site records 1..n (the tags read only their ids and tag_ids). */
+async function bareSites(store: Store, n: number): Promise<void> {
+  await store.write((tx) => {
+    for (let i = 1; i <= n; i++) tx.insert<Partial<SiteRecord> & { id: number }>('sites', { url: `https://s${i}.test/`, name: `s${i}` });
+  });
+}
 
 describe('the tags of each site', () => {
   it('after each change equal a fresh build; the lists of sites the change did not touch are kept, not built again', async () => {
@@ -11,6 +20,7 @@ describe('the tags of each site', () => {
     const store = await fleet.open();
     try {
       const SITES = 200;
+      await bareSites(store, SITES + 1);
       const tags = new TagService(store);
       const [a, b, c] = await store.write((tx) => ['beta', 'delta', 'alpha'].map((name) => tags.create(tx, { name })));
       await store.write((tx) => {
@@ -24,6 +34,7 @@ describe('the tags of each site', () => {
       const check = () => {
         const fresh = new TagService(store);
         for (let s = 1; s <= SITES + 1; s++) expect(tags.tagsOfSite(s), `site ${s}`).toEqual(fresh.tagsOfSite(s));
+        for (const t of fresh.list({})) expect(tags.get(t.id)!.site_ids, `tag ${t.name}`).toEqual(t.site_ids);
       };
       check();
       expect(tags.tagsOfSite(2)).toEqual([c!.id, a!.id]); // alpha, beta: by name
@@ -38,32 +49,39 @@ describe('the tags of each site', () => {
       was = lists();
       await store.write((tx) => tags.update(tx, c!.id, { name: 'omega' }));
       now = lists();
-      const withC = new Set(store.get<{ id: number; site_ids: number[] }>('tags', c!.id)!.site_ids);
-      expect(now.flatMap((l, k) => (l === was[k] ? [] : [k + 1]))).toEqual([...withC].sort((x, y) => x - y));
+      expect(now.flatMap((l, k) => (l === was[k] ? [] : [k + 1]))).toEqual(tags.get(c!.id)!.site_ids);
       check();
-      // A tag added to some sites, a tag removed, a site forgotten: each equal to a fresh build.
+      // A tag added to some sites, a tag removed (its sites are written without it), a site deleted: each equal to a fresh build.
       const d = await store.write((tx) => tags.create(tx, { name: 'gamma' }));
       await store.write((tx) => {
         for (let s = 1; s <= SITES; s += 5) tags.setSiteTags(tx, s, [...tags.tagsOfSite(s), d.id]);
       });
       check();
+      expect(tags.get(a!.id)!.site_ids.length).toBeGreaterThan(100);
       await tags.remove(a!.id);
+      expect([...store.all<SiteRecord>('sites')].filter((x) => x.tag_ids?.includes(a!.id))).toEqual([]);
       check();
-      await store.write((tx) => tags.forgetSite(tx, 10));
+      await store.write((tx) => tx.delete('sites', 11));
       check();
-      expect(tags.tagsOfSite(10)).toEqual([]);
-      // A site given a tag goes in its place in the tag's list (kept in ascending order)...
+      expect(tags.tagsOfSite(11)).toEqual([]);
+      expect(tags.get(d.id)!.site_ids).not.toContain(11);
+      // A site given a tag goes in its place in the tag's list (ascending)...
       await store.write((tx) => tags.setSiteTags(tx, 10, [d.id]));
-      const ofD = () => store.get<TagRecord>('tags', d.id)!.site_ids;
+      const ofD = () => tags.get(d.id)!.site_ids;
       expect(ofD()).toEqual([...ofD()].sort((x, y) => x - y));
       expect(ofD()).toContain(10);
-      // ...and a list written in another order (by hand, an older version) is patched as right, and sorted when a site joins.
-      await store.write((tx) => tx.put<TagRecord>('tags', { ...tx.get<TagRecord>('tags', d.id)!, site_ids: [12, 3, 150, 8] }));
+      // ...and tags written on a site in another order, with a repeat and a deleted tag's id (by hand, an older
+      // version) are read as its live tags, once each.
+      const put = (id: number, tag_ids: number[]) =>
+        store.write((tx) => tx.put<SiteRecord>('sites', { ...tx.get<SiteRecord>('sites', id)!, tag_ids }));
+      await put(12, [d.id, b!.id, d.id, a!.id]);
       check();
-      await store.write((tx) => tx.put<TagRecord>('tags', { ...tx.get<TagRecord>('tags', d.id)!, site_ids: [150, 3, 12, 9] }));
+      expect(tags.tagsOfSite(12)).toEqual([b!.id, d.id]); // delta, gamma: by name
+      await put(150, [d.id]);
       check();
       await store.write((tx) => tags.setSiteTags(tx, 4, [...tags.tagsOfSite(4), d.id]));
-      expect(ofD()).toEqual([3, 4, 9, 12, 150]);
+      expect(ofD()).toContain(4);
+      expect(ofD()).toEqual([...ofD()].sort((x, y) => x - y));
       check();
     } finally {
       await store.close();
@@ -74,6 +92,8 @@ describe('the tags of each site', () => {
     const fleet = await testFleetStore();
     const store = await fleet.open();
     try {
+      const many = TAG_LISTS_MAX + 500;
+      await bareSites(store, many);
       const tags = new TagService(store);
       const T = 14; // 2^14 = 16,384 combinations: more than the pool holds
       const made = await store.write((tx) =>
@@ -94,19 +114,50 @@ describe('the tags of each site', () => {
       await store.write((tx) => tags.setSiteTags(tx, 1, [...tags.tagsOfSite(2)]));
       expect(tags.tagsOfSite(1)).toBe(tags.tagsOfSite(2));
       // More combinations than the pool holds (it starts again when full): each site's list is still its own tags.
-      const many = TAG_LISTS_MAX + 500;
-      // (the tag records written whole: one setSiteTags per site rewrites every tag's list each time)
       await store.write((tx) => {
-        for (const [k, t] of made.entries()) {
-          const site_ids = Array.from({ length: many }, (_, i) => i + 1).filter((s) => comboOf(s, 2 ** T).includes(ids[k]!));
-          tx.put<TagRecord>('tags', { ...tx.get<TagRecord>('tags', t.id)!, site_ids });
-        }
+        for (let s = 1; s <= many; s++) tags.setSiteTags(tx, s, comboOf(s, 2 ** T));
       });
       const fresh = new TagService(store);
       for (let s = 1; s <= many; s++) {
         expect(tags.tagsOfSite(s), `site ${s}`).toEqual(comboOf(s, 2 ** T));
         expect(fresh.tagsOfSite(s), `site ${s}`).toEqual(comboOf(s, 2 ** T));
       }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("giving a site a tag writes that site only, whatever the tag's size; its own tags again write nothing; an unknown tag or site writes nothing", async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      await bareSites(store, 1001);
+      const tags = new TagService(store);
+      const [big, other] = await store.write((tx) => [tags.create(tx, { name: 'big' }), tags.create(tx, { name: 'other' })]);
+      await store.write((tx) => {
+        for (let s = 1; s <= 1000; s++) tags.setSiteTags(tx, s, [big.id]);
+      });
+      expect(tags.get(big.id)!.site_ids).toHaveLength(1000);
+      const since = () => ({ tags: store.version('tags'), sites: store.version('sites') });
+      const changed = (v: { tags: number; sites: number }) => [store.changedSince('tags', v.tags), store.changedSince('sites', v.sites)];
+      let v = since();
+      await store.write((tx) => tags.setSiteTags(tx, 1001, [other.id, big.id]));
+      expect(changed(v)).toEqual([[], [1001]]);
+      expect(store.get<SiteRecord>('sites', 1001)!.tag_ids).toEqual([big.id, other.id]);
+      expect(tags.get(big.id)!.site_ids).toHaveLength(1001);
+      v = since();
+      await store.write((tx) => tags.setSiteTags(tx, 1001, [big.id, other.id, big.id]));
+      expect(changed(v)).toEqual([[], []]);
+      const refused = (site: number, tagIds: number[]) =>
+        store.write((tx) => tags.setSiteTags(tx, site, tagIds)).catch((e: { code?: string }) => e.code);
+      expect(await refused(1001, [big.id, 999])).toBe('svc_tag_not_found');
+      expect(await refused(5000, [big.id])).toBe('svc_site_not_found');
+      expect(changed(v)).toEqual([[], []]);
+      // Taken away: the site only, again.
+      await store.write((tx) => tags.setSiteTags(tx, 1001, []));
+      expect(changed(v)).toEqual([[], [1001]]);
+      expect(tags.tagsOfSite(1001)).toEqual([]);
+      expect(tags.get(big.id)!.site_ids).toHaveLength(1000);
     } finally {
       await store.close();
     }
@@ -129,8 +180,7 @@ describe('the tags of each site', () => {
       // 100 tags written without the service (an import, another process): more changes than the index patches (64),
       // so it is built again from every tag; the same answers.
       await store.write((tx) => {
-        for (let i = 0; i < 100; i++)
-          tx.insert<TagRecord>('tags', { name: `bulk ${i}`, color: null, site_ids: [], created_at: '', updated_at: '' });
+        for (let i = 0; i < 100; i++) tx.insert<TagRecord>('tags', { name: `bulk ${i}`, color: null, created_at: '', updated_at: '' });
       });
       expect([await taken('BULK 99'), await taken('beta'), await taken('bulk 100')]).toEqual([true, true, false]);
     } finally {
@@ -167,6 +217,7 @@ describe('the tags of each site', () => {
         expect(names(), `round ${round}`).toEqual(fresh());
       }
       // Two changes in one write, one of them a tag given a site: both in place, and the site's list follows.
+      await bareSites(store, 1);
       const [first, last] = [tags.list({})[0]!, tags.list({}).at(-1)!];
       await store.write((tx) => {
         tags.update(tx, first.id, { name: 'zz last now' });

@@ -140,15 +140,13 @@ async function seedFleet(pgServer, dbName, n, log) {
         }
       });
     }
-    const members = Array.from({ length: TAGS }, () => []);
-    for (let i = 1; i <= n; i++) members[tagOf(i)].push(ids[i]);
-    for (const m of members) m.sort((a, b) => a - b);
-    const tagIds = await s.store.write((tx) =>
-      members.map((siteIds, tg) => {
-        const tag = s.tags.create(tx, { name: `Tag ${tg}` });
-        return tx.put('tags', { ...tag, site_ids: siteIds }).id;
-      }),
-    );
+    const tagIds = await s.store.write((tx) => Array.from({ length: TAGS }, (_, tg) => s.tags.create(tx, { name: `Tag ${tg}` }).id));
+    // Membership is kept on the sites (domain/tags.ts): each site is written with its tag.
+    for (let start = 1; start <= n; start += 2000) {
+      await s.store.write((tx) => {
+        for (let i = start; i < Math.min(n + 1, start + 2000); i++) s.tags.setSiteTags(tx, ids[i], [tagIds[tagOf(i)]]);
+      });
+    }
     const seedMs = performance.now() - t;
     const dataBytes = JSON.stringify(samples[0].data).length;
     log(

@@ -2,7 +2,8 @@
 import type { z } from 'zod';
 import type { Services } from '../domain/index.js';
 import { siteStatus } from '../domain/sites.js';
-import type { SiteRecord, TagRecord } from '../store/records.js';
+import type { SiteRecord } from '../store/records.js';
+import type { TagWithSites } from '../domain/tags.js';
 import { siteError, type Fanned } from '../domain/selectors.js';
 import type { FullSite, ListedSite, Tag } from './schemas.js';
 
@@ -14,7 +15,7 @@ export function listedSite(s: SiteRecord): z.infer<typeof ListedSite> {
 
 /** A site's tags, {id, name} each. */
 export function siteTags(svc: S, id: number): z.infer<typeof FullSite>['tags'] {
-  return svc.tags.tagsOfSite(id).map((t) => ({ id: t, name: svc.tags.get(t)!.name }));
+  return svc.tags.tagsOfSite(id).map((t) => ({ id: t, name: svc.tags.nameOf(t)! }));
 }
 
 export function fullSite(svc: S, s: SiteRecord, withStats = false): z.infer<typeof FullSite> {
@@ -32,7 +33,7 @@ export function fullSite(svc: S, s: SiteRecord, withStats = false): z.infer<type
   return v;
 }
 
-export function tagView(svc: S, t: TagRecord): z.infer<typeof Tag> {
+export function tagView(svc: S, t: TagWithSites): z.infer<typeof Tag> {
   const sites_ids = t.site_ids.filter((id) => svc.sites.get(id));
   return {
     id: t.id,

@@ -3,7 +3,7 @@
 // tag, client, job, history and monitor services ask here too. A thing outside the scope is answered as missing.
 import { callScope, scopeKey } from '../core/scope.js';
 import type { Store } from '../store/engine.js';
-import type { SiteRecord, TagRecord } from '../store/records.js';
+import type { SiteRecord } from '../store/records.js';
 
 /** Scopes whose site sets are kept at once (each is re-made when sites or tags change). */
 const CACHED_SCOPES = 64;
@@ -11,7 +11,11 @@ const CACHED_SCOPES = 64;
 export class SiteAccess {
   private readonly cache = new Map<string, { version: string; ids: ReadonlySet<number> }>();
 
-  constructor(private readonly store: Store) {}
+  /** `sitesOf` answers a tag's sites, whatever the scope (TagService's index: membership is kept on the sites). */
+  constructor(
+    private readonly store: Store,
+    private readonly sitesOf: (tagId: number) => readonly number[],
+  ) {}
 
   /** The ids of the sites the current call may see, or null when it sees the whole fleet. */
   visible(): ReadonlySet<number> | null {
@@ -23,7 +27,7 @@ export class SiteAccess {
     if (hit && hit.version === version) return hit.ids;
     const ids = new Set<number>();
     for (const id of scope.sites) if (this.store.get<SiteRecord>('sites', id)) ids.add(id);
-    for (const id of scope.tags) for (const s of this.store.get<TagRecord>('tags', id)?.site_ids ?? []) ids.add(s);
+    for (const id of scope.tags) for (const s of this.sitesOf(id)) ids.add(s);
     if (scope.clients.length) {
       const clients = new Set(scope.clients);
       for (const s of this.store.all<SiteRecord>('sites')) if (s.client_id !== null && clients.has(s.client_id)) ids.add(s.id);
@@ -40,11 +44,11 @@ export class SiteAccess {
   }
 
   /** A tag is seen when the scope names it or it carries a site in scope. */
-  seesTag(tag: TagRecord): boolean {
+  seesTag(tagId: number): boolean {
     const scope = callScope();
-    if (!scope || scope.tags.includes(tag.id)) return true;
+    if (!scope || scope.tags.includes(tagId)) return true;
     const v = this.visible()!;
-    return tag.site_ids.some((s) => v.has(s));
+    return this.sitesOf(tagId).some((s) => v.has(s));
   }
 
   /** A client is seen when the scope names it or it owns a site in scope. */

@@ -6,7 +6,6 @@ import type { SecurityFinding } from '../child/snapshot.js';
 import type { SiteData, SiteRecord } from '../store/records.js';
 import { intern, internValue } from '../core/intern.js';
 import { paginate } from '../core/paging.js';
-import type { Store } from '../store/store.js';
 import { SiteDataIndex, type SiteDataScan } from './site-data-index.js';
 
 export interface SiteSecurity {
@@ -87,9 +86,9 @@ export class FleetSecurityService {
   /** The index is the fleet's; each call sees the sites of its scope (domain/access.ts). */
   private readonly access: SiteAccess;
 
-  constructor(store: Store, scan: SiteDataScan) {
+  constructor(scan: SiteDataScan, access: SiteAccess) {
     this.index = new SecurityIndex(scan);
-    this.access = new SiteAccess(store);
+    this.access = access;
   }
 
   /** Sites with at least one issue of `minSeverity` or worse, worst first. */

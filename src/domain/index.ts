@@ -129,7 +129,7 @@ export async function openServices(config: Config): Promise<Services> {
   jobs.define('disconnect', (s) => children.fetchDisconnect(s));
   const packages = new PackageSource({ base: config.packageSource, allowPrivate: config.allowPrivateSites });
   const health = new HealthService(store, config, sites);
-  const updateHistory = new UpdateHistoryService(store);
+  const updateHistory = new UpdateHistoryService(store, tags.access);
   // One read of a site's data feeds every fleet-wide index over it (pending updates, abandoned items, security issues).
   const siteDataScan = new SiteDataScan(store);
   const updates = new UpdateService(
@@ -145,7 +145,6 @@ export async function openServices(config: Config): Promise<Services> {
     siteDataScan,
   );
   // Removing a record lets go of every reference to it, in the same write.
-  sites.onRemove.also((tx, id) => tags.forgetSite(tx, id));
   sites.onRemove.also((tx, id) => costs.forgetSite(tx, id));
   tags.onRemove.also((tx, id) => costs.forgetTag(tx, id));
   clients.onRemove.also((tx, id) => sites.unassignClient(tx, id));
@@ -216,7 +215,7 @@ export async function openServices(config: Config): Promise<Services> {
   );
   jobs.onTick(() => policies.scheduledTick());
   const adminLogins = new AdminLoginService(store, sites, children);
-  const fleetSecurity = new FleetSecurityService(store, siteDataScan);
+  const fleetSecurity = new FleetSecurityService(siteDataScan, tags.access);
   const reports = new ReportService(store, config, sites, tags, clients, costs, settings, fleetSecurity, notifications);
   clients.onRemove.also((tx, id) => reports.forgetClient(tx, id));
   vulnerabilities.eventListeners.add(

@@ -1,11 +1,14 @@
-// Tags (site groups): names unique regardless of case, #RRGGBB colours, membership kept on the tag.
+// Tags (site groups): names unique regardless of case, #RRGGBB colours. Membership is kept on the sites
+// (SiteRecord.tag_ids), not on the tag: giving a site a tag writes that one site, whatever the tag's size (a list on
+// the tag was copied and written whole at each assignment, and locked every tag: 35 % of a busy serve's allocation at
+// 100,000 sites, issue 34). A tag's sites are an index of this process, kept up to the sites and the tags.
 import { callScope } from '../core/scope.js';
 import { SiteAccess } from './access.js';
 import { ServiceError, errors } from '../core/errors.js';
 import type { Store, Tx } from '../store/store.js';
 import { IdSlots } from '../store/id-numbers.js';
 import { byName, firstPlace } from '../core/collate.js';
-import type { TagRecord } from '../store/records.js';
+import type { SiteRecord, TagRecord } from '../store/records.js';
 import { Cascade } from './cascade.js';
 import { ValuePool } from '../core/intern.js';
 
@@ -15,6 +18,9 @@ export interface TagFilter {
   exclude?: number[];
 }
 
+/** A tag as the service answers it: the stored record and its sites, ascending (those of the call's scope). */
+export type TagWithSites = TagRecord & { readonly site_ids: readonly number[] };
+
 /** Tag names are plain text: markup is dropped and white space trimmed. */
 export function cleanTagName(name: string): string {
   return name.replace(/<[^>]*>/g, '').trim();
@@ -22,12 +28,16 @@ export function cleanTagName(name: string): string {
 
 /** Tags changed since an index was built beyond which it is built again from every tag rather than patched. */
 const PATCH_MAX = 64;
+/** Sites changed since the index was built beyond which it is built again (a pass over every site) rather than patched. */
+const SITES_PATCH_MAX = 4096;
 /**
  * Distinct lists of tag ids the sites' lists are pooled from at most. Most sites share their list with many (a fleet
  * has few combinations of tags): one frozen array per combination, not one per site. Built by push, each site's array
  * had room for 17 ids: 235 bytes a site, 23 MB at 100,000 sites (a heap snapshot, issue 34).
  */
 export const TAG_LISTS_MAX = 10_000;
+
+const NONE: readonly number[] = Object.freeze([]);
 
 /** The tags' order: by name (as people read names), then id; a total order, so a tag has one place in it. */
 const ORDER = byName<TagRecord>((t) => t.name);
@@ -37,73 +47,60 @@ function place(sorted: readonly TagRecord[], t: TagRecord): number {
   return firstPlace(sorted.length, (i) => ORDER(sorted[i]!, t) < 0);
 }
 
-/** Whether a tag's site list is in ascending order without repeats, as every write here keeps it. */
-function ascending(ids: readonly number[]): boolean {
-  for (let i = 1; i < ids.length; i++) if (ids[i - 1]! >= ids[i]!) return false;
-  return true;
-}
-
-/** A tag's site list in ascending order without repeats: the list itself, or (written otherwise: by hand, an older version) a sorted copy. */
-function ascendingIds(ids: readonly number[]): readonly number[] {
-  return ascending(ids) ? ids : [...new Set(ids)].sort((a, b) => a - b);
-}
-
-/** Where `site` is, or would go, in an ascending site list: a binary search. */
-function placeIn(ids: readonly number[], site: number): number {
-  return firstPlace(ids.length, (i) => ids[i]! < site);
-}
-
-/** A tag's site list with one site more, in ascending order (put in its place, no sort). */
-function withSite(ids: readonly number[], site: number): number[] {
-  const out = ascendingIds(ids).slice();
-  out.splice(placeIn(out, site), 0, site);
-  return out;
-}
-
-/** Walks two ascending site lists together, in ascending order: each site once, with whether it is in `a` and in `b`. */
-function merge(a: readonly number[], b: readonly number[], visit: (site: number, inA: boolean, inB: boolean) => void): void {
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) visit(a[i++]!, true, false);
-    else if (i >= a.length || b[j]! < a[i]!) visit(b[j++]!, false, true);
-    else {
-      visit(a[i++]!, true, true);
-      j++;
-    }
-  }
-}
-
-/**
- * Adds to `out` the sites in one of two ascending site lists and not in the other: a merge. Two Sets of a 5,000-site tag
- * at each change of one of its sites were 14 % of serve's CPU in the 100,000-site hour.
- */
-function addDifference(a: readonly number[], b: readonly number[], out: Set<number>): void {
-  merge(a, b, (site, inA, inB) => {
-    if (inA !== inB) out.add(site);
-  });
-}
-
 /** The sites in either of two ascending site lists, ascending (one of them when the other is empty). */
 function union(a: readonly number[], b: readonly number[]): readonly number[] {
   if (!a.length) return b;
   if (!b.length) return a;
   const out: number[] = [];
-  merge(a, b, (site) => out.push(site));
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) out.push(a[i++]!);
+    else if (i >= a.length || b[j]! < a[i]!) out.push(b[j++]!);
+    else {
+      out.push(a[i++]!);
+      j++;
+    }
+  }
   return out;
 }
 
+/** Whether two lists hold the same ids (each list without repeats). */
+function sameIds(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((id) => b.includes(id));
+}
+
+/** One tag's sites: a set, and its ascending list made at the first read after a change (then shared until the next). */
+class Members {
+  readonly set = new Set<number>();
+  private list: readonly number[] | null = NONE;
+  add(site: number): void {
+    if (this.set.has(site)) return;
+    this.set.add(site);
+    this.list = null;
+  }
+  delete(site: number): void {
+    if (this.set.delete(site)) this.list = null;
+  }
+  ascending(): readonly number[] {
+    return (this.list ??= Object.freeze([...this.set].sort((a, b) => a - b)));
+  }
+}
+
 export class TagService {
-  private cacheVersion = -1;
+  private tagsVersion = -1;
+  private sitesVersion = -1;
   private sorted: TagRecord[] = [];
   /** The tags the index was built from, by id (records are replaced, never changed, so these are as they were). */
   private byId = new Map<number, TagRecord>();
-  /** Each site's tag ids, by site id in pages (a Map was 3.5 MB at 100,000 sites). */
+  /** Each live tag's sites. */
+  private members = new Map<number, Members>();
+  /** Each site's live tag ids in the tags' order, by site id in pages (a Map was 3.5 MB at 100,000 sites). */
   private bySite = new IdSlots<readonly number[]>();
   /** The frozen lists bySite shares (see TAG_LISTS_MAX). */
   private readonly lists = new ValuePool(TAG_LISTS_MAX);
   private pooled(list: number[]): readonly number[] {
-    return this.lists.get(list.join(','), () => list);
+    return this.lists.get(list.join(','), () => Object.freeze(list));
   }
   /**
    * Tag ids by lower-case name, and each id's name, for the store's tags at `version` (names are unique regardless of
@@ -124,126 +121,138 @@ export class TagService {
   readonly access: SiteAccess;
 
   constructor(private readonly store: Store) {
-    this.access = new SiteAccess(store);
+    this.access = new SiteAccess(store, (id) => this.sitesOf(id));
+  }
+
+  /** A tag's sites, ascending, whatever the call's scope (the index's list: not a copy). */
+  private sitesOf(id: number): readonly number[] {
+    this.index();
+    return this.members.get(id)?.ascending() ?? NONE;
+  }
+
+  /** A stored tag with its sites, cut to the call's scope. */
+  private view(t: TagRecord): TagWithSites {
+    const ids = this.sitesOf(t.id);
+    return { ...t, site_ids: callScope() ? this.access.only(ids) : ids };
   }
 
   /** A tag as the running call sees it: absent when outside its scope, carrying only the sites in it. */
-  private seen(t: TagRecord | undefined): TagRecord | undefined {
-    if (!t || !callScope()) return t;
-    return this.access.seesTag(t) ? { ...t, site_ids: this.access.only(t.site_ids) } : undefined;
+  private seen(t: TagRecord | undefined): TagWithSites | undefined {
+    if (!t || (callScope() && !this.access.seesTag(t.id))) return undefined;
+    return this.view(t);
   }
 
-  private indexes(): { sorted: TagRecord[]; bySite: IdSlots<readonly number[]> } {
-    const v = this.store.version('tags');
-    if (v !== this.cacheVersion) {
-      const ids = this.cacheVersion < 0 ? null : this.store.changedSince('tags', this.cacheVersion);
-      if (!ids || ids.length > PATCH_MAX) this.rebuild();
-      else this.patch(ids);
-      this.cacheVersion = v;
-    }
-    return { sorted: this.sorted, bySite: this.bySite };
+  /** Brings the index up to the store's tags and sites: patched for what changed, built again past the bounds. */
+  private index(): void {
+    const tv = this.store.version('tags');
+    const sv = this.store.version('sites');
+    if (tv === this.tagsVersion && sv === this.sitesVersion) return;
+    const tags = this.tagsVersion < 0 ? null : this.store.changedSince('tags', this.tagsVersion);
+    const sites = this.sitesVersion < 0 ? null : this.store.changedSince('sites', this.sitesVersion);
+    if (!tags || !sites || tags.length > PATCH_MAX || sites.length > SITES_PATCH_MAX || !this.patch(tags, sites)) this.rebuild();
+    this.tagsVersion = tv;
+    this.sitesVersion = sv;
   }
 
-  /** Every tag sorted by name, and each site's tag ids in that order. */
+  /** Every tag sorted by name, and the tags of every site. */
   private rebuild(): void {
     this.sorted = [...this.store.all<TagRecord>('tags')].sort(ORDER);
     this.byId = new Map(this.sorted.map((t) => [t.id, t]));
-    const bySite = new Map<number, number[]>();
-    for (const t of this.sorted) {
-      for (const s of t.site_ids) {
-        const list = bySite.get(s);
-        if (list) list.push(t.id);
-        else bySite.set(s, [t.id]);
-      }
-    }
+    this.members = new Map(this.sorted.map((t) => [t.id, new Members()]));
     this.bySite = new IdSlots();
-    for (const [s, list] of bySite) this.bySite.set(s, this.pooled(list));
+    for (const s of this.store.all<SiteRecord>('sites')) if (s.tag_ids?.length) this.placeSite(s.id, s.tag_ids);
   }
 
   /**
    * The tags changed since the index was built, each taken out of the sorted list where it was and put back where it
    * now goes (a binary search each: sorting every tag again with the collator took 10 ms at 10,000 tags, on the first
-   * read after each tag change), in a new list (a caller may hold the old one). Then the sites whose tags changed get a
-   * new list, not every site: a tag given or taken from one site touched 100,000 sites' lists when the index was built
-   * again (and a tag renamed, all of its sites, since the order is by name).
+   * read after each tag change), in a new list (a caller may hold the old one). Then the sites that changed, and those
+   * of a tag renamed (their lists are in name order) or deleted, get their lists again. False when the index is not what
+   * it was built as (a tag not where it should be): it is built again.
    */
-  private patch(ids: readonly number[]): void {
+  private patch(tagIds: readonly number[], siteIds: readonly number[]): boolean {
     const sorted = this.sorted.slice();
-    const sites = new Set<number>();
-    /** Each changed tag's sites now, ascending (membership by binary search). */
-    const membersOf = new Map<number, readonly number[]>();
-    for (const id of ids) {
+    const again = new Set(siteIds);
+    for (const id of tagIds) {
       const was = this.byId.get(id);
       const cur = this.store.get<TagRecord>('tags', id);
       if (was) {
         const at = place(sorted, was);
-        // Not where it should be: the index is not what it was built as; build it again.
-        if (sorted[at] !== was) return this.rebuild();
+        if (sorted[at] !== was) return false;
         sorted.splice(at, 1);
       }
-      if (cur) sorted.splice(place(sorted, cur), 0, cur);
-      if (cur) this.byId.set(id, cur);
-      else this.byId.delete(id);
-      const members = ascendingIds(cur?.site_ids ?? []);
-      membersOf.set(id, members);
-      if (was && cur && was.name === cur.name) {
-        // The same place in the order: only the sites that joined or left.
-        addDifference(ascendingIds(was.site_ids), members, sites);
-      } else {
-        for (const s of was?.site_ids ?? []) sites.add(s);
-        for (const s of members) sites.add(s);
-      }
+      if (cur) {
+        sorted.splice(place(sorted, cur), 0, cur);
+        this.byId.set(id, cur);
+        if (!was) this.members.set(id, new Members());
+      } else this.byId.delete(id);
+      if (was && (!cur || was.name !== cur.name)) for (const s of this.members.get(id)!.set) again.add(s);
+      if (!cur) this.members.delete(id);
     }
     this.sorted = sorted;
-    for (const s of sites) {
-      const list = (this.bySite.get(s) ?? []).filter((t) => !membersOf.has(t));
-      for (const [id, members] of membersOf) if (members[placeIn(members, s)] === s) list.push(id);
-      list.sort((a, b) => ORDER(this.byId.get(a)!, this.byId.get(b)!));
-      if (list.length) this.bySite.set(s, this.pooled(list));
-      else this.bySite.delete(s);
-    }
+    for (const s of again) this.placeSite(s, this.store.get<SiteRecord>('sites', s)?.tag_ids ?? NONE);
+    return true;
   }
 
-  get(id: number): TagRecord | undefined {
+  /** Sets a site's place in the index from the tag ids its record names (those of deleted tags are passed over). */
+  private placeSite(site: number, tagIds: readonly number[]): void {
+    const list = [...new Set(tagIds)].filter((t) => this.members.has(t));
+    for (const t of this.bySite.get(site) ?? NONE) if (!list.includes(t)) this.members.get(t)?.delete(site);
+    for (const t of list) this.members.get(t)!.add(site);
+    list.sort((a, b) => ORDER(this.byId.get(a)!, this.byId.get(b)!));
+    if (list.length) this.bySite.set(site, this.pooled(list));
+    else this.bySite.delete(site);
+  }
+
+  get(id: number): TagWithSites | undefined {
     return this.seen(this.store.get<TagRecord>('tags', id));
   }
 
-  resolve(id: number): TagRecord {
+  resolve(id: number): TagWithSites {
     const t = this.get(id);
     if (!t) throw errors.tagNotFound(id);
     return t;
   }
 
-  findByName(name: string): TagRecord | undefined {
-    const n = cleanTagName(name).toLowerCase();
-    return this.seen(this.indexes().sorted.find((t) => t.name.toLowerCase() === n));
+  /** A tag's name (undefined when there is none), without building its view. */
+  nameOf(id: number): string | undefined {
+    return this.store.get<TagRecord>('tags', id)?.name;
   }
 
-  list(f: TagFilter): TagRecord[] {
+  findByName(name: string): TagWithSites | undefined {
+    const n = cleanTagName(name).toLowerCase();
+    this.index();
+    return this.seen(this.sorted.find((t) => t.name.toLowerCase() === n));
+  }
+
+  list(f: TagFilter): TagWithSites[] {
     const search = f.search?.trim().toLowerCase();
     const include = f.include?.length ? new Set(f.include) : null;
     const exclude = f.exclude?.length ? new Set(f.exclude) : null;
-    const all = this.indexes().sorted.filter(
-      (t) =>
-        (!search || t.name.toLowerCase().includes(search) || String(t.id).includes(search)) &&
-        (!include || include.has(t.id)) &&
-        (!exclude || !exclude.has(t.id)),
-    );
-    return callScope() ? all.map((t) => this.seen(t)).filter((t): t is TagRecord => !!t) : all;
+    this.index();
+    const out: TagWithSites[] = [];
+    for (const t of this.sorted) {
+      if (search && !t.name.toLowerCase().includes(search) && !String(t.id).includes(search)) continue;
+      if ((include && !include.has(t.id)) || exclude?.has(t.id)) continue;
+      const seen = this.seen(t);
+      if (seen) out.push(seen);
+    }
+    return out;
   }
 
   /** Tag ids of a site, by tag name order. */
   tagsOfSite(siteId: number): readonly number[] {
-    const ids = this.indexes().bySite.get(siteId) ?? [];
-    return this.access.seesSite(siteId) ? ids : [];
+    this.index();
+    const ids = this.bySite.get(siteId) ?? NONE;
+    return this.access.seesSite(siteId) ? ids : NONE;
   }
 
   /** Sites carrying any of these tags, ascending without repeats (one tag: its own list, not a copy). */
   sitesInTags(tagIds: readonly number[]): readonly number[] {
-    let out: readonly number[] = [];
+    let out: readonly number[] = NONE;
     for (const id of tagIds) {
       const t = this.get(id);
-      if (t) out = union(out, ascendingIds(t.site_ids));
+      if (t) out = union(out, t.site_ids);
     }
     return out;
   }
@@ -286,13 +295,13 @@ export class TagService {
   }
 
   /** Creates a tag in one durable write (409 when the name is taken). */
-  add(input: { name: string; color?: string | null }): Promise<TagRecord> {
-    return this.store.write((tx) => this.create(tx, input));
+  async add(input: { name: string; color?: string | null }): Promise<TagWithSites> {
+    return this.view(await this.store.write((tx) => this.create(tx, input)));
   }
 
   /** Renames or recolours a tag in one durable write. */
-  edit(id: number, input: { name?: string; color?: string | null }): Promise<TagRecord> {
-    return this.store.write((tx) => this.update(tx, id, input));
+  async edit(id: number, input: { name?: string; color?: string | null }): Promise<TagWithSites> {
+    return this.view(await this.store.write((tx) => this.update(tx, id, input)));
   }
 
   create(tx: Tx, input: { name: string; color?: string | null }): TagRecord {
@@ -300,7 +309,7 @@ export class TagService {
     if (!name) throw new ServiceError('svc_invalid_input', 'Tag name must not be empty.', 400);
     this.assertNameFree(tx, name);
     const t = this.stamp();
-    return tx.insert<TagRecord>('tags', { name, color: input.color ?? null, site_ids: [], created_at: t, updated_at: t });
+    return tx.insert<TagRecord>('tags', { name, color: input.color ?? null, created_at: t, updated_at: t });
   }
 
   update(tx: Tx, id: number, input: { name?: string; color?: string | null }): TagRecord {
@@ -317,41 +326,35 @@ export class TagService {
     });
   }
 
-  /** Deletes a tag (its sites stay) and every reference to it, in one durable write. */
+  /**
+   * Deletes a tag (its sites stay, without it) and every reference to it, in one durable write. The sites that carry it
+   * are found by a pass over every site in the write (on PostgreSQL that holds the sites whole for the commit: no site
+   * can be given the tag meanwhile), and each is written without it.
+   */
   remove(id: number): Promise<TagRecord> {
     return this.store.write((tx) => {
       const cur = tx.get<TagRecord>('tags', id);
       if (!cur) throw errors.tagNotFound(id);
       this.onRemove.run(tx, id);
+      for (const s of [...tx.all<SiteRecord>('sites')]) {
+        if (s.tag_ids?.includes(id)) tx.put<SiteRecord>('sites', { ...s, tag_ids: s.tag_ids.filter((t) => t !== id) });
+      }
       tx.delete('tags', id);
       return cur;
     });
   }
 
-  /** Make `tagIds` exactly the tags of a site. Unknown tag ids → 404 before anything changes. */
-  setSiteTags(tx: Tx, siteId: number, tagIds: number[]): void {
-    const want = new Set(tagIds);
-    for (const id of want) {
-      if (!tx.get('tags', id)) throw errors.tagNotFound(id);
-    }
-    // The tags the site has now come from the index (built from the store's memory as it is in this write), not from a
-    // pass over every tag: the mixed bench run creates thousands. The collection is still read as a whole (on
-    // PostgreSQL it is then locked whole, and memory is current for all of it), since which tags hold the site is
-    // what this write depends on.
-    tx.all<TagRecord>('tags');
-    const has = new Set(this.indexes().bySite.get(siteId) ?? []);
-    for (const id of new Set([...has, ...want])) {
-      if (has.has(id) === want.has(id)) continue;
-      const t = tx.get<TagRecord>('tags', id)!;
-      const site_ids = has.has(id) ? t.site_ids.filter((s) => s !== siteId) : withSite(t.site_ids, siteId);
-      tx.put<TagRecord>('tags', { ...t, site_ids, updated_at: this.stamp() });
-    }
-  }
-
-  /** Drop a deleted site from every tag. */
-  forgetSite(tx: Tx, siteId: number): void {
-    for (const t of [...tx.all<TagRecord>('tags')]) {
-      if (t.site_ids.includes(siteId)) tx.put<TagRecord>('tags', { ...t, site_ids: t.site_ids.filter((s) => s !== siteId) });
-    }
+  /**
+   * Makes `tagIds` exactly the tags of a site: one write of the site record (its tag_ids, ascending), none when they
+   * are already its tags. Unknown tag ids → 404 before anything changes. The tags are looked up in the write (on
+   * PostgreSQL each is then held for the commit: it cannot be deleted meanwhile).
+   */
+  setSiteTags(tx: Tx, siteId: number, tagIds: readonly number[]): void {
+    const want = [...new Set(tagIds)].sort((a, b) => a - b);
+    for (const id of want) if (!tx.get('tags', id)) throw errors.tagNotFound(id);
+    const site = tx.get<SiteRecord>('sites', siteId);
+    if (!site) throw errors.siteNotFound(siteId);
+    if (sameIds(site.tag_ids ?? NONE, want)) return;
+    tx.put<SiteRecord>('sites', { ...site, tag_ids: want });
   }
 }

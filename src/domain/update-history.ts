@@ -77,9 +77,10 @@ export class UpdateHistoryService {
 
   constructor(
     private readonly store: Store,
+    access: SiteAccess,
     private readonly now: () => number = Date.now,
   ) {
-    this.access = new SiteAccess(store);
+    this.access = access;
   }
 
   /** Records entries inside a write (the update's own), then trims by age and count. */

@@ -31,7 +31,7 @@ import { BLOB_KINDS, COLLECTION_NAMES, COLLECTIONS, type CollectionName, type Re
 import { parseJson, syncDir, writeDurably } from './durable-file.js';
 import { CURRENT_FORMAT } from './migrations.js';
 import type { LeaseRecord } from './monitor-records.js';
-import { fillUniqueKeys, migrateSchema, syncIdSequences } from './pg-store.js';
+import { TAGS_ONTO_SITES_SQL, fillUniqueKeys, migrateSchema, syncIdSequences } from './pg-store.js';
 import { redactUrl } from './database-url.js';
 import { JOURNAL, fileOf, journalOverlay, lockDataDir, type Meta } from './store.js';
 
@@ -376,8 +376,9 @@ async function restoreDataDir(file: string, dir: string, force: boolean): Promis
 
 /**
  * Into PostgreSQL, in one transaction under the commit lock every sitefleet process takes: a database holding a fleet is
- * refused unless `force` (which replaces it); a cut-off file rolls everything back. Records of an older data format are
- * refused (restore them into a data dir, which migrates them at start, then `migrate --from`).
+ * refused unless `force` (which replaces it); a cut-off file rolls everything back. Records of data format 2 have their
+ * tag membership moved onto the sites in the same transaction; older ones are refused (restore them into a data dir,
+ * which migrates them at start, then `migrate --from`).
  */
 async function restorePg(file: string, url: string, force: boolean): Promise<RestoreSummary> {
   const c = await connect(url);
@@ -412,9 +413,9 @@ async function restorePg(file: string, url: string, force: boolean): Promise<Res
       for await (const item of readBackup(file)) {
         if ('sitefleet_backup' in item) {
           header = item;
-          if (header.data_format !== CURRENT_FORMAT) {
+          if (header.data_format !== CURRENT_FORMAT && header.data_format !== 2) {
             throw new BackupRefused(
-              `${file} holds data format ${header.data_format}; PostgreSQL takes format ${CURRENT_FORMAT} only. Restore it into a data dir (sitefleet migrates it at start), then "sitefleet migrate --from DIR --to URL".`,
+              `${file} holds data format ${header.data_format}; PostgreSQL takes formats 2 and ${CURRENT_FORMAT} only. Restore it into a data dir (sitefleet migrates it at start), then "sitefleet migrate --from DIR --to URL".`,
             );
           }
           continue;
@@ -425,6 +426,8 @@ async function restorePg(file: string, url: string, force: boolean): Promise<Res
         if (chunk.length >= CHUNK) await flush();
       }
       await flush();
+      // Data format 2 kept tag membership on the tags: it moves onto the sites as the schema's format 4 step moves it.
+      if (header?.data_format === 2) await c.query(TAGS_ONTO_SITES_SQL);
       const prev = ((await c.query(`SELECT value FROM sitefleet_meta WHERE key = 'counters'`)).rows[0]?.value ?? {}) as Record<
         string,
         number

@@ -2,18 +2,18 @@
 // runs the missing ones in order (under the store lock) before loading, after copying every file they rewrite aside
 // (a dated folder in the data dir, named in the log) so that an upgrade can be undone.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseJson, syncDir, writeDurably } from './durable-file.js';
 import { log } from '../log.js';
 
-export const CURRENT_FORMAT = 2;
+export const CURRENT_FORMAT = 3;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 interface Migration {
   /** The data dir's files (top level) this step rewrites; they are copied aside before any step runs. */
-  files: string[];
+  files(dir: string): string[];
   run(dir: string): Promise<void>;
 }
 
@@ -21,11 +21,11 @@ const MIGRATIONS: Record<number, Migration> = {
   // 1 → 2: API key hashes get a per-key salt. The secret is not known here, so the salted hash is taken over the
   // old unsalted one: sha256(salt + sha256(secret)), which is also how new keys are hashed (domain/auth.ts).
   1: {
-    files: ['keys.json'],
+    files: () => ['keys.json'],
     run: async (dir) => {
       const file = join(dir, 'keys.json');
       if (!existsSync(file)) return;
-      const body = parseJson<{ collection: string; records: Array<Record<string, unknown>> }>(file, readFileSync(file, 'utf8'));
+      const body = parseJson<Shard>(file, readFileSync(file, 'utf8'));
       for (const k of body.records) {
         if (typeof k.salt === 'string') continue;
         const salt = randomBytes(16).toString('hex');
@@ -35,7 +35,54 @@ const MIGRATIONS: Record<number, Migration> = {
       await writeDurably(file, JSON.stringify(body));
     },
   },
+  // 2 → 3: tag membership moves from the tags (TagRecord.site_ids) to the sites (SiteRecord.tag_ids, ascending), so that
+  // giving a site a tag writes that site only (domain/tags.ts). The sites are written first, then the tags: a step cut
+  // short runs again at the next start and comes to the same (a site's tags are then what it has and what the tags
+  // still list). Ids of sites that no longer exist are dropped with the tags' lists, as every tag read passed them over.
+  2: {
+    files: (dir) => ['tags.json', ...shardsOf(dir, 'sites')],
+    run: async (dir) => {
+      const tagsFile = join(dir, 'tags.json');
+      if (!existsSync(tagsFile)) return;
+      const tags = parseJson<Shard>(tagsFile, readFileSync(tagsFile, 'utf8'));
+      const tagsOf = new Map<number, Set<number>>();
+      for (const t of tags.records) {
+        for (const s of Array.isArray(t.site_ids) ? t.site_ids : []) {
+          if (!Number.isInteger(s)) continue;
+          let set = tagsOf.get(s as number);
+          if (!set) tagsOf.set(s as number, (set = new Set()));
+          set.add(t.id as number);
+        }
+      }
+      for (const f of shardsOf(dir, 'sites')) {
+        const file = join(dir, f);
+        const body = parseJson<Shard>(file, readFileSync(file, 'utf8'));
+        let changed = false;
+        for (const s of body.records) {
+          const more = tagsOf.get(s.id as number);
+          if (!more) continue;
+          const had = Array.isArray(s.tag_ids) ? (s.tag_ids as number[]) : [];
+          s.tag_ids = [...new Set([...had, ...more])].sort((a, b) => a - b);
+          changed = true;
+        }
+        if (changed) await writeDurably(file, JSON.stringify(body));
+      }
+      for (const t of tags.records) delete t.site_ids;
+      await writeDurably(tagsFile, JSON.stringify(tags));
+    },
+  },
 };
+
+/** A collection file's body. */
+interface Shard {
+  collection: string;
+  records: Array<Record<string, unknown>>;
+}
+
+/** The shard files of a sharded collection in the data dir (`sites.0.json`, ...). */
+function shardsOf(dir: string, col: string): string[] {
+  return readdirSync(dir).filter((f) => f.startsWith(`${col}.`) && /^\w+\.\d+\.json$/.test(f));
+}
 
 /**
  * Brings the data dir from format `from` to CURRENT_FORMAT. First copies meta.json and every file a step will rewrite
@@ -52,7 +99,7 @@ export async function migrate(dir: string, from: number): Promise<string | null>
   }
   const aside = join(dir, `before-format-${CURRENT_FORMAT}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(aside, { recursive: true, mode: 0o700 });
-  const files = new Set(['meta.json', ...steps.flatMap((s) => s.files)]);
+  const files = new Set(['meta.json', ...steps.flatMap((s) => s.files(dir))]);
   for (const f of files) {
     if (!existsSync(join(dir, f))) continue;
     copyFileSync(join(dir, f), join(aside, f));

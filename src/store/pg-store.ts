@@ -59,7 +59,7 @@
 // poll every POLL_MS is the safety net should that connection drop. Between a commit elsewhere and the NOTIFY's
 // arrival (about a millisecond on one host; bench/pg.mjs measures it) a read may be that far behind; a write never
 // is, since its commit catches up under its locks before its functions run for real. sync() reads the window and
-// catches up if any row in it differs from memory. All processes on one database must run format 3 (PG_FORMAT): stop
+// catches up if any row in it differs from memory. All processes on one database must run format 4 (PG_FORMAT): stop
 // the old ones before upgrading (an older process still running would write rows without their unique keys).
 import pg from 'pg';
 import { redactUrl } from './database-url.js';
@@ -101,8 +101,8 @@ import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import { ChangeLog } from './change-log.js';
 import { IdNumbers } from './id-numbers.js';
 
-/** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 2). */
-export const PG_FORMAT = 3;
+/** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 3). */
+export const PG_FORMAT = 4;
 /** Advisory lock key every commit takes shared and a serial commit, a migration, an import or a restore exclusive. */
 const LOCK_KEY = 0x5f1ee7;
 const CHANNEL = 'sitefleet_commits';
@@ -119,6 +119,24 @@ const CHECK_REPLAY = process.env.SITEFLEET_CHECK_REPLAY === '1';
 export class ReplayMismatch extends Error {}
 /** Runs again within one transaction (after a conflict, under the locks held) before it rolls back and starts over. */
 const MAX_STEPS = 4;
+
+/**
+ * Tag membership moves from the tags' `site_ids` to the sites' `tag_ids` (ascending), as lowdb data format 3 does
+ * (store/migrations.ts): format 4 here, and a restore of a data-format-2 backup. Ids of sites that no longer exist are
+ * dropped with the tags' lists (every tag read passed them over); a list that is not one of integers is read as empty.
+ * The rows get a new seq (one for all: one commit).
+ */
+export const TAGS_ONTO_SITES_SQL = `
+    SELECT nextval('sitefleet_seq');
+    WITH m AS (
+      SELECT (e::text)::integer AS site, jsonb_agg(DISTINCT t.id ORDER BY t.id) AS tag_ids
+        FROM sitefleet_rows t,
+             jsonb_array_elements(CASE WHEN jsonb_typeof(t.data->'site_ids') = 'array' THEN t.data->'site_ids' ELSE '[]'::jsonb END) AS e
+       WHERE t.kind = 'tags' AND t.data IS NOT NULL AND jsonb_typeof(e) = 'number' AND e::text ~ '^[0-9]{1,9}$'
+       GROUP BY 1)
+    UPDATE sitefleet_rows s SET data = jsonb_set(s.data, '{tag_ids}', m.tag_ids), seq = currval('sitefleet_seq')
+      FROM m WHERE s.kind = 'sites' AND s.id = m.site AND s.data IS NOT NULL;
+    UPDATE sitefleet_rows SET data = data - 'site_ids', seq = currval('sitefleet_seq') WHERE kind = 'tags' AND data ? 'site_ids';`;
 
 /** Schema steps: PG_MIGRATIONS[n] turns format n into n + 1 (0 is an empty database). */
 const PG_MIGRATIONS: Record<number, string> = {
@@ -151,6 +169,8 @@ const PG_MIGRATIONS: Record<number, string> = {
   // syncIdSequences) instead of locking the collection, and unique keys (engine.ts UNIQUE_KEYS) are a constraint
   // (the key column is filled by fillUniqueKeys, then indexed).
   2: `ALTER TABLE sitefleet_rows ADD COLUMN IF NOT EXISTS ukey text;`,
+  // Format 4: tag membership on the sites (TAGS_ONTO_SITES_SQL).
+  3: TAGS_ONTO_SITES_SQL,
 };
 /** The index that keeps UNIQUE_KEYS unique; a commit that breaks it runs again on the newer records. */
 const UKEY_INDEX = 'sitefleet_rows_ukey';

@@ -42,6 +42,8 @@ export interface SiteRecord {
   http_user: string | null;
   sign_algo: number;
   last_check: CheckResult | null;
+  /** The site's tags, ascending (absent: none). Membership lives here, not on the tag (data format 3; domain/tags.ts). */
+  tag_ids?: number[];
   created_at: string;
   updated_at: string;
 }
@@ -50,7 +52,6 @@ export interface TagRecord {
   id: number;
   name: string;
   color: string | null;
-  site_ids: number[];
   created_at: string;
   updated_at: string;
 }

@@ -301,6 +301,11 @@ export class LowdbStore implements StoreEngine {
         throw new StoreCorruptError(metaFile, `format ${meta.format} was written by a newer sitefleet (this one reads ${CURRENT_FORMAT})`);
       }
       if (meta.format < CURRENT_FORMAT) {
+        // The steps rewrite the files at rest: what a journal holds (data format 2 has one) goes into them first.
+        if (existsSync(this.journalFile) && statSync(this.journalFile).size > 0) {
+          this.loadAll();
+          await this.persist(new Set(), new Map(), true);
+        }
         await migrate(this.dir, meta.format);
         await writeDurably(metaFile, JSON.stringify({ ...this.readMeta(), format: CURRENT_FORMAT }));
         await syncDir(this.dir);

@@ -34,7 +34,7 @@ afterAll(() => h.close());
 
 describe('update history bounds', () => {
   it(`keeps at most ${HISTORY_MAX_ENTRIES} entries: one more trims the oldest in the same write`, async () => {
-    const history = new UpdateHistoryService(h.services.store, () => now);
+    const history = new UpdateHistoryService(h.services.store, h.services.tags.access, () => now);
     const t0 = now - 10 * DAY;
     await history.add(Array.from({ length: HISTORY_MAX_ENTRIES }, (_, n) => entry(n, t0 + n)));
     expect(h.services.store.count('update_history')).toBe(HISTORY_MAX_ENTRIES);
@@ -49,7 +49,7 @@ describe('update history bounds', () => {
   it(`drops entries older than ${HISTORY_MAX_DAYS} days at the next write`, async () => {
     // The store holds entries from 10 days ago; 171 days on, the oldest are 181 days old and go at the next write.
     now += (HISTORY_MAX_DAYS - 9) * DAY;
-    const history = new UpdateHistoryService(h.services.store, () => now);
+    const history = new UpdateHistoryService(h.services.store, h.services.tags.access, () => now);
     const before = h.services.store.count('update_history');
     await history.add([entry(1, now)]);
     const after = h.services.store.count('update_history');

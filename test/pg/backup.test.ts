@@ -53,7 +53,7 @@ describe('backup and restore on PostgreSQL', () => {
     writing = false;
     await during;
     expect(b.code, b.stderr).toBe(0);
-    expect(b.stdout).toMatch(/Backed up postgres:\/\/.* \(data format 2\)/);
+    expect(b.stdout).toMatch(/Backed up postgres:\/\/.* \(data format 3\)/);
     expect(readFileSync(file, 'utf8').split('\n')[0]).toMatch(/"engine":"postgres"/);
 
     // Restoring over the database the serve runs on is refused, even with --force (once its monitors hold a lease).
@@ -98,6 +98,41 @@ describe('backup and restore on PostgreSQL', () => {
     const onDir = await serveProcess(['--data-dir', back]);
     stops.push(() => onDir.stop());
     expect(await tags(onDir.url, token)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('takes a data-format-2 backup with its tag membership moved onto the sites, and refuses format 1', async () => {
+    // A backup as data format 2 wrote it: the tags list their sites (one out of order, one naming a site that is gone).
+    const file = join(tempDir(), 'format2.jsonl');
+    const lines = [
+      { sitefleet_backup: 1, data_format: 2, engine: 'lowdb', created_at: '2026-11-20T00:00:00.000Z', counters: { sites: 3, tags: 2 } },
+      ...[1, 2, 3].map((id) => ({ kind: 'sites', id, data: { id, url: `https://s${id}.test/`, name: `s${id}` } })),
+      { kind: 'tags', id: 1, data: { id: 1, name: 'odd', color: null, site_ids: [3, 1], created_at: '', updated_at: '' } },
+      { kind: 'tags', id: 2, data: { id: 2, name: 'gone', color: null, site_ids: [9, 1], created_at: '', updated_at: '' } },
+      { end: true, rows: 5 },
+    ];
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const url = await freshDatabase(server);
+    const r = await cli(['restore', '--from', file, '--database-url', url]);
+    expect(r.code, r.stderr).toBe(0);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const rows = (await c.query(`SELECT kind, id, data FROM sitefleet_rows WHERE data IS NOT NULL ORDER BY kind, id`)).rows;
+      expect(rows.map((x) => [x.kind, x.id, x.data.tag_ids ?? x.data.site_ids ?? null])).toEqual([
+        ['sites', 1, [1, 2]],
+        ['sites', 2, null],
+        ['sites', 3, [1]],
+        ['tags', 1, null],
+        ['tags', 2, null],
+      ]);
+    } finally {
+      await c.end();
+    }
+    // Format 1 (unsalted key hashes) is not taken: it goes through a data dir.
+    writeFileSync(file, [{ ...lines[0], data_format: 1 }, ...lines.slice(1)].map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const old = await cli(['restore', '--from', file, '--database-url', await freshDatabase(server)]);
+    expect(old.code).toBe(1);
+    expect(old.stderr).toMatch(/holds data format 1; PostgreSQL takes formats 2 and 3 only\. Restore it into a data dir/);
   });
 
   it('refuses a database holding a fleet without --force, and a cut-off file changes nothing', async () => {

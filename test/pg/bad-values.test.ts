@@ -98,7 +98,7 @@ describe('a bad value in a group commit (PostgreSQL)', () => {
       // The database, not sitefleet, refuses this value (a constraint sitefleet does not know about).
       await query(url, `ALTER TABLE sitefleet_rows ADD CONSTRAINT no_poison CHECK (data IS NULL OR strpos(data::text, 'poison') = 0)`);
       const before = store.commits;
-      const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+      const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
       const writes = Array.from({ length: 200 }, (_, i) =>
         store.write((tx) => tx.insert<TagRecord>('tags', tag(i === 117 ? 'poison' : `ok-${i}`))),
       );

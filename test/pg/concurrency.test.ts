@@ -54,7 +54,7 @@ async function hold(url: string, key: bigint): Promise<{ release: () => Promise<
   await c.query('SELECT pg_advisory_xact_lock($1::bigint)', [String(key)]);
   return { release: async () => void (await c.query('COMMIT')) };
 }
-const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
 /** Creates a tag unless one has the name (the uniqueness check the tag service makes, by enumerating tags). */
 function createUnique(tx: Tx, name: string): TagRecord {
   for (const t of tx.all<TagRecord>('tags')) if (t.name === name) throw new Error(`taken: ${name}`);
@@ -173,7 +173,7 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
     const late = await client(url);
     await late.query('BEGIN');
     await late.query(
-      `INSERT INTO sitefleet_rows (kind, id, seq, data) VALUES ('tags', 100, nextval('sitefleet_seq'), '{"id":100,"name":"late","color":null,"site_ids":[],"created_at":"","updated_at":""}');
+      `INSERT INTO sitefleet_rows (kind, id, seq, data) VALUES ('tags', 100, nextval('sitefleet_seq'), '{"id":100,"name":"late","color":null,"created_at":"","updated_at":""}');
        SELECT setval('sitefleet_id_tags', 100)`,
     );
     await a.write((tx) => tx.insert<TagRecord>('tags', tag('early')));
@@ -240,12 +240,14 @@ describe('PostgreSQL engine: commits lock what they touch', () => {
         ('sites', 2, 2, '{"id":2,"url":"https://two.test/","name":"two"}'),
         ('tags', 1, 3, '{"id":1,"name":"kept","color":null,"site_ids":[1,2],"created_at":"","updated_at":""}'),
         ('tags', 2, 4, NULL),
-        ('tags', 3, 6, '{"id":3,"name":"KEPT","color":null,"site_ids":[],"created_at":"","updated_at":""}'),
+        ('tags', 3, 6, '{"id":3,"name":"KEPT","color":null,"created_at":"","updated_at":""}'),
         ('secrets', 1, 5, '{"private_key_pem":"k"}');`);
     const a = await open(url);
     expect((await c.query(`SELECT value FROM sitefleet_meta WHERE key = 'format'`)).rows[0].value).toBe(PG_FORMAT);
     expect([...a.all<{ id: number; name: string }>('sites')].map((s) => s.name)).toEqual(['one', 'two']);
-    expect(a.get<TagRecord>('tags', 1)?.site_ids).toEqual([1, 2]);
+    // Format 4 keeps tag membership on the sites.
+    expect([...a.all<{ id: number; tag_ids?: number[] }>('sites')].map((s) => s.tag_ids)).toEqual([[1], [1]]);
+    expect(a.get<TagRecord>('tags', 1)).not.toHaveProperty('site_ids');
     expect(a.get('tags', 2)).toBeUndefined();
     // Format 3 keys the names: the lowest id keeps a key old data holds twice (opening does not fail for it).
     const keys = await c.query(`SELECT id, ukey FROM sitefleet_rows WHERE kind = 'tags' AND data IS NOT NULL ORDER BY id`);
@@ -294,7 +296,7 @@ describe('PostgreSQL engine: unique keys are a constraint, inserts take ids from
     await other.query('BEGIN');
     await other.query(
       `INSERT INTO sitefleet_rows (kind, id, seq, data, ukey) VALUES ('tags', nextval('sitefleet_id_tags'), nextval('sitefleet_seq'),
-         '{"id":0,"name":"Dup","color":null,"site_ids":[],"created_at":"","updated_at":""}', 'dup')`,
+         '{"id":0,"name":"Dup","color":null,"created_at":"","updated_at":""}', 'dup')`,
     );
     const watch = await client(url);
     const create = tags.add({ name: 'dUP' });
@@ -320,7 +322,7 @@ describe('PostgreSQL engine: unique keys are a constraint, inserts take ids from
     await other.query('BEGIN');
     await other.query(
       `INSERT INTO sitefleet_rows (kind, id, seq, data, ukey) VALUES ('tags', nextval('sitefleet_id_tags'), nextval('sitefleet_seq'),
-         '{"id":0,"name":"Gone","color":null,"site_ids":[],"created_at":"","updated_at":""}', 'gone')`,
+         '{"id":0,"name":"Gone","color":null,"created_at":"","updated_at":""}', 'gone')`,
     );
     const second = tags.add({ name: 'gone' });
     await until(

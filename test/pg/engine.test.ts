@@ -25,7 +25,7 @@ async function open(url: string): Promise<PgStore> {
   opened.push(s);
   return s;
 }
-const tag = (name: string) => ({ name, color: null, site_ids: [], created_at: '', updated_at: '' });
+const tag = (name: string) => ({ name, color: null, created_at: '', updated_at: '' });
 async function query(url: string, sql: string, params: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
   await c.connect();

@@ -230,7 +230,7 @@ describe('a serve process killed with SIGKILL while its commit holds row locks (
     for (const name of unacked) {
       const found = tags.filter((t) => t.data.name === name);
       expect(found, name).toHaveLength(1);
-      expect(found[0]!.data).toMatchObject({ name, site_ids: expect.any(Array) });
+      expect(found[0]!.data).toMatchObject({ name, color: null, created_at: expect.any(String) });
     }
     // Sites: name and notes come from one edit (all or nothing), at least the last one acknowledged and at most the
     // last one sent; B's are all its own last edit. The survivor's write is on the frozen one's site.
@@ -252,7 +252,7 @@ describe('a serve process killed with SIGKILL while its commit holds row locks (
         if (side === 'b') expect(k, `site ${id}`).toBe(last);
       }
     }
-    expect(tags.find((t) => t.id === mark.id)!.data.site_ids).toContain(frozen.site);
+    expect(sites.get(frozen.site).tag_ids).toEqual([mark.id]);
     process.stdout.write(
       `kill mid-commit: A acknowledged ${la.acks} writes (${unacked.length} tag creates unanswered), B ${lb.acks}; A frozen holding site ${frozen.site} (after ${tries} look(s))\n`,
     );

@@ -9,7 +9,7 @@ import { newKeyPair } from '../../src/child/keys.js';
 import { startChildSim } from '../../src/child/simulator/server.js';
 import { loadConfig } from '../../src/config.js';
 import { closeServices, openServices } from '../../src/domain/index.js';
-import type { JobRecord, TagRecord } from '../../src/store/records.js';
+import type { JobRecord, SiteRecord, TagRecord } from '../../src/store/records.js';
 import { cli, lastLine, serveProcess } from '../support/process.js';
 import { seedSites, testFleetStore, type TestFleetStore } from '../support/server.js';
 import { until as waitUntil } from '../support/wait.js';
@@ -103,7 +103,7 @@ describe('two serve processes on one PostgreSQL database', () => {
       expect(sites.map((s) => s.id).sort((x, y) => x - y)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     }
     const store = await fleet.open();
-    expect([...store.all<TagRecord>('tags')].find((t) => t.id === tag.id)!.site_ids).toHaveLength(40);
+    expect([...store.all<SiteRecord>('sites')].filter((s) => s.tag_ids?.includes(tag.id))).toHaveLength(40);
     await store.close();
   });
 });

@@ -4,7 +4,8 @@ import { request } from 'node:http';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { expect } from 'vitest';
 import type { Services } from '../../src/domain/index.js';
-import type { ClientRecord, SiteRecord, TagRecord } from '../../src/store/records.js';
+import type { ClientRecord, SiteRecord } from '../../src/store/records.js';
+import type { TagWithSites } from '../../src/domain/tags.js';
 import { seedSites } from './server.js';
 
 /** The slugs issue 2 names, in discovery order. */
@@ -80,18 +81,25 @@ export async function seedClients(
   );
 }
 
-/** A tag made by the tag service, then linked to sites. */
-export async function seedTag(services: Services, name: string, siteIds: number[] = [], color: string | null = null): Promise<TagRecord> {
-  return services.store.write((tx) => {
+/** A tag made by the tag service, then given to sites (each keeps the tags it had). */
+export async function seedTag(
+  services: Services,
+  name: string,
+  siteIds: number[] = [],
+  color: string | null = null,
+): Promise<TagWithSites> {
+  const tag = await services.store.write((tx) => {
     const t = services.tags.create(tx, { name, color });
-    return tx.put<TagRecord>('tags', { ...t, site_ids: [...siteIds].sort((a, b) => a - b) });
+    for (const id of siteIds) services.tags.setSiteTags(tx, id, [...(tx.get<SiteRecord>('sites', id)?.tag_ids ?? []), t.id]);
+    return t;
   });
+  return services.tags.get(tag.id)!;
 }
 
 export interface Fleet {
   sites: SiteRecord[];
   clients: ClientRecord[];
-  tags: { production: TagRecord; staging: TagRecord; empty: TagRecord };
+  tags: { production: TagWithSites; staging: TagWithSites; empty: TagWithSites };
 }
 
 /**

@@ -19,7 +19,7 @@ import type {
   RuleRecord,
   SmtpSettings,
 } from '../../store/notification-records.js';
-import type { SiteRecord, TagRecord } from '../../store/records.js';
+import type { SiteRecord } from '../../store/records.js';
 import { VERSION } from '../../version.js';
 import { PROCESS_OWNER } from '../leases.js';
 import { sign } from '../webhooks.js';
@@ -400,7 +400,7 @@ export class NotificationService {
     if (r.sites.site_ids.includes(site.id)) return true;
     const rec = tx.get<SiteRecord>('sites', site.id);
     if (rec?.client_id != null && r.sites.client_ids.includes(rec.client_id)) return true;
-    for (const t of r.sites.tag_ids) if (tx.get<TagRecord>('tags', t)?.site_ids.includes(site.id)) return true;
+    for (const t of r.sites.tag_ids) if (rec?.tag_ids?.includes(t)) return true;
     return false;
   }
 
