@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAbilities, type AbilityHarness } from '../support/abilities.js';
 import { until } from '../support/wait.js';
+import type { SiteRecord } from '../../src/store/records.js';
 
 let h: AbilityHarness;
 let ids: number[];
@@ -30,6 +31,27 @@ describe('add-site-v1', () => {
       code: 'svc_permission_denied',
     });
     await h.call('delete-site-v1', { site_id_or_domain: s.id, confirm: true });
+  });
+});
+
+describe('add-site-v1 with tags', () => {
+  it('gives the new site the tags named (kept on its record); an unknown tag is refused and nothing is added', async () => {
+    const info = h.sim.sites[3]!;
+    const a = await h.call('add-tag-v1', { name: 'added-a' });
+    const b = await h.call('add-tag-v1', { name: 'added-b' });
+    const add = (tag_ids: number[]) => ({ url: info.url, admin: info.admin, admin_password: info.password, tag_ids });
+    expect(await h.fails('add-site-v1', add([a.id, 999]))).toMatchObject({ code: 'svc_tag_not_found', status: 404 });
+    expect((await h.call('count-sites-v1', {})).total).toBe(3);
+    const s = await h.call('add-site-v1', add([b.id, a.id, b.id]));
+    expect(s.tags).toEqual([
+      { id: a.id, name: 'added-a' },
+      { id: b.id, name: 'added-b' },
+    ]);
+    expect(h.services.store.get<SiteRecord>('sites', s.id)!.tag_ids).toEqual([a.id, b.id]);
+    expect((await h.call('get-tag-v1', { tag_id: a.id })).sites_ids).toEqual([s.id]);
+    await h.call('delete-site-v1', { site_id_or_domain: s.id, confirm: true });
+    expect((await h.call('get-tag-v1', { tag_id: a.id })).sites_count).toBe(0);
+    for (const t of [a, b]) await h.call('delete-tag-v1', { tag_id: t.id, confirm: true });
   });
 });
 

@@ -106,6 +106,30 @@ describe('two serve processes on one PostgreSQL database', () => {
     expect([...store.all<SiteRecord>('sites')].filter((s) => s.tag_ids?.includes(tag.id))).toHaveLength(40);
     await store.close();
   });
+
+  it('leaves no site carrying a tag one process deletes while the other gives it to sites', async () => {
+    // Membership is on the sites: the delete writes each site that has the tag, and an assignment names the tag.
+    // Whichever commits first, no site may end up holding the deleted tag's id.
+    const tag = (await A('/tags/add', { method: 'POST', json: { name: 'doomed' } })).body.data;
+    const edits = Array.from({ length: 40 }, (_, i) => B(`/sites/${i + 1}/edit`, { method: 'PUT', json: { tags: [tag.id] } }));
+    const removed = A(`/tags/${tag.id}/remove?confirm=true`, { method: 'DELETE' });
+    const results = await Promise.all(edits);
+    expect((await removed).status).toBe(200);
+    for (const r of results) {
+      if (r.status !== 200) expect(r).toMatchObject({ status: 404, body: { code: 'svc_tag_not_found' } });
+    }
+    const store = await fleet.open();
+    expect([...store.all<SiteRecord>('sites')].filter((s) => s.tag_ids?.includes(tag.id))).toEqual([]);
+    await store.close();
+    for (const side of [A, B]) {
+      expect((await side(`/tags/${tag.id}`)).status).toBe(404);
+      for (const id of [1, 20, 40]) {
+        const site = await side(`/sites/${id}`);
+        expect(site.status).toBe(200);
+        expect(site.body.data.tags.map((t: { id: number }) => t.id)).not.toContain(tag.id);
+      }
+    }
+  });
 });
 
 describe('MCP over HTTP with two processes', () => {

@@ -21,13 +21,22 @@ afterAll(async () => {
 describe('a real child site, from add to remove', () => {
   it("is added through the ability with upstream's adminpassword, and the child then trusts our key", async () => {
     const site = realSite(K);
-    const r = await s.ability('add-site-v1', { url: site.url, admin: site.admin, adminpassword: site.password, name: 'Real lifecycle' });
+    const tag = (await s.rest('/tags/add', { method: 'POST', json: { name: 'real' } })).body.data;
+    const r = await s.ability('add-site-v1', {
+      url: site.url,
+      admin: site.admin,
+      adminpassword: site.password,
+      name: 'Real lifecycle',
+      tags: [tag.id],
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     id = r.body.id ?? r.body.site?.id;
     expect(id).toBeGreaterThan(0);
     expect(connectedTo()).toBeTruthy();
     const got = await s.rest(`/sites/${id}`);
     expect(got.body.data).toMatchObject({ status: 'connected' });
+    // The tag given with it was written with the site, in the write that stored the child's answers.
+    expect((await s.rest(`/tags/${tag.id}`)).body.data.sites_ids).toEqual([id]);
   });
 
   it('syncs, and what it stores is what WordPress says', async () => {
