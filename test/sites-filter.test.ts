@@ -76,6 +76,8 @@ it('answers a small tag or include list by its sites alone, exactly as a look at
     { tag_ids: [byHand!.id] },
     { tag_ids: [byHand!.id, small!.id], include: ids.slice(0, 200) },
     { include: [-1, 0, 2 ** 40, ids[5]!] },
+    { include: [ids[7]!, ids[3]!, ids[7]!] }, // a site named twice is listed once
+    { tag_ids: [large!.id], include: [ids[0]!, ids[2]!, ids[0]!] }, // the include list is the smaller: its sites are the candidates
     { tag_ids: [small!.id], search: 'clinic' },
     { tag_ids: [small!.id], status: 'suspended' },
     { tag_ids: [small!.id], client_id: 1 },

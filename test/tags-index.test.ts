@@ -1,6 +1,7 @@
 // The tags of each site (TagService.tagsOfSite) and the sites of each tag, kept up to the sites (which hold the
 // membership) and the tags: after a change, only the sites whose tags changed get a new list, and every answer is what a
 // fresh build of the index gives.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TAG_LISTS_MAX, TagService } from '../src/domain/tags.js';
 import type { Store } from '../src/store/engine.js';
@@ -158,6 +159,39 @@ describe('the tags of each site', () => {
       expect(changed(v)).toEqual([[], [1001]]);
       expect(tags.tagsOfSite(1001)).toEqual([]);
       expect(tags.get(big.id)!.site_ids).toHaveLength(1000);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("each tag's sites, read at any point between changes, are what the sites' records say (fast-check)", async () => {
+    const fleet = await testFleetStore();
+    const store = await fleet.open();
+    try {
+      const SITES = 12;
+      await bareSites(store, SITES);
+      const made = await store.write((tx) => [0, 1, 2].map((k) => new TagService(store).create(tx, { name: `p${k}` })));
+      const ids = made.map((t) => t.id);
+      const truth = (t: number) => [...store.all<SiteRecord>('sites')].filter((x) => x.tag_ids?.includes(t)).map((x) => x.id);
+      // A site's new tags, then which tags are read after that write (reads make the lists; changes in between pile up).
+      const step = fc.record({
+        writes: fc.array(fc.record({ site: fc.integer({ min: 1, max: SITES }), tags: fc.subarray(ids) }), { minLength: 1, maxLength: 4 }),
+        reads: fc.subarray(ids),
+      });
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
+          const tags = new TagService(store);
+          tags.get(ids[0]!); // built before the changes, so that they are patched in
+          for (const { writes, reads } of steps) {
+            await store.write((tx) => {
+              for (const w of writes) tags.setSiteTags(tx, w.site, w.tags);
+            });
+            for (const t of reads) expect(tags.get(t)!.site_ids).toEqual(truth(t));
+          }
+          for (const t of ids) expect(tags.get(t)!.site_ids).toEqual(truth(t));
+        }),
+        { numRuns: 40 },
+      );
     } finally {
       await store.close();
     }

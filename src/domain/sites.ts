@@ -74,6 +74,13 @@ export function newSiteRecord(fields: Partial<SiteRecord> & Pick<SiteRecord, 'ur
   };
 }
 
+/** A sorted list of places without its repeats (in place: the prefix of `sorted` that holds each once). */
+function uniqueSorted(sorted: Int32Array): Int32Array {
+  let n = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[n++] = sorted[i]!;
+  return sorted.subarray(0, n);
+}
+
 export class SiteService {
   private cacheVersion = -1;
   private sorted: SiteRecord[] = [];
@@ -313,26 +320,30 @@ export class SiteService {
       return { items: from === 0 && to === Infinity ? sorted : sorted.slice(from, to), total: sorted.length };
     // A tag filter or an include list names the candidates: when they are a small part of the fleet, only they are
     // looked at (in list order), not every site (a tag of 5,000 sites in a fleet of 100,000: a twentieth of the work).
-    const named = inTags && include ? (inTags.length < include.size ? inTags : include) : (inTags ?? include);
-    const namedCount = named === null ? 0 : named instanceof Set ? named.size : named.length;
+    // Lists walked by index: a for-of over a value that is an array here and a Set there made an iterator result per
+    // site (0.7 GB in 40 s of the bench's mix at 100,000 sites, the largest allocation left).
+    const named: readonly number[] | null =
+      inTags && include ? (inTags.length < include.size ? inTags : f.include!) : (inTags ?? (include && f.include!));
     let places: Int32Array | null = null;
-    if (named && namedCount * 4 < sorted.length) {
+    if (named && named.length * 4 < sorted.length) {
       const at = this.placeOf(sorted);
-      const found = new Int32Array(namedCount);
+      const found = new Int32Array(named.length);
       let n = 0;
-      for (const id of named) {
-        const p = at.get(id);
+      for (let i = 0; i < named.length; i++) {
+        const p = at.get(named[i]!);
         if (p !== undefined) found[n++] = p;
       }
+      // An include list may name a site twice: each place once.
       places = found.subarray(0, n).sort();
+      if (named !== inTags) places = uniqueSorted(places);
     }
     // The places of the tags' sites when the candidates are not them already (marks, not a Set of the tags' sites).
     let tagged: Uint8Array | null = null;
     if (inTags && !(places && named === inTags)) {
       const at = this.placeOf(sorted);
       tagged = new Uint8Array(sorted.length);
-      for (const id of inTags) {
-        const p = at.get(id);
+      for (let i = 0; i < inTags.length; i++) {
+        const p = at.get(inTags[i]!);
         if (p !== undefined) tagged[p] = 1;
       }
     }

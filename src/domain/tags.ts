@@ -71,30 +71,47 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /**
- * One tag's sites: an ascending list, and a set made at the first change (a build makes the lists only: filling a set
- * per tag was a quarter of building the index at 100,000 sites). After a change the list is made again from the set at
- * the first read, then shared until the next. One of the two is always there.
+ * One tag's sites: an ascending list as of the last read, and the sites that joined or left since. A read after a
+ * change merges them into a new list (one array of the tag's size, no sort); the list is then shared until the next
+ * change. (Made from a set at each read, the arrays grown one site at a time were the largest allocation left at
+ * 100,000 sites: 0.8 GB in 40 s of the bench's mix, where each list by tag followed an assignment.)
  */
 class Members {
-  private set: Set<number> | null = null;
-  private list: readonly number[] | null;
+  private list: readonly number[];
+  private readonly joined = new Set<number>();
+  private readonly left = new Set<number>();
   constructor(ascending: readonly number[] = NONE) {
     this.list = Object.freeze(ascending);
   }
-  private own(): Set<number> {
-    return (this.set ??= new Set(this.list));
+  private inList(site: number): boolean {
+    const at = firstPlace(this.list.length, (i) => this.list[i]! < site);
+    return this.list[at] === site;
   }
   add(site: number): void {
-    const set = this.own();
-    if (set.has(site)) return;
-    set.add(site);
-    this.list = null;
+    if (this.left.delete(site)) return;
+    if (!this.inList(site)) this.joined.add(site);
   }
   delete(site: number): void {
-    if (this.own().delete(site)) this.list = null;
+    if (this.joined.delete(site)) return;
+    if (this.inList(site)) this.left.add(site);
   }
   ascending(): readonly number[] {
-    return (this.list ??= Object.freeze([...this.set!].sort((a, b) => a - b)));
+    if (!this.joined.size && !this.left.size) return this.list;
+    const list = this.list;
+    const joined = [...this.joined].sort((a, b) => a - b);
+    const out = new Array<number>(list.length - this.left.size + joined.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < list.length || j < joined.length) {
+      if (j >= joined.length || (i < list.length && list[i]! < joined[j]!)) {
+        const site = list[i++]!;
+        if (!this.left.has(site)) out[k++] = site;
+      } else out[k++] = joined[j++]!;
+    }
+    this.joined.clear();
+    this.left.clear();
+    return (this.list = Object.freeze(out));
   }
 }
 
@@ -203,7 +220,8 @@ export class TagService {
    * it was built as (a tag not where it should be): it is built again.
    */
   private patch(tagIds: readonly number[], siteIds: readonly number[]): boolean {
-    const sorted = this.sorted.slice();
+    // A change of sites alone (most changes) leaves the tags' list as it is: no copy of it.
+    const sorted = tagIds.length ? this.sorted.slice() : this.sorted;
     const again = new Set(siteIds);
     for (const id of tagIds) {
       const was = this.byId.get(id);
