@@ -25,10 +25,21 @@ afterAll(async () => {
   await srv?.close();
 });
 
+/**
+ * Every file's text under `dir`. The serve is running: a file listed may be gone when read (the commit lock, a staged
+ * file renamed into place, whose target is read under its own name); it is passed over.
+ */
 function filesUnder(dir: string): string {
   return readdirSync(dir)
     .map((f) => join(dir, f))
-    .map((p) => (statSync(p).isDirectory() ? filesUnder(p) : readFileSync(p, 'utf8')))
+    .map((p) => {
+      try {
+        return statSync(p).isDirectory() ? filesUnder(p) : readFileSync(p, 'utf8');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
+        throw e;
+      }
+    })
     .join('\n');
 }
 
