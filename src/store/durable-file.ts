@@ -82,3 +82,14 @@ export async function syncDir(dir: string): Promise<void> {
     await fh.close();
   }
 }
+
+/** A data dir's collection file: `tags.json`, or a shard of a sharded collection (`sites.0.json` holds ids 0–249, …). */
+export interface ShardFile<T> {
+  collection: string;
+  records: T[];
+}
+
+/** Of a data dir's file names, those that hold records of `col`: `col.json`, or its shards `col.N.json`. */
+export function collectionFiles(names: readonly string[], col: string): string[] {
+  return names.filter((n) => n === `${col}.json` || (n.startsWith(`${col}.`) && /^\w+\.\d+\.json$/.test(n)));
+}

@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseJson, syncDir, writeDurably } from './durable-file.js';
+import { collectionFiles, parseJson, syncDir, writeDurably, type ShardFile } from './durable-file.js';
 import { log } from '../log.js';
 
 export const CURRENT_FORMAT = 3;
@@ -40,7 +40,7 @@ const MIGRATIONS: Record<number, Migration> = {
   // short runs again at the next start and comes to the same (a site's tags are then what it has and what the tags
   // still list). Ids of sites that no longer exist are dropped with the tags' lists, as every tag read passed them over.
   2: {
-    files: (dir) => ['tags.json', ...shardsOf(dir, 'sites')],
+    files: (dir) => ['tags.json', ...filesOf(dir, 'sites')],
     run: async (dir) => {
       const tagsFile = join(dir, 'tags.json');
       if (!existsSync(tagsFile)) return;
@@ -54,7 +54,7 @@ const MIGRATIONS: Record<number, Migration> = {
           set.add(t.id as number);
         }
       }
-      for (const f of shardsOf(dir, 'sites')) {
+      for (const f of filesOf(dir, 'sites')) {
         const file = join(dir, f);
         const body = parseJson<Shard>(file, readFileSync(file, 'utf8'));
         let changed = false;
@@ -73,16 +73,11 @@ const MIGRATIONS: Record<number, Migration> = {
   },
 };
 
-/** A collection file's body. */
-interface Shard {
-  collection: string;
-  records: Array<Record<string, unknown>>;
-}
+/** A collection file as a step reads it: records of any shape. */
+type Shard = ShardFile<Record<string, unknown>>;
 
-/** The shard files of a sharded collection in the data dir (`sites.0.json`, ...). */
-function shardsOf(dir: string, col: string): string[] {
-  return readdirSync(dir).filter((f) => f.startsWith(`${col}.`) && /^\w+\.\d+\.json$/.test(f));
-}
+/** The data dir's files of a collection (durable-file.ts collectionFiles). */
+const filesOf = (dir: string, col: string): string[] => collectionFiles(readdirSync(dir), col);
 
 /**
  * Brings the data dir from format `from` to CURRENT_FORMAT. First copies meta.json and every file a step will rewrite

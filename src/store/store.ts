@@ -34,7 +34,17 @@ import { open as openFile, readFile, unlink, type FileHandle } from 'node:fs/pro
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import lockfile from 'proper-lockfile';
-import { DurableJSONFile, StoreCorruptError, parseJson, stageDurably, syncDir, writeDurably, type StagedFile } from './durable-file.js';
+import {
+  DurableJSONFile,
+  StoreCorruptError,
+  collectionFiles,
+  parseJson,
+  stageDurably,
+  syncDir,
+  writeDurably,
+  type ShardFile,
+  type StagedFile,
+} from './durable-file.js';
 import { ServiceError } from '../core/errors.js';
 import { CURRENT_FORMAT, migrate } from './migrations.js';
 import { PATCHED, applyPatch, diffRecord, isPatch, type RecPatch } from './journal-patch.js';
@@ -83,11 +93,6 @@ export interface Meta {
   generation: number;
   counters: Partial<Record<CollectionName, number>>;
   files: Record<string, number>;
-}
-
-interface ShardFile<T> {
-  collection: string;
-  records: T[];
 }
 
 /** The journal of commits not yet in the shards (see the head of this file). */
@@ -373,7 +378,7 @@ export class LowdbStore implements StoreEngine {
     const names = readdirSync(this.dir).filter((f) => f.endsWith('.json') && f !== 'meta.json');
     for (const col of Object.keys(COLLECTIONS) as CollectionName[]) {
       const map = new Map<number, Rec>();
-      for (const f of names.filter((n) => n === `${col}.json` || (n.startsWith(`${col}.`) && /^\w+\.\d+\.json$/.test(n)))) {
+      for (const f of collectionFiles(names, col)) {
         for (const r of this.readShard(f)) map.set(r.id, r);
       }
       this.data.set(col, map);
