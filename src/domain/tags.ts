@@ -115,12 +115,6 @@ class Members {
   }
 }
 
-/** Whether a list of ids is in ascending order without repeats. */
-function ascending(ids: readonly number[]): boolean {
-  for (let i = 1; i < ids.length; i++) if (ids[i - 1]! >= ids[i]!) return false;
-  return true;
-}
-
 export class TagService {
   private tagsVersion = -1;
   private sitesVersion = -1;
@@ -202,7 +196,8 @@ export class TagService {
       this.bySite.set(s.id, this.pooled(list));
     }
     this.members = new Map();
-    for (const [t, ids] of sitesOf) this.members.set(t, new Members(ascending(ids) ? ids : ids.sort((a, b) => a - b)));
+    // Pushed in the order the store holds the sites (ascending when they came in order: a sort in one pass then).
+    for (const [t, ids] of sitesOf) this.members.set(t, new Members(ids.sort((a, b) => a - b)));
   }
 
   /** Of the tag ids a site's record names, those of live tags (`live`: by tag id), once each, in the tags' order. */
