@@ -8,6 +8,16 @@ import type { Store } from '../src/store/engine.js';
 import type { SiteRecord, TagRecord } from '../src/store/records.js';
 import { testFleetStore } from './support/server.js';
 
+/** Runs `fn` on a store of its own (a fresh data dir, or a fresh database in the PostgreSQL lane), closed after. */
+async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
+  const store = await (await testFleetStore()).open();
+  try {
+    await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
 /** Bare site records 1..n (the tags read only their ids and tag_ids). */
 async function bareSites(store: Store, n: number): Promise<void> {
   await store.write((tx) => {
@@ -16,10 +26,8 @@ async function bareSites(store: Store, n: number): Promise<void> {
 }
 
 describe('the tags of each site', () => {
-  it('after each change equal a fresh build; the lists of sites the change did not touch are kept, not built again', async () => {
-    const fleet = await testFleetStore();
-    const store = await fleet.open();
-    try {
+  it('after each change equal a fresh build; the lists of sites the change did not touch are kept, not built again', () =>
+    withStore(async (store) => {
       const SITES = 200;
       await bareSites(store, SITES + 1);
       const tags = new TagService(store);
@@ -84,15 +92,10 @@ describe('the tags of each site', () => {
       expect(ofD()).toContain(4);
       expect(ofD()).toEqual([...ofD()].sort((x, y) => x - y));
       check();
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('sites with the same tags share one frozen list, after a build and after a patch; past the pool bound every list is still right', async () => {
-    const fleet = await testFleetStore();
-    const store = await fleet.open();
-    try {
+  it('sites with the same tags share one frozen list, after a build and after a patch; past the pool bound every list is still right', () =>
+    withStore(async (store) => {
       const many = TAG_LISTS_MAX + 500;
       await bareSites(store, many);
       const tags = new TagService(store);
@@ -123,15 +126,10 @@ describe('the tags of each site', () => {
         expect(tags.tagsOfSite(s), `site ${s}`).toEqual(comboOf(s, 2 ** T));
         expect(fresh.tagsOfSite(s), `site ${s}`).toEqual(comboOf(s, 2 ** T));
       }
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it("giving a site a tag writes that site only, whatever the tag's size; its own tags again write nothing; an unknown tag or site writes nothing", async () => {
-    const fleet = await testFleetStore();
-    const store = await fleet.open();
-    try {
+  it("giving a site a tag writes that site only, whatever the tag's size; its own tags again write nothing; an unknown tag or site writes nothing", () =>
+    withStore(async (store) => {
       await bareSites(store, 1001);
       const tags = new TagService(store);
       const [big, other] = await store.write((tx) => [tags.create(tx, { name: 'big' }), tags.create(tx, { name: 'other' })]);
@@ -159,15 +157,10 @@ describe('the tags of each site', () => {
       expect(changed(v)).toEqual([[], [1001]]);
       expect(tags.tagsOfSite(1001)).toEqual([]);
       expect(tags.get(big.id)!.site_ids).toHaveLength(1000);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it("each tag's sites, read at any point between changes, are what the sites' records say (fast-check)", async () => {
-    const fleet = await testFleetStore();
-    const store = await fleet.open();
-    try {
+  it("each tag's sites, read at any point between changes, are what the sites' records say (fast-check)", () =>
+    withStore(async (store) => {
       const SITES = 12;
       await bareSites(store, SITES);
       const made = await store.write((tx) => [0, 1, 2].map((k) => new TagService(store).create(tx, { name: `p${k}` })));
@@ -192,15 +185,10 @@ describe('the tags of each site', () => {
         }),
         { numRuns: 40 },
       );
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('names: a rename or a delete frees the old name at once, the new one is taken, in any letter case', async () => {
-    const fleet = await testFleetStore();
-    const store = await fleet.open();
-    try {
+  it('names: a rename or a delete frees the old name at once, the new one is taken, in any letter case', () =>
+    withStore(async (store) => {
       const tags = new TagService(store);
       const create = (name: string) => store.write((tx) => tags.create(tx, { name }));
       const taken = async (name: string) => (await create(name).catch((e: { code?: string }) => e.code)) === 'svc_tag_exists';
@@ -217,15 +205,10 @@ describe('the tags of each site', () => {
         for (let i = 0; i < 100; i++) tx.insert<TagRecord>('tags', { name: `bulk ${i}`, color: null, created_at: '', updated_at: '' });
       });
       expect([await taken('BULK 99'), await taken('beta'), await taken('bulk 100')]).toEqual([true, true, false]);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 
-  it('the tags in name order: patched in place after each change (added, renamed across the order, deleted), equal to a fresh build', async () => {
-    const fleet = await testFleetStore();
-    const store = await fleet.open();
-    try {
+  it('the tags in name order: patched in place after each change (added, renamed across the order, deleted), equal to a fresh build', () =>
+    withStore(async (store) => {
       const tags = new TagService(store);
       // 300 names in an order the numeric collator decides ("t 9" before "t 10"; case and accents ignored).
       await store.write((tx) => {
@@ -260,8 +243,5 @@ describe('the tags of each site', () => {
       });
       expect(names()).toEqual(fresh());
       expect(tags.tagsOfSite(1)).toEqual([last.id, first.id]);
-    } finally {
-      await store.close();
-    }
-  });
+    }));
 });
