@@ -51,6 +51,21 @@ describe('get-security-issues-v1', () => {
     expect((await issues({ page: 99 })).body).toMatchObject({ items: [], total: all.total });
   });
 
+  it('keeps medium and worse, and shows each site as its record is now (an edit after the index was built)', async () => {
+    const all = (await issues({ per_page: 100 })).body;
+    const medium = (await issues({ per_page: 100, min_severity: 'medium' })).body;
+    const want = all.items.filter((i: { high: number; medium: number }) => i.high + i.medium > 0);
+    expect(medium.items).toEqual(want);
+    expect(medium.total).toBe(want.length);
+    const first = all.items[0];
+    const r = await f.s.rest(`/sites/${first.site_id}/edit`, { method: 'POST', json: { name: 'Renamed after the index' } });
+    expect(r.status).toBe(200);
+    const after = (await issues({ per_page: 100 })).body;
+    const shown = after.items.find((i: { site_id: number }) => i.site_id === first.site_id);
+    expect(shown).toEqual({ ...first, site_name: 'Renamed after the index' });
+    expect(after.items.map((i: { site_id: number }) => i.site_id)).toEqual(all.items.map((i: { site_id: number }) => i.site_id));
+  });
+
   it('refuses a bad page size, an unknown severity and an unknown field, naming them', async () => {
     expect(await issues({ per_page: 101 })).toMatchObject({
       status: 400,
