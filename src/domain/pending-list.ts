@@ -96,9 +96,12 @@ export function packedWhere(p: Packed, keep: (k: number) => boolean): Packed {
   return kept.length === p.length ? p : kept.length ? kept : NO_ITEMS;
 }
 
-/** One site's part of a list: its record and its items. */
+/**
+ * One site's part of a list: its record and its items. The pending index's entry (site-data-index.ts, Entry<Packed>)
+ * is one as it is: a site that no rule cuts down is its entry in the fleet's list, not an object more per site.
+ */
 export interface Group extends SiteGroup {
-  readonly items: Packed;
+  readonly value: Packed;
 }
 
 const COUNT_KEY: Record<ItemType, keyof Summary> = { core: 'core', plugin: 'plugins', theme: 'themes', translation: 'translations' };
@@ -116,7 +119,7 @@ export class PendingList {
 
   /** Every item of the groups, in their order. */
   static of(groups: readonly Group[]): PendingList {
-    return new PendingList(GroupedList.of(groups, (g) => countOf(g.items)));
+    return new PendingList(GroupedList.of(groups, (g) => countOf(g.value)));
   }
 
   get length(): number {
@@ -125,19 +128,19 @@ export class PendingList {
 
   /** The items for which `keep(site_id, type)` holds, in the same order. */
   filter(keep: (siteId: number, type: ItemType) => boolean): PendingList {
-    const kept = this.list.filter((g, k) => keep(g.site.id, typeAt(g.items, k)));
+    const kept = this.list.filter((g, k) => keep(g.site.id, typeAt(g.value, k)));
     return kept === this.list ? this : new PendingList(kept);
   }
 
   /** The counts by type, and the total. */
   summary(): Summary {
     const s: Summary = { core: 0, plugins: 0, themes: 0, translations: 0, total: this.length };
-    this.list.forEach((g, k) => s[COUNT_KEY[typeAt(g.items, k)]]++);
+    this.list.forEach((g, k) => s[COUNT_KEY[typeAt(g.value, k)]]++);
     return s;
   }
 
   /** A page of the list (1-based; past the end: empty), as answers show it: the only items made into objects. */
   page(page: number, perPage: number): PendingView[] {
-    return this.list.page(page, perPage, (g, k) => viewAt(g.site, g.items, k));
+    return this.list.page(page, perPage, (g, k) => viewAt(g.site, g.value, k));
   }
 }

@@ -106,9 +106,9 @@ interface SiteEntry {
   themes: readonly Kept[];
 }
 
-/** A site's part of a fleet-wide list (grouped-list.ts): its record and its items, by slug. */
+/** A site's part of a fleet-wide list (grouped-list.ts): its record and its items (`value`), by slug. */
 interface Group extends SiteGroup {
-  readonly items: readonly Kept[];
+  readonly value: readonly Kept[];
 }
 
 /** The list of a site with none (most sites, most of the time): one shared array, not two new ones per site. */
@@ -156,10 +156,10 @@ function itemsOf(list: readonly SiteTheme[]): Kept[] {
 
 /** Item k of a group, as an answer shows it. */
 const show = (g: Group, k: number): AbandonedItem => {
-  const i = g.items[k]!;
+  const i = g.value[k]!;
   return { site_id: g.site.id, site_url: g.site.url, slug: i.slug, name: i.name, version: i.version, last_updated: i.last_updated };
 };
-const countOf = (g: Group) => g.items.length;
+const countOf = (g: Group) => g.value.length;
 
 /**
  * Per-site abandoned items, derived from the sites' stored data and kept in memory (site-data-index.ts): when a site
@@ -206,8 +206,8 @@ class AbandonedIndex {
     }
     // The index is the fleet's; each call sees the sites of its scope (domain/access.ts).
     const visible = this.access.visible();
-    const old = (g: Group, k: number) => g.items[k]!.last_updated <= cutoff && (!visible || visible.has(g.site.id));
-    if (site !== undefined) return GroupedList.of([{ site, items: this.index.get(site.id)?.[kind] ?? NONE }], countOf).filter(old);
+    const old = (g: Group, k: number) => g.value[k]!.last_updated <= cutoff && (!visible || visible.has(g.site.id));
+    if (site !== undefined) return GroupedList.of([{ site, value: this.index.get(site.id)?.[kind] ?? NONE }], countOf).filter(old);
     if (visible) return this.flat[kind].filter(old);
     // The whole fleet's list, kept until the entries or the day change: not a pass over every item per request.
     let list = this.fleet.get(kind);
@@ -284,7 +284,7 @@ export class SiteDataService {
     const search = q.search?.trim().toLowerCase();
     if (search) {
       all = all.filter((g, k) => {
-        const i = g.items[k]!;
+        const i = g.value[k]!;
         return i.slug.toLowerCase().includes(search) || i.name.toLowerCase().includes(search);
       });
     }

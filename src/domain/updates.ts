@@ -246,7 +246,7 @@ class PendingIndex {
     // the entry follows it: the list holds no record an edit replaced.
     for (const e of this.index.allEntries()) {
       const kept = this.kept(e.site, e.value);
-      if (kept !== NO_ITEMS) groups.push(new EntryGroup(e, kept));
+      if (kept !== NO_ITEMS) groups.push(kept === e.value ? e : new EntryGroup(e, kept));
     }
     this.flat = PendingList.of(groups);
     this.entriesAt = sv;
@@ -306,7 +306,7 @@ class PendingIndex {
     for (const site of sites) {
       // After the refresh, the site's entry was derived for a record with its URL and name.
       const kept = this.kept(site, this.index.get(site.id) ?? NO_ITEMS);
-      if (countOf(kept)) groups.push({ site, items: kept });
+      if (countOf(kept)) groups.push({ site, value: kept });
     }
     return PendingList.of(groups);
   }
