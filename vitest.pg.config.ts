@@ -37,6 +37,7 @@ export default defineConfig({
       'test/settings.test.ts',
       'test/fleet-tools.test.ts',
       'test/fleet-security.test.ts',
+      'test/shared-parts.test.ts',
       'test/monitors.test.ts',
       'test/monitor-scheduler.test.ts',
       'test/monitor-outages.test.ts',

@@ -6,6 +6,7 @@ import { ServiceError } from '../core/errors.js';
 import { findTextFault } from '../core/storable-text.js';
 import { log } from '../log.js';
 import type { CollectionName, Rec, Tx } from './engine.js';
+import { shareParts } from './shared-parts.js';
 
 /** What became of one queued write. */
 export type Outcome = { ok: true; value: unknown; then?: Array<() => void> } | { ok: false; error: unknown };
@@ -203,6 +204,7 @@ export function tableTx(
 ): Omit<Tx, 'putBlob'> {
   const set = (col: CollectionName, rec: Rec) => {
     assertStorable(`the ${col} record ${rec.id}`, rec);
+    shareParts(col, rec);
     const map = t.data.get(col)!;
     const prev = map.get(rec.id);
     map.set(rec.id, rec);

@@ -100,6 +100,7 @@ import {
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import { ChangeLog } from './change-log.js';
 import { IdNumbers } from './id-numbers.js';
+import { shareParts } from './shared-parts.js';
 
 /** Version of the PostgreSQL schema and of the records in it (records are those of the lowdb data format 3). */
 export const PG_FORMAT = 4;
@@ -609,7 +610,7 @@ export class PgStore implements Store {
         rows.on('row', ([id, seq, data]: [number, number, unknown]) => {
           seqs.set(id, seq);
           if (cold) this.setPresent(kind as CollectionName, id, true);
-          else map!.set(id, data);
+          else map!.set(id, cold || !(kind in COLLECTIONS) ? data : shareParts(kind as CollectionName, data as Rec));
         });
         await new Promise<void>((resolve, reject) => {
           rows.on('end', () => resolve());
@@ -672,7 +673,7 @@ export class PgStore implements Store {
         const col = r.kind as CollectionName;
         const map = this.data.get(col)!;
         if (r.data === null) map.delete(r.id);
-        else map.set(r.id, r.data as Rec);
+        else map.set(r.id, shareParts(col, r.data as Rec));
         if (r.id > (this.counters[col] ?? 0)) this.counters[col] = r.id;
         this.bump(col, r.id);
       } else if (COLD_BLOBS.has(r.kind as Blob)) {

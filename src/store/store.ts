@@ -71,6 +71,7 @@ import {
 } from './engine.js';
 import { ColdCache, tooManyBlobs } from './cold-cache.js';
 import { ChangeLog } from './change-log.js';
+import { shareParts } from './shared-parts.js';
 import {
   GroupCommit,
   applyBatch,
@@ -379,7 +380,7 @@ export class LowdbStore implements StoreEngine {
     for (const col of Object.keys(COLLECTIONS) as CollectionName[]) {
       const map = new Map<number, Rec>();
       for (const f of collectionFiles(names, col)) {
-        for (const r of this.readShard(f)) map.set(r.id, r);
+        for (const r of this.readShard(f)) map.set(r.id, shareParts(col, r));
       }
       this.data.set(col, map);
       this.bump(col);
@@ -421,7 +422,7 @@ export class LowdbStore implements StoreEngine {
         const map = this.data.get(col);
         if (!map) continue;
         const rec = journalRecord(this.journalFile, w, map.get(id));
-        if (rec) map.set(id, rec);
+        if (rec) map.set(id, shareParts(col, rec));
         else map.delete(id);
         this.bump(col, id);
         this.markJournalled(fileOf(col, id));
@@ -481,7 +482,7 @@ export class LowdbStore implements StoreEngine {
       const hi = shard ? lo + shard : Infinity;
       if (shard) for (let id = lo; id < hi; id++) map.delete(id);
       else map.clear();
-      for (const r of this.readShard(file)) map.set(r.id, r);
+      for (const r of this.readShard(file)) map.set(r.id, shareParts(col, r));
       this.bump(col);
     }
     this.blobCache.clear();
