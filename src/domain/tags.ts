@@ -78,8 +78,9 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
  */
 class Members {
   private list: readonly number[];
-  private readonly joined = new Set<number>();
-  private readonly left = new Set<number>();
+  /** Made at the tag's first change since the last read: most tags have none (a fleet's tags number thousands). */
+  private joined: Set<number> | null = null;
+  private left: Set<number> | null = null;
   constructor(ascending: readonly number[] = NONE) {
     this.list = Object.freeze(ascending);
   }
@@ -88,29 +89,28 @@ class Members {
     return this.list[at] === site;
   }
   add(site: number): void {
-    if (this.left.delete(site)) return;
-    if (!this.inList(site)) this.joined.add(site);
+    if (this.left?.delete(site)) return;
+    if (!this.inList(site)) (this.joined ??= new Set()).add(site);
   }
   delete(site: number): void {
-    if (this.joined.delete(site)) return;
-    if (this.inList(site)) this.left.add(site);
+    if (this.joined?.delete(site)) return;
+    if (this.inList(site)) (this.left ??= new Set()).add(site);
   }
   ascending(): readonly number[] {
-    if (!this.joined.size && !this.left.size) return this.list;
-    const list = this.list;
-    const joined = [...this.joined].sort((a, b) => a - b);
-    const out = new Array<number>(list.length - this.left.size + joined.length);
+    const { list, left } = this;
+    const joined = this.joined ? [...this.joined].sort((a, b) => a - b) : NONE;
+    this.joined = this.left = null;
+    if (!joined.length && !left?.size) return list;
+    const out = new Array<number>(list.length - (left?.size ?? 0) + joined.length);
     let i = 0;
     let j = 0;
     let k = 0;
     while (i < list.length || j < joined.length) {
       if (j >= joined.length || (i < list.length && list[i]! < joined[j]!)) {
         const site = list[i++]!;
-        if (!this.left.has(site)) out[k++] = site;
+        if (!left?.has(site)) out[k++] = site;
       } else out[k++] = joined[j++]!;
     }
-    this.joined.clear();
-    this.left.clear();
     return (this.list = Object.freeze(out));
   }
 }
