@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../src/store/engine.js';
 import { openStore } from '../src/store/open.js';
+import { shareParts } from '../src/store/shared-parts.js';
 import type { SiteRecord } from '../src/store/records.js';
 import { testFleetStore } from './support/server.js';
 
@@ -59,5 +60,33 @@ describe('parts many sites share', () => {
     } finally {
       await again.close();
     }
+  });
+
+  it('tells apart parts that differ in an item, its kind, its length or a field, and leaves what it cannot pool', () => {
+    const parts: unknown[] = [[1], [1, 2], [2, 1], [true], [null], [], { a: 1 }, { a: true }, { a: null }, { b: 1 }, { a: 1, b: 1 }, {}];
+    const first = parts.map((p, i) => shareParts('sites', { id: i, tag_ids: structuredClone(p) } as never) as { tag_ids: unknown });
+    const again = parts.map((p, i) => shareParts('sites', { id: i, tag_ids: structuredClone(p) } as never) as { tag_ids: unknown });
+    parts.forEach((p, i) => {
+      expect(first[i]!.tag_ids).toEqual(p);
+      expect(again[i]!.tag_ids, JSON.stringify(p)).toBe(first[i]!.tag_ids);
+    });
+    // A string or a nested value in a part: kept as it is, its own.
+    for (const odd of [['x'], [[1]], { a: 'x' }, { a: { b: 1 } }]) {
+      const r = shareParts('sites', { id: 1, tag_ids: odd } as never) as { tag_ids: unknown };
+      expect(r.tag_ids).toBe(odd);
+      expect(Object.isFrozen(odd)).toBe(false);
+    }
+    // Other collections are not touched.
+    const tag = { id: 1, tag_ids: [1] };
+    expect(shareParts('tags', tag).tag_ids).not.toBe(shareParts('tags', { id: 2, tag_ids: [1] }).tag_ids);
+  });
+
+  it('stays right past its bound (INTERN_VALUES_MAX parts: it starts again), each record with its own value', () => {
+    const made = Array.from({ length: 25_000 }, (_, i) => ({ id: i, stats: stats(i) }));
+    for (const r of made) shareParts('sites', r);
+    made.forEach((r, i) => expect(r.stats).toEqual(stats(i)));
+    expect(made.every((r) => Object.isFrozen(r.stats))).toBe(true);
+    // The last values again: the pool's copies of them (it holds those made since it last started again).
+    for (let i = 21_000; i < 25_000; i++) expect(shareParts('sites', { id: i, stats: stats(i) }).stats).toBe(made[i]!.stats);
   });
 });
