@@ -20,7 +20,7 @@ interface Node {
   next?: Map<unknown, Node>;
   part?: object;
 }
-let roots = new Map<string, Node>();
+let roots = new Map<string, { array: Node; object: Node }>();
 /** Parts the tree holds; past INTERN_VALUES_MAX it starts again (what was shared stays so). */
 let held = 0;
 
@@ -35,9 +35,9 @@ const flat = (x: unknown) => typeof x === 'number' || typeof x === 'boolean' || 
 /** The pooled copy of a part equal to `v` in JSON (the same items, or the same fields in the same order), or `v`. */
 function pooled(field: string, v: object): object {
   const array = Array.isArray(v);
-  const rootKey = `${field}${array ? '[]' : '{}'}`;
-  let node = roots.get(rootKey);
-  if (!node) roots.set(rootKey, (node = {}));
+  let root = roots.get(field);
+  if (!root) roots.set(field, (root = { array: {}, object: {} }));
+  let node = array ? root.array : root.object;
   if (array) {
     for (const x of v) {
       if (!flat(x)) return v;
