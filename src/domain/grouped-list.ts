@@ -61,7 +61,7 @@ export class GroupedList<G extends SiteGroup> {
 
   /** Calls `fn` with each item's group and its place in the group, in order. */
   forEach(fn: (g: G, k: number) => void): void {
-    this.walk((g, k) => fn(g, k));
+    this.walk(fn);
   }
 
   /** The items for which `keep` holds, in the same order (this list when it keeps them all). */

@@ -610,7 +610,7 @@ export class PgStore implements Store {
         rows.on('row', ([id, seq, data]: [number, number, unknown]) => {
           seqs.set(id, seq);
           if (cold) this.setPresent(kind as CollectionName, id, true);
-          else map!.set(id, cold || !(kind in COLLECTIONS) ? data : shareParts(kind as CollectionName, data as Rec));
+          else map!.set(id, kind in COLLECTIONS ? shareParts(kind as CollectionName, data as Rec) : data);
         });
         await new Promise<void>((resolve, reject) => {
           rows.on('end', () => resolve());
