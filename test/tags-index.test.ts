@@ -2,6 +2,8 @@
 // membership) and the tags: after a change, only the sites whose tags changed get a new list, and every answer is what a
 // fresh build of the index gives.
 import fc from 'fast-check';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { TAG_LISTS_MAX, TagService } from '../src/domain/tags.js';
 import type { Store } from '../src/store/engine.js';
@@ -17,6 +19,9 @@ async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
     await store.close();
   }
 }
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 /** Bare site records 1..n (the tags read only their ids and tag_ids). */
 async function bareSites(store: Store, n: number): Promise<void> {
@@ -243,5 +248,35 @@ describe('the tags of each site', () => {
       });
       expect(names()).toEqual(fresh());
       expect(tags.tagsOfSite(1)).toEqual([last.id, first.id]);
+    }));
+
+  it('a tag without sites costs the index a few slots: 10,000 of them under 100 bytes each (with an empty list of sites each, 150)', () =>
+    withStore(async (store) => {
+      const tags = new TagService(store);
+      await bareSites(store, 3);
+      await store.write((tx) => {
+        for (let i = 0; i < 10_000; i++) tags.create(tx, { name: `empty ${i}` });
+      });
+      const used = await store.write((tx) => tags.create(tx, { name: 'used' }));
+      await store.write((tx) => [1, 3].forEach((site) => tags.setSiteTags(tx, site, [used.id])));
+      // Built from every tag (a new service), then measured: the index alone, the tags being in the store already.
+      const fresh = new TagService(store);
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      expect(fresh.list({ include: [used.id] }).map((t) => t.site_ids)).toEqual([[1, 3]]);
+      gc();
+      const perTag = (process.memoryUsage().heapUsed - before) / 10_001;
+      expect(perTag, `${perTag.toFixed(0)} bytes a tag`).toBeLessThan(100);
+      // Patched: a tag given its first site, and one losing its last, answer as a fresh build does.
+      const first = fresh.findByName('empty 7')!;
+      await store.write((tx) => {
+        tags.setSiteTags(tx, 2, [first.id]);
+        tags.setSiteTags(tx, 3, []);
+      });
+      for (const t of [fresh, tags, new TagService(store)])
+        expect(t.list({ include: [first.id, used.id] }).map((x) => [x.name, x.site_ids])).toEqual([
+          ['empty 7', [2]],
+          ['used', [1]],
+        ]);
     }));
 });

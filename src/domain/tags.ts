@@ -121,7 +121,7 @@ export class TagService {
   private sorted: TagRecord[] = [];
   /** The tags the index was built from, by id (records are replaced, never changed, so these are as they were). */
   private byId = new Map<number, TagRecord>();
-  /** Each live tag's sites. */
+  /** The sites of each live tag that has or had some since the index was built (a tag without sites has none here). */
   private members = new Map<number, Members>();
   /** Each site's live tag ids in the tags' order, by site id in pages (a Map was 3.5 MB at 100,000 sites). */
   private bySite = new IdSlots<readonly number[]>();
@@ -197,7 +197,7 @@ export class TagService {
     }
     this.members = new Map();
     // Pushed in the order the store holds the sites (ascending when they came in order: a sort in one pass then).
-    for (const [t, ids] of sitesOf) this.members.set(t, new Members(ids.sort((a, b) => a - b)));
+    for (const [t, ids] of sitesOf) if (ids.length) this.members.set(t, new Members(ids.sort((a, b) => a - b)));
   }
 
   /** Of the tag ids a site's record names, those of live tags (`live`: by tag id), once each, in the tags' order. */
@@ -229,9 +229,8 @@ export class TagService {
       if (cur) {
         sorted.splice(place(sorted, cur), 0, cur);
         this.byId.set(id, cur);
-        if (!was) this.members.set(id, new Members());
       } else this.byId.delete(id);
-      if (was && (!cur || was.name !== cur.name)) for (const s of this.members.get(id)!.ascending()) again.add(s);
+      if (was && (!cur || was.name !== cur.name)) for (const s of this.members.get(id)?.ascending() ?? NONE) again.add(s);
       if (!cur) this.members.delete(id);
     }
     this.sorted = sorted;
@@ -241,9 +240,13 @@ export class TagService {
 
   /** Sets a site's place in the index from the tag ids its record names (those of deleted tags are passed over). */
   private placeSite(site: number, tagIds: readonly number[]): void {
-    const list = this.liveTags(tagIds, this.members);
+    const list = this.liveTags(tagIds, this.byId);
     for (const t of this.bySite.get(site) ?? NONE) if (!list.includes(t)) this.members.get(t)?.delete(site);
-    for (const t of list) this.members.get(t)!.add(site);
+    for (const t of list) {
+      let m = this.members.get(t);
+      if (!m) this.members.set(t, (m = new Members()));
+      m.add(site);
+    }
     if (list.length) this.bySite.set(site, this.pooled(list));
     else this.bySite.delete(site);
   }
