@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/support/longest-first.js';
 
 export default defineConfig({
   test: {
@@ -17,6 +18,8 @@ export default defineConfig({
     // (import 75 s) isolated and 27 s (import 11 s) not. Each file still opens its own servers, stores and data dirs;
     // the code keeps no state in modules (the MCP module watcher is per fleet), so a file cannot see another's.
     isolate: false,
+    // The longest files first on a fresh checkout too (test/support/longest-first.ts).
+    sequence: { sequencer: LongestFirst },
     env: { SITEFLEET_LOG: process.env.SITEFLEET_LOG ?? 'warn', SITEFLEET_CHECK_OUTPUTS: '1' },
   },
 });
