@@ -36,6 +36,9 @@ export default class LongestFirst extends BaseSequencer {
       return at < 0 || this.ctx.cache.getFileTestResults(`${f.project.name}:${name}`) ? LONGEST.length : at;
     };
     // A stable sort: the files not named keep the order vitest gave them.
-    return sorted.map((f, i) => ({ f, i, r: rank(f) })).sort((a, b) => a.r - b.r || a.i - b.i).map((x) => x.f);
+    return sorted
+      .map((f, i) => ({ f, i, r: rank(f) }))
+      .sort((a, b) => a.r - b.r || a.i - b.i)
+      .map((x) => x.f);
   }
 }
