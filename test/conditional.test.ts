@@ -299,6 +299,22 @@ describe('the answer cache is bounded', () => {
     expect(c.bytes).toBe(0);
   });
 
+  it('lets go of every answer of a fingerprint the store has left once an answer of another is kept', () => {
+    const c = new AnswerCache();
+    for (let i = 0; i < 10; i++) c.set(`k${i}`, 'g1', rep(1000));
+    expect(c.entries).toBe(10);
+    c.set('k0', 'g2', rep(500));
+    expect([c.entries, c.bytes]).toEqual([1, 502]);
+    expect(c.get('k0', 'g2')?.body.length).toBe(500);
+    // Answers of one fingerprint stay together; an answer of the one just left clears them (a request that began
+    // before the write), and is itself gone at the next answer kept for the newer one: nothing stale is ever sent.
+    c.set('k1', 'g2', rep(500));
+    c.set('k9', 'g1', rep(100));
+    expect([c.get('k0', 'g2'), c.get('k1', 'g2')]).toEqual([undefined, undefined]);
+    c.set('k2', 'g2', rep(500));
+    expect([c.entries, c.get('k9', 'g1'), c.get('k2', 'g2')?.body.length]).toEqual([1, undefined, 500]);
+  });
+
   it('reads If-None-Match lists', () => {
     expect(matches('"a", "b"', '"b"')).toBe(true);
     expect(matches('W/"b"', '"b"')).toBe(true);

@@ -175,10 +175,19 @@ interface Entry {
   cost: number;
 }
 
-/** Serialised answers, least recently used out first; bounded by PAGE_CACHE_ENTRIES and PAGE_CACHE_BYTES. */
+/**
+ * Serialised answers, least recently used out first; bounded by PAGE_CACHE_ENTRIES and PAGE_CACHE_BYTES. An answer is
+ * sent again only for the store fingerprint it was made at, and a fingerprint that has moved never comes back: when an
+ * answer is kept for another fingerprint than the last one kept, every answer of other fingerprints goes. (Kept until
+ * pushed out, a fleet written to every few requests held its bound of answers no request could be sent: up to 16 MiB a
+ * door.) An answer made at a fingerprint just left (its request began before a write) clears the newer ones: only hits
+ * are lost, never a stale answer sent.
+ */
 export class AnswerCache {
   private readonly map = new Map<string, Entry>();
   private size = 0;
+  /** The fingerprint of the last answer kept. */
+  private fp = '';
 
   constructor(
     private readonly maxEntries = PAGE_CACHE_ENTRIES,
@@ -208,6 +217,14 @@ export class AnswerCache {
     // The key (a URL of up to 16 KB) counts too.
     const cost = rep.body.length + key.length;
     if (rep.body.length > MAX_ENTRY_BYTES || cost > this.maxBytes) return;
+    if (fp !== this.fp) {
+      this.fp = fp;
+      for (const [k, e] of this.map) {
+        if (e.fp === fp) continue;
+        this.map.delete(k);
+        this.size -= e.cost;
+      }
+    }
     const old = this.map.get(key);
     if (old) {
       this.map.delete(key);
