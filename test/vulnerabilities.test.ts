@@ -26,6 +26,7 @@ import { loadConfig } from '../src/config.js';
 import { closeServices, openServices } from '../src/domain/index.js';
 import { openStore } from '../src/store/open.js';
 import { buildRegistry } from '../src/abilities/index.js';
+import { until } from './support/wait.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'vulnerabilities');
 const WF_FILE = join(FIX, 'wordfence-production.json');
@@ -330,18 +331,26 @@ describe('the fleet: import, views, fix and events through the registry (simulat
   it('refresh: configured in the settings (key never shown), fetched with the Bearer key, then a 304 keeps the data', async () => {
     const none = await h.fails('refresh-vulnerability-feed-v1', {});
     expect(none.code).toBe('svc_feed_not_configured');
+    // No schedule yet: the job runner's tick would start a refresh of its own as soon as a feed is configured (the
+    // scheduled refresh has its own test below).
     const set = await h.call('update-settings-v1', {
       vulnerability_source: 'wordfence',
       vulnerability_api_key: 'test-key-123456',
       vulnerability_feed_url: feedUrl,
+      vulnerability_refresh_hours: 0,
     });
     expect(set).toMatchObject({ vulnerability_source: 'wordfence', vulnerability_api_key_set: true });
     expect(JSON.stringify(set)).not.toContain('test-key-123456');
-    const first = await h.call('refresh-vulnerability-feed-v1', {});
+    // Two at once: the second waits for the first, then asks again with its ETag (together, both imported the feed, and
+    // on PostgreSQL one could read the index of the other's generation before it was committed: a 503).
+    const asked = seen.length;
+    const [first, again] = await Promise.all([h.call('refresh-vulnerability-feed-v1', {}), h.call('refresh-vulnerability-feed-v1', {})]);
     expect(first).toMatchObject({ status: 'updated', feed: { source: 'wordfence', records: 20 } });
-    const again = await h.call('refresh-vulnerability-feed-v1', {});
     expect(again.status).toBe('not_modified');
-    expect(seen.at(-1)).toEqual({ auth: 'Bearer test-key-123456', inm: '"v1"' });
+    expect(seen.slice(asked)).toEqual([
+      { auth: 'Bearer test-key-123456', inm: undefined },
+      { auth: 'Bearer test-key-123456', inm: '"v1"' },
+    ]);
     await h.call('update-settings-v1', { vulnerability_api_key: 'wrong-key-000000' });
     expect((await h.fails('refresh-vulnerability-feed-v1', {})).code).toBe('svc_feed_auth_failed');
   });
@@ -437,12 +446,17 @@ describe('the fleet: import, views, fix and events through the registry (simulat
   });
 
   it('the scheduled refresh is claimed once per interval (a store write), whoever asks', async () => {
-    await h.call('update-settings-v1', { vulnerability_api_key: 'test-key-123456', vulnerability_refresh_hours: 1 });
     const v = h.services.vulnerabilities;
-    // The job runner's tick claimed the first one as soon as a feed was configured.
+    const before = seen.length;
+    await h.call('update-settings-v1', { vulnerability_api_key: 'test-key-123456', vulnerability_refresh_hours: 1 });
+    // Due at once (never refreshed on a schedule): the job runner's tick claims it and asks the feed.
+    await until(
+      () => seen.length,
+      (n) => n > before,
+    );
+    await v.scheduled;
     const last = Date.parse(v.settings().last_scheduled_refresh!);
     expect(last).toBeGreaterThan(0);
-    await v.scheduled;
     const asked = seen.length;
     expect(await v.scheduledRefresh(last + 30 * 60_000)).toBe(false);
     const claims = await Promise.all([v.scheduledRefresh(last + 61 * 60_000), v.scheduledRefresh(last + 61 * 60_000)]);

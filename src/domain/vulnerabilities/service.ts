@@ -252,6 +252,8 @@ export class VulnerabilityService {
   private round: Promise<void> | null = null;
   /** The scheduled refresh running in this process, if any. */
   scheduled: Promise<void> | null = null;
+  /** Settles when the last refresh asked for in this process has (see refresh): never rejects. */
+  private refreshing: Promise<void> | null = null;
   private aggregate: { sites: number; gen: number; byKey: Map<string, Array<{ site: SiteRecord; hit: Hit }>> } | null = null;
   private keyMeta: { gen: number; byKey: Map<string, { bucket: number; score: number | null; informational: boolean }> } | null = null;
   /** The fleet view's rows per set of filters, for the current aggregate (emptied with it). */
@@ -419,7 +421,23 @@ export class VulnerabilityService {
    * Wordfence: one streamed download with the API key as a Bearer token. WPVulnerability: one request per distinct
    * plugin/theme slug and core version installed in the fleet (at most MAX_WPV_LOOKUPS).
    */
-  async refresh(signal?: AbortSignal): Promise<{ status: 'updated' | 'not_modified'; feed: FeedState }> {
+  refresh(signal?: AbortSignal): Promise<{ status: 'updated' | 'not_modified'; feed: FeedState }> {
+    // One at a time in a process: a refresh asked for while another runs (the scheduled one) waits for it, then asks
+    // the feed itself (a conditional request: most often a 304). Two at once raced: one's reconcile read the index of
+    // the generation the other was still committing, not yet in the database, and failed (503, "being replaced").
+    const run = (this.refreshing ?? Promise.resolve()).then(() => this.refreshNow(signal));
+    const settled: Promise<void> = run.then(
+      () => this.refreshed(settled),
+      () => this.refreshed(settled),
+    );
+    this.refreshing = settled;
+    return run;
+  }
+  private refreshed(settled: Promise<void>): void {
+    if (this.refreshing === settled) this.refreshing = null;
+  }
+
+  private async refreshNow(signal?: AbortSignal): Promise<{ status: 'updated' | 'not_modified'; feed: FeedState }> {
     const s = this.settings();
     if (!s.source)
       throw new ServiceError(
